@@ -1,0 +1,5 @@
+import sys
+
+from ragmeter.cli import main
+
+sys.exit(main())

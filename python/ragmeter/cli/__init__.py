@@ -1,0 +1,71 @@
+"""The ``ragmeter`` command line.
+
+Each sub-command lives in its own module under ``ragmeter.cli`` and exposes
+``HELP`` (one line), ``configure(parser)`` and ``run(args) -> int``. Modules are
+imported only to configure their parser; anything heavy is imported inside
+``run`` so start-up stays fast.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import import_module
+from typing import Optional, Sequence
+
+# command name -> module; the order is the order of ``ragmeter --help``.
+COMMANDS = {
+    "trec": "ragmeter.cli.trec",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ragmeter import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="ragmeter",
+        description="Evaluate retrieval-augmented generation: rank metrics, evidence-level "
+        "retrieval scoring, LLM judges, reports and regression gates.",
+    )
+    parser.add_argument("--version", action="version", version=f"ragmeter {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        module = import_module(module_name)
+        cmd = sub.add_parser(name, help=module.HELP, description=module.HELP, **getattr(module, "PARSER_OPTIONS", {}))
+        module.configure(cmd)
+        cmd.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `trec` mimics trec_eval's own flag syntax, so it parses its arguments itself
+    # and skips building every other command's parser.
+    if argv and argv[0] == "trec":
+        module = import_module(COMMANDS["trec"])
+        return _guarded(lambda: module.main(argv[1:]))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    return _guarded(lambda: args._module.run(args))
+
+
+def _guarded(call) -> int:  # type: ignore[no-untyped-def]
+    """Run a command; user errors become one line on stderr and exit status 2."""
+    from ragmeter._core import RagmeterError
+
+    try:
+        return int(call() or 0)
+    except RagmeterError as exc:
+        print(f"ragmeter: error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 2)
+    except KeyboardInterrupt:
+        print("ragmeter: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
