@@ -8,6 +8,8 @@ use pyo3::prelude::*;
 
 use ragmeter_core::Error;
 
+mod columns;
+
 create_exception!(_core, RagmeterError, PyValueError, "Base class of every ragmeter user error.");
 create_exception!(_core, InputError, RagmeterError, "An input file or table is missing or malformed.");
 create_exception!(_core, MeasureError, RagmeterError, "A measure name or its parameters are not understood.");

@@ -1,0 +1,48 @@
+"""Columns for the Rust boundary.
+
+Strings cross into Rust as one Arrow-style column: ``offsets`` (int64, length
+n + 1) and ``data`` (the UTF-8 bytes of every value, concatenated), never as a
+list of Python ``str`` objects. Numbers cross as contiguous numpy arrays.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Tuple
+
+import numpy as np
+
+StringColumn = Tuple[np.ndarray, np.ndarray]
+
+
+def string_column(values: Any) -> StringColumn:
+    """Return ``(offsets, data)`` for a Polars Series, a pyarrow array or an iterable of str.
+
+    Nulls become empty strings; callers that must tell them apart pass a mask.
+    """
+    import pyarrow as pa
+
+    if hasattr(values, "to_arrow") and not isinstance(values, pa.Array):
+        values = values.to_arrow()
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not isinstance(values, pa.Array):
+        values = pa.array(list(values), type=pa.large_string())
+    if pa.types.is_string_view(values.type) if hasattr(pa.types, "is_string_view") else False:
+        values = values.cast(pa.large_string())
+    if pa.types.is_string(values.type):
+        values = values.cast(pa.large_string())
+    if not pa.types.is_large_string(values.type):
+        raise TypeError(f"expected a string column, got {values.type}")
+    values = values.fill_null("")
+    _validity, offsets_buf, data_buf = values.buffers()
+    n = len(values)
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1 + values.offset)[values.offset :]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return np.ascontiguousarray(offsets), data
+
+
+def offsets_from_lengths(lengths: Iterable[int]) -> np.ndarray:
+    """Offsets (n + 1, int64) of consecutive groups with the given lengths."""
+    lengths = np.asarray(list(lengths) if not isinstance(lengths, np.ndarray) else lengths, dtype=np.int64)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets

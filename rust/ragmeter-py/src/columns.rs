@@ -1,0 +1,51 @@
+//! Owned copies of column inputs, taken while the GIL is held.
+
+use numpy::PyReadonlyArray1;
+use pyo3::prelude::*;
+
+use ragmeter_core::Error;
+
+/// A string column in Arrow layout: value `i` is `data[offsets[i]..offsets[i+1]]`.
+pub struct StrColumn {
+    offsets: Vec<i64>,
+    data: Vec<u8>,
+}
+
+impl StrColumn {
+    /// Copy and validate the buffers (offsets monotone, in bounds, UTF-8 data).
+    pub fn extract(offsets: PyReadonlyArray1<'_, i64>, data: PyReadonlyArray1<'_, u8>, name: &str) -> PyResult<Self> {
+        let offsets = offsets.as_slice()?.to_vec();
+        let data = data.as_slice()?.to_vec();
+        let bad = |msg: &str| crate::to_py_err(Error::input(format!("column {name}: {msg}")));
+        if offsets.is_empty() {
+            return Err(bad("offsets must have n + 1 entries"));
+        }
+        if offsets.windows(2).any(|w| w[0] > w[1]) || offsets[0] < 0 || *offsets.last().unwrap() as usize > data.len() {
+            return Err(bad("offsets are not monotone or point past the data"));
+        }
+        if std::str::from_utf8(&data).is_err() {
+            return Err(bad("data is not valid UTF-8"));
+        }
+        Ok(StrColumn { offsets, data })
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn get(&self, i: usize) -> &str {
+        let bytes = &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize];
+        // Validated as a whole in `extract`; offsets from Arrow fall on char boundaries.
+        std::str::from_utf8(bytes).unwrap_or("")
+    }
+}
+
+/// Copy a group-offsets array (n + 1 entries, monotone, last == total).
+pub fn extract_offsets(offsets: PyReadonlyArray1<'_, i64>, total: usize, name: &str) -> PyResult<Vec<usize>> {
+    let raw = offsets.as_slice()?;
+    let bad = |msg: &str| crate::to_py_err(Error::input(format!("{name}: {msg}")));
+    if raw.is_empty() || raw[0] != 0 || raw.windows(2).any(|w| w[0] > w[1]) || *raw.last().unwrap() as usize != total {
+        return Err(bad("offsets must start at 0, never decrease and end at the number of values"));
+    }
+    Ok(raw.iter().map(|&o| o as usize).collect())
+}
