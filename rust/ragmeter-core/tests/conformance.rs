@@ -1,0 +1,93 @@
+//! trec_eval's own test suite (`shared/conformance/trec_eval`, beside the
+//! repository): every expected output must be reproduced byte for byte.
+
+use std::path::PathBuf;
+
+use ragmeter_core::trec::{evaluate, format_trec, parse_qrels, parse_run, read_text, Options};
+
+fn dir() -> PathBuf {
+    if let Ok(d) = std::env::var("RAGMETER_CONFORMANCE_DIR") {
+        return PathBuf::from(d);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/trec_eval")
+}
+
+fn run_case(qrels: &str, run: &str, measures: &[&str], opts: Options, per_query: bool) -> String {
+    let d = dir();
+    let (qp, rp) = (d.join(qrels), d.join(run));
+    let (qp, rp) = (qp.to_str().unwrap(), rp.to_str().unwrap());
+    let qtext = read_text(qp).expect("conformance data present (shared/ beside the repository)");
+    let rtext = read_text(rp).unwrap();
+    let q = parse_qrels(&qtext, qp).unwrap();
+    let r = parse_run(&rtext, rp).unwrap();
+    let m: Vec<String> = measures.iter().map(|s| s.to_string()).collect();
+    format_trec(&evaluate(&q, &r, &m, &opts, qp, rp).unwrap(), per_query, true)
+}
+
+fn expect(name: &str, got: String) {
+    let want = read_text(dir().join(name).to_str().unwrap()).unwrap();
+    if got != want {
+        let diff: Vec<String> = want
+            .lines()
+            .zip(got.lines())
+            .filter(|(a, b)| a != b)
+            .take(10)
+            .map(|(a, b)| format!("want {a:?}\n got {b:?}"))
+            .collect();
+        panic!("{name}: {} of {} lines differ (got {} lines)\n{}", diff.len(), want.lines().count(), got.lines().count(), diff.join("\n"));
+    }
+}
+
+#[test]
+fn out_test() {
+    expect("out.test", run_case("qrels.test", "results.test", &[], Options::default(), false));
+}
+
+#[test]
+fn out_test_with_comments() {
+    expect("out.test", run_case("qrels.test.with-comments", "results.test", &[], Options::default(), false));
+}
+
+#[test]
+fn out_test_a() {
+    expect("out.test.a", run_case("qrels.test", "results.test", &["all_trec"], Options::default(), false));
+}
+
+#[test]
+fn out_test_aq() {
+    expect("out.test.aq", run_case("qrels.test", "results.test", &["all_trec"], Options::default(), true));
+}
+
+#[test]
+fn out_test_aqc() {
+    let opts = Options { complete: true, ..Options::default() };
+    expect("out.test.aqc", run_case("qrels.test", "results.trunc", &["all_trec"], opts, true));
+}
+
+#[test]
+fn out_test_aqcm() {
+    let opts = Options { complete: true, max_docs_per_query: Some(100), ..Options::default() };
+    expect("out.test.aqcM", run_case("qrels.test", "results.trunc", &["all_trec"], opts, true));
+}
+
+#[test]
+fn out_test_aql() {
+    let opts = Options { relevance_level: 2, ..Options::default() };
+    expect("out.test.aql", run_case("qrels.rel_level", "results.test", &["all_trec", "relstring.20"], opts, true));
+}
+
+#[test]
+fn out_test_meas_params() {
+    let m = [
+        "iprec_at_recall..10,.20,.25,.75,.50",
+        "P.5,7,3",
+        "recall.20,2000",
+        "Rprec_mult.5.0,0.2,0.35",
+        "utility.2,-1,0,0",
+        "11pt_avg..25,.5,.75",
+        "ndcg.1=3,2=9,4=4.5",
+        "ndcg_cut.10,20,23.4",
+        "success.2,5,20",
+    ];
+    expect("out.test.meas_params", run_case("qrels.test", "results.test", &m, Options::default(), true));
+}
