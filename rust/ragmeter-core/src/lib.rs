@@ -6,4 +6,6 @@
 //! * [`evidence`]: NFKC-normalised evidence-phrase matching for RAG chunks.
 
 pub mod error;
+pub mod metrics;
+pub mod trec;
 pub use error::{Error, Result};
