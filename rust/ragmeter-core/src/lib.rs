@@ -6,6 +6,7 @@
 //! * [`evidence`]: NFKC-normalised evidence-phrase matching for RAG chunks.
 
 pub mod error;
+pub mod evidence;
 pub mod metrics;
 pub mod trec;
 pub use error::{Error, Result};
