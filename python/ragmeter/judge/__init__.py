@@ -1,0 +1,26 @@
+"""LLM judge engine and judge metrics.
+
+``await ragmeter.judge.run(cases, base_url=..., model=...)`` or
+``ragmeter.judge.run_sync(...)`` judges plain per-case records with the metrics
+correctness, faithfulness, answer_relevancy, context_precision and
+context_recall against any OpenAI-compatible endpoint, with retries, rate
+limits, a persistent cache, cost accounting and a budget. See
+:mod:`ragmeter.judge.runner`.
+"""
+from __future__ import annotations
+
+from .cache import Cache, cache_key
+from .client import ClientConfig, JudgeCallError, JudgeClient, resolve_api_key
+from .cost import Price, PriceTable, estimate_tokens
+from .limits import Limits
+from .metrics import DEFAULT_METRICS, METRICS, Case, relevancy_variants
+from .prompts import PROMPTS, detect_language
+from .retry import Decision, RetryPolicy, classify, next_max_tokens
+from .runner import JudgeConfig, JudgeResult, estimate, run, run_sync
+
+__all__ = [
+    "run", "run_sync", "estimate", "JudgeConfig", "JudgeResult", "Case", "DEFAULT_METRICS", "METRICS",
+    "ClientConfig", "JudgeClient", "JudgeCallError", "resolve_api_key", "Limits", "Cache", "cache_key",
+    "Price", "PriceTable", "estimate_tokens", "RetryPolicy", "Decision", "classify", "next_max_tokens",
+    "PROMPTS", "detect_language", "relevancy_variants",
+]

@@ -1,0 +1,348 @@
+"""An OpenAI-compatible chat-completions and embeddings client for judging.
+
+One ``aiohttp`` session per client; every request goes through :class:`Limits`
+(concurrency, requests and tokens per minute) and the one retry layer of
+:mod:`ragmeter.judge.retry`. Works with OpenAI, DeepSeek, Qwen (DashScope
+compatible mode), vLLM, Ollama and LiteLLM: only ``POST {base_url}/chat/completions``
+and ``POST {base_url}/embeddings`` are used.
+
+The API key comes from the ``api_key`` argument, else ``RAGMETER_API_KEY``, else
+``OPENAI_API_KEY``. It is sent in the ``Authorization`` header and nowhere else:
+it is kept out of ``repr``, cache keys, logs, error messages (any echo of it in
+a server's error body is masked) and results.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import aiohttp
+
+from .cache import public_endpoint
+from .cost import estimate_tokens
+from .limits import Limits
+from .retry import RetryPolicy, classify, next_max_tokens
+
+__all__ = ["ClientConfig", "JudgeClient", "ChatResult", "EmbedResult", "JudgeCallError", "resolve_api_key"]
+
+log = logging.getLogger("ragmeter.judge")
+
+
+def resolve_api_key(explicit: Optional[str] = None) -> Optional[str]:
+    """``explicit``, else ``RAGMETER_API_KEY``, else ``OPENAI_API_KEY``, else None (local servers)."""
+    for value in (explicit, os.environ.get("RAGMETER_API_KEY"), os.environ.get("OPENAI_API_KEY")):
+        if value:
+            return value
+    return None
+
+
+@dataclass
+class ClientConfig:
+    base_url: str
+    model: str
+    api_key: Optional[str] = field(default=None, repr=False)
+    timeout: float = 120.0             #: seconds per attempt
+    temperature: float = 0.0
+    json_mode: str = "auto"            #: auto (on, dropped if the endpoint rejects it), on, off
+    max_retry_tokens: int = 8000       #: cap of the budget doubling
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    embeddings_model: Optional[str] = None
+    embeddings_base_url: Optional[str] = None  #: defaults to base_url
+
+    def __post_init__(self) -> None:
+        if self.json_mode not in ("auto", "on", "off"):
+            raise ValueError("json_mode must be auto, on or off")
+
+
+@dataclass
+class ChatResult:
+    content: str
+    finish_reason: Optional[str]
+    prompt_tokens: int         #: summed over every billed attempt (truncated ones included)
+    completion_tokens: int
+    latency_ms: float          #: wall time of the call, retries and waits included
+    max_tokens: int            #: the output budget of the attempt that succeeded
+    attempts: List[Dict[str, Any]]
+    reasoning_chars: int = 0
+
+
+@dataclass
+class EmbedResult:
+    vectors: List[List[float]]
+    prompt_tokens: int
+    latency_ms: float
+    attempts: List[Dict[str, Any]]
+
+
+class JudgeCallError(Exception):
+    """A call that failed for good. ``kind`` says why; ``attempts`` lists every try."""
+
+    def __init__(self, message: str, *, kind: str, attempts: List[Dict[str, Any]], raw: Optional[str] = None,
+                 prompt_tokens: int = 0, completion_tokens: int = 0, latency_ms: float = 0.0) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+        self.attempts = attempts
+        self.raw = raw
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.latency_ms = latency_ms
+
+
+@dataclass
+class ClientStats:
+    requests: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failures: int = 0
+
+
+class _Again(Exception):
+    """Internal: the response was received but calls for another attempt (budget doubling)."""
+
+
+class JudgeClient:
+    def __init__(self, config: ClientConfig, limits: Optional[Limits] = None, *,
+                 on_retry: Optional[Callable[[Dict[str, Any]], None]] = None) -> None:
+        self.config = config
+        self.limits = limits or Limits()
+        self._key = resolve_api_key(config.api_key)
+        self._json = config.json_mode != "off"
+        self._session: Optional[aiohttp.ClientSession] = None
+        self._on_retry = on_retry
+        self.stats = ClientStats()
+        base = config.base_url.rstrip("/")
+        self._chat_url = base + "/chat/completions"
+        self._embed_url = (config.embeddings_base_url or config.base_url).rstrip("/") + "/embeddings"
+
+    def __repr__(self) -> str:
+        return f"JudgeClient(endpoint={public_endpoint(self.config.base_url)!r}, model={self.config.model!r})"
+
+    # -- session -------------------------------------------------------------------------------------
+    async def __aenter__(self) -> "JudgeClient":
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        if self._session is None:
+            headers = {"Content-Type": "application/json", "User-Agent": "ragmeter-judge"}
+            if self._key:
+                headers["Authorization"] = f"Bearer {self._key}"
+            connector = aiohttp.TCPConnector(limit=self.limits.concurrency + 4)
+            self._session = aiohttp.ClientSession(
+                headers=headers, connector=connector,
+                timeout=aiohttp.ClientTimeout(total=self.config.timeout),
+            )
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def redact(self, text: Optional[str]) -> Optional[str]:
+        """Mask the API key wherever it appears (a server may echo it in an error body)."""
+        if text and self._key and self._key in text:
+            return text.replace(self._key, "***")
+        return text
+
+    # -- transport -----------------------------------------------------------------------------------
+    async def _post(self, url: str, payload: Dict[str, Any], tokens: int):  # type: ignore[no-untyped-def]
+        if self._session is None:
+            await self.open()
+        assert self._session is not None
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        async with self.limits.slot(tokens):
+            self.stats.requests += 1
+            async with self._session.post(url, data=data) as resp:
+                body = await resp.text(errors="replace")
+                return resp.status, resp.headers, body
+
+    async def _call(self, url: str, build: Callable[[], Dict[str, Any]], tokens: Callable[[], int],
+                    on_ok: Callable[[Dict[str, Any], Dict[str, Any]], Any], what: str,
+                    attempts: List[Dict[str, Any]]) -> Any:
+        """Send, retrying transient failures; ``on_ok`` parses a 200 body or raises :class:`_Again`.
+
+        Every attempt is appended to ``attempts`` (status, outcome, max_tokens, tokens, latency, wait).
+        """
+        started = time.monotonic()
+        transient = 0
+        while True:
+            transient += 1
+            payload = build()
+            record: Dict[str, Any] = {"n": len(attempts) + 1}
+            if "max_tokens" in payload:
+                record["max_tokens"] = payload["max_tokens"]
+            attempts.append(record)
+            t0 = time.monotonic()
+            status = None
+            headers = None
+            body = None
+            exc: Optional[BaseException] = None
+            try:
+                status, headers, body = await self._post(url, payload, tokens())
+            except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as e:
+                exc = e
+            record["latency_ms"] = round((time.monotonic() - t0) * 1000.0, 3)
+            record["status"] = status
+            if exc is None and status == 200:
+                try:
+                    data = json.loads(body or "")
+                    if not isinstance(data, dict):
+                        raise ValueError("not an object")
+                except ValueError:
+                    data = None
+                if data is not None and "error" not in data:
+                    try:
+                        result = on_ok(data, record)
+                    except _Again:
+                        transient -= 1  # budget doubling has its own limit (the cap)
+                        continue
+                    except JudgeCallError:
+                        raise
+                    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+                        result = None  # unreadable 200: retried as bad_response below
+                    else:
+                        record.setdefault("outcome", "ok")
+                        return result
+            if (exc is None and status == 400 and self._json and self.config.json_mode == "auto"
+                    and "response_format" in (body or "").lower()):
+                # the endpoint does not support JSON mode: drop it and resend at once
+                self._json = False
+                record["outcome"] = "json_mode_unsupported"
+                transient -= 1
+                continue
+            decision = classify(attempt=transient, policy=self.config.policy, status=status,
+                                headers=headers, body=self.redact(body), exc=exc)
+            record["outcome"] = decision.kind
+            if not decision.retry:
+                self.stats.failures += 1
+                message = self.redact(f"{what} failed: {decision.message}") or ""
+                elapsed = (time.monotonic() - started) * 1000.0
+                raise JudgeCallError(message, kind=decision.kind, attempts=attempts, latency_ms=elapsed,
+                                     prompt_tokens=sum(a.get("prompt_tokens", 0) for a in attempts),
+                                     completion_tokens=sum(a.get("completion_tokens", 0) for a in attempts))
+            record["retry_in_s"] = round(decision.delay, 4)
+            if decision.retry_after is not None:
+                record["retry_after_s"] = decision.retry_after
+                self.limits.pause(decision.delay)
+            self.stats.retries += 1
+            log.info("%s: %s; retrying in %.3fs", what, self.redact(decision.message), decision.delay)
+            if self._on_retry is not None:
+                self._on_retry(record)
+            if decision.delay > 0:
+                await asyncio.sleep(decision.delay)
+
+    # -- chat ----------------------------------------------------------------------------------------
+    async def chat(self, messages: Sequence[Dict[str, str]], *, max_tokens: int = 2000) -> ChatResult:
+        """One chat completion; retried, and re-sent with ``max_tokens`` doubled on truncated or empty output."""
+        cfg = self.config
+        cap = max(cfg.max_retry_tokens, max_tokens)
+        state = {"max_tokens": int(max_tokens)}
+        prompt_est = sum(estimate_tokens(m.get("content", "")) + 4 for m in messages)
+        started = time.monotonic()
+        attempts: List[Dict[str, Any]] = []
+
+        def build() -> Dict[str, Any]:
+            payload: Dict[str, Any] = {
+                "model": cfg.model, "messages": list(messages),
+                "temperature": cfg.temperature, "max_tokens": state["max_tokens"],
+            }
+            if self._json:
+                payload["response_format"] = {"type": "json_object"}
+            return payload
+
+        billed = {"prompt": 0, "completion": 0}
+
+        def on_ok(data: Dict[str, Any], record: Dict[str, Any]) -> ChatResult:
+            choices = data.get("choices") or []
+            choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+            message = choice.get("message") or {}
+            content = message.get("content") or ""
+            if not isinstance(content, str):  # some servers send a list of parts
+                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+            finish = choice.get("finish_reason")
+            usage = data.get("usage") or {}
+            pt = int(usage.get("prompt_tokens") or prompt_est)
+            ct = int(usage.get("completion_tokens") or (estimate_tokens(content) + estimate_tokens(str(reasoning))))
+            billed["prompt"] += pt
+            billed["completion"] += ct
+            self.stats.prompt_tokens += pt
+            self.stats.completion_tokens += ct
+            record.update(prompt_tokens=pt, completion_tokens=ct, finish_reason=finish)
+            if reasoning:
+                record["reasoning_chars"] = len(str(reasoning))
+            if not choices:
+                record["outcome"] = "no_choices"
+            elif content.strip() and finish != "length":
+                return ChatResult(content=content, finish_reason=finish, prompt_tokens=billed["prompt"],
+                                  completion_tokens=billed["completion"],
+                                  latency_ms=(time.monotonic() - started) * 1000.0,
+                                  max_tokens=state["max_tokens"], attempts=attempts,
+                                  reasoning_chars=len(str(reasoning)))
+            else:
+                record["outcome"] = "truncated" if finish == "length" else "empty"
+            nxt = next_max_tokens(state["max_tokens"], cap)
+            if nxt is None or not choices:
+                why = record["outcome"]
+                msg = (f"output {why} at max_tokens={state['max_tokens']} (the --max-retry-tokens cap)"
+                       if choices else "response has no choices")
+                raise JudgeCallError(msg, kind=why, attempts=[], raw=content or None,
+                                     prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
+            log.info("chat: output %s at max_tokens=%d; retrying with %d", record["outcome"], state["max_tokens"], nxt)
+            state["max_tokens"] = nxt
+            self.stats.retries += 1
+            if self._on_retry is not None:
+                self._on_retry(record)
+            raise _Again()
+
+        try:
+            return await self._call(self._chat_url, build, lambda: prompt_est + state["max_tokens"], on_ok, "chat",
+                                    attempts)
+        except JudgeCallError as err:
+            err.attempts = attempts
+            err.prompt_tokens = max(err.prompt_tokens, billed["prompt"])
+            err.completion_tokens = max(err.completion_tokens, billed["completion"])
+            err.latency_ms = (time.monotonic() - started) * 1000.0
+            raise
+
+    # -- embeddings ----------------------------------------------------------------------------------
+    async def embed(self, texts: Sequence[str]) -> EmbedResult:
+        cfg = self.config
+        model = cfg.embeddings_model
+        if not model:
+            raise ValueError("no embeddings model configured")
+        started = time.monotonic()
+        est = sum(estimate_tokens(t) for t in texts)
+
+        def build() -> Dict[str, Any]:
+            return {"model": model, "input": list(texts)}
+
+        def on_ok(data: Dict[str, Any], record: Dict[str, Any]) -> EmbedResult:
+            items = data.get("data")
+            if not isinstance(items, list) or len(items) != len(texts):
+                raise JudgeCallError(f"embeddings: expected {len(texts)} vectors", kind="bad_response", attempts=[])
+            items = sorted(items, key=lambda d: d.get("index", 0))
+            vectors = [list(map(float, d["embedding"])) for d in items]
+            usage = data.get("usage") or {}
+            pt = int(usage.get("prompt_tokens") or est)
+            self.stats.prompt_tokens += pt
+            record.update(prompt_tokens=pt)
+            return EmbedResult(vectors, pt, (time.monotonic() - started) * 1000.0, attempts)
+
+        attempts: List[Dict[str, Any]] = []
+        try:
+            return await self._call(self._embed_url, build, lambda: est, on_ok, "embeddings", attempts)
+        except JudgeCallError as err:
+            err.attempts = attempts
+            err.latency_ms = (time.monotonic() - started) * 1000.0
+            raise

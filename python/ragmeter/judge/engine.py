@@ -1,0 +1,250 @@
+"""The judge engine: one structured call = cache, budget, client, strict parsing, one repair.
+
+:meth:`Engine.ask` builds the messages of a versioned prompt, serves them from
+the cache when the same request already succeeded, else checks the budget,
+calls the endpoint and commits the raw reply to the cache at once. The reply is
+parsed strictly (code fences tolerated) and validated; on failure one repair
+turn is sent; on a second failure the call fails with the raw output kept.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, TypeVar
+
+from .cache import Cache, cache_key
+from .client import JudgeCallError, JudgeClient
+from .cost import PriceTable, estimate_tokens
+from .prompts import Prompt, repair_message
+
+__all__ = ["Engine", "RowStats", "Budget", "BudgetExceeded", "ParseError", "parse_json_object"]
+
+T = TypeVar("T")
+
+
+class ParseError(ValueError):
+    """The reply is not the JSON object the prompt asks for."""
+
+
+class BudgetExceeded(Exception):
+    """Launching this call would pass ``--budget``; nothing was sent."""
+
+
+class OutputError(Exception):
+    """A reply still unusable after the repair turn; ``raw`` keeps it for review."""
+
+    def __init__(self, message: str, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+
+
+def parse_json_object(text: str) -> Dict[str, Any]:
+    """Parse one JSON object; a surrounding ```json fence is tolerated, nothing else is guessed."""
+    s = (text or "").strip()
+    if not s:
+        raise ParseError("empty reply")
+    m = _FENCE.search(s)
+    if m and not s.startswith("{"):
+        s = m.group(1).strip()
+    elif s.startswith("```"):
+        s = s.strip("`").strip()
+        if s[:4].lower() == "json":
+            s = s[4:].strip()
+    try:
+        data = json.loads(s)
+    except ValueError as exc:
+        raise ParseError(f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ParseError(f"expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+class Budget:
+    """Stops launching calls once spent + reserved would pass ``limit`` (USD)."""
+
+    def __init__(self, limit: Optional[float]) -> None:
+        self.limit = limit
+        self.spent = 0.0
+        self.reserved = 0.0
+        self.reached = False
+
+    def reserve(self, estimate: float) -> bool:
+        if self.limit is None:
+            return True
+        if self.reached or self.spent + self.reserved + estimate > self.limit:
+            self.reached = True
+            return False
+        self.reserved += estimate
+        return True
+
+    def settle(self, estimate: float, actual: Optional[float]) -> None:
+        if self.limit is None:
+            self.spent += actual or 0.0
+            return
+        self.reserved = max(0.0, self.reserved - estimate)
+        self.spent += actual if actual is not None else estimate
+
+
+@dataclass
+class RowStats:
+    """What one case x metric row spent: calls, attempts, tokens, cost, latency."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: Optional[float] = 0.0
+    latency_ms: float = 0.0
+    attempt_log: List[Dict[str, Any]] = field(default_factory=list)
+    raw_output: Optional[str] = None
+
+    def add(self, *, prompt: str, attempts: List[Dict[str, Any]], pt: int, ct: int, cost: Optional[float],
+            latency_ms: float) -> None:
+        self.calls += 1
+        self.attempts += len(attempts)
+        self.prompt_tokens += pt
+        self.completion_tokens += ct
+        self.cost_usd = None if (cost is None or self.cost_usd is None) else self.cost_usd + cost
+        self.latency_ms += latency_ms
+        for a in attempts:
+            self.attempt_log.append({"prompt": prompt, **a})
+
+    @property
+    def cached(self) -> bool:
+        return self.calls > 0 and self.cached_calls == self.calls
+
+
+class Engine:
+    def __init__(self, client: JudgeClient, cache: Cache, prices: PriceTable, budget: Budget, *,
+                 max_tokens: int = 2000, on_call: Optional[Callable[[RowStats], None]] = None) -> None:
+        self.client = client
+        self.cache = cache
+        self.prices = prices
+        self.budget = budget
+        self.max_tokens = max_tokens
+        self.model = client.config.model
+        self.endpoint = client.config.base_url
+        self.on_call = on_call
+        self.call_latencies: List[float] = []
+        self.cost_usd: Optional[float] = 0.0
+        self.calls = 0
+        self.cached_calls = 0
+
+    # -- keys ------------------------------------------------------------------------------------------
+    def params(self) -> Dict[str, Any]:
+        cfg = self.client.config
+        return {"temperature": cfg.temperature, "max_tokens": self.max_tokens, "json_mode": cfg.json_mode}
+
+    def chat_key(self, prompt_id: str, messages: List[Dict[str, str]]) -> str:
+        return cache_key(endpoint=self.endpoint, model=self.model, params=self.params(), prompt=prompt_id,
+                         inputs=messages)
+
+    def embed_key(self, texts: List[str]) -> str:
+        cfg = self.client.config
+        return cache_key(endpoint=cfg.embeddings_base_url or self.endpoint, model=cfg.embeddings_model or "",
+                         params={"kind": "embeddings"}, prompt="embeddings", inputs=texts)
+
+    def _cost(self, model: str, pt: int, ct: int) -> Optional[float]:
+        return self.prices.cost(model, pt, ct)
+
+    def _estimate_cost(self, model: str, pt: int, ct: int) -> float:
+        c = self._cost(model, pt, ct)
+        return 0.0 if c is None else c
+
+    def _account(self, cost: Optional[float]) -> None:
+        self.cost_usd = None if (cost is None or self.cost_usd is None) else self.cost_usd + cost
+
+    # -- one raw chat call ------------------------------------------------------------------------------
+    async def complete(self, prompt_id: str, messages: List[Dict[str, str]], stats: RowStats) -> str:
+        key = self.chat_key(prompt_id, messages)
+        hit = self.cache.get(key)
+        if hit is not None:
+            stats.calls += 1
+            stats.cached_calls += 1
+            self.cached_calls += 1
+            return str(hit["content"])
+        est_pt = sum(estimate_tokens(m["content"]) + 4 for m in messages)
+        est = self._estimate_cost(self.model, est_pt, self.max_tokens)
+        if not self.budget.reserve(est):
+            raise BudgetExceeded("budget reached before this call")
+        try:
+            res = await self.client.chat(messages, max_tokens=self.max_tokens)
+        except JudgeCallError as err:
+            cost = self._cost(self.model, err.prompt_tokens, err.completion_tokens)
+            self.budget.settle(est, cost)
+            self._account(cost)
+            stats.add(prompt=prompt_id, attempts=err.attempts, pt=err.prompt_tokens, ct=err.completion_tokens,
+                      cost=cost, latency_ms=err.latency_ms)
+            if err.raw:
+                stats.raw_output = err.raw
+            self.calls += 1
+            raise
+        cost = self._cost(self.model, res.prompt_tokens, res.completion_tokens)
+        self.budget.settle(est, cost)
+        self._account(cost)
+        # committed before anything else can fail: a kill from here on loses nothing
+        self.cache.put(key, {"content": res.content, "finish_reason": res.finish_reason,
+                             "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens},
+                       prompt=prompt_id, model=self.model)
+        stats.add(prompt=prompt_id, attempts=res.attempts, pt=res.prompt_tokens, ct=res.completion_tokens,
+                  cost=cost, latency_ms=res.latency_ms)
+        self.calls += 1
+        self.call_latencies.append(res.latency_ms)
+        if self.on_call is not None:
+            self.on_call(stats)
+        return res.content
+
+    # -- one structured call ----------------------------------------------------------------------------
+    async def ask(self, prompt: Prompt, payload: Dict[str, Any], language: str,
+                  validate: Callable[[Dict[str, Any]], T], stats: RowStats) -> T:
+        """Call ``prompt`` with ``payload``; return ``validate(parsed)``; one repair turn on a bad reply."""
+        messages = prompt.messages(payload, language)
+        raw = await self.complete(prompt.id, messages, stats)
+        try:
+            return validate(parse_json_object(raw))
+        except ParseError as first:
+            error = str(first)
+        repaired = messages + [{"role": "assistant", "content": raw}, repair_message(error)]
+        raw2 = await self.complete(prompt.id + "+repair", repaired, stats)
+        try:
+            return validate(parse_json_object(raw2))
+        except ParseError as second:
+            stats.raw_output = raw2
+            raise OutputError(f"{prompt.id}: unusable reply after one repair: {second}", raw2) from None
+
+    # -- embeddings --------------------------------------------------------------------------------------
+    async def embed(self, texts: List[str], stats: RowStats) -> List[List[float]]:
+        key = self.embed_key(texts)
+        hit = self.cache.get(key)
+        if hit is not None:
+            stats.calls += 1
+            stats.cached_calls += 1
+            self.cached_calls += 1
+            return hit["vectors"]
+        model = self.client.config.embeddings_model or ""
+        est = self._estimate_cost(model, sum(estimate_tokens(t) for t in texts), 0)
+        if not self.budget.reserve(est):
+            raise BudgetExceeded("budget reached before this call")
+        try:
+            res = await self.client.embed(texts)
+        except JudgeCallError as err:
+            self.budget.settle(est, 0.0)
+            stats.add(prompt="embeddings", attempts=err.attempts, pt=0, ct=0, cost=0.0, latency_ms=err.latency_ms)
+            self.calls += 1
+            raise
+        cost = self._cost(model, res.prompt_tokens, 0)
+        self.budget.settle(est, cost)
+        self._account(cost)
+        self.cache.put(key, {"vectors": res.vectors}, prompt="embeddings", model=model)
+        stats.add(prompt="embeddings", attempts=res.attempts, pt=res.prompt_tokens, ct=0, cost=cost,
+                  latency_ms=res.latency_ms)
+        self.calls += 1
+        self.call_latencies.append(res.latency_ms)
+        if self.on_call is not None:
+            self.on_call(stats)
+        return res.vectors

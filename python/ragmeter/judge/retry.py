@@ -1,0 +1,193 @@
+"""The one retry layer of the judge client, as pure functions.
+
+:func:`classify` looks at what came back from one HTTP attempt (status, headers,
+body, or the exception raised) and returns a :class:`Decision`: retry or not,
+how long to wait, and why. It has no side effects and takes its randomness as
+an argument, so it is tested without a server.
+
+:func:`next_max_tokens` is the budget-doubling rule for outputs cut short
+(``finish_reason == "length"``) or empty (reasoning models that spent the whole
+budget thinking).
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional
+
+__all__ = ["RetryPolicy", "Decision", "classify", "backoff_delay", "parse_retry_after", "next_max_tokens"]
+
+#: Statuses retried with back-off. 5xx are all retried except 501 (not implemented).
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+#: Error codes in a body meaning the account is out of quota or credit: retrying cannot help.
+QUOTA_CODES = ("insufficient_quota", "billing_hard_limit_reached", "quota_exceeded", "exceeded your current quota",
+               "insufficient balance", "insufficient_balance")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Back-off settings. Times are in seconds; tests use milliseconds."""
+
+    max_attempts: int = 6          #: attempts per call for transient failures (first try included)
+    base_delay: float = 0.5        #: back-off before the second attempt (upper bound of the jitter)
+    max_delay: float = 30.0        #: cap of the exponential back-off
+    max_retry_after: float = 60.0  #: cap applied to a server's Retry-After / retry-after-ms
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+        if self.base_delay < 0 or self.max_delay < 0 or self.max_retry_after < 0:
+            raise ValueError("delays must be >= 0")
+
+
+@dataclass(frozen=True)
+class Decision:
+    retry: bool
+    delay: float   #: seconds to wait before the next attempt (0 when not retrying)
+    kind: str      #: rate_limit, server, timeout, connection, bad_response, client, auth, not_found, quota, exhausted
+    message: str   #: one line for the user; never contains request headers
+    retry_after: Optional[float] = None  #: the server's own hint, before the cap
+
+
+def parse_retry_after(headers: Optional[Mapping[str, str]], now: Optional[float] = None) -> Optional[float]:
+    """Seconds the server asked us to wait, from ``retry-after-ms`` or ``Retry-After``.
+
+    ``Retry-After`` may be a number of seconds or an HTTP date. Returns None when
+    absent or unreadable; negative values become 0.
+    """
+    if not headers:
+        return None
+    lower = {str(k).lower(): v for k, v in headers.items()}
+    raw_ms = lower.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = lower.get("retry-after")
+    if raw is None:
+        return None
+    raw = str(raw).strip()
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+def backoff_delay(attempt: int, policy: RetryPolicy, rand: Callable[[], float] = random.random) -> float:
+    """Full jitter: uniform in [0, min(max_delay, base_delay * 2 ** (attempt - 1))]."""
+    exp = min(policy.max_delay, policy.base_delay * (2.0 ** max(0, attempt - 1)))
+    return rand() * exp
+
+
+def _error_text(body: Optional[str]) -> str:
+    """A short message from an error body (OpenAI style ``{"error": {"message": ...}}`` or plain text)."""
+    if not body:
+        return ""
+    try:
+        data = json.loads(body)
+    except (ValueError, TypeError):
+        return " ".join(str(body).split())[:300]
+    err = data.get("error", data) if isinstance(data, dict) else data
+    if isinstance(err, dict):
+        parts = [str(err.get(k)) for k in ("message", "code", "type") if err.get(k)]
+        return "; ".join(parts)[:300]
+    return str(err)[:300]
+
+
+def _is_quota(body: Optional[str]) -> bool:
+    text = (body or "").lower()
+    return any(code in text for code in QUOTA_CODES)
+
+
+def classify(
+    *,
+    attempt: int,
+    policy: RetryPolicy,
+    status: Optional[int] = None,
+    headers: Optional[Mapping[str, str]] = None,
+    body: Optional[str] = None,
+    exc: Optional[BaseException] = None,
+    rand: Callable[[], float] = random.random,
+    now: Optional[float] = None,
+) -> Decision:
+    """Decide what to do after attempt number ``attempt`` (1-based) failed.
+
+    Pass either ``exc`` (the request raised) or ``status``/``headers``/``body``
+    (the server answered with an error status). Retryable: 408/409/425/429, 5xx
+    except 501, time-outs, connection errors and unreadable 200 responses
+    (``kind="bad_response"``, passed as ``status=200``). Not retryable:
+    400/401/403/404 and every other 4xx, and quota or credit exhaustion even when
+    sent as 429. When ``attempt`` has reached ``policy.max_attempts`` the
+    decision is not to retry (``kind`` keeps the last cause, the message says
+    how many attempts were made).
+    """
+    retry_after: Optional[float] = None
+    if exc is not None:
+        import aiohttp
+
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError, aiohttp.ServerTimeoutError)):
+            kind, retry, message = "timeout", True, "request timed out"
+        elif isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError)):
+            kind, retry, message = "connection", True, f"connection error: {type(exc).__name__}"
+        elif isinstance(exc, aiohttp.ClientResponseError):
+            return classify(attempt=attempt, policy=policy, status=exc.status, headers=exc.headers, body=exc.message,
+                            rand=rand, now=now)
+        else:
+            kind, retry, message = "client", False, f"{type(exc).__name__}: {exc}"
+    else:
+        code = int(status or 0)
+        detail = _error_text(body)
+        suffix = f": {detail}" if detail else ""
+        if code == 200:
+            kind, retry, message = "bad_response", True, f"unreadable response from the endpoint{suffix}"
+        elif _is_quota(body) and code in (400, 402, 403, 429):
+            kind, retry, message = "quota", False, f"HTTP {code}, quota or credit exhausted{suffix}"
+        elif code == 402:
+            kind, retry, message = "quota", False, f"HTTP 402 payment required{suffix}"
+        elif code in (401, 403):
+            kind, retry, message = "auth", False, (
+                f"HTTP {code}, the endpoint refused the API key (set RAGMETER_API_KEY or OPENAI_API_KEY){suffix}")
+        elif code == 404:
+            kind, retry, message = "not_found", False, f"HTTP 404, wrong --base-url or --model{suffix}"
+        elif code == 429:
+            kind, retry, message = "rate_limit", True, f"HTTP 429 rate limited{suffix}"
+        elif code in RETRYABLE_STATUS or (500 <= code <= 599 and code != 501):
+            kind, retry, message = "server", True, f"HTTP {code}{suffix}"
+        else:
+            kind, retry, message = "client", False, f"HTTP {code}, request rejected{suffix}"
+        if retry:
+            retry_after = parse_retry_after(headers, now=now)
+    if not retry:
+        return Decision(False, 0.0, kind, message, retry_after)
+    if attempt >= policy.max_attempts:
+        return Decision(False, 0.0, kind, f"{message} (gave up after {attempt} attempts)", retry_after)
+    if retry_after is not None:
+        delay = min(retry_after, policy.max_retry_after)
+    else:
+        delay = backoff_delay(attempt, policy, rand)
+    return Decision(True, delay, kind, message, retry_after)
+
+
+def next_max_tokens(current: int, cap: int) -> Optional[int]:
+    """The output budget for the retry after a truncated or empty output.
+
+    Doubles ``current``, capped at ``cap``; None when ``current`` already reached
+    the cap (the call then fails, with every attempt recorded). 2000 with cap
+    8000 gives 4000, then 8000, then None.
+    """
+    if current >= cap:
+        return None
+    return min(cap, max(1, current) * 2)

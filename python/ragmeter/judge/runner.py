@@ -1,0 +1,482 @@
+"""Run judge metrics over cases: ``await run(cases, ...)`` or ``run_sync(cases, ...)``.
+
+Cases are plain records (mappings) with ``id``, ``question``, ``reference_answer``,
+``answer``, ``contexts`` and ``category`` (optionally ``no_answer`` and the
+system's own ``cost``). Each case x metric gives one row; a row ends ``ok``
+(possibly with a null score and an outcome such as ``no_claims``), ``failed``
+(with the error, the attempts and the raw output when there was one) or
+``skipped`` (with the reason: missing input or budget reached). Nothing is
+dropped: failed rows stay in every denominator of the summary.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from .cache import Cache, public_endpoint
+from .client import ClientConfig, JudgeCallError, JudgeClient
+from .cost import PriceTable, estimate_tokens
+from .engine import Budget, BudgetExceeded, Engine, OutputError, RowStats
+from .limits import Limits
+from .metrics import (DEFAULT_METRICS, METRICS, NO_ANSWER_CATEGORIES, Case, MetricOptions, MetricResult, Skip,
+                      evidence_json, faithfulness_band)
+from . import prompts as P
+from .retry import RetryPolicy
+
+__all__ = ["JudgeConfig", "JudgeResult", "run", "run_sync", "estimate", "ROW_SCHEMA"]
+
+DEFAULT_CACHE = ".ragmeter/cache.sqlite"
+
+
+@dataclass
+class JudgeConfig:
+    base_url: str
+    model: str
+    metrics: Sequence[str] = DEFAULT_METRICS
+    api_key: Optional[str] = field(default=None, repr=False)  #: None: RAGMETER_API_KEY, then OPENAI_API_KEY
+    concurrency: int = 8
+    rpm: Optional[float] = None
+    tpm: Optional[float] = None
+    max_tokens: int = 2000
+    max_retry_tokens: int = 8000
+    cache: Union[str, Path, None] = DEFAULT_CACHE  #: None disables the cache
+    budget: Optional[float] = None                 #: USD; stop launching calls when reached
+    dry_run: bool = False
+    prices: Union[PriceTable, Mapping[str, Any], None] = None
+    embeddings_model: Optional[str] = None
+    embeddings_base_url: Optional[str] = None
+    n_questions: int = 3
+    relevancy_variant: str = "ragas"
+    honest_no_answer: bool = True
+    precision_against: str = "auto"
+    language: str = "auto"
+    no_answer_categories: frozenset = NO_ANSWER_CATEGORIES
+    timeout: float = 120.0
+    temperature: float = 0.0
+    json_mode: str = "auto"
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    rate_period: float = 1.0
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        from ragmeter.errors import InputError
+
+        unknown = [m for m in self.metrics if m not in METRICS]
+        if unknown:
+            raise InputError(f"--metrics: unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
+        if self.relevancy_variant not in ("hard", "ragas", "soft"):
+            raise InputError("--relevancy-variant: choose hard, ragas or soft")
+        if self.precision_against not in ("auto", "reference", "answer"):
+            raise InputError("--precision-against: choose auto, reference or answer")
+        for name in ("concurrency", "max_tokens", "max_retry_tokens", "n_questions"):
+            if int(getattr(self, name)) < 1:
+                raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
+        if self.budget is not None and self.budget < 0:
+            raise InputError("--budget: must be >= 0")
+
+    def price_table(self) -> PriceTable:
+        if isinstance(self.prices, PriceTable):
+            return self.prices
+        return PriceTable(self.prices)
+
+    def client_config(self) -> ClientConfig:
+        return ClientConfig(base_url=self.base_url, model=self.model, api_key=self.api_key, timeout=self.timeout,
+                            temperature=self.temperature, json_mode=self.json_mode,
+                            max_retry_tokens=self.max_retry_tokens, policy=self.retry,
+                            embeddings_model=self.embeddings_model, embeddings_base_url=self.embeddings_base_url)
+
+    def metric_options(self) -> MetricOptions:
+        return MetricOptions(n_questions=self.n_questions, relevancy_variant=self.relevancy_variant,
+                             honest_no_answer=self.honest_no_answer, precision_against=self.precision_against,
+                             language=self.language)
+
+
+# Column order and types of judge.parquet.
+ROW_SCHEMA: Dict[str, str] = {
+    "id": "str", "metric": "str", "status": "str", "outcome": "str", "score": "f64", "correct": "bool",
+    "reason": "str", "error": "str", "error_kind": "str", "attempts": "i64", "calls": "i64", "cached_calls": "i64",
+    "prompt_tokens": "i64", "completion_tokens": "i64", "cost_usd": "f64", "latency_ms": "f64", "cached": "bool",
+    "category": "str", "prompt_version": "str", "language": "str",
+    "claims": "str", "verdicts": "str", "questions": "str",
+    "ar_hard": "f64", "ar_ragas": "f64", "ar_soft": "f64", "ar_similarity": "str", "ar_noncommittal": "f64",
+    "ar_variant": "str", "cp_ap": "f64", "cp_precision": "f64", "cp_against": "str", "band": "str",
+    "raw_output": "str", "attempt_log": "str",
+}
+
+_PROMPTS_OF = {
+    "correctness": [P.CORRECTNESS],
+    "faithfulness": [P.FAITHFULNESS_STATEMENTS, P.FAITHFULNESS_VERDICTS],
+    "answer_relevancy": [P.RELEVANCY_QUESTIONS, P.RELEVANCY_GRADED],
+    "context_precision": [P.CONTEXT_PRECISION],
+    "context_recall": [P.CONTEXT_RECALL],
+}
+
+
+def _prompt_version(metric: str, embeddings: bool) -> str:
+    ps = _PROMPTS_OF[metric]
+    if metric == "answer_relevancy" and embeddings:
+        ps = ps[:1]
+    return ",".join(p.id for p in ps)
+
+
+@dataclass
+class JudgeResult:
+    rows: List[Dict[str, Any]]
+    summary: Dict[str, Any]
+    estimate: Optional[Dict[str, Any]] = None
+
+    def frame(self):  # type: ignore[no-untyped-def]
+        """The rows as a polars DataFrame with the columns of :data:`ROW_SCHEMA`."""
+        import polars as pl
+
+        types = {"str": pl.Utf8, "f64": pl.Float64, "i64": pl.Int64, "bool": pl.Boolean}
+        schema = {k: types[v] for k, v in ROW_SCHEMA.items()}
+        return pl.DataFrame([{k: r.get(k) for k in ROW_SCHEMA} for r in self.rows], schema=schema, orient="row")
+
+    def write(self, out_dir: Union[str, Path]) -> Path:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / "judge.parquet.tmp"
+        self.frame().write_parquet(tmp)
+        tmp.replace(out / "judge.parquet")
+        (out / "judge_summary.json").write_text(json.dumps(self.summary, indent=2, ensure_ascii=False) + "\n",
+                                                encoding="utf-8")
+        return out
+
+
+def _cases(records: Iterable[Union[Mapping[str, Any], Case]], cfg: JudgeConfig) -> List[Case]:
+    out = []
+    seen = set()
+    for i, rec in enumerate(records):
+        case = rec if isinstance(rec, Case) else Case.from_record(rec, cfg.no_answer_categories)
+        if case.id in seen:
+            from ragmeter.errors import InputError
+
+            raise InputError(f"case {i}: duplicate id {case.id!r}")
+        seen.add(case.id)
+        out.append(case)
+    return out
+
+
+def _row(case: Case, metric: str, cfg: JudgeConfig, stats: RowStats, lang: str) -> Dict[str, Any]:
+    return {
+        "id": case.id, "metric": metric, "category": None if case.category is None else str(case.category),
+        "prompt_version": _prompt_version(metric, bool(cfg.embeddings_model)), "language": lang,
+        "attempts": stats.attempts, "calls": stats.calls, "cached_calls": stats.cached_calls,
+        "prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.completion_tokens,
+        "cost_usd": stats.cost_usd, "latency_ms": round(stats.latency_ms, 3), "cached": stats.cached,
+        "raw_output": stats.raw_output,
+        "attempt_log": json.dumps(stats.attempt_log, ensure_ascii=False) if stats.attempt_log else None,
+    }
+
+
+class _Progress:
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.done = self.failed = self.skipped = 0
+        self.total = total
+        self._bar = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(
+                TextColumn("judge"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("failed {task.fields[failed]} skipped {task.fields[skipped]} "
+                           "retries {task.fields[retries]} tokens {task.fields[tokens]} cost {task.fields[cost]}"),
+                TimeElapsedColumn(), console=Console(stderr=True), transient=False,
+            )
+            self._task = self._bar.add_task("judge", total=total, failed=0, skipped=0, retries=0, tokens=0,
+                                            cost="$0")
+
+    def __enter__(self) -> "_Progress":
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def update(self, client: JudgeClient, engine: Engine) -> None:
+        if self._bar is None:
+            return
+        s = client.stats
+        cost = "n/a" if engine.cost_usd is None else f"${engine.cost_usd:.4f}"
+        self._bar.update(self._task, completed=self.done, failed=self.failed, skipped=self.skipped,
+                         retries=s.retries, tokens=s.prompt_tokens + s.completion_tokens, cost=cost)
+
+
+async def _judge_one(engine: Engine, case: Case, metric: str, cfg: JudgeConfig, opts: MetricOptions) -> Dict[str, Any]:
+    stats = RowStats()
+    lang = cfg.language if cfg.language in P.LANGUAGES else P.detect_language(case.question)
+    status, error, kind = "ok", None, None
+    result: Optional[MetricResult] = None
+    if case.missing_run:
+        status, error, kind = "skipped", "id is in the golden set but not in the run", "missing_run"
+    else:
+        try:
+            result = await METRICS[metric](engine, case, stats, opts)
+        except Skip as exc:
+            status, error, kind = "skipped", str(exc), "missing_input"
+        except BudgetExceeded as exc:
+            status, error, kind = "skipped", f"--budget ${cfg.budget:g} reached; {exc}", "budget"
+        except JudgeCallError as exc:
+            status, error, kind = "failed", exc.message, exc.kind
+        except OutputError as exc:
+            status, error, kind = "failed", str(exc), "unparsable"
+    row = _row(case, metric, cfg, stats, lang)
+    row.update(status=status, error=engine.client.redact(error), error_kind=kind)
+    if result is not None:
+        row.update(score=result.score, outcome=result.outcome, reason=result.reason, correct=result.correct,
+                   claims=evidence_json(result.claims), verdicts=evidence_json(result.verdicts),
+                   questions=evidence_json(result.questions), **result.extra)
+    else:
+        row.update(score=None, outcome=status)
+    return row
+
+
+def _percentile(values: List[float], q: float) -> Optional[float]:
+    if not values:
+        return None
+    xs = sorted(values)
+    k = (len(xs) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return round(xs[lo] + (xs[hi] - xs[lo]) * (k - lo), 3)
+
+
+def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, engine: Optional[Engine],
+              client: Optional[JudgeClient], elapsed: float) -> Dict[str, Any]:
+    """Per metric: n_total, n_scored, n_failed, n_skipped, mean (failed rows count 0), mean_scored, cost, latency."""
+    per: Dict[str, Any] = {}
+    for metric in cfg.metrics:
+        rs = [r for r in rows if r["metric"] == metric]
+        scored = [r["score"] for r in rs if r["status"] == "ok" and r["score"] is not None]
+        failed = sum(r["status"] == "failed" for r in rs)
+        denom = len(scored) + failed
+        lat = [r["latency_ms"] for r in rs if r["calls"] > r["cached_calls"]]
+        costs = [r["cost_usd"] for r in rs]
+        entry: Dict[str, Any] = {
+            "n_total": len(rs), "n_scored": len(scored), "n_failed": failed,
+            "n_skipped": sum(r["status"] == "skipped" for r in rs),
+            "n_skipped_budget": sum(r.get("error_kind") == "budget" for r in rs),
+            "outcomes": {o: sum(r["outcome"] == o for r in rs) for o in sorted({r["outcome"] for r in rs})},
+            "mean": round(sum(scored) / denom, 6) if denom else None,
+            "mean_scored": round(sum(scored) / len(scored), 6) if scored else None,
+            "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
+            "latency_ms_p50": _percentile(lat, 0.5), "latency_ms_p95": _percentile(lat, 0.95),
+        }
+        if metric == "correctness":
+            n_correct = sum(1 for r in rs if r["status"] == "ok" and r.get("correct"))
+            entry["correct_rate"] = round(n_correct / denom, 6) if denom else None
+        if metric == "faithfulness":
+            entry["band"] = faithfulness_band(entry["mean"])
+        if metric == "answer_relevancy":
+            for v in ("hard", "ragas", "soft"):
+                vals = [r[f"ar_{v}"] for r in rs if r["status"] == "ok" and r.get(f"ar_{v}") is not None]
+                entry[f"mean_{v}"] = round(sum(vals) / (len(vals) + failed), 6) if vals or failed else None
+        if metric == "context_precision":
+            vals = [r["cp_precision"] for r in rs if r["status"] == "ok" and r.get("cp_precision") is not None]
+            entry["mean_precision"] = round(sum(vals) / (len(vals) + failed), 6) if vals or failed else None
+        per[metric] = entry
+    sys_costs = [c.system_cost for c in cases if c.system_cost is not None]
+    judge_cost = None if engine is None else engine.cost_usd
+    system_cost = round(sum(sys_costs), 6) if sys_costs else None
+    total = (judge_cost or 0.0) + (system_cost or 0.0)
+    lat_calls = engine.call_latencies if engine is not None else []
+    return {
+        "endpoint": public_endpoint(cfg.base_url), "model": cfg.model,
+        "embeddings_model": cfg.embeddings_model, "metrics": per,
+        "n_cases": len(cases), "n_rows": len(rows),
+        "calls": 0 if engine is None else engine.calls, "cached_calls": 0 if engine is None else engine.cached_calls,
+        "requests": 0 if client is None else client.stats.requests,
+        "retries": 0 if client is None else client.stats.retries,
+        "prompt_tokens": 0 if client is None else client.stats.prompt_tokens,
+        "completion_tokens": 0 if client is None else client.stats.completion_tokens,
+        "judge_cost_usd": None if judge_cost is None else round(judge_cost, 6),
+        "system_cost_usd": system_cost,
+        "judge_cost_share": round(judge_cost / total, 4) if judge_cost and total > 0 else None,
+        "call_latency_ms_p50": _percentile(lat_calls, 0.5), "call_latency_ms_p95": _percentile(lat_calls, 0.95),
+        "budget_usd": cfg.budget, "budget_reached": bool(engine and engine.budget.reached),
+        "elapsed_s": round(elapsed, 3),
+        "prompts": {m: _prompt_version(m, bool(cfg.embeddings_model)) for m in cfg.metrics},
+        "denominators": "mean counts failed rows as 0 and excludes skipped rows and null scores (no_claims); "
+                        "mean_scored excludes failed rows",
+    }
+
+
+def _make_config(config: Optional[JudgeConfig], options: Dict[str, Any]) -> JudgeConfig:
+    if config is None:
+        return JudgeConfig(**options)
+    return replace(config, **options) if options else config
+
+
+async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[JudgeConfig] = None,
+              **options: Any) -> JudgeResult:
+    """Judge ``cases`` with the metrics of ``config`` (or keyword options of :class:`JudgeConfig`)."""
+    cfg = _make_config(config, options)
+    case_list = _cases(cases, cfg)
+    prices = cfg.price_table()
+    if cfg.budget is not None and prices.lookup(cfg.model) is None:
+        from ragmeter.errors import InputError
+
+        raise InputError(f"--budget needs a price for model {cfg.model!r}: pass --price IN,OUT or --prices FILE")
+    cache = Cache(cfg.cache)
+    try:
+        if cfg.dry_run:
+            est = estimate(case_list, cfg, cache, prices)
+            return JudgeResult(rows=[], summary={"dry_run": True, **est}, estimate=est)
+        return await _run(case_list, cfg, cache, prices)
+    finally:
+        cache.close()
+
+
+async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: PriceTable) -> JudgeResult:
+    started = time.monotonic()
+    limits = Limits(cfg.concurrency, cfg.rpm, cfg.tpm, period=cfg.rate_period)
+    progress = _Progress(cfg.progress, len(case_list) * len(cfg.metrics))
+    client = JudgeClient(cfg.client_config(), limits)
+    engine = Engine(client, cache, prices, Budget(cfg.budget), max_tokens=cfg.max_tokens)
+    client._on_retry = lambda _rec: progress.update(client, engine)
+    opts = cfg.metric_options()
+    jobs = [(i, case, metric) for i, case in enumerate(case_list) for metric in cfg.metrics]
+    rows: List[Optional[Dict[str, Any]]] = [None] * len(jobs)
+    queue = iter(range(len(jobs)))
+
+    async def worker() -> None:
+        for j in queue:
+            _, case, metric = jobs[j]
+            row = await _judge_one(engine, case, metric, cfg, opts)
+            rows[j] = row
+            progress.done += 1
+            progress.failed += row["status"] == "failed"
+            progress.skipped += row["status"] == "skipped"
+            progress.update(client, engine)
+
+    n_workers = max(1, min(len(jobs), cfg.concurrency * 2))
+    async with client:
+        with progress:
+            await asyncio.gather(*(worker() for _ in range(n_workers)))
+    final = [r for r in rows if r is not None]
+    summary = summarize(final, case_list, cfg, engine, client, time.monotonic() - started)
+    return JudgeResult(rows=final, summary=summary)
+
+
+def run_sync(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[JudgeConfig] = None,
+             **options: Any) -> JudgeResult:
+    """:func:`run` for synchronous code; also works inside a running event loop (Jupyter),
+    where it runs on a private loop in a helper thread and blocks until done."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run(cases, config, **options))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-judge") as pool:
+        return pool.submit(lambda: asyncio.run(run(cases, config, **options))).result()
+
+
+# -- dry run -------------------------------------------------------------------------------------------
+def _tok(messages: List[Dict[str, str]]) -> int:
+    return sum(estimate_tokens(m["content"]) + 4 for m in messages)
+
+
+def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = None,
+             prices: Optional[PriceTable] = None) -> Dict[str, Any]:
+    """Calls, tokens and cost a run would spend, without sending anything.
+
+    First-step prompts are built exactly and looked up in the cache (hits cost
+    nothing); later steps depend on replies and are estimated from input sizes.
+    ``cost_usd`` uses the expected output sizes, ``cost_usd_max`` every call
+    using ``max_tokens`` (doubling retries not included).
+    """
+    prices = prices or cfg.price_table()
+    cache = cache or Cache(None)
+    from .engine import Engine as _E  # noqa: F401  (keys are computed like the engine does)
+    from .cache import cache_key
+
+    params = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens, "json_mode": cfg.json_mode}
+
+    def key(prompt: P.Prompt, messages: List[Dict[str, str]]) -> str:
+        return cache_key(endpoint=cfg.base_url, model=cfg.model, params=params, prompt=prompt.id, inputs=messages)
+
+    per: Dict[str, Dict[str, int]] = {}
+    calls = cached = pt = ct = ct_max = emb_tokens = 0
+
+    def add(metric: str, prompt: P.Prompt, messages: List[Dict[str, str]], out_tokens: int, exact: bool) -> None:
+        nonlocal calls, cached, pt, ct, ct_max
+        m = per.setdefault(metric, {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        if exact and cache.contains(key(prompt, messages)):
+            m["cached_calls"] += 1
+            cached += 1
+            return
+        p = _tok(messages)
+        c = min(out_tokens, cfg.max_tokens)
+        m["calls"] += 1
+        m["prompt_tokens"] += p
+        m["completion_tokens"] += c
+        calls += 1
+        pt += p
+        ct += c
+        ct_max += cfg.max_tokens
+
+    for case in case_list:
+        if case.missing_run:
+            continue
+        lang = cfg.language if cfg.language in P.LANGUAGES else P.detect_language(case.question)
+        ans_t = estimate_tokens(case.answer or "")
+        ref_t = estimate_tokens(case.reference_answer or "")
+        for metric in cfg.metrics:
+            if metric == "correctness" and case.answer and case.reference_answer:
+                msgs = P.CORRECTNESS.messages({"question": case.question, "reference_answer": case.reference_answer,
+                                               "answer": case.answer, "contexts": case.contexts}, lang)
+                add(metric, P.CORRECTNESS, msgs, 80, True)
+            elif metric == "faithfulness" and case.answer:
+                msgs = P.FAITHFULNESS_STATEMENTS.messages({"question": case.question, "answer": case.answer}, lang)
+                add(metric, P.FAITHFULNESS_STATEMENTS, msgs, int(ans_t * 1.3) + 20, True)
+                n_st = max(1, ans_t // 15)
+                if case.contexts:
+                    msgs2 = P.FAITHFULNESS_VERDICTS.messages(
+                        {"contexts": case.contexts, "statements": ["x" * 60] * n_st}, lang)
+                    add(metric, P.FAITHFULNESS_VERDICTS, msgs2, 35 * n_st, False)
+            elif metric == "answer_relevancy" and case.answer:
+                msgs = P.RELEVANCY_QUESTIONS.messages({"answer": case.answer, "n": cfg.n_questions}, lang)
+                add(metric, P.RELEVANCY_QUESTIONS, msgs, 30 * cfg.n_questions, True)
+                if cfg.embeddings_model:
+                    emb_tokens += estimate_tokens(case.question) * (1 + cfg.n_questions)
+                else:
+                    msgs2 = P.RELEVANCY_GRADED.messages(
+                        {"question": case.question, "generated_questions": [case.question] * cfg.n_questions}, lang)
+                    add(metric, P.RELEVANCY_GRADED, msgs2, 15 * cfg.n_questions, False)
+            elif metric == "context_precision" and case.contexts:
+                use_ref = cfg.precision_against == "reference" or (
+                    cfg.precision_against == "auto" and case.reference_answer)
+                target = case.reference_answer if use_ref else case.answer
+                if target:
+                    chunks = [{"index": i, "text": t} for i, t in enumerate(case.contexts)]
+                    msgs = P.CONTEXT_PRECISION.messages(
+                        {"question": case.question, "target_kind": "reference" if use_ref else "answer",
+                         "target": target, "chunks": chunks}, lang)
+                    add(metric, P.CONTEXT_PRECISION, msgs, 35 * len(chunks), True)
+            elif metric == "context_recall" and case.reference_answer and case.contexts:
+                msgs = P.CONTEXT_RECALL.messages({"question": case.question, "reference_answer": case.reference_answer,
+                                                  "contexts": case.contexts}, lang)
+                add(metric, P.CONTEXT_RECALL, msgs, int(ref_t * 1.3) + 40 * max(1, ref_t // 15), True)
+    cost = prices.cost(cfg.model, pt, ct)
+    cost_max = prices.cost(cfg.model, pt, ct_max)
+    emb_cost = prices.cost(cfg.embeddings_model, emb_tokens, 0) if cfg.embeddings_model else 0.0
+    if cost is not None and emb_cost is not None:
+        cost += emb_cost
+        cost_max = (cost_max or 0.0) + emb_cost
+    return {
+        "n_cases": len(case_list), "metrics": list(cfg.metrics), "model": cfg.model,
+        "calls": calls, "cached_calls": cached, "prompt_tokens": pt, "completion_tokens": ct,
+        "embedding_tokens": emb_tokens,
+        "cost_usd": None if cost is None else round(cost, 6),
+        "cost_usd_max": None if cost_max is None else round(cost_max, 6),
+        "per_metric": per,
+        "note": "first-step prompts are exact and checked against the cache; later steps are estimated",
+    }

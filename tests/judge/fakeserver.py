@@ -1,0 +1,312 @@
+"""A scripted local OpenAI-compatible server for judge tests and benchmarks.
+
+Serves ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` on 127.0.0.1
+from a background thread (``FakeServer().start()``) or as a process
+(``python tests/judge/fakeserver.py --latency 0.2``, which prints its port).
+
+Each request takes the next scripted action from ``script`` (a list consumed in
+order), else the first matching ``rules`` entry (predicate on the request),
+else ``"ok"``. Actions: ``"ok"``, ``"malformed"`` (content that is not JSON),
+``"empty"`` (empty content, reasoning content, finish_reason length),
+``"truncated"`` (half a JSON object, finish_reason length), ``"timeout"``
+(sleeps ``timeout_sleep`` s before answering), ``"drop"`` (closes the
+connection), ``"hang"`` (waits until :meth:`release`), ``"garbage"`` (a 200
+whose body is not JSON), ``"fenced"`` (valid JSON in a code fence), an int
+status (``429``, ``500``, ``503``, ``400``...), or a dict ``{"status": 429,
+"headers": {...}, "body": "..."}``, or ``{"content": "..."}``.
+
+Everything is recorded in ``log`` (one dict per request: arrival/finish times,
+task, prompt key, max_tokens, action, whether the Authorization header matched).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import re
+import sys
+import threading
+import time
+from collections import Counter
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from aiohttp import web
+
+TASK = re.compile(r"^Task: ([a-z-]+) \(prompt (v\d+)\)")
+
+
+def prompt_key(messages: List[Dict[str, str]]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def _split(text: str) -> List[str]:
+    return [s.strip() for s in re.split(r"[.。!?！？\n]+", text or "") if s.strip()]
+
+
+def default_reply(task: str, payload: Dict[str, Any]) -> Dict[str, Any]:
+    """A well-formed judge answer computed from the payload (deterministic)."""
+    if task == "correctness":
+        ans, ref = payload.get("answer") or "", payload.get("reference_answer") or ""
+        ok = ref.strip().lower() in ans.lower() if ref else False
+        return {"reason": "matches the reference" if ok else "differs from the reference",
+                "score": 5 if ok else 2, "correct": ok}
+    if task == "faithfulness-statements":
+        return {"statements": _split(payload.get("answer", ""))}
+    if task == "faithfulness-verdicts":
+        ctx = " ".join(payload.get("contexts") or []).lower()
+        return {"verdicts": [{"index": i, "reason": "r", "verdict": int(s.lower() in ctx)}
+                             for i, s in enumerate(payload.get("statements") or [])]}
+    if task == "answer-relevancy-questions":
+        ans = payload.get("answer") or ""
+        nc = any(w in ans.lower() for w in ("don't know", "does not say", "not sure")) or "没有提到" in ans
+        return {"questions": [{"question": f"{ans[:40]}?", "noncommittal": nc} for _ in range(payload.get("n", 3))]}
+    if task == "answer-relevancy-graded":
+        return {"grades": [{"index": i, "grade": "same" if q.rstrip("?") in payload.get("question", "") else "partial"}
+                           for i, q in enumerate(payload.get("generated_questions") or [])]}
+    if task == "context-precision":
+        return {"verdicts": [{"index": c["index"], "reason": "r", "verdict": int("useful" in c["text"])}
+                             for c in payload.get("chunks") or []]}
+    if task == "context-recall":
+        ctx = " ".join(payload.get("contexts") or []).lower()
+        return {"statements": [{"statement": s, "reason": "r", "attributed": int(s.lower() in ctx)}
+                               for s in _split(payload.get("reference_answer", ""))]}
+    return {"echo": True}
+
+
+def embed_vector(text: str, dim: int = 16) -> List[float]:
+    v = [0.0] * dim
+    for ch in text.lower():
+        v[ord(ch) % dim] += 1.0
+    return v
+
+
+Action = Any
+
+
+class FakeServer:
+    def __init__(self, *, latency: float = 0.0, api_key: Optional[str] = None, timeout_sleep: float = 2.0,
+                 record: bool = True) -> None:
+        self.latency = latency
+        self.api_key = api_key
+        self.timeout_sleep = timeout_sleep
+        self.record = record
+        self.script: List[Action] = []
+        self.rules: List[Tuple[Callable[[Dict[str, Any]], bool], Action]] = []
+        self.replies: Dict[str, Callable[[Dict[str, Any]], Any]] = {}  # task -> payload -> reply dict or str
+        self.log: List[Dict[str, Any]] = []
+        self.count_by_key: Counter = Counter()
+        self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.port = 0
+        self._lock = threading.Lock()
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._release: Optional[asyncio.Event] = None
+        self._thread: Optional[threading.Thread] = None
+        self._runner: Optional[web.AppRunner] = None
+
+    # -- control ------------------------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def release(self) -> None:
+        """Let every ``hang`` request (present and future) go on."""
+        if self._loop is not None and self._release is not None:
+            self._loop.call_soon_threadsafe(self._release.set)
+
+    def _next_action(self, info: Dict[str, Any]) -> Action:
+        with self._lock:
+            if self.script:
+                return self.script.pop(0)
+        for pred, action in self.rules:
+            if pred(info):
+                return action
+        return "ok"
+
+    # -- app --------------------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        return app
+
+    async def _common(self, request: web.Request, kind: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        body = await request.json()
+        info: Dict[str, Any] = {"t_in": time.monotonic(), "wall_in": time.time(), "kind": kind,
+                                "auth_ok": self.api_key is None or
+                                request.headers.get("Authorization") == f"Bearer {self.api_key}"}
+        if kind == "chat":
+            msgs = body.get("messages") or []
+            m = TASK.match(msgs[0]["content"]) if msgs else None
+            info["task"] = m.group(1) if m else None
+            info["repair"] = len(msgs) > 2
+            info["key"] = prompt_key(msgs)
+            info["max_tokens"] = body.get("max_tokens")
+            info["json_mode"] = "response_format" in body
+            try:
+                info["payload"] = json.loads(msgs[1]["content"]) if len(msgs) > 1 else {}
+            except ValueError:
+                info["payload"] = {}
+        else:
+            info["task"] = "embeddings"
+            info["key"] = prompt_key([{"input": body.get("input")}])
+            info["payload"] = body
+        self.requests += 1
+        self.count_by_key[info["key"]] += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if self.record:
+            self.log.append(info)
+        return body, info
+
+    async def _act(self, request: web.Request, info: Dict[str, Any], make_ok: Callable[[], Dict[str, Any]]):
+        action = self._next_action(info)
+        info["action"] = action if isinstance(action, (str, int)) else json.dumps(action, sort_keys=True)
+        try:
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            if action == "timeout":
+                await asyncio.sleep(self.timeout_sleep)
+            if action == "hang":
+                assert self._release is not None
+                await self._release.wait()
+                action = "ok"
+            if action == "drop":
+                request.transport.close()  # type: ignore[union-attr]
+                raise asyncio.CancelledError()
+            if action == "garbage":
+                return web.Response(status=200, text="<html>bad gateway</html>", content_type="text/html")
+            if isinstance(action, int) or (isinstance(action, dict) and "status" in action):
+                status = action if isinstance(action, int) else action["status"]
+                headers = {} if isinstance(action, int) else action.get("headers", {})
+                body = action.get("body") if isinstance(action, dict) else None
+                if body is None:
+                    body = json.dumps({"error": {"message": f"scripted {status}", "type": "test", "code": status}})
+                return web.Response(status=status, text=body, headers=headers, content_type="application/json")
+            return web.json_response(make_ok_action(action, info, make_ok))
+        finally:
+            self.in_flight -= 1
+            info["t_out"] = time.monotonic()
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body, info = await self._common(request, "chat")
+
+        def make_ok() -> Dict[str, Any]:
+            task = info.get("task") or ""
+            custom = self.replies.get(task)
+            reply = custom(info["payload"]) if custom else default_reply(task, info["payload"])
+            return reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
+
+        return await self._act(request, info, make_ok)
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        body, info = await self._common(request, "embeddings")
+        inputs = body.get("input") or []
+        if isinstance(inputs, str):
+            inputs = [inputs]
+
+        def make_ok() -> Dict[str, Any]:
+            return {"object": "list", "data": [{"object": "embedding", "index": i, "embedding": embed_vector(t)}
+                                               for i, t in enumerate(inputs)],
+                    "model": body.get("model"), "usage": {"prompt_tokens": sum(len(t) // 4 + 1 for t in inputs),
+                                                          "total_tokens": 0}}
+
+        return await self._act(request, info, make_ok)
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+    async def _start(self, port: int = 0) -> None:
+        self._release = asyncio.Event()
+        self._runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    def start(self) -> "FakeServer":
+        ready = threading.Event()
+
+        def main() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(self._start())
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())  # type: ignore[union-attr]
+            loop.close()
+
+        self._thread = threading.Thread(target=main, daemon=True, name="fake-openai")
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self.release()
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def __enter__(self) -> "FakeServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def by_task(self, task: str) -> List[Dict[str, Any]]:
+        return [r for r in self.log if r.get("task") == task]
+
+
+def make_ok_action(action: Action, info: Dict[str, Any], make_ok: Callable[[], Any]) -> Dict[str, Any]:
+    """The 200 body for ok-ish actions (ok, malformed, empty, truncated, fenced, custom content)."""
+    if info["kind"] == "embeddings":
+        return make_ok()
+    finish = "stop"
+    reasoning = None
+    if isinstance(action, dict) and "content" in action:
+        content = action["content"]
+        finish = action.get("finish_reason", "stop")
+    elif action == "malformed":
+        content = "Sure! Here is my evaluation: {score: five,"
+    elif action == "empty":
+        content, finish, reasoning = "", "length", "Let me think step by step about this. " * 20
+    elif action == "truncated":
+        full = make_ok()
+        content, finish, reasoning = full[: max(1, len(full) // 2)], "length", "thinking..."
+    elif action == "fenced":
+        content = "```json\n" + make_ok() + "\n```"
+    else:
+        content = make_ok()
+    message: Dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    pt = sum(len(str(v)) for v in info.get("payload", {}).values()) // 4 + 50
+    ct = len(content) // 4 + (len(reasoning) // 4 if reasoning else 0) + 1
+    return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "fake",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct}}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--latency", type=float, default=0.0)
+    args = ap.parse_args(argv)
+    server = FakeServer(latency=args.latency, record=False)
+
+    async def serve() -> None:
+        await server._start(args.port)
+        print(server.port, flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
