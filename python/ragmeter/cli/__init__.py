@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 # command name -> module; the order is the order of ``ragmeter --help``.
 COMMANDS = {
     "trec": "ragmeter.cli.trec",
+    "judge": "ragmeter.cli.judge",
 }
 
 

@@ -1,0 +1,198 @@
+"""``ragmeter judge``: LLM-judge metrics over a golden set and a run.
+
+The API key is read from ``RAGMETER_API_KEY`` (falling back to
+``OPENAI_API_KEY``), never from the command line, and is never written to the
+cache, the outputs or the log.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+HELP = "judge answers and contexts with an LLM: correctness, faithfulness, relevancy, context precision/recall"
+
+_METRICS = ("correctness", "faithfulness", "answer_relevancy", "context_precision", "context_recall")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    src = parser.add_argument_group("input")
+    src.add_argument("--golden", metavar="G", help="golden set (questions, reference answers)")
+    src.add_argument("--run", metavar="R", help="run file (answers, retrieved contexts), joined to --golden on id")
+    src.add_argument("--cases", metavar="JSONL",
+                     help="instead of --golden/--run: one JSON object per line with id, question, reference_answer, "
+                          "answer, contexts, category")
+    ep = parser.add_argument_group("endpoint (any OpenAI-compatible API; key from RAGMETER_API_KEY or OPENAI_API_KEY)")
+    ep.add_argument("--base-url", required=True, metavar="URL", help="e.g. https://api.openai.com/v1")
+    ep.add_argument("--model", required=True, metavar="M", help="judge model")
+    ep.add_argument("--embeddings-model", metavar="M",
+                    help="embeddings model for answer_relevancy (default: graded judge comparison, no embeddings)")
+    ep.add_argument("--embeddings-base-url", metavar="URL", help="embeddings endpoint (default: --base-url)")
+    ep.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per attempt (default 120)")
+    ep.add_argument("--json-mode", choices=("auto", "on", "off"), default="auto",
+                    help="request JSON output (auto: dropped if the endpoint rejects it)")
+    m = parser.add_argument_group("metrics")
+    m.add_argument("--metrics", default=",".join(_METRICS), metavar="LIST",
+                   help="comma-separated, from " + ",".join(_METRICS) + " (default: all)")
+    m.add_argument("--n-questions", type=int, default=3, metavar="N", help="answer_relevancy questions (default 3)")
+    m.add_argument("--relevancy-variant", choices=("hard", "ragas", "soft"), default="ragas",
+                   help="answer_relevancy variant put in the score column (all three are kept)")
+    m.add_argument("--strict-no-answer", action="store_true",
+                   help="score non-committal answers on no-answer cases like any other (default: they score 1)")
+    m.add_argument("--precision-against", choices=("auto", "reference", "answer"), default="auto",
+                   help="context_precision target (auto: the reference answer when present)")
+    m.add_argument("--language", choices=("auto", "en", "zh"), default="auto",
+                   help="language of generated text (auto: the question's)")
+    lim = parser.add_argument_group("limits, retries, budget")
+    lim.add_argument("--concurrency", type=int, default=8, metavar="N", help="concurrent requests (default 8)")
+    lim.add_argument("--rpm", type=float, metavar="N", help="requests per minute")
+    lim.add_argument("--tpm", type=float, metavar="N", help="tokens per minute (estimated prompt + max_tokens)")
+    lim.add_argument("--max-tokens", type=int, default=2000, metavar="N", help="judge output budget (default 2000)")
+    lim.add_argument("--max-retry-tokens", type=int, default=8000, metavar="N",
+                     help="cap when doubling the budget after truncated or empty output (default 8000)")
+    lim.add_argument("--retry-attempts", type=int, default=6, metavar="N",
+                     help="attempts per call on 429/5xx/time-outs (default 6)")
+    lim.add_argument("--retry-base-delay", type=float, default=0.5, metavar="S", help="back-off base (default 0.5)")
+    lim.add_argument("--retry-max-delay", type=float, default=30.0, metavar="S", help="back-off cap (default 30)")
+    lim.add_argument("--retry-after-cap", type=float, default=60.0, metavar="S",
+                     help="cap on a server's Retry-After (default 60)")
+    lim.add_argument("--budget", type=float, metavar="USD",
+                     help="stop launching calls when the judge cost reaches USD; the rest is marked skipped")
+    lim.add_argument("--price", metavar="IN,OUT", help="judge model price, USD per million input,output tokens")
+    lim.add_argument("--prices", metavar="FILE", help='price table JSON: {"model": {"input": X, "output": Y}}')
+    out = parser.add_argument_group("output")
+    out.add_argument("--cache", default=".ragmeter/cache.sqlite", metavar="PATH",
+                     help="SQLite cache of successful calls (default .ragmeter/cache.sqlite)")
+    out.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    out.add_argument("--dry-run", action="store_true", help="estimate calls, tokens and cost; send nothing")
+    out.add_argument("--out", default="ragmeter-judge", metavar="DIR",
+                     help="writes DIR/judge.parquet and DIR/judge_summary.json (default ragmeter-judge)")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("-v", "--verbose", action="store_true", help="log every retry to stderr")
+
+
+def _read_cases(path: str) -> List[Dict[str, Any]]:
+    from ragmeter.errors import input_error
+
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise input_error(path, None, f"cannot read: {exc.strerror}") from None
+    records = []
+    with f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as exc:
+                raise input_error(path, n, f"invalid JSON: {exc}") from None
+            if not isinstance(rec, dict):
+                raise input_error(path, n, "expected a JSON object")
+            for field in ("id", "question"):
+                if rec.get(field) in (None, ""):
+                    raise input_error(path, n, f"missing field {field!r}")
+            if rec.get("contexts") is not None and not isinstance(rec["contexts"], list):
+                raise input_error(path, n, "field 'contexts' must be a list of strings")
+            records.append(rec)
+    return records
+
+
+def _join(golden_path: str, run_path: str) -> List[Dict[str, Any]]:
+    """Golden x run on id: every golden case is kept; one missing from the run is marked, not dropped."""
+    try:
+        from ragmeter.dataset import load_golden, load_run
+    except ImportError:
+        from ragmeter.errors import InputError
+
+        raise InputError("--golden/--run need ragmeter.dataset, which this build lacks; use --cases JSONL") from None
+    golden = load_golden(golden_path)
+    run = load_run(run_path)
+    by_id = {str(r["id"]): r for r in run.to_dicts()}
+    records = []
+    for g in golden.to_dicts():
+        r = by_id.pop(str(g["id"]), None)
+        rec = {"id": str(g["id"]), "question": g.get("question"), "reference_answer": g.get("reference_answer"),
+               "category": g.get("category"), "no_answer": g.get("no_answer")}
+        if r is None:
+            rec["missing_run"] = True
+        else:
+            contexts = r.get("contexts")
+            if contexts is None and r.get("retrieved") is not None:
+                contexts = [x.get("text") or "" for x in r["retrieved"]]
+            rec.update(answer=r.get("answer"), contexts=contexts or [], cost=r.get("cost"))
+        records.append(rec)
+    if by_id:
+        print(f"ragmeter: warning: {len(by_id)} run id(s) not in the golden set are ignored "
+              f"(e.g. {next(iter(by_id))!r})", file=sys.stderr)
+    return records
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+
+    from ragmeter.errors import InputError
+    from ragmeter.judge import JudgeConfig, PriceTable, RetryPolicy, run_sync
+
+    if args.cases and (args.golden or args.run):
+        raise InputError("pass either --cases or --golden and --run, not both")
+    if args.cases:
+        records = _read_cases(args.cases)
+    elif args.golden and args.run:
+        records = _join(args.golden, args.run)
+    else:
+        raise InputError("--golden G and --run R are required (or --cases JSONL)")
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    prices = PriceTable.from_file(args.prices) if args.prices else PriceTable()
+    if args.price:
+        try:
+            pin, pout = (float(x) for x in args.price.split(","))
+        except ValueError:
+            raise InputError(f"--price: expected IN,OUT in USD per million tokens, got {args.price!r}") from None
+        prices = PriceTable({**prices.prices, args.model: (pin, pout)}, defaults=False)
+    try:
+        policy = RetryPolicy(max_attempts=args.retry_attempts, base_delay=args.retry_base_delay,
+                             max_delay=args.retry_max_delay, max_retry_after=args.retry_after_cap)
+    except ValueError as exc:
+        raise InputError(f"retry settings: {exc}") from None
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="ragmeter: %(message)s")
+    cfg = JudgeConfig(
+        base_url=args.base_url, model=args.model, metrics=metrics, concurrency=args.concurrency, rpm=args.rpm,
+        tpm=args.tpm, max_tokens=args.max_tokens, max_retry_tokens=args.max_retry_tokens,
+        cache=None if args.no_cache else args.cache, budget=args.budget, dry_run=args.dry_run, prices=prices,
+        embeddings_model=args.embeddings_model, embeddings_base_url=args.embeddings_base_url,
+        n_questions=args.n_questions, relevancy_variant=args.relevancy_variant,
+        honest_no_answer=not args.strict_no_answer, precision_against=args.precision_against,
+        language=args.language, timeout=args.timeout, json_mode=args.json_mode, retry=policy,
+        progress=not args.no_progress and not args.dry_run,
+    )
+    result = run_sync(records, cfg)
+    if args.dry_run:
+        est = result.estimate or {}
+        cost = "unknown (no price for this model)" if est.get("cost_usd") is None else f"${est['cost_usd']:.4f}"
+        cmax = "" if est.get("cost_usd_max") is None else f" (at most ${est['cost_usd_max']:.4f} if every reply " \
+                                                           f"used --max-tokens)"
+        print(f"dry run: {est.get('n_cases')} cases x {len(metrics)} metrics: {est.get('calls')} calls to send, "
+              f"{est.get('cached_calls')} already cached")
+        print(f"  tokens ~{est.get('prompt_tokens')} in, ~{est.get('completion_tokens')} out; cost ~{cost}{cmax}")
+        for metric, m in (est.get("per_metric") or {}).items():
+            print(f"  {metric:<18} {m['calls']:>6} calls  {m['cached_calls']:>6} cached  "
+                  f"~{m['prompt_tokens']} in  ~{m['completion_tokens']} out")
+        return 0
+    out = result.write(args.out)
+    s = result.summary
+    print(f"wrote {out / 'judge.parquet'} and {out / 'judge_summary.json'}")
+    for metric, m in s["metrics"].items():
+        mean = "n/a" if m["mean"] is None else f"{m['mean']:.3f}"
+        print(f"  {metric:<18} mean {mean:>6}  scored {m['n_scored']}/{m['n_total']}  failed {m['n_failed']}  "
+              f"skipped {m['n_skipped']}")
+    jc = "n/a" if s["judge_cost_usd"] is None else f"${s['judge_cost_usd']:.4f}"
+    sc = "n/a" if s["system_cost_usd"] is None else f"${s['system_cost_usd']:.4f}"
+    print(f"  judge cost {jc} (system cost {sc}); {s['requests']} requests, {s['retries']} retries, "
+          f"{s['cached_calls']} cached calls")
+    if s.get("budget_reached"):
+        print(f"  --budget reached: remaining rows are marked skipped", file=sys.stderr)
+    return 0
