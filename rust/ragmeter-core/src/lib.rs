@@ -5,6 +5,7 @@
 //! * [`trec`]: a trec_eval 10.0 compatible evaluator (parsing, measures, output).
 //! * [`evidence`]: NFKC-normalised evidence-phrase matching for RAG chunks.
 
+pub mod batch;
 pub mod error;
 pub mod evidence;
 pub mod metrics;

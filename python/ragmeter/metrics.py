@@ -1,0 +1,118 @@
+"""Rank metrics on one ranked list of verdicts (1 relevant / 0 not, or grades).
+
+Pure functions for users and for the judge layer. They run the same Rust
+kernels as ``ragmeter trec`` and the retrieval scorer, so a number here equals
+the number there. Where definitions differ between tools, each variant has its
+own name (see docs/metrics.md):
+
+* ``average_precision(verdicts)`` divides by the relevant items *retrieved*
+  (ragas' context precision); ``average_precision(verdicts, n_relevant=R)``
+  divides by ``R`` as trec_eval's ``map`` does.
+* ``ndcg`` uses linear gain (trec_eval); ``ndcg_exp`` uses ``2^grade - 1``.
+
+>>> average_precision([1, 0, 1])  # doctest: +ELLIPSIS
+0.8333...
+>>> average_precision([0, 1, 1])  # the same chunks, another order: a quarter lower
+0.5833333333333333
+>>> average_precision([1, 1, 0])
+1.0
+>>> round(precision([1, 0, 1]), 4)
+0.6667
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+__all__ = [
+    "precision", "recall", "f1", "reciprocal_rank", "average_precision", "hit",
+    "ndcg", "ndcg_exp", "first_relevant_rank",
+]
+
+
+def _one(metric: str, verdicts: Sequence[float], n_relevant: Optional[float] = None,
+         ideal: Optional[Sequence[float]] = None, level: float = 1.0) -> float:
+    from ragmeter import _core
+
+    grades = np.asarray(verdicts, dtype=np.float64).ravel()
+    if n_relevant is None:
+        n_relevant = float(np.count_nonzero(grades >= level))
+    if n_relevant < 0:
+        raise ValueError("n_relevant must be >= 0")
+    offsets = np.array([0, grades.size], dtype=np.int64)
+    kwargs = {}
+    if ideal is not None:
+        ig = np.sort(np.asarray(ideal, dtype=np.float64).ravel())[::-1].copy()
+        kwargs = {"ideal_offsets": np.array([0, ig.size], dtype=np.int64), "ideal_grades": ig}
+    out = _core.rank_metrics(offsets, grades, np.array([float(n_relevant)]), [metric],
+                             relevance_level=level, **kwargs)
+    return float(out[0, 0])
+
+
+def _cut(name: str, k: Optional[int]) -> str:
+    return name if k is None else f"{name}@{int(k)}"
+
+
+def precision(verdicts: Sequence[float], k: Optional[int] = None) -> float:
+    """Relevant share of the retrieved list (of its first ``k``). ``[]`` gives 0.
+
+    With ``k`` larger than the list, divides by the items retrieved, not by ``k``;
+    ``precision_at_k`` (trec_eval ``P_k``) always divides by ``k``.
+    """
+    return _one(_cut("p_retrieved", k), verdicts)
+
+
+def precision_at_k(verdicts: Sequence[float], k: int) -> float:
+    """trec_eval ``P_k``: relevant in the first ``k`` divided by ``k``, always ``k``."""
+    return _one(f"p@{int(k)}", verdicts)
+
+
+def recall(verdicts: Sequence[float], n_relevant: float, k: Optional[int] = None) -> float:
+    """Relevant retrieved (within ``k``) over ``n_relevant``; 0 when ``n_relevant`` is 0."""
+    return _one(_cut("recall", k), verdicts, n_relevant=n_relevant)
+
+
+def f1(p: float, r: float) -> float:
+    """Harmonic mean of a precision and a recall; 0 when both are 0."""
+    return 0.0 if p + r <= 0 else 2.0 * p * r / (p + r)
+
+
+def reciprocal_rank(verdicts: Sequence[float], k: Optional[int] = None) -> float:
+    """1 / rank of the first relevant item (within ``k``), 0 if none."""
+    return _one(_cut("rr", k), verdicts)
+
+
+def first_relevant_rank(verdicts: Sequence[float], k: Optional[int] = None) -> int:
+    """1-based rank of the first relevant item (within ``k``), 0 if none."""
+    return int(_one(_cut("first_relevant_rank", k), verdicts))
+
+
+def average_precision(verdicts: Sequence[float], n_relevant: Optional[float] = None,
+                      k: Optional[int] = None) -> float:
+    """Average precision.
+
+    Without ``n_relevant``: mean of precision@i over the relevant ranks i
+    retrieved (ragas' context precision), exact, e.g. ``[1, 1, 0]`` is 1.0.
+    With ``n_relevant=R``: the same sum divided by R (trec_eval ``map``).
+    Nothing relevant retrieved gives 0.
+    """
+    if n_relevant is None:
+        return _one(_cut("ap_retrieved", k), verdicts)
+    return _one(_cut("ap", k), verdicts, n_relevant=n_relevant)
+
+
+def hit(verdicts: Sequence[float], k: Optional[int] = None) -> float:
+    """1.0 when a relevant item is in the first ``k`` (trec_eval ``success_k``)."""
+    return _one(_cut("hit", k), verdicts)
+
+
+def ndcg(grades: Sequence[float], k: Optional[int] = None, ideal: Optional[Sequence[float]] = None) -> float:
+    """NDCG with linear gain (trec_eval ``ndcg_cut``). ``ideal``: all judged
+    grades of the query (default: the retrieved grades themselves)."""
+    return _one(_cut("ndcg", k), grades, ideal=ideal)
+
+
+def ndcg_exp(grades: Sequence[float], k: Optional[int] = None, ideal: Optional[Sequence[float]] = None) -> float:
+    """NDCG with exponential gain ``2^grade - 1`` (Burges et al.; ranx ``ndcg_burges``)."""
+    return _one(_cut("ndcg_exp", k), grades, ideal=ideal)

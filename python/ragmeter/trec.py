@@ -1,0 +1,175 @@
+"""trec_eval-compatible evaluation from Python.
+
+``evaluate(qrels, run, measures=...)`` returns a Polars DataFrame with one row
+per query (column ``query``) and one column per measure value, the numbers
+trec_eval prints (same tie-breaking, same edge cases). Inputs may be file
+paths, Polars / pandas / pyarrow tables, or the ``{query: {doc: value}}``
+dictionaries that pytrec_eval and ranx use.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Union
+
+from ragmeter.errors import InputError
+
+__all__ = ["evaluate", "known_measures"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+DEFAULT_MEASURES = ("map", "recip_rank", "ndcg_cut.10", "P.5", "recall.10", "success.5")
+
+
+def known_measures() -> list:
+    from ragmeter import _core
+
+    return list(_core.trec_known_measures())
+
+
+def evaluate(
+    qrels: Any,
+    run: Any,
+    measures: Union[str, Sequence[str]] = DEFAULT_MEASURES,
+    *,
+    per_query: bool = True,
+    relevance_level: int = 1,
+    max_docs: Optional[int] = None,
+    complete: bool = False,
+    judged_only: bool = False,
+    num_docs_in_coll: int = 0,
+    run_id: str = "run",
+) -> Any:
+    """Evaluate ``run`` against ``qrels`` with trec_eval 10's definitions.
+
+    ``measures`` takes trec_eval's ``-m`` syntax (``"all_trec"``, ``"P.5,10"``,
+    ``"ndcg.1=3,2=9"``). ``complete=True`` is ``-c``: qrels queries missing
+    from the run count as empty rankings (otherwise they are an error).
+    With ``per_query=False`` the result is one row, ``query == "all"``, with
+    trec_eval's summary (means; sums for counts; geometric means for gm_*).
+    """
+    import polars as pl
+
+    from ragmeter import _core
+
+    measures = [measures] if isinstance(measures, str) else list(measures)
+    opts = dict(relevance_level=relevance_level, max_docs=max_docs, complete=complete,
+                judged_only=judged_only, num_docs_in_coll=num_docs_in_coll)
+    if _is_path(qrels) and _is_path(run):
+        result = _core.trec_evaluate_files(os.fspath(qrels), os.fspath(run), measures, **opts)
+    else:
+        q = _qrels_columns(qrels)
+        r = _run_columns(run)
+        result = _core.trec_evaluate_columns(*q, *r, run_id, measures, **opts)
+    return _frame(pl, result, per_query)
+
+
+def _frame(pl: Any, result: Dict[str, Any], per_query: bool) -> Any:
+    names, kinds = result["names"], result["kinds"]
+    if not per_query:
+        row: Dict[str, Any] = {"query": ["all"]}
+        for i, (name, kind) in enumerate(zip(names, kinds)):
+            if kind == "runid":
+                row[name] = [result["run_id"]]
+            elif kind == "long":
+                row[name] = [int(result["summary"][i])]
+            elif kind != "relstring":
+                row[name] = [float(result["summary"][i])]
+        return pl.DataFrame(row)
+    values = result["values"]
+    cols: Dict[str, Any] = {"query": result["qids"]}
+    for i, (name, kind) in enumerate(zip(names, kinds)):
+        if kind in ("summary_only", "runid"):
+            continue
+        if kind == "relstring":
+            cols[name] = result["relstrings"]
+        elif kind == "long":
+            cols[name] = values[:, i].astype("int64")
+        else:
+            cols[name] = values[:, i]
+    cols["missing_from_run"] = result["missing"]
+    return pl.DataFrame(cols)
+
+
+def _is_path(x: Any) -> bool:
+    return isinstance(x, (str, os.PathLike))
+
+
+def _table(x: Any, what: str, columns: Sequence[str]) -> Any:
+    """A Polars DataFrame from a Polars/pandas/pyarrow table or a dict of dicts."""
+    import polars as pl
+
+    if isinstance(x, Mapping):
+        rows = [(str(q), str(d), v) for q, docs in x.items() for d, v in _items(docs, what, q)]
+        return pl.DataFrame(rows, schema=[columns[0], columns[1], columns[2]], orient="row")
+    if isinstance(x, pl.DataFrame):
+        df = x
+    elif type(x).__module__.startswith("pandas"):
+        df = pl.from_pandas(x)
+    elif type(x).__module__.startswith("pyarrow"):
+        df = pl.from_arrow(x)
+    else:
+        raise InputError(f"{what}: expected a file path, a dict of dicts, or a Polars/pandas/pyarrow table, got {type(x).__name__}")
+    aliases = {columns[0]: ("query_id", "qid", "query", "q_id"), columns[1]: ("doc_id", "docno", "doc", "document"),
+               columns[2]: (columns[2],) + (("relevance", "rel", "grade", "label") if columns[2] == "relevance" else ("score", "sim"))}
+    picked = {}
+    for want, options in aliases.items():
+        found = next((c for c in options if c in df.columns), None)
+        if found is None:
+            raise InputError(f"{what}: missing column {want!r} (accepted names: {', '.join(options)}); columns are {df.columns}")
+        picked[want] = found
+    return df.select([pl.col(v).alias(k) for k, v in picked.items()])
+
+
+def _items(docs: Any, what: str, q: Any) -> Iterable:
+    if not isinstance(docs, Mapping):
+        raise InputError(f"{what}: query {q!r}: expected a mapping of document -> value, got {type(docs).__name__}")
+    return docs.items()
+
+
+def _qrels_columns(qrels: Any) -> tuple:
+    import polars as pl
+
+    from ragmeter._columns import string_column
+
+    df = _table(_load_if_path(qrels, "qrels"), "qrels", ("query", "doc", "relevance"))
+    try:
+        rel = df["relevance"].cast(pl.Int64, strict=True).to_numpy()
+    except Exception as exc:
+        raise InputError(f"qrels: relevance must be integers ({exc.__class__.__name__})") from None
+    return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), rel)
+
+
+def _run_columns(run: Any) -> tuple:
+    import polars as pl
+
+    from ragmeter._columns import string_column
+
+    df = _table(_load_if_path(run, "run"), "run", ("query", "doc", "score"))
+    try:
+        score = df["score"].cast(pl.Float64, strict=True).to_numpy()
+    except Exception as exc:
+        raise InputError(f"run: scores must be numbers ({exc.__class__.__name__})") from None
+    return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), score)
+
+
+def _load_if_path(x: Any, what: str) -> Any:
+    """Mixed inputs (one path, one table): read the path as a TREC file in Python."""
+    if not _is_path(x):
+        return x
+    import polars as pl
+
+    cols = ("query", "doc", "relevance") if what == "qrels" else ("query", "doc", "score")
+    rows = []
+    try:
+        with open(x, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                parts = line.split()
+                if not parts or parts[0].startswith("#"):
+                    continue
+                need = 4 if what == "qrels" else 6
+                if len(parts) < need or (what == "qrels" and len(parts) != 4):
+                    raise InputError(f"{x}:{n}: expected {need} columns, found {len(parts)}")
+                rows.append((parts[0], parts[2], parts[3] if what == "qrels" else parts[4]))
+    except OSError as exc:
+        raise InputError(f"{x}: {exc.strerror or exc}") from None
+    df = pl.DataFrame(rows, schema=list(cols), orient="row")
+    return df

@@ -1,0 +1,226 @@
+//! Bindings for the trec_eval-compatible evaluator and the batch rank metrics.
+
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use ragmeter_core::batch::{self, Batch, Metric};
+use ragmeter_core::trec::{self, Evaluation, Options, QrelsRow, RunRow};
+use ragmeter_core::{Error, Result};
+
+use crate::columns::{extract_offsets, StrColumn};
+use crate::to_py_err;
+
+fn options(relevance_level: i64, max_docs: Option<i64>, complete: bool, judged_only: bool, num_docs_in_coll: i64) -> Options {
+    Options {
+        relevance_level,
+        max_docs_per_query: max_docs.map(|m| m.max(0) as usize),
+        complete,
+        judged_only,
+        num_docs_in_coll,
+    }
+}
+
+fn evaluate_files(qrels_path: &str, run_path: &str, measures: &[String], opts: &Options) -> Result<Evaluation> {
+    let (qtext, rtext) = rayon::join(|| trec::read_text(qrels_path), || trec::read_text(run_path));
+    let (qtext, rtext) = (qtext?, rtext?);
+    let (q, r) = rayon::join(|| trec::parse_qrels(&qtext, qrels_path), || trec::parse_run(&rtext, run_path));
+    trec::evaluate(&q?, &r?, measures, opts, qrels_path, run_path)
+}
+
+/// Evaluate TREC files and return trec_eval's text output.
+#[pyfunction]
+#[pyo3(signature = (qrels_path, run_path, measures, relevance_level=1, max_docs=None, complete=false, judged_only=false, num_docs_in_coll=0, per_query=false, summary=true))]
+#[allow(clippy::too_many_arguments)]
+pub fn trec_eval_text(
+    py: Python<'_>,
+    qrels_path: String,
+    run_path: String,
+    measures: Vec<String>,
+    relevance_level: i64,
+    max_docs: Option<i64>,
+    complete: bool,
+    judged_only: bool,
+    num_docs_in_coll: i64,
+    per_query: bool,
+    summary: bool,
+) -> PyResult<String> {
+    let opts = options(relevance_level, max_docs, complete, judged_only, num_docs_in_coll);
+    py.allow_threads(|| {
+        let eval = evaluate_files(&qrels_path, &run_path, &measures, &opts)?;
+        Ok(trec::format_trec(&eval, per_query, summary))
+    })
+    .map_err(to_py_err)
+}
+
+fn evaluation_to_dict<'py>(py: Python<'py>, eval: Evaluation) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let names: Vec<String> = eval.value_names().iter().map(|s| s.to_string()).collect();
+    let width = names.len();
+    let nq = eval.queries.len();
+    let mut values = Vec::with_capacity(nq * width);
+    for q in &eval.queries {
+        values.extend_from_slice(&q.values);
+    }
+    let values = numpy::ndarray::Array2::from_shape_vec((nq, width), values).map_err(|e| to_py_err(Error::input(e.to_string())))?;
+    let per_query_names: Vec<String> = eval
+        .measures
+        .iter()
+        .filter(|m| !matches!(m.print, trec::Print::SummaryOnly | trec::Print::Runid | trec::Print::Relstring))
+        .flat_map(|m| m.names.clone())
+        .collect();
+    let kinds: Vec<&str> = eval
+        .measures
+        .iter()
+        .flat_map(|m| {
+            let k = match m.print {
+                trec::Print::Long => "long",
+                trec::Print::SummaryOnly if m.kind == trec::Kind::NumQ => "long",
+                trec::Print::SummaryOnly => "summary_only",
+                trec::Print::Relstring => "relstring",
+                trec::Print::Runid => "runid",
+                trec::Print::Double => "double",
+            };
+            std::iter::repeat(k).take(m.names.len())
+        })
+        .collect();
+    d.set_item("names", names)?;
+    d.set_item("kinds", kinds)?;
+    d.set_item("per_query_names", per_query_names)?;
+    d.set_item("qids", eval.queries.iter().map(|q| q.qid.clone()).collect::<Vec<_>>())?;
+    d.set_item("missing", eval.queries.iter().map(|q| q.missing).collect::<Vec<_>>())?;
+    d.set_item("relstrings", eval.queries.iter().map(|q| q.relstring.clone()).collect::<Vec<_>>())?;
+    let values: Bound<'py, PyArray2<f64>> = PyArray2::from_owned_array(py, values);
+    d.set_item("values", values)?;
+    d.set_item("summary", eval.summary.into_pyarray(py))?;
+    d.set_item("run_id", eval.run_id)?;
+    d.set_item("run_only_queries", eval.run_only_queries)?;
+    Ok(d)
+}
+
+/// Evaluate TREC files; per-query values as a matrix plus the summary.
+#[pyfunction]
+#[pyo3(signature = (qrels_path, run_path, measures, relevance_level=1, max_docs=None, complete=false, judged_only=false, num_docs_in_coll=0))]
+#[allow(clippy::too_many_arguments)]
+pub fn trec_evaluate_files<'py>(
+    py: Python<'py>,
+    qrels_path: String,
+    run_path: String,
+    measures: Vec<String>,
+    relevance_level: i64,
+    max_docs: Option<i64>,
+    complete: bool,
+    judged_only: bool,
+    num_docs_in_coll: i64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let opts = options(relevance_level, max_docs, complete, judged_only, num_docs_in_coll);
+    let eval = py.allow_threads(|| evaluate_files(&qrels_path, &run_path, &measures, &opts)).map_err(to_py_err)?;
+    evaluation_to_dict(py, eval)
+}
+
+/// Evaluate in-memory columns (qrels: qid, docno, rel; run: qid, docno, score).
+#[pyfunction]
+#[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, relevance_level=1, max_docs=None, complete=false, judged_only=false, num_docs_in_coll=0))]
+#[allow(clippy::too_many_arguments)]
+pub fn trec_evaluate_columns<'py>(
+    py: Python<'py>,
+    qrels_qid: (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, u8>),
+    qrels_doc: (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, u8>),
+    qrels_rel: PyReadonlyArray1<'py, i64>,
+    run_qid: (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, u8>),
+    run_doc: (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, u8>),
+    run_score: PyReadonlyArray1<'py, f64>,
+    run_id: String,
+    measures: Vec<String>,
+    relevance_level: i64,
+    max_docs: Option<i64>,
+    complete: bool,
+    judged_only: bool,
+    num_docs_in_coll: i64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let qq = StrColumn::extract(qrels_qid.0, qrels_qid.1, "qrels query")?;
+    let qd = StrColumn::extract(qrels_doc.0, qrels_doc.1, "qrels document")?;
+    let qr = qrels_rel.as_slice()?.to_vec();
+    let rq = StrColumn::extract(run_qid.0, run_qid.1, "run query")?;
+    let rd = StrColumn::extract(run_doc.0, run_doc.1, "run document")?;
+    let rs = run_score.as_slice()?.to_vec();
+    if qq.len() != qd.len() || qq.len() != qr.len() || rq.len() != rd.len() || rq.len() != rs.len() {
+        return Err(to_py_err(Error::input("qrels and run columns must each have equal lengths")));
+    }
+    let opts = options(relevance_level, max_docs, complete, judged_only, num_docs_in_coll);
+    let eval = py
+        .allow_threads(|| {
+            let qrels: Vec<QrelsRow<'_>> =
+                (0..qq.len()).map(|i| QrelsRow { qid: qq.get(i), docno: qd.get(i), rel: qr[i], line: i + 1 }).collect();
+            if let Some(i) = rs.iter().position(|s| s.is_nan()) {
+                return Err(Error::parse("run", i + 1, "score is NaN"));
+            }
+            let run: Vec<RunRow<'_>> = (0..rq.len())
+                .map(|i| RunRow { qid: rq.get(i), docno: rd.get(i), score: rs[i], run_id: &run_id, line: i + 1 })
+                .collect();
+            if qrels.is_empty() {
+                return Err(Error::input("qrels: no judgements"));
+            }
+            trec::evaluate(&qrels, &run, &measures, &opts, "qrels", "run")
+        })
+        .map_err(to_py_err)?;
+    evaluation_to_dict(py, eval)
+}
+
+/// Rank metrics over a batch: returns an (n_queries, n_metrics) matrix.
+#[pyfunction]
+#[pyo3(signature = (offsets, grades, num_relevant, metrics, relevance_level=1.0, ideal_offsets=None, ideal_grades=None))]
+pub fn rank_metrics<'py>(
+    py: Python<'py>,
+    offsets: PyReadonlyArray1<'py, i64>,
+    grades: PyReadonlyArray1<'py, f64>,
+    num_relevant: PyReadonlyArray1<'py, f64>,
+    metrics: Vec<String>,
+    relevance_level: f64,
+    ideal_offsets: Option<PyReadonlyArray1<'py, i64>>,
+    ideal_grades: Option<PyReadonlyArray1<'py, f64>>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let metrics: Vec<Metric> = metrics.iter().map(|m| Metric::parse(m)).collect::<Result<_>>().map_err(to_py_err)?;
+    let grades_v = grades.as_slice()?.to_vec();
+    let offsets_v = extract_offsets(offsets, grades_v.len(), "offsets")?;
+    let num_rel = num_relevant.as_slice()?.to_vec();
+    let (io, ig) = match (ideal_offsets, ideal_grades) {
+        (Some(o), Some(g)) => {
+            let g = g.as_slice()?.to_vec();
+            (Some(extract_offsets(o, g.len(), "ideal_offsets")?), Some(g))
+        }
+        (None, None) => (None, None),
+        _ => return Err(to_py_err(Error::input("ideal_offsets and ideal_grades go together"))),
+    };
+    let width = metrics.len();
+    let out = py
+        .allow_threads(|| {
+            let b = Batch {
+                offsets: &offsets_v,
+                grades: &grades_v,
+                num_relevant: &num_rel,
+                ideal_offsets: io.as_deref(),
+                ideal_grades: ig.as_deref(),
+            };
+            batch::compute(&b, &metrics, relevance_level)
+        })
+        .map_err(to_py_err)?;
+    let n = out.len() / width.max(1);
+    let arr = numpy::ndarray::Array2::from_shape_vec((n, width), out).map_err(|e| to_py_err(Error::input(e.to_string())))?;
+    Ok(PyArray2::from_owned_array(py, arr))
+}
+
+/// Names accepted by `-m`.
+#[pyfunction]
+pub fn trec_known_measures() -> Vec<&'static str> {
+    trec::known_measures()
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(trec_eval_text, m)?)?;
+    m.add_function(wrap_pyfunction!(trec_evaluate_files, m)?)?;
+    m.add_function(wrap_pyfunction!(trec_evaluate_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(trec_known_measures, m)?)?;
+    Ok(())
+}
