@@ -1,0 +1,275 @@
+"""Evidence-phrase matching: is a retrieved chunk the one that holds the answer?
+
+A golden case names its expected files and *evidence phrases* (short quotes
+that must appear in the answer chunk). Both sides are normalised before
+matching, in Rust (``ragmeter._core``), over the whole batch at once with the
+GIL released:
+
+* **NFKC**: Kangxi radicals (``⼤`` U+2F24 becomes ``大``), full-width forms
+  (``ＲＡＧ１`` becomes ``RAG1``), ligatures, circled digits…;
+* **no white space**: every Unicode ``White_Space`` character is removed
+  (spaces, tabs, line breaks, NBSP, U+3000…), as are the invisible format
+  characters PDF extractors leave behind (soft hyphen U+00AD, U+200B..U+200D,
+  U+2060, U+FEFF);
+* **lower case**, character by character, with Greek final ``ς`` folded to ``σ``.
+
+Line-break hyphenation: a chunk is matched in two variants, the normalised
+text and (only if it has any) the same text with *line-break hyphens* dropped:
+a ``-`` or U+2010 right after a non-space character and followed by optional
+spaces, a line break and more text. So ``retrie-\\nval`` matches ``retrieval``
+and ``state-of-the-\\nart`` still matches ``state-of-the-art``. Phrases are
+normalised without this step.
+
+Files are compared case-insensitively after :func:`normalize_file_name`
+(NFC, trimmed, ``\\`` to ``/``, no leading ``./``): equal, or one is a suffix
+of the other on a ``/`` boundary (``guide.pdf`` matches ``docs/guide.pdf``;
+``a/guide.pdf`` does not match ``b/guide.pdf``).
+
+A retrieved chunk is **relevant** when its file is one of the expected files
+(any file when none are given) and it contains at least one evidence phrase
+(any chunk of an expected file when no phrase is given). Phrases that
+normalise to the empty string are ignored; a case with neither files nor
+non-empty phrases is unlabelled and has no relevant chunk.
+
+:func:`match_relevance` returns ranks rather than top-k flags, so any cut-off
+can be applied afterwards: ``phrase_first_rank`` is the 1-based rank of the
+first chunk *of an expected file* containing the phrase (0 = never), so the
+phrase counts for evidence recall at k when ``0 < rank <= k``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple
+
+import numpy as np
+import polars as pl
+
+from ragmeter import _core
+from ragmeter._columns import StringColumn, offsets_from_lengths, string_column
+
+__all__ = [
+    "normalize",
+    "normalize_dehyphenated",
+    "normalize_file_name",
+    "match_relevance",
+    "phrases_in_texts",
+    "retrieved_columns",
+    "EvidenceMatch",
+]
+
+
+def normalize(text: str) -> str:
+    """Normalise ``text`` for evidence matching (NFKC, no white space, lower case)."""
+    return _core.evidence_normalize(text)
+
+
+def normalize_dehyphenated(text: str) -> Optional[str]:
+    """The second matching variant of a chunk text (line-break hyphens dropped), or None."""
+    return _core.evidence_normalize_dehyphenated(text)
+
+
+def normalize_file_name(name: str) -> str:
+    """The form in which file names are compared."""
+    return _core.evidence_normalize_file_name(name)
+
+
+def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
+    """Group offsets (n + 1) and the flattened string column of a list[str] column.
+
+    Accepts a Polars Series (nulls count as empty lists) or a sequence of lists.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not isinstance(values, pl.Series):
+        values = pl.Series(name, [list(v) if v is not None else [] for v in values], dtype=pl.List(pl.String))
+    if values.dtype == pl.List(pl.Null):
+        values = values.cast(pl.List(pl.String))
+    if not isinstance(values.dtype, pl.List):
+        raise TypeError(f"{name}: expected a list[str] column, got {values.dtype}")
+    arr = values.to_arrow()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
+    flat = arr.flatten()
+    offsets = offsets_from_lengths(lengths)
+    if offsets[-1] != len(flat):  # pragma: no cover - defensive
+        raise ValueError(f"{name}: list lengths do not add up to the flattened values")
+    return offsets, string_column(flat)
+
+
+def retrieved_columns(retrieved: pl.Series) -> Tuple[pl.Series, pl.Series]:
+    """Split a run's ``retrieved`` column (list[struct{file, text, ...}]) into list[str] files and texts."""
+    files = retrieved.list.eval(pl.element().struct.field("file")).alias("chunk_files")
+    texts = retrieved.list.eval(pl.element().struct.field("text")).alias("chunk_texts")
+    return files, texts
+
+
+@dataclass
+class EvidenceMatch:
+    """Result of :func:`match_relevance` (one row per case, chunk, phrase or expected file).
+
+    Attributes hold the raw arrays returned by Rust; the properties present
+    them as Polars frames.
+    """
+
+    labeled: np.ndarray  # bool, per case
+    chunk_offsets: np.ndarray  # int64, n_cases + 1
+    phrase_offsets: np.ndarray
+    file_offsets: np.ndarray
+    file_match: np.ndarray  # bool, per chunk
+    relevant: np.ndarray  # bool, per chunk
+    phrases_found: np.ndarray  # uint32, per chunk
+    phrase_first_rank: np.ndarray  # uint32, per phrase (expected-file chunks), 0 = never
+    phrase_any_rank: np.ndarray  # uint32, per phrase (any chunk), 0 = never
+    phrase_empty: np.ndarray  # bool, per phrase
+    file_first_rank: np.ndarray  # uint32, per expected file, 0 = never
+
+    @property
+    def n_cases(self) -> int:
+        return len(self.labeled)
+
+    def _case_index(self, offsets: np.ndarray) -> np.ndarray:
+        return np.repeat(np.arange(self.n_cases, dtype=np.uint32), np.diff(offsets))
+
+    def _rank_index(self, offsets: np.ndarray) -> np.ndarray:
+        n = int(offsets[-1])
+        return (np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], np.diff(offsets))).astype(np.uint32)
+
+    @property
+    def chunks(self) -> pl.DataFrame:
+        """Per retrieved chunk: ``case``, ``rank`` (1-based), ``file_match``, ``relevant``, ``phrases_found``."""
+        return pl.DataFrame(
+            {
+                "case": self._case_index(self.chunk_offsets),
+                "rank": self._rank_index(self.chunk_offsets) + 1,
+                "file_match": self.file_match,
+                "relevant": self.relevant,
+                "phrases_found": self.phrases_found,
+            }
+        )
+
+    @property
+    def phrases(self) -> pl.DataFrame:
+        """Per (case, phrase): ``case``, ``phrase_index``, ``first_rank``, ``any_rank``, ``empty``."""
+        return pl.DataFrame(
+            {
+                "case": self._case_index(self.phrase_offsets),
+                "phrase_index": self._rank_index(self.phrase_offsets),
+                "first_rank": self.phrase_first_rank,
+                "any_rank": self.phrase_any_rank,
+                "empty": self.phrase_empty,
+            }
+        )
+
+    @property
+    def files(self) -> pl.DataFrame:
+        """Per (case, expected file): ``case``, ``file_index``, ``first_rank``."""
+        return pl.DataFrame(
+            {
+                "case": self._case_index(self.file_offsets),
+                "file_index": self._rank_index(self.file_offsets),
+                "first_rank": self.file_first_rank,
+            }
+        )
+
+    def relevance_lists(self, name: str = "relevant") -> pl.Series:
+        """Per case, the relevance of its chunks in rank order (list[bool])."""
+        flat = pl.Series(name, self.relevant)
+        lengths = np.diff(self.chunk_offsets)
+        return _regroup(flat, lengths, name)
+
+    def _per_case_share(self, hit: np.ndarray, offsets: np.ndarray, counted: np.ndarray) -> np.ndarray:
+        """Per case: hit.sum() / counted.sum() over its rows; NaN when nothing is counted."""
+        case = self._case_index(offsets)
+        num = np.bincount(case, weights=(hit & counted).astype(np.float64), minlength=self.n_cases)
+        den = np.bincount(case, weights=counted.astype(np.float64), minlength=self.n_cases)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+    def evidence_recall(self, k: int) -> pl.Series:
+        """Per case: share of its non-empty phrases found in top-k chunks of its expected files (null without phrases)."""
+        ranks = self.phrase_first_rank.astype(np.int64)
+        share = self._per_case_share((ranks > 0) & (ranks <= k), self.phrase_offsets, ~self.phrase_empty)
+        return pl.Series("evidence_recall", share, nan_to_null=True)
+
+    def file_hit(self, k: int) -> pl.Series:
+        """Per case: some expected file appears in the top k (null when no file is expected)."""
+        share = self._per_case_share(self._files_in_top(k), self.file_offsets, np.ones(len(self.file_first_rank), bool))
+        return _masked_bool("file_hit", share > 0, np.isnan(share))
+
+    def all_files_hit(self, k: int) -> pl.Series:
+        """Per case: every expected file appears in the top k (null when no file is expected)."""
+        share = self._per_case_share(self._files_in_top(k), self.file_offsets, np.ones(len(self.file_first_rank), bool))
+        return _masked_bool("all_files_hit", share == 1.0, np.isnan(share))
+
+    def _files_in_top(self, k: int) -> np.ndarray:
+        ranks = self.file_first_rank.astype(np.int64)
+        return (ranks > 0) & (ranks <= k)
+
+
+def _masked_bool(name: str, values: np.ndarray, null: np.ndarray) -> pl.Series:
+    """A Boolean Series with nulls where ``null`` is true."""
+    return pl.select(
+        pl.when(pl.lit(pl.Series(null, dtype=pl.Boolean))).then(None).otherwise(pl.lit(pl.Series(values, dtype=pl.Boolean)))
+    ).to_series().alias(name)
+
+
+def _regroup(flat: pl.Series, lengths: np.ndarray, name: str) -> pl.Series:
+    """Rebuild a list column from flat values and per-row lengths (zero-copy through Arrow)."""
+    import pyarrow as pa
+
+    offsets = offsets_from_lengths(lengths)
+    values = flat.to_arrow()
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    return pl.Series(name, pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values))
+
+
+def match_relevance(
+    expected_files: Any,
+    expected_evidence: Any,
+    chunk_files: Any,
+    chunk_texts: Any,
+) -> EvidenceMatch:
+    """Decide relevance for every retrieved chunk of every case, in Rust.
+
+    All four arguments are per-case list[str] columns of the same length
+    (Polars Series, or sequences of lists): the case's expected files, its
+    evidence phrases, and the file and text of each retrieved chunk in rank
+    order (``chunk_files[i]`` and ``chunk_texts[i]`` must have equal lengths;
+    see :func:`retrieved_columns`). Null lists count as empty.
+    """
+    file_offsets, files = _list_column(expected_files, "expected_files")
+    phrase_offsets, phrases = _list_column(expected_evidence, "expected_evidence")
+    chunk_offsets, cfiles = _list_column(chunk_files, "chunk_files")
+    text_offsets, texts = _list_column(chunk_texts, "chunk_texts")
+    n = len(chunk_offsets) - 1
+    if not (len(file_offsets) - 1 == len(phrase_offsets) - 1 == n == len(text_offsets) - 1):
+        raise ValueError("match_relevance: all columns must have one row per case")
+    if not np.array_equal(chunk_offsets, text_offsets):
+        bad = int(np.flatnonzero(np.diff(chunk_offsets) != np.diff(text_offsets))[0])
+        raise ValueError(f"match_relevance: case {bad} has a different number of chunk files and chunk texts")
+    out = _core.evidence_match(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, texts)
+    return EvidenceMatch(
+        labeled=out["labeled"],
+        chunk_offsets=chunk_offsets,
+        phrase_offsets=phrase_offsets,
+        file_offsets=file_offsets,
+        file_match=out["file_match"],
+        relevant=out["relevant"],
+        phrases_found=out["phrases_found"],
+        phrase_first_rank=out["phrase_first_rank"],
+        phrase_any_rank=out["phrase_any_rank"],
+        phrase_empty=out["phrase_empty"],
+        file_first_rank=out["file_first_rank"],
+    )
+
+
+def phrases_in_texts(phrases: Any, texts: Any) -> np.ndarray:
+    """Per phrase (a str column), does it occur, normalised, in at least one of ``texts``?
+
+    Use it over every retrieved chunk of a run to find evidence phrases no chunk
+    contains (often an annotation slip such as ``1.5-2`` written for ``1.5~2``).
+    """
+    return _core.evidence_phrases_in_texts(string_column(phrases), string_column(texts))

@@ -1,0 +1,192 @@
+//! Binding for `ragmeter_core::evidence`: normalisation and batch relevance.
+//!
+//! String columns arrive in Arrow layout as `(offsets int64, data uint8)`
+//! tuples (see `python/ragmeter/_columns.py::string_column`). The small
+//! columns (expected files, phrases, chunk file names) are copied with
+//! [`StrColumn`]. The chunk-text column is the bulk of a run (gigabytes for
+//! 100,000 cases x 20 chunks), so when its data array is read-only — as the
+//! arrays `string_column` builds over immutable Arrow buffers are — it is
+//! borrowed instead of copied, and validated (UTF-8, character boundaries)
+//! in parallel with the GIL released. A writeable data array is copied, so
+//! nothing Python can mutate is read without the GIL.
+
+use std::borrow::Cow;
+
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rayon::prelude::*;
+
+use ragmeter_core::evidence::{self, EvidenceBatch, Strings};
+use ragmeter_core::Error;
+
+use crate::columns::{extract_offsets, StrColumn};
+use crate::to_py_err;
+
+type StrArrays<'py> = (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, u8>);
+
+struct Small(StrColumn);
+
+impl Strings for Small {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn get(&self, i: usize) -> &str {
+        self.0.get(i)
+    }
+}
+
+fn small(col: StrArrays<'_>, name: &str) -> PyResult<Small> {
+    Ok(Small(StrColumn::extract(col.0, col.1, name)?))
+}
+
+/// A string column whose data is borrowed when read-only, copied otherwise.
+struct Texts<'a> {
+    offsets: Vec<i64>,
+    data: Cow<'a, [u8]>,
+}
+
+impl Texts<'_> {
+    /// Check offsets and UTF-8 of every value (call with the GIL released).
+    fn validate(&self, name: &str) -> Result<(), Error> {
+        let bad = |msg: &str| Error::input(format!("column {name}: {msg}"));
+        let o = &self.offsets;
+        if o.is_empty() {
+            return Err(bad("offsets must have n + 1 entries"));
+        }
+        if o[0] < 0 || o.windows(2).any(|w| w[0] > w[1]) || *o.last().unwrap() as usize > self.data.len() {
+            return Err(bad("offsets are not monotone or point past the data"));
+        }
+        let ok = (0..o.len() - 1)
+            .into_par_iter()
+            .with_min_len(256)
+            .all(|i| std::str::from_utf8(&self.data[o[i] as usize..o[i + 1] as usize]).is_ok());
+        if !ok {
+            return Err(bad("data is not valid UTF-8 (or an offset splits a character)"));
+        }
+        Ok(())
+    }
+}
+
+impl Strings for Texts<'_> {
+    fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+    fn get(&self, i: usize) -> &str {
+        let bytes = &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize];
+        // Every value was checked by `validate` before any `get`.
+        std::str::from_utf8(bytes).unwrap_or("")
+    }
+}
+
+fn texts<'a>(col: &'a StrArrays<'_>) -> PyResult<Texts<'a>> {
+    let offsets = col.0.as_slice()?.to_vec();
+    let writeable: bool = col.1.getattr("flags")?.getattr("writeable")?.extract()?;
+    let data = if writeable {
+        Cow::Owned(col.1.as_slice()?.to_vec())
+    } else {
+        Cow::Borrowed(col.1.as_slice()?)
+    };
+    Ok(Texts { offsets, data })
+}
+
+/// evidence_normalize(text) -> str: NFKC, drop white space and invisible
+/// format characters, lower-case.
+#[pyfunction]
+fn evidence_normalize(py: Python<'_>, text: &str) -> String {
+    if text.len() > 1 << 16 {
+        py.allow_threads(|| evidence::normalize(text))
+    } else {
+        evidence::normalize(text)
+    }
+}
+
+/// evidence_normalize_dehyphenated(text) -> str | None: the second matching
+/// variant (line-break hyphens dropped), None when the text has none.
+#[pyfunction]
+fn evidence_normalize_dehyphenated(text: &str) -> Option<String> {
+    evidence::normalize_dehyphenated(text)
+}
+
+/// evidence_normalize_file_name(name) -> str
+#[pyfunction]
+fn evidence_normalize_file_name(name: &str) -> String {
+    evidence::normalize_file_name(name)
+}
+
+/// evidence_match(file_offsets, expected_files, phrase_offsets, phrases,
+/// chunk_offsets, chunk_files, chunk_texts) -> dict[str, ndarray]
+///
+/// Offsets are int64 with n_cases + 1 entries; string columns are
+/// `(offsets, data)` tuples. Returns per case `labeled` (bool); per chunk
+/// `file_match`, `relevant` (bool) and `phrases_found` (uint32); per phrase
+/// `phrase_first_rank`, `phrase_any_rank` (uint32, 1-based, 0 = never) and
+/// `phrase_empty` (bool); per expected file `file_first_rank` (uint32).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn evidence_match<'py>(
+    py: Python<'py>,
+    file_offsets: PyReadonlyArray1<'py, i64>,
+    expected_files: StrArrays<'py>,
+    phrase_offsets: PyReadonlyArray1<'py, i64>,
+    phrases: StrArrays<'py>,
+    chunk_offsets: PyReadonlyArray1<'py, i64>,
+    chunk_files: StrArrays<'py>,
+    chunk_texts: StrArrays<'py>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let expected_files = small(expected_files, "expected_files")?;
+    let phrases = small(phrases, "phrases")?;
+    let chunk_files = small(chunk_files, "chunk_files")?;
+    let texts = texts(&chunk_texts)?;
+    let file_offsets = extract_offsets(file_offsets, expected_files.len(), "file_offsets")?;
+    let phrase_offsets = extract_offsets(phrase_offsets, phrases.len(), "phrase_offsets")?;
+    let chunk_offsets = extract_offsets(chunk_offsets, chunk_files.len(), "chunk_offsets")?;
+    let result = py
+        .allow_threads(|| {
+            texts.validate("chunk_texts")?;
+            evidence::match_evidence::<dyn Strings>(&EvidenceBatch {
+                file_offsets: &file_offsets,
+                expected_files: &expected_files,
+                phrase_offsets: &phrase_offsets,
+                phrases: &phrases,
+                chunk_offsets: &chunk_offsets,
+                chunk_files: &chunk_files,
+                chunk_texts: &texts,
+            })
+        })
+        .map_err(to_py_err)?;
+    let out = PyDict::new(py);
+    out.set_item("labeled", PyArray1::from_vec(py, result.labeled))?;
+    out.set_item("file_match", PyArray1::from_vec(py, result.file_match))?;
+    out.set_item("relevant", PyArray1::from_vec(py, result.relevant))?;
+    out.set_item("phrases_found", PyArray1::from_vec(py, result.phrases_found))?;
+    out.set_item("phrase_first_rank", PyArray1::from_vec(py, result.phrase_first_rank))?;
+    out.set_item("phrase_any_rank", PyArray1::from_vec(py, result.phrase_any_rank))?;
+    out.set_item("phrase_empty", PyArray1::from_vec(py, result.phrase_empty))?;
+    out.set_item("file_first_rank", PyArray1::from_vec(py, result.file_first_rank))?;
+    Ok(out)
+}
+
+/// evidence_phrases_in_texts(phrases, texts) -> ndarray[bool]: per phrase,
+/// does it occur (normalised) in at least one text?
+#[pyfunction]
+fn evidence_phrases_in_texts<'py>(py: Python<'py>, phrases: StrArrays<'py>, texts: StrArrays<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+    let phrases = small(phrases, "phrases")?;
+    let texts = self::texts(&texts)?;
+    let found = py
+        .allow_threads(|| {
+            texts.validate("texts")?;
+            evidence::phrases_in_texts(&phrases, &texts)
+        })
+        .map_err(to_py_err)?;
+    Ok(PyArray1::from_vec(py, found))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(evidence_normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(evidence_normalize_dehyphenated, m)?)?;
+    m.add_function(wrap_pyfunction!(evidence_normalize_file_name, m)?)?;
+    m.add_function(wrap_pyfunction!(evidence_match, m)?)?;
+    m.add_function(wrap_pyfunction!(evidence_phrases_in_texts, m)?)?;
+    Ok(())
+}
