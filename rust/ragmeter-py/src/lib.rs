@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use ragmeter_core::Error;
 
 mod columns;
+mod evidence;
 mod trec;
 
 create_exception!(_core, RagmeterError, PyValueError, "Base class of every ragmeter user error.");
@@ -29,6 +30,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", py.get_type::<InputError>())?;
     m.add("MeasureError", py.get_type::<MeasureError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    evidence::register(m)?;
     trec::register(m)?;
     Ok(())
 }
