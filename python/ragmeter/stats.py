@@ -1,0 +1,468 @@
+"""Statistics for evaluation results: bootstrap intervals, McNemar's test, detectable effects.
+
+Everything here is seeded and reproducible: the same inputs and ``seed`` give the
+same interval on every machine and with any number of worker threads.
+
+Conventions
+-----------
+* **Nulls are not scores.** A ``None`` or ``NaN`` value is an unscored case (an
+  unlabelled case for retrieval metrics, a failed or skipped judge call). It is
+  excluded from the mean and from the bootstrap, but it is still counted in
+  ``n_total``; it is never turned into 0 or 1.
+* **Percentile bootstrap.** A 95% interval is the 2.5th and 97.5th percentile of
+  the resampled means (``n_resamples`` resamples of the cases, with replacement).
+  For a ratio such as "mean over scored cases" each resample's mean is
+  ``sum(weights * values) / sum(weights * scored)``.
+* **Paired.** A paired difference is taken per case (``candidate - baseline``)
+  over the cases scored in *both* runs, and those differences are resampled
+  together, so the interval reflects case-level noise and not run-level noise.
+
+Speed
+-----
+Resampling ``n`` cases ``B`` times is ``n * B`` random draws (10^9 for 100,000
+cases and 10,000 resamples). Two paths, both exact bootstraps:
+
+* when the rows to resample take few distinct values (binary metrics such as
+  hit or correct, ranks, 1-5 grades), a resample is a multinomial draw over the
+  distinct rows: ``O(B * distinct)`` work;
+* otherwise resamples are drawn in chunks: uniform indices, per-resample counts
+  (``bincount``), then one matrix product of counts by values for every column at
+  once (all metrics share the same resamples). Chunks run on a thread pool (numpy
+  releases the GIL); each chunk has its own child seed, so the result does not
+  depend on the number of threads.
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from statistics import NormalDist
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_RESAMPLES",
+    "DEFAULT_SEED",
+    "Aggregate",
+    "aggregate",
+    "bootstrap_ci",
+    "bootstrap_means",
+    "paired_bootstrap_ci",
+    "paired_differences",
+    "mcnemar_exact",
+    "mcnemar",
+    "min_detectable_difference",
+    "min_detectable_difference_proportion",
+    "percentile_interval",
+    "to_float_array",
+]
+
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_SEED = 20240501
+#: rows with at most this many distinct values use the multinomial path
+_DISTINCT_LIMIT = 256
+#: resamples per chunk on the general path
+_CHUNK = 16
+
+ArrayLike = Union[Sequence[Any], np.ndarray, Any]
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def to_float_array(values: ArrayLike) -> np.ndarray:
+    """A float64 array with NaN for every null (None, NaN, or a Polars/pyarrow null).
+
+    Booleans become 0.0 / 1.0.
+    """
+    if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
+        # polars Series / pyarrow arrays: cast through float so nulls become NaN
+        try:
+            import polars as pl
+
+            if isinstance(values, pl.Series):
+                return values.cast(pl.Float64).to_numpy().astype(np.float64, copy=True)
+        except ImportError:  # pragma: no cover
+            pass
+        values = values.to_numpy(zero_copy_only=False) if hasattr(values, "type") else values.to_numpy()
+    arr = np.asarray(values)
+    if arr.dtype == object:
+        arr = np.array([np.nan if v is None else float(v) for v in arr.ravel()], dtype=np.float64).reshape(arr.shape)
+    return np.array(arr, dtype=np.float64, copy=True)
+
+
+# --------------------------------------------------------------------------- bootstrap engine
+
+
+def _child_seeds(seed: int, n: int) -> List[np.random.SeedSequence]:
+    return np.random.SeedSequence(seed).spawn(n)
+
+
+def resample_counts(n: int, n_resamples: int, seed: int, chunk: int = _CHUNK) -> Iterable[np.ndarray]:
+    """Yield the per-case counts (``chunk x n``, float32) of each chunk of resamples.
+
+    This is the general path's resampling, exposed so tests can check the
+    reduction against a plain-Python loop over the very same counts.
+    """
+    n_chunks = -(-n_resamples // chunk)
+    for j, ss in enumerate(_child_seeds(seed, n_chunks)):
+        c = min(chunk, n_resamples - j * chunk)
+        out = np.empty((c, n), dtype=np.float32)
+        _chunk_counts(n, ss, out)
+        yield out
+
+
+def _chunk_counts(n: int, ss: np.random.SeedSequence, out: np.ndarray) -> None:
+    """Fill ``out`` (c x n) with the counts of c resamples of n cases with replacement."""
+    rng = np.random.Generator(np.random.PCG64(ss))
+    idx = rng.integers(0, n, size=out.shape, dtype=np.int64)  # unbiased (Lemire), releases the GIL
+    for r in range(out.shape[0]):
+        out[r] = np.bincount(idx[r], minlength=n)
+
+
+def _sums_general(
+    design: np.ndarray, bounds: List[Tuple[int, int]], n_resamples: int, seed: int, threads: Optional[int]
+) -> np.ndarray:
+    """Resampled column sums per block of rows: ``(n_resamples, n_blocks, k)``."""
+    n, k = design.shape
+    chunk = _CHUNK
+    n_chunks = -(-n_resamples // chunk)
+    seeds = _child_seeds(seed, n_chunks)
+    # float32 halves the product's cost; small inputs use float64 (cheap anyway)
+    dtype = np.float32 if n * n_resamples > 10**8 else np.float64
+    data32 = np.ascontiguousarray(design, dtype=dtype)
+    out = np.empty((n_resamples, len(bounds), k), dtype=np.float64)
+    local = threading.local()
+
+    def work(j: int) -> None:
+        c = min(chunk, n_resamples - j * chunk)
+        buf = getattr(local, "buf", None)
+        if buf is None:
+            buf = local.buf = np.empty((chunk, n), dtype=dtype)
+        counts = buf[:c]
+        _chunk_counts(n, seeds[j], counts)
+        # counts are small integers (exact in float32); values lose precision only
+        # beyond 7 significant digits, far below resampling noise.
+        for g, (s, e) in enumerate(bounds):
+            out[j * chunk : j * chunk + c, g, :] = counts[:, s:e] @ data32[s:e]
+
+    workers = threads if threads is not None else min(4, os.cpu_count() or 1)
+    if workers <= 1 or n_chunks == 1:
+        for j in range(n_chunks):
+            work(j)
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(work, range(n_chunks)))
+    return out
+
+
+def _sums_multinomial(
+    design: np.ndarray, codes: np.ndarray, n_blocks: int, n_resamples: int, seed: int
+) -> Optional[np.ndarray]:
+    """Same as :func:`_sums_general` via distinct rows, or ``None`` if there are too many."""
+    n, k = design.shape
+    keyed = np.concatenate([codes[:, None].astype(np.float64), design], axis=1)
+    # cheap pre-check: many distinct values in one column -> many distinct rows
+    for col in range(keyed.shape[1]):
+        if np.unique(keyed[: min(n, 20 * _DISTINCT_LIMIT), col]).size > _DISTINCT_LIMIT:
+            return None
+    uniq, freq = np.unique(keyed, axis=0, return_counts=True)
+    if len(uniq) > _DISTINCT_LIMIT:
+        return None
+    rng = np.random.Generator(np.random.PCG64(_child_seeds(seed, 1)[0]))
+    counts = rng.multinomial(n, freq / freq.sum(), size=n_resamples).astype(np.float64)
+    out = np.empty((n_resamples, n_blocks, k), dtype=np.float64)
+    for g in range(n_blocks):
+        rows = uniq[:, 0] == g
+        out[:, g, :] = counts[:, rows] @ uniq[rows, 1:]
+    return out
+
+
+def bootstrap_means(
+    values: ArrayLike,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    groups: Optional[ArrayLike] = None,
+    threads: Optional[int] = None,
+) -> Dict[Any, np.ndarray]:
+    """Resampled means of every column of ``values`` (``n x k``; NaN = unscored).
+
+    Returns ``{None: (n_resamples x k)}`` for the whole set, plus one entry per
+    group label (as ``str``) when ``groups`` (length ``n``) is given. Groups are
+    computed from the same resamples of the whole set (a group's size varies
+    between resamples, as it would between samples); a resample in which a
+    group has no scored case gives NaN there.
+    """
+    data = to_float_array(values)
+    if data.ndim == 1:
+        data = data[:, None]
+    n, k = data.shape
+    if n == 0:
+        return {None: np.full((n_resamples, k), np.nan)}
+    if groups is None:
+        labels: List[str] = []
+        codes = np.zeros(n, dtype=np.int64)
+    else:
+        garr = np.asarray(groups if isinstance(groups, np.ndarray) else list(groups), dtype=object).astype(str)
+        if len(garr) != n:
+            raise ValueError("groups must have one label per case")
+        label_arr, codes = np.unique(garr, return_inverse=True)
+        labels = [str(x) for x in label_arr]
+        codes = codes.astype(np.int64)
+    n_blocks = max(1, len(labels))
+    order = np.argsort(codes, kind="stable")
+    data, codes = data[order], codes[order]
+    scored = ~np.isnan(data)
+    # design columns: value * scored for each column, then the distinct scored masks
+    mask_cols, mask_of = [], []
+    for j in range(k):
+        for m, existing in enumerate(mask_cols):
+            if np.array_equal(existing, scored[:, j]):
+                mask_of.append(m)
+                break
+        else:
+            mask_of.append(len(mask_cols))
+            mask_cols.append(scored[:, j])
+    # values are centred on their column mean: float32 sums of residuals keep ~7
+    # significant digits of the *spread*, and constant columns stay exact
+    with np.errstate(invalid="ignore"):
+        centre = np.array([np.nanmean(data[:, j]) if scored[:, j].any() else 0.0 for j in range(k)])
+    design = np.concatenate(
+        [np.where(scored, data - centre, 0.0), np.stack(mask_cols, axis=1).astype(np.float64)], axis=1
+    )
+
+    sums = None
+    if n > _DISTINCT_LIMIT:
+        sums = _sums_multinomial(design, codes, n_blocks, n_resamples, seed)
+    if sums is None:
+        edges = np.searchsorted(codes, np.arange(n_blocks + 1))
+        bounds = [(int(edges[g]), int(edges[g + 1])) for g in range(n_blocks)]
+        sums = _sums_general(design, bounds, n_resamples, seed, threads)
+
+    def means(block: np.ndarray) -> np.ndarray:
+        den = block[:, [k + m for m in mask_of]]
+        num = block[:, :k] + centre * den
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+    result: Dict[Any, np.ndarray] = {None: means(sums.sum(axis=1))}
+    for g, label in enumerate(labels):
+        result[label] = means(sums[:, g, :])
+    return result
+
+
+def percentile_interval(resampled: np.ndarray, confidence: float = 0.95) -> Tuple[Optional[float], Optional[float]]:
+    """The percentile interval of resampled statistics (NaN resamples ignored)."""
+    r = np.asarray(resampled, dtype=np.float64)
+    r = r[~np.isnan(r)]
+    if r.size == 0:
+        return (None, None)
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = np.percentile(r, [100 * alpha, 100 * (1 - alpha)])
+    return (float(lo), float(hi))
+
+
+def bootstrap_ci(
+    values: ArrayLike,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = 0.95,
+) -> Tuple[Optional[float], Optional[float]]:
+    """Percentile bootstrap interval of the mean of the non-null ``values``.
+
+    ``(None, None)`` when nothing is scored.
+    """
+    data = to_float_array(values)
+    data = data[~np.isnan(data)]
+    if data.size == 0:
+        return (None, None)
+    means = bootstrap_means(data, n_resamples=n_resamples, seed=seed)[None][:, 0]
+    return percentile_interval(means, confidence)
+
+
+def paired_differences(baseline: ArrayLike, candidate: ArrayLike) -> np.ndarray:
+    """``candidate - baseline`` per case; NaN where either side is unscored."""
+    a = to_float_array(baseline)
+    b = to_float_array(candidate)
+    if a.shape != b.shape:
+        raise ValueError(f"paired arrays differ in length: {a.shape[0]} vs {b.shape[0]}")
+    return b - a
+
+
+def paired_bootstrap_ci(
+    baseline: ArrayLike,
+    candidate: ArrayLike,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = 0.95,
+) -> Tuple[Optional[float], Optional[float]]:
+    """Paired percentile bootstrap interval of ``mean(candidate - baseline)``.
+
+    Only cases scored in both runs take part.
+    """
+    return bootstrap_ci(paired_differences(baseline, candidate), n_resamples=n_resamples, seed=seed, confidence=confidence)
+
+
+# --------------------------------------------------------------------------- McNemar
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts.
+
+    ``b`` = cases right in the baseline and wrong in the candidate, ``c`` = the
+    reverse (or any two discordant counts; the test is symmetric). Under the
+    null hypothesis each discordant pair is a fair coin, so the p-value is
+    ``min(1, 2 * P[X <= min(b, c)])`` with ``X ~ Binomial(b + c, 1/2)``. With
+    no discordant pair the p-value is 1.
+    """
+    b, c = int(b), int(c)
+    if b < 0 or c < 0:
+        raise ValueError("discordant counts must be >= 0")
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    if n <= 1000:
+        tail = sum(math.comb(n, i) for i in range(k + 1))
+        return min(1.0, 2.0 * tail / 2**n)
+    # log-space: log C(n, i) = sum_{j<=i} log((n - j + 1) / j)
+    j = np.arange(1, k + 1, dtype=np.float64)
+    logc = np.concatenate([[0.0], np.cumsum(np.log((n - j + 1) / j))])
+    logp = logc - n * math.log(2.0)
+    m = logp.max()
+    tail_log = m + math.log(np.exp(logp - m).sum())
+    return float(min(1.0, 2.0 * math.exp(tail_log)))
+
+
+def mcnemar(baseline: ArrayLike, candidate: ArrayLike) -> Dict[str, Any]:
+    """McNemar's exact test on paired booleans (nulls skipped).
+
+    Returns ``n`` (pairs with both sides known), ``both``, ``neither``,
+    ``regressions`` (true -> false), ``wins`` (false -> true) and ``p_value``.
+    """
+    a = to_float_array(baseline)
+    b = to_float_array(candidate)
+    ok = ~(np.isnan(a) | np.isnan(b))
+    a, b = a[ok] > 0.5, b[ok] > 0.5
+    regressions = int(np.sum(a & ~b))
+    wins = int(np.sum(~a & b))
+    return {
+        "n": int(ok.sum()),
+        "both": int(np.sum(a & b)),
+        "neither": int(np.sum(~a & ~b)),
+        "regressions": regressions,
+        "wins": wins,
+        "p_value": mcnemar_exact(regressions, wins),
+    }
+
+
+# --------------------------------------------------------------------------- detectable effects
+
+#: z_{1 - alpha/2} + z_{power} for alpha = 0.05 (two-sided) and power = 0.8: 1.95996 + 0.84162
+_Z_SUM = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
+
+
+def min_detectable_difference(n: int, sd_diff: float, *, alpha: float = 0.05, power: float = 0.8) -> Optional[float]:
+    """Minimum detectable mean difference for a paired comparison of ``n`` cases.
+
+    ``MDD = (z_{1-alpha/2} + z_{power}) * sd_diff / sqrt(n)``: the true mean
+    difference that a two-sided test at level ``alpha`` detects with
+    probability ``power``, where ``sd_diff`` is the standard deviation of the
+    per-case differences (normal approximation). With alpha 0.05 and power 0.8
+    the factor is 2.80. The result is never below ``1 / n`` (one case: the
+    set's resolution). ``None`` when ``n == 0``.
+    """
+    if n <= 0:
+        return None
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    return max(z * float(sd_diff) / math.sqrt(n), 1.0 / n)
+
+
+def min_detectable_difference_proportion(
+    n: int, discordant_rate: Optional[float] = None, *, alpha: float = 0.05, power: float = 0.8
+) -> Optional[float]:
+    """Minimum detectable difference of a paired proportion (e.g. accuracy) at ``n`` cases.
+
+    A per-case difference of two booleans is -1, 0 or +1, so its variance is at
+    most the discordant rate ``p_d`` (share of cases that flip either way):
+    ``MDD = (z_{1-alpha/2} + z_{power}) * sqrt(p_d / n)``. Pass the observed
+    discordant rate; when it is unknown the worst case ``p_d = 1`` is used
+    (pessimistic: two similar systems typically flip 5-20% of cases). Never
+    below ``1 / n``.
+    """
+    if n <= 0:
+        return None
+    p_d = 1.0 if discordant_rate is None else float(discordant_rate)
+    return min_detectable_difference(n, math.sqrt(max(p_d, 0.0)), alpha=alpha, power=power)
+
+
+# --------------------------------------------------------------------------- aggregates
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A mean with its sample size and 95% bootstrap interval.
+
+    ``value`` is the mean over scored cases (``None`` when none is scored);
+    ``n_scored`` counts non-null cases and ``n_total`` every case, so a run
+    where the judge failed on half the cases shows ``n_scored = n_total / 2``
+    instead of a silently higher average.
+    """
+
+    value: Optional[float]
+    n_scored: int
+    n_total: int
+    ci_low: Optional[float]
+    ci_high: Optional[float]
+
+    @classmethod
+    def of(
+        cls,
+        values: ArrayLike,
+        *,
+        n_resamples: int = DEFAULT_RESAMPLES,
+        seed: int = DEFAULT_SEED,
+        confidence: float = 0.95,
+    ) -> "Aggregate":
+        data = to_float_array(values)
+        scored = data[~np.isnan(data)]
+        if scored.size == 0:
+            return cls(None, 0, int(data.size), None, None)
+        lo, hi = bootstrap_ci(scored, n_resamples=n_resamples, seed=seed, confidence=confidence)
+        return cls(float(scored.mean()), int(scored.size), int(data.size), lo, hi)
+
+    @classmethod
+    def from_resamples(cls, values: ArrayLike, resampled: np.ndarray, confidence: float = 0.95) -> "Aggregate":
+        """Build from precomputed resampled means (see :func:`bootstrap_means`)."""
+        data = to_float_array(values)
+        scored = data[~np.isnan(data)]
+        if scored.size == 0:
+            return cls(None, 0, int(data.size), None, None)
+        lo, hi = percentile_interval(resampled, confidence)
+        return cls(float(scored.mean()), int(scored.size), int(data.size), lo, hi)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    def format(self, percent: bool = True, digits: int = 1) -> str:
+        """``72.0% [65.1, 78.3] (n=100/120)`` or ``0.720 [...]``."""
+        if self.value is None:
+            return f"n/a (n=0/{self.n_total})"
+        if percent:
+            v = f"{100 * self.value:.{digits}f}%"
+            ci = f" [{100 * self.ci_low:.{digits}f}, {100 * self.ci_high:.{digits}f}]" if self.ci_low is not None else ""
+        else:
+            v = f"{self.value:.3f}"
+            ci = f" [{self.ci_low:.3f}, {self.ci_high:.3f}]" if self.ci_low is not None else ""
+        return f"{v}{ci} (n={self.n_scored}/{self.n_total})"
+
+
+def aggregate(values: ArrayLike, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Aggregate:
+    """Shorthand for :meth:`Aggregate.of`."""
+    return Aggregate.of(values, n_resamples=n_resamples, seed=seed)
