@@ -1,0 +1,140 @@
+"""ragmeter trec / ragmeter.trec.evaluate against trec_eval's own test suite."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ragmeter.errors import InputError, MeasureError
+from ragmeter.trec import evaluate
+
+MEAS_PARAMS = [
+    "-miprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m", "recall.20,2000",
+    "-m", "Rprec_mult.5.0,0.2,0.35", "-mutility.2,-1,0,0", "-m", "11pt_avg..25,.5,.75",
+    "-mndcg.1=3,2=9,4=4.5", "-mndcg_cut.10,20,23.4", "-msuccess.2,5,20",
+]
+
+# (expected output, arguments) exactly as in the conformance README.
+CASES = [
+    ("out.test", ["qrels.test", "results.test"]),
+    ("out.test", ["qrels.test.with-comments", "results.test"]),
+    ("out.test.a", ["-m", "all_trec", "qrels.test", "results.test"]),
+    ("out.test.aq", ["-m", "all_trec", "-q", "qrels.test", "results.test"]),
+    ("out.test.aqc", ["-m", "all_trec", "-q", "-c", "qrels.test", "results.trunc"]),
+    ("out.test.aqcM", ["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"]),
+    ("out.test.aql", ["-m", "all_trec", "-mrelstring.20", "-q", "-l2", "qrels.rel_level", "results.test"]),
+    ("out.test.meas_params", ["-q", *MEAS_PARAMS, "qrels.test", "results.test"]),
+]
+
+
+def ragmeter(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragmeter", *args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.mark.parametrize("expected,args", CASES, ids=[f"{e}:{' '.join(a)}" for e, a in CASES])
+def test_cli_reproduces_trec_eval_byte_for_byte(conformance: Path, expected: str, args: list) -> None:
+    files = {"qrels.test", "qrels.test.with-comments", "qrels.rel_level", "results.test", "results.trunc"}
+    argv = [str(conformance / a) if a in files else a for a in args]
+    proc = ragmeter("trec", *argv)
+    assert proc.returncode == 0, proc.stderr
+    want = (conformance / expected).read_text()
+    assert proc.stdout == want
+
+
+def test_api_matches_cli_summary(conformance: Path) -> None:
+    summary = evaluate(conformance / "qrels.test", conformance / "results.test", "all_trec", per_query=False)
+    want = {}
+    for line in (conformance / "out.test.a").read_text().splitlines():
+        name, _, value = line.split("\t")
+        want[name.strip()] = value
+    assert summary["runid"][0] == want.pop("runid")
+    for name, value in want.items():
+        got = summary[name][0]
+        assert f"{got:.4f}" == value if "." in value else int(got) == int(value), name
+
+
+def test_api_per_query_and_input_shapes_agree(conformance: Path) -> None:
+    by_files = evaluate(conformance / "qrels.test", conformance / "results.test", ["map", "ndcg_cut.10", "P.5"])
+    qrels, run = {}, {}
+    for line in (conformance / "qrels.test").read_text().splitlines():
+        q, _, d, r = line.split()
+        qrels.setdefault(q, {})[d] = int(r)
+    for line in (conformance / "results.test").read_text().splitlines():
+        q, _, d, _, s, _ = line.split()
+        run.setdefault(q, {})[d] = float(s)
+    by_dicts = evaluate(qrels, run, ["map", "ndcg_cut.10", "P.5"])
+    assert by_files.drop("missing_from_run").equals(by_dicts.drop("missing_from_run"))
+    rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    frame = pl.DataFrame(rows, schema=["query_id", "doc_id", "score"], orient="row")
+    qframe = pl.DataFrame([(q, d, r) for q, docs in qrels.items() for d, r in docs.items()],
+                          schema=["query_id", "doc_id", "relevance"], orient="row")
+    by_frames = evaluate(qframe.to_pandas(), frame.to_arrow(), ["map", "ndcg_cut.10", "P.5"])
+    assert by_frames.drop("missing_from_run").equals(by_files.drop("missing_from_run"))
+
+
+def test_ties_break_by_document_id_descending_as_bytes() -> None:
+    # All scores tie: trec_eval ranks d9 > d10 > d1 (strcmp descending), so RR is 1/2 for d10.
+    qrels = {"q": {"d10": 1}}
+    run = {"q": {"d1": 1.0, "d9": 1.0, "d10": 1.0}}
+    assert evaluate(qrels, run, "recip_rank")["recip_rank"][0] == 0.5
+
+
+def test_qrels_only_query_needs_c_and_run_only_queries_are_ignored() -> None:
+    qrels = {"a": {"d1": 1}, "b": {"d2": 1}}
+    run = {"a": {"d1": 1.0}, "zzz": {"d1": 1.0}}
+    with pytest.raises(InputError, match="query b .* pass -c"):
+        evaluate(qrels, run, "map")
+    out = evaluate(qrels, run, "map", complete=True)
+    assert out["query"].to_list() == ["a", "b"]
+    assert out["map"].to_list() == [1.0, 0.0]
+    assert out["missing_from_run"].to_list() == [False, True]
+
+
+def test_relevance_below_zero_is_never_relevant_and_counts_in_mean() -> None:
+    qrels = {"a": {"d1": 1}, "b": {"d2": -2, "d3": 0}}
+    run = {"a": {"d1": 1.0}, "b": {"d2": 2.0, "d3": 1.0}}
+    s = evaluate(qrels, run, ["map", "num_q"], per_query=False)
+    assert s["num_q"][0] == 2 and s["map"][0] == 0.5
+
+
+@pytest.mark.parametrize("qrels,run,message", [
+    ("1 0 d1 1\n1 0 d2\n", "1 Q0 d1 1 1.0 r\n", "qrels.txt:2: expected 4 columns"),
+    ("1 0 d1 x\n", "1 Q0 d1 1 1.0 r\n", "qrels.txt:1: relevance \"x\" is not an integer"),
+    ("1 0 d1 1\n", "1 Q0 d1 1 high r\n", "run.txt:1: score \"high\" is not a number"),
+    ("1 0 d1 1\n", "1 Q0 d1 1 1.0 r\n1 Q0 d1 2 0.5 r\n", "run.txt:2: document d1 appears twice in the ranking of query 1"),
+    ("1 0 d1 1\n1 0 d1 0\n", "1 Q0 d1 1 1.0 r\n", "qrels.txt:2: document d1 is judged twice"),
+    ("", "1 Q0 d1 1 1.0 r\n", "qrels.txt:1: no judgements"),
+    ("1 0 d1 1\n", "# nothing\n", "run.txt:1: no results"),
+])
+def test_bad_input_names_file_and_line_and_exits_2(tmp_path: Path, qrels: str, run: str, message: str) -> None:
+    (tmp_path / "qrels.txt").write_text(qrels)
+    (tmp_path / "run.txt").write_text(run)
+    proc = ragmeter("trec", "qrels.txt", "run.txt", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_missing_file_and_unknown_measure(tmp_path: Path) -> None:
+    (tmp_path / "q").write_text("1 0 d1 1\n")
+    proc = ragmeter("trec", str(tmp_path / "q"), str(tmp_path / "nope"))
+    assert proc.returncode == 2 and "nope: no such file" in proc.stderr
+    (tmp_path / "r").write_text("1 Q0 d1 1 1 r\n")
+    proc = ragmeter("trec", "-m", "mapp", str(tmp_path / "q"), str(tmp_path / "r"))
+    assert proc.returncode == 2 and "unknown measure 'mapp'" in proc.stderr and "all_trec" in proc.stderr
+    with pytest.raises(MeasureError):
+        evaluate(tmp_path / "q", tmp_path / "r", "P.0")
+
+
+def test_trec_cli_does_not_import_heavy_modules(conformance: Path) -> None:
+    code = ("import sys, io, contextlib\n"
+            "import ragmeter.cli as c\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    rc = c.main(['trec', {str(conformance / 'qrels.test')!r}, {str(conformance / 'results.test')!r}])\n"
+            "print('rc', rc, 'loaded:', ','.join(m for m in ('polars','numpy','aiohttp','pyarrow') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip() == "rc 0 loaded:", proc.stdout + proc.stderr
