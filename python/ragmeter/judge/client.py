@@ -290,7 +290,7 @@ class JudgeClient:
                                   max_tokens=state["max_tokens"], attempts=attempts,
                                   reasoning_chars=len(str(reasoning)))
             else:
-                record["outcome"] = "truncated" if finish == "length" else "empty"
+                record["outcome"] = "empty" if not content.strip() else "truncated"
             nxt = next_max_tokens(state["max_tokens"], cap)
             if nxt is None or not choices:
                 why = record["outcome"]
