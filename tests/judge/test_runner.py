@@ -4,7 +4,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import multiprocessing
+import subprocess
+import sys
 import sqlite3
 from pathlib import Path
 
@@ -201,22 +202,21 @@ def test_cache_key_changes_with_inputs_not_with_api_key(monkeypatch, server, tmp
     assert k1 == k2 and k1 != cache_key(endpoint="http://h/v1", model="m", params={}, prompt="p@v2", inputs=[1])
 
 
-def _writer(path, start, n):
-    with Cache(path) as cache:
-        for i in range(start, start + n):
-            cache.put(f"k{i}", {"content": str(i)})
+WRITER = """
+import sys
+from ragmeter.judge.cache import Cache
+path, start, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with Cache(path) as cache:
+    for i in range(start, start + n):
+        cache.put(f"k{i}", {"content": str(i)})
+"""
 
 
 def test_cache_is_safe_under_concurrent_processes(tmp_path):
     path = tmp_path / "shared.sqlite"
     Cache(path).close()
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(path, k * 200, 200)) for k in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-    assert all(p.exitcode == 0 for p in procs)
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(k * 200), "200"]) for k in range(4)]
+    assert [p.wait(60) for p in procs] == [0, 0, 0, 0]
     with Cache(path) as cache:
         assert len(cache) == 800 and cache.get("k799") == {"content": "799"}
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"

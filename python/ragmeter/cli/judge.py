@@ -88,7 +88,7 @@ def _read_cases(path: str) -> List[Dict[str, Any]]:
             try:
                 rec = json.loads(line)
             except ValueError as exc:
-                raise input_error(path, n, f"invalid JSON: {exc}") from None
+                raise input_error(path, n, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
             if not isinstance(rec, dict):
                 raise input_error(path, n, "expected a JSON object")
             for field in ("id", "question"):
