@@ -15,6 +15,9 @@ from typing import Optional, Sequence
 # command name -> module; the order is the order of ``ragmeter --help``.
 COMMANDS = {
     "trec": "ragmeter.cli.trec",
+    "score": "ragmeter.cli.score",
+    "sweep": "ragmeter.cli.sweep",
+    "demo": "ragmeter.cli.demo",
     "judge": "ragmeter.cli.judge",
 }
 

@@ -187,6 +187,53 @@ pub fn compute(batch: &Batch<'_>, metrics: &[Metric], level: f64) -> Result<Vec<
     Ok(out)
 }
 
+
+/// Per (threshold, query) outcome of a score-threshold sweep.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Sweep {
+    /// Row-major `thresholds x queries`.
+    pub hit: Vec<f64>,
+    pub reciprocal_rank: Vec<f64>,
+    pub kept: Vec<f64>,
+}
+
+/// For each threshold `t`: keep the items with `score >= t` (a NaN score —
+/// no score given — always passes), in their ranked order, then the first `k`;
+/// report per query whether a relevant item is kept, the reciprocal rank of
+/// the first one, and how many items are kept.
+pub fn threshold_sweep(offsets: &[usize], grades: &[f64], scores: &[f64], thresholds: &[f64], k: usize, level: f64) -> Result<Sweep> {
+    check_offsets(offsets, grades.len(), "offsets")?;
+    if scores.len() != grades.len() {
+        return Err(Error::input("scores and grades must have the same length"));
+    }
+    let n = offsets.len() - 1;
+    let mut sweep = Sweep { hit: vec![0.0; n * thresholds.len()], reciprocal_rank: vec![0.0; n * thresholds.len()], kept: vec![0.0; n * thresholds.len()] };
+    let rows = sweep.hit.par_chunks_mut(n.max(1)).zip(sweep.reciprocal_rank.par_chunks_mut(n.max(1))).zip(sweep.kept.par_chunks_mut(n.max(1)));
+    rows.zip(thresholds.par_iter()).for_each(|(((hit, rr), kept), &t)| {
+        for q in 0..n {
+            let (mut taken, mut first) = (0usize, 0usize);
+            for i in offsets[q]..offsets[q + 1] {
+                if taken == k {
+                    break;
+                }
+                let s = scores[i];
+                if s.is_nan() || s >= t {
+                    taken += 1;
+                    if first == 0 && grades[i] >= level {
+                        first = taken;
+                    }
+                }
+            }
+            kept[q] = taken as f64;
+            if first > 0 {
+                hit[q] = 1.0;
+                rr[q] = 1.0 / first as f64;
+            }
+        }
+    });
+    Ok(sweep)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,6 +253,17 @@ mod tests {
         // An empty ranking scores 0 everywhere.
         assert!(out[8..16].iter().all(|&v| v == 0.0));
         assert_eq!(out[16 + 6], 2.0);
+    }
+
+    #[test]
+    fn sweep_keeps_scores_above_threshold_then_top_k() {
+        // One query: relevant item scored 0.15 at rank 2.
+        let grades = [0.0, 1.0, 0.0];
+        let scores = [0.9, 0.15, f64::NAN];
+        let s = threshold_sweep(&[0, 3], &grades, &scores, &[0.0, 0.2], 2, 1.0).unwrap();
+        assert_eq!(s.hit, vec![1.0, 0.0]);
+        assert_eq!(s.reciprocal_rank, vec![0.5, 0.0]);
+        assert_eq!(s.kept, vec![2.0, 2.0]);
     }
 
     #[test]

@@ -210,6 +210,35 @@ pub fn rank_metrics<'py>(
     Ok(PyArray2::from_owned_array(py, arr))
 }
 
+
+/// Threshold sweep: dict of (n_thresholds, n_queries) matrices `hit`, `reciprocal_rank`, `kept`.
+#[pyfunction]
+#[pyo3(signature = (offsets, grades, scores, thresholds, k, relevance_level=1.0))]
+pub fn threshold_sweep<'py>(
+    py: Python<'py>,
+    offsets: PyReadonlyArray1<'py, i64>,
+    grades: PyReadonlyArray1<'py, f64>,
+    scores: PyReadonlyArray1<'py, f64>,
+    thresholds: Vec<f64>,
+    k: usize,
+    relevance_level: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let grades_v = grades.as_slice()?.to_vec();
+    let scores_v = scores.as_slice()?.to_vec();
+    let offsets_v = extract_offsets(offsets, grades_v.len(), "offsets")?;
+    let sweep = py
+        .allow_threads(|| batch::threshold_sweep(&offsets_v, &grades_v, &scores_v, &thresholds, k, relevance_level))
+        .map_err(to_py_err)?;
+    let n = offsets_v.len() - 1;
+    let d = PyDict::new(py);
+    for (name, values) in [("hit", sweep.hit), ("reciprocal_rank", sweep.reciprocal_rank), ("kept", sweep.kept)] {
+        let arr = numpy::ndarray::Array2::from_shape_vec((thresholds.len(), n), values)
+            .map_err(|e| to_py_err(Error::input(e.to_string())))?;
+        d.set_item(name, PyArray2::from_owned_array(py, arr))?;
+    }
+    Ok(d)
+}
+
 /// Names accepted by `-m`.
 #[pyfunction]
 pub fn trec_known_measures() -> Vec<&'static str> {
@@ -221,6 +250,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trec_evaluate_files, m)?)?;
     m.add_function(wrap_pyfunction!(trec_evaluate_columns, m)?)?;
     m.add_function(wrap_pyfunction!(rank_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(threshold_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(trec_known_measures, m)?)?;
     Ok(())
 }

@@ -1,0 +1,52 @@
+"""``ragmeter demo``: the main job on the bundled example, offline."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "score and sweep the bundled example (offline) and write a report"
+
+
+def example_dir() -> Path:
+    """The bundled example: inside the package, ./examples (a checkout), or the source tree's examples/."""
+    here = Path(__file__).resolve()
+    for candidate in (here.parent.parent / "examples", Path.cwd() / "examples", here.parents[3] / "examples"):
+        if (candidate / "golden.jsonl").exists():
+            return candidate
+    from ragmeter.errors import InputError
+
+    raise InputError("bundled example not found (expected ragmeter/examples or examples/ in the source tree)")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="ragmeter-demo", metavar="DIR", help="output folder (default ./ragmeter-demo)")
+    parser.add_argument("--k", type=int, default=5, help="cut-off (default 5)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ragmeter.cli._tables import print_score, print_sweep
+    from ragmeter.retrieval import score, sweep
+
+    ex = example_dir()
+    golden, run_file = ex / "golden.jsonl", ex / "run.jsonl"
+    console = Console()
+    console.print(f"[bold]ragmeter demo[/] on the bundled example: {golden.name} + {run_file.name} ({ex})")
+    result = score(golden, run_file, k=args.k)
+    table = sweep(golden, run_file, [0.0, 0.1, 0.2], k=args.k)
+    result.write(args.out)
+    table.write_parquet(Path(args.out) / "sweep.parquet")
+    print_score(result.summary, out_dir=args.out)
+    print_sweep(table, args.k)
+    _maybe_report(args.out, console)
+    return 0
+
+
+def _maybe_report(out: str, console) -> None:  # type: ignore[no-untyped-def]
+    try:
+        from ragmeter.report import write_reports
+    except ImportError:
+        return
+    paths = write_reports(out)
+    console.print(f"report: {', '.join(str(p) for p in paths)}" if paths else "")

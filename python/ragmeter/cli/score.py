@@ -1,0 +1,31 @@
+"""``ragmeter score``: chunk-level retrieval scoring of a run against a golden set."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+HELP = "score retrieval per case and category (chunk-level by evidence phrase, file-level alongside)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSONL)")
+    parser.add_argument("--run", required=True, metavar="R", help="run (JSONL or Parquet)")
+    parser.add_argument("--k", type=int, default=5, help="cut-off (default 5)")
+    parser.add_argument("--out", metavar="DIR", help="write DIR/cases.parquet, DIR/chunks.parquet and DIR/summary.json")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragmeter.retrieval import score
+
+    result = score(args.golden, args.run, k=args.k)
+    if args.out:
+        result.write(args.out)
+    if args.json:
+        print(json.dumps(result.summary, indent=2, ensure_ascii=False))
+    else:
+        from ragmeter.cli._tables import print_score
+
+        print_score(result.summary, out_dir=args.out)
+    return 0

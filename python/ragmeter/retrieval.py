@@ -1,0 +1,272 @@
+"""RAG retrieval scoring: did retrieval bring the chunk that holds the answer?
+
+``score(golden, run, k=5)`` decides, in Rust over the whole batch, which
+retrieved chunks are relevant (expected file + normalised evidence phrase, see
+:mod:`ragmeter.evidence`), then computes per-case rank metrics at cut-off ``k``
+with the same engine as ``ragmeter trec``, and aggregates them overall and per
+category. Every aggregate carries ``n_scored`` and ``n_total``: unlabelled
+cases are not scored (null, never 0 or 1); a golden case missing from the run
+is scored as an empty retrieval and listed in a warning.
+
+Definitions at cut-off k (per labelled case):
+
+* ``hit``: a relevant chunk is in the top k. Its mean is **Hit@k**, which many
+  RAG write-ups call "Recall@k"; it is trec_eval's ``success_k``.
+* ``reciprocal_rank``: 1 / rank of the first relevant chunk within k (MRR@k).
+* ``average_precision``: AP@k over the relevant chunks retrieved in the top k
+  (ragas' context-precision definition; the total number of relevant chunks
+  in the corpus is unknown in RAG, so trec_eval's denominator R is not
+  available). Nothing relevant in the top k gives 0.
+* ``ndcg``: binary-gain NDCG@k; the ideal ranking is the relevant chunks of
+  all retrieved candidates (so a relevant chunk at rank 7 lowers NDCG@5).
+* ``precision``: relevant share of the chunks kept in the top k (divides by the
+  number kept, at most k; an empty retrieval gives 0).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+import polars as pl
+
+from ragmeter import _core
+from ragmeter.dataset import check_run_against_golden, load_golden, load_run
+from ragmeter.evidence import match_relevance, phrases_in_texts, retrieved_columns
+
+__all__ = ["score", "sweep", "ScoreResult", "CASE_COLUMNS", "aggregate"]
+
+CASE_COLUMNS = [
+    "id", "category", "labeled", "hit", "first_relevant_rank", "reciprocal_rank", "average_precision",
+    "ndcg", "precision", "file_hit", "all_files_hit", "evidence_recall", "n_retrieved", "empty_retrieval",
+    "retrieval_mode",
+]
+
+# aggregate name -> (case column, reducer, filter); filter restricts the cases counted in n_total.
+_AGGREGATES = {
+    "hit_rate": ("hit", "mean", None),
+    "mrr": ("reciprocal_rank", "mean", None),
+    "map": ("average_precision", "mean", None),
+    "ndcg": ("ndcg", "mean", None),
+    "precision": ("precision", "mean", None),
+    "file_hit_rate": ("file_hit", "mean", None),
+    "all_files_hit_rate": ("all_files_hit", "mean", "multi_file"),
+    "evidence_recall": ("evidence_recall", "mean", None),
+}
+
+
+@dataclass
+class ScoreResult:
+    """Per-case table, per-category table and a JSON-ready summary."""
+
+    cases: pl.DataFrame
+    by_category: pl.DataFrame
+    summary: Dict[str, Any]
+    chunks: pl.DataFrame = field(repr=False)
+
+    @property
+    def warnings(self) -> List[str]:
+        return list(self.summary["warnings"])
+
+    def write(self, out_dir: Any) -> None:
+        """Write ``cases.parquet``, ``chunks.parquet`` and ``summary.json`` (all or nothing)."""
+        from ragmeter._io import atomic_outputs
+
+        with atomic_outputs(out_dir) as tmp:
+            self.cases.write_parquet(tmp / "cases.parquet")
+            self.chunks.write_parquet(tmp / "chunks.parquet")
+            (tmp / "summary.json").write_text(json.dumps(self.summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _prepare(golden: Any, run: Any) -> tuple:
+    g = load_golden(golden)
+    r = load_run(run)
+    run_name = str(run) if isinstance(run, (str,)) or hasattr(run, "__fspath__") else "run"
+    missing = check_run_against_golden(g, r, run_source=run_name)
+    joined = g.join(r.drop("line", strict=False), on="id", how="left", coalesce=True)
+    joined = joined.with_columns(
+        pl.col("retrieved").fill_null(pl.lit([], dtype=r.schema["retrieved"])),
+        pl.col("id").is_in(pl.Series(missing, dtype=pl.Utf8).implode()).alias("missing_from_run"),
+    )
+    return g, r, joined, missing
+
+
+def score(golden: Any, run: Any, k: int = 5) -> ScoreResult:
+    """Score retrieval per case at cut-off ``k``; see the module docs for definitions."""
+    if k < 1:
+        from ragmeter.errors import InputError
+
+        raise InputError(f"k must be a positive integer, got {k}")
+    _g, _r, joined, missing = _prepare(golden, run)
+    files, texts = retrieved_columns(joined["retrieved"])
+    match = match_relevance(joined["expected_files"], joined["expected_evidence"], files, texts)
+    cases = _case_table(joined, match, k)
+    chunks = _chunk_table(joined, match)
+    by_category = aggregate(cases, ["category"])
+    summary = _summary(cases, by_category, joined, k, missing)
+    return ScoreResult(cases=cases, by_category=by_category, summary=summary, chunks=chunks)
+
+
+def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
+    grades = match.relevant.astype(np.float64)
+    n_relevant = np.add.reduceat(grades, match.chunk_offsets[:-1]) if grades.size else np.zeros(joined.height)
+    n_relevant = np.where(np.diff(match.chunk_offsets) > 0, n_relevant, 0.0)
+    names = [f"hit@{k}", f"first_relevant_rank@{k}", f"rr@{k}", f"ap_retrieved@{k}", f"ndcg@{k}", f"p_retrieved@{k}"]
+    values = _core.rank_metrics(match.chunk_offsets, grades, n_relevant, names)
+    labeled = match.labeled.astype(bool)
+
+    def col(i: int, name: str, dtype: Any = pl.Float64) -> pl.Series:
+        return pl.Series(name, values[:, i]).cast(dtype).set(pl.Series(~labeled), None) if (~labeled).any() else pl.Series(name, values[:, i]).cast(dtype)
+
+    n_retrieved = np.diff(match.chunk_offsets)
+    return pl.DataFrame([
+        joined["id"], joined["category"], pl.Series("labeled", labeled),
+        col(0, "hit", pl.Boolean), col(1, "first_relevant_rank", pl.Int64), col(2, "reciprocal_rank"),
+        col(3, "average_precision"), col(4, "ndcg"), col(5, "precision"),
+        match.file_hit(k), match.all_files_hit(k), match.evidence_recall(k),
+        pl.Series("n_retrieved", n_retrieved, dtype=pl.Int64), pl.Series("empty_retrieval", n_retrieved == 0),
+        joined["retrieval_mode"],
+        joined["missing_from_run"],
+        joined["expected_files"].list.len().alias("n_expected_files"),
+    ])
+
+
+def _chunk_table(joined: pl.DataFrame, match: Any) -> pl.DataFrame:
+    """One row per retrieved chunk with its relevance marks (for reports and audits)."""
+    lengths = np.diff(match.chunk_offsets)
+    case_ids = np.repeat(np.arange(joined.height), lengths)
+    ranks = np.arange(match.relevant.size) - np.repeat(match.chunk_offsets[:-1], lengths) + 1
+    flat = _flat_chunks(joined)
+    base = pl.DataFrame({"id": joined["id"].gather(case_ids), "rank": ranks.astype(np.int64)})
+    return pl.concat([base, flat, pl.DataFrame({"relevant": match.relevant.astype(bool), "file_match": match.file_match.astype(bool)})], how="horizontal")
+
+
+def _flat_chunks(joined: pl.DataFrame) -> pl.DataFrame:
+    """Every retrieved chunk of every case, in order (empty lists contribute no row)."""
+    import pyarrow as pa
+
+    lists = joined["retrieved"].to_arrow()
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    return pl.from_arrow(lists.flatten()).struct.unnest()
+
+
+def aggregate(cases: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
+    """Aggregates (mean, n_scored, n_total) of the retrieval columns, overall or per group.
+
+    A mean covers the cases where the column is not null (``n_scored``);
+    ``n_total`` counts every case in the group (for ``all_files_hit_rate``, the
+    cases expecting two or more files).
+    """
+    exprs: List[pl.Expr] = [pl.len().alias("n_cases"), pl.col("labeled").sum().alias("n_labeled")]
+    for name, (column, _, only) in _AGGREGATES.items():
+        values = pl.col(column).cast(pl.Float64)
+        if only == "multi_file":
+            values = pl.when(pl.col("n_expected_files") >= 2).then(values)
+            total = (pl.col("n_expected_files") >= 2).sum()
+        else:
+            total = pl.len()
+        exprs += [values.mean().alias(name), values.count().alias(f"{name}_n_scored"), total.alias(f"{name}_n_total")]
+    exprs += [pl.col("empty_retrieval").sum().alias("empty_retrievals"), pl.col("n_retrieved").mean().alias("mean_retrieved")]
+    if by:
+        return cases.group_by(list(by)).agg(exprs).sort(list(by))
+    return cases.select(exprs)
+
+
+def _main_mode(cases: pl.DataFrame) -> Optional[str]:
+    modes = cases.filter(pl.col("retrieval_mode").is_not_null())["retrieval_mode"]
+    if modes.len() == 0:
+        return None
+    counts = modes.value_counts(sort=True)
+    return counts[modes.name][0]
+
+
+def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFrame, k: int, missing: List[str]) -> Dict[str, Any]:
+    overall = aggregate(cases).to_dicts()[0]
+    n = cases.height
+    warnings: List[str] = []
+    main_mode = _main_mode(cases)
+    mode_counts = {str(m): int(c) for m, c in cases["retrieval_mode"].value_counts(sort=True).iter_rows()}
+    off_mode = cases.filter(pl.col("retrieval_mode").is_not_null() & (pl.col("retrieval_mode") != main_mode))
+    if off_mode.height:
+        warnings.append(
+            f"{off_mode.height} case(s) ran in a retrieval mode other than the run's main mode '{main_mode}' "
+            f"(a degraded retriever?): " + ", ".join(f"{i} ({m})" for i, m in off_mode.select("id", "retrieval_mode").iter_rows())
+        )
+    if missing:
+        warnings.append(f"{len(missing)} golden case(s) missing from the run, scored as empty retrievals: " + ", ".join(missing))
+    unfound = _unfound_evidence(joined)
+    if unfound:
+        warnings.append(
+            f"{len(unfound)} evidence phrase(s) never found in any retrieved chunk of the run (annotation slip?): "
+            + "; ".join(f"{u['id']}: {u['phrase']!r}" for u in unfound)
+        )
+    if n:
+        warnings.append(f"resolution: one case = {100.0 / n:.2f} points on this set of {n} cases")
+    return {
+        "k": k,
+        "n_cases": n,
+        "n_labeled": int(cases["labeled"].sum()),
+        "resolution_points": (100.0 / n) if n else None,
+        "overall": _nest(overall),
+        "by_category": {row["category"]: _nest(row) for row in by_category.to_dicts()},
+        "retrieval_modes": mode_counts,
+        "main_retrieval_mode": main_mode,
+        "missing_from_run": missing,
+        "unfound_evidence": unfound,
+        "warnings": warnings,
+        "definitions": "hit_rate is Hit@k (what many call Recall@k; trec_eval success_k); see ragmeter.retrieval",
+    }
+
+
+def _nest(row: Dict[str, Any]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {
+        "n_cases": row["n_cases"], "n_labeled": row["n_labeled"],
+        "empty_retrievals": row["empty_retrievals"], "mean_retrieved": row["mean_retrieved"],
+    }
+    for name in _AGGREGATES:
+        out[name] = {"value": row[name], "n_scored": row[f"{name}_n_scored"], "n_total": row[f"{name}_n_total"]}
+    return out
+
+
+def _unfound_evidence(joined: pl.DataFrame) -> List[Dict[str, str]]:
+    phrases = joined.select("id", pl.col("expected_evidence").alias("phrase")).explode("phrase").drop_nulls("phrase")
+    if phrases.height == 0:
+        return []
+    texts = _flat_chunks(joined)["text"].drop_nulls()
+    found = phrases_in_texts(phrases["phrase"], texts)
+    return phrases.filter(pl.Series(~np.asarray(found, dtype=bool))).to_dicts()
+
+
+def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.DataFrame:
+    """Reranker-threshold sweep: for each ``t``, keep chunks with ``score >= t``, then the top ``k``.
+
+    Returns one row per (threshold, category) and per threshold overall
+    (``category == "ALL"``): hit rate, MRR, empty retrievals, mean chunks kept,
+    each rate with ``n_scored`` / ``n_total``. Chunks without a score pass every
+    threshold. Relevance is decided once; the engine evaluates every threshold.
+    """
+    _g, _r, joined, _missing = _prepare(golden, run)
+    files, texts = retrieved_columns(joined["retrieved"])
+    match = match_relevance(joined["expected_files"], joined["expected_evidence"], files, texts)
+    score_arr = _flat_chunks(joined)["score"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    thresholds = [float(t) for t in thresholds]
+    res = _core.threshold_sweep(match.chunk_offsets, match.relevant.astype(np.float64), score_arr, thresholds, k)
+    labeled = match.labeled.astype(bool)
+    frames = []
+    for i, t in enumerate(thresholds):
+        frames.append(pl.DataFrame({
+            "threshold": np.full(joined.height, t), "category": joined["category"], "labeled": labeled,
+            "hit": np.where(labeled, res["hit"][i], np.nan), "reciprocal_rank": np.where(labeled, res["reciprocal_rank"][i], np.nan),
+            "kept": res["kept"][i],
+        }, nan_to_null=True))
+    per_case = pl.concat(frames)
+    aggs = [
+        pl.col("hit").mean().alias("hit_rate"), pl.col("reciprocal_rank").mean().alias("mrr"),
+        pl.col("hit").count().alias("n_scored"), pl.len().alias("n_total"),
+        (pl.col("kept") == 0).sum().alias("empty_retrievals"), pl.col("kept").mean().alias("mean_kept"),
+    ]
+    overall = per_case.group_by("threshold").agg(aggs).with_columns(pl.lit("ALL").alias("category"))
+    by_cat = per_case.group_by("threshold", "category").agg(aggs)
+    return pl.concat([overall.select(by_cat.columns), by_cat]).sort("threshold", "category")
