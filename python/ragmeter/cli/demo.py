@@ -39,14 +39,4 @@ def run(args: argparse.Namespace) -> int:
     table.write_parquet(Path(args.out) / "sweep.parquet")
     print_score(result.summary, out_dir=args.out)
     print_sweep(table, args.k)
-    _maybe_report(args.out, console)
     return 0
-
-
-def _maybe_report(out: str, console) -> None:  # type: ignore[no-untyped-def]
-    try:
-        from ragmeter.report import write_reports
-    except ImportError:
-        return
-    paths = write_reports(out)
-    console.print(f"report: {', '.join(str(p) for p in paths)}" if paths else "")
