@@ -237,7 +237,7 @@ def summarize(diagnosed: pl.DataFrame) -> Dict[str, Any]:
     no-answer cases (where refusing is right) and answerable cases (where a
     refusal is a false refusal).
     """
-    df = diagnosed if "diagnosis" in diagnosed.columns else diagnose(diagnosed)
+    df = _with_defaults(diagnosed if "diagnosis" in diagnosed.columns else diagnose(diagnosed))
     n = df.height
     answered = df.filter(pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars().str.len_chars() > 0))
 

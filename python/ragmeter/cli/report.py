@@ -1,0 +1,26 @@
+"""``ragmeter report DIR``: rebuild report.html and report.md from stored results."""
+from __future__ import annotations
+
+import argparse
+
+HELP = "rebuild report.html and report.md from a results directory"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results_dir", metavar="DIR", help="results directory (cases.parquet, summary.json, ...)")
+    parser.add_argument("--out", metavar="DIR", default=None, help="write the reports here instead of DIR")
+    parser.add_argument("--resamples", type=int, default=None, help="bootstrap resamples for the intervals (default 2000)")
+    parser.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: fixed, reproducible)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragmeter.errors import InputError
+    from ragmeter.report import DEFAULT_REPORT_RESAMPLES, write_reports
+
+    resamples = DEFAULT_REPORT_RESAMPLES if args.resamples is None else args.resamples
+    if resamples < 100:
+        raise InputError(f"--resamples: need at least 100, got {resamples}")
+    paths = write_reports(args.results_dir, out_dir=args.out, n_resamples=resamples, seed=args.seed)
+    print(f"wrote {paths['html']}")
+    print(f"wrote {paths['markdown']}")
+    return 0

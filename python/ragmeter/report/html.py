@@ -1,0 +1,386 @@
+"""The self-contained HTML report.
+
+One file, no network: CSS and JavaScript inline, charts as inline SVG drawn in
+Python. The case explorer's data is embedded as JSON in a
+``<script type="application/json">`` block in which ``<``, ``>`` and ``&`` are
+written as ``\\u003c`` / ``\\u003e`` / ``\\u0026`` (so ``</script>`` inside data
+cannot close the block), parsed with ``JSON.parse`` and rendered only through
+``textContent`` (never ``innerHTML``), a page at a time. Everything else taken
+from the inputs is HTML-escaped in Python.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+import polars as pl
+
+from ragmeter.report.data import METRICS, Results, cost_latency, fmt_value, metric_frame, retrieval_modes
+from ragmeter.report.svg import PALETTE, bar_chart, esc, hbar_chart, histogram, line_chart
+
+__all__ = ["render_html", "case_json", "json_for_script"]
+
+#: chunks per case and characters per chunk text embedded in the case explorer
+MAX_CHUNKS = 10
+MAX_CHUNK_CHARS = 1500
+MAX_TEXT_CHARS = 4000
+
+DIAGNOSIS_COLORS = {
+    "OK": "#4f9d69",
+    "RETRIEVAL_MISS": "#b8474a",
+    "MISS_BUT_CORRECT": "#e07b39",
+    "PROMPT_OR_MODEL": "#c55f9e",
+    "GENERATION_FAILED": "#7a5ea8",
+    "JUDGE_FAILED": "#9a7b4f",
+    "NOT_LABELED": "#6d6d6d",
+    "NOT_JUDGED": "#a0a0a0",
+}
+
+
+def json_for_script(text: str) -> str:
+    """Make JSON text safe inside ``<script type="application/json">``."""
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _struct_fields(df: pl.DataFrame, column: str) -> List[str]:
+    dtype = df.schema[column]
+    inner = getattr(dtype, "inner", None)
+    return [f.name for f in getattr(inner, "fields", [])]
+
+
+def case_json(results: Results) -> str:
+    """The case explorer's data: a JSON array, one object per case."""
+    cases = results.cases
+    keep = [
+        "id", "category", "diagnosis", "question", "answer", "reference_answer", "answer_correct", "refusal",
+        "is_noanswer", "quadrant", "faithfulness_band", "labeled", "hit", "file_hit", "first_relevant_rank",
+        "reciprocal_rank", "ndcg", "retrieval_mode", "n_retrieved", "correctness_score", "faithfulness_score",
+        "answer_relevancy_score", "context_precision_score", "context_recall_score",
+        "correctness_status", "faithfulness_status", "answer_relevancy_status", "context_precision_status",
+        "context_recall_status", "latency_ms",
+    ]
+    exprs: List[pl.Expr] = []
+    for c in keep:
+        if c not in cases.columns:
+            continue
+        e = pl.col(c)
+        if cases.schema[c] == pl.Utf8 and c not in ("id", "category", "diagnosis"):
+            e = e.str.slice(0, MAX_TEXT_CHARS)
+        elif cases.schema[c] in (pl.Float32, pl.Float64):
+            e = e.fill_nan(None).round(4)
+        exprs.append(e)
+    if "retrieved" in cases.columns and isinstance(cases.schema["retrieved"], pl.List):
+        fields = _struct_fields(cases, "retrieved")
+        parts = []
+        for f in ("file", "chunk_id", "text", "score", "relevant"):
+            if f in fields:
+                el = pl.element().struct.field(f)
+                if f == "text":
+                    el = el.cast(pl.Utf8).str.slice(0, MAX_CHUNK_CHARS)
+                elif f in ("file", "chunk_id"):
+                    el = el.cast(pl.Utf8)
+                parts.append(el.alias(f))
+        if parts:
+            exprs.append(pl.col("retrieved").list.head(MAX_CHUNKS).list.eval(pl.struct(parts)).alias("chunks"))
+    df = cases.select(exprs)
+    if results.judge is not None and results.judge.height:
+        j = results.judge
+        cols = [c for c in ("metric", "status", "score", "correct", "reason", "error") if c in j.columns]
+        fix = [
+            pl.col(c).cast(pl.Utf8).str.slice(0, MAX_TEXT_CHARS) if c in ("reason", "error") else pl.col(c)
+            for c in cols
+        ]
+        verdicts = (
+            j.with_columns(pl.col("id").cast(df.schema["id"]))
+            .select([pl.col("id"), *fix])
+            .group_by("id", maintain_order=True)
+            .agg(pl.struct(cols).alias("verdicts"))
+        )
+        df = df.join(verdicts, on="id", how="left")
+    return df.write_json()
+
+
+CSS = """
+*{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#fafafa}
+header{background:#22364d;color:#fff;padding:14px 24px}header h1{margin:0;font-size:20px}header .meta{opacity:.85;font-size:12px}
+main{padding:12px 24px;max-width:1400px}section{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:12px 16px;margin:12px 0}
+h2{font-size:16px;margin:4px 0 10px}table{border-collapse:collapse;font-size:13px}th,td{border-bottom:1px solid #eee;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f3f5f8}td.num{text-align:right;font-variant-numeric:tabular-nums}.warn{background:#fff4e0;border-color:#f0c070}
+.charts{display:flex;flex-wrap:wrap;gap:14px}.chart .ct{font-weight:600;font-size:12px}.chart .ax{font-size:11px;fill:#444}.chart .sm{font-size:10px;fill:#777}
+.chart .grid{stroke:#e6e6e6}.chart .wh{stroke:#222;stroke-width:1.3;fill:none}.muted{color:#777}
+#explorer .controls{display:flex;gap:8px;flex-wrap:wrap;align-items:center;margin-bottom:8px}
+#explorer select,#explorer input{padding:3px 6px}#case-table{width:100%}#case-table tbody tr{cursor:pointer}#case-table tbody tr:hover{background:#f0f5ff}
+#case-table tr.sel{background:#e3edff}.diag{padding:1px 6px;border-radius:3px;color:#fff;font-size:11px;white-space:nowrap}
+#detail{margin-top:10px;border-top:2px solid #22364d;padding-top:8px}#detail .field{margin:4px 0}#detail .label{font-weight:600;margin-right:6px}
+.pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;border:1px solid #eee;padding:6px;border-radius:4px;margin:2px 0}
+.chunk{border:1px solid #ddd;border-left:5px solid #bbb;margin:6px 0;padding:4px 8px;border-radius:4px}.chunk.rel{border-left-color:#4f9d69}
+.chunk .head{font-size:12px;color:#555}.mark-rel{color:#2e7d4f;font-weight:700}.mark-no{color:#999}
+"""
+
+JS = r"""
+(function(){
+  var CASES = JSON.parse(document.getElementById('case-data').textContent);
+  var COLORS = JSON.parse(document.getElementById('diag-colors').textContent);
+  var PAGE = 50, page = 0, filtered = CASES, selected = null;
+  function el(tag, cls, text){var e=document.createElement(tag); if(cls) e.className=cls; if(text!==undefined && text!==null) e.textContent=String(text); return e;}
+  function fmt(v){ if(v===null||v===undefined) return '\u2014'; if(typeof v==='boolean') return v?'yes':'no'; if(typeof v==='number') return (Math.round(v*1000)/1000).toString(); return String(v);}
+  function options(sel, values){ values.forEach(function(v){var o=document.createElement('option'); o.value=v; o.textContent=v; sel.appendChild(o);}); }
+  var catSel=document.getElementById('f-cat'), diagSel=document.getElementById('f-diag'), q=document.getElementById('f-q');
+  var cats={}, diags={}; CASES.forEach(function(c){cats[c.category]=1; diags[c.diagnosis]=1;});
+  options(catSel, Object.keys(cats).sort()); options(diagSel, Object.keys(diags).sort());
+  function apply(){
+    var c=catSel.value, d=diagSel.value, s=q.value.trim().toLowerCase();
+    filtered = CASES.filter(function(x){
+      if(c && x.category!==c) return false; if(d && x.diagnosis!==d) return false;
+      if(s){ var hay=(String(x.id)+' '+(x.question||'')+' '+(x.answer||'')).toLowerCase(); if(hay.indexOf(s)<0) return false; }
+      return true; });
+    page=0; render(); if(filtered.length) show(filtered[0]); else clearDetail();
+  }
+  function render(){
+    var body=document.getElementById('case-rows'); body.textContent='';
+    var pages=Math.max(1, Math.ceil(filtered.length/PAGE)); if(page>=pages) page=pages-1;
+    filtered.slice(page*PAGE, page*PAGE+PAGE).forEach(function(x){
+      var tr=el('tr'); if(selected===x) tr.className='sel';
+      tr.appendChild(el('td',null,x.id)); tr.appendChild(el('td',null,x.category));
+      var td=el('td'); var b=el('span','diag',x.diagnosis); b.style.background=COLORS[x.diagnosis]||'#888'; td.appendChild(b); tr.appendChild(td);
+      tr.appendChild(el('td',null,fmt(x.hit))); tr.appendChild(el('td',null,fmt(x.answer_correct)));
+      tr.appendChild(el('td',null,fmt(x.faithfulness_score))); tr.appendChild(el('td',null,fmt(x.context_precision_score)));
+      tr.addEventListener('click', function(){ show(x); render(); });
+      body.appendChild(tr); });
+    document.getElementById('pageinfo').textContent = 'page '+(page+1)+' / '+pages+' \u00b7 '+filtered.length+' of '+CASES.length+' cases';
+  }
+  function clearDetail(){ document.getElementById('detail').textContent=''; selected=null; }
+  function field(parent, label, value, pre){ var d=el('div','field'); d.appendChild(el('span','label',label)); if(pre){ d.appendChild(el('div','pre',fmt(value))); } else { d.appendChild(el('span',null,fmt(value))); } parent.appendChild(d); }
+  function show(x){
+    selected=x; var det=document.getElementById('detail'); det.textContent='';
+    det.appendChild(el('h3',null,'Case '+x.id));
+    field(det,'Category',x.category); field(det,'Diagnosis',x.diagnosis);
+    if('question' in x) field(det,'Question',x.question,true);
+    field(det,'Answer',x.answer,true);
+    if('reference_answer' in x) field(det,'Reference answer',x.reference_answer,true);
+    field(det,'Correct',x.answer_correct); field(det,'Refusal',x.refusal); field(det,'Quadrant',x.quadrant);
+    field(det,'Retrieval', 'hit '+fmt(x.hit)+' \u00b7 first relevant rank '+fmt(x.first_relevant_rank)+' \u00b7 mode '+fmt(x.retrieval_mode));
+    var tbl=el('table'); var hr=el('tr'); ['metric','status','score','correct','reason / error'].forEach(function(h){hr.appendChild(el('th',null,h));}); tbl.appendChild(hr);
+    var verdicts = x.verdicts || ['correctness','faithfulness','answer_relevancy','context_precision','context_recall'].filter(function(m){return (m+'_score') in x;}).map(function(m){return {metric:m,status:x[m+'_status'],score:x[m+'_score']};});
+    verdicts.forEach(function(v){ var tr=el('tr'); tr.appendChild(el('td',null,v.metric)); tr.appendChild(el('td',null,fmt(v.status))); tr.appendChild(el('td',null,fmt(v.score))); tr.appendChild(el('td',null,fmt(v.correct))); var r=el('td'); r.appendChild(el('div','pre',fmt(v.reason||v.error))); tr.appendChild(r); tbl.appendChild(tr); });
+    det.appendChild(el('h4',null,'Judge verdicts')); det.appendChild(tbl);
+    det.appendChild(el('h4',null,'Retrieved chunks'));
+    (x.chunks||[]).forEach(function(ch,i){
+      var box=el('div','chunk'+(ch.relevant?' rel':'')); var head=el('div','head');
+      head.appendChild(el('span', ch.relevant?'mark-rel':'mark-no', ch.relevant?'\u2713 relevant ':(ch.relevant===false?'\u2717 not relevant ':'? unlabelled ')));
+      head.appendChild(el('span',null,'#'+(i+1)+' \u00b7 '+fmt(ch.file)+' \u00b7 '+fmt(ch.chunk_id)+' \u00b7 score '+fmt(ch.score)));
+      box.appendChild(head); box.appendChild(el('div','pre',ch.text)); det.appendChild(box); });
+    if(!(x.chunks||[]).length) det.appendChild(el('div','muted','no chunks retrieved'));
+  }
+  catSel.addEventListener('change',apply); diagSel.addEventListener('change',apply);
+  var t=null; q.addEventListener('input',function(){ clearTimeout(t); t=setTimeout(apply,200); });
+  document.getElementById('prev').addEventListener('click',function(){ if(page>0){page--; render();} });
+  document.getElementById('next').addEventListener('click',function(){ if((page+1)*PAGE<filtered.length){page++; render();} });
+  apply();
+})();
+"""
+
+
+def _table(headers: List[str], rows: List[List[str]], numeric_from: int = 1) -> str:
+    out = ["<table><tr>", *(f"<th>{esc(h)}</th>" for h in headers), "</tr>"]
+    for row in rows:
+        out.append("<tr>")
+        for i, cell in enumerate(row):
+            cls = ' class="num"' if i >= numeric_from else ""
+            out.append(f"<td{cls}>{esc(cell)}</td>")
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _agg_cells(agg: Dict[str, Any], kind: str) -> List[str]:
+    lo, hi = agg.get("ci_low"), agg.get("ci_high")
+    ci = f"[{fmt_value(lo, kind)}, {fmt_value(hi, kind)}]" if lo is not None else "n/a"
+    return [fmt_value(agg.get("value"), kind), ci, f"{agg['n_scored']}/{agg['n_total']}"]
+
+
+def _summary_meta(summary: Dict[str, Any]) -> str:
+    items = []
+    for key in ("name", "run", "golden", "version", "ragmeter_version", "k", "created", "started", "finished", "timestamp"):
+        v = summary.get(key)
+        if v is not None and not isinstance(v, (dict, list)):
+            items.append(f"{esc(key)}: {esc(v)}")
+    return " \u00b7 ".join(items)
+
+
+def _sweep_section(sweep: Optional[pl.DataFrame]) -> str:
+    if sweep is None or sweep.height == 0:
+        return ""
+    df = sweep
+    if "category" in df.columns:
+        overall = df.filter(pl.col("category").is_null() | pl.col("category").cast(pl.Utf8).is_in(["all", "overall", "ALL", "(all)"]))
+        df = overall if overall.height else df.group_by("threshold").agg(pl.all().exclude("category").mean())
+    df = df.sort("threshold")
+    xs = [float(x) for x in df.get_column("threshold").to_list()]
+    rate_cols = [c for c in ("hit_rate", "hit", "mrr", "MRR") if c in df.columns and df.schema[c].is_numeric()]
+    other_cols = [c for c in ("empty_retrievals", "empty", "mean_kept", "mean_chunks_kept") if c in df.columns and df.schema[c].is_numeric()]
+    charts = []
+    if rate_cols:
+        charts.append(line_chart("Hit rate / MRR by threshold", xs, [(c, df.get_column(c).cast(pl.Float64).to_list()) for c in rate_cols], percent=True, xlabel="score threshold"))
+    for c in other_cols:
+        charts.append(line_chart(f"{c} by threshold", xs, [(c, df.get_column(c).cast(pl.Float64).to_list())], xlabel="score threshold"))
+    if not charts:
+        return ""
+    return f'<section id="sweep"><h2>Threshold sweep</h2><div class="charts">{"".join(charts)}</div></section>'
+
+
+def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str, Any]) -> str:
+    """The whole report as one HTML string."""
+    cases = results.cases
+    summary = results.summary
+    n = cases.height
+    parts: List[str] = []
+    title = f"ragmeter report \u2014 {summary.get('name') or results.path.name}"
+    parts.append(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "script-src 'unsafe-inline'; img-src data:\">"
+        f"<meta name=\"viewport\" content=\"width=device-width\"><title>{esc(title)}</title><style>{CSS}</style></head><body>"
+    )
+    generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts.append(
+        f"<header><h1>{esc(title)}</h1><div class=\"meta\">{n} cases \u00b7 generated {esc(generated)}"
+        f"{' · ' + _summary_meta(summary) if _summary_meta(summary) else ''}</div></header><main>"
+    )
+    warnings = [str(w) for w in (summary.get("warnings") or []) if w is not None] if isinstance(summary.get("warnings"), list) else []
+    warnings += results.warnings
+    if warnings:
+        parts.append('<section class="warn"><h2>Warnings</h2><ul>' + "".join(f"<li>{esc(w)}</li>" for w in warnings[:200]) + "</ul></section>")
+
+    # overall
+    rows = []
+    for name in aggregates.get("metrics", []):
+        m = METRICS[name]
+        rows.append([m.label] + _agg_cells(aggregates["overall"][name], m.kind))
+    parts.append(
+        '<section id="overall"><h2>Overall</h2>'
+        + _table(["metric", "value", "95% interval", "n scored / total"], rows)
+        + f'<p class="muted">Intervals: percentile bootstrap, {esc(readings.get("n_resamples"))} resamples, seed {esc(readings.get("seed"))}. '
+        f"Unscored cases (unlabelled, judge failed or skipped) are excluded from the mean and counted in the total. "
+        f"Resolution: one case = {100 / max(n, 1):.2f} points.</p></section>"
+    )
+
+    # per category
+    cats = sorted(aggregates.get("by_category", {}))
+    charts = []
+    for name in ("hit", "file_hit", "correct", "faithfulness"):
+        if name not in aggregates.get("metrics", []):
+            continue
+        m = METRICS[name]
+        vals = [aggregates["by_category"][c][name]["value"] for c in cats]
+        cis = [(aggregates["by_category"][c][name]["ci_low"], aggregates["by_category"][c][name]["ci_high"]) for c in cats]
+        notes = [f"n={aggregates['by_category'][c][name]['n_scored']}/{aggregates['by_category'][c][name]['n_total']}" for c in cats]
+        charts.append(bar_chart(f"{m.label} by category (95% interval)", cats, [(m.label, vals, cis)], percent=True, notes=notes))
+    cat_rows = []
+    shown = [x for x in ("hit", "file_hit", "mrr", "ndcg", "correct", "faithfulness", "context_precision") if x in aggregates.get("metrics", [])]
+    for c in cats:
+        row = [c]
+        for name in shown:
+            agg = aggregates["by_category"][c][name]
+            row.append(f"{fmt_value(agg['value'], METRICS[name].kind)} ({agg['n_scored']}/{agg['n_total']})")
+        cat_rows.append(row)
+    parts.append(
+        '<section id="categories"><h2>Per category</h2><div class="charts">' + "".join(charts) + "</div>"
+        + _table(["category"] + [METRICS[x].label for x in shown], cat_rows)
+        + "</section>"
+    )
+
+    # diagnosis
+    from ragmeter.diagnosis import DIAGNOSES, DIAGNOSIS_HINTS, QUADRANTS
+
+    diag = readings["diagnosis"]["diagnosis"]
+    items = [(d, diag.get(d, 0)) for d in DIAGNOSES if diag.get(d, 0) or d in ("OK", "RETRIEVAL_MISS", "PROMPT_OR_MODEL")]
+    parts.append(
+        '<section id="diagnosis"><h2>Diagnosis</h2><div class="charts">'
+        + hbar_chart("Cases by diagnosis", items, total=n, colors=DIAGNOSIS_COLORS)
+        + "</div>"
+        + _table(["diagnosis", "cases", "what it means"], [[d, str(c), DIAGNOSIS_HINTS[d]] for d, c in items], numeric_from=1)
+        + "</section>"
+    )
+
+    # readings
+    quad = readings["diagnosis"]["quadrants"]
+    bands = readings["diagnosis"]["faithfulness_bands"]
+    ref = readings["diagnosis"]["refusal"]
+    r_rows = []
+    for key, label in (("overall", "all answered cases"), ("noanswer", "no-answer cases (refusing is right)"), ("answerable", "answerable cases (false refusals)")):
+        r = ref[key]
+        r_rows.append([label, str(r["refusals"]), str(r["answered"]), fmt_value(r["rate"], "rate")])
+    modes = retrieval_modes(cases)
+    cl = cost_latency(results)
+    cl_rows = []
+    for key, label in (("system_cost_usd", "system cost (USD, from the run)"), ("judge_cost_usd", "judge cost (USD)")):
+        if key in cl:
+            cl_rows.append([label, f"{cl[key]:.4f}"])
+    for key, label in (("system_latency_ms", "system latency ms"), ("judge_latency_ms", "judge latency ms")):
+        if key in cl and cl[key]["p50"] is not None:
+            cl_rows.append([label, f"p50 {cl[key]['p50']:.0f} \u00b7 p95 {cl[key]['p95']:.0f}"])
+    if "judge_calls" in cl:
+        cl_rows.append(["judge rows by status", ", ".join(f"{k}: {v}" for k, v in sorted(cl["judge_calls"].items(), key=lambda kv: str(kv[0])))])
+    parts.append(
+        '<section id="readings"><h2>Readings</h2><div class="charts"><div>'
+        + "<h3>Context precision \u00d7 answer quality</h3>"
+        + _table(["quadrant", "cases", "reading"], [[k, str(quad.get(k, 0)), v] for k, v in QUADRANTS.items()])
+        + f'<p class="muted">precision high when context_precision &ge; 0.5; quality high when the answer is correct.</p></div><div>'
+        + "<h3>Faithfulness bands</h3>"
+        + _table(["band", "cases"], [[k, str(v)] for k, v in bands.items()])
+        + "</div><div><h3>Refusals</h3>"
+        + _table(["cases", "refusals", "answered", "rate"], r_rows)
+        + "</div><div><h3>Retrieval modes</h3>"
+        + (_table(["mode", "cases"], [[str(k), str(v)] for k, v in modes.items()]) if modes else '<p class="muted">no retrieval_mode column</p>')
+        + "</div><div><h3>Cost and latency</h3>"
+        + (_table(["", "value"], cl_rows) if cl_rows else '<p class="muted">no cost or latency columns</p>')
+        + "</div></div></section>"
+    )
+
+    # distributions
+    mf = metric_frame(cases)
+    hists = []
+    for name in ("ndcg", "reciprocal_rank", "correctness", "faithfulness", "answer_relevancy", "context_precision", "context_recall", "evidence_recall"):
+        key = "mrr" if name == "reciprocal_rank" else name
+        if key not in mf.columns:
+            continue
+        v = mf.get_column(key).to_numpy().astype(np.float64)
+        scored = v[~np.isnan(v)]
+        if key == "correctness":
+            lo_, hi_ = (1.0, 5.0) if scored.size and scored.max() > 1 else (0.0, 1.0)
+        else:
+            lo_, hi_ = 0.0, 1.0
+        hists.append(histogram(f"{METRICS[key].label} distribution", scored.tolist(), lo=lo_, hi=hi_, n_missing=int(v.size - scored.size)))
+    if hists:
+        parts.append('<section id="distributions"><h2>Score distributions</h2><div class="charts">' + "".join(hists) + "</div></section>")
+
+    parts.append(_sweep_section(results.sweep))
+
+    # explorer
+    import json as _json
+
+    parts.append(
+        '<section id="explorer"><h2>Case explorer</h2><div class="controls">'
+        '<label>category <select id="f-cat"><option value="">all</option></select></label>'
+        '<label>diagnosis <select id="f-diag"><option value="">all</option></select></label>'
+        '<label>search <input id="f-q" type="search" placeholder="id, question or answer"></label>'
+        '<button id="prev" type="button">&larr; prev</button><button id="next" type="button">next &rarr;</button>'
+        '<span id="pageinfo" class="muted"></span></div>'
+        '<table id="case-table"><thead><tr><th>id</th><th>category</th><th>diagnosis</th><th>hit</th><th>correct</th>'
+        "<th>faithfulness</th><th>context precision</th></tr></thead><tbody id=\"case-rows\"></tbody></table>"
+        f'<div id="detail"></div><p class="muted">Chunks: the first {MAX_CHUNKS} per case, texts cut at {MAX_CHUNK_CHARS} characters.</p></section>'
+    )
+    parts.append("</main>")
+    parts.append('<script type="application/json" id="case-data">' + json_for_script(case_json(results)) + "</script>")
+    parts.append('<script type="application/json" id="diag-colors">' + json_for_script(_json.dumps(DIAGNOSIS_COLORS)) + "</script>")
+    parts.append("<script>" + JS + "</script></body></html>")
+    _ = PALETTE
+    return "".join(parts)

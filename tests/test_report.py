@@ -1,0 +1,324 @@
+"""Tests for the HTML / Markdown reports and `ragmeter report`."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import polars as pl
+import pytest
+
+from ragmeter.errors import InputError
+
+INJECT = "<script>document.title='PWNED'</script>"
+INJECT_IMG = "<img src=x onerror=\"document.title='PWNED2'\">"
+
+CHUNK = pl.Struct({"file": pl.Utf8, "chunk_id": pl.Utf8, "text": pl.Utf8, "score": pl.Float64, "relevant": pl.Boolean})
+
+CASE_SCHEMA = {
+    "id": pl.Utf8,
+    "category": pl.Utf8,
+    "question": pl.Utf8,
+    "answer": pl.Utf8,
+    "reference_answer": pl.Utf8,
+    "labeled": pl.Boolean,
+    "hit": pl.Boolean,
+    "first_relevant_rank": pl.Int64,
+    "reciprocal_rank": pl.Float64,
+    "average_precision": pl.Float64,
+    "ndcg": pl.Float64,
+    "precision": pl.Float64,
+    "file_hit": pl.Boolean,
+    "all_files_hit": pl.Boolean,
+    "evidence_recall": pl.Float64,
+    "n_retrieved": pl.Int64,
+    "empty_retrieval": pl.Boolean,
+    "retrieval_mode": pl.Utf8,
+    "correctness_score": pl.Float64,
+    "correctness_status": pl.Utf8,
+    "correct": pl.Boolean,
+    "faithfulness_score": pl.Float64,
+    "faithfulness_status": pl.Utf8,
+    "answer_relevancy_score": pl.Float64,
+    "answer_relevancy_status": pl.Utf8,
+    "context_precision_score": pl.Float64,
+    "context_precision_status": pl.Utf8,
+    "context_recall_score": pl.Float64,
+    "context_recall_status": pl.Utf8,
+    "latency_ms": pl.Float64,
+    "retrieved": pl.List(CHUNK),
+}
+
+
+def synth_cases(n: int, seed: int = 0, *, hit_p: float = 0.75, correct_p: float = 0.7, ids: Optional[List[str]] = None) -> pl.DataFrame:
+    """A cases frame shaped like the scorer's output joined with the judge's."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    cats = ["fact", "paraphrase", "multihop", "noanswer"]
+    rows: Dict[str, List[Any]] = {k: [] for k in CASE_SCHEMA}
+    for i in range(n):
+        cat = cats[i % len(cats)]
+        labeled = cat != "noanswer"
+        hit = bool(rng.random() < hit_p) if labeled else None
+        rank = (int(rng.integers(1, 6)) if hit else 0) if labeled else None
+        correct = bool(rng.random() < correct_p)
+        status = "failed" if rng.random() < 0.03 else "ok"
+        faith = float(rng.beta(5, 1.5))
+        cp = float(rng.random())
+        chunks = [
+            {"file": f"doc{j}.md", "chunk_id": f"c{j}", "text": f"chunk {j} of case {i}", "score": float(1 - j / 10),
+             "relevant": bool(hit and j == (rank or 1) - 1)}
+            for j in range(5)
+        ]
+        row = dict(
+            id=(ids[i] if ids else f"{cat}-{i:05d}"), category=cat, question=f"question {i}?",
+            answer=("The documents do not mention it." if cat == "noanswer" and correct else f"answer {i}"),
+            reference_answer=(None if cat == "noanswer" else f"reference {i}"), labeled=labeled, hit=hit,
+            first_relevant_rank=rank, reciprocal_rank=(1 / rank if rank else 0.0) if labeled else None,
+            average_precision=(1 / rank if rank else 0.0) if labeled else None,
+            ndcg=(float(rng.random()) if hit else 0.0) if labeled else None,
+            precision=(0.2 if hit else 0.0) if labeled else None, file_hit=(hit or bool(rng.random() < 0.5)) if labeled else None,
+            all_files_hit=hit, evidence_recall=(1.0 if hit else 0.0) if labeled else None, n_retrieved=5,
+            empty_retrieval=False, retrieval_mode="hybrid", correctness_score=(None if status == "failed" else (4.0 if correct else 2.0)),
+            correctness_status=status, correct=(None if status == "failed" else correct),
+            faithfulness_score=faith, faithfulness_status="ok", answer_relevancy_score=float(rng.random()),
+            answer_relevancy_status="ok", context_precision_score=cp, context_precision_status="ok",
+            context_recall_score=float(rng.random()), context_recall_status="ok", latency_ms=float(rng.gamma(2, 400)),
+            retrieved=chunks,
+        )
+        for k in CASE_SCHEMA:
+            rows[k].append(row[k])
+    return pl.DataFrame(rows, schema=CASE_SCHEMA)
+
+
+def judge_frame(cases: pl.DataFrame) -> pl.DataFrame:
+    rows = []
+    for r in cases.iter_rows(named=True):
+        for m in ("correctness", "faithfulness", "answer_relevancy", "context_precision", "context_recall"):
+            rows.append(dict(
+                id=r["id"], metric=m, status=r[f"{m}_status"], score=r[f"{m}_score"],
+                correct=r["correct"] if m == "correctness" else None,
+                reason=f"{m} reason for {r['id']}", error=None if r[f"{m}_status"] == "ok" else "HTTP 500",
+                attempts=1, prompt_tokens=300, completion_tokens=40, cost_usd=0.0004, latency_ms=850.0, cached=False,
+            ))
+    return pl.DataFrame(rows, schema_overrides={"error": pl.Utf8, "correct": pl.Boolean, "score": pl.Float64})
+
+
+def write_results(path: Path, cases: pl.DataFrame, *, judge: bool = True, sweep: bool = False, summary: Optional[dict] = None) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    cases.write_parquet(path / "cases.parquet")
+    if judge:
+        judge_frame(cases).write_parquet(path / "judge.parquet")
+    if sweep:
+        pl.DataFrame({
+            "threshold": [0.0, 0.1, 0.2, 0.0, 0.1, 0.2],
+            "category": [None, None, None, "fact", "fact", "fact"],
+            "hit_rate": [0.8, 0.78, 0.6, 0.9, 0.85, 0.7],
+            "mrr": [0.6, 0.59, 0.5, 0.7, 0.65, 0.6],
+            "empty_retrievals": [0, 1, 13, 0, 0, 4],
+            "mean_kept": [5.0, 4.2, 2.1, 5.0, 4.0, 2.0],
+        }).write_parquet(path / "sweep.parquet")
+    base = {"version": "0.1.0", "golden_hash": "abc123", "k": 5, "warnings": ["3 cases used bm25 instead of hybrid"]}
+    (path / "summary.json").write_text(json.dumps(summary if summary is not None else base), encoding="utf-8")
+    return path
+
+
+def inject(cases: pl.DataFrame) -> pl.DataFrame:
+    """Put hostile markup into every kind of input string of the first case."""
+    first = cases.head(1).with_columns(
+        pl.lit(INJECT).alias("answer"),
+        pl.lit(INJECT_IMG).alias("question"),
+        pl.lit("fact</script><script>document.title='PWNED3'</script>").alias("category"),
+        pl.lit([{"file": INJECT_IMG, "chunk_id": "<b>c0</b>", "text": INJECT + " & more", "score": 0.9, "relevant": True}]).cast(pl.List(CHUNK)).alias("retrieved"),
+    )
+    return pl.concat([first, cases.tail(cases.height - 1)])
+
+
+@pytest.fixture()
+def results_dir(tmp_path: Path) -> Path:
+    cases = inject(synth_cases(60, seed=1))
+    return write_results(tmp_path / "run", cases, sweep=True, summary={
+        "version": "0.1.0", "golden_hash": "abc", "name": "<i>run</i>", "warnings": [INJECT]})
+
+
+# ------------------------------------------------------------------ unit tests on the HTML
+
+
+def test_write_reports_outputs(results_dir: Path) -> None:
+    from ragmeter.report import write_reports
+
+    paths = write_reports(results_dir, n_resamples=200)
+    html = paths["html"].read_text(encoding="utf-8")
+    md = paths["markdown"].read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>")
+    for section in ("overall", "categories", "diagnosis", "readings", "distributions", "sweep", "explorer"):
+        assert f'id="{section}"' in html
+    assert "<svg" in html and "Threshold sweep" in html
+    # self-contained: no external resources
+    assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", html)
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in html
+    assert "## ragmeter report" in md and "| metric | value | 95% CI | n |" in md
+
+
+def test_every_input_string_is_escaped(results_dir: Path) -> None:
+    from ragmeter.report import write_reports
+
+    html = write_reports(results_dir, n_resamples=200)["html"].read_text(encoding="utf-8")
+    # exactly one executable <script> block (the report's own) + two JSON blocks
+    assert html.count("<script>") == 1
+    assert html.count("<script") == 3
+    assert html.count("</script>") == 3
+    assert "PWNED" not in html.split('<script type="application/json" id="case-data">')[0].replace(
+        "&lt;script&gt;document.title=&#x27;PWNED&#x27;&lt;/script&gt;", ""
+    ).replace("fact&lt;/script&gt;&lt;script&gt;document.title=&#x27;PWNED3&#x27;&lt;/script&gt;", "")
+    assert "<i>run</i>" not in html and "&lt;i&gt;run&lt;/i&gt;" in html
+    assert "<img" not in html
+    data = html.split('<script type="application/json" id="case-data">')[1].split("</script>")[0]
+    assert "<" not in data and ">" not in data
+    cases = json.loads(data)
+    assert cases[0]["answer"] == INJECT
+    assert cases[0]["chunks"][0]["text"] == INJECT + " & more"
+    assert cases[0]["category"].startswith("fact</script>")
+    assert [v["metric"] for v in cases[1]["verdicts"]][:2] == ["correctness", "faithfulness"]
+    # the explorer never uses innerHTML
+    assert "innerHTML" not in html
+
+
+def test_json_for_script_roundtrip() -> None:
+    from ragmeter.report.html import json_for_script
+
+    payload = {"a": "</script><script>x()</script>", "b": "\u2028&<>", "c": "</SCRIPT >"}
+    safe = json_for_script(json.dumps(payload, ensure_ascii=False))
+    assert "</" not in safe and "<" not in safe
+    assert json.loads(safe) == payload
+
+
+def test_markdown_escapes_table_cells(tmp_path: Path) -> None:
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(12, seed=2).with_columns(pl.lit("a|b<script>").alias("category"))
+    md = write_reports(write_results(tmp_path / "r", cases), n_resamples=100)["markdown"].read_text(encoding="utf-8")
+    assert "a\\|b&lt;script&gt;" in md
+    assert "<script>" not in md
+
+
+def test_aggregates_keep_unscored_in_total(tmp_path: Path) -> None:
+    from ragmeter.report.data import compute_aggregates, load_results
+
+    res = load_results(write_results(tmp_path / "r", synth_cases(40, seed=3), judge=False))
+    agg = compute_aggregates(res.cases, n_resamples=200)
+    hit = agg["overall"]["hit"]
+    assert hit["n_total"] == 40 and hit["n_scored"] == 30  # noanswer cases are unlabelled
+    corr = agg["overall"]["correct"]
+    failed = res.cases.filter(pl.col("correctness_status") == "failed").height
+    # noanswer cases without a judge verdict get the refusal rule; failed judge calls are unscored
+    assert corr["n_scored"] == 40 - failed
+    assert agg["by_category"]["noanswer"]["hit"]["n_scored"] == 0
+    assert agg["by_category"]["noanswer"]["hit"]["value"] is None
+
+
+def test_missing_files_and_other_versions(tmp_path: Path) -> None:
+    from ragmeter.report import write_reports
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="missing cases.parquet, summary.json"):
+        write_reports(empty)
+    with pytest.raises(InputError, match="not found"):
+        write_reports(tmp_path / "nope")
+    d = write_results(tmp_path / "old", synth_cases(8), summary={"results_format": 99, "version": "9.9"})
+    with pytest.raises(InputError, match="another version"):
+        write_reports(d)
+    d = write_results(tmp_path / "cols", synth_cases(8).drop("hit", "labeled"))
+    with pytest.raises(InputError, match=r"missing column\(s\) labeled, hit"):
+        write_reports(d)
+    d = write_results(tmp_path / "badjson", synth_cases(8))
+    (d / "summary.json").write_text("{nope", encoding="utf-8")
+    with pytest.raises(InputError, match="summary.json: invalid JSON"):
+        write_reports(d)
+
+
+def test_minimal_cases_without_judge_or_chunks(tmp_path: Path) -> None:
+    from ragmeter.report import write_reports
+
+    cases = pl.DataFrame({"id": ["a-1", "a-2", "b-1"], "category": ["a", "a", "b"], "labeled": [True, True, False], "hit": [True, False, None]})
+    d = write_results(tmp_path / "min", cases, judge=False, summary={})
+    html = write_reports(d, n_resamples=100)["html"].read_text(encoding="utf-8")
+    assert "Hit@k (chunk)" in html
+
+
+def test_cli_report(results_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    from ragmeter.cli import main
+
+    assert main(["report", str(results_dir), "--resamples", "200"]) == 0
+    assert (results_dir / "report.html").is_file()
+    assert main(["report", str(results_dir / "missing")]) == 2
+    assert "results directory not found" in capsys.readouterr().err
+
+
+def test_report_on_many_cases_is_fast_enough(tmp_path: Path) -> None:
+    import time
+
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(2000, seed=4)
+    big = pl.concat([cases.with_columns((pl.col("id") + f"-{k}").alias("id")) for k in range(10)])  # 20,000 cases
+    d = write_results(tmp_path / "big", big, judge=False)
+    t = time.perf_counter()
+    html = write_reports(d)["html"]
+    elapsed = time.perf_counter() - t
+    assert html.stat().st_size > 1_000_000
+    assert elapsed < 30, f"report on 20,000 cases took {elapsed:.1f}s"
+
+
+# ------------------------------------------------------------------ headless Chromium
+
+
+def _chromium() -> Optional[str]:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _run_chromium(binary: str, args: List[str], tmp: Path) -> subprocess.CompletedProcess:
+    cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+           "--disable-extensions", "--disable-background-networking", f"--user-data-dir={tmp / 'profile'}",
+           "--virtual-time-budget=5000", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_html_in_headless_chromium(results_dir: Path, tmp_path: Path) -> None:
+    binary = _chromium()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but no chromium binary was found: install Debian's `chromium` package")
+        pytest.skip("no chromium binary (install Debian's `chromium`; this test is mandatory when CI is set)")
+    from ragmeter.report import write_reports
+
+    html = write_reports(results_dir, n_resamples=200)["html"]
+    url = html.resolve().as_uri()
+    shot = tmp_path / "report.png"
+    proc = _run_chromium(binary, [f"--screenshot={shot}", "--window-size=1280,2000", url], tmp_path)
+    assert shot.is_file() and shot.stat().st_size > 10_000, proc.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    proc = _run_chromium(binary, ["--dump-dom", url], tmp_path)
+    dom = proc.stdout
+    assert "<title>" in dom, proc.stderr[-2000:]
+    title = dom.split("<title>")[1].split("</title>")[0]
+    assert "PWNED" not in title and title.startswith("ragmeter report")
+    # the explorer ran: rows rendered, the first case's detail is open and shows the
+    # injected markup as text
+    assert dom.count("<tr") > 20
+    assert "Case " in dom
+    assert "&lt;script&gt;document.title='PWNED'&lt;/script&gt; &amp; more" in dom
+    assert "<img src=\"x\"" not in dom and "<img src=x" not in dom
