@@ -19,6 +19,7 @@ COMMANDS = {
     "sweep": "ragmeter.cli.sweep",
     "demo": "ragmeter.cli.demo",
     "judge": "ragmeter.cli.judge",
+    "report": "ragmeter.cli.report",
 }
 
 
