@@ -10,5 +10,8 @@ python3 -m pip install --quiet -e '.[test]'
 echo "== cargo test (ragmeter-core, no Python)"
 cargo test --quiet -p ragmeter-core
 
+echo "== stub check (python/ragmeter/_core.pyi against the compiled module)"
+python3 -m mypy.stubtest ragmeter._core --allowlist stubtest-allowlist.txt
+
 echo "== pytest"
 python3 -m pytest -q "$@"

@@ -4,12 +4,12 @@
 # (see ragmeter._columns.string_column).
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
 
-StrColumn = Tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]
+_StrColumn = Tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]
 
 class RagmeterError(ValueError): ...
 class InputError(RagmeterError): ...
@@ -24,16 +24,78 @@ def evidence_normalize_dehyphenated(text: str) -> Optional[str]: ...
 def evidence_normalize_file_name(name: str) -> str: ...
 def evidence_match(
     file_offsets: npt.NDArray[np.int64],
-    expected_files: StrColumn,
+    expected_files: _StrColumn,
     phrase_offsets: npt.NDArray[np.int64],
-    phrases: StrColumn,
+    phrases: _StrColumn,
     chunk_offsets: npt.NDArray[np.int64],
-    chunk_files: StrColumn,
-    chunk_texts: StrColumn,
+    chunk_files: _StrColumn,
+    chunk_texts: _StrColumn,
 ) -> dict[str, np.ndarray]:
     """Keys: labeled (bool, per case); file_match, relevant (bool) and
     phrases_found (uint32) per chunk; phrase_first_rank, phrase_any_rank
     (uint32, 1-based, 0 = never) and phrase_empty (bool) per phrase;
     file_first_rank (uint32) per expected file."""
     ...
-def evidence_phrases_in_texts(phrases: StrColumn, texts: StrColumn) -> npt.NDArray[np.bool_]: ...
+def evidence_phrases_in_texts(phrases: _StrColumn, texts: _StrColumn) -> npt.NDArray[np.bool_]: ...
+
+# --- rank metrics and trec_eval (rust/ragmeter-py/src/trec.rs) -------------
+
+def trec_eval_text(
+    qrels_path: str,
+    run_path: str,
+    measures: list[str],
+    relevance_level: int = 1,
+    max_docs: Optional[int] = None,
+    complete: bool = False,
+    judged_only: bool = False,
+    num_docs_in_coll: int = 0,
+    per_query: bool = False,
+    summary: bool = True,
+) -> str: ...
+def trec_evaluate_files(
+    qrels_path: str,
+    run_path: str,
+    measures: list[str],
+    relevance_level: int = 1,
+    max_docs: Optional[int] = None,
+    complete: bool = False,
+    judged_only: bool = False,
+    num_docs_in_coll: int = 0,
+) -> dict[str, Any]:
+    """Keys: names, kinds, per_query_names, qids, missing, relstrings,
+    values (float64[n_queries, n_values]), summary (float64[n_values]),
+    run_id, run_only_queries."""
+    ...
+def trec_evaluate_columns(
+    qrels_qid: _StrColumn,
+    qrels_doc: _StrColumn,
+    qrels_rel: npt.NDArray[np.int64],
+    run_qid: _StrColumn,
+    run_doc: _StrColumn,
+    run_score: npt.NDArray[np.float64],
+    run_id: str,
+    measures: list[str],
+    relevance_level: int = 1,
+    max_docs: Optional[int] = None,
+    complete: bool = False,
+    judged_only: bool = False,
+    num_docs_in_coll: int = 0,
+) -> dict[str, Any]: ...
+def rank_metrics(
+    offsets: npt.NDArray[np.int64],
+    grades: npt.NDArray[np.float64],
+    num_relevant: npt.NDArray[np.float64],
+    metrics: list[str],
+    relevance_level: float = 1.0,
+    ideal_offsets: Optional[npt.NDArray[np.int64]] = None,
+    ideal_grades: Optional[npt.NDArray[np.float64]] = None,
+) -> npt.NDArray[np.float64]: ...
+def threshold_sweep(
+    offsets: npt.NDArray[np.int64],
+    grades: npt.NDArray[np.float64],
+    scores: npt.NDArray[np.float64],
+    thresholds: list[float],
+    k: int,
+    relevance_level: float = 1.0,
+) -> dict[str, npt.NDArray[np.float64]]: ...
+def trec_known_measures() -> list[str]: ...
