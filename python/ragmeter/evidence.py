@@ -95,7 +95,12 @@ def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
     offsets = offsets_from_lengths(lengths)
     if offsets[-1] != len(flat):  # pragma: no cover - defensive
         raise ValueError(f"{name}: list lengths do not add up to the flattened values")
-    return offsets, string_column(flat)
+    str_offsets, data = string_column(flat)
+    # A read-only view over the Arrow buffer (immutable by Arrow's contract):
+    # the binding borrows read-only data instead of copying it.
+    data = data.view()
+    data.flags.writeable = False
+    return offsets, (str_offsets, data)
 
 
 def retrieved_columns(retrieved: pl.Series) -> Tuple[pl.Series, pl.Series]:

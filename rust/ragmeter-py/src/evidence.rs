@@ -5,8 +5,8 @@
 //! columns (expected files, phrases, chunk file names) are copied with
 //! [`StrColumn`]. The chunk-text column is the bulk of a run (gigabytes for
 //! 100,000 cases x 20 chunks), so when its data array is read-only — as the
-//! arrays `string_column` builds over immutable Arrow buffers are — it is
-//! borrowed instead of copied, and validated (UTF-8, character boundaries)
+//! read-only views over immutable Arrow buffers that `ragmeter.evidence`
+//! passes are — it is borrowed instead of copied, and validated (UTF-8, character boundaries)
 //! in parallel with the GIL released. A writeable data array is copied, so
 //! nothing Python can mutate is read without the GIL.
 

@@ -1,0 +1,260 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ragmeter.dataset import (
+    GOLDEN_SCHEMA,
+    MAX_REPORTED,
+    RETRIEVED_DTYPE,
+    RUN_SCHEMA,
+    check_run_against_golden,
+    load_golden,
+    load_run,
+)
+from ragmeter.errors import InputError
+
+
+def write(path: Path, lines: list) -> Path:
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8")
+    return path
+
+
+GOOD_GOLDEN = [
+    "# a comment",
+    "// another comment",
+    {"id": "fact-04-frontend-stack", "question": "Which frontend stack?", "expectedFileNames": ["architecture.md"],
+     "expectedEvidence": ["React 18", "Vite"], "referenceAnswer": "React 18 with Vite"},
+    "",
+    "   ",
+    {"id": "multi-01", "question": "Q2", "expected_files": ["a.md", "b.md"], "expected_evidence": [], "reference_answer": None,
+     "category": "cross-document", "source": "wiki", "tags": ["hard", "zh"]},
+    {"id": "noanswer", "question": "What is the CEO's shoe size?"},
+]
+
+
+def test_load_golden_jsonl(tmp_path):
+    g = load_golden(write(tmp_path / "golden.jsonl", GOOD_GOLDEN))
+    assert g.schema == pl.Schema(GOLDEN_SCHEMA)
+    assert g["id"].to_list() == ["fact-04-frontend-stack", "multi-01", "noanswer"]
+    assert g["line"].to_list() == [3, 6, 7]
+    assert g["category"].to_list() == ["fact", "cross-document", "noanswer"]
+    assert g["expected_files"].to_list() == [["architecture.md"], ["a.md", "b.md"], []]
+    assert g["expected_evidence"].to_list() == [["React 18", "Vite"], [], []]
+    assert g["reference_answer"].to_list() == ["React 18 with Vite", None, None]
+    assert g["labeled"].to_list() == [True, True, False]
+    assert g["tags"].to_list() == [[], ["hard", "zh"], []]
+    assert g["source"].to_list() == [None, "wiki", None]
+
+
+def test_load_golden_in_memory_and_dataframes():
+    rows = [r for r in GOOD_GOLDEN if isinstance(r, dict)]
+    g = load_golden(rows)
+    assert g["line"].null_count() == 3
+    assert g["id"].to_list() == ["fact-04-frontend-stack", "multi-01", "noanswer"]
+    # Round trip through the output frame (snake_case columns) and through pandas.
+    g2 = load_golden(g)
+    assert g2.drop("line").equals(g.drop("line"))
+    pd = pytest.importorskip("pandas")
+    g3 = load_golden(pd.DataFrame(rows))
+    assert g3["expected_files"].to_list() == g["expected_files"].to_list()
+
+
+def test_golden_bad_input_lists_every_problem(tmp_path):
+    path = write(tmp_path / "bad.jsonl", [
+        {"id": "ok-1", "question": "fine"},                          # 1
+        "{not json",                                                # 2
+        {"question": "no id"},                                      # 3
+        {"id": "no-question"},                                      # 4
+        {"id": "str-files", "question": "q", "expectedFileNames": "a.md"},   # 5
+        {"id": "ok-1", "question": "duplicate"},                    # 6
+        {"id": "bad-evidence", "question": "q", "expectedEvidence": ["x", 3]},  # 7
+        "[1, 2]",                                                   # 8
+        {"id": "str-tags", "question": "q", "tags": "a,b"},         # 9
+    ])
+    with pytest.raises(InputError) as info:
+        load_golden(path)
+    msg = str(info.value)
+    expected = [
+        f"{path}:2: invalid JSON",
+        f"{path}:3: missing 'id'",
+        f"{path}:4: missing 'question'",
+        f"{path}:5: 'expectedFileNames' must be a list of strings, got a string",
+        f"{path}:6: duplicate id 'ok-1' (first at {path}:1)",
+        f"{path}:7: expectedEvidence[1] must be a string, got a number",
+        f"{path}:8: expected a JSON object",
+        f"{path}:9: 'tags' must be a list of strings, got a string",
+    ]
+    for line in expected:
+        assert line in msg, (line, msg)
+    assert msg.startswith(f"8 problems in {path}")
+    # Ordered by line.
+    positions = [msg.index(line) for line in expected]
+    assert positions == sorted(positions)
+
+
+def test_golden_problem_list_is_capped(tmp_path):
+    path = write(tmp_path / "many.jsonl", [{"question": f"q{i}"} for i in range(MAX_REPORTED + 7)])
+    with pytest.raises(InputError) as info:
+        load_golden(path)
+    msg = str(info.value)
+    assert f"{MAX_REPORTED + 7} problems" in msg
+    assert "and 7 more" in msg
+    assert msg.count("missing 'id'") == MAX_REPORTED
+
+
+def test_golden_in_memory_problems_name_the_row():
+    with pytest.raises(InputError) as info:
+        load_golden([{"id": "a", "question": "q"}, {"id": "b"}, "oops"])
+    msg = str(info.value)
+    assert "golden[1]: missing 'question'" in msg
+    assert "golden[2]: expected an object" in msg
+
+
+def test_missing_and_unreadable_files(tmp_path):
+    with pytest.raises(InputError, match=r"nope\.jsonl: no such file"):
+        load_golden(tmp_path / "nope.jsonl")
+    with pytest.raises(InputError, match=r"nope\.jsonl: no such file"):
+        load_run(str(tmp_path / "nope.jsonl"))
+    with pytest.raises(InputError, match=r"nope\.parquet: no such file"):
+        load_run(tmp_path / "nope.parquet")
+    with pytest.raises(InputError, match="is a directory"):
+        load_golden(tmp_path)
+    (tmp_path / "bin.jsonl").write_bytes(b'{"id": "a", "question": "q"}\n\xff\xfe\n')
+    with pytest.raises(InputError, match=r"bin\.jsonl:2: not valid UTF-8"):
+        load_golden(tmp_path / "bin.jsonl")
+    (tmp_path / "fake.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(InputError, match=r"fake\.parquet: cannot read as Parquet"):
+        load_run(tmp_path / "fake.parquet")
+    (tmp_path / "empty.jsonl").write_text("# nothing\n\n")
+    with pytest.raises(InputError, match="no cases"):
+        load_golden(tmp_path / "empty.jsonl")
+
+
+RUN_ROWS = [
+    {"id": "fact-04-frontend-stack", "retrieved": [
+        {"file": "architecture.md", "chunk_id": "c1", "text": "We use React 18.", "score": 0.9},
+        {"file": "other.md", "chunk_id": 7, "text": "Nothing", "score": None},
+    ], "answer": "React", "retrieval_mode": "hybrid", "latency_ms": 412, "usage": {"prompt_tokens": 1200, "completion_tokens": 80}, "cost": 0.0012},
+    {"id": "multi-01", "retrieved": [], "contexts": ["expanded context"], "retrievalMode": "bm25"},
+    {"id": "noanswer", "retrieved": None, "prompt_tokens": 5},
+]
+
+
+def test_load_run_jsonl_and_memory(tmp_path):
+    path = write(tmp_path / "run.jsonl", ["// header", *RUN_ROWS])
+    for source in (path, RUN_ROWS, pl.DataFrame(load_run(RUN_ROWS))):
+        r = load_run(source)
+        assert r.schema == pl.Schema(RUN_SCHEMA)
+        assert r["id"].to_list() == ["fact-04-frontend-stack", "multi-01", "noanswer"]
+        first = r["retrieved"][0].to_list()
+        assert first[0] == {"file": "architecture.md", "chunk_id": "c1", "text": "We use React 18.", "score": 0.9}
+        assert first[1]["chunk_id"] == "7" and first[1]["score"] is None
+        assert r["contexts"].to_list() == [["We use React 18.", "Nothing"], ["expanded context"], []]
+        assert r["retrieval_mode"].to_list() == ["hybrid", "bm25", None]
+        assert r["prompt_tokens"].to_list() == [1200, None, 5]
+        assert r["completion_tokens"].to_list() == [80, None, None]
+        assert r["latency_ms"].to_list() == [412.0, None, None]
+        assert r["cost"].to_list() == [0.0012, None, None]
+    assert load_run(path)["line"].to_list() == [2, 3, 4]
+
+
+def test_load_run_parquet_roundtrip_and_casts(tmp_path):
+    r = load_run(RUN_ROWS)
+    r.drop("line").write_parquet(tmp_path / "run.parquet")
+    back = load_run(tmp_path / "run.parquet")
+    assert back.drop("line").equals(r.drop("line"))
+    assert back["line"].to_list() == [1, 2, 3]
+    # Integer chunk ids and scores, nested usage, no contexts column: converted column-wise.
+    raw = pl.DataFrame({
+        "id": [1, 2],
+        "retrieved": [[{"file": "a.md", "chunk_id": 3, "text": "x", "score": 1}], []],
+        "usage": [{"prompt_tokens": 10, "completion_tokens": 2}, None],
+        "latencyMs": [5, None],
+    })
+    raw.write_parquet(tmp_path / "raw.parquet")
+    got = load_run(tmp_path / "raw.parquet")
+    assert got.schema == pl.Schema(RUN_SCHEMA)
+    assert got["id"].to_list() == ["1", "2"]
+    assert got["retrieved"].dtype == RETRIEVED_DTYPE
+    assert got["retrieved"][0].to_list() == [{"file": "a.md", "chunk_id": "3", "text": "x", "score": 1.0}]
+    assert got["contexts"].to_list() == [["x"], []]
+    assert got["prompt_tokens"].to_list() == [10, None]
+    assert got["latency_ms"].to_list() == [5.0, None]
+
+
+def test_run_bad_input_jsonl(tmp_path):
+    path = write(tmp_path / "run.jsonl", [
+        {"id": "a", "retrieved": []},                                               # 1
+        {"retrieved": []},                                                          # 2
+        {"id": "b", "retrieved": "chunk text"},                                     # 3
+        {"id": "c", "retrieved": [{"file": "x.md", "text": 5}]},                    # 4
+        {"id": "a", "retrieved": []},                                               # 5
+        "{bad",                                                                     # 6
+        {"id": "d", "retrieved": [{"text": "t"}], "latency_ms": "fast"},            # 7
+        {"id": "e", "retrieved": [{"file": "f", "text": "t", "score": "high"}]},    # 8
+        {"id": "f"},                                                                # 9
+        {"id": "g", "retrieved": [], "contexts": "one string"},                     # 10
+    ])
+    with pytest.raises(InputError) as info:
+        load_run(path)
+    msg = str(info.value)
+    for line in [
+        f"{path}:2: missing 'id'",
+        f"{path}:3: 'retrieved' must be a list of chunks, got a string",
+        f"{path}:4: retrieved[0].text must be a string, got a number",
+        f"{path}:5: duplicate id 'a' (first at {path}:1)",
+        f"{path}:6: invalid JSON",
+        f"{path}:7: retrieved[0]: missing 'file'",
+        f"{path}:7: 'latency_ms' must be a number, got a string",
+        f"{path}:8: 'retrieved[0].score' must be a number, got a string",
+        f"{path}:9: missing 'retrieved'",
+        f"{path}:10: 'contexts' must be a list of strings, got a string",
+    ]:
+        assert line in msg, (line, msg)
+
+
+def test_run_bad_input_parquet_schema(tmp_path):
+    pl.DataFrame({"id": ["a"], "retrieved": ["not a list"], "cost": ["cheap"]}).write_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(InputError) as info:
+        load_run(tmp_path / "bad.parquet")
+    msg = str(info.value)
+    assert f"{tmp_path / 'bad.parquet'}: column 'retrieved' has type String" in msg
+    assert "column 'cost' has type String, expected a number" in msg
+
+    pl.DataFrame({"id": ["a", "b", "a", None], "retrieved": [[{"file": "x", "text": "t"}], [{"file": None, "text": "t"}], [], []]}).write_parquet(tmp_path / "rows.parquet")
+    with pytest.raises(InputError) as info:
+        load_run(tmp_path / "rows.parquet")
+    msg = str(info.value)
+    p = tmp_path / "rows.parquet"
+    assert f"{p}: row 2: a retrieved chunk has no 'file'" in msg
+    assert f"{p}: row 3: duplicate id 'a' (first at row 1)" in msg
+    assert f"{p}: row 4: missing 'id'" in msg
+
+    pl.DataFrame({"id": ["a"], "retrieved": [[{"file": "x", "text": 3}]]}).write_parquet(tmp_path / "field.parquet")
+    with pytest.raises(InputError, match="field retrieved.text has type Int64"):
+        load_run(tmp_path / "field.parquet")
+    pl.DataFrame({"retrieved": [[{"file": "x", "text": "t"}]]}).write_parquet(tmp_path / "noid.parquet")
+    with pytest.raises(InputError, match="missing column 'id'"):
+        load_run(tmp_path / "noid.parquet")
+
+
+def test_check_run_against_golden(tmp_path):
+    golden = load_golden(write(tmp_path / "golden.jsonl", GOOD_GOLDEN))
+    run_path = write(tmp_path / "run.jsonl", [
+        {"id": "fact-04-frontend-stack", "retrieved": []},
+        {"id": "ghost-1", "retrieved": []},
+        {"id": "ghost-2", "retrieved": []},
+    ])
+    run = load_run(run_path)
+    with pytest.raises(InputError) as info:
+        check_run_against_golden(golden, run, run_source=str(run_path))
+    msg = str(info.value)
+    assert f"{run_path}:2: id 'ghost-1' is not in the golden set" in msg
+    assert f"{run_path}:3: id 'ghost-2' is not in the golden set" in msg
+    # Golden cases missing from the run are returned, not raised.
+    ok = load_run([{"id": "multi-01", "retrieved": []}])
+    assert check_run_against_golden(golden, ok) == ["fact-04-frontend-stack", "noanswer"]

@@ -1,0 +1,296 @@
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from pathlib import Path
+from typing import List, Optional
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragmeter import _core
+from ragmeter._columns import string_column
+from ragmeter.errors import InputError
+from ragmeter.evidence import (
+    match_relevance,
+    normalize,
+    normalize_dehyphenated,
+    normalize_file_name,
+    phrases_in_texts,
+    retrieved_columns,
+)
+
+VECTORS = json.loads((Path(__file__).resolve().parents[1] / "testdata" / "evidence_vectors.json").read_text(encoding="utf-8"))
+
+# ---------------------------------------------------------------------------
+# Plain Python reference (the documented rule, written the obvious way)
+# ---------------------------------------------------------------------------
+
+# Unicode White_Space (what Rust's char::is_whitespace tests; Python's isspace differs).
+WHITE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000"
+LINE_BREAKS = "\n\x0b\x0c\r\x85\u2028\u2029"
+HSPACE = "".join(c for c in WHITE if c not in LINE_BREAKS)
+INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+_DROP = re.compile(f"[{re.escape(WHITE + INVISIBLE)}]")
+_SOFT_HYPHEN = re.compile(
+    f"(?<=[^{re.escape(WHITE)}])[-\u2010][{re.escape(HSPACE)}]*[{re.escape(LINE_BREAKS)}][{re.escape(WHITE)}]*(?=[^{re.escape(WHITE)}])"
+)
+
+
+def _post(nfkc: str) -> str:
+    return _DROP.sub("", nfkc).lower().replace("ς", "σ")
+
+
+def ref_normalize(text: str) -> str:
+    return _post(unicodedata.normalize("NFKC", text))
+
+
+def ref_dehyphenated(text: str) -> Optional[str]:
+    nfkc = unicodedata.normalize("NFKC", text)
+    if not _SOFT_HYPHEN.search(nfkc):
+        return None
+    return _post(_SOFT_HYPHEN.sub("", nfkc))
+
+
+def ref_found(text: str, phrase: str) -> bool:
+    p = ref_normalize(phrase)
+    if not p:
+        return False
+    variants = [ref_normalize(text)]
+    d = ref_dehyphenated(text)
+    if d is not None:
+        variants.append(d)
+    return any(p in v for v in variants)
+
+
+def ref_file_match(expected: str, retrieved: str) -> bool:
+    def canon(s: str) -> str:
+        s = unicodedata.normalize("NFC", s.strip()).replace("\\", "/")
+        while s.startswith("./"):
+            s = s[2:]
+        return s.rstrip("/").lower()
+
+    a, b = canon(expected), canon(retrieved)
+    if not a or not b:
+        return False
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+# ---------------------------------------------------------------------------
+# Shared vectors (also read by the cargo tests)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", VECTORS["normalize"], ids=lambda c: c["name"])
+def test_normalize_vectors(case):
+    assert normalize(case["input"]) == case["expected"]
+    assert normalize_dehyphenated(case["input"]) == case["dehyphenated"]
+    # The vectors agree with the plain Python reference too.
+    assert ref_normalize(case["input"]) == case["expected"]
+    assert ref_dehyphenated(case["input"]) == case["dehyphenated"]
+
+
+@pytest.mark.parametrize("case", VECTORS["match"], ids=lambda c: c["name"])
+def test_match_vectors(case):
+    m = match_relevance([[]], [case["phrases"]], [["doc.md"]], [[case["text"]]])
+    assert [bool(r) for r in m.phrase_any_rank] == case["found"]
+    assert [ref_found(case["text"], p) for p in case["phrases"]] == case["found"]
+
+
+# ---------------------------------------------------------------------------
+# Properties: Rust == Python reference
+# ---------------------------------------------------------------------------
+
+INTERESTING = list(
+    "aAbBzZ09 -\u2010\n\r\t\u3000\xa0\u2028\u0085\u00ad\u200bé\u0301\u0308大模型检索⼤⼈⾔ＡＢａｂ１２－～：（）ΣσςİßﬁÅÄ가\u11a8\u1100\u1161か\u3099カ①"
+)
+
+
+def _assigned(c: str) -> bool:
+    # Characters unassigned in Python's Unicode version may be assigned (with
+    # properties) in the Rust crates' newer one: leave them out.
+    return unicodedata.category(c) not in ("Cn", "Cs", "Co")
+
+
+chars = st.one_of(st.sampled_from(INTERESTING), st.characters(codec="utf-8").filter(_assigned))
+texts = st.text(alphabet=chars, max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_normalize_equals_reference(text):
+    assert normalize(text) == ref_normalize(text)
+    assert normalize_dehyphenated(text) == ref_dehyphenated(text)
+
+
+@st.composite
+def text_and_phrases(draw):
+    text = draw(texts)
+    phrases = draw(st.lists(texts, max_size=4))
+    # Also phrases cut out of the text (so that matches actually happen), re-spaced and re-cased.
+    for _ in range(draw(st.integers(0, 3))):
+        if text:
+            i = draw(st.integers(0, len(text) - 1))
+            j = draw(st.integers(i, len(text)))
+            piece = text[i:j]
+            if draw(st.booleans()):
+                piece = piece.upper()
+            if draw(st.booleans()):
+                piece = " ".join(piece)
+            phrases.append(piece)
+    return text, phrases
+
+
+@settings(max_examples=400, deadline=None)
+@given(text_and_phrases())
+def test_matching_equals_reference(sample):
+    text, phrases = sample
+    m = match_relevance([[]], [phrases], [["doc.md"]], [[text]])
+    got = [bool(r) for r in m.phrase_any_rank]
+    assert got == [ref_found(text, p) for p in phrases]
+    assert list(m.phrase_empty) == [ref_normalize(p) == "" for p in phrases]
+
+
+@st.composite
+def batches(draw):
+    names = ["a.md", "docs/a.md", "B.md", "c/b.md", "x.pdf", "Guide.PDF", "kb/guide.pdf"]
+    words = ["alpha", "Beta", "γάμμα", "大模型", "⼤模型", "ＲＡＧ", "rag", "re-\ntrieval", "retrieval", " ", "\n"]
+    n = draw(st.integers(0, 6))
+    cases = []
+    for _ in range(n):
+        files = draw(st.lists(st.sampled_from(names), max_size=2))
+        evidence = draw(st.lists(st.sampled_from(words + [""]), max_size=3))
+        k = draw(st.integers(0, 5))
+        chunk_files = draw(st.lists(st.sampled_from(names), min_size=k, max_size=k))
+        chunk_texts = [" ".join(draw(st.lists(st.sampled_from(words), max_size=5))) for _ in range(k)]
+        cases.append((files, evidence, chunk_files, chunk_texts))
+    return cases
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches())
+def test_batch_relevance_equals_reference(cases):
+    m = match_relevance(*(pl.Series([c[i] for c in cases], dtype=pl.List(pl.String)) for i in range(4)))
+    exp_relevant, exp_file_match, exp_first, exp_labeled, exp_file_first = [], [], [], [], []
+    for files, evidence, chunk_files, chunk_texts in cases:
+        phrases = [p for p in evidence if ref_normalize(p)]
+        labeled = bool(files) or bool(phrases)
+        exp_labeled.append(labeled)
+        first = [0] * len(evidence)
+        file_first = [0] * len(files)
+        for rank, (f, t) in enumerate(zip(chunk_files, chunk_texts), start=1):
+            fm = not files or any(ref_file_match(e, f) for e in files)
+            for j, e in enumerate(files):
+                if ref_file_match(e, f) and not file_first[j]:
+                    file_first[j] = rank
+            found = [ref_found(t, p) for p in evidence]
+            for j, hit in enumerate(found):
+                if hit and fm and not first[j]:
+                    first[j] = rank
+            exp_file_match.append(fm)
+            exp_relevant.append(labeled and fm and (not phrases or any(found)))
+        exp_first += first
+        exp_file_first += file_first
+    assert m.labeled.tolist() == exp_labeled
+    assert m.file_match.tolist() == exp_file_match
+    assert m.relevant.tolist() == exp_relevant
+    assert m.phrase_first_rank.tolist() == exp_first
+    assert m.file_first_rank.tolist() == exp_file_first
+
+
+# ---------------------------------------------------------------------------
+# API details
+# ---------------------------------------------------------------------------
+
+
+def test_file_name_rules():
+    assert normalize_file_name(" ./Docs\\Guide.PDF ") == "docs/guide.pdf"
+    m = match_relevance(
+        [["Guide.pdf", "a/x.md"]] * 1,
+        [[]],
+        [["kb/docs/guide.pdf", "b/x.md", "A/X.MD", "myguide.pdf"]],
+        [["t", "t", "t", "t"]],
+    )
+    assert m.file_match.tolist() == [True, False, True, False]
+    assert m.file_first_rank.tolist() == [1, 3]
+
+
+def test_top_k_helpers_and_frames():
+    golden_files = [["a.md", "b.md"], [], ["c.md"], []]
+    evidence = [["alpha", "beta", "  "], ["gamma"], [], []]
+    chunk_files = [["x.md", "a.md", "b.md"], ["z.md"], ["q.md", "C.md"], ["a.md"]]
+    chunk_texts = [["alpha beta", "ALPHA", "be\nta"], ["the Gamma ray"], ["-", "-"], ["alpha"]]
+    m = match_relevance(golden_files, evidence, chunk_files, chunk_texts)
+    assert m.labeled.tolist() == [True, True, True, False]
+    assert m.relevant.tolist() == [False, True, True, True, False, True, False]
+    assert m.relevance_lists().to_list() == [[False, True, True], [True], [False, True], [False]]
+    # "alpha" first in an expected file at rank 2, "beta" at 3; the blank phrase is ignored.
+    assert m.phrase_first_rank.tolist() == [2, 3, 0, 1]
+    assert m.phrase_any_rank.tolist() == [1, 1, 0, 1]
+    assert m.phrase_empty.tolist() == [False, False, True, False]
+    assert m.evidence_recall(2).to_list() == [0.5, 1.0, None, None]
+    assert m.evidence_recall(3).to_list() == [1.0, 1.0, None, None]
+    assert m.file_hit(1).to_list() == [False, None, False, None]
+    assert m.file_hit(2).to_list() == [True, None, True, None]
+    assert m.all_files_hit(2).to_list() == [False, None, True, None]
+    assert m.all_files_hit(3).to_list() == [True, None, True, None]
+    assert m.chunks.columns == ["case", "rank", "file_match", "relevant", "phrases_found"]
+    assert m.chunks["rank"].to_list() == [1, 2, 3, 1, 1, 2, 1]
+    assert m.phrases["phrase_index"].to_list() == [0, 1, 2, 0]
+    assert m.files["case"].to_list() == [0, 0, 2]
+
+
+def test_retrieved_columns_from_a_run():
+    from ragmeter.dataset import load_run
+
+    run = load_run([
+        {"id": "a", "retrieved": [{"file": "a.md", "text": "Alpha", "score": 0.3}, {"file": "b.md", "text": "b"}]},
+        {"id": "b", "retrieved": []},
+    ])
+    files, texts = retrieved_columns(run["retrieved"])
+    m = match_relevance([["a.md"], []], [["alpha"], ["x"]], files, texts)
+    assert m.relevant.tolist() == [True, False]
+
+
+def test_phrases_in_texts():
+    found = phrases_in_texts(["1.5~2秒", "1.5-2秒", "", "ＲＡＧ"], ["响应时间约为１．５～２秒", "rag pipeline"])
+    assert found.tolist() == [True, False, False, True]
+
+
+def test_binding_copies_writeable_and_borrows_readonly_text():
+    texts = ["大模型 rag", "nothing"]
+    off, data = string_column(texts)
+    data = data.view()
+    data.flags.writeable = False  # read-only: borrowed; writeable: copied
+    args = lambda o, d: (
+        np.array([0, 0], np.int64), string_column([]),
+        np.array([0, 1], np.int64), string_column(["⼤模型"]),
+        np.array([0, 2], np.int64), string_column(["a", "b"]), (o, d),
+    )
+    ro = _core.evidence_match(*args(off, data))
+    rw = _core.evidence_match(*args(off.copy(), data.copy()))
+    assert ro["relevant"].tolist() == rw["relevant"].tolist() == [True, False]
+
+
+def test_binding_rejects_bad_columns():
+    good = string_column(["x"])
+    z = np.array([0, 0], np.int64)
+    with pytest.raises(InputError, match="chunk_offsets"):
+        _core.evidence_match(z, string_column([]), z, string_column([]), np.array([0, 2], np.int64), good, good)
+    bad_utf8 = (np.array([0, 2], np.int64), np.frombuffer(b"\xff\xfe", np.uint8))
+    with pytest.raises(InputError, match="UTF-8"):
+        _core.evidence_match(z, string_column([]), z, string_column([]), np.array([0, 1], np.int64), good, bad_utf8)
+    split = (np.array([0, 1], np.int64), np.frombuffer("大".encode(), np.uint8))
+    with pytest.raises(InputError, match="UTF-8"):
+        _core.evidence_match(z, string_column([]), z, string_column([]), np.array([0, 1], np.int64), good, split)
+    with pytest.raises(ValueError, match="different number"):
+        match_relevance([[]], [[]], [["a", "b"]], [["t"]])
+
+
+def test_empty_batch():
+    m = match_relevance([], [], [], [])
+    assert m.n_cases == 0 and m.relevant.tolist() == []
