@@ -282,7 +282,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         vals = [aggregates["by_category"][c][name]["value"] for c in cats]
         cis = [(aggregates["by_category"][c][name]["ci_low"], aggregates["by_category"][c][name]["ci_high"]) for c in cats]
         notes = [f"n={aggregates['by_category'][c][name]['n_scored']}/{aggregates['by_category'][c][name]['n_total']}" for c in cats]
-        charts.append(bar_chart(f"{m.label} by category (95% interval)", cats, [(m.label, vals, cis)], percent=True, notes=notes))
+        charts.append(bar_chart(f"{m.label} by category, 95% CI", cats, [(m.label, vals, cis)], percent=True, notes=notes))
     cat_rows = []
     shown = [x for x in ("hit", "file_hit", "mrr", "ndcg", "correct", "faithfulness", "context_precision") if x in aggregates.get("metrics", [])]
     for c in cats:

@@ -35,7 +35,7 @@ def bar_chart(
     ``notes``: text under each label (e.g. ``n=12/14``).
     """
     n, s = len(labels), max(1, len(series))
-    group_w = max(40, 16 * s + 24)
+    group_w = max(76, 16 * s + 24)
     left, top, bottom = 48, 28, 64
     width = left + n * group_w + 20
     height = 260

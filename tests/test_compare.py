@@ -1,0 +1,183 @@
+"""Tests for ragmeter.compare, ragmeter.gate and `ragmeter compare`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from ragmeter import gate, stats
+from ragmeter.compare import CompareRefused, compare, compare_frames, golden_hash, to_markdown
+from ragmeter.errors import InputError
+from test_report import synth_cases, write_results
+
+
+def _flip(cases: pl.DataFrame, col: str, ids: list, value: bool) -> pl.DataFrame:
+    return cases.with_columns(pl.when(pl.col("id").is_in(ids)).then(pl.lit(value)).otherwise(pl.col(col)).alias(col))
+
+
+@pytest.fixture()
+def pair(tmp_path: Path):  # type: ignore[no-untyped-def]
+    base = synth_cases(200, seed=10)
+    labelled_hits = base.filter(pl.col("labeled") & pl.col("hit")).get_column("id").to_list()
+    right = base.filter(pl.col("correct") == True).get_column("id").to_list()  # noqa: E712
+    # candidate: 12 hits lost, 9 correct answers lost, 2 gained
+    cand = _flip(base, "hit", labelled_hits[:12], False)
+    wrong = base.filter(pl.col("correct") == False).get_column("id").to_list()  # noqa: E712
+    cand = _flip(cand, "correct", right[:9], False)
+    cand = _flip(cand, "correct", wrong[:2], True)
+    b = write_results(tmp_path / "base", base)
+    c = write_results(tmp_path / "cand", cand)
+    return b, c, base, cand
+
+
+def test_compare_deltas_flips_and_categories(pair) -> None:  # type: ignore[no-untyped-def]
+    b, c, base, cand = pair
+    comp = compare(b, c, n_resamples=1000)
+    hit = comp.row("hit")
+    assert hit.n_paired == 150 and hit.n_total == 200
+    assert hit.regressions == 12 and hit.wins == 0 and hit.ties == 138
+    assert hit.delta == pytest.approx(-12 / 150)
+    assert hit.ci_low < hit.delta < hit.ci_high < 0
+    assert hit.p_value == pytest.approx(stats.mcnemar_exact(12, 0))
+    corr = comp.row("correct")
+    assert (corr.regressions, corr.wins) == (9, 2)
+    assert corr.p_value == pytest.approx(stats.mcnemar_exact(9, 2))
+    assert corr.mdd == pytest.approx(stats.min_detectable_difference_proportion(corr.n_paired, 11 / corr.n_paired))
+    # unchanged metrics: zero delta, degenerate interval
+    ndcg = comp.row("ndcg")
+    assert ndcg.delta == 0 and ndcg.ci_low == 0 and ndcg.ci_high == 0
+    # per-category rows add up
+    cats = comp.groups
+    assert set(cats) == {"fact", "paraphrase", "multihop", "noanswer"}
+    assert sum(comp.row("hit", g).regressions for g in cats) == 12
+    assert comp.row("hit", "noanswer").n_paired == 0
+    assert comp.primary_metric == "correct"
+    md = to_markdown(comp)
+    assert "| Hit@k (chunk) | " in md and "McNemar" in md and "### Per category" in md
+
+
+def test_compare_is_reproducible(pair) -> None:  # type: ignore[no-untyped-def]
+    b, c, _, _ = pair
+    a1 = compare(b, c, n_resamples=500, seed=3).row("correct")
+    a2 = compare(b, c, n_resamples=500, seed=3).row("correct")
+    assert (a1.ci_low, a1.ci_high) == (a2.ci_low, a2.ci_high)
+
+
+def test_paired_ci_against_plain_python(tmp_path: Path) -> None:
+    # continuous metric: compare the engine's interval with a plain-Python paired bootstrap
+    import random
+
+    base = synth_cases(400, seed=20)
+    rng = np.random.default_rng(0)
+    cand = base.with_columns((pl.col("faithfulness_score") + pl.Series(rng.normal(0.02, 0.05, 400))).clip(0, 1).alias("faithfulness_score"))
+    comp = compare_frames(
+        *(__import__("ragmeter.diagnosis", fromlist=["diagnose"]).diagnose(x) for x in (base, cand)), n_resamples=4000, seed=1
+    )
+    r = comp.row("faithfulness")
+    d = (cand["faithfulness_score"] - base["faithfulness_score"]).to_list()
+    rnd = random.Random(5)
+    means = sorted(sum(d[rnd.randrange(len(d))] for _ in d) / len(d) for _ in range(4000))
+    lo, hi = means[100], means[3899]
+    width = hi - lo
+    assert abs(r.ci_low - lo) < 0.1 * width and abs(r.ci_high - hi) < 0.1 * width
+    assert r.delta == pytest.approx(sum(d) / len(d))
+
+
+def test_refuses_different_golden_sets_unless_forced(tmp_path: Path) -> None:
+    base = synth_cases(40, seed=1)
+    b = write_results(tmp_path / "b", base)
+    c = write_results(tmp_path / "c", base.head(35))
+    with pytest.raises(CompareRefused, match="golden sets differ: 5 case"):
+        compare(b, c)
+    comp = compare(b, c, force=True, n_resamples=200)
+    assert comp.forced and comp.n_paired == 35
+    md = to_markdown(comp)
+    assert "FORCED COMPARISON" in md and "golden sets differ" in md
+
+
+def test_refuses_different_golden_hash_and_mode_mix(tmp_path: Path) -> None:
+    base = synth_cases(40, seed=1)
+    b = write_results(tmp_path / "b", base, summary={"inputs": {"golden": {"sha256": "aaa"}}})
+    c = write_results(tmp_path / "c", base, summary={"inputs": {"golden": {"sha256": "bbb"}}})
+    with pytest.raises(CompareRefused, match="hashes differ"):
+        compare(b, c)
+    assert golden_hash({"golden_hash": "x"}) == "x" and golden_hash({}) is None
+    degraded = base.with_columns(pl.when(pl.col("id").is_in(base["id"][:4].to_list())).then(pl.lit("bm25")).otherwise(pl.col("retrieval_mode")).alias("retrieval_mode"))
+    d = write_results(tmp_path / "d", degraded)
+    with pytest.raises(CompareRefused, match="retrieval-mode mix differs"):
+        compare(b, d)
+
+
+# ------------------------------------------------------------------ gate rules
+
+
+def test_parse_rules() -> None:
+    rules = gate.parse_rules("hit>=-2pp, correct>=-3pp,faithfulness>=0.80,regressions<=5,correct>=75%,hit[fact]>-5pp,hit_wins>=0")
+    assert [(r.name, r.op, r.mode, r.category) for r in rules] == [
+        ("hit", ">=", "delta", None), ("correct", ">=", "delta", None), ("faithfulness", ">=", "absolute", None),
+        ("regressions", "<=", "count", None), ("correct", ">=", "absolute", None), ("hit", ">", "delta", "fact"),
+        ("hit_wins", ">=", "count", None),
+    ]
+    assert rules[0].value == pytest.approx(-0.02) and rules[4].value == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize("text", ["hit>>2", "bogus>=1", "hit=>-2pp", "regressions<=5pp", "", "hit>=abc"])
+def test_bad_rules_list_known_metrics(text: str) -> None:
+    with pytest.raises(gate.GateError, match="known metrics: hit, mrr, map"):
+        gate.parse_rules(text)
+
+
+def test_gate_evaluation(pair) -> None:  # type: ignore[no-untyped-def]
+    b, c, _, _ = pair
+    comp = compare(b, c, n_resamples=200)
+    res = gate.evaluate(gate.parse_rules("hit>=-2pp,correct>=-10pp,regressions<=5,hit_regressions<=20,faithfulness>=0.5,hit[nope]>=0pp"), comp)
+    passed = {r.rule.text: r.passed for r in res}
+    assert passed == {
+        "hit>=-2pp": False, "correct>=-10pp": True, "regressions<=5": False, "hit_regressions<=20": True,
+        "faithfulness>=0.5": True, "hit[nope]>=0pp": False,
+    }
+    hit = [r for r in res if r.rule.text == "hit>=-2pp"][0]
+    assert "delta -8.00pp" in hit.detail and "violated by 6.00pp" in hit.detail
+    reg = [r for r in res if r.rule.text == "regressions<=5"][0]
+    assert reg.actual == 9 and "violated by 4" in reg.detail
+    md = to_markdown(comp, res)
+    assert "### Gate: FAILED (3 of 6 rules)" in md and "`hit>=-2pp`" in md
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_cli_exit_codes(pair, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    from ragmeter.cli import main
+
+    b, c, base, _ = pair
+    out = tmp_path / "cmp.md"
+    js = tmp_path / "cmp.json"
+    assert main(["compare", str(b), str(c), "--resamples", "200", "--out", str(out), "--json", str(js)]) == 0
+    assert "## ragmeter compare" in out.read_text(encoding="utf-8")
+    assert json.loads(js.read_text())["n_paired"] == 200
+    assert main(["compare", str(b), str(c), "--resamples", "200", "--gate", "hit>=-2pp", "--out", str(out)]) == 1
+    text = out.read_text(encoding="utf-8")
+    assert "Gate: FAILED" in text and "hit>=-2pp" in text
+    assert "gate failed" in capsys.readouterr().err
+    assert main(["compare", str(b), str(c), "--resamples", "200", "--gate", "hit>=-20pp,correct>=-10pp"]) == 0
+    assert main(["compare", str(b), str(c), "--gate", "wat>=1"]) == 2
+    assert "known metrics" in capsys.readouterr().err
+    other = write_results(tmp_path / "other", base.head(150))
+    assert main(["compare", str(b), str(other)]) == 2
+    assert "golden sets differ" in capsys.readouterr().err
+    assert main(["compare", str(b), str(other), "--force", "--resamples", "200", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "WARNING" in err and "FORCED COMPARISON" in out.read_text(encoding="utf-8")
+    assert main(["compare", str(b), str(tmp_path / "missing")]) == 2
+
+
+def test_missing_files_message(tmp_path: Path) -> None:
+    d = tmp_path / "half"
+    d.mkdir()
+    synth_cases(4).write_parquet(d / "cases.parquet")
+    with pytest.raises(InputError, match="missing summary.json"):
+        compare(d, d)
