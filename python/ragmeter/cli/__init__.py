@@ -20,6 +20,7 @@ COMMANDS = {
     "demo": "ragmeter.cli.demo",
     "judge": "ragmeter.cli.judge",
     "report": "ragmeter.cli.report",
+    "compare": "ragmeter.cli.compare",
 }
 
 
