@@ -259,3 +259,11 @@ def test_write_outputs(server, tmp_path, fast_retry):
     summary = json.loads((out / "judge_summary.json").read_text())
     for m in summary["metrics"].values():
         assert {"n_scored", "n_total", "mean", "cost_usd", "latency_ms_p50", "latency_ms_p95"} <= set(m)
+
+
+def test_progress_bar_runs(server, tmp_path, fast_retry, capsys):
+    server.script = [503]
+    res = run_sync(cases(2), cfg(server, tmp_path, fast_retry, metrics=["correctness"], progress=True))
+    assert [r["status"] for r in res.rows] == ["ok", "ok"]
+    err = capsys.readouterr().err
+    assert "retries" in err and "cost" in err

@@ -80,24 +80,33 @@ def _read_cases(path: str) -> List[Dict[str, Any]]:
         f = open(path, encoding="utf-8")
     except OSError as exc:
         raise input_error(path, None, f"cannot read: {exc.strerror}") from None
-    records = []
+    records: List[Dict[str, Any]] = []
     with f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                raise input_error(path, n, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
-            if not isinstance(rec, dict):
-                raise input_error(path, n, "expected a JSON object")
-            for field in ("id", "question"):
-                if rec.get(field) in (None, ""):
-                    raise input_error(path, n, f"missing field {field!r}")
-            if rec.get("contexts") is not None and not isinstance(rec["contexts"], list):
-                raise input_error(path, n, "field 'contexts' must be a list of strings")
-            records.append(rec)
+        try:
+            _parse_lines(path, f, records)
+        except UnicodeDecodeError:
+            raise input_error(path, len(records) + 1, "not UTF-8 text") from None
     return records
+
+
+def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
+    from ragmeter.errors import input_error
+
+    for n, line in enumerate(f, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise input_error(path, n, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+        if not isinstance(rec, dict):
+            raise input_error(path, n, "expected a JSON object")
+        for field in ("id", "question"):
+            if rec.get(field) in (None, ""):
+                raise input_error(path, n, f"missing field {field!r}")
+        if rec.get("contexts") is not None and not isinstance(rec["contexts"], list):
+            raise input_error(path, n, "field 'contexts' must be a list of strings")
+        records.append(rec)
 
 
 def _join(golden_path: str, run_path: str) -> List[Dict[str, Any]]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["Cache", "cache_key", "public_endpoint"]
+__all__ = ["Cache", "cache_key", "messages_json", "public_endpoint"]
 
 SCHEMA_VERSION = 1
 
@@ -38,18 +38,28 @@ def public_endpoint(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
-def cache_key(*, endpoint: str, model: str, params: Mapping[str, Any], prompt: str, inputs: Any) -> str:
-    """SHA-256 hex digest of the canonical JSON of everything that determines a response."""
-    doc = {
-        "v": SCHEMA_VERSION,
-        "endpoint": public_endpoint(endpoint),
-        "model": model,
-        "params": dict(params),
-        "prompt": prompt,
-        "inputs": inputs,
-    }
-    text = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def cache_key(*, endpoint: str, model: str, params: Mapping[str, Any], prompt: str, inputs: Any = None,
+              inputs_json: Optional[str] = None) -> str:
+    """SHA-256 hex digest of everything that determines a response.
+
+    The digest covers a canonical JSON header (schema version, endpoint without
+    credentials, model, parameters, prompt id) and the JSON of the inputs; pass
+    ``inputs_json`` when the caller already encoded them (it must be
+    ``messages_json(inputs)``), so the hot path encodes the messages once.
+    """
+    head = {"v": SCHEMA_VERSION, "endpoint": public_endpoint(endpoint), "model": model, "params": dict(params),
+            "prompt": prompt}
+    text = json.dumps(head, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    body = inputs_json if inputs_json is not None else messages_json(inputs)
+    h = hashlib.sha256(text.encode("utf-8"))
+    h.update(b"\n")
+    h.update(body.encode("utf-8"))
+    return h.hexdigest()
+
+
+def messages_json(inputs: Any) -> str:
+    """The one JSON encoding of request inputs, shared by the cache key and the request body."""
+    return json.dumps(inputs, ensure_ascii=False, separators=(",", ":"))
 
 
 class Cache:

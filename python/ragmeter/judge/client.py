@@ -103,6 +103,10 @@ class ClientStats:
     failures: int = 0
 
 
+class RawJSON(str):
+    """A string that is already JSON, spliced into a request body as is."""
+
+
 class _Again(Exception):
     """Internal: the response was received but calls for another attempt (budget doubling)."""
 
@@ -159,11 +163,16 @@ class JudgeClient:
         if self._session is None:
             await self.open()
         assert self._session is not None
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        raw = payload.get("messages")
+        if isinstance(raw, RawJSON):  # messages already encoded once (for the cache key): splice them in
+            rest = {k: v for k, v in payload.items() if k != "messages"}
+            data = (json.dumps(rest, ensure_ascii=False)[:-1] + ', "messages": ' + raw + "}").encode("utf-8")
+        else:
+            data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         async with self.limits.slot(tokens):
             self.stats.requests += 1
             async with self._session.post(url, data=data) as resp:
-                body = await resp.text(errors="replace")
+                body = (await resp.read()).decode("utf-8", "replace")  # OpenAI-compatible APIs speak UTF-8
                 return resp.status, resp.headers, body
 
     async def _call(self, url: str, build: Callable[[], Dict[str, Any]], tokens: Callable[[], int],
@@ -242,18 +251,25 @@ class JudgeClient:
                 await asyncio.sleep(decision.delay)
 
     # -- chat ----------------------------------------------------------------------------------------
-    async def chat(self, messages: Sequence[Dict[str, str]], *, max_tokens: int = 2000) -> ChatResult:
-        """One chat completion; retried, and re-sent with ``max_tokens`` doubled on truncated or empty output."""
+    async def chat(self, messages: Sequence[Dict[str, str]], *, max_tokens: int = 2000,
+                   messages_json: Optional[str] = None, prompt_estimate: Optional[int] = None) -> ChatResult:
+        """One chat completion; retried, and re-sent with ``max_tokens`` doubled on truncated or empty output.
+
+        ``messages_json`` (the messages already encoded as JSON) and ``prompt_estimate``
+        (estimated prompt tokens) only save work when the caller has them.
+        """
         cfg = self.config
         cap = max(cfg.max_retry_tokens, max_tokens)
         state = {"max_tokens": int(max_tokens)}
-        prompt_est = sum(estimate_tokens(m.get("content", "")) + 4 for m in messages)
+        prompt_est = prompt_estimate if prompt_estimate is not None else \
+            sum(estimate_tokens(m.get("content", "")) + 4 for m in messages)
+        wire_messages: Any = RawJSON(messages_json) if messages_json is not None else list(messages)
         started = time.monotonic()
         attempts: List[Dict[str, Any]] = []
 
         def build() -> Dict[str, Any]:
             payload: Dict[str, Any] = {
-                "model": cfg.model, "messages": list(messages),
+                "model": cfg.model, "messages": wire_messages,
                 "temperature": cfg.temperature, "max_tokens": state["max_tokens"],
             }
             if self._json:

@@ -105,5 +105,7 @@ def estimate_tokens(text: str) -> int:
     """A rough token count without a tokenizer: one per CJK character, one per 4 other characters."""
     if not text:
         return 0
+    if text.isascii():
+        return (len(text) + 3) // 4
     cjk = len(_CJK.findall(text))
     return cjk + (len(text) - cjk + 3) // 4

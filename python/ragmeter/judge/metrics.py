@@ -162,12 +162,13 @@ async def faithfulness(engine: Engine, case: Case, stats: RowStats, opts: "Metri
     if not statements:
         return MetricResult(score=None, outcome="no_claims", reason="the answer makes no claim", claims=[])
     if not case.contexts:
-        verdicts = [{"index": i, "verdict": 0, "reason": "no retrieved context"} for i in range(len(statements))]
+        verdicts: List[Dict[str, Any]] = [{"index": i, "verdict": 0, "reason": "no retrieved context"}
+                                          for i in range(len(statements))]
     else:
         verdicts = await engine.ask(
             P.FAITHFULNESS_VERDICTS, {"contexts": case.contexts, "statements": statements}, lang,
             lambda d: _indexed(_list(d, "verdicts"), len(statements), "verdict", _binary), stats)
-    supported = sum(v["verdict"] for v in verdicts)
+    supported = sum(int(v["verdict"]) for v in verdicts)
     score = supported / len(statements)
     return MetricResult(score=score, reason=f"{supported} of {len(statements)} statements supported",
                         claims=statements, verdicts=verdicts, extra={"band": faithfulness_band(score)})

@@ -288,7 +288,7 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
     judge_cost = None if engine is None else engine.cost_usd
     system_cost = round(sum(sys_costs), 6) if sys_costs else None
     total = (judge_cost or 0.0) + (system_cost or 0.0)
-    lat_calls = engine.call_latencies if engine is not None else []
+    lat_calls = list(engine.call_latencies) if engine is not None else []
     return {
         "endpoint": public_endpoint(cfg.base_url), "model": cfg.model,
         "embeddings_model": cfg.embeddings_model, "metrics": per,
