@@ -18,6 +18,7 @@ COMMANDS = {
     "score": "ragmeter.cli.score",
     "sweep": "ragmeter.cli.sweep",
     "demo": "ragmeter.cli.demo",
+    "eval": "ragmeter.cli.eval",
     "judge": "ragmeter.cli.judge",
     "report": "ragmeter.cli.report",
     "compare": "ragmeter.cli.compare",

@@ -27,16 +27,17 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ragmeter.cli._tables import print_score, print_sweep
-    from ragmeter.retrieval import score, sweep
+    import polars as pl
+
+    from ragmeter.evaluation import run_eval
 
     ex = example_dir()
     golden, run_file = ex / "golden.jsonl", ex / "run.jsonl"
     console = Console()
     console.print(f"[bold]ragmeter demo[/] on the bundled example: {golden.name} + {run_file.name} ({ex})")
-    result = score(golden, run_file, k=args.k)
-    table = sweep(golden, run_file, [0.0, 0.1, 0.2], k=args.k)
-    result.write(args.out)
-    table.write_parquet(Path(args.out) / "sweep.parquet")
-    print_score(result.summary, out_dir=args.out)
-    print_sweep(table, args.k)
+    summary = run_eval(golden, run_file, args.out, k=args.k, thresholds=[0.0, 0.1, 0.2])
+    print_score(summary["retrieval"], out_dir=None, console=console)
+    print_sweep(pl.read_parquet(Path(args.out) / "sweep.parquet"), args.k, console=console)
+    console.print("answers are not judged in the demo (no endpoint); `ragmeter eval --base-url URL --model M` adds the judge")
+    console.print(f"wrote {args.out}/: cases.parquet, chunks.parquet, sweep.parquet, summary.json, report.html, report.md")
     return 0

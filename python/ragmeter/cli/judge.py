@@ -139,20 +139,13 @@ def _join(golden_path: str, run_path: str) -> List[Dict[str, Any]]:
     return records
 
 
-def run(args: argparse.Namespace) -> int:
+def build_config(args: argparse.Namespace) -> Any:
+    """A :class:`ragmeter.judge.JudgeConfig` from the judge options (shared with ``ragmeter eval``)."""
     import logging
 
     from ragmeter.errors import InputError
-    from ragmeter.judge import JudgeConfig, PriceTable, RetryPolicy, run_sync
+    from ragmeter.judge import JudgeConfig, PriceTable, RetryPolicy
 
-    if args.cases and (args.golden or args.run):
-        raise InputError("pass either --cases or --golden and --run, not both")
-    if args.cases:
-        records = _read_cases(args.cases)
-    elif args.golden and args.run:
-        records = _join(args.golden, args.run)
-    else:
-        raise InputError("--golden G and --run R are required (or --cases JSONL)")
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     prices = PriceTable.from_file(args.prices) if args.prices else PriceTable()
     if args.price:
@@ -168,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"retry settings: {exc}") from None
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="ragmeter: %(message)s")
-    cfg = JudgeConfig(
+    return JudgeConfig(
         base_url=args.base_url, model=args.model, metrics=metrics, concurrency=args.concurrency, rpm=args.rpm,
         tpm=args.tpm, max_tokens=args.max_tokens, max_retry_tokens=args.max_retry_tokens,
         cache=None if args.no_cache else args.cache, budget=args.budget, dry_run=args.dry_run, prices=prices,
@@ -178,6 +171,22 @@ def run(args: argparse.Namespace) -> int:
         language=args.language, timeout=args.timeout, json_mode=args.json_mode, retry=policy,
         progress=not args.no_progress and not args.dry_run,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragmeter.errors import InputError
+    from ragmeter.judge import run_sync
+
+    if args.cases and (args.golden or args.run):
+        raise InputError("pass either --cases or --golden and --run, not both")
+    if args.cases:
+        records = _read_cases(args.cases)
+    elif args.golden and args.run:
+        records = _join(args.golden, args.run)
+    else:
+        raise InputError("--golden G and --run R are required (or --cases JSONL)")
+    cfg = build_config(args)
+    metrics = list(cfg.metrics)
     result = run_sync(records, cfg)
     if args.dry_run:
         est = result.estimate or {}

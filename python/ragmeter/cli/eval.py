@@ -1,0 +1,53 @@
+"""``ragmeter eval``: score retrieval, judge answers and write the reports, in one folder."""
+from __future__ import annotations
+
+import argparse
+
+HELP = "score + judge + report in one command (DIR/cases.parquet, judge.parquet, summary.json, report.html, report.md)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from ragmeter.cli import judge as judge_cli
+
+    judge_cli.configure(parser)
+    # Judging is optional here: without --base-url/--model only retrieval is scored.
+    for action in parser._actions:
+        if action.dest in ("base_url", "model"):
+            action.required = False
+        if action.dest == "out":
+            action.default = "ragmeter-eval"
+            action.help = "results folder (default ragmeter-eval)"
+    parser.add_argument("--k", type=int, default=5, help="retrieval cut-off (default 5)")
+    parser.add_argument("--thresholds", metavar="LIST", help="also sweep these reranker thresholds, e.g. 0,0.1,0.2")
+    parser.add_argument("--no-judge", action="store_true", help="score retrieval only, even if an endpoint is given")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ragmeter.cli._tables import print_score
+    from ragmeter.cli.sweep import parse_thresholds
+    from ragmeter.errors import InputError
+    from ragmeter.evaluation import run_eval
+
+    if not (args.golden and args.run):
+        raise InputError("--golden G and --run R are required")
+    judge = None
+    if not args.no_judge and (args.base_url or args.model):
+        if not (args.base_url and args.model):
+            raise InputError("judging needs both --base-url and --model (or pass --no-judge)")
+        from ragmeter.cli.judge import build_config
+
+        judge = build_config(args)
+    console = Console()
+    if judge is None:
+        console.print("[yellow]no judge endpoint given: answers are not judged; judge metrics are reported as not measured[/]")
+    thresholds = parse_thresholds(args.thresholds) if args.thresholds else None
+    summary = run_eval(args.golden, args.run, args.out, k=args.k, judge=judge, thresholds=thresholds)
+    print_score(summary["retrieval"], out_dir=None, console=console)
+    if summary.get("judge"):
+        for metric, m in summary["judge"]["metrics"].items():
+            mean = "n/a" if m["mean"] is None else f"{m['mean']:.3f}"
+            console.print(f"  {metric:<18} mean {mean:>6}  scored {m['n_scored']}/{m['n_total']}  failed {m['n_failed']}")
+    console.print(f"wrote {args.out}/: cases.parquet, summary.json, report.html, report.md")
+    return 0

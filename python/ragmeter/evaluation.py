@@ -1,0 +1,133 @@
+"""One evaluation run: retrieval scoring + judging + reports in one folder.
+
+``run_eval(golden, run, out_dir, judge=JudgeConfig(...))`` writes
+
+* ``cases.parquet``: one row per case, the retrieval columns of
+  :func:`ragmeter.score` joined with the question, answer, reference, the
+  case's chunks with relevance marks (``retrieved``) and, when judged, one
+  ``<metric>_score`` / ``<metric>_status`` pair per judge metric plus ``correct``;
+* ``chunks.parquet``, ``judge.parquet`` (when judged), ``sweep.parquet`` (when
+  thresholds are given);
+* ``summary.json``: tool version, input hashes, settings (never the API key),
+  timestamps, the retrieval summary and the judge summary;
+* ``report.html`` and ``report.md``.
+
+Judge metrics that were not run are absent, and the diagnosis says
+``NOT_JUDGED`` rather than guessing.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence
+
+import polars as pl
+
+from ragmeter import __version__
+
+RESULTS_FORMAT = 1
+
+
+def _sha256(path: Any) -> Optional[str]:
+    if not isinstance(path, (str, Path)):
+        return None
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _chunks_per_case(chunks: pl.DataFrame) -> pl.DataFrame:
+    cols = [c for c in ("file", "chunk_id", "text", "score", "relevant") if c in chunks.columns]
+    return chunks.sort("id", "rank").group_by("id", maintain_order=True).agg(pl.struct(cols).alias("retrieved"))
+
+
+def _judge_columns(judge: pl.DataFrame) -> pl.DataFrame:
+    """Pivot judge rows (case x metric) into per-case ``<metric>_score`` / ``<metric>_status`` columns."""
+    wide = judge.select("id").unique(maintain_order=True)
+    for metric in judge["metric"].unique(maintain_order=True).to_list():
+        part = judge.filter(pl.col("metric") == metric).select(
+            "id", pl.col("score").alias(f"{metric}_score"), pl.col("status").alias(f"{metric}_status"),
+            *([pl.col("correct")] if metric == "correctness" and "correct" in judge.columns else []),
+        )
+        wide = wide.join(part, on="id", how="left")
+    return wide
+
+
+def run_eval(
+    golden: Any,
+    run: Any,
+    out_dir: Any,
+    *,
+    k: int = 5,
+    judge: Any = None,
+    thresholds: Optional[Sequence[float]] = None,
+    reports: bool = True,
+) -> Dict[str, Any]:
+    """Score, optionally judge, write the results folder and the reports; return the summary."""
+    from ragmeter._io import atomic_outputs
+    from ragmeter.dataset import load_golden, load_run
+    from ragmeter.retrieval import score, sweep
+
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    result = score(golden, run, k=k)
+    g = load_golden(golden).select("id", "question", "reference_answer")
+    r = load_run(run).select("id", "answer", "cost", "latency_ms", "prompt_tokens", "completion_tokens")
+    cases = (result.cases.join(g, on="id", how="left").join(r, on="id", how="left")
+             .join(_chunks_per_case(result.chunks), on="id", how="left"))
+    judge_frame = judge_summary = None
+    if judge is not None:
+        from ragmeter.judge import run_sync
+
+        records = [
+            {"id": row["id"], "question": row["question"], "reference_answer": row["reference_answer"],
+             "answer": row["answer"], "category": row["category"],
+             "contexts": [c["text"] for c in (row["retrieved"] or [])]}
+            for row in cases.select("id", "question", "reference_answer", "answer", "category", "retrieved").iter_rows(named=True)
+        ]
+        jr = run_sync(records, judge)
+        judge_frame, judge_summary = jr.frame(), jr.summary
+        cases = cases.join(_judge_columns(judge_frame), on="id", how="left")
+    sweep_table = sweep(golden, run, list(thresholds), k=k) if thresholds else None
+    summary = {
+        "results_format": RESULTS_FORMAT,
+        "tool": "ragmeter",
+        "version": __version__,
+        "started_at": started,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "inputs": {
+            "golden": {"path": str(golden) if isinstance(golden, (str, Path)) else None, "sha256": _sha256(golden)},
+            "run": {"path": str(run) if isinstance(run, (str, Path)) else None, "sha256": _sha256(run)},
+        },
+        "settings": {"k": k, "thresholds": list(thresholds) if thresholds else None,
+                     "judge": _judge_settings(judge)},
+        "retrieval": result.summary,
+        "judge": judge_summary,
+        "warnings": result.summary["warnings"],
+    }
+    with atomic_outputs(out_dir) as tmp:
+        cases.write_parquet(tmp / "cases.parquet")
+        result.chunks.write_parquet(tmp / "chunks.parquet")
+        if judge_frame is not None:
+            judge_frame.write_parquet(tmp / "judge.parquet")
+        if sweep_table is not None:
+            sweep_table.write_parquet(tmp / "sweep.parquet")
+        (tmp / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
+                                          encoding="utf-8")
+    if reports:
+        from ragmeter.report import write_reports
+
+        summary["reports"] = {k_: str(v) for k_, v in write_reports(out_dir).items()}
+    return summary
+
+
+def _judge_settings(judge: Any) -> Optional[Dict[str, Any]]:
+    """What was asked of the judge; the API key is not part of the configuration and never written."""
+    if judge is None:
+        return None
+    keep = ("base_url", "model", "metrics", "max_tokens", "max_retry_tokens", "concurrency", "rpm", "tpm",
+            "budget", "embeddings_model", "relevancy_variant", "n_questions")
+    return {name: getattr(judge, name, None) for name in keep}

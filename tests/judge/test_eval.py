@@ -1,0 +1,50 @@
+"""ragmeter eval end to end: retrieval + judge (against the local fake server) + reports."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+
+EX = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_eval_joins_retrieval_and_judge_and_writes_reports(tmp_path, server, api_key):
+    out = tmp_path / "ev"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ragmeter", "eval", "--golden", str(EX / "golden.jsonl"), "--run", str(EX / "run.jsonl"),
+         "--base-url", server.base_url, "--model", "gpt-4o-mini", "--metrics", "correctness,faithfulness",
+         "--cache", str(tmp_path / "cache.sqlite"), "--no-progress", "--retry-base-delay", "0.01",
+         "--retry-max-delay", "0.05", "--thresholds", "0,0.2", "--out", str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    cases = pl.read_parquet(out / "cases.parquet")
+    assert cases.height == 51
+    for column in ("hit", "answer", "question", "correctness_score", "correctness_status", "correct",
+                   "faithfulness_score", "retrieved"):
+        assert column in cases.columns, column
+    # Every case x metric ends ok or with an explicit status; nothing is dropped.
+    judge = pl.read_parquet(out / "judge.parquet")
+    assert judge.height == 51 * 2 and set(judge["status"].unique()) <= {"ok", "failed", "skipped"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["results_format"] == 1 and summary["inputs"]["golden"]["sha256"]
+    assert summary["settings"]["judge"]["model"] == "gpt-4o-mini"
+    html = (out / "report.html").read_text()
+    assert "<html" in html.lower() and (out / "report.md").exists() and (out / "sweep.parquet").exists()
+    for path in out.iterdir():
+        assert api_key.encode() not in path.read_bytes(), path
+    assert api_key not in proc.stdout + proc.stderr
+
+
+def test_eval_without_endpoint_scores_retrieval_and_says_so(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "eval", "--golden", str(EX / "golden.jsonl"),
+                           "--run", str(EX / "run.jsonl"), "--out", str(tmp_path / "ev")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "not judged" in proc.stdout
+    cases = pl.read_parquet(tmp_path / "ev" / "cases.parquet")
+    assert "correctness_score" not in cases.columns
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "report", str(tmp_path / "ev")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
