@@ -7,6 +7,13 @@ cd "$(dirname "$0")/.."
 python3 -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
 python3 -m pip install --quiet -e '.[test]'
 
+# The HTML report is tested in headless Chromium (Debian's package).
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  echo "== installing chromium for the report tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "warning: could not install chromium; the report screenshot test will fail in CI" >&2
+fi
+
 echo "== cargo test (ragmeter-core, no Python)"
 cargo test --quiet -p ragmeter-core
 
