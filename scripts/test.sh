@@ -4,7 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
 python3 -m pip install --quiet -e '.[test]'
 
 # The HTML report is tested in headless Chromium (Debian's package).
