@@ -33,13 +33,15 @@ cases and 10,000 resamples). Two paths, both exact bootstraps:
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -65,7 +67,7 @@ DEFAULT_SEED = 20240501
 #: rows with at most this many distinct values use the multinomial path
 _DISTINCT_LIMIT = 256
 #: resamples per chunk on the general path
-_CHUNK = 16
+_CHUNK = 64
 
 ArrayLike = Union[Sequence[Any], np.ndarray, Any]
 
@@ -123,6 +125,46 @@ def _chunk_counts(n: int, ss: np.random.SeedSequence, out: np.ndarray) -> None:
         out[r] = np.bincount(idx[r], minlength=n)
 
 
+
+@contextmanager
+def _blas_threads(n: int) -> Iterator[None]:
+    """Limit OpenBLAS to ``n`` threads inside the block (best effort, no dependency).
+
+    The bootstrap runs its own worker threads, each doing small matrix
+    products; letting OpenBLAS spawn threads for each of them oversubscribes
+    the CPUs (10x slower on a busy 2-core machine). If no OpenBLAS is found
+    the block runs unchanged.
+    """
+    handles = []
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            paths = sorted({line.split()[-1] for line in fh if "openblas" in line.lower() and "/" in line})
+    except OSError:
+        paths = []
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in ("scipy_openblas", "openblas"):
+            for suffix in ("64_", ""):
+                get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                if get is not None and put is not None:
+                    handles.append((get, put, int(get())))
+                    break
+            else:
+                continue
+            break
+    try:
+        for _, put, _old in handles:
+            put(ctypes.c_int(n))
+        yield
+    finally:
+        for _, put, old in handles:
+            put(ctypes.c_int(old))
+
+
 def _sums_general(
     design: np.ndarray, bounds: List[Tuple[int, int]], n_resamples: int, seed: int, threads: Optional[int]
 ) -> np.ndarray:
@@ -154,7 +196,7 @@ def _sums_general(
         for j in range(n_chunks):
             work(j)
     else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        with _blas_threads(1), ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(work, range(n_chunks)))
     return out
 
