@@ -95,7 +95,13 @@ def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
     offsets = offsets_from_lengths(lengths)
     if offsets[-1] != len(flat):  # pragma: no cover - defensive
         raise ValueError(f"{name}: list lengths do not add up to the flattened values")
-    str_offsets, data = string_column(flat)
+    if pa.types.is_large_string(flat.type) and flat.null_count == 0:
+        # Already Arrow large_string without nulls: take the buffers as they are.
+        _validity, off_buf, data_buf = flat.buffers()
+        str_offsets = np.frombuffer(off_buf, dtype=np.int64, count=len(flat) + 1 + flat.offset)[flat.offset :]
+        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    else:
+        str_offsets, data = string_column(flat)
     # A read-only view over the Arrow buffer (immutable by Arrow's contract):
     # the binding borrows read-only data instead of copying it.
     data = data.view()

@@ -44,11 +44,12 @@ fn small(col: StrArrays<'_>, name: &str) -> PyResult<Small> {
 struct Texts<'a> {
     offsets: Vec<i64>,
     data: Cow<'a, [u8]>,
+    validated: bool,
 }
 
 impl Texts<'_> {
     /// Check offsets and UTF-8 of every value (call with the GIL released).
-    fn validate(&self, name: &str) -> Result<(), Error> {
+    fn validate(&mut self, name: &str) -> Result<(), Error> {
         let bad = |msg: &str| Error::input(format!("column {name}: {msg}"));
         let o = &self.offsets;
         if o.is_empty() {
@@ -64,6 +65,7 @@ impl Texts<'_> {
         if !ok {
             return Err(bad("data is not valid UTF-8 (or an offset splits a character)"));
         }
+        self.validated = true;
         Ok(())
     }
 }
@@ -74,8 +76,13 @@ impl Strings for Texts<'_> {
     }
     fn get(&self, i: usize) -> &str {
         let bytes = &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize];
-        // Every value was checked by `validate` before any `get`.
-        std::str::from_utf8(bytes).unwrap_or("")
+        if !self.validated {
+            return "";
+        }
+        // SAFETY: `validate` succeeded (checked just above), so every value is
+        // UTF-8, and the data is either owned or a read-only
+        // array that nothing writes to during the call.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
     }
 }
 
@@ -87,7 +94,7 @@ fn texts<'a>(col: &'a StrArrays<'_>) -> PyResult<Texts<'a>> {
     } else {
         Cow::Borrowed(col.1.as_slice()?)
     };
-    Ok(Texts { offsets, data })
+    Ok(Texts { offsets, data, validated: false })
 }
 
 /// evidence_normalize(text) -> str: NFKC, drop white space and invisible
@@ -137,7 +144,7 @@ fn evidence_match<'py>(
     let expected_files = small(expected_files, "expected_files")?;
     let phrases = small(phrases, "phrases")?;
     let chunk_files = small(chunk_files, "chunk_files")?;
-    let texts = texts(&chunk_texts)?;
+    let mut texts = texts(&chunk_texts)?;
     let file_offsets = extract_offsets(file_offsets, expected_files.len(), "file_offsets")?;
     let phrase_offsets = extract_offsets(phrase_offsets, phrases.len(), "phrase_offsets")?;
     let chunk_offsets = extract_offsets(chunk_offsets, chunk_files.len(), "chunk_offsets")?;
@@ -172,7 +179,7 @@ fn evidence_match<'py>(
 #[pyfunction]
 fn evidence_phrases_in_texts<'py>(py: Python<'py>, phrases: StrArrays<'py>, texts: StrArrays<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
     let phrases = small(phrases, "phrases")?;
-    let texts = self::texts(&texts)?;
+    let mut texts = self::texts(&texts)?;
     let found = py
         .allow_threads(|| {
             texts.validate("texts")?;
