@@ -182,11 +182,13 @@ def test_every_input_string_is_escaped(results_dir: Path) -> None:
     assert "<img" not in html
     data = html.split('<script type="application/json" id="case-data">')[1].split("</script>")[0]
     assert "<" not in data and ">" not in data
-    cases = json.loads(data)
-    assert cases[0]["answer"] == INJECT
-    assert cases[0]["chunks"][0]["text"] == INJECT + " & more"
-    assert cases[0]["category"].startswith("fact</script>")
-    assert [v["metric"] for v in cases[1]["verdicts"]][:2] == ["correctness", "faithfulness"]
+    cols = json.loads(data)[0]  # columnar: {column: [value per case]}
+    assert cols["answer"][0] == INJECT
+    assert cols["chunk_text"][0] == [INJECT + " & more"]
+    assert cols["chunk_file"][0] == [INJECT_IMG]
+    assert cols["category"][0].startswith("fact</script>")
+    assert cols["verdict_metric"][1][:2] == ["correctness", "faithfulness"]
+    assert len(cols["id"]) == 60
     # the explorer never uses innerHTML
     assert "innerHTML" not in html
 

@@ -24,6 +24,9 @@ __all__ = ["render_html", "case_json", "json_for_script"]
 #: chunks per case and characters per chunk text embedded in the case explorer
 MAX_CHUNKS = 10
 MAX_CHUNK_CHARS = 1500
+MIN_CHUNK_CHARS = 120
+#: total characters of chunk text embedded (before cutting each chunk)
+CHUNK_TEXT_BUDGET = 30_000_000
 MAX_TEXT_CHARS = 4000
 
 DIAGNOSIS_COLORS = {
@@ -56,7 +59,14 @@ def _struct_fields(df: pl.DataFrame, column: str) -> List[str]:
 
 
 def case_json(results: Results) -> str:
-    """The case explorer's data: a JSON array, one object per case."""
+    """The case explorer's data as columnar JSON: ``[{column: [value per case], ...}]``.
+
+    Chunks and judge verdicts become list columns (``chunk_text``,
+    ``verdict_reason``, ...), so keys are written once, not once per case.
+    Chunk texts are cut to fit a total budget (:data:`CHUNK_TEXT_BUDGET`
+    characters, at least ``MIN_CHUNK_CHARS`` and at most ``MAX_CHUNK_CHARS`` per
+    chunk) so that 100,000 cases still give a file a browser opens.
+    """
     cases = results.cases
     keep = [
         "id", "category", "diagnosis", "question", "answer", "reference_answer", "answer_correct", "refusal",
@@ -71,40 +81,47 @@ def case_json(results: Results) -> str:
         if c not in cases.columns:
             continue
         e = pl.col(c)
-        if cases.schema[c] == pl.Utf8 and c not in ("id", "category", "diagnosis"):
+        if c == "id":
+            e = e.cast(pl.Utf8)
+        elif cases.schema[c] == pl.Utf8 and c not in ("category", "diagnosis"):
             e = e.str.slice(0, MAX_TEXT_CHARS)
         elif cases.schema[c] in (pl.Float32, pl.Float64):
             e = e.fill_nan(None).round(4)
         exprs.append(e)
     if "retrieved" in cases.columns and isinstance(cases.schema["retrieved"], pl.List):
         fields = _struct_fields(cases, "retrieved")
-        parts = []
+        per_chunk = chunk_char_limit(cases.height)
         for f in ("file", "chunk_id", "text", "score", "relevant"):
             if f in fields:
                 el = pl.element().struct.field(f)
                 if f == "text":
-                    el = el.cast(pl.Utf8).str.slice(0, MAX_CHUNK_CHARS)
+                    el = el.cast(pl.Utf8).str.slice(0, per_chunk)
                 elif f in ("file", "chunk_id"):
                     el = el.cast(pl.Utf8)
-                parts.append(el.alias(f))
-        if parts:
-            exprs.append(pl.col("retrieved").list.head(MAX_CHUNKS).list.eval(pl.struct(parts)).alias("chunks"))
+                elif f == "score":
+                    el = el.cast(pl.Float64).round(4)
+                exprs.append(pl.col("retrieved").list.head(MAX_CHUNKS).list.eval(el).alias(f"chunk_{f}"))
     df = cases.select(exprs)
     if results.judge is not None and results.judge.height:
         j = results.judge
         cols = [c for c in ("metric", "status", "score", "correct", "reason", "error") if c in j.columns]
         fix = [
-            pl.col(c).cast(pl.Utf8).str.slice(0, MAX_TEXT_CHARS) if c in ("reason", "error") else pl.col(c)
+            (pl.col(c).cast(pl.Utf8).str.slice(0, MAX_TEXT_CHARS) if c in ("reason", "error") else pl.col(c)).alias(f"verdict_{c}")
             for c in cols
         ]
         verdicts = (
-            j.with_columns(pl.col("id").cast(df.schema["id"]))
-            .select([pl.col("id"), *fix])
+            j.select([pl.col("id").cast(pl.Utf8), *fix])
             .group_by("id", maintain_order=True)
-            .agg(pl.struct(cols).alias("verdicts"))
+            .agg([pl.col(f"verdict_{c}") for c in cols])
         )
         df = df.join(verdicts, on="id", how="left")
-    return df.write_json()
+    return df.select(pl.all().implode()).write_json()
+
+
+def chunk_char_limit(n_cases: int) -> int:
+    """Characters kept per chunk text for ``n_cases`` cases (see :func:`case_json`)."""
+    per = CHUNK_TEXT_BUDGET // max(1, n_cases * MAX_CHUNKS)
+    return int(min(MAX_CHUNK_CHARS, max(MIN_CHUNK_CHARS, per)))
 
 
 CSS = """
@@ -126,66 +143,79 @@ th{background:#f3f5f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
 
 JS = r"""
 (function(){
-  var CASES = JSON.parse(document.getElementById('case-data').textContent);
+  var C = JSON.parse(document.getElementById('case-data').textContent)[0];
   var COLORS = JSON.parse(document.getElementById('diag-colors').textContent);
-  var PAGE = 50, page = 0, filtered = CASES, selected = null;
+  var N = C.id.length, PAGE = 50, page = 0, filtered = [], selected = -1;
+  function val(k,i){ return (k in C) ? C[k][i] : undefined; }
   function el(tag, cls, text){var e=document.createElement(tag); if(cls) e.className=cls; if(text!==undefined && text!==null) e.textContent=String(text); return e;}
   function fmt(v){ if(v===null||v===undefined) return '\u2014'; if(typeof v==='boolean') return v?'yes':'no'; if(typeof v==='number') return (Math.round(v*1000)/1000).toString(); return String(v);}
   function options(sel, values){ values.forEach(function(v){var o=document.createElement('option'); o.value=v; o.textContent=v; sel.appendChild(o);}); }
   var catSel=document.getElementById('f-cat'), diagSel=document.getElementById('f-diag'), q=document.getElementById('f-q');
-  var cats={}, diags={}; CASES.forEach(function(c){cats[c.category]=1; diags[c.diagnosis]=1;});
+  var cats={}, diags={}; for(var i=0;i<N;i++){ cats[C.category[i]]=1; diags[C.diagnosis[i]]=1; }
   options(catSel, Object.keys(cats).sort()); options(diagSel, Object.keys(diags).sort());
   function apply(){
-    var c=catSel.value, d=diagSel.value, s=q.value.trim().toLowerCase();
-    filtered = CASES.filter(function(x){
-      if(c && x.category!==c) return false; if(d && x.diagnosis!==d) return false;
-      if(s){ var hay=(String(x.id)+' '+(x.question||'')+' '+(x.answer||'')).toLowerCase(); if(hay.indexOf(s)<0) return false; }
-      return true; });
+    var c=catSel.value, d=diagSel.value, s=q.value.trim().toLowerCase(); filtered=[];
+    for(var i=0;i<N;i++){
+      if(c && C.category[i]!==c) continue; if(d && C.diagnosis[i]!==d) continue;
+      if(s){ var hay=(String(C.id[i])+' '+(val('question',i)||'')+' '+(val('answer',i)||'')).toLowerCase(); if(hay.indexOf(s)<0) continue; }
+      filtered.push(i); }
     page=0; render(); if(filtered.length) show(filtered[0]); else clearDetail();
   }
   function render(){
     var body=document.getElementById('case-rows'); body.textContent='';
     var pages=Math.max(1, Math.ceil(filtered.length/PAGE)); if(page>=pages) page=pages-1;
-    filtered.slice(page*PAGE, page*PAGE+PAGE).forEach(function(x){
-      var tr=el('tr'); if(selected===x) tr.className='sel';
-      tr.appendChild(el('td',null,x.id)); tr.appendChild(el('td',null,x.category));
-      var td=el('td'); var b=el('span','diag',x.diagnosis); b.style.background=COLORS[x.diagnosis]||'#888'; td.appendChild(b); tr.appendChild(td);
-      tr.appendChild(el('td',null,fmt(x.hit))); tr.appendChild(el('td',null,fmt(x.answer_correct)));
-      tr.appendChild(el('td',null,fmt(x.faithfulness_score))); tr.appendChild(el('td',null,fmt(x.context_precision_score)));
-      tr.addEventListener('click', function(){ show(x); render(); });
+    filtered.slice(page*PAGE, page*PAGE+PAGE).forEach(function(i){
+      var tr=el('tr'); if(selected===i) tr.className='sel';
+      tr.appendChild(el('td',null,C.id[i])); tr.appendChild(el('td',null,C.category[i]));
+      var td=el('td'); var b=el('span','diag',C.diagnosis[i]); b.style.background=COLORS[C.diagnosis[i]]||'#888'; td.appendChild(b); tr.appendChild(td);
+      tr.appendChild(el('td',null,fmt(val('hit',i)))); tr.appendChild(el('td',null,fmt(val('answer_correct',i))));
+      tr.appendChild(el('td',null,fmt(val('faithfulness_score',i)))); tr.appendChild(el('td',null,fmt(val('context_precision_score',i))));
+      tr.addEventListener('click', function(){ show(i); render(); });
       body.appendChild(tr); });
-    document.getElementById('pageinfo').textContent = 'page '+(page+1)+' / '+pages+' \u00b7 '+filtered.length+' of '+CASES.length+' cases';
+    document.getElementById('pageinfo').textContent = 'page '+(page+1)+' / '+pages+' \u00b7 '+filtered.length+' of '+N+' cases';
   }
-  function clearDetail(){ document.getElementById('detail').textContent=''; selected=null; }
+  function clearDetail(){ document.getElementById('detail').textContent=''; selected=-1; }
   function field(parent, label, value, pre){ var d=el('div','field'); d.appendChild(el('span','label',label)); if(pre){ d.appendChild(el('div','pre',fmt(value))); } else { d.appendChild(el('span',null,fmt(value))); } parent.appendChild(d); }
-  function show(x){
-    selected=x; var det=document.getElementById('detail'); det.textContent='';
-    det.appendChild(el('h3',null,'Case '+x.id));
-    field(det,'Category',x.category); field(det,'Diagnosis',x.diagnosis);
-    if('question' in x) field(det,'Question',x.question,true);
-    field(det,'Answer',x.answer,true);
-    if('reference_answer' in x) field(det,'Reference answer',x.reference_answer,true);
-    field(det,'Correct',x.answer_correct); field(det,'Refusal',x.refusal); field(det,'Quadrant',x.quadrant);
-    field(det,'Retrieval', 'hit '+fmt(x.hit)+' \u00b7 first relevant rank '+fmt(x.first_relevant_rank)+' \u00b7 mode '+fmt(x.retrieval_mode));
+  function show(i){
+    selected=i; var det=document.getElementById('detail'); det.textContent='';
+    det.appendChild(el('h3',null,'Case '+C.id[i]));
+    field(det,'Category',C.category[i]); field(det,'Diagnosis',C.diagnosis[i]);
+    if('question' in C) field(det,'Question',C.question[i],true);
+    field(det,'Answer',val('answer',i),true);
+    if('reference_answer' in C) field(det,'Reference answer',C.reference_answer[i],true);
+    field(det,'Correct',val('answer_correct',i)); field(det,'Refusal',val('refusal',i)); field(det,'Quadrant',val('quadrant',i));
+    field(det,'Retrieval', 'hit '+fmt(val('hit',i))+' \u00b7 first relevant rank '+fmt(val('first_relevant_rank',i))+' \u00b7 mode '+fmt(val('retrieval_mode',i)));
     var tbl=el('table'); var hr=el('tr'); ['metric','status','score','correct','reason / error'].forEach(function(h){hr.appendChild(el('th',null,h));}); tbl.appendChild(hr);
-    var verdicts = x.verdicts || ['correctness','faithfulness','answer_relevancy','context_precision','context_recall'].filter(function(m){return (m+'_score') in x;}).map(function(m){return {metric:m,status:x[m+'_status'],score:x[m+'_score']};});
+    var verdicts=[];
+    if(C.verdict_metric && C.verdict_metric[i]){ var vm=C.verdict_metric[i]; for(var k=0;k<vm.length;k++){ var g=function(f){ var a=C['verdict_'+f]; return a&&a[i]?a[i][k]:null; }; verdicts.push({metric:vm[k],status:g('status'),score:g('score'),correct:g('correct'),reason:g('reason'),error:g('error')}); } }
+    else { ['correctness','faithfulness','answer_relevancy','context_precision','context_recall'].forEach(function(m){ if((m+'_score') in C) verdicts.push({metric:m,status:val(m+'_status',i),score:C[m+'_score'][i]}); }); }
     verdicts.forEach(function(v){ var tr=el('tr'); tr.appendChild(el('td',null,v.metric)); tr.appendChild(el('td',null,fmt(v.status))); tr.appendChild(el('td',null,fmt(v.score))); tr.appendChild(el('td',null,fmt(v.correct))); var r=el('td'); r.appendChild(el('div','pre',fmt(v.reason||v.error))); tr.appendChild(r); tbl.appendChild(tr); });
     det.appendChild(el('h4',null,'Judge verdicts')); det.appendChild(tbl);
     det.appendChild(el('h4',null,'Retrieved chunks'));
-    (x.chunks||[]).forEach(function(ch,i){
-      var box=el('div','chunk'+(ch.relevant?' rel':'')); var head=el('div','head');
-      head.appendChild(el('span', ch.relevant?'mark-rel':'mark-no', ch.relevant?'\u2713 relevant ':(ch.relevant===false?'\u2717 not relevant ':'? unlabelled ')));
-      head.appendChild(el('span',null,'#'+(i+1)+' \u00b7 '+fmt(ch.file)+' \u00b7 '+fmt(ch.chunk_id)+' \u00b7 score '+fmt(ch.score)));
-      box.appendChild(head); box.appendChild(el('div','pre',ch.text)); det.appendChild(box); });
-    if(!(x.chunks||[]).length) det.appendChild(el('div','muted','no chunks retrieved'));
+    var texts=(C.chunk_text&&C.chunk_text[i])||[];
+    for(var k=0;k<texts.length;k++){
+      var rel=C.chunk_relevant?C.chunk_relevant[i][k]:null;
+      var box=el('div','chunk'+(rel?' rel':'')); var head=el('div','head');
+      head.appendChild(el('span', rel?'mark-rel':'mark-no', rel?'\u2713 relevant ':(rel===false?'\u2717 not relevant ':'? unlabelled ')));
+      head.appendChild(el('span',null,'#'+(k+1)+' \u00b7 '+fmt(C.chunk_file?C.chunk_file[i][k]:null)+' \u00b7 '+fmt(C.chunk_chunk_id?C.chunk_chunk_id[i][k]:null)+' \u00b7 score '+fmt(C.chunk_score?C.chunk_score[i][k]:null)));
+      box.appendChild(head); box.appendChild(el('div','pre',texts[k])); det.appendChild(box); }
+    if(!texts.length) det.appendChild(el('div','muted','no chunks retrieved'));
   }
   catSel.addEventListener('change',apply); diagSel.addEventListener('change',apply);
-  var t=null; q.addEventListener('input',function(){ clearTimeout(t); t=setTimeout(apply,200); });
+  var t=null; q.addEventListener('input',function(){ clearTimeout(t); t=setTimeout(apply,250); });
   document.getElementById('prev').addEventListener('click',function(){ if(page>0){page--; render();} });
   document.getElementById('next').addEventListener('click',function(){ if((page+1)*PAGE<filtered.length){page++; render();} });
   apply();
 })();
 """
+
+
+def _script_hash() -> str:
+    """CSP source for the report's one script: only it may run, even if markup slipped through."""
+    import base64
+    import hashlib
+
+    return "sha256-" + base64.b64encode(hashlib.sha256(JS.encode("utf-8")).digest()).decode("ascii")
 
 
 def _table(headers: List[str], rows: List[List[str]], numeric_from: int = 1) -> str:
@@ -246,7 +276,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
     parts.append(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-        "script-src 'unsafe-inline'; img-src data:\">"
+        f"script-src '{_script_hash()}'; img-src data:\">"
         f"<meta name=\"viewport\" content=\"width=device-width\"><title>{esc(title)}</title><style>{CSS}</style></head><body>"
     )
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -376,7 +406,8 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         '<span id="pageinfo" class="muted"></span></div>'
         '<table id="case-table"><thead><tr><th>id</th><th>category</th><th>diagnosis</th><th>hit</th><th>correct</th>'
         "<th>faithfulness</th><th>context precision</th></tr></thead><tbody id=\"case-rows\"></tbody></table>"
-        f'<div id="detail"></div><p class="muted">Chunks: the first {MAX_CHUNKS} per case, texts cut at {MAX_CHUNK_CHARS} characters.</p></section>'
+        f'<div id="detail"></div><p class="muted">Chunks: the first {MAX_CHUNKS} per case, texts cut at {chunk_char_limit(n)} characters '
+        f"(the full texts are in cases.parquet).</p></section>"
     )
     parts.append("</main>")
     parts.append('<script type="application/json" id="case-data">' + json_for_script(case_json(results)) + "</script>")
