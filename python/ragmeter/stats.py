@@ -119,7 +119,9 @@ def resample_counts(n: int, n_resamples: int, seed: int, chunk: int = _CHUNK) ->
 
 def _chunk_counts(n: int, ss: np.random.SeedSequence, out: np.ndarray) -> None:
     """Fill ``out`` (c x n) with the counts of c resamples of n cases with replacement."""
-    rng = np.random.Generator(np.random.PCG64(ss))
+    # SFC64: the fastest of numpy's bit generators (~30% faster than PCG64 here),
+    # and random-number generation is most of the cost
+    rng = np.random.Generator(np.random.SFC64(ss))
     idx = rng.integers(0, n, size=out.shape, dtype=np.int64)  # unbiased (Lemire), releases the GIL
     for r in range(out.shape[0]):
         out[r] = np.bincount(idx[r], minlength=n)
