@@ -137,6 +137,7 @@ def main() -> None:
     ap.add_argument("--no-append", action="store_true", help="do not append to benches/RESULTS_evidence.md")
     args = ap.parse_args()
 
+    load_before = os.getloadavg()
     t0 = time.perf_counter()
     batch, _ = make_batch(args.cases)
     gen_s = time.perf_counter() - t0
@@ -179,6 +180,9 @@ def main() -> None:
     print()
     print(f"relevant chunks: {relevant_share:.1%}; Rust vs Python disagreements on the shared {py_chunks:,} chunks: {mismatches}")
     print(f"Rust runs (s): {', '.join(f'{t:.2f}' for t in rust_times)}")
+    load_after = os.getloadavg()
+    load = f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (other processes compete for the CPUs when this exceeds the CPU count)"
+    print(load)
 
     if not args.no_append:
         machine = f"{os.cpu_count()} CPUs (nproc), {cpu_model()}, Python {platform.python_version()}, polars {pl.__version__}"
@@ -190,7 +194,8 @@ def main() -> None:
                 f"Data: {args.cases:,} cases x {CHUNKS} chunks x {CHARS} chars, mixed CJK/English with OCR artefacts, "
                 f"{PHRASES} phrases per case ({text_bytes / 1e9:.2f} GB of chunk text). Python side on the first "
                 f"{py_batch.height:,} cases; Rust time is the best of {len(rust_times)} runs, end to end from Polars columns.\n\n"
-                f"{table}\n\nRust vs Python disagreements on shared chunks: {mismatches}; relevant chunks: {relevant_share:.1%}.\n"
+                f"{table}\n\nRust vs Python disagreements on shared chunks: {mismatches}; relevant chunks: {relevant_share:.1%}; "
+                f"Rust runs (s): {', '.join(f'{t:.2f}' for t in rust_times)}; {load}.\n"
             )
 
 
