@@ -228,7 +228,7 @@ def _memory_records(source: Any, name: str, problems: _Problems) -> Iterator[Tup
 
 def _pick(record: Dict[str, Any], names: Sequence[str], where: str, problems: _Problems) -> Any:
     """Value of the first spelling present; two different spellings with different values is a problem."""
-    present = [n for n in names if n in record]
+    present = [n for n in names if record.get(n) is not None]  # null counts as absent (DataFrame rows)
     if len(present) > 1 and any(record[n] != record[present[0]] for n in present[1:]):
         problems.add(where, f"both {present[0]!r} and {present[1]!r} given with different values")
     return record[present[0]] if present else None
@@ -346,8 +346,8 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
             problems.add(where, f"'question' must be a string, got {_kind(question)}")
         elif not question.strip():
             problems.add(where, "'question' is empty")
-        files_key = next((n for n in _GOLDEN_ALIASES["expected_files"] if n in rec), "expectedFileNames")
-        evidence_key = next((n for n in _GOLDEN_ALIASES["expected_evidence"] if n in rec), "expectedEvidence")
+        files_key = next((n for n in _GOLDEN_ALIASES["expected_files"] if rec.get(n) is not None), "expectedFileNames")
+        evidence_key = next((n for n in _GOLDEN_ALIASES["expected_evidence"] if rec.get(n) is not None), "expectedEvidence")
         files = _str_list(_pick(rec, _GOLDEN_ALIASES["expected_files"], where, problems), files_key, where, problems)
         evidence = _str_list(_pick(rec, _GOLDEN_ALIASES["expected_evidence"], where, problems), evidence_key, where, problems)
         reference = _opt_str(_pick(rec, _GOLDEN_ALIASES["reference_answer"], where, problems), "referenceAnswer", where, problems)
