@@ -65,6 +65,23 @@ def make_cases(n: int, seed: int, shift: float = 0.0) -> pl.DataFrame:
     })
 
 
+def perturb(df: pl.DataFrame, seed: int, flip: float = 0.05, noise: float = 0.05) -> pl.DataFrame:
+    """A candidate run: the same cases with ~5% of booleans flipped and noise on scores."""
+    rng = np.random.default_rng(seed)
+    n = df.height
+    out = []
+    for name, dtype in df.schema.items():
+        col = df.get_column(name)
+        if name in ("labeled", "id", "category") or not (dtype == pl.Boolean or dtype == pl.Float64):
+            out.append(col)
+        elif dtype == pl.Boolean:
+            out.append(pl.Series(name, np.where(rng.random(n) < flip, ~col.fill_null(False).to_numpy(), col.fill_null(False).to_numpy()))
+                       .zip_with(col.is_not_null(), col))
+        else:
+            out.append((col + pl.Series(rng.normal(0.005, noise, n))).clip(0, 5 if name == "correctness_score" else 1).alias(name))
+    return pl.DataFrame(out)
+
+
 def naive_numpy(d: np.ndarray, n_resamples: int, seed: int) -> tuple:
     rng = np.random.default_rng(seed)
     n = d.size
@@ -96,7 +113,7 @@ def main() -> int:
           f"Python {sys.version.split()[0]}, numpy {np.__version__}, polars {pl.__version__}")
     t = time.perf_counter()
     base = diagnose(make_cases(args.cases, 1))
-    cand = diagnose(make_cases(args.cases, 1, shift=0.01))
+    cand = diagnose(perturb(make_cases(args.cases, 1), 2))
     print(f"data: {args.cases} paired cases built in {time.perf_counter() - t:.1f}s")
 
     timings: Dict[str, float] = {}
