@@ -277,7 +277,7 @@ def test_report_on_many_cases_is_fast_enough(tmp_path: Path) -> None:
     html = write_reports(d)["html"]
     elapsed = time.perf_counter() - t
     assert html.stat().st_size > 1_000_000
-    assert elapsed < 30, f"report on 20,000 cases took {elapsed:.1f}s"
+    assert elapsed < 60, f"report on 20,000 cases took {elapsed:.1f}s"
 
 
 # ------------------------------------------------------------------ headless Chromium
