@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,9 @@ import pytest
 from ragmeter import gate, stats
 from ragmeter.compare import CompareRefused, compare, compare_frames, golden_hash, to_markdown
 from ragmeter.errors import InputError
-from test_report import synth_cases, write_results
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # works under any --import-mode
+from test_report import synth_cases, write_results  # noqa: E402
 
 
 def _flip(cases: pl.DataFrame, col: str, ids: list, value: bool) -> pl.DataFrame:
