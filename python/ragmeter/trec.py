@@ -125,30 +125,27 @@ def _items(docs: Any, what: str, q: Any) -> Iterable:
     return docs.items()
 
 
-def _qrels_columns(qrels: Any) -> tuple:
+def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
+    """(query column, document column, value array) of qrels or a run, for the Rust boundary."""
     import polars as pl
 
     from ragmeter._columns import string_column
 
-    df = _table(_load_if_path(qrels, "qrels"), "qrels", ("query", "doc", "relevance"))
+    df = _table(_load_if_path(source, what), what, ("query", "doc", value))
+    dtype = pl.Int64 if dtype_name == "integers" else pl.Float64
     try:
-        rel = df["relevance"].cast(pl.Int64, strict=True).to_numpy()
+        values = df[value].cast(dtype, strict=True).to_numpy()
     except Exception as exc:
-        raise InputError(f"qrels: relevance must be integers ({exc.__class__.__name__})") from None
-    return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), rel)
+        raise InputError(f"{what}: {value} must be {dtype_name} ({exc.__class__.__name__})") from None
+    return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values)
+
+
+def _qrels_columns(qrels: Any) -> tuple:
+    return _columns(qrels, "qrels", "relevance", "integers")
 
 
 def _run_columns(run: Any) -> tuple:
-    import polars as pl
-
-    from ragmeter._columns import string_column
-
-    df = _table(_load_if_path(run, "run"), "run", ("query", "doc", "score"))
-    try:
-        score = df["score"].cast(pl.Float64, strict=True).to_numpy()
-    except Exception as exc:
-        raise InputError(f"run: scores must be numbers ({exc.__class__.__name__})") from None
-    return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), score)
+    return _columns(run, "run", "score", "numbers")
 
 
 def _load_if_path(x: Any, what: str) -> Any:
