@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use ragmeter_core::trec::{evaluate, format_trec, parse_qrels, parse_run, read_text, Options};
+use ragmeter_core::trec::{evaluate, evaluate_texts, format_trec, parse_qrels, parse_run, read_text, Options};
 
 fn dir() -> PathBuf {
     if let Ok(d) = std::env::var("RAGMETER_CONFORMANCE_DIR") {
@@ -21,7 +21,11 @@ fn run_case(qrels: &str, run: &str, measures: &[&str], opts: Options, per_query:
     let q = parse_qrels(&qtext, qp).unwrap();
     let r = parse_run(&rtext, rp).unwrap();
     let m: Vec<String> = measures.iter().map(|s| s.to_string()).collect();
-    format_trec(&evaluate(&q, &r, &m, &opts, qp, rp).unwrap(), per_query, true)
+    let from_rows = format_trec(&evaluate(&q, &r, &m, &opts, qp, rp).unwrap(), per_query, true);
+    // The file fast path (what `ragmeter trec` runs) must print exactly the same.
+    let from_text = format_trec(&evaluate_texts(&qtext, &rtext, &m, &opts, qp, rp).unwrap(), per_query, true);
+    assert_eq!(from_rows, from_text);
+    from_text
 }
 
 fn expect(name: &str, got: String) {

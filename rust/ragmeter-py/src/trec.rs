@@ -24,8 +24,7 @@ fn options(relevance_level: i64, max_docs: Option<i64>, complete: bool, judged_o
 fn evaluate_files(qrels_path: &str, run_path: &str, measures: &[String], opts: &Options) -> Result<Evaluation> {
     let (qtext, rtext) = rayon::join(|| trec::read_text(qrels_path), || trec::read_text(run_path));
     let (qtext, rtext) = (qtext?, rtext?);
-    let (q, r) = rayon::join(|| trec::parse_qrels(&qtext, qrels_path), || trec::parse_run(&rtext, run_path));
-    trec::evaluate(&q?, &r?, measures, opts, qrels_path, run_path)
+    trec::evaluate_texts(&qtext, &rtext, measures, opts, qrels_path, run_path)
 }
 
 /// Evaluate TREC files and return trec_eval's text output.

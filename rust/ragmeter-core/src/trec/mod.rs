@@ -9,15 +9,17 @@
 
 pub mod measures;
 pub mod parse;
+pub mod runfile;
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
 pub use measures::{known_measures, Average, Kind, Measure, Print};
 pub use parse::{parse_qrels, parse_run, read_text, QrelsRow, RunRow};
+pub use runfile::{Ranked, RankingSource, RowSource, RunFile};
 
 /// A retrieved document that is not in the qrels.
 pub const RELVALUE_NONPOOL: i64 = -1;
@@ -82,40 +84,44 @@ impl ResRels {
 struct Judged<'a> {
     qid: &'a str,
     docs: Vec<(&'a str, i64)>,
+    /// docno -> judgement, for ranking lookups.
+    lookup: FxHashMap<&'a str, i64>,
 }
 
 /// Group qrels rows by query (sorted by query id, as trec_eval) and check for duplicates.
 fn group_qrels<'a>(rows: &[QrelsRow<'a>], path: &str) -> Result<Vec<Judged<'a>>> {
-    let mut sorted: Vec<&QrelsRow<'a>> = rows.iter().collect();
-    sorted.par_sort_unstable_by(|a, b| a.qid.cmp(b.qid).then(a.docno.cmp(b.docno)).then(a.line.cmp(&b.line)));
-    let mut out: Vec<Judged<'a>> = Vec::new();
-    for w in sorted.windows(2) {
-        if w[0].qid == w[1].qid && w[0].docno == w[1].docno {
-            return Err(Error::parse(
-                path,
-                w[1].line,
-                format!("document {} is judged twice for query {} (first at line {})", w[1].docno, w[1].qid, w[0].line),
-            ));
-        }
+    let mut index: FxHashMap<&'a str, usize> = FxHashMap::default();
+    let mut groups: Vec<(&'a str, Vec<(&'a str, i64, usize)>)> = Vec::new();
+    let mut last: Option<(&str, usize)> = None;
+    for row in rows {
+        // Qrels come grouped by query: skip the hash lookup while the query does not change.
+        let g = match last {
+            Some((q, g)) if q == row.qid => g,
+            _ => *index.entry(row.qid).or_insert_with(|| {
+                groups.push((row.qid, Vec::new()));
+                groups.len() - 1
+            }),
+        };
+        last = Some((row.qid, g));
+        groups[g].1.push((row.docno, row.rel, row.line));
     }
-    for row in sorted {
-        match out.last_mut() {
-            Some(j) if j.qid == row.qid => j.docs.push((row.docno, row.rel)),
-            _ => out.push(Judged { qid: row.qid, docs: vec![(row.docno, row.rel)] }),
-        }
-    }
-    Ok(out)
-}
-
-/// A ranking entry: document, score, source line.
-type Ranked<'a> = (&'a str, f64, usize);
-
-fn group_run<'a>(rows: &[RunRow<'a>]) -> HashMap<&'a str, Vec<Ranked<'a>>> {
-    let mut map: HashMap<&'a str, Vec<Ranked<'a>>> = HashMap::new();
-    for r in rows {
-        map.entry(r.qid).or_default().push((r.docno, r.score, r.line));
-    }
-    map
+    let mut judged: Vec<Judged<'a>> = groups
+        .into_par_iter()
+        .map(|(qid, mut docs)| {
+            docs.sort_unstable_by(|a, b| a.0.cmp(b.0).then(a.2.cmp(&b.2)));
+            if let Some(w) = docs.windows(2).find(|w| w[0].0 == w[1].0) {
+                return Err(Error::parse(
+                    path,
+                    w[1].2,
+                    format!("document {} is judged twice for query {qid} (first at line {})", w[1].0, w[0].2),
+                ));
+            }
+            let lookup = docs.iter().map(|d| (d.0, d.1)).collect();
+            Ok(Judged { qid, docs: docs.into_iter().map(|d| (d.0, d.1)).collect(), lookup })
+        })
+        .collect::<Result<_>>()?;
+    judged.par_sort_unstable_by(|a, b| a.qid.cmp(b.qid));
+    Ok(judged)
 }
 
 /// Sort a ranking as trec_eval does: score descending, then document id descending.
@@ -134,10 +140,10 @@ fn form_res_rels(judged: &Judged<'_>, ranking: &[Ranked<'_>], opts: &Options) ->
     }
     let mut rr = ResRels { rel_list: Vec::with_capacity(n), ..Default::default() };
     for &(docno, _, _) in &ranking[..n] {
-        let rel = match judged.docs.binary_search_by(|d| d.0.cmp(docno)) {
-            Ok(i) if judged.docs[i].1 < 0 => RELVALUE_UNJUDGED,
-            Ok(i) => judged.docs[i].1,
-            Err(_) => RELVALUE_NONPOOL,
+        let rel = match judged.lookup.get(docno) {
+            Some(&r) if r < 0 => RELVALUE_UNJUDGED,
+            Some(&r) => r,
+            None => RELVALUE_NONPOOL,
         };
         if opts.judged_only && rel < 0 {
             continue;
@@ -191,7 +197,7 @@ impl Evaluation {
     }
 }
 
-/// Evaluate `run` against `qrels` with trec_eval's semantics.
+/// Evaluate `run` rows against `qrels` rows with trec_eval's semantics.
 pub fn evaluate(
     qrels: &[QrelsRow<'_>],
     run: &[RunRow<'_>],
@@ -202,52 +208,89 @@ pub fn evaluate(
 ) -> Result<Evaluation> {
     let measures = measures::resolve(measure_args)?;
     let judged = group_qrels(qrels, qrels_path)?;
-    let mut rankings = group_run(run);
     let run_id = run.last().map_or("", |r| r.run_id).to_string();
+    evaluate_source(measures, &judged, &RowSource::new(run, run_path), run_id, opts, qrels_path)
+}
 
-    rankings.par_iter_mut().try_for_each(|(qid, ranking)| check_duplicates(qid, ranking, run_path))?;
+/// Evaluate the texts of a qrels file and a run file (the fast path of `ragmeter trec`).
+pub fn evaluate_texts(
+    qrels_text: &str,
+    run_text: &str,
+    measure_args: &[String],
+    opts: &Options,
+    qrels_path: &str,
+    run_path: &str,
+) -> Result<Evaluation> {
+    let measures = measures::resolve(measure_args)?;
+    let (judged, run) = rayon::join(
+        || parse_qrels(qrels_text, qrels_path).and_then(|rows| group_qrels(&rows, qrels_path)),
+        || RunFile::index(run_text, run_path),
+    );
+    let (judged, run) = (judged?, run?);
+    let run_id = run.run_id.to_string();
+    evaluate_source(measures, &judged, &run, run_id, opts, qrels_path)
+}
+
+fn evaluate_source<'a>(
+    measures: Vec<Measure>,
+    judged: &[Judged<'a>],
+    source: &dyn RankingSource<'a>,
+    run_id: String,
+    opts: &Options,
+    qrels_path: &str,
+) -> Result<Evaluation> {
     if !opts.complete {
-        if let Some(missing) = judged.iter().find(|j| !rankings.contains_key(j.qid)) {
+        if let Some(missing) = judged.iter().find(|j| !source.contains(j.qid)) {
             return Err(Error::input(format!(
-                "{run_path}: query {} has judgements in {qrels_path} but no ranking in the run; \
+                "{}: query {} has judgements in {qrels_path} but no ranking in the run; \
                  pass -c to count such queries as empty rankings",
+                source.path(),
                 missing.qid
             )));
         }
     }
-    let mut run_only: Vec<String> =
-        rankings.keys().filter(|q| judged.binary_search_by(|j| j.qid.cmp(q)).is_err()).map(|q| q.to_string()).collect();
+    let mut run_only: Vec<String> = source
+        .qids()
+        .into_iter()
+        .filter(|q| judged.binary_search_by(|j| j.qid.cmp(q)).is_err())
+        .map(|q| q.to_string())
+        .collect();
     run_only.sort();
 
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
-    let bogus: Vec<Ranked<'_>> = vec![("ceci_nest_pas_un_docno", 1.0, 0)];
     let queries: Vec<QueryResult> = judged
         .par_iter()
-        .map(|j| {
-            let (ranking, missing) = match rankings.get(j.qid) {
-                Some(r) => (r.as_slice(), false),
-                None => (bogus.as_slice(), true),
-            };
-            evaluate_query(j, ranking, missing, &measures, width, opts)
+        .map_init(Vec::new, |ranking, j| {
+            ranking.clear();
+            let missing = !source.contains(j.qid);
+            if missing {
+                ranking.push(("ceci_nest_pas_un_docno", 1.0, 0));
+            } else {
+                source.ranking(j.qid, ranking)?;
+                rank_checked(j.qid, ranking, source)?;
+            }
+            Ok(evaluate_query(j, ranking, missing, &measures, width, opts))
         })
-        .collect();
-    let summary = summarize(&measures, &queries, &judged, opts, width);
+        .collect::<Result<_>>()?;
+    let summary = summarize(&measures, &queries, judged, opts, width);
     Ok(Evaluation { measures, queries, summary, run_id, run_only_queries: run_only })
 }
 
-fn check_duplicates(qid: &str, ranking: &mut [Ranked<'_>], run_path: &str) -> Result<()> {
-    rank(ranking);
-    let mut by_doc: Vec<&Ranked<'_>> = ranking.iter().collect();
-    by_doc.sort_unstable_by(|a, b| a.0.cmp(b.0).then(a.2.cmp(&b.2)));
-    for w in by_doc.windows(2) {
-        if w[0].0 == w[1].0 {
+/// Refuse duplicate documents (naming both lines), then rank as trec_eval does.
+fn rank_checked<'a>(qid: &str, ranking: &mut [Ranked<'a>], source: &dyn RankingSource<'a>) -> Result<()> {
+    let mut seen: FxHashMap<&str, usize> = FxHashMap::with_capacity_and_hasher(ranking.len(), Default::default());
+    for &(doc, _, loc) in ranking.iter() {
+        if let Some(&first) = seen.get(doc) {
+            let (first, second) = (first.min(loc), first.max(loc));
             return Err(Error::parse(
-                run_path,
-                w[1].2,
-                format!("document {} appears twice in the ranking of query {qid} (first at line {})", w[1].0, w[0].2),
+                source.path(),
+                source.line(second),
+                format!("document {doc} appears twice in the ranking of query {qid} (first at line {})", source.line(first)),
             ));
         }
+        seen.insert(doc, loc);
     }
+    rank(ranking);
     Ok(())
 }
 

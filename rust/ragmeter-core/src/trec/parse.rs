@@ -42,11 +42,27 @@ fn data_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 /// The first `N` fields of a line; exactly `N` unless `extra_ok` (trec_eval
 /// ignores anything after a run line's sixth column).
 fn fields<const N: usize>(line: &str, extra_ok: bool) -> std::result::Result<[&str; N], usize> {
+    // Byte-level split on ASCII white space: the hot loop of parsing a run file.
+    let bytes = line.as_bytes();
     let mut out = [""; N];
     let mut count = 0;
-    for field in line.split_ascii_whitespace() {
+    let mut i = 0;
+    while i < bytes.len() {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i == bytes.len() {
+            break;
+        }
+        let start = i;
+        while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
         if count < N {
-            out[count] = field;
+            // Cut at ASCII bytes only, so both ends are char boundaries.
+            out[count] = &line[start..i];
+        } else if extra_ok {
+            return Ok(out);
         }
         count += 1;
     }
@@ -77,20 +93,32 @@ pub fn parse_qrels<'a>(text: &'a str, path: &str) -> Result<Vec<QrelsRow<'a>>> {
 
 /// Parse a run file's text. `path` only labels error messages.
 pub fn parse_run<'a>(text: &'a str, path: &str) -> Result<Vec<RunRow<'a>>> {
-    let mut rows = Vec::with_capacity(text.len() / 40);
+    let mut rows = Vec::with_capacity(text.len() / 30);
     for (line_no, line) in data_lines(text) {
-        let [qid, _q0, docno, _rank, score, run_id] = fields::<6>(line, true).map_err(|n| {
-            Error::parse(path, line_no, format!("expected 6 columns (query Q0 document rank score run), found {n}"))
-        })?;
-        let score = parse_score(score).ok_or_else(|| {
-            Error::parse(path, line_no, format!("score {score:?} is not a number"))
-        })?;
-        rows.push(RunRow { qid, docno, score, run_id, line: line_no });
+        let mut row = parse_run_line(line, path, || line_no)?;
+        row.line = line_no;
+        rows.push(row);
     }
     if rows.is_empty() {
         return Err(Error::parse(path, 1, "no results: the run file is empty"));
     }
     Ok(rows)
+}
+
+/// Parse one data line of a run; `line_no` is called only to report an error.
+pub fn parse_run_line<'a>(line: &'a str, path: &str, line_no: impl FnOnce() -> usize) -> Result<RunRow<'a>> {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let [qid, _q0, docno, _rank, score, run_id] = match fields::<6>(line, true) {
+        Ok(f) => f,
+        Err(n) => {
+            return Err(Error::parse(path, line_no(), format!("expected 6 columns (query Q0 document rank score run), found {n}")))
+        }
+    };
+    let Some(score_value) = parse_score(score) else {
+        return Err(Error::parse(path, line_no(), format!("score {score:?} is not a number")));
+    };
+    Ok(RunRow { qid, docno, score: score_value, run_id, line: 0 })
 }
 
 fn parse_score(s: &str) -> Option<f64> {
