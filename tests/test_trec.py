@@ -138,3 +138,12 @@ def test_trec_cli_does_not_import_heavy_modules(conformance: Path) -> None:
             "print('rc', rc, 'loaded:', ','.join(m for m in ('polars','numpy','aiohttp','pyarrow') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "rc 0 loaded:", proc.stdout + proc.stderr
+
+
+def test_dict_inputs_with_wrong_value_types_are_input_errors() -> None:
+    with pytest.raises(InputError, match="qrels: values must be integers"):
+        evaluate({"q": {"d": 1.5}}, {"q": {"d": 1.0}}, "map")
+    with pytest.raises(InputError, match="run: values must be numbers"):
+        evaluate({"q": {"d": 1}}, {"q": {"d": "high"}}, "map")
+    with pytest.raises(InputError, match="expected a mapping"):
+        evaluate({"q": [1]}, {"q": {"d": 1.0}}, "map")

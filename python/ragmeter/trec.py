@@ -131,13 +131,45 @@ def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
 
     from ragmeter._columns import string_column
 
-    df = _table(_load_if_path(source, what), what, ("query", "doc", value))
+    source = _load_if_path(source, what)
+    if isinstance(source, Mapping):
+        return _dict_columns(source, what, dtype_name)
+    df = _table(source, what, ("query", "doc", value))
     dtype = pl.Int64 if dtype_name == "integers" else pl.Float64
     try:
         values = df[value].cast(dtype, strict=True).to_numpy()
     except Exception as exc:
         raise InputError(f"{what}: {value} must be {dtype_name} ({exc.__class__.__name__})") from None
     return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values)
+
+
+def _dict_columns(x: Mapping, what: str, dtype_name: str) -> tuple:
+    """Columns straight from ``{query: {doc: value}}`` (no per-row tuples, no DataFrame)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ragmeter._columns import string_column
+
+    qids: list = []
+    docs: list = []
+    values: list = []
+    for q, inner in x.items():
+        _items(inner, what, q)
+        qids.extend([str(q)] * len(inner))
+        docs.extend(inner.keys())
+        values.extend(inner.values())
+    try:
+        arr = np.asarray(values)
+        if dtype_name == "integers" and arr.size and arr.dtype.kind not in "iub":
+            raise TypeError
+        arr = arr.astype(np.int64 if dtype_name == "integers" else np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{what}: values must be {dtype_name}") from None
+    try:
+        doc_col = string_column(pa.array(docs, pa.large_string()))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        doc_col = string_column(pa.array([str(d) for d in docs], pa.large_string()))
+    return (string_column(pa.array(qids, pa.large_string())), doc_col, arr)
 
 
 def _qrels_columns(qrels: Any) -> tuple:
