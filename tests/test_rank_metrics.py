@@ -110,3 +110,30 @@ def test_batch_engine_equals_single_list_functions(lists) -> None:
         assert row[1] == metrics.reciprocal_rank(v)
         assert row[2] == metrics.hit(v, k=3)
         assert row[3] == metrics.ndcg(v, k=5)
+
+
+def _vectors() -> list:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "testdata" / "rank_metric_vectors.json"
+    return json.loads(path.read_text())["cases"]
+
+
+def test_shared_vectors_through_python_api() -> None:
+    """The vectors the cargo tests use (rust/ragmeter-core/tests/vectors.rs), through ragmeter.metrics."""
+    for case in _vectors():
+        g, k, r, ideal, want = case["grades"], case["k"], case["n_relevant"], case["ideal"], case["expected"]
+        got = {
+            "ap": metrics.average_precision(g, n_relevant=r, k=k),
+            "ap_retrieved": metrics.average_precision(g, k=k),
+            "rr": metrics.reciprocal_rank(g, k=k),
+            "p": metrics.precision_at_k(g, k),
+            "p_retrieved": metrics.precision(g, k=k),
+            "recall": metrics.recall(g, n_relevant=r, k=k),
+            "hit": metrics.hit(g, k=k),
+            "ndcg": metrics.ndcg(g, k=k, ideal=ideal),
+            "ndcg_exp": metrics.ndcg_exp(g, k=k, ideal=ideal),
+        }
+        for key, value in want.items():
+            assert math.isclose(got[key], value, abs_tol=1e-12), (case["name"], key, got[key], value)
