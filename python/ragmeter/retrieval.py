@@ -21,6 +21,9 @@ Definitions at cut-off k (per labelled case):
   all retrieved candidates (so a relevant chunk at rank 7 lowers NDCG@5).
 * ``precision``: relevant share of the chunks kept in the top k (divides by the
   number kept, at most k; an empty retrieval gives 0).
+* ``file_hit``: some expected file is in the top k; ``all_files_hit``: every
+  expected file is (the cross-document "full hit"), null for cases expecting
+  fewer than two files.
 """
 from __future__ import annotations
 
@@ -124,7 +127,10 @@ def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
         joined["id"], joined["category"], pl.Series("labeled", labeled),
         col(0, "hit", pl.Boolean), col(1, "first_relevant_rank", pl.Int64), col(2, "reciprocal_rank"),
         col(3, "average_precision"), col(4, "ndcg"), col(5, "precision"),
-        match.file_hit(k), match.all_files_hit(k), match.evidence_recall(k),
+        match.file_hit(k),
+        # The cross-document "full hit" is only defined for cases expecting two or more files.
+        pl.Series("all_files_hit", match.all_files_hit(k)).set(pl.Series(joined["expected_files"].list.len() < 2), None),
+        match.evidence_recall(k),
         pl.Series("n_retrieved", n_retrieved, dtype=pl.Int64), pl.Series("empty_retrieval", n_retrieved == 0),
         joined["retrieval_mode"],
         joined["missing_from_run"],
