@@ -46,6 +46,8 @@ def test_case_columns_and_definitions() -> None:
     assert all(c["noanswer-1"][m] is None for m in ("hit", "reciprocal_rank", "average_precision", "ndcg", "file_hit"))
     # Two expected files, one retrieved: file hit but not all files hit.
     assert c["multi-1"]["file_hit"] is True and c["multi-1"]["all_files_hit"] is False
+    # The full hit is defined for multi-file cases only.
+    assert c["fact-1"]["file_hit"] is True and c["fact-1"]["all_files_hit"] is None
     overall = r.summary["overall"]
     assert overall["hit_rate"] == {"value": 2 / 3, "n_scored": 3, "n_total": 4}
     assert overall["all_files_hit_rate"]["n_total"] == 1
