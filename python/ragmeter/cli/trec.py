@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Sequence
+from typing import Sequence
 
 HELP = "trec_eval-compatible evaluation of a TREC run against qrels"
 PARSER_OPTIONS = {"add_help": True}
@@ -55,11 +55,5 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="ragmeter trec", description=HELP)
     configure(parser)
-    return run(parser.parse_args(_split_attached(list(argv))))
+    return run(parser.parse_args(list(argv)))
 
-
-def _split_attached(argv: List[str]) -> List[str]:
-    """trec_eval allows ``-mndcg.1=3``; argparse does too for single-letter flags,
-    but ``-m`` values that start with ``-`` need no care here. Kept as the one
-    place where trec_eval's getopt syntax differs from argparse's, if ever."""
-    return argv
