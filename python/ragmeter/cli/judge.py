@@ -66,6 +66,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--cache", default=".ragmeter/cache.sqlite", metavar="PATH",
                      help="SQLite cache of successful calls (default .ragmeter/cache.sqlite)")
     out.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    out.add_argument("--refresh-failed", action="store_true",
+                     help="re-request cached replies that failed to parse (after the repair turn) instead of "
+                          "replaying them; the new replies replace them in the cache")
     out.add_argument("--dry-run", action="store_true", help="estimate calls, tokens and cost; send nothing")
     out.add_argument("--out", default="ragmeter-judge", metavar="DIR",
                      help="writes DIR/judge.parquet and DIR/judge_summary.json (default ragmeter-judge)")
@@ -164,7 +167,8 @@ def build_config(args: argparse.Namespace) -> Any:
     return JudgeConfig(
         base_url=args.base_url, model=args.model, metrics=metrics, concurrency=args.concurrency, rpm=args.rpm,
         tpm=args.tpm, max_tokens=args.max_tokens, max_retry_tokens=args.max_retry_tokens,
-        cache=None if args.no_cache else args.cache, budget=args.budget, dry_run=args.dry_run, prices=prices,
+        cache=None if args.no_cache else args.cache, refresh_failed=bool(getattr(args, "refresh_failed", False)),
+        budget=args.budget, dry_run=args.dry_run, prices=prices,
         embeddings_model=args.embeddings_model, embeddings_base_url=args.embeddings_base_url,
         n_questions=args.n_questions, relevancy_variant=args.relevancy_variant,
         honest_no_answer=not args.strict_no_answer, precision_against=args.precision_against,
@@ -209,8 +213,9 @@ def run(args: argparse.Namespace) -> int:
               f"skipped {m['n_skipped']}")
     jc = "n/a" if s["judge_cost_usd"] is None else f"${s['judge_cost_usd']:.4f}"
     sc = "n/a" if s["system_cost_usd"] is None else f"${s['system_cost_usd']:.4f}"
+    refreshed = f", {s['refreshed_calls']} failed replies re-requested" if s.get("refreshed_calls") else ""
     print(f"  judge cost {jc} (system cost {sc}); {s['requests']} requests, {s['retries']} retries, "
-          f"{s['cached_calls']} cached calls")
+          f"{s['cached_calls']} cached calls{refreshed}")
     if s.get("budget_reached"):
         print(f"  --budget reached: remaining rows are marked skipped", file=sys.stderr)
     return 0

@@ -14,15 +14,15 @@ a server's error body is masked) and results.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import aiohttp
 
+from . import _json
 from .cache import public_endpoint
 from .cost import estimate_tokens
 from .limits import Limits
@@ -103,8 +103,8 @@ class ClientStats:
     failures: int = 0
 
 
-class RawJSON(str):
-    """A string that is already JSON, spliced into a request body as is."""
+class RawJSON(bytes):
+    """UTF-8 bytes that are already JSON, spliced into a request body as is."""
 
 
 class _Again(Exception):
@@ -166,9 +166,9 @@ class JudgeClient:
         raw = payload.get("messages")
         if isinstance(raw, RawJSON):  # messages already encoded once (for the cache key): splice them in
             rest = {k: v for k, v in payload.items() if k != "messages"}
-            data = (json.dumps(rest, ensure_ascii=False)[:-1] + ', "messages": ' + raw + "}").encode("utf-8")
+            data = _json.dumps(rest)[:-1] + b',"messages":' + raw + b"}"
         else:
-            data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+            data = _json.dumps(payload)
         async with self.limits.slot(tokens):
             self.stats.requests += 1
             async with self._session.post(url, data=data) as resp:
@@ -204,7 +204,7 @@ class JudgeClient:
             record["status"] = status
             if exc is None and status == 200:
                 try:
-                    data = json.loads(body or "")
+                    data = _json.loads(body or "")
                     if not isinstance(data, dict):
                         raise ValueError("not an object")
                 except ValueError:
@@ -252,10 +252,11 @@ class JudgeClient:
 
     # -- chat ----------------------------------------------------------------------------------------
     async def chat(self, messages: Sequence[Dict[str, str]], *, max_tokens: int = 2000,
-                   messages_json: Optional[str] = None, prompt_estimate: Optional[int] = None) -> ChatResult:
+                   messages_json: Union[str, bytes, None] = None,
+                   prompt_estimate: Optional[int] = None) -> ChatResult:
         """One chat completion; retried, and re-sent with ``max_tokens`` doubled on truncated or empty output.
 
-        ``messages_json`` (the messages already encoded as JSON) and ``prompt_estimate``
+        ``messages_json`` (the messages already encoded as JSON, str or UTF-8 bytes) and ``prompt_estimate``
         (estimated prompt tokens) only save work when the caller has them.
         """
         cfg = self.config
@@ -263,6 +264,8 @@ class JudgeClient:
         state = {"max_tokens": int(max_tokens)}
         prompt_est = prompt_estimate if prompt_estimate is not None else \
             sum(estimate_tokens(m.get("content", "")) + 4 for m in messages)
+        if isinstance(messages_json, str):
+            messages_json = messages_json.encode("utf-8")
         wire_messages: Any = RawJSON(messages_json) if messages_json is not None else list(messages)
         started = time.monotonic()
         attempts: List[Dict[str, Any]] = []

@@ -2,9 +2,17 @@
 
 :meth:`Engine.ask` builds the messages of a versioned prompt, serves them from
 the cache when the same request already succeeded, else checks the budget,
-calls the endpoint and commits the raw reply to the cache at once. The reply is
-parsed strictly (code fences tolerated) and validated; on failure one repair
-turn is sent; on a second failure the call fails with the raw output kept.
+calls the endpoint and commits the raw reply to the cache before using it (a
+group commit shared with the calls finishing at the same time, see
+:mod:`ragmeter.judge.cache`). The reply is parsed strictly (code fences
+tolerated) and validated; on failure one repair turn is sent; on a second
+failure the call fails with the raw output kept.
+
+Replies are cached as received, so a reply that could not be parsed is
+replayed by a rerun (same failure, no cost). With ``refresh_failed`` a
+structured call whose cached replies end in a failed parse is asked again:
+each turn is re-requested instead of replayed and the new replies replace the
+cached ones.
 """
 from __future__ import annotations
 
@@ -12,9 +20,9 @@ import json
 import re
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, TypeVar
+from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
 
-from .cache import Cache, cache_key, messages_json
+from .cache import Cache, cache_key, key_hasher, messages_bytes
 from .client import JudgeCallError, JudgeClient
 from .cost import PriceTable, estimate_tokens
 from .prompts import Prompt, repair_message
@@ -103,6 +111,7 @@ class RowStats:
     latency_ms: float = 0.0
     attempt_log: List[Dict[str, Any]] = field(default_factory=list)
     raw_output: Optional[str] = None
+    refreshed: int = 0  #: structured calls asked again (``refresh_failed``) after their cached replies failed
 
     def add(self, *, prompt: str, attempts: List[Dict[str, Any]], pt: int, ct: int, cost: Optional[float],
             latency_ms: float) -> None:
@@ -122,7 +131,8 @@ class RowStats:
 
 class Engine:
     def __init__(self, client: JudgeClient, cache: Cache, prices: PriceTable, budget: Budget, *,
-                 max_tokens: int = 2000, on_call: Optional[Callable[[RowStats], None]] = None) -> None:
+                 max_tokens: int = 2000, on_call: Optional[Callable[[RowStats], None]] = None,
+                 refresh_failed: bool = False) -> None:
         self.client = client
         self.cache = cache
         self.prices = prices
@@ -131,6 +141,9 @@ class Engine:
         self.model = client.config.model
         self.endpoint = client.config.base_url
         self.on_call = on_call
+        self.refresh_failed = refresh_failed
+        self.refreshed = 0  #: structured calls asked again because their cached replies failed to parse
+        self._heads: Dict[str, Any] = {}  # prompt id -> (params, SHA-256 state after the key header)
         self.call_latencies = array("d")  # 8 bytes a call, for p50/p95
         self.cost_usd: Optional[float] = 0.0
         self.calls = 0
@@ -141,9 +154,21 @@ class Engine:
         cfg = self.client.config
         return {"temperature": cfg.temperature, "max_tokens": self.max_tokens, "json_mode": cfg.json_mode}
 
-    def chat_key(self, prompt_id: str, messages: List[Dict[str, str]], encoded: Optional[str] = None) -> str:
-        return cache_key(endpoint=self.endpoint, model=self.model, params=self.params(), prompt=prompt_id,
-                         inputs=messages, inputs_json=encoded)
+    def chat_key(self, prompt_id: str, messages: List[Dict[str, str]],
+                 encoded: Union[str, bytes, None] = None) -> str:
+        """:func:`cache_key` of a chat call (the header's hash state is kept per prompt id)."""
+        params = self.params()
+        memo = self._heads.get(prompt_id)
+        if memo is None or memo[0] != params:
+            memo = (params, key_hasher(endpoint=self.endpoint, model=self.model, params=params, prompt=prompt_id))
+            self._heads[prompt_id] = memo
+        if encoded is None:
+            encoded = messages_bytes(messages)
+        elif isinstance(encoded, str):
+            encoded = encoded.encode("utf-8")
+        h = memo[1].copy()
+        h.update(encoded)
+        return h.hexdigest()
 
     def embed_key(self, texts: List[str]) -> str:
         cfg = self.client.config
@@ -161,15 +186,21 @@ class Engine:
         self.cost_usd = None if (cost is None or self.cost_usd is None) else self.cost_usd + cost
 
     # -- one raw chat call ------------------------------------------------------------------------------
-    async def complete(self, prompt_id: str, messages: List[Dict[str, str]], stats: RowStats) -> str:
-        encoded = messages_json(messages)
+    async def complete(self, prompt_id: str, messages: List[Dict[str, str]], stats: RowStats, *,
+                       fresh: bool = False) -> str:
+        """The reply to ``messages``: from the cache, else from the endpoint (committed before it is returned).
+
+        ``fresh``: do not replay a cached reply; send the request and replace the cached entry.
+        """
+        encoded = messages_bytes(messages)
         key = self.chat_key(prompt_id, messages, encoded)
-        hit = self.cache.get(key)
-        if hit is not None:
-            stats.calls += 1
-            stats.cached_calls += 1
-            self.cached_calls += 1
-            return str(hit["content"])
+        if not fresh:
+            hit = self.cache.get(key)
+            if hit is not None:
+                stats.calls += 1
+                stats.cached_calls += 1
+                self.cached_calls += 1
+                return str(hit["content"])
         est_pt = sum(estimate_tokens(m["content"]) + 4 for m in messages)
         est = self._estimate_cost(self.model, est_pt, self.max_tokens)
         if not self.budget.reserve(est):
@@ -190,10 +221,10 @@ class Engine:
         cost = self._cost(self.model, res.prompt_tokens, res.completion_tokens)
         self.budget.settle(est, cost)
         self._account(cost)
-        # committed before anything else can fail: a kill from here on loses nothing
-        self.cache.put(key, {"content": res.content, "finish_reason": res.finish_reason,
-                             "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens},
-                       prompt=prompt_id, model=self.model)
+        # committed before the reply is used: a kill from here on loses nothing the run had used
+        await self.cache.commit(key, {"content": res.content, "finish_reason": res.finish_reason,
+                                      "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens},
+                                prompt=prompt_id, model=self.model)
         stats.add(prompt=prompt_id, attempts=res.attempts, pt=res.prompt_tokens, ct=res.completion_tokens,
                   cost=cost, latency_ms=res.latency_ms)
         self.calls += 1
@@ -205,15 +236,32 @@ class Engine:
     # -- one structured call ----------------------------------------------------------------------------
     async def ask(self, prompt: Prompt, payload: Dict[str, Any], language: str,
                   validate: Callable[[Dict[str, Any]], T], stats: RowStats) -> T:
-        """Call ``prompt`` with ``payload``; return ``validate(parsed)``; one repair turn on a bad reply."""
+        """Call ``prompt`` with ``payload``; return ``validate(parsed)``; one repair turn on a bad reply.
+
+        With ``refresh_failed``, when replayed (cached) replies end in an unusable reply, the call is asked
+        again with every turn re-requested.
+        """
         messages = prompt.messages(payload, language)
-        raw = await self.complete(prompt.id, messages, stats)
+        replayed = stats.cached_calls
+        try:
+            return await self._ask(prompt, messages, validate, stats, fresh=False)
+        except OutputError:
+            if not self.refresh_failed or stats.cached_calls == replayed:
+                raise
+        self.refreshed += 1
+        stats.refreshed += 1
+        stats.raw_output = None
+        return await self._ask(prompt, messages, validate, stats, fresh=True)
+
+    async def _ask(self, prompt: Prompt, messages: List[Dict[str, str]], validate: Callable[[Dict[str, Any]], T],
+                   stats: RowStats, fresh: bool) -> T:
+        raw = await self.complete(prompt.id, messages, stats, fresh=fresh)
         try:
             return validate(parse_json_object(raw))
         except ParseError as first:
             error = str(first)
         repaired = messages + [{"role": "assistant", "content": raw}, repair_message(error)]
-        raw2 = await self.complete(prompt.id + "+repair", repaired, stats)
+        raw2 = await self.complete(prompt.id + "+repair", repaired, stats, fresh=fresh)
         try:
             return validate(parse_json_object(raw2))
         except ParseError as second:
@@ -243,7 +291,7 @@ class Engine:
         cost = self._cost(model, res.prompt_tokens, 0)
         self.budget.settle(est, cost)
         self._account(cost)
-        self.cache.put(key, {"vectors": res.vectors}, prompt="embeddings", model=model)
+        await self.cache.commit(key, {"vectors": res.vectors}, prompt="embeddings", model=model)
         stats.add(prompt="embeddings", attempts=res.attempts, pt=res.prompt_tokens, ct=0, cost=cost,
                   latency_ms=res.latency_ms)
         self.calls += 1

@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 from .cache import Cache, public_endpoint
 from .client import ClientConfig, JudgeCallError, JudgeClient
 from .cost import PriceTable, estimate_tokens
-from .engine import Budget, BudgetExceeded, Engine, OutputError, RowStats
+from .engine import Budget, BudgetExceeded, Engine, OutputError, ParseError, RowStats, parse_json_object
 from .limits import Limits
 from .metrics import (DEFAULT_METRICS, METRICS, NO_ANSWER_CATEGORIES, Case, MetricOptions, MetricResult, Skip,
                       evidence_json, faithfulness_band)
@@ -46,6 +46,7 @@ class JudgeConfig:
     max_tokens: int = 2000
     max_retry_tokens: int = 8000
     cache: Union[str, Path, None] = DEFAULT_CACHE  #: None disables the cache
+    refresh_failed: bool = False                   #: re-request cached replies that failed to parse
     budget: Optional[float] = None                 #: USD; stop launching calls when reached
     dry_run: bool = False
     prices: Union[PriceTable, Mapping[str, Any], None] = None
@@ -177,10 +178,16 @@ def _row(case: Case, metric: str, cfg: JudgeConfig, stats: RowStats, lang: str) 
 
 
 class _Progress:
+    """The rich progress bar; field updates are throttled to ``min_interval`` (the last one is always shown)."""
+
+    min_interval = 0.1
+
     def __init__(self, enabled: bool, total: int) -> None:
         self.done = self.failed = self.skipped = 0
         self.total = total
         self._bar = None
+        self._last = 0.0
+        self._stale: Optional[tuple] = None
         if enabled:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -189,7 +196,7 @@ class _Progress:
                 TextColumn("judge"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("failed {task.fields[failed]} skipped {task.fields[skipped]} "
                            "retries {task.fields[retries]} tokens {task.fields[tokens]} cost {task.fields[cost]}"),
-                TimeElapsedColumn(), console=Console(stderr=True), transient=False,
+                TimeElapsedColumn(), console=Console(stderr=True), transient=False, refresh_per_second=4,
             )
             self._task = self._bar.add_task("judge", total=total, failed=0, skipped=0, retries=0, tokens=0,
                                             cost="$0")
@@ -201,11 +208,20 @@ class _Progress:
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
+            if self._stale is not None:
+                self._last = 0.0
+                self.update(*self._stale)
             self._bar.stop()
 
     def update(self, client: JudgeClient, engine: Engine) -> None:
         if self._bar is None:
             return
+        now = time.monotonic()
+        if now - self._last < self.min_interval and self.done < self.total:
+            self._stale = (client, engine)
+            return
+        self._last = now
+        self._stale = None
         s = client.stats
         cost = "n/a" if engine.cost_usd is None else f"${engine.cost_usd:.4f}"
         self._bar.update(self._task, completed=self.done, failed=self.failed, skipped=self.skipped,
@@ -294,6 +310,7 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
         "embeddings_model": cfg.embeddings_model, "metrics": per,
         "n_cases": len(cases), "n_rows": len(rows),
         "calls": 0 if engine is None else engine.calls, "cached_calls": 0 if engine is None else engine.cached_calls,
+        "refreshed_calls": 0 if engine is None else engine.refreshed,
         "requests": 0 if client is None else client.stats.requests,
         "retries": 0 if client is None else client.stats.retries,
         "prompt_tokens": 0 if client is None else client.stats.prompt_tokens,
@@ -341,7 +358,8 @@ async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: Pr
     limits = Limits(cfg.concurrency, cfg.rpm, cfg.tpm, period=cfg.rate_period)
     progress = _Progress(cfg.progress, len(case_list) * len(cfg.metrics))
     client = JudgeClient(cfg.client_config(), limits)
-    engine = Engine(client, cache, prices, Budget(cfg.budget), max_tokens=cfg.max_tokens)
+    engine = Engine(client, cache, prices, Budget(cfg.budget), max_tokens=cfg.max_tokens,
+                    refresh_failed=cfg.refresh_failed)
     client._on_retry = lambda _rec: progress.update(client, engine)
     opts = cfg.metric_options()
     jobs = [(i, case, metric) for i, case in enumerate(case_list) for metric in cfg.metrics]
@@ -391,7 +409,9 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
     First-step prompts are built exactly and looked up in the cache (hits cost
     nothing); later steps depend on replies and are estimated from input sizes.
     ``cost_usd`` uses the expected output sizes, ``cost_usd_max`` every call
-    using ``max_tokens`` (doubling retries not included).
+    using ``max_tokens`` (doubling retries not included). With ``refresh_failed``,
+    a first step whose cached replies end in a failed parse (checked as JSON, not
+    against the metric's schema) counts as a call to send.
     """
     prices = prices or cfg.price_table()
     cache = cache or Cache(None)
@@ -400,8 +420,31 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
 
     params = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens, "json_mode": cfg.json_mode}
 
-    def key(prompt: P.Prompt, messages: List[Dict[str, str]]) -> str:
-        return cache_key(endpoint=cfg.base_url, model=cfg.model, params=params, prompt=prompt.id, inputs=messages)
+    def key(prompt_id: str, messages: List[Dict[str, str]]) -> str:
+        return cache_key(endpoint=cfg.base_url, model=cfg.model, params=params, prompt=prompt_id, inputs=messages)
+
+    def replayed(prompt: P.Prompt, messages: List[Dict[str, str]]) -> bool:
+        """Whether a run would answer this first step from the cache (without sending it)."""
+        if not cfg.refresh_failed:
+            return cache.contains(key(prompt.id, messages))
+        hit = cache.get(key(prompt.id, messages))
+        if hit is None:
+            return False
+        raw = str(hit.get("content"))
+        try:
+            parse_json_object(raw)
+            return True
+        except ParseError as err:
+            # replayed unless the cached repair turn failed too (then --refresh-failed asks again)
+            repaired = messages + [{"role": "assistant", "content": raw}, P.repair_message(str(err))]
+            hit2 = cache.get(key(prompt.id + "+repair", repaired))
+            if hit2 is None:
+                return True
+            try:
+                parse_json_object(str(hit2.get("content")))
+                return True
+            except ParseError:
+                return False
 
     per: Dict[str, Dict[str, int]] = {}
     calls = cached = pt = ct = ct_max = emb_tokens = 0
@@ -409,7 +452,7 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
     def add(metric: str, prompt: P.Prompt, messages: List[Dict[str, str]], out_tokens: int, exact: bool) -> None:
         nonlocal calls, cached, pt, ct, ct_max
         m = per.setdefault(metric, {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
-        if exact and cache.contains(key(prompt, messages)):
+        if exact and replayed(prompt, messages):
             m["cached_calls"] += 1
             cached += 1
             return
