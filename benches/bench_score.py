@@ -1,19 +1,29 @@
 """Retrieval scoring at scale: score and sweep a generated Parquet run.
 
     python benches/bench_score.py [--cases 100000] [--chunks 20] [--chars 500] [--thresholds 100]
+                                   [--row-group-size 10000] [--data DIR] [--no-append]
 
 Generates (seeded) a golden set and a Parquet run of CASES x CHUNKS chunks of
-CHARS characters (mixed ASCII / CJK with OCR artefacts), then times, end to end
+CHARS characters (random lower-case ASCII words; each case's evidence
+phrase ends in a Kangxi radical, planted with the unified ideograph in 60% of the cases), then times, end to end
 in this process: loading, evidence matching, rank metrics and aggregates
-(``ragmeter.score``), and a sweep over THRESHOLDS thresholds (``ragmeter.sweep``).
-Peak RSS is read from /proc (VmHWM) and compared with the Parquet file size and
-with the in-memory size of the text column.
+(``ragmeter.score``), and a sweep over THRESHOLDS thresholds (``ragmeter.sweep``,
+end to end, and the sweep alone on an already prepared match). The Parquet run
+is written in row groups of ROW_GROUP_SIZE cases (10,000 by default), as a real
+run file would be. The measurement runs in a fresh child process, whose peak RSS
+(VmHWM from /proc) is compared with the Parquet file size and with the chunk
+text size. ``--data DIR`` keeps the generated files for re-runs. Appends the
+results, command, machine and load average to benches/RESULTS_score.md.
 """
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import json
 import os
+import platform
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +41,7 @@ def make_texts(n: int, chars: int, rng: np.random.Generator) -> pa.Array:
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data.tobytes()))
 
 
-def generate(dir_: Path, cases: int, chunks: int, chars: int, seed: int = 7) -> tuple:
+def generate(dir_: Path, cases: int, chunks: int, chars: int, seed: int = 7, row_group_size: int = 10_000) -> tuple:
     rng = np.random.default_rng(seed)
     n = cases * chunks
     texts = make_texts(n, chars, rng)
@@ -65,7 +75,8 @@ def generate(dir_: Path, cases: int, chunks: int, chars: int, seed: int = 7) -> 
     table = pa.table({"id": pa.array(ids, pa.large_string()), "retrieved": retrieved,
                       "answer": pa.array(["a"] * cases, pa.large_string()), "retrieval_mode": pa.array(["hybrid"] * cases)})
     run = dir_ / "run.parquet"
-    pq.write_table(table, run, compression="zstd")
+    # Row groups as a real run file would have them (one row group would serialise the read).
+    pq.write_table(table, run, compression="zstd", row_group_size=row_group_size)
     golden = dir_ / "golden.jsonl"
     with golden.open("w", encoding="utf-8") as fh:
         for c in range(cases):
@@ -81,34 +92,104 @@ def peak_rss_mb() -> float:
     return float("nan")
 
 
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def measure(golden: Path, run: Path, n_thresholds: int) -> dict:
+    """Score and sweep in this (fresh) process; returns timings and peak RSS."""
+    import polars as pl
+
+    import ragmeter
+
+    base_rss = peak_rss_mb()
+    t0 = time.perf_counter()
+    result = ragmeter.score(golden, run, k=5)
+    t_score = time.perf_counter() - t0
+    rss_score = peak_rss_mb()
+    del result
+    thresholds = list(np.linspace(0, 1, n_thresholds))
+    t0 = time.perf_counter()
+    table = ragmeter.sweep(golden, run, thresholds, k=5)
+    t_sweep = time.perf_counter() - t0
+    # The sweep proper, given the prepared match (what a caller that already scored pays).
+    from ragmeter.retrieval import _prepared_match, _sweep_prepared
+
+    prepared = _prepared_match(golden, run)
+    t0 = time.perf_counter()
+    _sweep_prepared(prepared, thresholds, 5)
+    t_sweep_only = time.perf_counter() - t0
+    res = ragmeter.score(golden, run, k=5)
+    return {
+        "score_s": t_score, "sweep_s": t_sweep, "sweep_only_s": t_sweep_only, "rows": table.height,
+        "hit_rate": res.summary["overall"]["hit_rate"]["value"], "n_unfound": len(res.summary["unfound_evidence"]),
+        "base_rss_mb": base_rss, "score_rss_mb": rss_score, "peak_rss_mb": peak_rss_mb(), "polars": pl.__version__,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", type=int, default=100_000)
     ap.add_argument("--chunks", type=int, default=20)
     ap.add_argument("--chars", type=int, default=500)
     ap.add_argument("--thresholds", type=int, default=100)
+    ap.add_argument("--row-group-size", type=int, default=10_000, help="Parquet row group size (cases)")
+    ap.add_argument("--data", type=Path, help="keep the generated files here and reuse them when present")
+    ap.add_argument("--no-append", action="store_true", help="do not append to benches/RESULTS_score.md")
+    ap.add_argument("--_measure", nargs=3, metavar=("GOLDEN", "RUN", "THRESHOLDS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as d:
-        t0 = time.perf_counter()
-        golden, run, text_bytes = generate(Path(d), args.cases, args.chunks, args.chars)
-        gen = time.perf_counter() - t0
-        base_rss = peak_rss_mb()
-        import ragmeter
+    if args._measure:
+        golden, run, n = args._measure
+        print(json.dumps(measure(Path(golden), Path(run), int(n))))
+        return
 
+    with tempfile.TemporaryDirectory() as tmp:
+        d = args.data or Path(tmp)
+        tag = f"{args.cases}x{args.chunks}x{args.chars}-rg{args.row_group_size}"
+        d = d / tag
+        golden, run = d / "golden.jsonl", d / "run.parquet"
         t0 = time.perf_counter()
-        result = ragmeter.score(golden, run, k=5)
-        t_score = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        thresholds = list(np.linspace(0, 1, args.thresholds))
-        table = ragmeter.sweep(golden, run, thresholds, k=5)
-        t_sweep = time.perf_counter() - t0
+        if not (golden.exists() and run.exists()):
+            d.mkdir(parents=True, exist_ok=True)
+            generate(d, args.cases, args.chunks, args.chars, row_group_size=args.row_group_size)
+        gen = time.perf_counter() - t0
+        meta = pq.ParquetFile(run).metadata
+        text_bytes = args.cases * args.chunks * args.chars  # one byte per character except the planted phrases
+        load_before = os.getloadavg()
+        # Measure in a fresh process so that peak RSS excludes the generator.
+        out = subprocess.run([sys.executable, __file__, "--_measure", str(golden), str(run), str(args.thresholds)],
+                             check=True, capture_output=True, text=True)
+        m = json.loads(out.stdout.strip().splitlines()[-1])
+        load_after = os.getloadavg()
         size = os.path.getsize(run)
-        print(f"cases={args.cases} chunks={args.chunks} chars={args.chars} parquet={size/1e6:.0f} MB "
-              f"text={text_bytes/1e6:.0f} MB (generation {gen:.1f}s, rss after generation {base_rss:.0f} MB)")
-        print(f"score end to end: {t_score:.2f} s   hit_rate={result.summary['overall']['hit_rate']['value']:.4f}")
-        print(f"sweep of {args.thresholds} thresholds end to end (includes its own load + matching): {t_sweep:.2f} s "
-              f"({table.height} rows)")
-        print(f"peak RSS {peak_rss_mb():.0f} MB (includes the generator's copies)")
+        lines = [
+            f"cases={args.cases:,} chunks={args.chunks} chars={args.chars}: run.parquet {size / 1e6:.0f} MB "
+            f"({meta.num_row_groups} row groups of <= {args.row_group_size:,} cases, zstd), chunk text {text_bytes / 1e6:.0f} MB, "
+            f"golden.jsonl {golden.stat().st_size / 1e6:.0f} MB (generation {gen:.1f} s)",
+            f"score end to end (ragmeter.score: load golden + Parquet run, match, metrics, aggregates, warnings): {m['score_s']:.2f} s"
+            f"   hit_rate={m['hit_rate']:.4f}, unfound evidence phrases={m['n_unfound']:,}",
+            f"sweep of {args.thresholds} thresholds end to end (ragmeter.sweep: its own load + matching + sweep): {m['sweep_s']:.2f} s "
+            f"({m['rows']} rows); the sweep alone on a prepared match: {m['sweep_only_s']:.2f} s",
+            f"peak RSS of the measuring process: {m['score_rss_mb']:.0f} MB after score, {m['peak_rss_mb']:.0f} MB overall "
+            f"(after imports {m['base_rss_mb']:.0f} MB) = {m['score_rss_mb'] / (size / 1e6):.1f}x the Parquet file, "
+            f"{m['score_rss_mb'] / (text_bytes / 1e6):.1f}x the chunk text",
+            f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after",
+        ]
+        print("\n".join(lines))
+        if not args.no_append:
+            machine = (f"{os.cpu_count()} CPUs (nproc), {cpu_model()}, "
+                       f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, "
+                       f"Python {platform.python_version()}, polars {m['polars']}")
+            cmd = "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
+            with (Path(__file__).parent / "RESULTS_score.md").open("a", encoding="utf-8") as fh:
+                fh.write(f"\n## {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}\n\nCommand: `{cmd}`  \nMachine: {machine}\n\n")
+                fh.write("\n".join(f"- {x}" for x in lines) + "\n")
 
 
 if __name__ == "__main__":

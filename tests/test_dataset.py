@@ -258,3 +258,45 @@ def test_check_run_against_golden(tmp_path):
     # Golden cases missing from the run are returned, not raised.
     ok = load_run([{"id": "multi-01", "retrieved": []}])
     assert check_run_against_golden(golden, ok) == ["fact-04-frontend-stack", "noanswer"]
+
+
+def test_golden_fast_path_equals_validating_path(tmp_path):
+    """Well-formed records take a fast path; the frame must equal the validated one."""
+    from ragmeter.dataset import _fast_golden
+
+    records = [
+        {"id": "a-1", "question": "q", "expectedFileNames": ["x.md"], "expectedEvidence": ["e"], "referenceAnswer": "r"},
+        {"id": "b-2", "question": "q", "expected_files": ["y.md"], "expected_evidence": [" "], "reference_answer": None,
+         "category": "", "source": "s", "tags": ["t"]},
+        {"id": "c-3", "question": "q", "expectedFileNames": [], "category": "cat"},
+        # Equal values under two spellings: not fast, but valid.
+        {"id": "d-4", "question": "q", "expectedFileNames": ["z.md"], "expected_files": ["z.md"]},
+        {"id": 5, "question": "q", "expectedEvidence": ["n"]},  # integer id: not fast, but valid
+    ]
+    assert [(_fast_golden(r) is not None) for r in records] == [True, True, True, False, False]
+    path = write(tmp_path / "g.jsonl", records)
+    g = load_golden(path)
+    assert g.schema == pl.Schema(GOLDEN_SCHEMA)
+    assert g.to_dicts() == [
+        {"id": "a-1", "question": "q", "expected_files": ["x.md"], "expected_evidence": ["e"], "reference_answer": "r",
+         "category": "a", "source": None, "tags": [], "labeled": True, "line": 1},
+        {"id": "b-2", "question": "q", "expected_files": ["y.md"], "expected_evidence": [" "], "reference_answer": None,
+         "category": "b", "source": "s", "tags": ["t"], "labeled": True, "line": 2},
+        {"id": "c-3", "question": "q", "expected_files": [], "expected_evidence": [], "reference_answer": None,
+         "category": "cat", "source": None, "tags": [], "labeled": False, "line": 3},
+        {"id": "d-4", "question": "q", "expected_files": ["z.md"], "expected_evidence": [], "reference_answer": None,
+         "category": "d", "source": None, "tags": [], "labeled": True, "line": 4},
+        {"id": "5", "question": "q", "expected_files": [], "expected_evidence": ["n"], "reference_answer": None,
+         "category": "5", "source": None, "tags": [], "labeled": True, "line": 5},
+    ]
+    # Bad records are never taken by the fast path, whatever their position.
+    bad = [{"id": "x", "question": 3}, {"id": "y", "question": "q", "expectedEvidence": "not a list"},
+           {"id": "z", "question": "q", "tags": [1]}, {"id": " ", "question": "q"}, {"id": "w", "question": "q", "source": 2},
+           {"id": "v", "question": "q", "expectedFileNames": ["a"], "expected_files": ["b"]}]
+    assert all(_fast_golden(r) is None for r in bad)
+    with pytest.raises(InputError) as err:
+        load_golden(write(tmp_path / "bad.jsonl", records[:1] + bad + records[:1]))
+    msg = str(err.value)
+    for line in range(2, 8):
+        assert f"bad.jsonl:{line}:" in msg
+    assert "duplicate id 'a-1'" in msg

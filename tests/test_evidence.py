@@ -294,3 +294,29 @@ def test_binding_rejects_bad_columns():
 def test_empty_batch():
     m = match_relevance([], [], [], [])
     assert m.n_cases == 0 and m.relevant.tolist() == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches())
+def test_run_wide_flags_equal_reference(cases):
+    cols = [pl.Series([c[i] for c in cases], dtype=pl.List(pl.String)) for i in range(4)]
+    m = match_relevance(*cols, run_wide=True)
+    plain = match_relevance(*cols)
+    all_texts = [t for c in cases for t in c[3]]
+    expected = [any(ref_found(t, p) for t in all_texts) for c in cases for p in c[1]]
+    assert m.phrase_in_run.tolist() == expected
+    assert phrases_in_texts([p for c in cases for p in c[1]], all_texts).tolist() == expected
+    assert plain.phrase_in_run is None
+    for name in ("labeled", "file_match", "relevant", "phrases_found", "phrase_first_rank", "phrase_any_rank", "phrase_empty", "file_first_rank"):
+        assert getattr(m, name).tolist() == getattr(plain, name).tolist(), name
+
+
+def test_run_wide_finds_other_cases_phrases_in_every_length_class():
+    # Each case's evidence is only in the other case's chunks: short (< 4 bytes),
+    # 4-7 bytes and >= 8 bytes after normalisation, with OCR artefacts.
+    evidence = [["ab", "Ｗｘｙｚ", "⼤模型 retrie val 1.5~2s", "missing phrase"], ["endofthetext", "c d", "wxyz"]]
+    texts = [["endofthetext at the end? no: x endofthetext", "c\td"], ["AB", "wx yz", "大模型 retrie-\nval 1.5～2s"]]
+    files = [["f"] * len(t) for t in texts]
+    m = match_relevance([[], []], evidence, files, texts, run_wide=True)
+    assert m.phrase_in_run.tolist() == [True, True, True, False, True, True, True]
+    assert m.phrase_any_rank.tolist() == [0, 0, 0, 0, 0, 0, 2]

@@ -134,3 +134,37 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     proc = cli("demo", "--out", "demo", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "demo" / "summary.json").exists() and (tmp_path / "demo" / "sweep.parquet").exists()
+
+
+def test_sweep_aggregates_equal_grouped_per_case_rows() -> None:
+    """The vectorised sweep table equals grouping the per-case rows (the reference path)."""
+    import numpy as np
+    from polars.testing import assert_frame_equal
+
+    from ragmeter import _core
+    from ragmeter.retrieval import _flat_chunk_field, _prepared_match, _sweep_frames, _sweep_prepared, _sweep_table
+
+    prepared = _prepared_match(EX / "golden.jsonl", EX / "run.jsonl")
+    scores = _flat_chunk_field(prepared.joined, "score").cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    labeled = prepared.match.labeled.astype(bool)
+    for thresholds in ([0.0, 0.1, 0.2], [float(t) for t in np.linspace(0, 1, 23)], [0.5], [0.3, 0.1]):
+        res = _core.threshold_sweep(prepared.match.chunk_offsets, prepared.match.relevant.astype(np.float64), scores, thresholds, 5)
+        fast = _sweep_table(thresholds, prepared.joined["category"], labeled, res)
+        assert_frame_equal(fast, _sweep_frames(thresholds, prepared.joined["category"], labeled, res))
+        assert_frame_equal(fast, ragmeter.sweep(EX / "golden.jsonl", EX / "run.jsonl", thresholds, k=5))
+    # Repeated thresholds take the grouping path, as before.
+    twice = _sweep_prepared(prepared, [0.2, 0.2], 5)
+    assert twice.filter(pl.col("category") == "ALL")["n_total"].to_list() == [2 * prepared.joined.height]
+
+
+def test_unfound_evidence_from_the_run_wide_match_equals_a_second_search() -> None:
+    from ragmeter.retrieval import _prepared_match, _unfound_evidence
+
+    for golden, run in ((EX / "golden.jsonl", EX / "run.jsonl"), (GOLDEN, RUN)):
+        prepared = _prepared_match(golden, run, run_wide=True)
+        assert prepared.match.phrase_in_run is not None
+        one_pass = _unfound_evidence(prepared.joined, prepared.match)
+        assert one_pass == _unfound_evidence(prepared.joined)
+    r = ragmeter.score(GOLDEN, RUN)
+    # 大模型 (fact-1) is in a chunk, ＡＢＣ (multi-1) too ("abc here"): nothing unfound.
+    assert r.summary["unfound_evidence"] == []

@@ -32,7 +32,8 @@ def string_column(values: Any) -> StringColumn:
         values = values.cast(pa.large_string())
     if not pa.types.is_large_string(values.type):
         raise TypeError(f"expected a string column, got {values.type}")
-    values = values.fill_null("")
+    if values.null_count:
+        values = values.fill_null("")  # copies the column: only when needed
     _validity, offsets_buf, data_buf = values.buffers()
     n = len(values)
     offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1 + values.offset)[values.offset :]

@@ -30,11 +30,13 @@ def evidence_match(
     chunk_offsets: npt.NDArray[np.int64],
     chunk_files: _StrColumn,
     chunk_texts: _StrColumn,
+    run_wide: bool = False,
 ) -> dict[str, np.ndarray]:
     """Keys: labeled (bool, per case); file_match, relevant (bool) and
     phrases_found (uint32) per chunk; phrase_first_rank, phrase_any_rank
     (uint32, 1-based, 0 = never) and phrase_empty (bool) per phrase;
-    file_first_rank (uint32) per expected file."""
+    file_first_rank (uint32) per expected file; with run_wide, also
+    phrase_in_run (bool) per phrase: found in some chunk of any case."""
     ...
 def evidence_phrases_in_texts(phrases: _StrColumn, texts: _StrColumn) -> npt.NDArray[np.bool_]: ...
 
@@ -99,3 +101,17 @@ def threshold_sweep(
     relevance_level: float = 1.0,
 ) -> dict[str, npt.NDArray[np.float64]]: ...
 def trec_known_measures() -> list[str]: ...
+
+# --- stats: seeded bootstrap kernel (rust/ragmeter-py/src/stats.rs)
+BOOTSTRAP_BLOCK: int
+def bootstrap_means(
+    values: npt.NDArray[np.float64],
+    codes: npt.NDArray[np.int64],
+    n_groups: int,
+    n_resamples: int,
+    seed: int,
+    threads: Optional[int] = None,
+) -> npt.NDArray[np.float64]:
+    """Resampled means (n_resamples, 1 + n_groups, k); slot 0 overall, NaN = unscored."""
+    ...
+def bootstrap_counts(n: int, n_resamples: int, seed: int) -> npt.NDArray[np.int32]: ...

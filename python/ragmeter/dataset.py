@@ -319,6 +319,67 @@ def default_category(case_id: str) -> str:
     return case_id.split("-", 1)[0]
 
 
+_GOLDEN_FAST_STR = ("reference_answer", "category", "source")
+
+
+def _fast_golden(rec: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
+    """The row of a well-formed golden record, or None to take the validating path.
+
+    Accepts only what :func:`load_golden`'s checks accept and returns the same
+    values: string id and question (non-blank), at most one spelling of each
+    aliased field, lists of plain strings, optional strings. Anything else
+    (including every record with a problem) returns None, and the full
+    validation then reports it with its file and line.
+    """
+    case_id = rec.get("id")
+    question = rec.get("question")
+    if type(case_id) is not str or type(question) is not str or not case_id.strip() or not question.strip():
+        return None
+    picked: List[Any] = []
+    for names in (_GOLDEN_ALIASES["expected_files"], _GOLDEN_ALIASES["expected_evidence"], _GOLDEN_ALIASES["reference_answer"]):
+        value = None
+        for n in names:
+            v = rec.get(n)
+            if v is not None:
+                if value is not None:
+                    return None  # two spellings: let the validating path compare them
+                value = v
+        picked.append(value)
+    files, evidence, reference = picked
+    tags = rec.get("tags")
+    lists = []
+    for value in (files, evidence, tags):
+        if value is None:
+            lists.append([])
+        elif type(value) is list and all(type(x) is str for x in value):
+            lists.append(value)
+        else:
+            return None
+    category = rec.get("category")
+    src = rec.get("source")
+    for value in (reference, category, src):
+        if value is not None and type(value) is not str:
+            return None
+    files, evidence, tags = lists
+    labeled = any(f.strip() for f in files) or any(e.strip() for e in evidence)
+    return (case_id, question, files, evidence, reference, category if category else default_category(case_id), src, tags, labeled)
+
+
+def _golden_frame(rows: Dict[str, List[Any]]) -> pl.DataFrame:
+    """Build the golden DataFrame through Arrow (Polars' per-value construction
+    of list columns from Python lists is slow)."""
+    import pyarrow as pa
+
+    string, strings = pa.large_string(), pa.large_list(pa.large_string())
+    arrow = {
+        "id": string, "question": string, "expected_files": strings, "expected_evidence": strings,
+        "reference_answer": string, "category": string, "source": string, "tags": strings,
+        "labeled": pa.bool_(), "line": pa.int64(),
+    }
+    table = pa.table({k: pa.array(rows[k], type=arrow[k]) for k in GOLDEN_SCHEMA})
+    return pl.from_arrow(table).cast(GOLDEN_SCHEMA)  # type: ignore[union-attr]
+
+
 def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     """Load a golden set from a JSONL path, a list of dicts or a Polars/pandas DataFrame.
 
@@ -335,8 +396,16 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
         records = _memory_records(source, name, problems)
 
     rows: Dict[str, List[Any]] = {k: [] for k in GOLDEN_SCHEMA}
+    fast_columns = [rows[k] for k in ("id", "question", "expected_files", "expected_evidence", "reference_answer", "category", "source", "tags", "labeled")]
     seen: List[Tuple[Optional[str], str]] = []
     for where, line, rec in records:
+        fast = _fast_golden(rec)
+        if fast is not None:
+            for column, value in zip(fast_columns, fast):
+                column.append(value)
+            rows["line"].append(line)
+            seen.append((fast[0], where))
+            continue
         n_before = len(problems.items)
         case_id = _id(rec, where, problems)
         question = rec.get("question")
@@ -371,7 +440,7 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     if _is_path(source) and not seen and not problems:
         problems.add(str(source), "no cases (the file is empty or has only comments)")
     problems.raise_if_any()
-    return pl.DataFrame(rows, schema=GOLDEN_SCHEMA)
+    return _golden_frame(rows)
 
 
 # ---------------------------------------------------------------------------

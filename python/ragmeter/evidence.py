@@ -135,6 +135,7 @@ class EvidenceMatch:
     phrase_any_rank: np.ndarray  # uint32, per phrase (any chunk), 0 = never
     phrase_empty: np.ndarray  # bool, per phrase
     file_first_rank: np.ndarray  # uint32, per expected file, 0 = never
+    phrase_in_run: Optional[np.ndarray] = None  # bool, per phrase: in some chunk of any case (run_wide only)
 
     @property
     def n_cases(self) -> int:
@@ -242,6 +243,8 @@ def match_relevance(
     expected_evidence: Any,
     chunk_files: Any,
     chunk_texts: Any,
+    *,
+    run_wide: bool = False,
 ) -> EvidenceMatch:
     """Decide relevance for every retrieved chunk of every case, in Rust.
 
@@ -250,6 +253,11 @@ def match_relevance(
     evidence phrases, and the file and text of each retrieved chunk in rank
     order (``chunk_files[i]`` and ``chunk_texts[i]`` must have equal lengths;
     see :func:`retrieved_columns`). Null lists count as empty.
+
+    With ``run_wide=True`` the result also has ``phrase_in_run``: per phrase,
+    does it occur in some retrieved chunk of *any* case (what
+    :func:`phrases_in_texts` answers over all chunk texts), decided in the
+    same pass, with each chunk text normalised once.
     """
     file_offsets, files = _list_column(expected_files, "expected_files")
     phrase_offsets, phrases = _list_column(expected_evidence, "expected_evidence")
@@ -261,7 +269,7 @@ def match_relevance(
     if not np.array_equal(chunk_offsets, text_offsets):
         bad = int(np.flatnonzero(np.diff(chunk_offsets) != np.diff(text_offsets))[0])
         raise ValueError(f"match_relevance: case {bad} has a different number of chunk files and chunk texts")
-    out = _core.evidence_match(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, texts)
+    out = _core.evidence_match(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, texts, run_wide=run_wide)
     return EvidenceMatch(
         labeled=out["labeled"],
         chunk_offsets=chunk_offsets,
@@ -274,6 +282,7 @@ def match_relevance(
         phrase_any_rank=out["phrase_any_rank"],
         phrase_empty=out["phrase_empty"],
         file_first_rank=out["file_first_rank"],
+        phrase_in_run=out.get("phrase_in_run"),
     )
 
 

@@ -36,7 +36,7 @@ import polars as pl
 
 from ragmeter import _core
 from ragmeter.dataset import check_run_against_golden, load_golden, load_run
-from ragmeter.evidence import match_relevance, phrases_in_texts, retrieved_columns
+from ragmeter.evidence import EvidenceMatch, match_relevance, phrases_in_texts, retrieved_columns
 
 __all__ = ["score", "sweep", "ScoreResult", "CASE_COLUMNS", "aggregate"]
 
@@ -95,19 +95,39 @@ def _prepare(golden: Any, run: Any) -> tuple:
     return g, r, joined, missing
 
 
+@dataclass
+class _PreparedMatch:
+    """Golden set joined with the run, and the relevance of every retrieved chunk."""
+
+    joined: pl.DataFrame
+    missing: List[str]
+    match: EvidenceMatch
+
+
+def _prepared_match(golden: Any, run: Any, *, run_wide: bool = False) -> _PreparedMatch:
+    """Load, join and match once; ``score`` and ``sweep`` both start from this.
+
+    ``run_wide`` also decides, in the same pass over the chunk texts, which
+    evidence phrases occur in no retrieved chunk of the whole run.
+    """
+    _g, _r, joined, missing = _prepare(golden, run)
+    files, texts = retrieved_columns(joined["retrieved"])
+    match = match_relevance(joined["expected_files"], joined["expected_evidence"], files, texts, run_wide=run_wide)
+    return _PreparedMatch(joined=joined, missing=missing, match=match)
+
+
 def score(golden: Any, run: Any, k: int = 5) -> ScoreResult:
     """Score retrieval per case at cut-off ``k``; see the module docs for definitions."""
     if k < 1:
         from ragmeter.errors import InputError
 
         raise InputError(f"k must be a positive integer, got {k}")
-    _g, _r, joined, missing = _prepare(golden, run)
-    files, texts = retrieved_columns(joined["retrieved"])
-    match = match_relevance(joined["expected_files"], joined["expected_evidence"], files, texts)
+    prepared = _prepared_match(golden, run, run_wide=True)
+    joined, match = prepared.joined, prepared.match
     cases = _case_table(joined, match, k)
     chunks = _chunk_table(joined, match)
     by_category = aggregate(cases, ["category"])
-    summary = _summary(cases, by_category, joined, k, missing)
+    summary = _summary(cases, by_category, joined, k, prepared.missing, match)
     return ScoreResult(cases=cases, by_category=by_category, summary=summary, chunks=chunks)
 
 
@@ -158,6 +178,21 @@ def _flat_chunks(joined: pl.DataFrame) -> pl.DataFrame:
     return pl.from_arrow(lists.flatten()).struct.unnest()
 
 
+def _flat_chunk_field(joined: pl.DataFrame, name: str) -> pl.Series:
+    """One field of every retrieved chunk, in order, without converting the others (the texts)."""
+    return _flatten(joined["retrieved"].list.eval(pl.element().struct.field(name))).alias(name)
+
+
+def _flatten(lists: pl.Series) -> pl.Series:
+    """The values of a list column in order (empty and null lists contribute nothing)."""
+    import pyarrow as pa
+
+    arr = lists.to_arrow()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return pl.Series(lists.name, arr.flatten())
+
+
 def aggregate(cases: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
     """Aggregates (mean, n_scored, n_total) of the retrieval columns, overall or per group.
 
@@ -188,7 +223,8 @@ def _main_mode(cases: pl.DataFrame) -> Optional[str]:
     return counts[modes.name][0]
 
 
-def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFrame, k: int, missing: List[str]) -> Dict[str, Any]:
+def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFrame, k: int, missing: List[str],
+             match: Optional[EvidenceMatch] = None) -> Dict[str, Any]:
     overall = aggregate(cases).to_dicts()[0]
     n = cases.height
     warnings: List[str] = []
@@ -202,7 +238,7 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
         )
     if missing:
         warnings.append(f"{len(missing)} golden case(s) missing from the run, scored as empty retrievals: " + ", ".join(missing))
-    unfound = _unfound_evidence(joined)
+    unfound = _unfound_evidence(joined, match)
     if unfound:
         warnings.append(
             f"{len(unfound)} evidence phrase(s) never found in any retrieved chunk of the run (annotation slip?): "
@@ -236,7 +272,20 @@ def _nest(row: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def _unfound_evidence(joined: pl.DataFrame) -> List[Dict[str, str]]:
+def _unfound_evidence(joined: pl.DataFrame, match: Optional[EvidenceMatch] = None) -> List[Dict[str, str]]:
+    """Evidence phrases (with their case id) found in no retrieved chunk of the whole run.
+
+    Taken from ``match.phrase_in_run`` when the match was run-wide (no second
+    pass over the texts); otherwise every chunk text is searched again.
+    """
+    if match is not None and match.phrase_in_run is not None:
+        lengths = np.diff(match.phrase_offsets)
+        phrases = pl.DataFrame({
+            "id": joined["id"].gather(np.repeat(np.arange(joined.height), lengths)),
+            "phrase": _flatten(joined["expected_evidence"]).cast(pl.String),
+        })
+        unfound = pl.Series("_unfound", ~match.phrase_in_run.astype(bool))
+        return phrases.with_columns(unfound).filter(pl.col("_unfound") & pl.col("phrase").is_not_null()).drop("_unfound").to_dicts()
     phrases = joined.select("id", pl.col("expected_evidence").alias("phrase")).explode("phrase").drop_nulls("phrase")
     if phrases.height == 0:
         return []
@@ -253,17 +302,65 @@ def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.
     each rate with ``n_scored`` / ``n_total``. Chunks without a score pass every
     threshold. Relevance is decided once; the engine evaluates every threshold.
     """
-    _g, _r, joined, _missing = _prepare(golden, run)
-    files, texts = retrieved_columns(joined["retrieved"])
-    match = match_relevance(joined["expected_files"], joined["expected_evidence"], files, texts)
-    score_arr = _flat_chunks(joined)["score"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    return _sweep_prepared(_prepared_match(golden, run), thresholds, k)
+
+
+def _sweep_prepared(prepared: _PreparedMatch, thresholds: Sequence[float], k: int = 5) -> pl.DataFrame:
+    """:func:`sweep` on an already loaded and matched batch (no second load or match)."""
+    joined, match = prepared.joined, prepared.match
+    score_arr = _flat_chunk_field(joined, "score").cast(pl.Float64).fill_null(float("nan")).to_numpy()
     thresholds = [float(t) for t in thresholds]
     res = _core.threshold_sweep(match.chunk_offsets, match.relevant.astype(np.float64), score_arr, thresholds, k)
     labeled = match.labeled.astype(bool)
+    category = joined["category"]
+    if thresholds and len(set(thresholds)) == len(thresholds) and not any(t != t for t in thresholds) and category.null_count() == 0:
+        return _sweep_table(thresholds, category, labeled, res)
+    # Repeated or NaN thresholds, null categories: group the per-case rows as they are.
+    return _sweep_frames(thresholds, category, labeled, res)
+
+
+def _sweep_table(thresholds: List[float], category: pl.Series, labeled: np.ndarray, res: Dict[str, np.ndarray]) -> pl.DataFrame:
+    """Per (threshold, category) and per threshold (``ALL``) aggregates of the engine's
+    per-case sweep, as sums over a one-hot category matrix (no per-case rows)."""
+    groups = category.unique().sort()
+    codes = category.cast(pl.Enum(groups.to_list())).to_physical().to_numpy().astype(np.int64) if len(groups) else np.zeros(0, np.int64)
+    n = len(labeled)
+    onehot = np.zeros((n, len(groups) + 1))
+    onehot[np.arange(n), codes] = 1.0
+    onehot[:, -1] = 1.0  # ALL
+    names = groups.to_list() + ["ALL"]
+    hit, rr, kept = (np.asarray(res[name], dtype=np.float64).reshape(len(thresholds), n) for name in ("hit", "reciprocal_rank", "kept"))
+    hit_ok = labeled & ~np.isnan(hit)
+    rr_ok = labeled & ~np.isnan(rr)
+    n_scored = hit_ok.astype(np.float64) @ onehot
+    n_rr = rr_ok.astype(np.float64) @ onehot
+    n_total = np.broadcast_to(onehot.sum(axis=0), n_scored.shape)
+    kept_ok = ~np.isnan(kept)
+    n_kept = kept_ok.astype(np.float64) @ onehot
+    with np.errstate(invalid="ignore", divide="ignore"):
+        hit_rate = np.where(n_scored > 0, (np.where(hit_ok, hit, 0.0) @ onehot) / np.where(n_scored > 0, n_scored, 1), np.nan)
+        mrr = np.where(n_rr > 0, (np.where(rr_ok, rr, 0.0) @ onehot) / np.where(n_rr > 0, n_rr, 1), np.nan)
+        mean_kept = np.where(n_kept > 0, (np.where(kept_ok, kept, 0.0) @ onehot) / np.where(n_kept > 0, n_kept, 1), np.nan)
+    empty = (kept == 0).astype(np.float64) @ onehot
+    n_groups = len(names)
+    table = pl.DataFrame({
+        "threshold": np.repeat(np.asarray(thresholds, dtype=np.float64), n_groups),
+        "category": pl.Series(names * len(thresholds), dtype=pl.String),
+        "hit_rate": hit_rate.ravel(), "mrr": mrr.ravel(),
+        "n_scored": pl.Series(np.rint(n_scored.ravel()), dtype=pl.Float64).cast(pl.UInt32),
+        "n_total": pl.Series(np.rint(n_total.ravel()), dtype=pl.Float64).cast(pl.UInt32),
+        "empty_retrievals": pl.Series(np.rint(empty.ravel()), dtype=pl.Float64).cast(pl.UInt32),
+        "mean_kept": mean_kept.ravel(),
+    }, nan_to_null=True)
+    return table.sort("threshold", "category")
+
+
+def _sweep_frames(thresholds: List[float], category: pl.Series, labeled: np.ndarray, res: Dict[str, np.ndarray]) -> pl.DataFrame:
+    n = len(labeled)
     frames = []
     for i, t in enumerate(thresholds):
         frames.append(pl.DataFrame({
-            "threshold": np.full(joined.height, t), "category": joined["category"], "labeled": labeled,
+            "threshold": np.full(n, t), "category": category, "labeled": labeled,
             "hit": np.where(labeled, res["hit"][i], np.nan), "reciprocal_rank": np.where(labeled, res["reciprocal_rank"][i], np.nan),
             "kept": res["kept"][i],
         }, nan_to_null=True))

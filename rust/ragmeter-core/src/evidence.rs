@@ -48,6 +48,9 @@
 //! chunk is seen, overlapping or not), and runs in parallel over cases with
 //! rayon.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 use rayon::prelude::*;
 use unicode_normalization::UnicodeNormalization;
@@ -166,24 +169,48 @@ impl Normalizer {
 
     /// Bytes of stable characters only: lower-case ASCII, drop white space,
     /// track hyphens; stable non-ASCII bytes are copied (`to_ascii_lowercase`
-    /// leaves bytes >= 0x80 alone).
+    /// leaves bytes >= 0x80 alone). Split at each `-` (the only byte that can
+    /// start a line-break hyphen), the pieces go through [`Self::bulk`].
     fn direct(&mut self, s: &[u8]) {
-        let len = s.len();
-        let mut j = 0;
-        while j < len {
-            let start = j;
-            while j < len && REGULAR[s[j] as usize] {
-                j += 1;
-            }
-            if j > start {
-                self.non_space();
-                self.out.extend(s[start..j].iter().map(u8::to_ascii_lowercase));
-            }
-            if j < len {
-                self.push_ascii(s[j]);
-                j += 1;
-            }
+        let mut rest = s;
+        while let Some(p) = memchr::memchr(b'-', rest) {
+            self.bulk(&rest[..p]);
+            self.push_ascii(b'-');
+            rest = &rest[p + 1..];
         }
+        self.bulk(rest);
+    }
+
+    /// Stable bytes without `-`: leading white space through the state
+    /// machine, then the first non-space settles the hyphen state (a pending
+    /// line-break hyphen is recorded), after which the state stays `None`
+    /// whatever white space follows, so the rest is a branch-free copy of the
+    /// lower-cased non-space bytes.
+    fn bulk(&mut self, s: &[u8]) {
+        let mut j = 0;
+        while j < s.len() && !KEEP[s[j] as usize] {
+            self.push_ascii(s[j]);
+            j += 1;
+        }
+        if j == s.len() {
+            return;
+        }
+        self.non_space();
+        let rest = &s[j..];
+        let len0 = self.out.len();
+        self.out.reserve(rest.len());
+        let mut w = 0usize;
+        // SAFETY: capacity for `rest.len()` more bytes was reserved; at most
+        // one byte is written per input byte, and `w <= rest.len()`.
+        unsafe {
+            let dst = self.out.as_mut_ptr().add(len0);
+            for &c in rest {
+                *dst.add(w) = LOWER[c as usize];
+                w += KEEP[c as usize] as usize;
+            }
+            self.out.set_len(len0 + w);
+        }
+        self.prev_ws = !KEEP[*rest.last().expect("non-empty") as usize];
     }
 
     /// True when the last text had at least one line-break hyphen.
@@ -284,9 +311,9 @@ impl Normalizer {
     }
 }
 
-/// Bytes copied as they are by [`Normalizer::direct`]: anything but ASCII
-/// white space and `-` (non-ASCII bytes there belong to stable characters).
-static REGULAR: [bool; 256] = {
+/// Bytes kept by [`Normalizer::bulk`]: anything but ASCII white space
+/// (non-ASCII bytes there belong to stable characters).
+static KEEP: [bool; 256] = {
     let mut t = [true; 256];
     t[b' ' as usize] = false;
     t[b'\t' as usize] = false;
@@ -294,7 +321,17 @@ static REGULAR: [bool; 256] = {
     t[0x0B] = false;
     t[0x0C] = false;
     t[b'\r' as usize] = false;
-    t[b'-' as usize] = false;
+    t
+};
+
+/// ASCII lower-casing as a table (bytes >= 0x80 unchanged).
+static LOWER: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = (i as u8).to_ascii_lowercase();
+        i += 1;
+    }
     t
 };
 
@@ -316,6 +353,15 @@ fn stable_run(b: &[u8], i: usize) -> (usize, usize) {
     let mut j = i;
     let mut last = i;
     while j < n {
+        // Eight ASCII bytes at a time.
+        if j + 8 <= n {
+            let w = u64::from_le_bytes(b[j..j + 8].try_into().expect("8 bytes"));
+            if w & 0x8080_8080_8080_8080 == 0 {
+                j += 8;
+                last = j - 1;
+                continue;
+            }
+        }
         let c = b[j];
         if c < 0x80 {
             last = j;
@@ -367,10 +413,21 @@ pub fn normalize_dehyphenated(text: &str) -> Option<String> {
 /// Up to this many patterns, [`PhraseMatcher::scan`] uses a leftmost-first search.
 pub const FEW_PATTERNS: usize = 16;
 
-/// An Aho-Corasick automaton over the unique, non-empty normalised phrases of
-/// one case.
+/// Up to this many unique patterns, a case is searched with one
+/// `memchr::memmem` finder per pattern instead of an automaton: far cheaper to
+/// build (one per case) and as fast to run on a few hundred bytes.
+pub const MEMMEM_PATTERNS: usize = 4;
+
+enum Searcher {
+    None,
+    Finders(Vec<memchr::memmem::Finder<'static>>),
+    Ac(AhoCorasick),
+}
+
+/// A matcher over the unique, non-empty normalised phrases of one case:
+/// `memmem` finders for a few patterns, an Aho-Corasick automaton otherwise.
 pub struct PhraseMatcher {
-    ac: Option<AhoCorasick>,
+    searcher: Searcher,
     patterns: Vec<String>,
     /// For each automaton pattern, the indices of the input phrases it stands for.
     owners: Vec<Vec<u32>>,
@@ -380,27 +437,34 @@ pub struct PhraseMatcher {
 
 impl PhraseMatcher {
     pub fn new<'p>(phrases: impl IntoIterator<Item = &'p str>) -> Result<Self> {
+        let norms: Vec<String> = phrases.into_iter().map(normalize).collect();
+        Self::from_normalized(norms.iter().map(String::as_str))
+    }
+
+    /// Like [`PhraseMatcher::new`] for phrases already through [`normalize`].
+    pub fn from_normalized<'p>(phrases: impl IntoIterator<Item = &'p str>) -> Result<Self> {
         let mut patterns: Vec<String> = Vec::new();
         let mut owners: Vec<Vec<u32>> = Vec::new();
         let mut empty = Vec::new();
-        for (i, p) in phrases.into_iter().enumerate() {
-            let norm = normalize(p);
+        for (i, norm) in phrases.into_iter().enumerate() {
             empty.push(norm.is_empty());
             if norm.is_empty() {
                 continue;
             }
-            match patterns.iter().position(|q| *q == norm) {
+            match patterns.iter().position(|q| q == norm) {
                 Some(j) => owners[j].push(i as u32),
                 None => {
-                    patterns.push(norm);
+                    patterns.push(norm.to_string());
                     owners.push(vec![i as u32]);
                 }
             }
         }
-        let ac = if patterns.is_empty() {
-            None
+        let searcher = if patterns.is_empty() {
+            Searcher::None
+        } else if patterns.len() <= MEMMEM_PATTERNS {
+            Searcher::Finders(patterns.iter().map(|p| memchr::memmem::Finder::new(p.as_bytes()).into_owned()).collect())
         } else {
-            Some(
+            Searcher::Ac(
                 AhoCorasick::builder()
                     .match_kind(if patterns.len() > FEW_PATTERNS { MatchKind::Standard } else { MatchKind::LeftmostFirst })
                     .kind(Some(AhoCorasickKind::NoncontiguousNFA))
@@ -408,7 +472,7 @@ impl PhraseMatcher {
                     .map_err(|e| Error::input(format!("cannot build the evidence matcher: {e}")))?,
             )
         };
-        Ok(PhraseMatcher { ac, patterns, owners, n_phrases: empty.len(), empty })
+        Ok(PhraseMatcher { searcher, patterns, owners, n_phrases: empty.len(), empty })
     }
 
     /// Number of input phrases (including empty ones).
@@ -422,7 +486,7 @@ impl PhraseMatcher {
 
     /// True when at least one phrase is non-empty after normalisation.
     pub fn has_phrases(&self) -> bool {
-        self.ac.is_some()
+        !self.patterns.is_empty()
     }
 
     /// Per input phrase: did it normalise to the empty string?
@@ -433,7 +497,8 @@ impl PhraseMatcher {
     /// Mark in `found` (one flag per unique pattern) the patterns occurring in
     /// `haystack`; returns how many were newly marked.
     ///
-    /// With at most [`FEW_PATTERNS`] patterns (a case's phrases) the automaton
+    /// With at most [`MEMMEM_PATTERNS`] patterns each is looked for with its
+    /// own `memmem` finder. With at most [`FEW_PATTERNS`] the automaton
     /// is leftmost-first, whose SIMD prefilter is far faster on CJK text than
     /// an overlapping search: after a match starting at `s`, the other unfound
     /// patterns are compared at `s` directly and the search resumes at `s + 1`,
@@ -441,7 +506,20 @@ impl PhraseMatcher {
     /// Larger sets use a standard overlapping search. Either way it stops as
     /// soon as all patterns are found.
     pub fn scan(&self, haystack: &[u8], found: &mut [bool]) -> usize {
-        let Some(ac) = &self.ac else { return 0 };
+        let ac = match &self.searcher {
+            Searcher::None => return 0,
+            Searcher::Finders(finders) => {
+                let mut new = 0;
+                for (q, f) in finders.iter().enumerate() {
+                    if !found[q] && f.find(haystack).is_some() {
+                        found[q] = true;
+                        new += 1;
+                    }
+                }
+                return new;
+            }
+            Searcher::Ac(ac) => ac,
+        };
         let total = found.len();
         let mut missing = found.iter().filter(|&&f| !f).count();
         let mut new = 0;
@@ -512,6 +590,229 @@ impl PhraseMatcher {
             }
         }
         out
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Run-wide phrase index
+// ---------------------------------------------------------------------------
+
+/// Which of a set of normalised phrases occur in *any* of many normalised
+/// texts (e.g. every retrieved chunk of a run), fed one text at a time from
+/// any number of threads through [`RunIndex::scan`].
+///
+/// An Aho-Corasick automaton over hundreds of thousands of unrelated phrases
+/// is slow to run (a few MB/s: the trie near the root is dense and every byte
+/// walks failure links through a large, cache-missing automaton), so phrases
+/// of 8 bytes or more are indexed by one 8-byte *window* each (4 bytes for
+/// phrases of 4 to 7 bytes): every text position is hashed and tested against
+/// a small blocked Bloom filter (two bits in one 64-bit word), and only
+/// filter hits look up the windows' phrases and compare them in full. The
+/// window of each phrase is chosen among its offsets as the one shared with
+/// the fewest other phrases. Phrases shorter than 4 bytes (rare) go through
+/// an Aho-Corasick automaton. Phrases already found are skipped, and a text
+/// is not scanned at all once every phrase has been found.
+pub struct RunIndex {
+    data: Vec<u8>,
+    starts: Vec<usize>,
+    found: Vec<AtomicBool>,
+    remaining: AtomicUsize,
+    w8: Window,
+    w4: Window,
+    short: Option<(AhoCorasick, Vec<u32>)>,
+    /// Per input phrase: its pattern id, `u32::MAX` when it normalised to "".
+    phrase_ids: Vec<u32>,
+}
+
+struct Window {
+    width: usize,
+    bits: Vec<u64>,
+    shift: u32,
+    cands: HashMap<u64, Vec<(u32, u32)>>,
+}
+
+const WINDOW_SEED: u64 = 0x51_7C_C1_B7_27_22_0A_95;
+
+impl Window {
+    fn new(width: usize) -> Self {
+        Window { width, bits: Vec::new(), shift: 64, cands: HashMap::new() }
+    }
+
+    #[inline]
+    fn key(&self, b: &[u8], i: usize) -> u64 {
+        if self.width == 8 {
+            u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"))
+        } else {
+            u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes")) as u64
+        }
+    }
+
+    #[inline]
+    fn hash(key: u64) -> u64 {
+        (key ^ WINDOW_SEED).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+
+    /// Choose the window of `pat` shared with the fewest phrases so far.
+    fn add(&mut self, pat: &[u8], id: u32) {
+        let last = pat.len() - self.width;
+        let step = (last / 15).max(1);
+        let mut best = (usize::MAX, 0usize, 0u64);
+        let mut off = 0;
+        loop {
+            let k = self.key(pat, off);
+            let used = self.cands.get(&k).map_or(0, Vec::len);
+            if used < best.0 {
+                best = (used, off, k);
+                if used == 0 {
+                    break;
+                }
+            }
+            if off == last {
+                break;
+            }
+            off = (off + step).min(last);
+        }
+        self.cands.entry(best.2).or_default().push((id, best.1 as u32));
+    }
+
+    /// Size the Bloom filter (about 32 bits per window, at most 2^24 bits) and fill it.
+    fn finish(&mut self) {
+        if self.cands.is_empty() {
+            return;
+        }
+        let words = (self.cands.len() / 2).next_power_of_two().clamp(1024, 1 << 18);
+        self.shift = 64 - words.trailing_zeros();
+        self.bits = vec![0u64; words];
+        let keys: Vec<u64> = self.cands.keys().copied().collect();
+        for k in keys {
+            let (w, m) = self.slot(k);
+            self.bits[w] |= m;
+        }
+    }
+
+    #[inline]
+    fn slot(&self, key: u64) -> (usize, u64) {
+        let h = Self::hash(key);
+        ((h >> self.shift) as usize, (1u64 << ((h >> 26) & 63)) | (1u64 << ((h >> 32) & 63)))
+    }
+}
+
+impl RunIndex {
+    /// Index `phrases`, each already through [`normalize`].
+    pub fn from_normalized<S: AsRef<str>>(phrases: &[S]) -> Result<Self> {
+        let mut ids: HashMap<&[u8], u32> = HashMap::with_capacity(phrases.len());
+        let mut data = Vec::new();
+        let mut starts = vec![0usize];
+        let mut phrase_ids = Vec::with_capacity(phrases.len());
+        for p in phrases {
+            let p = p.as_ref().as_bytes();
+            if p.is_empty() {
+                phrase_ids.push(u32::MAX);
+                continue;
+            }
+            let next = ids.len() as u32;
+            let id = *ids.entry(p).or_insert(next);
+            if id == next {
+                data.extend_from_slice(p);
+                starts.push(data.len());
+            }
+            phrase_ids.push(id);
+        }
+        let n = starts.len() - 1;
+        let mut w8 = Window::new(8);
+        let mut w4 = Window::new(4);
+        let mut short_pats: Vec<&[u8]> = Vec::new();
+        let mut short_ids = Vec::new();
+        for id in 0..n {
+            let pat = &data[starts[id]..starts[id + 1]];
+            if pat.len() >= 8 {
+                w8.add(pat, id as u32);
+            } else if pat.len() >= 4 {
+                w4.add(pat, id as u32);
+            } else {
+                short_pats.push(pat);
+                short_ids.push(id as u32);
+            }
+        }
+        w8.finish();
+        w4.finish();
+        let short = if short_pats.is_empty() {
+            None
+        } else {
+            let ac = AhoCorasick::builder()
+                .match_kind(MatchKind::Standard)
+                .build(&short_pats)
+                .map_err(|e| Error::input(format!("cannot build the evidence matcher: {e}")))?;
+            Some((ac, short_ids))
+        };
+        Ok(RunIndex {
+            found: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            remaining: AtomicUsize::new(n),
+            data,
+            starts,
+            w8,
+            w4,
+            short,
+            phrase_ids,
+        })
+    }
+
+    fn pattern(&self, id: u32) -> &[u8] {
+        &self.data[self.starts[id as usize]..self.starts[id as usize + 1]]
+    }
+
+    #[inline]
+    fn mark(&self, id: u32) {
+        if !self.found[id as usize].swap(true, Ordering::Relaxed) {
+            self.remaining.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Record the phrases occurring in `text` (a normalised text).
+    pub fn scan(&self, text: &[u8]) {
+        if self.remaining.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        for w in [&self.w8, &self.w4] {
+            if w.bits.is_empty() || text.len() < w.width {
+                continue;
+            }
+            for i in 0..=text.len() - w.width {
+                let k = w.key(text, i);
+                let (slot, m) = w.slot(k);
+                if self.w_bits(w, slot) & m != m {
+                    continue;
+                }
+                let Some(cands) = w.cands.get(&k) else { continue };
+                for &(id, off) in cands {
+                    let off = off as usize;
+                    if i < off || self.found[id as usize].load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    let pat = self.pattern(id);
+                    if text[i - off..].starts_with(pat) {
+                        self.mark(id);
+                    }
+                }
+            }
+        }
+        if let Some((ac, ids)) = &self.short {
+            for m in ac.find_overlapping_iter(text) {
+                self.mark(ids[m.pattern().as_usize()]);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn w_bits(&self, w: &Window, slot: usize) -> u64 {
+        // SAFETY: `slot` is `hash >> shift` with `bits.len() == 1 << (64 - shift)`.
+        unsafe { *w.bits.get_unchecked(slot) }
+    }
+
+    /// Per input phrase: found in at least one scanned text (false for phrases
+    /// that normalised to the empty string).
+    pub fn phrases_found(&self) -> Vec<bool> {
+        self.phrase_ids.iter().map(|&id| id != u32::MAX && self.found[id as usize].load(Ordering::Relaxed)).collect()
     }
 }
 
@@ -610,6 +911,10 @@ pub struct EvidenceResult {
     pub phrase_empty: Vec<bool>,
     /// Per expected file: rank of the first chunk from that file.
     pub file_first_rank: Vec<u32>,
+    /// Per phrase: occurs in at least one retrieved chunk of *any* case of the
+    /// batch (false for empty phrases). Filled by [`match_evidence_with`] with
+    /// `run_wide`, empty otherwise.
+    pub phrase_in_run: Vec<bool>,
 }
 
 struct CaseOut {
@@ -639,11 +944,17 @@ struct Scratch {
     pat: Vec<bool>,
 }
 
-fn match_case<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, c: usize, scratch: &mut Scratch) -> Result<CaseOut> {
+fn match_case<S: Strings + ?Sized>(
+    b: &EvidenceBatch<'_, S>,
+    norm_phrases: &[String],
+    run: Option<&RunIndex>,
+    c: usize,
+    scratch: &mut Scratch,
+) -> Result<CaseOut> {
     let files: Vec<String> = (b.file_offsets[c]..b.file_offsets[c + 1])
         .map(|i| normalize_file_name(b.expected_files.get(i)))
         .collect();
-    let matcher = PhraseMatcher::new((b.phrase_offsets[c]..b.phrase_offsets[c + 1]).map(|i| b.phrases.get(i)))?;
+    let matcher = PhraseMatcher::from_normalized(norm_phrases[b.phrase_offsets[c]..b.phrase_offsets[c + 1]].iter().map(String::as_str))?;
     let chunks = b.chunk_offsets[c]..b.chunk_offsets[c + 1];
     let n_chunks = chunks.len();
     let has_files = !files.is_empty();
@@ -683,14 +994,21 @@ fn match_case<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, c: usize, scratch: 
             true
         };
         let mut n_found = 0u32;
-        if has_phrases {
+        if has_phrases || run.is_some() {
+            // One normalisation per chunk serves the case and the run-wide index.
             scratch.pat.clear();
             scratch.pat.resize(n_pat, false);
             scratch.norm.run(b.chunk_texts.get(k));
             matcher.scan(&scratch.norm.out, &mut scratch.pat);
+            if let Some(run) = run {
+                run.scan(&scratch.norm.out);
+            }
             if scratch.norm.has_soft_hyphens() {
                 scratch.norm.dehyphenated_into(&mut scratch.dehy);
                 matcher.scan(&scratch.dehy, &mut scratch.pat);
+                if let Some(run) = run {
+                    run.scan(&scratch.dehy);
+                }
             }
             for (p, &f) in scratch.pat.iter().enumerate() {
                 if f {
@@ -721,6 +1039,15 @@ fn match_case<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, c: usize, scratch: 
 /// cases. See the module docs for the rules and [`EvidenceResult`] for the
 /// outputs.
 pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<EvidenceResult> {
+    match_evidence_with(b, false)
+}
+
+/// [`match_evidence`], and with `run_wide` also
+/// [`EvidenceResult::phrase_in_run`]: which phrases occur in any retrieved
+/// chunk of the whole batch (evidence no chunk of the run contains is often an
+/// annotation slip). Each chunk text is normalised once for both answers; see
+/// [`RunIndex`].
+pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool) -> Result<EvidenceResult> {
     let n_cases = b.chunk_offsets.len().saturating_sub(1);
     if b.chunk_offsets.is_empty() {
         return Err(Error::input("chunk offsets: expected cases + 1 entries, got 0"));
@@ -736,12 +1063,14 @@ pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<E
         )));
     }
 
+    let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
+    let run = if run_wide { Some(RunIndex::from_normalized(&norm_phrases)?) } else { None };
     let per_case: Vec<CaseOut> = (0..n_cases)
         .into_par_iter()
         .with_min_len(16)
         .map_init(
             || Scratch { norm: Normalizer::new(), dehy: Vec::new(), pat: Vec::new() },
-            |scratch, c| match_case(b, c, scratch),
+            |scratch, c| match_case(b, &norm_phrases, run.as_ref(), c, scratch),
         )
         .collect::<Result<Vec<_>>>()?;
 
@@ -755,6 +1084,7 @@ pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<E
         phrase_any_rank: Vec::with_capacity(b.phrases.len()),
         phrase_empty: Vec::with_capacity(b.phrases.len()),
         file_first_rank: Vec::with_capacity(b.expected_files.len()),
+        phrase_in_run: run.as_ref().map(RunIndex::phrases_found).unwrap_or_default(),
     };
     for o in per_case {
         res.labeled.push(o.labeled);
@@ -770,40 +1100,24 @@ pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<E
 }
 
 /// For each phrase, does it occur (after normalisation) in at least one of
-/// `texts`? One automaton over all unique phrases, parallel over texts. Used
-/// to flag evidence phrases that no retrieved chunk of a whole run contains.
+/// `texts`? One [`RunIndex`] over all unique phrases, parallel over texts.
+/// Used to flag evidence phrases that no retrieved chunk of a whole run
+/// contains ([`match_evidence_with`] answers the same during matching).
 pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, texts: &T) -> Result<Vec<bool>> {
-    let matcher = PhraseMatcher::new((0..phrases.len()).map(|i| phrases.get(i)))?;
-    let n_pat = matcher.patterns_len();
-    let found = (0..texts.len())
-        .into_par_iter()
-        .with_min_len(64)
-        .fold(
-            || (Normalizer::new(), Vec::new(), vec![false; n_pat]),
-            |(mut norm, mut dehy, mut pat), i| {
-                norm.run(texts.get(i));
-                matcher.scan(&norm.out, &mut pat);
-                if norm.has_soft_hyphens() {
-                    norm.dehyphenated_into(&mut dehy);
-                    matcher.scan(&dehy, &mut pat);
-                }
-                (norm, dehy, pat)
-            },
-        )
-        .map(|(_, _, pat)| pat)
-        .reduce(|| vec![false; n_pat], |mut a, b| {
-            a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
-            a
-        });
-    let mut out = vec![false; phrases.len()];
-    for (p, f) in found.into_iter().enumerate() {
-        if f {
-            for &o in matcher.owners(p) {
-                out[o as usize] = true;
+    let norms: Vec<String> = (0..phrases.len()).map(|i| normalize(phrases.get(i))).collect();
+    let index = RunIndex::from_normalized(&norms)?;
+    (0..texts.len()).into_par_iter().with_min_len(64).for_each_init(
+        || (Normalizer::new(), Vec::new()),
+        |(norm, dehy), i| {
+            norm.run(texts.get(i));
+            index.scan(&norm.out);
+            if norm.has_soft_hyphens() {
+                norm.dehyphenated_into(dehy);
+                index.scan(dehy);
             }
-        }
-    }
-    Ok(out)
+        },
+    );
+    Ok(index.phrases_found())
 }
 
 // ---------------------------------------------------------------------------
@@ -932,6 +1246,81 @@ mod tests {
 
         let everywhere = phrases_in_texts(&phrases, &chunk_texts).unwrap();
         assert_eq!(everywhere, vec![true, true, true, false]);
+        assert!(r.phrase_in_run.is_empty());
+        let wide = match_evidence_with(&b, true).unwrap();
+        assert_eq!(wide.phrase_in_run, everywhere);
+        assert_eq!(EvidenceResult { phrase_in_run: Vec::new(), ..wide }, r);
+    }
+
+    #[test]
+    fn run_wide_index_finds_phrases_of_other_cases() {
+        // Case 0's phrases occur only in case 1's chunks and vice versa; every
+        // length class (short automaton, 4-byte and 8-byte windows), a phrase
+        // at the very start and end of a text, a broken line, and a duplicate.
+        let phrases = vec!["ab", "Wxyz", "Kangxi ⼤模型 phrase", "endofthetext", "retrieval", "nowhere at all", "wxyz"];
+        let phrase_offsets = [0, 3, 7];
+        let chunk_texts = vec!["nothing here", "AB wx yz", "kangxi 大模型 PHRASE in the middle", "x endofthetext", "retrie-\nval", "zz"];
+        let chunk_files = vec!["f"; 6];
+        let chunk_offsets = [0, 2, 6];
+        let empty: Vec<&str> = vec![];
+        let b = EvidenceBatch {
+            file_offsets: &[0, 0, 0],
+            expected_files: &empty,
+            phrase_offsets: &phrase_offsets,
+            phrases: &phrases,
+            chunk_offsets: &chunk_offsets,
+            chunk_files: &chunk_files,
+            chunk_texts: &chunk_texts,
+        };
+        let r = match_evidence_with(&b, true).unwrap();
+        assert_eq!(r.phrase_in_run, vec![true, true, true, true, true, false, true]);
+        // Case 0 finds "ab" and "wxyz" in its own second chunk, not the kangxi phrase.
+        assert_eq!(r.phrase_any_rank, vec![2, 2, 0, 2, 3, 0, 0]);
+        assert_eq!(phrases_in_texts(&phrases, &chunk_texts).unwrap(), r.phrase_in_run);
+    }
+
+    #[test]
+    fn run_index_agrees_with_naive_search() {
+        // Many phrases sharing prefixes (the greedy window choice), random texts.
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let alphabet: Vec<char> = "abcde大模型 -\n".chars().collect();
+        let texts: Vec<String> = (0..300)
+            .map(|_| (0..(next() % 120) as usize).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect())
+            .collect();
+        let mut phrases: Vec<String> = (0..400)
+            .map(|_| (0..(1 + next() % 12) as usize).map(|_| alphabet[(next() % 8) as usize]).collect())
+            .collect();
+        phrases.extend((0..200).map(|i| format!("evidence{i:04}")));
+        phrases.push("evidence0007".into());
+        phrases.push(String::new());
+        let norm_texts: Vec<(String, Option<String>)> = texts.iter().map(|t| (normalize(t), normalize_dehyphenated(t))).collect();
+        let naive: Vec<bool> = phrases
+            .iter()
+            .map(|p| {
+                let p = normalize(p);
+                !p.is_empty() && norm_texts.iter().any(|(a, d)| a.contains(&p) || d.as_deref().is_some_and(|d| d.contains(&p)))
+            })
+            .collect();
+        assert!(naive.iter().any(|&f| f) && naive.iter().any(|&f| !f));
+        assert_eq!(phrases_in_texts(&phrases, &texts).unwrap(), naive);
+    }
+
+    #[test]
+    fn bulk_normalisation_matches_char_by_char() {
+        // Long ASCII/CJK runs with hyphens and breaks across the bulk pieces.
+        for s in ["Retrie-\nval  AND  Aug-  \r\n  mented", "abc-\n-\ndef", "-\nx", "大模型-\n大 模 型", "a -\nb", "x-\n", "ABCDEFGHIJKLMNOP-\nQRSTUVWXYZ 0123456789\t"] {
+            let reference: String = s.nfkc().filter(|ch| !ch.is_whitespace()).flat_map(|ch| ch.to_lowercase()).collect();
+            assert_eq!(normalize(s), reference, "{s:?}");
+        }
+        assert_eq!(normalize_dehyphenated("ABCDEFGHIJKLMNOP-\nQRSTUVWXYZ").as_deref(), Some("abcdefghijklmnopqrstuvwxyz"));
+        assert_eq!(normalize_dehyphenated("大模型-\n大 模 型").as_deref(), Some("大模型大模型"));
+        assert_eq!(normalize_dehyphenated("a -\nb"), None);
     }
 
     #[test]

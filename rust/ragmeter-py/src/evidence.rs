@@ -128,8 +128,11 @@ fn evidence_normalize_file_name(name: &str) -> String {
 /// `(offsets, data)` tuples. Returns per case `labeled` (bool); per chunk
 /// `file_match`, `relevant` (bool) and `phrases_found` (uint32); per phrase
 /// `phrase_first_rank`, `phrase_any_rank` (uint32, 1-based, 0 = never) and
-/// `phrase_empty` (bool); per expected file `file_first_rank` (uint32).
+/// `phrase_empty` (bool); per expected file `file_first_rank` (uint32). With
+/// `run_wide=True` also `phrase_in_run` (bool, per phrase): the phrase occurs
+/// in some chunk of any case (each chunk text is normalised once for both).
 #[pyfunction]
+#[pyo3(signature = (file_offsets, expected_files, phrase_offsets, phrases, chunk_offsets, chunk_files, chunk_texts, run_wide = false))]
 #[allow(clippy::too_many_arguments)]
 fn evidence_match<'py>(
     py: Python<'py>,
@@ -140,6 +143,7 @@ fn evidence_match<'py>(
     chunk_offsets: PyReadonlyArray1<'py, i64>,
     chunk_files: StrArrays<'py>,
     chunk_texts: StrArrays<'py>,
+    run_wide: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let expected_files = small(expected_files, "expected_files")?;
     let phrases = small(phrases, "phrases")?;
@@ -151,7 +155,8 @@ fn evidence_match<'py>(
     let result = py
         .allow_threads(|| {
             texts.validate("chunk_texts")?;
-            evidence::match_evidence::<dyn Strings>(&EvidenceBatch {
+            evidence::match_evidence_with::<dyn Strings>(
+                &EvidenceBatch {
                 file_offsets: &file_offsets,
                 expected_files: &expected_files,
                 phrase_offsets: &phrase_offsets,
@@ -159,7 +164,9 @@ fn evidence_match<'py>(
                 chunk_offsets: &chunk_offsets,
                 chunk_files: &chunk_files,
                 chunk_texts: &texts,
-            })
+                },
+                run_wide,
+            )
         })
         .map_err(to_py_err)?;
     let out = PyDict::new(py);
@@ -171,6 +178,9 @@ fn evidence_match<'py>(
     out.set_item("phrase_any_rank", PyArray1::from_vec(py, result.phrase_any_rank))?;
     out.set_item("phrase_empty", PyArray1::from_vec(py, result.phrase_empty))?;
     out.set_item("file_first_rank", PyArray1::from_vec(py, result.file_first_rank))?;
+    if run_wide {
+        out.set_item("phrase_in_run", PyArray1::from_vec(py, result.phrase_in_run))?;
+    }
     Ok(out)
 }
 
