@@ -22,9 +22,9 @@ fn options(relevance_level: i64, max_docs: Option<i64>, complete: bool, judged_o
 }
 
 fn evaluate_files(qrels_path: &str, run_path: &str, measures: &[String], opts: &Options) -> Result<Evaluation> {
-    let (qtext, rtext) = rayon::join(|| trec::read_text(qrels_path), || trec::read_text(run_path));
+    let (qtext, rtext) = rayon::join(|| trec::FileText::open(qrels_path), || trec::FileText::open(run_path));
     let (qtext, rtext) = (qtext?, rtext?);
-    trec::evaluate_texts(&qtext, &rtext, measures, opts, qrels_path, run_path)
+    trec::evaluate_texts(qtext.as_str(), rtext.as_str(), measures, opts, qrels_path, run_path)
 }
 
 /// Evaluate TREC files and return trec_eval's text output.

@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
 pub use measures::{known_measures, Average, Kind, Measure, Print};
-pub use parse::{parse_qrels, parse_run, read_text, QrelsRow, RunRow};
+pub use parse::{parse_qrels, parse_run, read_text, FileText, QrelsRow, RunRow};
 pub use runfile::{Ranked, RankingSource, RowSource, RunFile};
 
 /// A retrieved document that is not in the qrels.

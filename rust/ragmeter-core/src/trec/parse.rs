@@ -46,23 +46,27 @@ fn fields<const N: usize>(line: &str, extra_ok: bool) -> std::result::Result<[&s
     let bytes = line.as_bytes();
     let mut out = [""; N];
     let mut count = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
+    let mut start: Option<usize> = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        let space = SPACE[b as usize];
+        match (start, space) {
+            (None, false) => start = Some(i),
+            (Some(s0), true) => {
+                if count < N {
+                    // Cut at ASCII bytes only, so both ends are char boundaries.
+                    out[count] = &line[s0..i];
+                } else if extra_ok {
+                    return Ok(out);
+                }
+                count += 1;
+                start = None;
+            }
+            _ => {}
         }
-        if i == bytes.len() {
-            break;
-        }
-        let start = i;
-        while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
+    }
+    if let Some(s0) = start {
         if count < N {
-            // Cut at ASCII bytes only, so both ends are char boundaries.
-            out[count] = &line[start..i];
-        } else if extra_ok {
-            return Ok(out);
+            out[count] = &line[s0..];
         }
         count += 1;
     }
@@ -72,6 +76,18 @@ fn fields<const N: usize>(line: &str, extra_ok: bool) -> std::result::Result<[&s
         Err(count)
     }
 }
+
+/// ASCII white space as C's `isspace` sees it (space, \t, \n, \v, \f, \r).
+const SPACE: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b' ' as usize] = true;
+    t[b'\t' as usize] = true;
+    t[b'\n' as usize] = true;
+    t[0x0b] = true;
+    t[0x0c] = true;
+    t[b'\r' as usize] = true;
+    t
+};
 
 /// Parse a qrels file's text. `path` only labels error messages.
 pub fn parse_qrels<'a>(text: &'a str, path: &str) -> Result<Vec<QrelsRow<'a>>> {
@@ -138,6 +154,42 @@ pub fn read_text(path: &str) -> Result<String> {
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
         Error::parse(path, line, "not valid UTF-8 text")
     })
+}
+
+/// A file's text, memory-mapped (no copy, no zeroed buffer) and checked to be UTF-8.
+pub struct FileText {
+    map: Option<memmap2::Mmap>,
+}
+
+impl FileText {
+    pub fn open(path: &str) -> Result<FileText> {
+        let io = |e: std::io::Error| Error::Io { path: path.to_string(), message: io_message(&e) };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if meta.is_dir() {
+            return Err(Error::Io { path: path.to_string(), message: "is a directory".to_string() });
+        }
+        if meta.len() == 0 {
+            return Ok(FileText { map: None });
+        }
+        // SAFETY: the map is read-only and lives as long as the borrow of its text; a file
+        // truncated by another process while we read it is outside what we guard against,
+        // as with every tool that maps its inputs.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        if let Err(e) = std::str::from_utf8(&map) {
+            let line = map[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+            return Err(Error::parse(path, line, "not valid UTF-8 text"));
+        }
+        Ok(FileText { map: Some(map) })
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.map {
+            // Validated as UTF-8 in `open`.
+            Some(m) => std::str::from_utf8(m).unwrap_or(""),
+            None => "",
+        }
+    }
 }
 
 fn io_message(e: &std::io::Error) -> String {
