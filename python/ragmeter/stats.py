@@ -25,11 +25,15 @@ cases and 10,000 resamples). Two paths, both exact bootstraps:
 * when the rows to resample take few distinct values (binary metrics such as
   hit or correct, ranks, 1-5 grades), a resample is a multinomial draw over the
   distinct rows: ``O(B * distinct)`` work;
-* otherwise resamples are drawn in chunks: uniform indices, per-resample counts
-  (``bincount``), then one matrix product of counts by values for every column at
-  once (all metrics share the same resamples). Chunks run on a thread pool (numpy
-  releases the GIL); each chunk has its own child seed, so the result does not
-  depend on the number of threads.
+* otherwise every resample draws ``n`` indices and counts them per case, and
+  each column's resampled sum is the dot product of those counts with the
+  column (all metrics and groups share the same resamples). This runs in the
+  Rust kernel ``ragmeter._core.bootstrap_means`` (xoshiro256++, one seed per
+  block of 16 resamples derived from ``seed``, parallel over blocks with the
+  GIL released; bit-identical for a seed whatever the thread count). The
+  numpy implementation of the same scheme (``engine="numpy"``: SFC64 chunks,
+  ``bincount``, one matrix product) is kept as the reference; the two draw
+  different resamples, so they agree in distribution, not bit for bit.
 """
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 import numpy as np
 
 __all__ = [
+    "ENGINES",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "Aggregate",
@@ -68,6 +73,28 @@ DEFAULT_SEED = 20240501
 _DISTINCT_LIMIT = 256
 #: resamples per chunk on the general path
 _CHUNK = 64
+#: ``engine=`` values of :func:`bootstrap_means`: "auto" uses the Rust kernel when it can
+ENGINES = ("auto", "rust", "numpy")
+
+
+def _rust_kernel() -> Any:
+    """``ragmeter._core`` if it has the bootstrap kernel (an older build may not)."""
+    try:
+        from ragmeter import _core
+    except ImportError:  # pragma: no cover - the extension is part of the package
+        return None
+    return _core if hasattr(_core, "bootstrap_means") else None
+
+
+def _use_rust(engine: str, n: int) -> bool:
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}")
+    if engine == "numpy":
+        return False
+    ok = _rust_kernel() is not None and n < (1 << 24)
+    if engine == "rust" and not ok:
+        raise RuntimeError("the Rust bootstrap kernel is not available (rebuild ragmeter) or n >= 2^24")
+    return ok
 
 ArrayLike = Union[Sequence[Any], np.ndarray, Any]
 
@@ -103,12 +130,21 @@ def _child_seeds(seed: int, n: int) -> List[np.random.SeedSequence]:
     return np.random.SeedSequence(seed).spawn(n)
 
 
-def resample_counts(n: int, n_resamples: int, seed: int, chunk: int = _CHUNK) -> Iterable[np.ndarray]:
+def resample_counts(
+    n: int, n_resamples: int, seed: int, chunk: int = _CHUNK, *, engine: str = "auto"
+) -> Iterable[np.ndarray]:
     """Yield the per-case counts (``chunk x n``, float32) of each chunk of resamples.
 
-    This is the general path's resampling, exposed so tests can check the
-    reduction against a plain-Python loop over the very same counts.
+    This is the general path's resampling (of the engine ``engine`` selects),
+    exposed so tests can check the reduction against a plain-Python loop over
+    the very same counts. With groups the Rust kernel applies them to the cases
+    in stable group order (in input order without groups).
     """
+    if _use_rust(engine, n):
+        counts = _rust_kernel().bootstrap_counts(n, n_resamples, seed % 2**64)
+        for s in range(0, n_resamples, chunk):
+            yield counts[s : s + chunk].astype(np.float32)
+        return
     n_chunks = -(-n_resamples // chunk)
     for j, ss in enumerate(_child_seeds(seed, n_chunks)):
         c = min(chunk, n_resamples - j * chunk)
@@ -232,6 +268,7 @@ def bootstrap_means(
     seed: int = DEFAULT_SEED,
     groups: Optional[ArrayLike] = None,
     threads: Optional[int] = None,
+    engine: str = "auto",
 ) -> Dict[Any, np.ndarray]:
     """Resampled means of every column of ``values`` (``n x k``; NaN = unscored).
 
@@ -240,6 +277,11 @@ def bootstrap_means(
     computed from the same resamples of the whole set (a group's size varies
     between resamples, as it would between samples); a resample in which a
     group has no scored case gives NaN there.
+
+    ``engine``: ``"auto"`` (Rust kernel for the general path when available),
+    ``"rust"`` (required) or ``"numpy"`` (the reference implementation).
+    ``threads``: worker threads (default: all CPUs for Rust, up to 4 for numpy);
+    the result never depends on it.
     """
     data = to_float_array(values)
     if data.ndim == 1:
@@ -261,6 +303,7 @@ def bootstrap_means(
     order = np.argsort(codes, kind="stable")
     data, codes = data[order], codes[order]
     scored = ~np.isnan(data)
+    rust = _use_rust(engine, n)
     # design columns: value * scored for each column, then the distinct scored masks
     mask_cols, mask_of = [], []
     for j in range(k):
@@ -282,6 +325,14 @@ def bootstrap_means(
     sums = None
     if n > _DISTINCT_LIMIT:
         sums = _sums_multinomial(design, codes, n_blocks, n_resamples, seed)
+    if sums is None and rust:
+        out = _rust_kernel().bootstrap_means(
+            np.ascontiguousarray(data), codes, n_blocks, n_resamples, seed % 2**64, threads
+        )
+        rust_result: Dict[Any, np.ndarray] = {None: out[:, 0, :]}
+        for g, label in enumerate(labels):
+            rust_result[label] = out[:, 1 + g, :]
+        return rust_result
     if sums is None:
         edges = np.searchsorted(codes, np.arange(n_blocks + 1))
         bounds = [(int(edges[g]), int(edges[g + 1])) for g in range(n_blocks)]

@@ -9,5 +9,6 @@ pub mod batch;
 pub mod error;
 pub mod evidence;
 pub mod metrics;
+pub mod stats;
 pub mod trec;
 pub use error::{Error, Result};

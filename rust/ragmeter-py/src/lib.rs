@@ -10,6 +10,7 @@ use ragmeter_core::Error;
 
 mod columns;
 mod evidence;
+mod stats;
 mod trec;
 
 create_exception!(_core, RagmeterError, PyValueError, "Base class of every ragmeter user error.");
@@ -31,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MeasureError", py.get_type::<MeasureError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     evidence::register(m)?;
+    stats::register(m)?;
     trec::register(m)?;
     Ok(())
 }
