@@ -14,6 +14,15 @@
 
 Judge metrics that were not run are absent, and the diagnosis says
 ``NOT_JUDGED`` rather than guessing.
+
+With ``repeat=N`` (``ragmeter eval --repeat N``) every case is judged ``N``
+times: repeat 1 may use the cache, repeats 2..N bypass it (a fresh judgement
+each, nothing read from or written to the cache; a ``budget`` covers all
+repeats together). ``judge.parquet`` holds every repeat's rows with a
+``repeat`` column (1..N; always present), ``cases.parquet`` and the
+diagnosis use repeat 1, and ``summary.json`` gains a ``repeats`` section
+(see :mod:`ragmeter.repeats`): per metric the mean and spread of the
+per-repeat means and the share of cases whose verdict flips.
 """
 from __future__ import annotations
 
@@ -21,7 +30,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import polars as pl
 
@@ -66,19 +75,25 @@ def run_eval(
     judge: Any = None,
     thresholds: Optional[Sequence[float]] = None,
     reports: bool = True,
+    repeat: int = 1,
 ) -> Dict[str, Any]:
-    """Score, optionally judge, write the results folder and the reports; return the summary."""
+    """Score, optionally judge (``repeat`` times), write the results folder and the reports; return the summary."""
     from ragmeter._io import atomic_outputs
     from ragmeter.dataset import load_golden, load_run
     from ragmeter.retrieval import score, sweep
 
+    if int(repeat) < 1:
+        from ragmeter.errors import InputError
+
+        raise InputError("--repeat: must be at least 1")
+    repeat = int(repeat)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     result = score(golden, run, k=k)
     g = load_golden(golden).select("id", "question", "reference_answer")
     r = load_run(run).select("id", "answer", "cost", "latency_ms", "prompt_tokens", "completion_tokens")
     cases = (result.cases.join(g, on="id", how="left").join(r, on="id", how="left")
              .join(_chunks_per_case(result.chunks), on="id", how="left"))
-    judge_frame = judge_summary = None
+    judge_frame = judge_summary = repeats = None
     if judge is not None:
         from ragmeter.judge import run_sync
 
@@ -89,8 +104,13 @@ def run_eval(
             for row in cases.select("id", "question", "reference_answer", "answer", "category", "retrieved").iter_rows(named=True)
         ]
         jr = run_sync(records, judge)
-        judge_frame, judge_summary = jr.frame(), jr.summary
-        cases = cases.join(_judge_columns(judge_frame), on="id", how="left")
+        first, judge_summary = jr.frame(), jr.summary
+        frames = [first]
+        if repeat > 1 and not getattr(judge, "dry_run", False):
+            repeats = _repeat_judge(records, judge, repeat, jr.summary, frames)
+        judge_frame = pl.concat([f.with_columns(pl.lit(r, dtype=pl.Int64).alias("repeat"))
+                                 for r, f in enumerate(frames, start=1)], how="vertical_relaxed")
+        cases = cases.join(_judge_columns(first), on="id", how="left")
     sweep_table = sweep(golden, run, list(thresholds), k=k) if thresholds else None
     summary = {
         "results_format": RESULTS_FORMAT,
@@ -103,9 +123,10 @@ def run_eval(
             "run": {"path": str(run) if isinstance(run, (str, Path)) else None, "sha256": _sha256(run)},
         },
         "settings": {"k": k, "thresholds": list(thresholds) if thresholds else None,
-                     "judge": _judge_settings(judge)},
+                     "judge": _judge_settings(judge), "repeat": repeat},
         "retrieval": result.summary,
         "judge": judge_summary,
+        **({"repeats": repeats} if repeats is not None else {}),
         "warnings": result.summary["warnings"],
     }
     with atomic_outputs(out_dir) as tmp:
@@ -122,6 +143,34 @@ def run_eval(
 
         summary["reports"] = {k_: str(v) for k_, v in write_reports(out_dir).items()}
     return summary
+
+
+def _run_info(summary: Dict[str, Any]) -> Dict[str, Any]:
+    keep = ("calls", "cached_calls", "requests", "retries", "judge_cost_usd", "elapsed_s", "budget_reached")
+    return {k: summary.get(k) for k in keep}
+
+
+def _repeat_judge(records: List[Dict[str, Any]], judge: Any, repeat: int, first_summary: Dict[str, Any],
+                  frames: List[pl.DataFrame]) -> Dict[str, Any]:
+    """Judge repeats 2..``repeat`` without the cache; append their frames; return the ``repeats`` section."""
+    from dataclasses import replace
+
+    from ragmeter.judge import run_sync
+    from ragmeter.repeats import repeat_summary
+
+    runs = [{"repeat": 1, **_run_info(first_summary)}]
+    spent = first_summary.get("judge_cost_usd") or 0.0
+    for r in range(2, repeat + 1):
+        options: Dict[str, Any] = {"cache": None}  # bypass: neither read nor written
+        if getattr(judge, "budget", None) is not None:
+            options["budget"] = max(0.0, judge.budget - spent)  # one budget for all repeats
+        jr = run_sync(records, replace(judge, **options))
+        frames.append(jr.frame())
+        spent += jr.summary.get("judge_cost_usd") or 0.0
+        runs.append({"repeat": r, **_run_info(jr.summary)})
+    section = repeat_summary(frames)
+    section["runs"] = runs
+    return section
 
 
 def _judge_settings(judge: Any) -> Optional[Dict[str, Any]]:

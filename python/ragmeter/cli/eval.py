@@ -20,6 +20,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=5, help="retrieval cut-off (default 5)")
     parser.add_argument("--thresholds", metavar="LIST", help="also sweep these reranker thresholds, e.g. 0,0.1,0.2")
     parser.add_argument("--no-judge", action="store_true", help="score retrieval only, even if an endpoint is given")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="judge every case N times (repeats 2..N bypass the cache) and report the spread per "
+                             "metric and the share of cases whose verdict flips (default 1)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not (args.golden and args.run):
         raise InputError("--golden G and --run R are required")
+    if args.repeat < 1:
+        raise InputError("--repeat: must be at least 1")
     judge = None
     if not args.no_judge and (args.base_url or args.model):
         if not (args.base_url and args.model):
@@ -43,11 +48,22 @@ def run(args: argparse.Namespace) -> int:
     if judge is None:
         console.print("[yellow]no judge endpoint given: answers are not judged; judge metrics are reported as not measured[/]")
     thresholds = parse_thresholds(args.thresholds) if args.thresholds else None
-    summary = run_eval(args.golden, args.run, args.out, k=args.k, judge=judge, thresholds=thresholds)
+    if judge is None and args.repeat > 1:
+        console.print("[yellow]--repeat applies to judging only: nothing is repeated without a judge[/]")
+    summary = run_eval(args.golden, args.run, args.out, k=args.k, judge=judge, thresholds=thresholds,
+                       repeat=args.repeat)
     print_score(summary["retrieval"], out_dir=None, console=console)
     if summary.get("judge"):
         for metric, m in summary["judge"]["metrics"].items():
             mean = "n/a" if m["mean"] is None else f"{m['mean']:.3f}"
             console.print(f"  {metric:<18} mean {mean:>6}  scored {m['n_scored']}/{m['n_total']}  failed {m['n_failed']}")
+    if summary.get("repeats"):
+        from ragmeter.repeats import repeat_table
+
+        headers, rows = repeat_table(summary["repeats"])
+        console.print(f"repeats: {summary['repeats']['n']} (repeats 2..N bypassed the cache)")
+        console.print("  " + " | ".join(headers), markup=False)
+        for row in rows:
+            console.print("  " + " | ".join(row), markup=False)
     console.print(f"wrote {args.out}/: cases.parquet, summary.json, report.html, report.md")
     return 0

@@ -104,6 +104,8 @@ def case_json(results: Results) -> str:
     df = cases.select(exprs)
     if results.judge is not None and results.judge.height:
         j = results.judge
+        if "repeat" in j.columns:  # repeat runs: the case shows repeat 1's verdicts, as its diagnosis does
+            j = j.filter(pl.col("repeat") == 1)
         cols = [c for c in ("metric", "status", "score", "correct", "reason", "error") if c in j.columns]
         fix = [
             (pl.col(c).cast(pl.Utf8).str.slice(0, MAX_TEXT_CHARS) if c in ("reason", "error") else pl.col(c)).alias(f"verdict_{c}")
@@ -374,6 +376,17 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         + (_table(["", "value"], cl_rows) if cl_rows else '<p class="muted">no cost or latency columns</p>')
         + "</div></div></section>"
     )
+    repeats = results.summary.get("repeats")
+    if isinstance(repeats, dict) and repeats.get("metrics"):
+        from ragmeter.repeats import repeat_table
+
+        r_headers, r_table = repeat_table(repeats)
+        parts.append(
+            f'<section id="repeats"><h2>Repeat runs ({int(repeats.get("n") or 0)} judgements per case)</h2>'
+            + _table(r_headers, r_table)
+            + '<p class="muted">Repeats 2..N bypass the judge cache; cases, diagnosis and intervals use repeat 1.</p>'
+            + "</section>"
+        )
 
     # distributions
     mf = metric_frame(cases)

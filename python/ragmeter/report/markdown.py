@@ -70,4 +70,12 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
     if any(bands.values()):
         lines.append("Faithfulness bands: " + ", ".join(f"{k} {v}" for k, v in bands.items()) + ".")
     lines.append("")
+    repeats = results.summary.get("repeats")
+    if isinstance(repeats, dict) and repeats.get("metrics"):
+        from ragmeter.repeats import repeat_table
+
+        headers, rows = repeat_table(repeats)
+        lines += [f"### Repeat runs ({repeats.get('n')} judgements per case)", "",
+                  md_table(headers, rows), "",
+                  "Repeats 2..N bypass the judge cache; cases, diagnosis and intervals above use repeat 1.", ""]
     return "\n".join(lines)
