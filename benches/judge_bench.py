@@ -7,9 +7,11 @@ call; memory flat across 20,000 calls.
 The server runs in its own process (tests/judge/fakeserver.py) so that only the
 client's CPU is measured. Each call goes through the whole engine path: cache
 lookup, limits, HTTP, retry layer, response parsing, cost, cache commit
-(SQLite WAL, temporary file). Prompts are unique, so nothing is a cache hit.
+(SQLite WAL, temporary file, group commit). Prompts are unique, so nothing is
+a cache hit. ``--runs N`` repeats everything N times and reports every run;
+the target verdict uses the worst run.
 
-    python benches/judge_bench.py                      # full run (~2 minutes), writes benches/RESULTS_judge.md
+    python benches/judge_bench.py --runs 3             # full run (~6 minutes), writes benches/RESULTS_judge.md
     python benches/judge_bench.py --rpm-calls 120 --calls 2000 --no-write   # quick check
 """
 from __future__ import annotations
@@ -32,10 +34,22 @@ NOTES = """Notes:
   60-second window exceeds the configured rpm; 590/min at --rpm 600 is 98.3% by design.
 - Memory: what growth there is comes from SQLite's page cache filling up to its default cap (about 2 MB)
   and the 8-byte-per-call latency array kept for p50/p95 (160 KB at 20,000 calls); it levels off.
-- CPU: process time of the client process only (the server is another process). The bare-aiohttp line
-  is the floor for the same HTTP traffic; ragmeter adds the cache lookup and commit (SQLite, about
-  50-70 us), request encoding, limits, attempt records and cost. The machine is a shared 2-CPU VM
-  (load average 5-7 during the run), so CPU numbers move by about 10% between runs.
+- CPU: process time of the client process (all its threads) divided by calls; the server is another
+  process. The bare-aiohttp column is the floor for the same HTTP traffic, measured in the same run;
+  "ragmeter" is the difference: prompt building, cache key, cache lookup, limits, request encoding,
+  retry layer, response parsing, attempt records, cost and the cache commit.
+- Cache writes use a group commit (python/ragmeter/judge/cache.py): a reply is queued, written with the
+  others that arrive within 25 ms (or 256 of them) in one transaction, and handed back to the caller only
+  once committed. "Finished" means committed: nothing uses a reply before its commit, so a SIGKILL can
+  only lose replies no part of the run had used, and a rerun re-sends exactly those
+  (tests/judge/test_cli.py::test_sigkill_mid_run_then_rerun_repeats_no_finished_request). The window
+  between a response arriving and its commit is at most 25 ms instead of microseconds.
+- The machine is a shared VM; other developers' jobs run on the same 2 CPUs now and then. The load
+  average (from /proc/loadavg) is recorded before each run: CPU per call rises under contention
+  (cache and frequency effects), so compare runs at similar load.
+- Before this version (one SQLite commit per call, stdlib json, the key header re-encoded per call, the
+  URL re-parsed by aiohttp per request) three runs gave 0.990, 1.005 and 1.18 ms CPU per call; the same
+  code alternated with this one on 6,000-call runs gave 0.928 / 0.865 ms against 0.810 / 0.730 ms.
 """
 
 
@@ -70,6 +84,7 @@ async def drive(base_url: str, n: int, *, concurrency: int, rpm, cache_path: str
     client = JudgeClient(ClientConfig(base_url=base_url, model="gpt-4o-mini", timeout=30), limits)
     cache = Cache(cache_path)
     engine = Engine(client, cache, PriceTable(), Budget(None), max_tokens=500)
+    tx0 = cache.transactions
     counter = iter(range(n))
     ends: list[float] = []
     done = 0
@@ -89,8 +104,9 @@ async def drive(base_url: str, n: int, *, concurrency: int, rpm, cache_path: str
         await asyncio.gather(*(worker() for _ in range(concurrency)))
     wall = time.monotonic() - t0
     cpu = time.process_time() - c0
+    commits = cache.transactions - tx0
     cache.close()
-    return {"n": n, "wall": wall, "cpu": cpu, "ends": ends, "requests": client.stats.requests,
+    return {"n": n, "wall": wall, "cpu": cpu, "ends": ends, "requests": client.stats.requests, "commits": commits,
             "retries": client.stats.retries, "p50": sorted(engine.call_latencies)[len(engine.call_latencies) // 2]}
 
 
@@ -112,6 +128,44 @@ async def floor(base_url: str, n: int, concurrency: int) -> float:
         return (time.process_time() - c0) / n * 1000.0
 
 
+def loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def one_run(args: argparse.Namespace, base: str, tmp: str, k: int) -> dict:
+    load = loadavg()
+    # phase 1: throughput at the configured rpm
+    r1 = asyncio.run(drive(base, args.rpm_calls, concurrency=8, rpm=args.rpm,
+                           cache_path=os.path.join(tmp, f"c1-{k}.sqlite")))
+    # sustained: completions after the first two seconds (start-up burst) over their span
+    ends = sorted(r1["ends"])
+    steady = [t for t in ends if t >= ends[0] + 2.0]
+    span = steady[-1] - steady[0] if len(steady) > 1 else 0.0
+    sustained = (len(steady) - 1) / span * 60.0 if span > 0 else float("nan")
+    overall = r1["n"] / r1["wall"] * 60.0
+    floor_ms = asyncio.run(floor(base, min(args.calls, 4000), args.concurrency))
+    # phase 2: CPU and memory over many calls, no rate limit
+    samples: list = []
+    rss0 = rss_mb()
+    r2 = asyncio.run(drive(base, args.calls, concurrency=args.concurrency, rpm=None,
+                           cache_path=os.path.join(tmp, f"c2-{k}.sqlite"), samples=samples))
+    return {"load": load, "load_after": loadavg(), "sustained": sustained, "overall": overall, "n1": r1["n"],
+            "floor": floor_ms, "cpu": r2["cpu"] / r2["n"] * 1000.0, "n2": r2["n"], "rss0": rss0,
+            "samples": samples, "p50": r2["p50"], "rows_per_commit": r2["n"] / max(1, r2["commits"])}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.2)
@@ -119,55 +173,69 @@ def main() -> int:
     ap.add_argument("--rpm-calls", type=int, default=600, help="calls in the throughput phase (600 = one minute)")
     ap.add_argument("--calls", type=int, default=20000, help="calls in the CPU/memory phase")
     ap.add_argument("--concurrency", type=int, default=100, help="concurrency of the CPU/memory phase")
+    ap.add_argument("--runs", type=int, default=1, help="repeat the whole benchmark N times (all runs reported)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "python"))
+    from ragmeter.judge import _json
+
     proc, port = start_server(args.latency)
     base = f"http://127.0.0.1:{port}/v1"
+    runs = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            # phase 1: throughput at the configured rpm
-            r1 = asyncio.run(drive(base, args.rpm_calls, concurrency=8, rpm=args.rpm,
-                                   cache_path=os.path.join(tmp, "c1.sqlite")))
-            # sustained: completions after the first two seconds (start-up burst) over their span
-            ends = sorted(r1["ends"])
-            steady = [t for t in ends if t >= ends[0] + 2.0]
-            span = steady[-1] - steady[0] if len(steady) > 1 else 0.0
-            sustained = (len(steady) - 1) / span * 60.0 if span > 0 else float("nan")
-            overall = r1["n"] / r1["wall"] * 60.0
-            floor_ms = asyncio.run(floor(base, min(args.calls, 4000), args.concurrency))
-            # phase 2: CPU and memory over many calls, no rate limit
-            samples: list = []
-            rss0 = rss_mb()
-            r2 = asyncio.run(drive(base, args.calls, concurrency=args.concurrency, rpm=None,
-                                   cache_path=os.path.join(tmp, "c2.sqlite"), samples=samples))
+            for k in range(args.runs):
+                runs.append(one_run(args, base, tmp, k))
+                r = runs[-1]
+                print(f"run {k + 1}: load {r['load']}: {r['cpu']:.3f} ms CPU/call (floor {r['floor']:.3f}), "
+                      f"{r['sustained']:.1f}/min", file=sys.stderr)
     finally:
         proc.terminate()
         proc.wait(10)
-    cpu_ms = r2["cpu"] / r2["n"] * 1000.0
-    first = samples[0][1] if samples else float("nan")
-    last = samples[-1][1] if samples else float("nan")
+    worst_cpu = max(r["cpu"] for r in runs)
+    worst_thr = min(r["sustained"] for r in runs)
+    growth = [(r["samples"][-1][1] - r["samples"][0][1]) if r["samples"] else float("nan") for r in runs]
+    cmd = f"python benches/judge_bench.py{' ' + ' '.join(sys.argv[1:]) if sys.argv[1:] else ''}"
     lines = [
         "# Judge client benchmark",
         "",
-        f"Command: `python benches/judge_bench.py{' ' + ' '.join(sys.argv[1:]) if sys.argv[1:] else ''}`",
+        f"Command: `{cmd}`",
         "",
-        f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs; "
+        f"Machine: {platform.platform()}, Python {platform.python_version()}, nproc {os.cpu_count()}, "
+        f"CPU {cpu_model()}; JSON: {'orjson' if _json.HAVE_ORJSON else 'stdlib json'}; "
         f"server: tests/judge/fakeserver.py in its own process, {args.latency * 1000:.0f} ms latency per request. "
-        "Each call: cache lookup, limits, HTTP POST, retry layer, parsing, cost, SQLite WAL commit.",
+        "Each call: prompt building, cache key and lookup, limits, HTTP POST, retry layer, parsing, cost, "
+        "SQLite WAL group commit.",
         "",
-        "| measure | target | result |",
-        "|---|---|---|",
-        f"| sustained throughput at --rpm {args.rpm:g} (concurrency 8, {r1['n']} calls) | >= 97% "
-        f"({0.97 * args.rpm:.0f}/min) | {sustained:.1f}/min ({sustained / args.rpm:.1%}); "
-        f"overall incl. start-up burst {overall:.1f}/min |",
-        f"| client CPU per call ({r2['n']} calls, concurrency {args.concurrency}) | <= 1 ms | {cpu_ms:.3f} ms |",
-        f"| RSS across {r2['n']} calls | flat | {rss0:.1f} MB before; {first:.1f} MB at {samples[0][0] if samples else 0}"
-        f" calls; {last:.1f} MB at {samples[-1][0] if samples else 0} calls ({last - first:+.1f} MB) |",
-        f"| bare aiohttp, same requests, no ragmeter code (reference floor) | | {floor_ms:.3f} ms CPU per call |",
-        f"| median call latency (phase 2) | | {r2['p50']:.1f} ms |",
+        f"## Targets ({len(runs)} run{'s' if len(runs) > 1 else ''}; verdict on the worst run)",
         "",
-        "RSS samples (calls: MB): " + ", ".join(f"{n}: {m:.1f}" for n, m in samples),
+        "| measure | target | worst run | holds |",
+        "|---|---|---|---|",
+        f"| sustained throughput at --rpm {args.rpm:g} (concurrency 8, {runs[0]['n1']} calls) | >= 97% "
+        f"({0.97 * args.rpm:.0f}/min) | {worst_thr:.1f}/min ({worst_thr / args.rpm:.1%}) | "
+        f"{'yes' if worst_thr >= 0.97 * args.rpm else 'NO'} |",
+        f"| client CPU per call ({runs[0]['n2']} calls, concurrency {args.concurrency}) | <= 1 ms | "
+        f"{worst_cpu:.3f} ms | {'yes' if worst_cpu <= 1.0 else 'NO'} |",
+        f"| RSS growth across {runs[0]['n2']} calls (from the first sample) | flat | {max(growth):+.1f} MB | "
+        f"{'yes' if max(growth) < 10 else 'NO'} |",
+        "",
+        "## Every run",
+        "",
+        "| run | load avg before (1/5/15 min) | load after | throughput /min (sustained; overall) | "
+        "CPU ms/call | bare aiohttp ms/call | ragmeter ms/call | rows per commit | RSS MB (before; first; last) "
+        "| median latency ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for k, r in enumerate(runs, 1):
+        first = r["samples"][0][1] if r["samples"] else float("nan")
+        last = r["samples"][-1][1] if r["samples"] else float("nan")
+        lines.append(
+            f"| {k} | {r['load']} | {r['load_after']} | {r['sustained']:.1f} ({r['sustained'] / args.rpm:.1%}); "
+            f"{r['overall']:.1f} | {r['cpu']:.3f} | {r['floor']:.3f} | {r['cpu'] - r['floor']:.3f} | "
+            f"{r['rows_per_commit']:.1f} | {r['rss0']:.1f}; {first:.1f}; {last:.1f} | {r['p50']:.1f} |")
+    lines += [
+        "",
+        "RSS samples of the last run (calls: MB): " + ", ".join(f"{n}: {m:.1f}" for n, m in runs[-1]["samples"]),
         "",
         NOTES,
     ]

@@ -103,6 +103,16 @@ class ClientStats:
     failures: int = 0
 
 
+def _url(text: str) -> Any:
+    """``yarl.URL(text)`` (what aiohttp builds from a str on each request); the str when it does not parse."""
+    try:
+        from yarl import URL
+
+        return URL(text)
+    except (ImportError, ValueError, TypeError):
+        return text
+
+
 class RawJSON(bytes):
     """UTF-8 bytes that are already JSON, spliced into a request body as is."""
 
@@ -122,8 +132,9 @@ class JudgeClient:
         self._on_retry = on_retry
         self.stats = ClientStats()
         base = config.base_url.rstrip("/")
-        self._chat_url = base + "/chat/completions"
-        self._embed_url = (config.embeddings_base_url or config.base_url).rstrip("/") + "/embeddings"
+        # parsed once: aiohttp would otherwise parse the str on every request (about 0.1 ms CPU a call)
+        self._chat_url = _url(base + "/chat/completions")
+        self._embed_url = _url((config.embeddings_base_url or config.base_url).rstrip("/") + "/embeddings")
 
     def __repr__(self) -> str:
         return f"JudgeClient(endpoint={public_endpoint(self.config.base_url)!r}, model={self.config.model!r})"
@@ -159,7 +170,7 @@ class JudgeClient:
         return text
 
     # -- transport -----------------------------------------------------------------------------------
-    async def _post(self, url: str, payload: Dict[str, Any], tokens: int):  # type: ignore[no-untyped-def]
+    async def _post(self, url: Any, payload: Dict[str, Any], tokens: int):  # type: ignore[no-untyped-def]
         if self._session is None:
             await self.open()
         assert self._session is not None
@@ -175,7 +186,7 @@ class JudgeClient:
                 body = (await resp.read()).decode("utf-8", "replace")  # OpenAI-compatible APIs speak UTF-8
                 return resp.status, resp.headers, body
 
-    async def _call(self, url: str, build: Callable[[], Dict[str, Any]], tokens: Callable[[], int],
+    async def _call(self, url: Any, build: Callable[[], Dict[str, Any]], tokens: Callable[[], int],
                     on_ok: Callable[[Dict[str, Any], Dict[str, Any]], Any], what: str,
                     attempts: List[Dict[str, Any]]) -> Any:
         """Send, retrying transient failures; ``on_ok`` parses a 200 body or raises :class:`_Again`.
