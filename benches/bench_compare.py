@@ -1,6 +1,6 @@
 """Benchmark: `compare` with 10,000 paired-bootstrap resamples on 100,000 paired cases.
 
-    python benches/bench_compare.py [--cases 100000] [--resamples 10000] [--threads N]
+    python benches/bench_compare.py [--cases 100000] [--resamples 10000] [--threads N] [--engine auto|numpy]
 
 Measures, in one run:
 
@@ -107,10 +107,16 @@ def main() -> int:
     ap.add_argument("--resamples", type=int, default=10_000)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--small", type=int, default=20_000, help="cases for the side-by-side baselines")
+    ap.add_argument("--engine", choices=stats.ENGINES, default="auto",
+                    help="bootstrap engine: auto (the Rust kernel) or numpy (the reference, the former default)")
     args = ap.parse_args()
+    if args.engine != "auto":
+        import functools
+
+        stats.bootstrap_means = functools.partial(stats.bootstrap_means, engine=args.engine)  # type: ignore[assignment]
 
     print(f"# machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} CPUs, "
-          f"Python {sys.version.split()[0]}, numpy {np.__version__}, polars {pl.__version__}")
+          f"Python {sys.version.split()[0]}, numpy {np.__version__}, polars {pl.__version__}; engine {args.engine}")
     t = time.perf_counter()
     base = diagnose(make_cases(args.cases, 1))
     cand = diagnose(perturb(make_cases(args.cases, 1), 2))

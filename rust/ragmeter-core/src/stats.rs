@@ -24,6 +24,8 @@
 //!   very same resamples as the overall one (a group's size varies between
 //!   resamples, as it would between samples).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
@@ -94,29 +96,30 @@ impl Xoshiro256pp {
 /// Fill `counts` (length `n`) with the histogram of `n` uniform draws from `0..n`.
 ///
 /// Each 64-bit output gives two 32-bit draws, mapped to `0..n` by Lemire's
-/// multiply-shift with rejection (exactly uniform).
-pub fn fill_counts(rng: &mut Xoshiro256pp, counts: &mut [i32]) {
-    counts.fill(0);
-    add_draws(rng, counts);
-}
-
-/// Add `n = counts.len()` uniform draws from `0..n` to `counts` (the kernel
-/// passes zeroed histograms: the reduction zeroes them as it reads them).
-#[inline]
-fn add_draws(rng: &mut Xoshiro256pp, counts: &mut [i32]) {
+/// multiply-shift with rejection (exactly uniform). Counts are `u16` (half the
+/// cache footprint of `u32`: 1.4x faster draws at 100,000 cases); returns
+/// `false` if a count overflowed, which needs one case drawn 65,536 times in
+/// one resample (probability below 10^-280000; reported as an error, never
+/// used). The histogram is zeroed right before the draws, which also brings
+/// it into cache (zeroing it earlier measured 1.7x slower).
+pub fn fill_counts(rng: &mut Xoshiro256pp, counts: &mut [u16]) -> bool {
     let n = counts.len();
+    counts.fill(0);
     if n == 0 {
-        return;
+        return true;
     }
     let n32 = n as u32;
     let n64 = n as u64;
     let threshold = n32.wrapping_neg() % n32; // (2^32 - n) mod n
     let mut remaining = n;
+    let mut wrapped = false;
     while remaining > 0 {
         let x = rng.next_u64();
         let m = (x >> 32) * n64;
         if (m as u32) >= threshold {
-            counts[(m >> 32) as usize] += 1;
+            let c = &mut counts[(m >> 32) as usize];
+            *c = c.wrapping_add(1);
+            wrapped |= *c == 0;
             remaining -= 1;
             if remaining == 0 {
                 break;
@@ -124,11 +127,16 @@ fn add_draws(rng: &mut Xoshiro256pp, counts: &mut [i32]) {
         }
         let m = (x & 0xFFFF_FFFF) * n64;
         if (m as u32) >= threshold {
-            counts[(m >> 32) as usize] += 1;
+            let c = &mut counts[(m >> 32) as usize];
+            *c = c.wrapping_add(1);
+            wrapped |= *c == 0;
             remaining -= 1;
         }
     }
+    !wrapped
 }
+
+const OVERFLOW: &str = "bootstrap: a resample drew one case 65,536 times (count overflow)";
 
 /// The per-case counts of every resample, `n_resamples x n` row-major (for tests:
 /// exactly the counts [`bootstrap_means`] uses for the same `seed`, over the
@@ -139,10 +147,16 @@ pub fn resample_counts(n: usize, n_resamples: usize, seed: u64) -> Result<Vec<i3
     if n == 0 {
         return Ok(out);
     }
+    let mut row16 = vec![0u16; n];
     for (b, block) in out.chunks_mut(BLOCK * n).enumerate() {
         let mut rng = Xoshiro256pp::for_block(seed, b as u64);
         for row in block.chunks_mut(n) {
-            fill_counts(&mut rng, row);
+            if !fill_counts(&mut rng, &mut row16) {
+                return Err(Error::input(OVERFLOW));
+            }
+            for (o, c) in row.iter_mut().zip(&row16) {
+                *o = *c as i32;
+            }
         }
     }
     Ok(out)
@@ -204,7 +218,7 @@ fn micro<const R: usize, const C: usize>(cf: &[f32], stride: usize, rows: usize,
 /// spread) and the tile sums are accumulated in f64. Scored-count columns (0/1)
 /// are exact: every partial sum is an integer below 2^24 ([`MAX_CASES`]).
 #[inline(always)]
-fn reduce_generic(counts: &mut [i32], n: usize, design: &[f32], width: usize, bounds: &[(usize, usize)], cf: &mut [f32], out: &mut [f64]) {
+fn reduce_generic(counts: &[u16], n: usize, design: &[f32], width: usize, bounds: &[(usize, usize)], cf: &mut [f32], out: &mut [f64]) {
     let groups = bounds.len();
     let c = counts.len() / n.max(1);
     for (g, &(s, e)) in bounds.iter().enumerate() {
@@ -212,11 +226,8 @@ fn reduce_generic(counts: &mut [i32], n: usize, design: &[f32], width: usize, bo
         while t < e {
             let len = (e - t).min(TILE);
             for r in 0..c {
-                // read and zero (the bounds partition 0..n, so every count is
-                // zeroed exactly once, ready for the next resample of the block)
-                for (dst, src) in cf[r * TILE..r * TILE + len].iter_mut().zip(&mut counts[r * n + t..r * n + t + len]) {
+                for (dst, src) in cf[r * TILE..r * TILE + len].iter_mut().zip(&counts[r * n + t..r * n + t + len]) {
                     *dst = *src as f32;
-                    *src = 0;
                 }
             }
             let mut r0 = 0;
@@ -259,11 +270,11 @@ fn reduce_generic(counts: &mut [i32], n: usize, design: &[f32], width: usize, bo
 /// the baseline build does, so results do not depend on the CPU).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn reduce_avx2(counts: &mut [i32], n: usize, design: &[f32], width: usize, bounds: &[(usize, usize)], cf: &mut [f32], out: &mut [f64]) {
+unsafe fn reduce_avx2(counts: &[u16], n: usize, design: &[f32], width: usize, bounds: &[(usize, usize)], cf: &mut [f32], out: &mut [f64]) {
     reduce_generic(counts, n, design, width, bounds, cf, out)
 }
 
-fn reduce(counts: &mut [i32], n: usize, design: &[f32], width: usize, bounds: &[(usize, usize)], cf: &mut [f32], out: &mut [f64]) {
+fn reduce(counts: &[u16], n: usize, design: &[f32], width: usize, bounds: &[(usize, usize)], cf: &mut [f32], out: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx2") {
@@ -363,16 +374,19 @@ pub fn bootstrap_means(
     // resampled sums per (resample, group, design column), in blocks of BLOCK resamples
     let n_blocks = n_resamples.div_ceil(BLOCK);
     let mut sums = vec![0.0f64; n_resamples * n_groups * width];
+    let overflow = AtomicBool::new(false);
     let run = |sums: &mut Vec<f64>| {
         sums.par_chunks_mut(BLOCK * n_groups * width).enumerate().for_each_init(
-            || (vec![0i32; BLOCK * n], vec![0.0f32; BLOCK * TILE]),
+            || (vec![0u16; BLOCK * n], vec![0.0f32; BLOCK * TILE]),
             |(counts, cf), (b, out)| {
                 let c = out.len() / (n_groups * width);
                 let mut rng = Xoshiro256pp::for_block(seed, b as u64);
                 for row in counts[..c * n].chunks_mut(n) {
-                    add_draws(&mut rng, row);
+                    if !fill_counts(&mut rng, row) {
+                        overflow.store(true, Ordering::Relaxed);
+                    }
                 }
-                reduce(&mut counts[..c * n], n, &design, width, &bounds, cf, out);
+                reduce(&counts[..c * n], n, &design, width, &bounds, cf, out);
             },
         );
     };
@@ -386,6 +400,9 @@ pub fn bootstrap_means(
             pool.install(|| run(&mut sums));
         }
         _ => run(&mut sums),
+    }
+    if overflow.load(Ordering::Relaxed) {
+        return Err(Error::input(OVERFLOW));
     }
 
     // means: centre + (sum of centred values) / (scored count)
@@ -478,8 +495,8 @@ mod tests {
         let mut rng = Xoshiro256pp::seed_from_u64(1);
         let mut total = [0i64; 3];
         for _ in 0..20000 {
-            let mut c = [0i32; 3];
-            fill_counts(&mut rng, &mut c);
+            let mut c = [0u16; 3];
+            assert!(fill_counts(&mut rng, &mut c));
             for (t, x) in total.iter_mut().zip(c) {
                 *t += x as i64;
             }
