@@ -38,6 +38,20 @@ def evidence_match(
     file_first_rank (uint32) per expected file; with run_wide, also
     phrase_in_run (bool) per phrase: found in some chunk of any case."""
     ...
+def evidence_match_views(
+    file_offsets: npt.NDArray[np.int64],
+    expected_files: _StrColumn,
+    phrase_offsets: npt.NDArray[np.int64],
+    phrases: _StrColumn,
+    chunk_offsets: npt.NDArray[np.int64],
+    chunk_files: _StrColumn,
+    text_views: npt.NDArray[np.uint8],
+    text_buffers: list[npt.NDArray[np.uint8]],
+    run_wide: bool = False,
+) -> dict[str, np.ndarray]:
+    """evidence_match with the chunk texts in Arrow string-view layout (16-byte
+    views, no nulls, and their data buffers), borrowed when read-only."""
+    ...
 def evidence_phrases_in_texts(phrases: _StrColumn, texts: _StrColumn) -> npt.NDArray[np.bool_]: ...
 
 # --- rank metrics and trec_eval (rust/ragmeter-py/src/trec.rs) -------------

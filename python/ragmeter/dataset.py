@@ -380,6 +380,122 @@ def _golden_frame(rows: Dict[str, List[Any]]) -> pl.DataFrame:
     return pl.from_arrow(table).cast(GOLDEN_SCHEMA)  # type: ignore[union-attr]
 
 
+#: Every character Python's ``str.strip()`` removes (for column-wise checks with its semantics).
+_PY_WHITESPACE = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
+#: Line breaks of ``str.splitlines`` other than LF (UTF-8): files with any take the per-record path.
+_OTHER_LINE_BREAKS = (b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+#: A line that may be blank or a comment starts with one of these (checked after each LF).
+_MAYBE_SKIPPED_LINE = (b"\n", b"#", b"/", b" ", b"\t")
+
+
+def _golden_jsonl_columnar(path: Path) -> Optional[pl.DataFrame]:
+    """Read a well-formed golden JSONL file with Arrow's JSON reader and check it column-wise.
+
+    Returns None whenever anything is unusual (unreadable or invalid UTF-8, a
+    parse error, an unexpected type, a null where a value is required, two
+    spellings of a field in one record, a duplicate id, an integer id, line
+    breaks other than LF...): the caller then takes the per-record path, which
+    reports every problem with its file and line. For the files it accepts,
+    the result equals that path's.
+    """
+    import io
+
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    try:
+        raw = path.read_bytes()
+        if raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if any(b in raw for b in _OTHER_LINE_BREAKS):
+        return None
+    body = raw[:-1] if raw.endswith(b"\n") else raw
+    if not body:
+        return None
+    if body[:1] in _MAYBE_SKIPPED_LINE or any(b"\n" + b in body for b in _MAYBE_SKIPPED_LINE):
+        lines = body.split(b"\n")
+        keep = [i for i, line in enumerate(lines) if (t := line.decode("utf-8").strip()) and not t.startswith("#") and not t.startswith("//")]
+        if not keep:
+            return None
+        payload = b"\n".join(lines[i] for i in keep)
+        line_numbers = pl.Series("line", keep, dtype=pl.Int64) + 1
+    else:
+        payload = body
+        line_numbers = pl.int_range(1, body.count(b"\n") + 2, dtype=pl.Int64, eager=True).alias("line")
+    try:
+        table = pj.read_json(io.BytesIO(payload))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != len(line_numbers):
+        return None
+    names = set(table.column_names)
+    string_ok = (pa.string(), pa.large_string(), pa.null())
+    list_ok = (pa.list_(pa.string()), pa.list_(pa.null()), pa.null())
+    list_fields = [*_GOLDEN_ALIASES["expected_files"], *_GOLDEN_ALIASES["expected_evidence"], "tags"]
+    str_fields = [*_GOLDEN_ALIASES["reference_answer"], "category", "source"]
+    for n in ("id", "question"):
+        if n not in names or table.schema.field(n).type != pa.string():
+            return None
+    for n in list_fields:
+        if n in names and table.schema.field(n).type not in list_ok:
+            return None
+    for n in str_fields:
+        if n in names and table.schema.field(n).type not in string_ok:
+            return None
+    wanted = [n for n in table.column_names if n in ("id", "question", *list_fields, *str_fields)]
+    df = pl.from_arrow(table.select(wanted))
+    assert isinstance(df, pl.DataFrame)
+    df = df.with_columns([pl.col(n).cast(pl.List(pl.String)) for n in list_fields if n in names]
+                         + [pl.col(n).cast(pl.String) for n in str_fields if n in names])
+    checks = [
+        pl.col("id").is_null().any() | pl.col("question").is_null().any(),
+        (pl.col("id").str.strip_chars(_PY_WHITESPACE) == "").any(),
+        (pl.col("question").str.strip_chars(_PY_WHITESPACE) == "").any(),
+        pl.col("id").is_duplicated().any(),
+    ]
+    for n in list_fields:
+        if n in names:
+            checks.append(pl.col(n).list.eval(pl.element().is_null()).list.any().any())
+    groups = {}
+    for canonical, spellings in _GOLDEN_ALIASES.items():
+        present = [n for n in spellings if n in names]
+        groups[canonical] = present
+        if len(present) > 1:
+            checks.append((pl.sum_horizontal([pl.col(n).is_not_null().cast(pl.Int32) for n in present]) > 1).any())
+    if any(df.select([c.alias(f"check{i}") for i, c in enumerate(checks)]).row(0)):
+        return None
+
+    def pick(canonical: str, dtype: Any) -> pl.Expr:
+        present = groups[canonical]
+        if not present:
+            return pl.lit(None, dtype=dtype)
+        return pl.coalesce([pl.col(n) for n in present]) if len(present) > 1 else pl.col(present[0])
+
+    def column(n: str, dtype: Any) -> pl.Expr:
+        return pl.col(n) if n in names else pl.lit(None, dtype=dtype)
+
+    empty = pl.lit([], dtype=pl.List(pl.String))
+    out = df.select(
+        pl.col("id"), pl.col("question"),
+        pick("expected_files", pl.List(pl.String)).fill_null(empty).alias("expected_files"),
+        pick("expected_evidence", pl.List(pl.String)).fill_null(empty).alias("expected_evidence"),
+        pick("reference_answer", pl.String).alias("reference_answer"),
+        pl.when(column("category", pl.String).is_not_null() & (column("category", pl.String) != ""))
+        .then(column("category", pl.String))
+        .otherwise(pl.col("id").str.splitn("-", 2).struct.field("field_0")).alias("category"),
+        column("source", pl.String).alias("source"),
+        column("tags", pl.List(pl.String)).fill_null(empty).alias("tags"),
+    )
+    def any_text(n: str) -> pl.Expr:  # some item is not blank by str.strip()
+        return pl.col(n).list.eval(pl.element().str.strip_chars(_PY_WHITESPACE) != "").list.any().fill_null(False)
+
+    out = out.with_columns((any_text("expected_files") | any_text("expected_evidence")).alias("labeled"), line_numbers)
+    return out.select([pl.col(n).cast(t) for n, t in GOLDEN_SCHEMA.items()])
+
+
 def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     """Load a golden set from a JSONL path, a list of dicts or a Polars/pandas DataFrame.
 
@@ -391,6 +507,9 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     """
     problems = _Problems(_label(source, name))
     if _is_path(source):
+        columnar = _golden_jsonl_columnar(Path(source))
+        if columnar is not None:
+            return columnar
         records: Iterator[Tuple[str, Optional[int], Dict[str, Any]]] = _jsonl_records(Path(source), problems)
     else:
         records = _memory_records(source, name, problems)
@@ -534,12 +653,42 @@ def _rows_where(df: pl.DataFrame, mask: pl.Expr) -> List[int]:
     return df.with_row_index("__row").filter(mask)["__row"].to_list()
 
 
+def _read_parquet(path: Path) -> pl.DataFrame:
+    """``pl.read_parquet``, reading row groups on several threads for large files.
+
+    Polars decodes a list-of-struct column (``retrieved``) on one thread, so a
+    large run file is read as one slice per row group, in parallel (Polars
+    releases the GIL), then re-chunked (string views are concatenated, the
+    text buffers shared, not copied).
+    """
+    import concurrent.futures
+
+    import pyarrow.parquet as pq
+
+    threads = os.cpu_count() or 1
+    if threads < 2 or path.stat().st_size < (32 << 20):
+        return pl.read_parquet(path)
+    meta = pq.ParquetFile(path).metadata
+    bounds = [0]
+    for i in range(meta.num_row_groups):
+        bounds.append(bounds[-1] + meta.row_group(i).num_rows)
+    if len(bounds) < 3:
+        return pl.read_parquet(path)
+
+    def part(i: int) -> pl.DataFrame:
+        return pl.scan_parquet(path).slice(bounds[i], bounds[i + 1] - bounds[i]).collect()
+
+    with concurrent.futures.ThreadPoolExecutor(min(threads, len(bounds) - 1)) as pool:
+        parts = list(pool.map(part, range(len(bounds) - 1)))
+    return pl.concat(parts, rechunk=True)
+
+
 def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
     """Validate and convert a Parquet run column by column (no per-row Python)."""
     if not path.exists():
         raise InputError(f"{path}: no such file")
     try:
-        df = pl.read_parquet(path)
+        df = _read_parquet(path)
     except Exception as exc:  # polars raises several types for unreadable files
         raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
     where = str(path)

@@ -109,6 +109,43 @@ def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
     return offsets, (str_offsets, data)
 
 
+def _view_list_column(values: Any) -> Optional[Tuple[np.ndarray, np.ndarray, list]]:
+    """Group offsets, string views and data buffers of a Polars list[str] column,
+    as Polars holds them (Arrow string-view layout), with no copy of the text.
+
+    None when the column is not a Polars Series in that layout or has nulls
+    (the caller then takes :func:`_list_column`).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not isinstance(values, pl.Series) or values.dtype != pl.List(pl.String):
+        return None
+    try:
+        arr = values.to_arrow(compat_level=pl.CompatLevel.newest())
+    except Exception:  # pragma: no cover - older Polars
+        return None
+    if isinstance(arr, pa.ChunkedArray):
+        if arr.num_chunks != 1:
+            return None
+        arr = arr.chunk(0)
+    if not (pa.types.is_large_list(arr.type) or pa.types.is_list(arr.type)):
+        return None
+    flat = arr.flatten()
+    if not pa.types.is_string_view(flat.type) or flat.null_count:
+        return None
+    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
+    offsets = offsets_from_lengths(lengths)
+    if offsets[-1] != len(flat):  # pragma: no cover - defensive
+        return None
+    bufs = flat.buffers()
+    views = np.frombuffer(bufs[1], dtype=np.uint8)[flat.offset * 16 : (flat.offset + len(flat)) * 16] if len(flat) else np.zeros(0, np.uint8)
+    data = [np.frombuffer(b, dtype=np.uint8) if b is not None and b.size else np.zeros(0, np.uint8) for b in bufs[2:]]
+    for a in [views, *data]:
+        a.flags.writeable = False  # read-only: borrowed by the binding, not copied
+    return offsets, views, data
+
+
 def retrieved_columns(retrieved: pl.Series) -> Tuple[pl.Series, pl.Series]:
     """Split a run's ``retrieved`` column (list[struct{file, text, ...}]) into list[str] files and texts."""
     files = retrieved.list.eval(pl.element().struct.field("file")).alias("chunk_files")
@@ -262,14 +299,21 @@ def match_relevance(
     file_offsets, files = _list_column(expected_files, "expected_files")
     phrase_offsets, phrases = _list_column(expected_evidence, "expected_evidence")
     chunk_offsets, cfiles = _list_column(chunk_files, "chunk_files")
-    text_offsets, texts = _list_column(chunk_texts, "chunk_texts")
+    views = _view_list_column(chunk_texts)
+    if views is not None:
+        text_offsets = views[0]
+    else:
+        text_offsets, texts = _list_column(chunk_texts, "chunk_texts")
     n = len(chunk_offsets) - 1
     if not (len(file_offsets) - 1 == len(phrase_offsets) - 1 == n == len(text_offsets) - 1):
         raise ValueError("match_relevance: all columns must have one row per case")
     if not np.array_equal(chunk_offsets, text_offsets):
         bad = int(np.flatnonzero(np.diff(chunk_offsets) != np.diff(text_offsets))[0])
         raise ValueError(f"match_relevance: case {bad} has a different number of chunk files and chunk texts")
-    out = _core.evidence_match(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, texts, run_wide=run_wide)
+    if views is not None:
+        out = _core.evidence_match_views(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, views[1], views[2], run_wide=run_wide)
+    else:
+        out = _core.evidence_match(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, texts, run_wide=run_wide)
     return EvidenceMatch(
         labeled=out["labeled"],
         chunk_offsets=chunk_offsets,

@@ -170,12 +170,8 @@ def _chunk_table(joined: pl.DataFrame, match: Any) -> pl.DataFrame:
 
 def _flat_chunks(joined: pl.DataFrame) -> pl.DataFrame:
     """Every retrieved chunk of every case, in order (empty lists contribute no row)."""
-    import pyarrow as pa
-
-    lists = joined["retrieved"].to_arrow()
-    if isinstance(lists, pa.ChunkedArray):
-        lists = lists.combine_chunks()
-    return pl.from_arrow(lists.flatten()).struct.unnest()
+    # Shares the text buffers (no conversion through Arrow and back).
+    return joined["retrieved"].explode(empty_as_null=False, keep_nulls=False).struct.unnest()
 
 
 def _flat_chunk_field(joined: pl.DataFrame, name: str) -> pl.Series:

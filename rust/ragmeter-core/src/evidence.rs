@@ -49,6 +49,7 @@
 //! rayon.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
@@ -604,12 +605,14 @@ impl PhraseMatcher {
 /// An Aho-Corasick automaton over hundreds of thousands of unrelated phrases
 /// is slow to run (a few MB/s: the trie near the root is dense and every byte
 /// walks failure links through a large, cache-missing automaton), so phrases
-/// of 8 bytes or more are indexed by one 8-byte *window* each (4 bytes for
-/// phrases of 4 to 7 bytes): every text position is hashed and tested against
-/// a small blocked Bloom filter (two bits in one 64-bit word), and only
-/// filter hits look up the windows' phrases and compare them in full. The
-/// window of each phrase is chosen among its offsets as the one shared with
-/// the fewest other phrases. Phrases shorter than 4 bytes (rare) go through
+/// of 8 bytes or more are indexed by 8-byte *windows* (4 bytes for phrases of
+/// 4 to 7 bytes): text positions are hashed and tested against a blocked
+/// Bloom filter (two bits in one 64-bit word), and only filter hits look up
+/// the windows' phrases and compare them in full. Long phrases let the scan
+/// probe only every 4th (16..23 bytes) or 8th (>= 24 bytes) position: such a
+/// phrase indexes 4 or 8 consecutive windows, one of which starts at a probed
+/// position wherever the phrase occurs. The windows of a phrase are chosen
+/// among its offsets as those shared with the fewest other phrases. Phrases shorter than 4 bytes (rare) go through
 /// an Aho-Corasick automaton. Phrases already found are skipped, and a text
 /// is not scanned at all once every phrase has been found.
 pub struct RunIndex {
@@ -617,6 +620,11 @@ pub struct RunIndex {
     starts: Vec<usize>,
     found: Vec<AtomicBool>,
     remaining: AtomicUsize,
+    /// 8-byte windows probed at every 8th, every 4th and every text position
+    /// (phrases of >= 24, 16..23 and 8..15 bytes), 4-byte windows at every
+    /// position (4..7 bytes).
+    w8s8: Window,
+    w8s4: Window,
     w8: Window,
     w4: Window,
     short: Option<(AhoCorasick, Vec<u32>)>,
@@ -626,16 +634,38 @@ pub struct RunIndex {
 
 struct Window {
     width: usize,
+    /// Text positions probed: multiples of `stride`. Each phrase then indexes
+    /// `stride` consecutive windows, so that one of them starts at a probed
+    /// position wherever the phrase occurs.
+    stride: usize,
     bits: Vec<u64>,
     shift: u32,
-    cands: HashMap<u64, Vec<(u32, u32)>>,
+    cands: HashMap<u64, Vec<(u32, u32)>, BuildHasherDefault<KeyHasher>>,
+}
+
+/// Hasher for the window keys (8 bytes of text): one multiply, high bits folded down.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (x ^ 0x2545_F491_4F6C_DD1D).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 31)
+    }
 }
 
 const WINDOW_SEED: u64 = 0x51_7C_C1_B7_27_22_0A_95;
 
 impl Window {
-    fn new(width: usize) -> Self {
-        Window { width, bits: Vec::new(), shift: 64, cands: HashMap::new() }
+    fn new(width: usize, stride: usize) -> Self {
+        Window { width, stride, bits: Vec::new(), shift: 64, cands: HashMap::default() }
     }
 
     #[inline]
@@ -652,27 +682,30 @@ impl Window {
         (key ^ WINDOW_SEED).wrapping_mul(0x9E37_79B9_7F4A_7C15)
     }
 
-    /// Choose the window of `pat` shared with the fewest phrases so far.
+    /// Index `stride` consecutive windows of `pat`, the run of them shared
+    /// with the fewest phrases so far (needs `pat.len() >= width + stride - 1`).
     fn add(&mut self, pat: &[u8], id: u32) {
-        let last = pat.len() - self.width;
+        let last = pat.len() - self.width + 1 - self.stride;
         let step = (last / 15).max(1);
-        let mut best = (usize::MAX, 0usize, 0u64);
-        let mut off = 0;
+        let mut best = (usize::MAX, 0usize);
+        let mut first = 0;
         loop {
-            let k = self.key(pat, off);
-            let used = self.cands.get(&k).map_or(0, Vec::len);
+            let used: usize = (first..first + self.stride).map(|o| self.cands.get(&self.key(pat, o)).map_or(0, Vec::len)).sum();
             if used < best.0 {
-                best = (used, off, k);
+                best = (used, first);
                 if used == 0 {
                     break;
                 }
             }
-            if off == last {
+            if first == last {
                 break;
             }
-            off = (off + step).min(last);
+            first = (first + step).min(last);
         }
-        self.cands.entry(best.2).or_default().push((id, best.1 as u32));
+        for off in best.1..best.1 + self.stride {
+            let k = self.key(pat, off);
+            self.cands.entry(k).or_default().push((id, off as u32));
+        }
     }
 
     /// Size the Bloom filter (about 32 bits per window, at most 2^24 bits) and fill it.
@@ -697,6 +730,19 @@ impl Window {
     }
 }
 
+/// Hint the CPU to fetch `bits[i]` into the cache.
+#[inline(always)]
+fn prefetch(bits: &[u64], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint; the address is in bounds (`i < bits.len()`).
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch(bits.as_ptr().add(i) as *const i8, _MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (bits, i);
+}
+
 impl RunIndex {
     /// Index `phrases`, each already through [`normalize`].
     pub fn from_normalized<S: AsRef<str>>(phrases: &[S]) -> Result<Self> {
@@ -719,13 +765,19 @@ impl RunIndex {
             phrase_ids.push(id);
         }
         let n = starts.len() - 1;
-        let mut w8 = Window::new(8);
-        let mut w4 = Window::new(4);
+        let mut w8s8 = Window::new(8, 8);
+        let mut w8s4 = Window::new(8, 4);
+        let mut w8 = Window::new(8, 1);
+        let mut w4 = Window::new(4, 1);
         let mut short_pats: Vec<&[u8]> = Vec::new();
         let mut short_ids = Vec::new();
         for id in 0..n {
             let pat = &data[starts[id]..starts[id + 1]];
-            if pat.len() >= 8 {
+            if pat.len() >= 24 {
+                w8s8.add(pat, id as u32);
+            } else if pat.len() >= 16 {
+                w8s4.add(pat, id as u32);
+            } else if pat.len() >= 8 {
                 w8.add(pat, id as u32);
             } else if pat.len() >= 4 {
                 w4.add(pat, id as u32);
@@ -734,6 +786,8 @@ impl RunIndex {
                 short_ids.push(id as u32);
             }
         }
+        w8s8.finish();
+        w8s4.finish();
         w8.finish();
         w4.finish();
         let short = if short_pats.is_empty() {
@@ -750,6 +804,8 @@ impl RunIndex {
             remaining: AtomicUsize::new(n),
             data,
             starts,
+            w8s8,
+            w8s4,
             w8,
             w4,
             short,
@@ -773,28 +829,13 @@ impl RunIndex {
         if self.remaining.load(Ordering::Relaxed) == 0 {
             return;
         }
-        for w in [&self.w8, &self.w4] {
-            if w.bits.is_empty() || text.len() < w.width {
-                continue;
+        for w in [&self.w8s8, &self.w8s4, &self.w8] {
+            if !w.bits.is_empty() {
+                self.scan_windows::<8>(w, text);
             }
-            for i in 0..=text.len() - w.width {
-                let k = w.key(text, i);
-                let (slot, m) = w.slot(k);
-                if self.w_bits(w, slot) & m != m {
-                    continue;
-                }
-                let Some(cands) = w.cands.get(&k) else { continue };
-                for &(id, off) in cands {
-                    let off = off as usize;
-                    if i < off || self.found[id as usize].load(Ordering::Relaxed) {
-                        continue;
-                    }
-                    let pat = self.pattern(id);
-                    if text[i - off..].starts_with(pat) {
-                        self.mark(id);
-                    }
-                }
-            }
+        }
+        if !self.w4.bits.is_empty() {
+            self.scan_windows::<4>(&self.w4, text);
         }
         if let Some((ac, ids)) = &self.short {
             for m in ac.find_overlapping_iter(text) {
@@ -803,10 +844,65 @@ impl RunIndex {
         }
     }
 
+    /// Test the window at every probed position of `text` against the Bloom
+    /// filter; look up and compare the phrases behind a hit. Positions go in
+    /// blocks: hash all and prefetch their filter words, then test them, so
+    /// that the cache misses of a large filter overlap instead of queueing.
     #[inline(always)]
-    fn w_bits(&self, w: &Window, slot: usize) -> u64 {
-        // SAFETY: `slot` is `hash >> shift` with `bits.len() == 1 << (64 - shift)`.
-        unsafe { *w.bits.get_unchecked(slot) }
+    fn scan_windows<const W: usize>(&self, w: &Window, text: &[u8]) {
+        const BLOCK: usize = 32;
+        if text.len() < W {
+            return;
+        }
+        let bits = w.bits.as_slice();
+        let shift = w.shift;
+        let stride = w.stride;
+        let p = text.as_ptr();
+        let key = |i: usize| -> u64 {
+            // SAFETY: callers pass i <= text.len() - W.
+            unsafe {
+                if W == 8 {
+                    u64::from_le((p.add(i) as *const u64).read_unaligned())
+                } else {
+                    u32::from_le((p.add(i) as *const u32).read_unaligned()) as u64
+                }
+            }
+        };
+        let last = text.len() - W;
+        let mut hashes = [0u64; BLOCK];
+        let mut i = 0;
+        while i <= last {
+            let count = ((last - i) / stride + 1).min(BLOCK);
+            for (j, h) in hashes.iter_mut().enumerate().take(count) {
+                *h = Window::hash(key(i + j * stride));
+                prefetch(bits, (*h >> shift) as usize);
+            }
+            for (j, &h) in hashes.iter().enumerate().take(count) {
+                // SAFETY: `h >> shift < bits.len()` (`bits.len() == 1 << (64 - shift)`).
+                let word = unsafe { *bits.get_unchecked((h >> shift) as usize) };
+                let m = (1u64 << ((h >> 26) & 63)) | (1u64 << ((h >> 32) & 63));
+                if word & m == m {
+                    let at = i + j * stride;
+                    self.verify(w, key(at), at, text);
+                }
+            }
+            i += count * stride;
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn verify(&self, w: &Window, k: u64, i: usize, text: &[u8]) {
+        let Some(cands) = w.cands.get(&k) else { return };
+        for &(id, off) in cands {
+            let off = off as usize;
+            if i < off || self.found[id as usize].load(Ordering::Relaxed) {
+                continue;
+            }
+            if text[i - off..].starts_with(self.pattern(id)) {
+                self.mark(id);
+            }
+        }
     }
 
     /// Per input phrase: found in at least one scanned text (false for phrases

@@ -97,6 +97,136 @@ fn texts<'a>(col: &'a StrArrays<'_>) -> PyResult<Texts<'a>> {
     Ok(Texts { offsets, data, validated: false })
 }
 
+/// A string column in Arrow's string-view layout (what Polars holds in
+/// memory): 16-byte views, each either inline (length <= 12) or pointing into
+/// one of the data buffers. Borrowed when every array is read-only (read-only
+/// views over immutable Arrow buffers), copied otherwise, so no copy of the
+/// texts is made to cross into Rust.
+struct ViewTexts<'a> {
+    views: Cow<'a, [u8]>,
+    buffers: Vec<Cow<'a, [u8]>>,
+    validated: bool,
+}
+
+impl ViewTexts<'_> {
+    #[inline]
+    fn bytes(&self, i: usize) -> Option<&[u8]> {
+        let v = &self.views[i * 16..i * 16 + 16];
+        let len = u32::from_le_bytes(v[0..4].try_into().ok()?) as usize;
+        if len <= 12 {
+            return Some(&v[4..4 + len]);
+        }
+        let buf = u32::from_le_bytes(v[8..12].try_into().ok()?) as usize;
+        let off = u32::from_le_bytes(v[12..16].try_into().ok()?) as usize;
+        self.buffers.get(buf)?.get(off..off.checked_add(len)?)
+    }
+
+    /// Check every view's bounds and UTF-8 (call with the GIL released).
+    fn validate(&mut self, name: &str) -> Result<(), Error> {
+        if self.views.len() % 16 != 0 {
+            return Err(Error::input(format!("column {name}: string views must be 16 bytes each")));
+        }
+        let ok = (0..self.views.len() / 16)
+            .into_par_iter()
+            .with_min_len(256)
+            .all(|i| self.bytes(i).is_some_and(|b| std::str::from_utf8(b).is_ok()));
+        if !ok {
+            return Err(Error::input(format!("column {name}: a string view points outside its buffer or is not valid UTF-8")));
+        }
+        self.validated = true;
+        Ok(())
+    }
+}
+
+impl Strings for ViewTexts<'_> {
+    fn len(&self) -> usize {
+        self.views.len() / 16
+    }
+    fn get(&self, i: usize) -> &str {
+        if !self.validated {
+            return "";
+        }
+        let bytes = self.bytes(i).unwrap_or(&[]);
+        // SAFETY: `validate` succeeded, so every view is in bounds and UTF-8,
+        // and the arrays are owned or read-only for the duration of the call.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    }
+}
+
+fn borrow_or_copy<'a>(a: &'a PyReadonlyArray1<'_, u8>) -> PyResult<Cow<'a, [u8]>> {
+    let writeable: bool = a.getattr("flags")?.getattr("writeable")?.extract()?;
+    Ok(if writeable { Cow::Owned(a.as_slice()?.to_vec()) } else { Cow::Borrowed(a.as_slice()?) })
+}
+
+/// evidence_match_views(file_offsets, expected_files, phrase_offsets, phrases,
+/// chunk_offsets, chunk_files, text_views, text_buffers, run_wide=False) ->
+/// dict[str, ndarray]
+///
+/// [`evidence_match`] with the chunk texts in Arrow string-view layout
+/// (`text_views`: uint8, 16 bytes per text, no nulls; `text_buffers`: the
+/// uint8 data buffers), as Polars stores them: no copy of the texts.
+#[pyfunction]
+#[pyo3(signature = (file_offsets, expected_files, phrase_offsets, phrases, chunk_offsets, chunk_files, text_views, text_buffers, run_wide = false))]
+#[allow(clippy::too_many_arguments)]
+fn evidence_match_views<'py>(
+    py: Python<'py>,
+    file_offsets: PyReadonlyArray1<'py, i64>,
+    expected_files: StrArrays<'py>,
+    phrase_offsets: PyReadonlyArray1<'py, i64>,
+    phrases: StrArrays<'py>,
+    chunk_offsets: PyReadonlyArray1<'py, i64>,
+    chunk_files: StrArrays<'py>,
+    text_views: PyReadonlyArray1<'py, u8>,
+    text_buffers: Vec<PyReadonlyArray1<'py, u8>>,
+    run_wide: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut texts = ViewTexts {
+        views: borrow_or_copy(&text_views)?,
+        buffers: text_buffers.iter().map(borrow_or_copy).collect::<PyResult<_>>()?,
+        validated: false,
+    };
+    let expected_files = small(expected_files, "expected_files")?;
+    let phrases = small(phrases, "phrases")?;
+    let chunk_files = small(chunk_files, "chunk_files")?;
+    let file_offsets = extract_offsets(file_offsets, expected_files.len(), "file_offsets")?;
+    let phrase_offsets = extract_offsets(phrase_offsets, phrases.len(), "phrase_offsets")?;
+    let chunk_offsets = extract_offsets(chunk_offsets, chunk_files.len(), "chunk_offsets")?;
+    let result = py
+        .allow_threads(|| {
+            texts.validate("chunk_texts")?;
+            evidence::match_evidence_with::<dyn Strings>(
+                &EvidenceBatch {
+                    file_offsets: &file_offsets,
+                    expected_files: &expected_files,
+                    phrase_offsets: &phrase_offsets,
+                    phrases: &phrases,
+                    chunk_offsets: &chunk_offsets,
+                    chunk_files: &chunk_files,
+                    chunk_texts: &texts,
+                },
+                run_wide,
+            )
+        })
+        .map_err(to_py_err)?;
+    result_dict(py, result, run_wide)
+}
+
+fn result_dict(py: Python<'_>, result: evidence::EvidenceResult, run_wide: bool) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("labeled", PyArray1::from_vec(py, result.labeled))?;
+    out.set_item("file_match", PyArray1::from_vec(py, result.file_match))?;
+    out.set_item("relevant", PyArray1::from_vec(py, result.relevant))?;
+    out.set_item("phrases_found", PyArray1::from_vec(py, result.phrases_found))?;
+    out.set_item("phrase_first_rank", PyArray1::from_vec(py, result.phrase_first_rank))?;
+    out.set_item("phrase_any_rank", PyArray1::from_vec(py, result.phrase_any_rank))?;
+    out.set_item("phrase_empty", PyArray1::from_vec(py, result.phrase_empty))?;
+    out.set_item("file_first_rank", PyArray1::from_vec(py, result.file_first_rank))?;
+    if run_wide {
+        out.set_item("phrase_in_run", PyArray1::from_vec(py, result.phrase_in_run))?;
+    }
+    Ok(out)
+}
+
 /// evidence_normalize(text) -> str: NFKC, drop white space and invisible
 /// format characters, lower-case.
 #[pyfunction]
@@ -169,19 +299,7 @@ fn evidence_match<'py>(
             )
         })
         .map_err(to_py_err)?;
-    let out = PyDict::new(py);
-    out.set_item("labeled", PyArray1::from_vec(py, result.labeled))?;
-    out.set_item("file_match", PyArray1::from_vec(py, result.file_match))?;
-    out.set_item("relevant", PyArray1::from_vec(py, result.relevant))?;
-    out.set_item("phrases_found", PyArray1::from_vec(py, result.phrases_found))?;
-    out.set_item("phrase_first_rank", PyArray1::from_vec(py, result.phrase_first_rank))?;
-    out.set_item("phrase_any_rank", PyArray1::from_vec(py, result.phrase_any_rank))?;
-    out.set_item("phrase_empty", PyArray1::from_vec(py, result.phrase_empty))?;
-    out.set_item("file_first_rank", PyArray1::from_vec(py, result.file_first_rank))?;
-    if run_wide {
-        out.set_item("phrase_in_run", PyArray1::from_vec(py, result.phrase_in_run))?;
-    }
-    Ok(out)
+    result_dict(py, result, run_wide)
 }
 
 /// evidence_phrases_in_texts(phrases, texts) -> ndarray[bool]: per phrase,
@@ -204,6 +322,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(evidence_normalize_dehyphenated, m)?)?;
     m.add_function(wrap_pyfunction!(evidence_normalize_file_name, m)?)?;
     m.add_function(wrap_pyfunction!(evidence_match, m)?)?;
+    m.add_function(wrap_pyfunction!(evidence_match_views, m)?)?;
     m.add_function(wrap_pyfunction!(evidence_phrases_in_texts, m)?)?;
     Ok(())
 }
