@@ -265,19 +265,16 @@ def test_cli_report(results_dir: Path, capsys: pytest.CaptureFixture) -> None:
     assert "results directory not found" in capsys.readouterr().err
 
 
-def test_report_on_many_cases_is_fast_enough(tmp_path: Path) -> None:
-    import time
-
+def test_report_on_many_cases_paginates_the_case_explorer(tmp_path: Path) -> None:
+    # Speed is measured in benches/bench_report.py; here: every case is in the data, not in the DOM.
     from ragmeter.report import write_reports
 
     cases = synth_cases(2000, seed=4)
     big = pl.concat([cases.with_columns((pl.col("id") + f"-{k}").alias("id")) for k in range(10)])  # 20,000 cases
     d = write_results(tmp_path / "big", big, judge=False)
-    t = time.perf_counter()
-    html = write_reports(d)["html"]
-    elapsed = time.perf_counter() - t
-    assert html.stat().st_size > 1_000_000
-    assert elapsed < 60, f"report on 20,000 cases took {elapsed:.1f}s"
+    html = write_reports(d)["html"].read_text(encoding="utf-8")
+    assert big["id"][19_999] in html
+    assert html.count("<tr") < 2_000, "case rows must be rendered page by page, not all at once"
 
 
 # ------------------------------------------------------------------ headless Chromium
