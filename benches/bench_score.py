@@ -6,7 +6,7 @@
 Generates (seeded) a golden set and a Parquet run of CASES x CHUNKS chunks of
 CHARS characters (random lower-case ASCII words; each case's evidence
 phrase ends in a Kangxi radical, planted with the unified ideograph in 60% of the cases), then times, end to end
-in this process: loading, evidence matching, rank metrics and aggregates
+in a fresh child process: loading, evidence matching, rank metrics and aggregates
 (``ragmeter.score``), and a sweep over THRESHOLDS thresholds (``ragmeter.sweep``,
 end to end, and the sweep alone on an already prepared match). The Parquet run
 is written in row groups of ROW_GROUP_SIZE cases (10,000 by default), as a real

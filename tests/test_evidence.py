@@ -320,3 +320,34 @@ def test_run_wide_finds_other_cases_phrases_in_every_length_class():
     m = match_relevance([[], []], evidence, files, texts, run_wide=True)
     assert m.phrase_in_run.tolist() == [True, True, True, False, True, True, True]
     assert m.phrase_any_rank.tolist() == [0, 0, 0, 0, 0, 0, 2]
+
+
+def _view(data: bytes, buf: int = 0, off: int = 0) -> bytes:
+    """One Arrow string view: inline when <= 12 bytes, else (prefix, buffer, offset)."""
+    import struct
+
+    if len(data) <= 12:
+        return struct.pack("<I", len(data)) + data.ljust(12, b"\0")
+    return struct.pack("<I4sII", len(data), data[:4], buf, off)
+
+
+def test_string_view_texts_are_borrowed_and_validated():
+    buf = "xx大模型 retrieval augmented generation".encode()
+    long_text = buf[2:]
+    views = np.frombuffer(_view(long_text, 0, 2) + _view("⼤模型".encode()), np.uint8)
+    args = (np.array([0, 0], np.int64), string_column([]), np.array([0, 1], np.int64), string_column(["大模型"]),
+            np.array([0, 2], np.int64), string_column(["a", "b"]))
+    out = _core.evidence_match_views(*args, views, [np.frombuffer(buf, np.uint8)], run_wide=True)
+    assert out["relevant"].tolist() == [True, True] and out["phrase_in_run"].tolist() == [True]
+    # Polars columns take this path; the answer equals the copying one.
+    texts = pl.Series([[long_text.decode(), "⼤模型"]], dtype=pl.List(pl.String))
+    assert match_relevance([[]], [["大模型"]], [["a", "b"]], texts).relevant.tolist() == [True, True]
+    for bad_views, bad_buf in [
+        (_view(b"\xff" * 13), b"\xff" * 13),  # invalid UTF-8 in the buffer
+        (_view(buf[3:16], 0, 3), buf),  # starts inside 大
+        (_view(buf[0:20], 0, 30), buf),  # out of bounds
+        (_view(b"\xe5\xa4" + b"a" * 10), b""),  # inline, invalid
+    ]:
+        with pytest.raises(InputError, match="UTF-8|outside|splits"):
+            _core.evidence_match_views(*args[:4], np.array([0, 1], np.int64), string_column(["a"]),
+                                       np.frombuffer(bad_views, np.uint8), [np.frombuffer(bad_buf, np.uint8)])

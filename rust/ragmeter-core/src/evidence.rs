@@ -50,7 +50,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 use rayon::prelude::*;
@@ -628,6 +628,9 @@ pub struct RunIndex {
     w8: Window,
     w4: Window,
     short: Option<(AhoCorasick, Vec<u32>)>,
+    /// Pattern `id`'s window keys are `keys[key_starts[id]..key_starts[id + 1]]`.
+    keys: Vec<u64>,
+    key_starts: Vec<usize>,
     /// Per input phrase: its pattern id, `u32::MAX` when it normalised to "".
     phrase_ids: Vec<u32>,
 }
@@ -640,7 +643,16 @@ struct Window {
     stride: usize,
     bits: Vec<u64>,
     shift: u32,
-    cands: HashMap<u64, Vec<(u32, u32)>, BuildHasherDefault<KeyHasher>>,
+    cands: HashMap<u64, Cands, BuildHasherDefault<KeyHasher>>,
+}
+
+/// The phrases (id, offset of the window in the phrase) behind one window key,
+/// and how many of those entries are not found yet: once none is left, a
+/// key that is frequent in the texts costs a lookup, not a walk of its list.
+#[derive(Default)]
+struct Cands {
+    live: AtomicU32,
+    list: Vec<(u32, u32)>,
 }
 
 /// Hasher for the window keys (8 bytes of text): one multiply, high bits folded down.
@@ -684,13 +696,13 @@ impl Window {
 
     /// Index `stride` consecutive windows of `pat`, the run of them shared
     /// with the fewest phrases so far (needs `pat.len() >= width + stride - 1`).
-    fn add(&mut self, pat: &[u8], id: u32) {
+    fn add(&mut self, pat: &[u8], id: u32, keys: &mut Vec<u64>) {
         let last = pat.len() - self.width + 1 - self.stride;
         let step = (last / 15).max(1);
         let mut best = (usize::MAX, 0usize);
         let mut first = 0;
         loop {
-            let used: usize = (first..first + self.stride).map(|o| self.cands.get(&self.key(pat, o)).map_or(0, Vec::len)).sum();
+            let used: usize = (first..first + self.stride).map(|o| self.cands.get(&self.key(pat, o)).map_or(0, |c| c.list.len())).sum();
             if used < best.0 {
                 best = (used, first);
                 if used == 0 {
@@ -704,7 +716,8 @@ impl Window {
         }
         for off in best.1..best.1 + self.stride {
             let k = self.key(pat, off);
-            self.cands.entry(k).or_default().push((id, off as u32));
+            self.cands.entry(k).or_default().list.push((id, off as u32));
+            keys.push(k);
         }
     }
 
@@ -716,6 +729,9 @@ impl Window {
         let words = (self.cands.len() / 2).next_power_of_two().clamp(1024, 1 << 18);
         self.shift = 64 - words.trailing_zeros();
         self.bits = vec![0u64; words];
+        for c in self.cands.values_mut() {
+            *c.live.get_mut() = c.list.len() as u32;
+        }
         let keys: Vec<u64> = self.cands.keys().copied().collect();
         for k in keys {
             let (w, m) = self.slot(k);
@@ -771,20 +787,24 @@ impl RunIndex {
         let mut w4 = Window::new(4, 1);
         let mut short_pats: Vec<&[u8]> = Vec::new();
         let mut short_ids = Vec::new();
+        let mut keys = Vec::new();
+        let mut key_starts = Vec::with_capacity(n + 1);
+        key_starts.push(0);
         for id in 0..n {
             let pat = &data[starts[id]..starts[id + 1]];
             if pat.len() >= 24 {
-                w8s8.add(pat, id as u32);
+                w8s8.add(pat, id as u32, &mut keys);
             } else if pat.len() >= 16 {
-                w8s4.add(pat, id as u32);
+                w8s4.add(pat, id as u32, &mut keys);
             } else if pat.len() >= 8 {
-                w8.add(pat, id as u32);
+                w8.add(pat, id as u32, &mut keys);
             } else if pat.len() >= 4 {
-                w4.add(pat, id as u32);
+                w4.add(pat, id as u32, &mut keys);
             } else {
                 short_pats.push(pat);
                 short_ids.push(id as u32);
             }
+            key_starts.push(keys.len());
         }
         w8s8.finish();
         w8s4.finish();
@@ -809,6 +829,8 @@ impl RunIndex {
             w8,
             w4,
             short,
+            keys,
+            key_starts,
             phrase_ids,
         })
     }
@@ -821,6 +843,19 @@ impl RunIndex {
     fn mark(&self, id: u32) {
         if !self.found[id as usize].swap(true, Ordering::Relaxed) {
             self.remaining.fetch_sub(1, Ordering::Relaxed);
+            let len = self.pattern(id).len();
+            let w = match len {
+                24.. => &self.w8s8,
+                16..=23 => &self.w8s4,
+                8..=15 => &self.w8,
+                4..=7 => &self.w4,
+                _ => return,
+            };
+            for k in &self.keys[self.key_starts[id as usize]..self.key_starts[id as usize + 1]] {
+                if let Some(c) = w.cands.get(k) {
+                    c.live.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
         }
     }
 
@@ -894,7 +929,10 @@ impl RunIndex {
     #[inline(never)]
     fn verify(&self, w: &Window, k: u64, i: usize, text: &[u8]) {
         let Some(cands) = w.cands.get(&k) else { return };
-        for &(id, off) in cands {
+        if cands.live.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        for &(id, off) in &cands.list {
             let off = off as usize;
             if i < off || self.found[id as usize].load(Ordering::Relaxed) {
                 continue;
