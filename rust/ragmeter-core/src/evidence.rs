@@ -411,17 +411,61 @@ pub fn normalize_dehyphenated(text: &str) -> Option<String> {
 // Phrase matching
 // ---------------------------------------------------------------------------
 
+fn packed_searcher(patterns: &[String]) -> Option<aho_corasick::packed::Searcher> {
+    // None when the CPU lacks the SIMD the packed searcher needs: the caller builds an automaton.
+    aho_corasick::packed::Config::new()
+        .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+        .builder()
+        .extend(patterns.iter().map(|p| p.as_bytes()))
+        .build()
+}
+
+/// Mark every pattern that occurs anywhere in `haystack`, overlapping or not, with a
+/// leftmost-first searcher `find(at) -> (start, pattern)`: after a match at `s`, the
+/// other unfound patterns are compared at `s` directly and the search resumes at `s + 1`.
+/// Stops as soon as all are found; returns how many were newly found.
+fn leftmost_all(
+    mut find: impl FnMut(usize) -> Option<(usize, usize)>,
+    patterns: &[String],
+    haystack: &[u8],
+    found: &mut [bool],
+) -> usize {
+    let total = found.len();
+    let mut missing = found.iter().filter(|&&f| !f).count();
+    let mut new = 0;
+    let mut at = 0;
+    while missing > 0 && at < haystack.len() {
+        let Some((s, p)) = find(at) else { break };
+        if !found[p] {
+            found[p] = true;
+            new += 1;
+            missing -= 1;
+        }
+        if missing > 0 && total > 1 {
+            for (q, pat) in patterns.iter().enumerate() {
+                if !found[q] && haystack[s..].starts_with(pat.as_bytes()) {
+                    found[q] = true;
+                    new += 1;
+                    missing -= 1;
+                }
+            }
+        }
+        at = s + 1;
+    }
+    new
+}
+
 /// Up to this many patterns, [`PhraseMatcher::scan`] uses a leftmost-first search.
 pub const FEW_PATTERNS: usize = 16;
 
-/// Up to this many unique patterns, a case is searched with one
-/// `memchr::memmem` finder per pattern instead of an automaton: far cheaper to
-/// build (one per case) and as fast to run on a few hundred bytes.
-pub const MEMMEM_PATTERNS: usize = 4;
+/// Up to this many unique patterns, a case is searched with aho-corasick's
+/// packed (Teddy, SIMD) multi-pattern searcher instead of an automaton: far
+/// cheaper to build (one per case) and as fast to run on a few hundred bytes.
+pub const PACKED_PATTERNS: usize = 4;
 
 enum Searcher {
     None,
-    Finders(Vec<memchr::memmem::Finder<'static>>),
+    Packed(aho_corasick::packed::Searcher),
     Ac(AhoCorasick),
 }
 
@@ -462,8 +506,8 @@ impl PhraseMatcher {
         }
         let searcher = if patterns.is_empty() {
             Searcher::None
-        } else if patterns.len() <= MEMMEM_PATTERNS {
-            Searcher::Finders(patterns.iter().map(|p| memchr::memmem::Finder::new(p.as_bytes()).into_owned()).collect())
+        } else if let Some(packed) = (patterns.len() <= PACKED_PATTERNS).then(|| packed_searcher(&patterns)).flatten() {
+            Searcher::Packed(packed)
         } else {
             Searcher::Ac(
                 AhoCorasick::builder()
@@ -498,8 +542,8 @@ impl PhraseMatcher {
     /// Mark in `found` (one flag per unique pattern) the patterns occurring in
     /// `haystack`; returns how many were newly marked.
     ///
-    /// With at most [`MEMMEM_PATTERNS`] patterns each is looked for with its
-    /// own `memmem` finder. With at most [`FEW_PATTERNS`] the automaton
+    /// With at most [`PACKED_PATTERNS`] patterns the packed (Teddy) searcher
+    /// is used leftmost-first. With at most [`FEW_PATTERNS`] the automaton
     /// is leftmost-first, whose SIMD prefilter is far faster on CJK text than
     /// an overlapping search: after a match starting at `s`, the other unfound
     /// patterns are compared at `s` directly and the search resumes at `s + 1`,
@@ -509,22 +553,18 @@ impl PhraseMatcher {
     pub fn scan(&self, haystack: &[u8], found: &mut [bool]) -> usize {
         let ac = match &self.searcher {
             Searcher::None => return 0,
-            Searcher::Finders(finders) => {
-                let mut new = 0;
-                for (q, f) in finders.iter().enumerate() {
-                    if !found[q] && f.find(haystack).is_some() {
-                        found[q] = true;
-                        new += 1;
-                    }
-                }
-                return new;
+            Searcher::Packed(packed) => {
+                let find = |at: usize| {
+                    let span = aho_corasick::Span::from(at..haystack.len());
+                    packed.find_in(haystack, span).map(|m| (m.start(), m.pattern().as_usize()))
+                };
+                return leftmost_all(find, &self.patterns, haystack, found);
             }
             Searcher::Ac(ac) => ac,
         };
-        let total = found.len();
-        let mut missing = found.iter().filter(|&&f| !f).count();
-        let mut new = 0;
         if self.patterns.len() > FEW_PATTERNS {
+            let mut missing = found.iter().filter(|&&f| !f).count();
+            let mut new = 0;
             for m in ac.find_overlapping_iter(haystack) {
                 let p = m.pattern().as_usize();
                 if !found[p] {
@@ -538,28 +578,12 @@ impl PhraseMatcher {
             }
             return new;
         }
-        let mut at = 0;
-        while missing > 0 && at < haystack.len() {
-            let Some(m) = ac.find(Input::new(haystack).span(at..haystack.len())) else { break };
-            let s = m.start();
-            let p = m.pattern().as_usize();
-            if !found[p] {
-                found[p] = true;
-                new += 1;
-                missing -= 1;
-            }
-            if missing > 0 && total > 1 {
-                for (q, pat) in self.patterns.iter().enumerate() {
-                    if !found[q] && haystack[s..].starts_with(pat.as_bytes()) {
-                        found[q] = true;
-                        new += 1;
-                        missing -= 1;
-                    }
-                }
-            }
-            at = s + 1;
-        }
-        new
+        leftmost_all(
+            |at| ac.find(Input::new(haystack).span(at..haystack.len())).map(|m| (m.start(), m.pattern().as_usize())),
+            &self.patterns,
+            haystack,
+            found,
+        )
     }
 
     pub fn patterns_len(&self) -> usize {
