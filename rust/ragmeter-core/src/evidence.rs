@@ -67,7 +67,7 @@ use crate::error::{Error, Result};
 /// a canonical composition. ASCII also qualifies but may be the *first* element
 /// of one (`e` + U+0301), which the segmenting in [`Normalizer::run`] handles.
 /// The property is checked exhaustively by a unit test.
-#[inline]
+#[cfg(test)]
 fn is_stable_nonascii(c: char) -> bool {
     is_stable_code(c as u32)
 }
@@ -82,7 +82,7 @@ fn is_stable_code(cp: u32) -> bool {
         | 0x3008..=0x3011)   // 〈〉《》「」『』【】
 }
 
-#[inline]
+#[cfg(test)]
 fn is_stable(c: char) -> bool {
     c.is_ascii() || is_stable_nonascii(c)
 }

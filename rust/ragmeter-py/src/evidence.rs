@@ -218,24 +218,62 @@ fn evidence_match_views<'py>(
         buffers: text_buffers.iter().map(borrow_or_copy).collect::<PyResult<_>>()?,
         validated: false,
     };
-    let expected_files = small(expected_files, "expected_files")?;
-    let phrases = small(phrases, "phrases")?;
-    let chunk_files = small(chunk_files, "chunk_files")?;
-    let file_offsets = extract_offsets(file_offsets, expected_files.len(), "file_offsets")?;
-    let phrase_offsets = extract_offsets(phrase_offsets, phrases.len(), "phrase_offsets")?;
-    let chunk_offsets = extract_offsets(chunk_offsets, chunk_files.len(), "chunk_offsets")?;
+    match_chunk_texts(
+        py,
+        (file_offsets, expected_files),
+        (phrase_offsets, phrases),
+        (chunk_offsets, chunk_files),
+        &mut texts,
+        run_wide,
+    )
+}
+
+/// Texts that are checked (UTF-8, bounds) once, with the GIL released.
+trait ChunkTexts: Strings + Send {
+    fn check(&mut self, name: &str) -> Result<(), Error>;
+}
+
+impl ChunkTexts for Texts<'_> {
+    fn check(&mut self, name: &str) -> Result<(), Error> {
+        self.validate(name)
+    }
+}
+
+impl ChunkTexts for ViewTexts<'_> {
+    fn check(&mut self, name: &str) -> Result<(), Error> {
+        self.validate(name)
+    }
+}
+
+type OffsetsAndStrings<'py> = (PyReadonlyArray1<'py, i64>, StrArrays<'py>);
+
+/// The shared part of both `evidence_match` bindings: take the columns, match with the GIL released.
+fn match_chunk_texts<'py, T: ChunkTexts>(
+    py: Python<'py>,
+    files: OffsetsAndStrings<'py>,
+    phrases: OffsetsAndStrings<'py>,
+    chunks: OffsetsAndStrings<'py>,
+    texts: &mut T,
+    run_wide: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let expected_files = small(files.1, "expected_files")?;
+    let phrase_strings = small(phrases.1, "phrases")?;
+    let chunk_files = small(chunks.1, "chunk_files")?;
+    let file_offsets = extract_offsets(files.0, expected_files.len(), "file_offsets")?;
+    let phrase_offsets = extract_offsets(phrases.0, phrase_strings.len(), "phrase_offsets")?;
+    let chunk_offsets = extract_offsets(chunks.0, chunk_files.len(), "chunk_offsets")?;
     let result = py
         .allow_threads(|| {
-            texts.validate("chunk_texts")?;
+            texts.check("chunk_texts")?;
             evidence::match_evidence_with::<dyn Strings>(
                 &EvidenceBatch {
                     file_offsets: &file_offsets,
                     expected_files: &expected_files,
                     phrase_offsets: &phrase_offsets,
-                    phrases: &phrases,
+                    phrases: &phrase_strings,
                     chunk_offsets: &chunk_offsets,
                     chunk_files: &chunk_files,
-                    chunk_texts: &texts,
+                    chunk_texts: &*texts,
                 },
                 run_wide,
             )
@@ -308,31 +346,15 @@ fn evidence_match<'py>(
     chunk_texts: StrArrays<'py>,
     run_wide: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let expected_files = small(expected_files, "expected_files")?;
-    let phrases = small(phrases, "phrases")?;
-    let chunk_files = small(chunk_files, "chunk_files")?;
     let mut texts = texts(&chunk_texts)?;
-    let file_offsets = extract_offsets(file_offsets, expected_files.len(), "file_offsets")?;
-    let phrase_offsets = extract_offsets(phrase_offsets, phrases.len(), "phrase_offsets")?;
-    let chunk_offsets = extract_offsets(chunk_offsets, chunk_files.len(), "chunk_offsets")?;
-    let result = py
-        .allow_threads(|| {
-            texts.validate("chunk_texts")?;
-            evidence::match_evidence_with::<dyn Strings>(
-                &EvidenceBatch {
-                file_offsets: &file_offsets,
-                expected_files: &expected_files,
-                phrase_offsets: &phrase_offsets,
-                phrases: &phrases,
-                chunk_offsets: &chunk_offsets,
-                chunk_files: &chunk_files,
-                chunk_texts: &texts,
-                },
-                run_wide,
-            )
-        })
-        .map_err(to_py_err)?;
-    result_dict(py, result, run_wide)
+    match_chunk_texts(
+        py,
+        (file_offsets, expected_files),
+        (phrase_offsets, phrases),
+        (chunk_offsets, chunk_files),
+        &mut texts,
+        run_wide,
+    )
 }
 
 /// evidence_phrases_in_texts(phrases, texts) -> ndarray[bool]: per phrase,
