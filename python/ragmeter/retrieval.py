@@ -133,28 +133,30 @@ def score(golden: Any, run: Any, k: int = 5) -> ScoreResult:
 
 def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
     grades = match.relevant.astype(np.float64)
-    n_relevant = np.add.reduceat(grades, match.chunk_offsets[:-1]) if grades.size else np.zeros(joined.height)
-    n_relevant = np.where(np.diff(match.chunk_offsets) > 0, n_relevant, 0.0)
+    # None of these metrics divides by the corpus-wide number of relevant chunks (unknown in RAG).
+    n_relevant = np.zeros(joined.height)
     names = [f"hit@{k}", f"first_relevant_rank@{k}", f"rr@{k}", f"ap_retrieved@{k}", f"ndcg@{k}", f"p_retrieved@{k}"]
     values = _core.rank_metrics(match.chunk_offsets, grades, n_relevant, names)
     labeled = match.labeled.astype(bool)
+    unlabeled = pl.Series(~labeled)
 
     def col(i: int, name: str, dtype: Any = pl.Float64) -> pl.Series:
-        return pl.Series(name, values[:, i]).cast(dtype).set(pl.Series(~labeled), None) if (~labeled).any() else pl.Series(name, values[:, i]).cast(dtype)
+        return pl.Series(name, values[:, i]).cast(dtype).set(unlabeled, None)
 
     n_retrieved = np.diff(match.chunk_offsets)
+    n_expected_files = joined["expected_files"].list.len()
     return pl.DataFrame([
         joined["id"], joined["category"], pl.Series("labeled", labeled),
         col(0, "hit", pl.Boolean), col(1, "first_relevant_rank", pl.Int64), col(2, "reciprocal_rank"),
         col(3, "average_precision"), col(4, "ndcg"), col(5, "precision"),
         match.file_hit(k),
         # The cross-document "full hit" is only defined for cases expecting two or more files.
-        pl.Series("all_files_hit", match.all_files_hit(k)).set(pl.Series(joined["expected_files"].list.len() < 2), None),
+        pl.Series("all_files_hit", match.all_files_hit(k)).set(n_expected_files < 2, None),
         match.evidence_recall(k),
         pl.Series("n_retrieved", n_retrieved, dtype=pl.Int64), pl.Series("empty_retrieval", n_retrieved == 0),
         joined["retrieval_mode"],
         joined["missing_from_run"],
-        joined["expected_files"].list.len().alias("n_expected_files"),
+        n_expected_files.alias("n_expected_files"),
     ])
 
 
