@@ -79,8 +79,7 @@ def run_eval(
 ) -> Dict[str, Any]:
     """Score, optionally judge (``repeat`` times), write the results folder and the reports; return the summary."""
     from ragmeter._io import atomic_outputs
-    from ragmeter.dataset import load_golden, load_run
-    from ragmeter.retrieval import score, sweep
+    from ragmeter.retrieval import _prepared_match, _score_prepared, _sweep_prepared
 
     if int(repeat) < 1:
         from ragmeter.errors import InputError
@@ -88,20 +87,23 @@ def run_eval(
         raise InputError("--repeat: must be at least 1")
     repeat = int(repeat)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    result = score(golden, run, k=k)
-    g = load_golden(golden).select("id", "question", "reference_answer")
-    r = load_run(run).select("id", "answer", "cost", "latency_ms", "prompt_tokens", "completion_tokens")
-    cases = (result.cases.join(g, on="id", how="left").join(r, on="id", how="left")
+    # Load and match once; scoring, judging and the sweep all start from it.
+    prepared = _prepared_match(golden, run, run_wide=True)
+    result = _score_prepared(prepared, k)
+    inputs = prepared.joined.select("id", "question", "reference_answer", "answer", "contexts", "cost", "latency_ms",
+                                    "prompt_tokens", "completion_tokens")
+    cases = (result.cases.join(inputs.drop("contexts"), on="id", how="left")
              .join(_chunks_per_case(result.chunks), on="id", how="left"))
     judge_frame = judge_summary = repeats = None
     if judge is not None:
         from ragmeter.judge import run_sync
 
+        # The judge sees what the generator saw: the run's contexts (the retrieved texts when not given).
         records = [
-            {"id": row["id"], "question": row["question"], "reference_answer": row["reference_answer"],
-             "answer": row["answer"], "category": row["category"],
-             "contexts": [c["text"] for c in (row["retrieved"] or [])]}
-            for row in cases.select("id", "question", "reference_answer", "answer", "category", "retrieved").iter_rows(named=True)
+            {**row, "contexts": row["contexts"] or []}
+            for row in cases.select("id", "question", "reference_answer", "answer", "category")
+            .join(inputs.select("id", "contexts"), on="id", how="left")
+            .iter_rows(named=True)
         ]
         jr = run_sync(records, judge)
         first, judge_summary = jr.frame(), jr.summary
@@ -111,7 +113,7 @@ def run_eval(
         judge_frame = pl.concat([f.with_columns(pl.lit(r, dtype=pl.Int64).alias("repeat"))
                                  for r, f in enumerate(frames, start=1)], how="vertical_relaxed")
         cases = cases.join(_judge_columns(first), on="id", how="left")
-    sweep_table = sweep(golden, run, list(thresholds), k=k) if thresholds else None
+    sweep_table = _sweep_prepared(prepared, list(thresholds), k) if thresholds else None
     summary = {
         "results_format": RESULTS_FORMAT,
         "tool": "ragmeter",

@@ -118,11 +118,15 @@ def _prepared_match(golden: Any, run: Any, *, run_wide: bool = False) -> _Prepar
 
 def score(golden: Any, run: Any, k: int = 5) -> ScoreResult:
     """Score retrieval per case at cut-off ``k``; see the module docs for definitions."""
+    return _score_prepared(_prepared_match(golden, run, run_wide=True), k)
+
+
+def _score_prepared(prepared: _PreparedMatch, k: int) -> ScoreResult:
+    """:func:`score` on inputs already loaded and matched (``run_wide=True``)."""
     if k < 1:
         from ragmeter.errors import InputError
 
         raise InputError(f"k must be a positive integer, got {k}")
-    prepared = _prepared_match(golden, run, run_wide=True)
     joined, match = prepared.joined, prepared.match
     cases = _case_table(joined, match, k)
     chunks = _chunk_table(joined, match)

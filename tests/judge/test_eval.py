@@ -48,3 +48,18 @@ def test_eval_without_endpoint_scores_retrieval_and_says_so(tmp_path):
     assert "correctness_score" not in cases.columns
     proc = subprocess.run([sys.executable, "-m", "ragmeter", "report", str(tmp_path / "ev")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_eval_judges_against_the_runs_contexts_not_only_the_retrieved_chunks(tmp_path, server, api_key):
+    from ragmeter.evaluation import run_eval
+    from ragmeter.judge import JudgeConfig
+
+    golden = [{"id": "fact-1", "question": "What is the cap?", "expectedFileNames": ["a.md"],
+               "expectedEvidence": ["cap is 600"], "referenceAnswer": "600"}]
+    run = [{"id": "fact-1", "answer": "The cap is 600.",
+            "retrieved": [{"file": "a.md", "chunk_id": "a#1", "text": "the cap is 600 per night", "score": 0.9}],
+            "contexts": ["EXPANDED: the cap is 600 per night, and 800 in Shanghai"]}]
+    cfg = JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["faithfulness"], cache=None, progress=False)
+    run_eval(golden, run, tmp_path / "ev", judge=cfg, reports=False)
+    sent = json.dumps([r["payload"] for r in server.log], ensure_ascii=False)
+    assert "EXPANDED: the cap is 600" in sent
