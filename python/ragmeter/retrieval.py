@@ -232,7 +232,8 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
     warnings: List[str] = []
     main_mode = _main_mode(cases)
     mode_counts = {str(m): int(c) for m, c in cases["retrieval_mode"].value_counts(sort=True).iter_rows()}
-    off_mode = cases.filter(pl.col("retrieval_mode").is_not_null() & (pl.col("retrieval_mode") != main_mode))
+    off_mode = cases.filter(pl.col("retrieval_mode").is_not_null() & (pl.col("retrieval_mode") != main_mode)) \
+        if main_mode is not None else cases.clear()
     if off_mode.height:
         warnings.append(
             f"{off_mode.height} case(s) ran in a retrieval mode other than the run's main mode '{main_mode}' "
