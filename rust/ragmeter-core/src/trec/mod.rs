@@ -9,17 +9,23 @@
 
 pub mod measures;
 pub mod parse;
-pub mod runfile;
+mod stream;
 
 use std::fmt::Write as _;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
+use std::hash::Hasher as _;
 
 use crate::error::{Error, Result};
 pub use measures::{known_measures, Average, Kind, Measure, Print};
 pub use parse::{parse_qrels, parse_run, read_text, FileText, QrelsRow, RunRow};
-pub use runfile::{Ranked, RankingSource, RowSource, RunFile};
+
+/// A ranking entry: document, score, location (a line number, or a byte offset in a file).
+pub type Ranked<'a> = (&'a str, f64, usize);
+
+/// The ranking trec_eval evaluates for a qrels query missing from the run (with `-c`).
+const MISSING_STAND_IN: &str = "ceci_nest_pas_un_docno";
 
 /// A retrieved document that is not in the qrels.
 pub const RELVALUE_NONPOOL: i64 = -1;
@@ -80,71 +86,198 @@ impl ResRels {
     }
 }
 
-/// Judgements of one query, sorted by document id.
-struct Judged<'a> {
-    qid: &'a str,
-    docs: Vec<(&'a str, i64)>,
-    /// docno -> judgement, for ranking lookups.
-    lookup: FxHashMap<&'a str, i64>,
+/// A judged document.
+#[derive(Clone, Copy, Debug)]
+struct JudgedDoc<'a> {
+    doc: &'a str,
+    rel: i64,
+    /// Where the judgement is (a line number, or a byte offset in the qrels text).
+    loc: usize,
 }
 
-/// Group qrels rows by query (sorted by query id, as trec_eval) and check for duplicates.
-fn group_qrels<'a>(rows: &[QrelsRow<'a>], path: &str) -> Result<Vec<Judged<'a>>> {
+/// Judgements of one query, in input order (a document judged twice is refused
+/// when the query is evaluated).
+struct Judged<'a> {
+    qid: &'a str,
+    docs: Vec<JudgedDoc<'a>>,
+}
+
+/// An input named in error messages; locations are line numbers, or byte offsets into `text`.
+#[derive(Clone, Copy)]
+struct Origin<'t> {
+    path: &'t str,
+    text: Option<&'t str>,
+}
+
+impl Origin<'_> {
+    fn line(&self, loc: usize) -> usize {
+        self.text.map_or(loc, |t| stream::line_of(t, loc))
+    }
+}
+
+fn doc_hash(doc: &str) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(doc.as_bytes());
+    h.finish()
+}
+
+/// Group qrels rows by query (sorted by query id, as trec_eval).
+fn group_qrels<'a>(rows: &[QrelsRow<'a>]) -> Vec<Judged<'a>> {
     let mut index: FxHashMap<&'a str, usize> = FxHashMap::default();
-    let mut groups: Vec<(&'a str, Vec<(&'a str, i64, usize)>)> = Vec::new();
+    let mut groups: Vec<Judged<'a>> = Vec::new();
     let mut last: Option<(&str, usize)> = None;
     for row in rows {
         // Qrels come grouped by query: skip the hash lookup while the query does not change.
         let g = match last {
             Some((q, g)) if q == row.qid => g,
             _ => *index.entry(row.qid).or_insert_with(|| {
-                groups.push((row.qid, Vec::new()));
+                groups.push(Judged { qid: row.qid, docs: Vec::new() });
                 groups.len() - 1
             }),
         };
         last = Some((row.qid, g));
-        groups[g].1.push((row.docno, row.rel, row.line));
+        groups[g].docs.push(JudgedDoc { doc: row.docno, rel: row.rel, loc: row.line });
     }
-    let mut judged: Vec<Judged<'a>> = groups
-        .into_par_iter()
-        .map(|(qid, mut docs)| {
-            docs.sort_unstable_by(|a, b| a.0.cmp(b.0).then(a.2.cmp(&b.2)));
-            if let Some(w) = docs.windows(2).find(|w| w[0].0 == w[1].0) {
-                return Err(Error::parse(
-                    path,
-                    w[1].2,
-                    format!("document {} is judged twice for query {qid} (first at line {})", w[1].0, w[0].2),
-                ));
-            }
-            let lookup = docs.iter().map(|d| (d.0, d.1)).collect();
-            Ok(Judged { qid, docs: docs.into_iter().map(|d| (d.0, d.1)).collect(), lookup })
-        })
-        .collect::<Result<_>>()?;
+    sorted_by_qid(groups)
+}
+
+/// The first error in input order, or the judgements sorted by query id.
+fn sorted_by_qid(mut judged: Vec<Judged<'_>>) -> Vec<Judged<'_>> {
     judged.par_sort_unstable_by(|a, b| a.qid.cmp(b.qid));
-    Ok(judged)
+    judged
 }
 
 /// Sort a ranking as trec_eval does: score descending, then document id descending.
-fn rank(ranking: &mut [Ranked<'_>]) {
-    ranking.sort_unstable_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal).then_with(|| b.0.cmp(a.0)));
+fn rank(entries: &mut [Entry<'_>]) {
+    entries.sort_unstable_by(|a, b| a.key.cmp(&b.key).then_with(|| b.doc.cmp(a.doc)));
 }
 
-fn form_res_rels(judged: &Judged<'_>, ranking: &[Ranked<'_>], opts: &Options) -> ResRels {
+/// A ranked document with its judgement.
+#[derive(Clone, Copy, Debug)]
+struct Entry<'a> {
+    /// Sorts ascending as the score descends; equal scores (0.0 and -0.0 too) give equal keys.
+    key: u64,
+    doc: &'a str,
+    rel: i64,
+}
+
+fn descending_key(score: f64) -> u64 {
+    let bits = (score + 0.0).to_bits();
+    let ascending = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    !ascending
+}
+
+/// An open-addressing table of one query's documents: its judgements, then each
+/// ranked document (to find its judgement and refuse a document judged or ranked
+/// twice). Reused across queries, so evaluating a query allocates nothing here.
+#[derive(Default)]
+struct DocTable<'a> {
+    slots: Vec<u32>,
+    docs: Vec<(u64, &'a str)>,
+    rel: Vec<i64>,
+    /// Location of the judgement, or usize::MAX.
+    judged_at: Vec<usize>,
+    /// Location where the document was ranked, or usize::MAX.
+    ranked_at: Vec<usize>,
+}
+
+impl<'a> DocTable<'a> {
+    const EMPTY: u32 = u32::MAX;
+
+    fn reset(&mut self, capacity: usize) {
+        let size = (capacity * 2).next_power_of_two().max(16);
+        self.slots.clear();
+        self.slots.resize(size, Self::EMPTY);
+        self.docs.clear();
+        self.rel.clear();
+        self.judged_at.clear();
+        self.ranked_at.clear();
+    }
+
+    /// Index of `doc`, inserted with judgement `rel` if absent.
+    #[inline]
+    fn find_or_insert(&mut self, doc: &'a str, rel: i64) -> usize {
+        let hash = doc_hash(doc);
+        let mask = self.slots.len() - 1;
+        let mut slot = (hash.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask;
+        loop {
+            let i = self.slots[slot];
+            if i == Self::EMPTY {
+                self.slots[slot] = self.docs.len() as u32;
+                self.docs.push((hash, doc));
+                self.rel.push(rel);
+                self.judged_at.push(usize::MAX);
+                self.ranked_at.push(usize::MAX);
+                return self.docs.len() - 1;
+            }
+            let (h, d) = self.docs[i as usize];
+            if h == hash && same_bytes(d.as_bytes(), doc.as_bytes()) {
+                return i as usize;
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+}
+
+/// Equality of two short byte strings without a call to `memcmp`.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && if a.len() <= 16 { a.iter().zip(b).all(|(x, y)| x == y) } else { a == b }
+}
+
+/// Reusable buffers for evaluating one query after another.
+#[derive(Default)]
+struct Scratch<'a> {
+    ranking: Vec<Ranked<'a>>,
+    table: DocTable<'a>,
+    entries: Vec<Entry<'a>>,
+}
+
+/// Judge each ranked document, refuse a document judged or ranked twice (naming
+/// both lines) and rank as trec_eval does.
+fn judge_and_rank<'a>(judged: &Judged<'a>, scratch: &mut Scratch<'a>, qrels: Origin<'_>, run: Origin<'_>) -> Result<()> {
+    let Scratch { ranking, table, entries } = scratch;
+    table.reset(judged.docs.len() + ranking.len());
+    for d in &judged.docs {
+        let i = table.find_or_insert(d.doc, if d.rel < 0 { RELVALUE_UNJUDGED } else { d.rel });
+        if table.judged_at[i] != usize::MAX {
+            let first = qrels.line(table.judged_at[i]);
+            let msg = format!("document {} is judged twice for query {} (first at line {first})", d.doc, judged.qid);
+            return Err(Error::parse(qrels.path, qrels.line(d.loc), msg));
+        }
+        table.judged_at[i] = d.loc;
+    }
+    entries.clear();
+    for &(doc, score, loc) in ranking.iter() {
+        let i = table.find_or_insert(doc, RELVALUE_NONPOOL);
+        let first = table.ranked_at[i];
+        if first != usize::MAX {
+            let (first, second) = (first.min(loc), first.max(loc));
+            return Err(Error::parse(
+                run.path,
+                run.line(second),
+                format!("document {doc} appears twice in the ranking of query {} (first at line {})", judged.qid, run.line(first)),
+            ));
+        }
+        table.ranked_at[i] = loc;
+        entries.push(Entry { key: descending_key(score), doc, rel: table.rel[i] });
+    }
+    rank(entries);
+    Ok(())
+}
+
+fn form_res_rels(judged: &Judged<'_>, ranking: &[Entry<'_>], opts: &Options) -> ResRels {
     let n = opts.max_docs_per_query.map_or(ranking.len(), |m| m.min(ranking.len()));
-    let max_rel = judged.docs.iter().map(|d| d.1).max().unwrap_or(0).max(0) as usize;
+    let max_rel = judged.docs.iter().map(|d| d.rel).max().unwrap_or(0).max(0) as usize;
     let mut rel_levels = vec![0i64; max_rel + 1];
-    for &(_, rel) in &judged.docs {
-        if rel >= 0 {
-            rel_levels[rel as usize] += 1;
+    for d in &judged.docs {
+        if d.rel >= 0 {
+            rel_levels[d.rel as usize] += 1;
         }
     }
     let mut rr = ResRels { rel_list: Vec::with_capacity(n), ..Default::default() };
-    for &(docno, _, _) in &ranking[..n] {
-        let rel = match judged.lookup.get(docno) {
-            Some(&r) if r < 0 => RELVALUE_UNJUDGED,
-            Some(&r) => r,
-            None => RELVALUE_NONPOOL,
-        };
+    for e in &ranking[..n] {
+        let rel = e.rel;
         if opts.judged_only && rel < 0 {
             continue;
         }
@@ -207,9 +340,40 @@ pub fn evaluate(
     run_path: &str,
 ) -> Result<Evaluation> {
     let measures = measures::resolve(measure_args)?;
-    let judged = group_qrels(qrels, qrels_path)?;
+    let judged = group_qrels(qrels);
     let run_id = run.last().map_or("", |r| r.run_id).to_string();
-    evaluate_source(measures, &judged, &RowSource::new(run, run_path), run_id, opts, qrels_path)
+    let mut rankings: FxHashMap<&str, Vec<Ranked<'_>>> = FxHashMap::default();
+    for r in run {
+        rankings.entry(r.qid).or_default().push((r.docno, r.score, r.line));
+    }
+    let judged_qids: FxHashSet<&str> = judged.iter().map(|j| j.qid).collect();
+    let mut run_only_queries: Vec<String> =
+        rankings.keys().filter(|q| !judged_qids.contains(*q)).map(|q| q.to_string()).collect();
+    run_only_queries.sort_unstable();
+    if !opts.complete {
+        if let Some(j) = judged.iter().find(|j| !rankings.contains_key(j.qid)) {
+            return Err(missing_query_error(run_path, j.qid, qrels_path));
+        }
+    }
+    let width: usize = measures.iter().map(|m| m.names.len()).sum();
+    let (qrels_origin, run_origin) = (Origin { path: qrels_path, text: None }, Origin { path: run_path, text: None });
+    let queries = judged
+        .par_iter()
+        .map_init(Scratch::default, |scratch, j| {
+            scratch.ranking.clear();
+            let missing = !rankings.contains_key(j.qid);
+            match rankings.get(j.qid) {
+                Some(v) => scratch.ranking.extend_from_slice(v),
+                None => scratch.ranking.push((MISSING_STAND_IN, 1.0, 0)),
+            }
+            judge_and_rank(j, scratch, qrels_origin, run_origin)?;
+            Ok(evaluate_query(j, &scratch.entries, missing, &measures, width, opts))
+        })
+        .collect::<Vec<Result<QueryResult>>>()
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+    let summary = summarize(&measures, &queries, &judged, opts, width);
+    Ok(Evaluation { measures, queries, summary, run_id, run_only_queries })
 }
 
 /// Evaluate the texts of a qrels file and a run file (the fast path of `ragmeter trec`).
@@ -222,81 +386,34 @@ pub fn evaluate_texts(
     run_path: &str,
 ) -> Result<Evaluation> {
     let measures = measures::resolve(measure_args)?;
-    let (judged, run) = rayon::join(
-        || parse_qrels(qrels_text, qrels_path).and_then(|rows| group_qrels(&rows, qrels_path)),
-        || RunFile::index(run_text, run_path),
-    );
-    let (judged, run) = (judged?, run?);
-    let run_id = run.run_id.to_string();
-    evaluate_source(measures, &judged, &run, run_id, opts, qrels_path)
+    let judged = stream::judged_from_text(qrels_text, qrels_path)?;
+    let qrels = Origin { path: qrels_path, text: Some(qrels_text) };
+    stream::evaluate_run_text(measures, &judged, run_text, run_path, opts, qrels)
 }
 
-fn evaluate_source<'a>(
-    measures: Vec<Measure>,
-    judged: &[Judged<'a>],
-    source: &dyn RankingSource<'a>,
-    run_id: String,
-    opts: &Options,
-    qrels_path: &str,
-) -> Result<Evaluation> {
-    if !opts.complete {
-        if let Some(missing) = judged.iter().find(|j| !source.contains(j.qid)) {
-            return Err(Error::input(format!(
-                "{}: query {} has judgements in {qrels_path} but no ranking in the run; \
-                 pass -c to count such queries as empty rankings",
-                source.path(),
-                missing.qid
-            )));
-        }
-    }
-    let mut run_only: Vec<String> = source
-        .qids()
-        .into_iter()
-        .filter(|q| judged.binary_search_by(|j| j.qid.cmp(q)).is_err())
-        .map(|q| q.to_string())
-        .collect();
-    run_only.sort();
-
-    let width: usize = measures.iter().map(|m| m.names.len()).sum();
-    let queries: Vec<QueryResult> = judged
-        .par_iter()
-        .map_init(Vec::new, |ranking, j| {
-            ranking.clear();
-            let missing = !source.contains(j.qid);
-            if missing {
-                ranking.push(("ceci_nest_pas_un_docno", 1.0, 0));
-            } else {
-                source.ranking(j.qid, ranking)?;
-                rank_checked(j.qid, ranking, source)?;
-            }
-            Ok(evaluate_query(j, ranking, missing, &measures, width, opts))
-        })
-        .collect::<Result<_>>()?;
-    let summary = summarize(&measures, &queries, judged, opts, width);
-    Ok(Evaluation { measures, queries, summary, run_id, run_only_queries: run_only })
+fn missing_query_error(run_path: &str, qid: &str, qrels_path: &str) -> Error {
+    Error::input(format!(
+        "{run_path}: query {qid} has judgements in {qrels_path} but no ranking in the run; \
+         pass -c to count such queries as empty rankings"
+    ))
 }
 
-/// Refuse duplicate documents (naming both lines), then rank as trec_eval does.
-fn rank_checked<'a>(qid: &str, ranking: &mut [Ranked<'a>], source: &dyn RankingSource<'a>) -> Result<()> {
-    let mut seen: FxHashMap<&str, usize> = FxHashMap::with_capacity_and_hasher(ranking.len(), Default::default());
-    for &(doc, _, loc) in ranking.iter() {
-        if let Some(&first) = seen.get(doc) {
-            let (first, second) = (first.min(loc), first.max(loc));
-            return Err(Error::parse(
-                source.path(),
-                source.line(second),
-                format!("document {doc} appears twice in the ranking of query {qid} (first at line {})", source.line(first)),
-            ));
-        }
-        seen.insert(doc, loc);
+/// The document and score of a run line split into `count` fields at `pos`.
+fn parse_run_fields<'a>(text: &'a str, pos: usize, f: &[(usize, usize); 6], count: usize, path: &str) -> Result<(&'a str, f64)> {
+    if count < 6 {
+        let msg = format!("expected 6 columns (query Q0 document rank score run), found {count}");
+        return Err(Error::parse(path, stream::line_of(text, pos), msg));
     }
-    rank(ranking);
-    Ok(())
+    let score = &text[f[4].0..f[4].1];
+    match parse::parse_score(score) {
+        Some(value) => Ok((&text[f[2].0..f[2].1], value)),
+        None => Err(Error::parse(path, stream::line_of(text, pos), format!("score {score:?} is not a number"))),
+    }
 }
 
 fn evaluate_query(
     judged: &Judged<'_>,
-    ranking: &[Ranked<'_>],
+    ranking: &[Entry<'_>],
     missing: bool,
     measures: &[Measure],
     width: usize,
@@ -339,7 +456,7 @@ fn summarize(measures: &[Measure], queries: &[QueryResult], judged: &[Judged<'_>
             Average::NumQ => vals[0] = n,
             // With -c, trec_eval recounts from the qrels: judgements > 0, whatever -l says.
             Average::NumRel if opts.complete => {
-                vals[0] = judged.iter().map(|j| j.docs.iter().filter(|d| d.1 > 0).count()).sum::<usize>() as f64
+                vals[0] = judged.iter().map(|j| j.docs.iter().filter(|d| d.rel > 0).count()).sum::<usize>() as f64
             }
             Average::NumRel | Average::Sum | Average::Nothing => {}
         }

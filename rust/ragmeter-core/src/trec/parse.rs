@@ -5,6 +5,8 @@
 //! Where trec_eval silently reads garbage (`atol("x")` is 0), we stop with
 //! `file:line: what is wrong`.
 
+use rayon::prelude::*;
+
 use crate::error::{Error, Result};
 
 /// One judgement: `qid iter docno rel`.
@@ -30,7 +32,7 @@ pub struct RunRow<'a> {
 fn data_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.split('\n').enumerate().filter_map(|(i, line)| {
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let trimmed = line.trim_start_matches(|c: char| c.is_ascii_whitespace());
+        let trimmed = line.trim_start_matches(|c: char| c.is_ascii() && is_space(c as u8));
         if trimmed.is_empty() || line.starts_with('#') || trimmed.starts_with('#') {
             None
         } else {
@@ -42,52 +44,110 @@ fn data_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 /// The first `N` fields of a line; exactly `N` unless `extra_ok` (trec_eval
 /// ignores anything after a run line's sixth column).
 fn fields<const N: usize>(line: &str, extra_ok: bool) -> std::result::Result<[&str; N], usize> {
-    // Byte-level split on ASCII white space: the hot loop of parsing a run file.
-    let bytes = line.as_bytes();
-    let mut out = [""; N];
-    let mut count = 0;
-    let mut start: Option<usize> = None;
-    for (i, &b) in bytes.iter().enumerate() {
-        let space = SPACE[b as usize];
-        match (start, space) {
-            (None, false) => start = Some(i),
-            (Some(s0), true) => {
-                if count < N {
-                    // Cut at ASCII bytes only, so both ends are char boundaries.
-                    out[count] = &line[s0..i];
-                } else if extra_ok {
-                    return Ok(out);
-                }
-                count += 1;
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(s0) = start {
-        if count < N {
-            out[count] = &line[s0..];
-        }
-        count += 1;
-    }
+    let mut spans = [(0usize, 0usize); N];
+    let (count, _) = split_fields(line.as_bytes(), 0, &mut spans);
     if count == N || (extra_ok && count > N) {
-        Ok(out)
+        // Cuts fall on ASCII bytes only, so both ends are char boundaries.
+        Ok(spans.map(|(s, e)| &line[s..e]))
     } else {
         Err(count)
     }
 }
 
-/// ASCII white space as C's `isspace` sees it (space, \t, \n, \v, \f, \r).
-const SPACE: [bool; 256] = {
-    let mut t = [false; 256];
-    t[b' ' as usize] = true;
-    t[b'\t' as usize] = true;
-    t[b'\n' as usize] = true;
-    t[0x0b] = true;
-    t[0x0c] = true;
-    t[b'\r' as usize] = true;
-    t
-};
+/// C's `isspace` (space, \t, \n, \v, \f, \r): one compare for every printable byte.
+#[inline(always)]
+pub(crate) fn is_space(b: u8) -> bool {
+    b <= b' ' && (b == b' ' || (b'\t'..=b'\r').contains(&b))
+}
+
+/// Split the line that starts at `pos` into white-space separated fields: the first
+/// `N` field spans go to `out`; returns the number of fields and where the next
+/// line starts. The hot loop of reading TREC files: lines shorter than 64 bytes are
+/// classified 16 bytes at a time and their fields read off a bit mask.
+#[inline]
+pub fn split_fields<const N: usize>(bytes: &[u8], pos: usize, out: &mut [(usize, usize); N]) -> (usize, usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(done) = split_short_line(bytes, pos, out) {
+        return done;
+    }
+    split_fields_scalar(bytes, pos, out)
+}
+
+/// [`split_fields`] one byte at a time (long lines, the end of the text, other CPUs).
+pub(crate) fn split_fields_scalar<const N: usize>(bytes: &[u8], mut pos: usize, out: &mut [(usize, usize); N]) -> (usize, usize) {
+    let end = bytes.len();
+    let mut count = 0;
+    loop {
+        while pos < end && is_space(bytes[pos]) {
+            if bytes[pos] == b'\n' {
+                return (count, pos + 1);
+            }
+            pos += 1;
+        }
+        if pos >= end {
+            return (count, end);
+        }
+        let start = pos;
+        while pos < end && !is_space(bytes[pos]) {
+            pos += 1;
+        }
+        if count < N {
+            out[count] = (start, pos);
+        }
+        count += 1;
+    }
+}
+
+/// The line at `pos` split with SSE2 masks, or `None` when its newline is not
+/// within 64 bytes or fewer than 64 bytes remain.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn split_short_line<const N: usize>(bytes: &[u8], pos: usize, out: &mut [(usize, usize); N]) -> Option<(usize, usize)> {
+    let window = bytes.get(pos..pos + 64)?;
+    let mut space: u64 = 0;
+    let mut line_len = None;
+    for (i, block) in window.chunks_exact(16).enumerate() {
+        let (s, nl) = sse2::masks(block);
+        space |= u64::from(s) << (16 * i);
+        if nl != 0 {
+            line_len = Some(16 * i + nl.trailing_zeros() as usize);
+            break;
+        }
+    }
+    let line_len = line_len?;
+    let in_line = (1u64 << line_len) - 1;
+    let field = !space & in_line;
+    let mut starts = field & !(field << 1);
+    let mut ends = field & !(field >> 1);
+    let count = starts.count_ones() as usize;
+    for slot in out.iter_mut().take(count) {
+        *slot = (pos + starts.trailing_zeros() as usize, pos + ends.trailing_zeros() as usize + 1);
+        starts &= starts - 1;
+        ends &= ends - 1;
+    }
+    Some((count, pos + line_len + 1))
+}
+
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::*;
+
+    /// Bit masks of the C `isspace` bytes and of the newlines in a 16-byte block.
+    #[inline(always)]
+    pub fn masks(block: &[u8]) -> (u16, u16) {
+        assert!(block.len() >= 16);
+        // SAFETY: SSE2 is part of x86_64; the load reads 16 bytes of `block`, checked above.
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr() as *const __m128i);
+            let blank = _mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8));
+            // \t \n \v \f \r are 9..=13: v - 9 (wrapping) is at most 4 exactly for them.
+            let t = _mm_sub_epi8(v, _mm_set1_epi8(9));
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(4)), t);
+            let newline = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8));
+            (_mm_movemask_epi8(_mm_or_si128(blank, control)) as u16, _mm_movemask_epi8(newline) as u16)
+        }
+    }
+}
 
 /// Parse a qrels file's text. `path` only labels error messages.
 pub fn parse_qrels<'a>(text: &'a str, path: &str) -> Result<Vec<QrelsRow<'a>>> {
@@ -137,13 +197,80 @@ pub fn parse_run_line<'a>(line: &'a str, path: &str, line_no: impl FnOnce() -> u
     Ok(RunRow { qid, docno, score: score_value, run_id, line: 0 })
 }
 
-fn parse_score(s: &str) -> Option<f64> {
-    let v = s.parse::<f64>().ok()?;
+pub fn parse_score(s: &str) -> Option<f64> {
+    let v = match plain_decimal(s.as_bytes()) {
+        Some(v) => v,
+        None => s.parse::<f64>().ok()?,
+    };
     if v.is_nan() {
         None
     } else {
         Some(v)
     }
+}
+
+/// The value of a plain decimal (`[+-]digits[.digits]`, at most 19 characters) whose
+/// digits fit in 2^53. The integer and the power of ten are exact doubles, so one IEEE
+/// division rounds correctly and agrees with `str::parse` bit for bit (Clinger's fast
+/// path). `None` for anything else, which `str::parse` then reads.
+#[inline]
+fn plain_decimal(b: &[u8]) -> Option<f64> {
+    const POW10: [f64; 20] =
+        [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19];
+    // 19 characters hold at most 19 digits, which cannot overflow a u64.
+    if b.is_empty() || b.len() > 19 {
+        return None;
+    }
+    let negative = b[0] == b'-';
+    let start = usize::from(negative || b[0] == b'+');
+    let (mut mantissa, mut i) = digits(b, start, 0);
+    let mut n_digits = i - start;
+    let mut frac = 0;
+    if i < b.len() && b[i] == b'.' {
+        let (m, end) = digits(b, i + 1, mantissa);
+        frac = end - i - 1;
+        n_digits += frac;
+        mantissa = m;
+        i = end;
+    }
+    if i != b.len() || n_digits == 0 || mantissa > (1u64 << 53) {
+        return None;
+    }
+    let v = mantissa as f64 / POW10[frac];
+    Some(if negative { -v } else { v })
+}
+
+/// Fold the decimal digits of `b` from `i` into `acc`: (new value, end of the digits).
+/// Eight digits at a time where possible; the caller keeps the count below 20.
+#[inline(always)]
+fn digits(b: &[u8], mut i: usize, mut acc: u64) -> (u64, usize) {
+    while let Some(eight) = b.get(i..i + 8).and_then(eight_digits) {
+        acc = acc * 100_000_000 + u64::from(eight);
+        i += 8;
+    }
+    while i < b.len() && b[i].is_ascii_digit() {
+        acc = acc * 10 + u64::from(b[i] - b'0');
+        i += 1;
+    }
+    (acc, i)
+}
+
+/// The value of eight ASCII digits, or `None` if any byte is not a digit (SWAR:
+/// three multiplications instead of a chain of eight).
+#[inline(always)]
+fn eight_digits(chunk: &[u8]) -> Option<u32> {
+    let word = u64::from_le_bytes(chunk.try_into().ok()?);
+    let v = word.wrapping_sub(0x3030_3030_3030_3030);
+    // A byte below '0' wraps to >= 0x80; one above '9' reaches >= 0x80 when 0x76 is added.
+    if (v | v.wrapping_add(0x7676_7676_7676_7676)) & 0x8080_8080_8080_8080 != 0 {
+        return None;
+    }
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let mask = 0x0000_00FF_0000_00FF;
+    let v = ((v & mask).wrapping_mul(100 + (1_000_000 << 32)))
+        .wrapping_add(((v >> 16) & mask).wrapping_mul(1 + (10_000 << 32)))
+        >> 32;
+    Some(v as u32)
 }
 
 /// Read a whole file as UTF-8 text, naming the file in any error.
@@ -176,8 +303,11 @@ impl FileText {
         // truncated by another process while we read it is outside what we guard against,
         // as with every tool that maps its inputs.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        if let Err(e) = std::str::from_utf8(&map) {
-            let line = map[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+        // Pieces cut after a newline never split a character, so they validate in parallel.
+        let cuts = piece_bounds(&map, rayon::current_num_threads() * 4);
+        if let Some(w) = cuts.par_windows(2).find_first(|w| std::str::from_utf8(&map[w[0]..w[1]]).is_err()) {
+            let valid = std::str::from_utf8(&map[w[0]..w[1]]).err().map_or(0, |e| e.valid_up_to());
+            let line = memchr::memchr_iter(b'\n', &map[..w[0] + valid]).count() + 1;
             return Err(Error::parse(path, line, "not valid UTF-8 text"));
         }
         Ok(FileText { map: Some(map) })
@@ -185,11 +315,24 @@ impl FileText {
 
     pub fn as_str(&self) -> &str {
         match &self.map {
-            // Validated as UTF-8 in `open`.
-            Some(m) => std::str::from_utf8(m).unwrap_or(""),
+            // SAFETY: validated as UTF-8 in `open`; the map is read-only.
+            Some(m) => unsafe { std::str::from_utf8_unchecked(m) },
             None => "",
         }
     }
+}
+
+/// Cut `bytes` into about `n` pieces after newlines: `[0, c1, ..., len]`.
+pub(crate) fn piece_bounds(bytes: &[u8], n: usize) -> Vec<usize> {
+    let step = (bytes.len() / n.max(1)).max(1 << 16);
+    let mut cuts = vec![0usize];
+    let mut last = 0;
+    while last < bytes.len() {
+        let guess = last + step;
+        last = if guess >= bytes.len() { bytes.len() } else { memchr::memchr(b'\n', &bytes[guess..]).map_or(bytes.len(), |i| guess + i + 1) };
+        cuts.push(last);
+    }
+    cuts
 }
 
 fn io_message(e: &std::io::Error) -> String {
@@ -203,6 +346,66 @@ fn io_message(e: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// xorshift64: a reproducible stream of pseudo-random numbers for the property tests.
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    #[test]
+    fn scores_read_exactly_as_str_parse_reads_them() {
+        let mut state = 0x2545_F491_4F6C_DD1D;
+        let junk = b"0123456789.-+eE x";
+        for case in 0..300_000 {
+            let mut s = String::new();
+            if case % 3 == 0 {
+                // Anything from a small alphabet, mostly malformed.
+                for _ in 0..1 + next(&mut state) % 22 {
+                    s.push(junk[(next(&mut state) % junk.len() as u64) as usize] as char);
+                }
+            } else {
+                match next(&mut state) % 4 {
+                    0 => s.push('-'),
+                    1 => s.push('+'),
+                    _ => {}
+                }
+                for _ in 0..next(&mut state) % 13 {
+                    s.push((b'0' + (next(&mut state) % 10) as u8) as char);
+                }
+                if next(&mut state) % 4 != 0 {
+                    s.push('.');
+                    for _ in 0..next(&mut state) % 21 {
+                        s.push((b'0' + (next(&mut state) % 10) as u8) as char);
+                    }
+                }
+            }
+            let want = s.parse::<f64>().ok().filter(|v| !v.is_nan()).map(f64::to_bits);
+            assert_eq!(parse_score(&s).map(f64::to_bits), want, "{s:?}");
+        }
+        for s in ["101.9677734375", "-0", "0.1", "9007199254740993", "12345678.12345678", "1.", ".5", "+.5", "-", ".", "1e5", "inf", "NaN"] {
+            let want = s.parse::<f64>().ok().filter(|v| !v.is_nan()).map(f64::to_bits);
+            assert_eq!(parse_score(s).map(f64::to_bits), want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn fields_split_as_c_isspace_does() {
+        let mut state = 7;
+        let alphabet = b"ab1. \t\x0b\x0c\r\x00\x1f#";
+        for _ in 0..50_000 {
+            let len = (next(&mut state) % 150) as usize;
+            let mut line: Vec<u8> = (0..len).map(|_| alphabet[(next(&mut state) % alphabet.len() as u64) as usize]).collect();
+            line.push(b'\n');
+            line.extend_from_slice(&[b'x'; 70]);
+            let (mut fast, mut slow) = ([(0, 0); 6], [(0, 0); 6]);
+            let got = split_fields(&line, 0, &mut fast);
+            assert_eq!(got, split_fields_scalar(&line, 0, &mut slow), "{line:?}");
+            assert_eq!(fast[..got.0.min(6)], slow[..got.0.min(6)], "{line:?}");
+        }
+    }
 
     #[test]
     fn qrels_comments_and_errors() {

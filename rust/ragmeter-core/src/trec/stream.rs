@@ -1,0 +1,274 @@
+//! The file fast path of `ragmeter trec`: one sequential pass over each file,
+//! cut into pieces that are read in parallel.
+//!
+//! TREC files nearly always keep a query's lines together, so while a run piece
+//! is read each query is evaluated as soon as its block of lines ends, while the
+//! lines are still in cache. A block that may continue in the neighbouring piece
+//! (the first and the last of each piece), and every query whose lines are spread
+//! over several blocks, is evaluated afterwards from all of its blocks: the result
+//! never depends on the layout of the file, only the speed does.
+
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::parse::{piece_bounds, split_fields};
+use super::{
+    evaluate_query, judge_and_rank, missing_query_error, parse_run_fields, sorted_by_qid, summarize, Evaluation, Judged,
+    JudgedDoc, Measure, Options, Origin, QueryResult, Ranked, Scratch, MISSING_STAND_IN,
+};
+use crate::error::{Error, Result};
+
+/// 1-based line number of a byte offset (only computed for error messages).
+pub(super) fn line_of(text: &str, offset: usize) -> usize {
+    memchr::memchr_iter(b'\n', &text.as_bytes()[..offset]).count() + 1
+}
+
+fn pieces(text: &str) -> Vec<usize> {
+    piece_bounds(text.as_bytes(), rayon::current_num_threads() * 4)
+}
+
+/// Each data line of `text[from..to]` (which starts at a line start), with its
+/// first `N` field spans and its field count; blank and comment lines skipped.
+fn for_each_line<const N: usize>(
+    text: &str,
+    from: usize,
+    to: usize,
+    mut each: impl FnMut(usize, &[(usize, usize); N], usize) -> Result<()>,
+) -> Result<()> {
+    let bytes = text.as_bytes();
+    let mut fields = [(0usize, 0usize); N];
+    let mut pos = from;
+    while pos < to {
+        let (count, next) = split_fields(bytes, pos, &mut fields);
+        if count > 0 && bytes[fields[0].0] != b'#' {
+            each(pos, &fields, count)?;
+        }
+        pos = next;
+    }
+    Ok(())
+}
+
+/// Parse a qrels file's text: judgements grouped by query, sorted by query id.
+pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judged<'a>>> {
+    type Block<'a> = (&'a str, Vec<JudgedDoc<'a>>);
+    let cuts = pieces(text);
+    let blocks: Vec<Result<Vec<Block<'a>>>> = cuts
+        .par_windows(2)
+        .map(|w| {
+            let mut blocks: Vec<Block<'a>> = Vec::new();
+            for_each_line::<4>(text, w[0], w[1], |pos, f, count| {
+                if count != 4 {
+                    let msg = format!("expected 4 columns (query iteration document relevance), found {count}");
+                    return Err(Error::parse(path, line_of(text, pos), msg));
+                }
+                let rel = &text[f[3].0..f[3].1];
+                let Ok(value) = rel.parse::<i64>() else {
+                    return Err(Error::parse(path, line_of(text, pos), format!("relevance {rel:?} is not an integer")));
+                };
+                let qid = &text[f[0].0..f[0].1];
+                let doc = JudgedDoc { doc: &text[f[2].0..f[2].1], rel: value, loc: pos };
+                match blocks.last_mut() {
+                    Some((q, docs)) if *q == qid => docs.push(doc),
+                    _ => blocks.push((qid, vec![doc])),
+                }
+                Ok(())
+            })?;
+            Ok(blocks)
+        })
+        .collect();
+    // One entry per query, its blocks' judgements together.
+    let mut slot_of: FxHashMap<&'a str, usize> = FxHashMap::default();
+    let mut queries: Vec<Block<'a>> = Vec::new();
+    for piece in blocks {
+        for (qid, docs) in piece? {
+            match slot_of.get(qid) {
+                Some(&s) => queries[s].1.extend(docs),
+                None => {
+                    slot_of.insert(qid, queries.len());
+                    queries.push((qid, docs));
+                }
+            }
+        }
+    }
+    if queries.is_empty() {
+        return Err(Error::parse(path, 1, "no judgements: the qrels file is empty"));
+    }
+    Ok(sorted_by_qid(queries.into_iter().map(|(qid, docs)| Judged { qid, docs }).collect()))
+}
+
+/// A run of consecutive lines of one query in a piece of the run file.
+struct Block<'a> {
+    qid: &'a str,
+    /// Index of the query in the judgements, if it has any.
+    judged: Option<usize>,
+    start: usize,
+    end: usize,
+    /// The query's evaluation, when the block was evaluated while reading.
+    result: Option<QueryResult>,
+}
+
+/// What every reader of the run file shares.
+struct RunContext<'a, 'm> {
+    text: &'a str,
+    path: &'m str,
+    qrels: Origin<'m>,
+    judged: &'m [Judged<'a>],
+    slot_of: FxHashMap<&'a str, usize>,
+    measures: &'m [Measure],
+    width: usize,
+    opts: &'m Options,
+}
+
+impl<'a> RunContext<'a, '_> {
+    /// Append the data lines of `text[from..to]` to `ranking` (one query's block).
+    fn read_block(&self, from: usize, to: usize, ranking: &mut Vec<Ranked<'a>>) -> Result<()> {
+        let text = self.text;
+        for_each_line::<6>(text, from, to, |pos, f, count| {
+            let (doc, score) = parse_run_fields(text, pos, f, count, self.path)?;
+            ranking.push((doc, score, pos));
+            Ok(())
+        })
+    }
+
+    fn evaluate(&self, j: usize, scratch: &mut Scratch<'a>, missing: bool) -> Result<QueryResult> {
+        let judged = &self.judged[j];
+        judge_and_rank(judged, scratch, self.qrels, Origin { path: self.path, text: Some(self.text) })?;
+        Ok(evaluate_query(judged, &scratch.entries, missing, self.measures, self.width, self.opts))
+    }
+
+    /// Read one piece, evaluating the blocks that lie inside it.
+    fn read_piece(&self, from: usize, to: usize) -> Result<Vec<Block<'a>>> {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        let mut blocks: Vec<Block<'a>> = Vec::new();
+        let mut scratch = Scratch::default();
+        let mut open: Option<((usize, usize), usize)> = None;
+        for_each_line::<6>(text, from, to, |pos, f, count| {
+            let (doc, score) = parse_run_fields(text, pos, f, count, self.path)?;
+            match open {
+                Some((q, _)) if bytes[q.0..q.1] == bytes[f[0].0..f[0].1] => {}
+                Some((q, start)) => {
+                    // Not the piece's first block, which may continue the previous piece.
+                    let inside = !blocks.is_empty();
+                    blocks.push(self.close_block(&text[q.0..q.1], start, pos, inside, &mut scratch)?);
+                    open = Some((f[0], pos));
+                }
+                None => open = Some((f[0], pos)),
+            }
+            scratch.ranking.push((doc, score, pos));
+            Ok(())
+        })?;
+        if let Some((q, start)) = open {
+            // The last block may continue in the next piece.
+            blocks.push(self.close_block(&text[q.0..q.1], start, to, false, &mut scratch)?);
+        }
+        Ok(blocks)
+    }
+
+    fn close_block(&self, qid: &'a str, start: usize, end: usize, evaluate_now: bool, scratch: &mut Scratch<'a>) -> Result<Block<'a>> {
+        let judged = self.slot_of.get(qid).copied();
+        let result = match judged {
+            Some(j) if evaluate_now => Some(self.evaluate(j, scratch, false)?),
+            _ => None,
+        };
+        scratch.ranking.clear();
+        Ok(Block { qid, judged, start, end, result })
+    }
+}
+
+/// Evaluate a run file's text against judgements (see the module documentation).
+pub(super) fn evaluate_run_text<'a>(
+    measures: Vec<Measure>,
+    judged: &[Judged<'a>],
+    text: &'a str,
+    path: &str,
+    opts: &Options,
+    qrels: Origin<'_>,
+) -> Result<Evaluation> {
+    let run_id = last_run_id(text, path)?.to_string();
+    let width: usize = measures.iter().map(|m| m.names.len()).sum();
+    let slot_of = judged.iter().enumerate().map(|(i, j)| (j.qid, i)).collect();
+    let ctx = RunContext { text, path, qrels, judged, slot_of, measures: &measures, width, opts };
+
+    let cuts = pieces(text);
+    let pieces: Vec<Result<Vec<Block<'a>>>> = cuts.par_windows(2).map(|w| ctx.read_piece(w[0], w[1])).collect();
+    let mut blocks = Vec::new();
+    for piece in pieces {
+        blocks.extend(piece?);
+    }
+
+    // Queries evaluated from a single block while reading are done; the rest are
+    // gathered from all their blocks.
+    let mut results: Vec<Option<QueryResult>> = (0..judged.len()).map(|_| None).collect();
+    let mut n_blocks = vec![0u32; judged.len()];
+    let mut run_only: FxHashSet<&str> = FxHashSet::default();
+    for b in &blocks {
+        match b.judged {
+            Some(j) => n_blocks[j] += 1,
+            None => {
+                run_only.insert(b.qid);
+            }
+        }
+    }
+    if !opts.complete {
+        if let Some(j) = n_blocks.iter().position(|&n| n == 0) {
+            return Err(missing_query_error(path, judged[j].qid, qrels.path));
+        }
+    }
+    let mut spans_of: FxHashMap<usize, Vec<(usize, usize)>> = FxHashMap::default();
+    for b in blocks {
+        let Some(j) = b.judged else { continue };
+        match b.result {
+            Some(r) if n_blocks[j] == 1 => results[j] = Some(r),
+            _ => spans_of.entry(j).or_default().push((b.start, b.end)),
+        }
+    }
+    let mut todo: Vec<(usize, Vec<(usize, usize)>)> = spans_of.into_iter().collect();
+    todo.extend(n_blocks.iter().enumerate().filter(|(_, &n)| n == 0).map(|(j, _)| (j, Vec::new())));
+    todo.sort_unstable_by_key(|t| t.0);
+    let late: Vec<Result<(usize, QueryResult)>> = todo
+        .into_par_iter()
+        .map_init(Scratch::default, |scratch, (j, spans)| {
+            scratch.ranking.clear();
+            let missing = spans.is_empty();
+            if missing {
+                scratch.ranking.push((MISSING_STAND_IN, 1.0, 0));
+            }
+            for (from, to) in spans {
+                ctx.read_block(from, to, &mut scratch.ranking)?;
+            }
+            Ok((j, ctx.evaluate(j, scratch, missing)?))
+        })
+        .collect();
+    for r in late {
+        let (j, result) = r?;
+        results[j] = Some(result);
+    }
+    let queries: Vec<QueryResult> = results.into_iter().flatten().collect();
+    let summary = summarize(&measures, &queries, judged, opts, width);
+    let mut run_only_queries: Vec<String> = run_only.into_iter().map(str::to_string).collect();
+    run_only_queries.sort_unstable();
+    Ok(Evaluation { measures, queries, summary, run_id, run_only_queries })
+}
+
+/// trec_eval reports the run id of the last line it read.
+fn last_run_id<'a>(text: &'a str, path: &str) -> Result<&'a str> {
+    let bytes = text.as_bytes();
+    let mut end = text.len();
+    loop {
+        let start = text[..end].rfind('\n').map_or(0, |i| i + 1);
+        let mut fields = [(0usize, 0usize); 6];
+        let (count, _) = split_fields(&bytes[..end], start, &mut fields);
+        if count > 0 && bytes[fields[0].0] != b'#' {
+            if count < 6 {
+                let msg = format!("expected 6 columns (query Q0 document rank score run), found {count}");
+                return Err(Error::parse(path, line_of(text, start), msg));
+            }
+            return Ok(&text[fields[5].0..fields[5].1]);
+        }
+        if start == 0 {
+            return Err(Error::parse(path, 1, "no results: the run file is empty"));
+        }
+        end = start - 1;
+    }
+}
