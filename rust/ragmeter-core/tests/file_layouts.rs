@@ -1,0 +1,86 @@
+//! The file fast path (`evaluate_texts`) must give exactly what the row path gives,
+//! whatever the layout of the run file: queries in blocks, blocks cut across the
+//! pieces that are read in parallel, or lines of all queries interleaved.
+
+use ragmeter_core::trec::{evaluate, evaluate_texts, format_trec, parse_qrels, parse_run, Options};
+
+/// xorshift64: reproducible pseudo-random numbers.
+fn next(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// Qrels and run lines for `n` queries (some run-only, some judged-only), with ties.
+fn generate(n: usize, seed: u64) -> (String, Vec<String>) {
+    let mut state = seed;
+    let mut qrels = String::from("# judgements\n");
+    let mut run = Vec::new();
+    for q in 0..n {
+        if q % 17 != 5 {
+            for d in 0..(3 + next(&mut state) % 30) {
+                let doc = next(&mut state) % 400;
+                if d == 0 || next(&mut state) % 9 != 0 {
+                    qrels.push_str(&format!("q{q} 0 doc{doc:03}{d} {}\n", next(&mut state) % 4));
+                }
+            }
+        }
+        if q % 23 == 7 {
+            continue; // judged, never ranked
+        }
+        let tied = q % 5 == 0;
+        for d in 0..(1 + next(&mut state) % 120) {
+            let doc = format!("doc{:03}{}", next(&mut state) % 400, d % 30);
+            let score = if tied { format!("{}", next(&mut state) % 4) } else { format!("{}.{:04}", 50 - d, next(&mut state) % 10_000) };
+            run.push(format!("q{q}\tQ0 {doc}x{d} {d} {score} run{}", q % 3));
+        }
+    }
+    (qrels, run)
+}
+
+fn both_paths(qrels: &str, run: &str, opts: &Options) -> (String, String) {
+    let measures = vec!["all_trec".to_string()];
+    let rows = evaluate(&parse_qrels(qrels, "q").unwrap(), &parse_run(run, "r").unwrap(), &measures, opts, "q", "r").unwrap();
+    let text = evaluate_texts(qrels, run, &measures, opts, "q", "r").unwrap();
+    assert_eq!(rows.run_only_queries, text.run_only_queries);
+    (format_trec(&rows, true, true), format_trec(&text, true, true))
+}
+
+#[test]
+fn blocks_spread_over_pieces_give_the_row_results() {
+    let (qrels, run) = generate(1500, 11);
+    let mut text = run.join("\n");
+    text.push('\n');
+    assert!(text.len() > 1 << 20, "several pieces are read in parallel");
+    let opts = Options { complete: true, ..Options::default() };
+    let (rows, fast) = both_paths(&qrels, &text, &opts);
+    assert_eq!(rows, fast);
+}
+
+#[test]
+fn interleaved_lines_give_the_row_results() {
+    let (qrels, mut run) = generate(600, 29);
+    let mut state = 5;
+    for i in (1..run.len()).rev() {
+        run.swap(i, (next(&mut state) % (i as u64 + 1)) as usize);
+    }
+    // Comments and blank lines between the data lines, and no final newline.
+    let text = run.iter().enumerate().map(|(i, l)| if i % 50 == 0 { format!("# c\n\n{l}") } else { l.clone() }).collect::<Vec<_>>().join("\n");
+    let opts = Options { complete: true, ..Options::default() };
+    let (rows, fast) = both_paths(&qrels, &text, &opts);
+    assert_eq!(rows, fast);
+}
+
+#[test]
+fn a_malformed_line_is_reported_wherever_it_is() {
+    let (qrels, mut run) = generate(800, 3);
+    let bad = run.len() * 2 / 3;
+    let mut fields: Vec<&str> = run[bad].split_whitespace().collect();
+    fields[4] = "1.5x";
+    run[bad] = fields.join(" ");
+    let text = run.join("\n");
+    let opts = Options { complete: true, ..Options::default() };
+    let err = evaluate_texts(&qrels, &text, &["map".to_string()], &opts, "q", "r.txt").unwrap_err();
+    assert_eq!(err.to_string(), format!("r.txt:{}: score \"1.5x\" is not a number", bad + 1));
+}
