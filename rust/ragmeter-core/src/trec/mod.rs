@@ -169,60 +169,99 @@ fn descending_key(score: f64) -> u64 {
 
 /// An open-addressing table of one query's documents: its judgements, then each
 /// ranked document (to find its judgement and refuse a document judged or ranked
-/// twice). Reused across queries, so evaluating a query allocates nothing here.
+/// twice). Reused across queries: a generation number marks the live slots, so
+/// neither clearing nor evaluating a query touches the allocator.
 #[derive(Default)]
 struct DocTable<'a> {
-    slots: Vec<u32>,
-    docs: Vec<(u64, &'a str)>,
-    rel: Vec<i64>,
-    /// Location of the judgement, or usize::MAX.
-    judged_at: Vec<usize>,
-    /// Location where the document was ranked, or usize::MAX.
-    ranked_at: Vec<usize>,
+    slots: Vec<Slot<'a>>,
+    generation: u32,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot<'a> {
+    /// Live when equal to the table's generation.
+    generation: u32,
+    key: u64,
+    doc: &'a str,
+    rel: i64,
+    /// Where the document was judged and ranked (usize::MAX: not yet).
+    judged_at: usize,
+    ranked_at: usize,
+}
+
+/// A document id as a u64: its bytes themselves when it is at most 8 bytes long
+/// (two overlapping 4-byte reads and the length determine it, so equal keys mean
+/// equal ids), else a hash of all its bytes.
+#[inline(always)]
+fn doc_key(doc: &str) -> (u64, bool) {
+    let b = doc.as_bytes();
+    let n = b.len();
+    let short = match n {
+        0 => 0,
+        1..=3 => u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16,
+        4..=8 => {
+            let lo = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            let hi = u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]);
+            u64::from(lo) | u64::from(hi) << 32
+        }
+        _ => return (doc_hash(doc) ^ n as u64, false),
+    };
+    // The length goes into bits the short encodings leave free (or nearly: 4..=8
+    // bytes use all 64, so the length is compared separately for them).
+    (short ^ (n as u64).rotate_right(8), true)
 }
 
 impl<'a> DocTable<'a> {
-    const EMPTY: u32 = u32::MAX;
-
+    /// Empty the table, with room for `capacity` documents.
     fn reset(&mut self, capacity: usize) {
-        let size = (capacity * 2).next_power_of_two().max(16);
-        self.slots.clear();
-        self.slots.resize(size, Self::EMPTY);
-        self.docs.clear();
-        self.rel.clear();
-        self.judged_at.clear();
-        self.ranked_at.clear();
+        let size = (capacity * 2).next_power_of_two().max(64);
+        self.generation = self.generation.wrapping_add(1);
+        if self.slots.len() < size || self.generation == 0 {
+            self.slots = vec![Slot::default(); size.max(self.slots.len())];
+            self.generation = 1;
+        }
     }
 
-    /// Index of `doc`, inserted with judgement `rel` if absent.
+    /// The slot of `doc`, filled with judgement `rel` if `doc` is new.
     #[inline]
-    fn find_or_insert(&mut self, doc: &'a str, rel: i64) -> usize {
-        let hash = doc_hash(doc);
+    fn find_or_insert(&mut self, doc: &'a str, rel: i64) -> &mut Slot<'a> {
+        let (key, exact) = doc_key(doc);
         let mask = self.slots.len() - 1;
-        let mut slot = (hash.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask;
+        let mut at = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & mask;
         loop {
-            let i = self.slots[slot];
-            if i == Self::EMPTY {
-                self.slots[slot] = self.docs.len() as u32;
-                self.docs.push((hash, doc));
-                self.rel.push(rel);
-                self.judged_at.push(usize::MAX);
-                self.ranked_at.push(usize::MAX);
-                return self.docs.len() - 1;
+            let slot = &self.slots[at];
+            if slot.generation != self.generation {
+                break;
             }
-            let (h, d) = self.docs[i as usize];
-            if h == hash && same_bytes(d.as_bytes(), doc.as_bytes()) {
-                return i as usize;
+            if slot.key == key && slot.doc.len() == doc.len() && (exact || same_bytes(slot.doc.as_bytes(), doc.as_bytes())) {
+                return &mut self.slots[at];
             }
-            slot = (slot + 1) & mask;
+            at = (at + 1) & mask;
         }
+        let generation = self.generation;
+        let slot = &mut self.slots[at];
+        *slot = Slot { generation, key, doc, rel, judged_at: usize::MAX, ranked_at: usize::MAX };
+        slot
     }
 }
 
-/// Equality of two short byte strings without a call to `memcmp`.
+/// Equality of two byte strings; ids of at most 8 bytes (the usual case) are
+/// compared with two overlapping 4-byte reads instead of a call to `memcmp`.
 #[inline(always)]
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && if a.len() <= 16 { a.iter().zip(b).all(|(x, y)| x == y) } else { a == b }
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=8 => {
+            let word = |x: &[u8], i: usize| u32::from_le_bytes([x[i], x[i + 1], x[i + 2], x[i + 3]]);
+            word(a, 0) == word(b, 0) && word(a, n - 4) == word(b, n - 4)
+        }
+        _ => a == b,
+    }
 }
 
 /// Reusable buffers for evaluating one query after another.
@@ -231,26 +270,27 @@ struct Scratch<'a> {
     ranking: Vec<Ranked<'a>>,
     table: DocTable<'a>,
     entries: Vec<Entry<'a>>,
+    res_rels: ResRels,
 }
 
 /// Judge each ranked document, refuse a document judged or ranked twice (naming
 /// both lines) and rank as trec_eval does.
 fn judge_and_rank<'a>(judged: &Judged<'a>, scratch: &mut Scratch<'a>, qrels: Origin<'_>, run: Origin<'_>) -> Result<()> {
-    let Scratch { ranking, table, entries } = scratch;
+    let Scratch { ranking, table, entries, .. } = scratch;
     table.reset(judged.docs.len() + ranking.len());
     for d in &judged.docs {
-        let i = table.find_or_insert(d.doc, if d.rel < 0 { RELVALUE_UNJUDGED } else { d.rel });
-        if table.judged_at[i] != usize::MAX {
-            let first = qrels.line(table.judged_at[i]);
+        let slot = table.find_or_insert(d.doc, if d.rel < 0 { RELVALUE_UNJUDGED } else { d.rel });
+        if slot.judged_at != usize::MAX {
+            let first = qrels.line(slot.judged_at);
             let msg = format!("document {} is judged twice for query {} (first at line {first})", d.doc, judged.qid);
             return Err(Error::parse(qrels.path, qrels.line(d.loc), msg));
         }
-        table.judged_at[i] = d.loc;
+        slot.judged_at = d.loc;
     }
     entries.clear();
     for &(doc, score, loc) in ranking.iter() {
-        let i = table.find_or_insert(doc, RELVALUE_NONPOOL);
-        let first = table.ranked_at[i];
+        let slot = table.find_or_insert(doc, RELVALUE_NONPOOL);
+        let first = slot.ranked_at;
         if first != usize::MAX {
             let (first, second) = (first.min(loc), first.max(loc));
             return Err(Error::parse(
@@ -259,23 +299,27 @@ fn judge_and_rank<'a>(judged: &Judged<'a>, scratch: &mut Scratch<'a>, qrels: Ori
                 format!("document {doc} appears twice in the ranking of query {} (first at line {})", judged.qid, run.line(first)),
             ));
         }
-        table.ranked_at[i] = loc;
-        entries.push(Entry { key: descending_key(score), doc, rel: table.rel[i] });
+        slot.ranked_at = loc;
+        entries.push(Entry { key: descending_key(score), doc, rel: slot.rel });
     }
     rank(entries);
     Ok(())
 }
 
-fn form_res_rels(judged: &Judged<'_>, ranking: &[Entry<'_>], opts: &Options) -> ResRels {
+/// Fill `rr` (its buffers reused) with the judged ranking of one query.
+fn form_res_rels(rr: &mut ResRels, judged: &Judged<'_>, ranking: &[Entry<'_>], opts: &Options) {
     let n = opts.max_docs_per_query.map_or(ranking.len(), |m| m.min(ranking.len()));
     let max_rel = judged.docs.iter().map(|d| d.rel).max().unwrap_or(0).max(0) as usize;
-    let mut rel_levels = vec![0i64; max_rel + 1];
+    rr.rel_levels.clear();
+    rr.rel_levels.resize(max_rel + 1, 0);
     for d in &judged.docs {
         if d.rel >= 0 {
-            rel_levels[d.rel as usize] += 1;
+            rr.rel_levels[d.rel as usize] += 1;
         }
     }
-    let mut rr = ResRels { rel_list: Vec::with_capacity(n), ..Default::default() };
+    (rr.num_rel_ret, rr.num_nonpool, rr.num_unjudged_in_pool, rr.num_rel, rr.num_rel_levels) = (0, 0, 0, 0, 0);
+    rr.rel_list.clear();
+    rr.grades.clear();
     for e in &ranking[..n] {
         let rel = e.rel;
         if opts.judged_only && rel < 0 {
@@ -288,9 +332,9 @@ fn form_res_rels(judged: &Judged<'_>, ranking: &[Entry<'_>], opts: &Options) -> 
             _ => {}
         }
         rr.rel_list.push(rel);
+        rr.grades.push(rel as f64);
     }
-    rr.grades = rr.rel_list.iter().map(|&r| r as f64).collect();
-    for (level, &count) in rel_levels.iter().enumerate() {
+    for (level, &count) in rr.rel_levels.iter().enumerate() {
         if count > 0 {
             rr.num_rel_levels = level + 1;
             if level as i64 >= opts.relevance_level {
@@ -298,8 +342,6 @@ fn form_res_rels(judged: &Judged<'_>, ranking: &[Entry<'_>], opts: &Options) -> 
             }
         }
     }
-    rr.rel_levels = rel_levels;
-    rr
 }
 
 /// Per-query values of one query.
@@ -367,7 +409,7 @@ pub fn evaluate(
                 None => scratch.ranking.push((MISSING_STAND_IN, 1.0, 0)),
             }
             judge_and_rank(j, scratch, qrels_origin, run_origin)?;
-            Ok(evaluate_query(j, &scratch.entries, missing, &measures, width, opts))
+            Ok(evaluate_query(&mut scratch.res_rels, j, &scratch.entries, missing, &measures, width, opts))
         })
         .collect::<Vec<Result<QueryResult>>>()
         .into_iter()
@@ -399,19 +441,21 @@ fn missing_query_error(run_path: &str, qid: &str, qrels_path: &str) -> Error {
 }
 
 /// The document and score of a run line split into `count` fields at `pos`.
+#[inline]
 fn parse_run_fields<'a>(text: &'a str, pos: usize, f: &[(usize, usize); 6], count: usize, path: &str) -> Result<(&'a str, f64)> {
     if count < 6 {
         let msg = format!("expected 6 columns (query Q0 document rank score run), found {count}");
         return Err(Error::parse(path, stream::line_of(text, pos), msg));
     }
-    let score = &text[f[4].0..f[4].1];
+    let score = parse::field(text, f[4]);
     match parse::parse_score(score) {
-        Some(value) => Ok((&text[f[2].0..f[2].1], value)),
+        Some(value) => Ok((parse::field(text, f[2]), value)),
         None => Err(Error::parse(path, stream::line_of(text, pos), format!("score {score:?} is not a number"))),
     }
 }
 
 fn evaluate_query(
+    rr: &mut ResRels,
     judged: &Judged<'_>,
     ranking: &[Entry<'_>],
     missing: bool,
@@ -419,14 +463,15 @@ fn evaluate_query(
     width: usize,
     opts: &Options,
 ) -> QueryResult {
-    let rr = form_res_rels(judged, ranking, opts);
+    form_res_rels(rr, judged, ranking, opts);
+    let rr = &*rr;
     let mut values = vec![0.0; width];
     let mut relstring = None;
     for m in measures {
         let out = &mut values[m.offset..m.offset + m.names.len()];
-        measures::compute(m, &rr, opts.relevance_level, opts.num_docs_in_coll, out);
+        measures::compute(m, rr, opts.relevance_level, opts.num_docs_in_coll, out);
         if m.kind == Kind::Relstring {
-            relstring = Some(if missing { String::new() } else { measures::relstring(m, &rr) });
+            relstring = Some(if missing { String::new() } else { measures::relstring(m, rr) });
         }
         // trec_eval zeroes these for a query evaluated on its stand-in empty ranking.
         if missing {

@@ -73,6 +73,15 @@ pub fn split_fields<const N: usize>(bytes: &[u8], pos: usize, out: &mut [(usize,
     split_fields_scalar(bytes, pos, out)
 }
 
+/// The text of a field span returned by [`split_fields`] for `text`.
+#[inline(always)]
+pub(crate) fn field(text: &str, span: (usize, usize)) -> &str {
+    debug_assert!(span.0 <= span.1 && text.is_char_boundary(span.0) && text.is_char_boundary(span.1));
+    // SAFETY: `split_fields` cuts next to ASCII white space, at a line start or at the
+    // end of the text, all of them char boundaries in bounds (checked in debug builds).
+    unsafe { text.get_unchecked(span.0..span.1) }
+}
+
 /// [`split_fields`] one byte at a time (long lines, the end of the text, other CPUs).
 pub(crate) fn split_fields_scalar<const N: usize>(bytes: &[u8], mut pos: usize, out: &mut [(usize, usize); N]) -> (usize, usize) {
     let end = bytes.len();
@@ -119,11 +128,15 @@ fn split_short_line<const N: usize>(bytes: &[u8], pos: usize, out: &mut [(usize,
     let field = !space & in_line;
     let mut starts = field & !(field << 1);
     let mut ends = field & !(field >> 1);
-    let count = starts.count_ones() as usize;
-    for slot in out.iter_mut().take(count) {
-        *slot = (pos + starts.trailing_zeros() as usize, pos + ends.trailing_zeros() as usize + 1);
+    // Walk the fields one set bit at a time (no popcount: it is not in baseline x86-64).
+    let mut count = 0;
+    while starts != 0 {
+        if count < N {
+            out[count] = (pos + starts.trailing_zeros() as usize, pos + ends.trailing_zeros() as usize + 1);
+        }
         starts &= starts - 1;
         ends &= ends - 1;
+        count += 1;
     }
     Some((count, pos + line_len + 1))
 }
@@ -197,6 +210,7 @@ pub fn parse_run_line<'a>(line: &'a str, path: &str, line_no: impl FnOnce() -> u
     Ok(RunRow { qid, docno, score: score_value, run_id, line: 0 })
 }
 
+#[inline]
 pub fn parse_score(s: &str) -> Option<f64> {
     let v = match plain_decimal(s.as_bytes()) {
         Some(v) => v,

@@ -11,9 +11,9 @@
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::parse::{piece_bounds, split_fields};
+use super::parse::{field, piece_bounds, split_fields};
 use super::{
-    evaluate_query, judge_and_rank, missing_query_error, parse_run_fields, sorted_by_qid, summarize, Evaluation, Judged,
+    evaluate_query, judge_and_rank, same_bytes, missing_query_error, parse_run_fields, sorted_by_qid, summarize, Evaluation, Judged,
     JudgedDoc, Measure, Options, Origin, QueryResult, Ranked, Scratch, MISSING_STAND_IN,
 };
 use crate::error::{Error, Result};
@@ -50,6 +50,7 @@ fn for_each_line<const N: usize>(
 
 /// Parse a qrels file's text: judgements grouped by query, sorted by query id.
 pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judged<'a>>> {
+    let t0 = std::time::Instant::now();
     type Block<'a> = (&'a str, Vec<JudgedDoc<'a>>);
     let cuts = pieces(text);
     let blocks: Vec<Result<Vec<Block<'a>>>> = cuts
@@ -61,12 +62,12 @@ pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judg
                     let msg = format!("expected 4 columns (query iteration document relevance), found {count}");
                     return Err(Error::parse(path, line_of(text, pos), msg));
                 }
-                let rel = &text[f[3].0..f[3].1];
+                let rel = field(text, f[3]);
                 let Ok(value) = rel.parse::<i64>() else {
                     return Err(Error::parse(path, line_of(text, pos), format!("relevance {rel:?} is not an integer")));
                 };
-                let qid = &text[f[0].0..f[0].1];
-                let doc = JudgedDoc { doc: &text[f[2].0..f[2].1], rel: value, loc: pos };
+                let qid = field(text, f[0]);
+                let doc = JudgedDoc { doc: field(text, f[2]), rel: value, loc: pos };
                 match blocks.last_mut() {
                     Some((q, docs)) if *q == qid => docs.push(doc),
                     _ => blocks.push((qid, vec![doc])),
@@ -76,6 +77,7 @@ pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judg
             Ok(blocks)
         })
         .collect();
+    eprintln!("T qrels pieces {:?}", t0.elapsed());
     // One entry per query, its blocks' judgements together.
     let mut slot_of: FxHashMap<&'a str, usize> = FxHashMap::default();
     let mut queries: Vec<Block<'a>> = Vec::new();
@@ -93,6 +95,7 @@ pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judg
     if queries.is_empty() {
         return Err(Error::parse(path, 1, "no judgements: the qrels file is empty"));
     }
+    eprintln!("T qrels merged {:?}", t0.elapsed());
     Ok(sorted_by_qid(queries.into_iter().map(|(qid, docs)| Judged { qid, docs }).collect()))
 }
 
@@ -133,7 +136,7 @@ impl<'a> RunContext<'a, '_> {
     fn evaluate(&self, j: usize, scratch: &mut Scratch<'a>, missing: bool) -> Result<QueryResult> {
         let judged = &self.judged[j];
         judge_and_rank(judged, scratch, self.qrels, Origin { path: self.path, text: Some(self.text) })?;
-        Ok(evaluate_query(judged, &scratch.entries, missing, self.measures, self.width, self.opts))
+        Ok(evaluate_query(&mut scratch.res_rels, judged, &scratch.entries, missing, self.measures, self.width, self.opts))
     }
 
     /// Read one piece, evaluating the blocks that lie inside it.
@@ -146,11 +149,11 @@ impl<'a> RunContext<'a, '_> {
         for_each_line::<6>(text, from, to, |pos, f, count| {
             let (doc, score) = parse_run_fields(text, pos, f, count, self.path)?;
             match open {
-                Some((q, _)) if bytes[q.0..q.1] == bytes[f[0].0..f[0].1] => {}
+                Some((q, _)) if same_bytes(&bytes[q.0..q.1], &bytes[f[0].0..f[0].1]) => {}
                 Some((q, start)) => {
                     // Not the piece's first block, which may continue the previous piece.
                     let inside = !blocks.is_empty();
-                    blocks.push(self.close_block(&text[q.0..q.1], start, pos, inside, &mut scratch)?);
+                    blocks.push(self.close_block(field(text, q), start, pos, inside, &mut scratch)?);
                     open = Some((f[0], pos));
                 }
                 None => open = Some((f[0], pos)),
@@ -160,7 +163,7 @@ impl<'a> RunContext<'a, '_> {
         })?;
         if let Some((q, start)) = open {
             // The last block may continue in the next piece.
-            blocks.push(self.close_block(&text[q.0..q.1], start, to, false, &mut scratch)?);
+            blocks.push(self.close_block(field(text, q), start, to, false, &mut scratch)?);
         }
         Ok(blocks)
     }
@@ -185,13 +188,16 @@ pub(super) fn evaluate_run_text<'a>(
     opts: &Options,
     qrels: Origin<'_>,
 ) -> Result<Evaluation> {
+    let t0 = std::time::Instant::now();
     let run_id = last_run_id(text, path)?.to_string();
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
     let slot_of = judged.iter().enumerate().map(|(i, j)| (j.qid, i)).collect();
     let ctx = RunContext { text, path, qrels, judged, slot_of, measures: &measures, width, opts };
 
+    eprintln!("T run ctx {:?}", t0.elapsed());
     let cuts = pieces(text);
     let pieces: Vec<Result<Vec<Block<'a>>>> = cuts.par_windows(2).map(|w| ctx.read_piece(w[0], w[1])).collect();
+    eprintln!("T run pieces {:?}", t0.elapsed());
     let mut blocks = Vec::new();
     for piece in pieces {
         blocks.extend(piece?);
@@ -226,6 +232,7 @@ pub(super) fn evaluate_run_text<'a>(
     let mut todo: Vec<(usize, Vec<(usize, usize)>)> = spans_of.into_iter().collect();
     todo.extend(n_blocks.iter().enumerate().filter(|(_, &n)| n == 0).map(|(j, _)| (j, Vec::new())));
     todo.sort_unstable_by_key(|t| t.0);
+    eprintln!("T run gathered {:?}", t0.elapsed());
     let late: Vec<Result<(usize, QueryResult)>> = todo
         .into_par_iter()
         .map_init(Scratch::default, |scratch, (j, spans)| {
@@ -245,6 +252,7 @@ pub(super) fn evaluate_run_text<'a>(
         results[j] = Some(result);
     }
     let queries: Vec<QueryResult> = results.into_iter().flatten().collect();
+    eprintln!("T run late {:?}", t0.elapsed());
     let summary = summarize(&measures, &queries, judged, opts, width);
     let mut run_only_queries: Vec<String> = run_only.into_iter().map(str::to_string).collect();
     run_only_queries.sort_unstable();
