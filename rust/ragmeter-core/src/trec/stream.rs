@@ -50,7 +50,6 @@ fn for_each_line<const N: usize>(
 
 /// Parse a qrels file's text: judgements grouped by query, sorted by query id.
 pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judged<'a>>> {
-    let t0 = std::time::Instant::now();
     type Block<'a> = (&'a str, Vec<JudgedDoc<'a>>);
     let cuts = pieces(text);
     let blocks: Vec<Result<Vec<Block<'a>>>> = cuts
@@ -77,7 +76,6 @@ pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judg
             Ok(blocks)
         })
         .collect();
-    eprintln!("T qrels pieces {:?}", t0.elapsed());
     // One entry per query, its blocks' judgements together.
     let mut slot_of: FxHashMap<&'a str, usize> = FxHashMap::default();
     let mut queries: Vec<Block<'a>> = Vec::new();
@@ -95,7 +93,6 @@ pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judg
     if queries.is_empty() {
         return Err(Error::parse(path, 1, "no judgements: the qrels file is empty"));
     }
-    eprintln!("T qrels merged {:?}", t0.elapsed());
     Ok(sorted_by_qid(queries.into_iter().map(|(qid, docs)| Judged { qid, docs }).collect()))
 }
 
@@ -188,16 +185,13 @@ pub(super) fn evaluate_run_text<'a>(
     opts: &Options,
     qrels: Origin<'_>,
 ) -> Result<Evaluation> {
-    let t0 = std::time::Instant::now();
     let run_id = last_run_id(text, path)?.to_string();
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
     let slot_of = judged.iter().enumerate().map(|(i, j)| (j.qid, i)).collect();
     let ctx = RunContext { text, path, qrels, judged, slot_of, measures: &measures, width, opts };
 
-    eprintln!("T run ctx {:?}", t0.elapsed());
     let cuts = pieces(text);
     let pieces: Vec<Result<Vec<Block<'a>>>> = cuts.par_windows(2).map(|w| ctx.read_piece(w[0], w[1])).collect();
-    eprintln!("T run pieces {:?}", t0.elapsed());
     let mut blocks = Vec::new();
     for piece in pieces {
         blocks.extend(piece?);
@@ -232,7 +226,6 @@ pub(super) fn evaluate_run_text<'a>(
     let mut todo: Vec<(usize, Vec<(usize, usize)>)> = spans_of.into_iter().collect();
     todo.extend(n_blocks.iter().enumerate().filter(|(_, &n)| n == 0).map(|(j, _)| (j, Vec::new())));
     todo.sort_unstable_by_key(|t| t.0);
-    eprintln!("T run gathered {:?}", t0.elapsed());
     let late: Vec<Result<(usize, QueryResult)>> = todo
         .into_par_iter()
         .map_init(Scratch::default, |scratch, (j, spans)| {
@@ -252,7 +245,6 @@ pub(super) fn evaluate_run_text<'a>(
         results[j] = Some(result);
     }
     let queries: Vec<QueryResult> = results.into_iter().flatten().collect();
-    eprintln!("T run late {:?}", t0.elapsed());
     let summary = summarize(&measures, &queries, judged, opts, width);
     let mut run_only_queries: Vec<String> = run_only.into_iter().map(str::to_string).collect();
     run_only_queries.sort_unstable();
