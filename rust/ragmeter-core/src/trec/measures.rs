@@ -488,7 +488,7 @@ pub fn compute(m: &Measure, rr: &ResRels, level: i64, num_docs_in_coll: i64, out
         Kind::NdcgCut => {
             let ideal = rr.ideal_grades();
             for (o, &k) in out.iter_mut().zip(&m.long_cutoffs) {
-                *o = metrics::ndcg(grades, &ideal, Some(k as usize), metrics::Gain::Linear);
+                *o = metrics::ndcg(grades, ideal, Some(k as usize), metrics::Gain::Linear);
             }
         }
         Kind::MapCut => {

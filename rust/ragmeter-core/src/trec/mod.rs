@@ -69,6 +69,8 @@ pub struct ResRels {
     pub rel_levels: Vec<i64>,
     /// One past the highest level with a judgement.
     pub num_rel_levels: usize,
+    /// Judged levels > 0 in decreasing order, one entry per judgement: the ideal ranking.
+    ideal: Vec<f64>,
 }
 
 impl ResRels {
@@ -77,12 +79,8 @@ impl ResRels {
     }
 
     /// Judged levels > 0 in decreasing order, one entry per judgement: the ideal ranking.
-    pub fn ideal_grades(&self) -> Vec<f64> {
-        let mut out = Vec::new();
-        for level in (1..self.num_rel_levels).rev() {
-            out.extend(std::iter::repeat(level as f64).take(self.rel_levels[level].max(0) as usize));
-        }
-        out
+    pub fn ideal_grades(&self) -> &[f64] {
+        &self.ideal
     }
 }
 
@@ -341,6 +339,10 @@ fn form_res_rels(rr: &mut ResRels, judged: &Judged<'_>, ranking: &[Entry<'_>], o
                 rr.num_rel += count;
             }
         }
+    }
+    rr.ideal.clear();
+    for level in (1..rr.num_rel_levels).rev() {
+        rr.ideal.extend(std::iter::repeat(level as f64).take(rr.rel_levels[level].max(0) as usize));
     }
 }
 

@@ -50,12 +50,13 @@ fn for_each_line<const N: usize>(
 
 /// Parse a qrels file's text: judgements grouped by query, sorted by query id.
 pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judged<'a>>> {
-    type Block<'a> = (&'a str, Vec<JudgedDoc<'a>>);
+    // Per piece: all its judgements, and blocks (query, first, end) of consecutive ones.
+    type Piece<'a> = (Vec<JudgedDoc<'a>>, Vec<(&'a str, usize, usize)>);
     let cuts = pieces(text);
-    let blocks: Vec<Result<Vec<Block<'a>>>> = cuts
+    let pieces: Vec<Result<Piece<'a>>> = cuts
         .par_windows(2)
         .map(|w| {
-            let mut blocks: Vec<Block<'a>> = Vec::new();
+            let (mut docs, mut blocks): Piece<'a> = (Vec::new(), Vec::new());
             for_each_line::<4>(text, w[0], w[1], |pos, f, count| {
                 if count != 4 {
                     let msg = format!("expected 4 columns (query iteration document relevance), found {count}");
@@ -66,26 +67,27 @@ pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judg
                     return Err(Error::parse(path, line_of(text, pos), format!("relevance {rel:?} is not an integer")));
                 };
                 let qid = field(text, f[0]);
-                let doc = JudgedDoc { doc: field(text, f[2]), rel: value, loc: pos };
                 match blocks.last_mut() {
-                    Some((q, docs)) if *q == qid => docs.push(doc),
-                    _ => blocks.push((qid, vec![doc])),
+                    Some((q, _, end)) if same_bytes(q.as_bytes(), qid.as_bytes()) => *end += 1,
+                    _ => blocks.push((qid, docs.len(), docs.len() + 1)),
                 }
+                docs.push(JudgedDoc { doc: field(text, f[2]), rel: value, loc: pos });
                 Ok(())
             })?;
-            Ok(blocks)
+            Ok((docs, blocks))
         })
         .collect();
     // One entry per query, its blocks' judgements together.
     let mut slot_of: FxHashMap<&'a str, usize> = FxHashMap::default();
-    let mut queries: Vec<Block<'a>> = Vec::new();
-    for piece in blocks {
-        for (qid, docs) in piece? {
+    let mut queries: Vec<Judged<'a>> = Vec::new();
+    for piece in pieces {
+        let (docs, blocks) = piece?;
+        for (qid, first, end) in blocks {
             match slot_of.get(qid) {
-                Some(&s) => queries[s].1.extend(docs),
+                Some(&s) => queries[s].docs.extend_from_slice(&docs[first..end]),
                 None => {
                     slot_of.insert(qid, queries.len());
-                    queries.push((qid, docs));
+                    queries.push(Judged { qid, docs: docs[first..end].to_vec() });
                 }
             }
         }
@@ -93,7 +95,7 @@ pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judg
     if queries.is_empty() {
         return Err(Error::parse(path, 1, "no judgements: the qrels file is empty"));
     }
-    Ok(sorted_by_qid(queries.into_iter().map(|(qid, docs)| Judged { qid, docs }).collect()))
+    Ok(sorted_by_qid(queries))
 }
 
 /// A run of consecutive lines of one query in a piece of the run file.
