@@ -443,16 +443,24 @@ fn missing_query_error(run_path: &str, qid: &str, qrels_path: &str) -> Error {
 }
 
 /// The document and score of a run line split into `count` fields at `pos`.
-#[inline]
+#[inline(always)]
 fn parse_run_fields<'a>(text: &'a str, pos: usize, f: &[(usize, usize); 6], count: usize, path: &str) -> Result<(&'a str, f64)> {
-    if count < 6 {
-        let msg = format!("expected 6 columns (query Q0 document rank score run), found {count}");
-        return Err(Error::parse(path, stream::line_of(text, pos), msg));
+    if count >= 6 {
+        if let Some(value) = parse::parse_score(parse::field(text, f[4])) {
+            return Ok((parse::field(text, f[2]), value));
+        }
     }
-    let score = parse::field(text, f[4]);
-    match parse::parse_score(score) {
-        Some(value) => Ok((parse::field(text, f[2]), value)),
-        None => Err(Error::parse(path, stream::line_of(text, pos), format!("score {score:?} is not a number"))),
+    Err(bad_run_line(text, pos, f, count, path))
+}
+
+#[cold]
+#[inline(never)]
+fn bad_run_line(text: &str, pos: usize, f: &[(usize, usize); 6], count: usize, path: &str) -> Error {
+    let line = stream::line_of(text, pos);
+    if count < 6 {
+        Error::parse(path, line, format!("expected 6 columns (query Q0 document rank score run), found {count}"))
+    } else {
+        Error::parse(path, line, format!("score {:?} is not a number", parse::field(text, f[4])))
     }
 }
 
