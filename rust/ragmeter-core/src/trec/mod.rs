@@ -197,11 +197,7 @@ fn doc_key(doc: &str) -> (u64, bool) {
     let short = match n {
         0 => 0,
         1..=3 => u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16,
-        4..=8 => {
-            let lo = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            let hi = u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]);
-            u64::from(lo) | u64::from(hi) << 32
-        }
+        4..=8 => u64::from(word32(b, 0)) | u64::from(word32(b, n - 4)) << 32,
         _ => return (doc_hash(doc) ^ n as u64, false),
     };
     // The length goes into bits the short encodings leave free (or nearly: 4..=8
@@ -243,6 +239,11 @@ impl<'a> DocTable<'a> {
     }
 }
 
+#[inline(always)]
+fn word32(x: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes([x[i], x[i + 1], x[i + 2], x[i + 3]])
+}
+
 /// Equality of two byte strings; ids of at most 8 bytes (the usual case) are
 /// compared with two overlapping 4-byte reads instead of a call to `memcmp`.
 #[inline(always)]
@@ -254,10 +255,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     match n {
         0 => true,
         1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
-        4..=8 => {
-            let word = |x: &[u8], i: usize| u32::from_le_bytes([x[i], x[i + 1], x[i + 2], x[i + 3]]);
-            word(a, 0) == word(b, 0) && word(a, n - 4) == word(b, n - 4)
-        }
+        4..=8 => word32(a, 0) == word32(b, 0) && word32(a, n - 4) == word32(b, n - 4),
         _ => a == b,
     }
 }

@@ -210,44 +210,54 @@ pub fn parse_run_line<'a>(line: &'a str, path: &str, line_no: impl FnOnce() -> u
     Ok(RunRow { qid, docno, score: score_value, run_id, line: 0 })
 }
 
-#[inline]
+#[inline(always)]
 pub fn parse_score(s: &str) -> Option<f64> {
-    let v = match plain_decimal(s.as_bytes()) {
-        Some(v) => v,
-        None => s.parse::<f64>().ok()?,
-    };
-    if v.is_nan() {
-        None
-    } else {
-        Some(v)
+    match plain_decimal(s.as_bytes()) {
+        Some(v) => Some(v),
+        None => parse_score_slow(s),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn parse_score_slow(s: &str) -> Option<f64> {
+    s.parse::<f64>().ok().filter(|v| !v.is_nan())
 }
 
 /// The value of a plain decimal (`[+-]digits[.digits]`, at most 19 characters) whose
 /// digits fit in 2^53. The integer and the power of ten are exact doubles, so one IEEE
 /// division rounds correctly and agrees with `str::parse` bit for bit (Clinger's fast
 /// path). `None` for anything else, which `str::parse` then reads.
-#[inline]
+#[inline(always)]
 fn plain_decimal(b: &[u8]) -> Option<f64> {
     const POW10: [f64; 20] =
         [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19];
+    let n = b.len();
     // 19 characters hold at most 19 digits, which cannot overflow a u64.
-    if b.is_empty() || b.len() > 19 {
+    if n == 0 || n > 19 {
         return None;
     }
-    let negative = b[0] == b'-';
-    let start = usize::from(negative || b[0] == b'+');
-    let (mut mantissa, mut i) = digits(b, start, 0);
+    let (negative, start) = match b[0] {
+        b'-' => (true, 1),
+        b'+' => (false, 1),
+        _ => (false, 0),
+    };
+    let (mut mantissa, mut i) = scalar_digits(b, start, 0);
     let mut n_digits = i - start;
     let mut frac = 0;
-    if i < b.len() && b[i] == b'.' {
-        let (m, end) = digits(b, i + 1, mantissa);
-        frac = end - i - 1;
+    if i < n && b[i] == b'.' {
+        i += 1;
+        let frac_start = i;
+        // Long fractions (the usual case for scores) take eight digits in one go.
+        if let Some(eight) = b.get(i..i + 8).and_then(eight_digits) {
+            mantissa = mantissa * 100_000_000 + u64::from(eight);
+            i += 8;
+        }
+        (mantissa, i) = scalar_digits(b, i, mantissa);
+        frac = i - frac_start;
         n_digits += frac;
-        mantissa = m;
-        i = end;
     }
-    if i != b.len() || n_digits == 0 || mantissa > (1u64 << 53) {
+    if i != n || n_digits == 0 || mantissa > (1u64 << 53) {
         return None;
     }
     let v = mantissa as f64 / POW10[frac];
@@ -255,15 +265,14 @@ fn plain_decimal(b: &[u8]) -> Option<f64> {
 }
 
 /// Fold the decimal digits of `b` from `i` into `acc`: (new value, end of the digits).
-/// Eight digits at a time where possible; the caller keeps the count below 20.
 #[inline(always)]
-fn digits(b: &[u8], mut i: usize, mut acc: u64) -> (u64, usize) {
-    while let Some(eight) = b.get(i..i + 8).and_then(eight_digits) {
-        acc = acc * 100_000_000 + u64::from(eight);
-        i += 8;
-    }
-    while i < b.len() && b[i].is_ascii_digit() {
-        acc = acc * 10 + u64::from(b[i] - b'0');
+fn scalar_digits(b: &[u8], mut i: usize, mut acc: u64) -> (u64, usize) {
+    while let Some(&c) = b.get(i) {
+        let digit = c.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        acc = acc * 10 + u64::from(digit);
         i += 1;
     }
     (acc, i)
