@@ -340,7 +340,7 @@ fn form_res_rels(rr: &mut ResRels, judged: &Judged<'_>, ranking: &[Entry<'_>], o
     }
     rr.ideal.clear();
     for level in (1..rr.num_rel_levels).rev() {
-        rr.ideal.extend(std::iter::repeat(level as f64).take(rr.rel_levels[level].max(0) as usize));
+        rr.ideal.extend(std::iter::repeat_n(level as f64, rr.rel_levels[level].max(0) as usize));
     }
 }
 
