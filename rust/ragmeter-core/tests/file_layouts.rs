@@ -21,7 +21,7 @@ fn generate(n: usize, seed: u64) -> (String, Vec<String>) {
         if q % 17 != 5 {
             for d in 0..(3 + next(&mut state) % 30) {
                 let doc = next(&mut state) % 400;
-                if d == 0 || next(&mut state) % 9 != 0 {
+                if d == 0 || !next(&mut state).is_multiple_of(9) {
                     qrels.push_str(&format!("q{q} 0 doc{doc:03}{d} {}\n", next(&mut state) % 4));
                 }
             }

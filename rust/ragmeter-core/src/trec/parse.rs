@@ -398,7 +398,7 @@ mod tests {
                 for _ in 0..next(&mut state) % 13 {
                     s.push((b'0' + (next(&mut state) % 10) as u8) as char);
                 }
-                if next(&mut state) % 4 != 0 {
+                if !next(&mut state).is_multiple_of(4) {
                     s.push('.');
                     for _ in 0..next(&mut state) % 21 {
                         s.push((b'0' + (next(&mut state) % 10) as u8) as char);
