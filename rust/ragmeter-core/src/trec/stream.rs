@@ -13,7 +13,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::parse::{field, piece_bounds, split_fields};
 use super::{
-    evaluate_query, judge_and_rank, same_bytes, missing_query_error, parse_run_fields, sorted_by_qid, summarize, Evaluation, Judged,
+    evaluate_query, judge_and_rank, same_bytes, missing_query_error, parse_run_fields, summarize, Evaluation, Judged,
     JudgedDoc, Measure, Options, Origin, QueryResult, Ranked, Scratch, MISSING_STAND_IN,
 };
 use crate::error::{Error, Result};
@@ -50,52 +50,52 @@ fn for_each_line<const N: usize>(
 
 /// Parse a qrels file's text: judgements grouped by query, sorted by query id.
 pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judged<'a>>> {
-    // Per piece: all its judgements, and blocks (query, first, end) of consecutive ones.
-    type Piece<'a> = (Vec<JudgedDoc<'a>>, Vec<(&'a str, usize, usize)>);
     let cuts = pieces(text);
-    let pieces: Vec<Result<Piece<'a>>> = cuts
-        .par_windows(2)
-        .map(|w| {
-            let (mut docs, mut blocks): Piece<'a> = (Vec::new(), Vec::new());
-            for_each_line::<4>(text, w[0], w[1], |pos, f, count| {
-                if count != 4 {
-                    let msg = format!("expected 4 columns (query iteration document relevance), found {count}");
-                    return Err(Error::parse(path, line_of(text, pos), msg));
-                }
-                let rel = field(text, f[3]);
-                let Ok(value) = rel.parse::<i64>() else {
-                    return Err(Error::parse(path, line_of(text, pos), format!("relevance {rel:?} is not an integer")));
-                };
-                let qid = field(text, f[0]);
-                match blocks.last_mut() {
-                    Some((q, _, end)) if same_bytes(q.as_bytes(), qid.as_bytes()) => *end += 1,
-                    _ => blocks.push((qid, docs.len(), docs.len() + 1)),
-                }
-                docs.push(JudgedDoc { doc: field(text, f[2]), rel: value, loc: pos });
-                Ok(())
-            })?;
-            Ok((docs, blocks))
-        })
-        .collect();
-    // One entry per query, its blocks' judgements together.
-    let mut slot_of: FxHashMap<&'a str, usize> = FxHashMap::default();
-    let mut queries: Vec<Judged<'a>> = Vec::new();
+    let pieces: Vec<Result<Vec<Judged<'a>>>> = cuts.par_windows(2).map(|w| read_qrels_piece(text, w[0], w[1], path)).collect();
+    let mut blocks = Vec::new();
     for piece in pieces {
-        let (docs, blocks) = piece?;
-        for (qid, first, end) in blocks {
-            match slot_of.get(qid) {
-                Some(&s) => queries[s].docs.extend_from_slice(&docs[first..end]),
-                None => {
-                    slot_of.insert(qid, queries.len());
-                    queries.push(Judged { qid, docs: docs[first..end].to_vec() });
-                }
-            }
-        }
+        blocks.extend(piece?);
     }
-    if queries.is_empty() {
+    if blocks.is_empty() {
         return Err(Error::parse(path, 1, "no judgements: the qrels file is empty"));
     }
-    Ok(sorted_by_qid(queries))
+    // A stable sort keeps the blocks of a query in file order, next to each other.
+    blocks.par_sort_by(|a, b| a.qid.cmp(b.qid));
+    if !blocks.par_windows(2).any(|w| w[0].qid == w[1].qid) {
+        return Ok(blocks);
+    }
+    let mut queries: Vec<Judged<'a>> = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        match queries.last_mut() {
+            Some(last) if last.qid == block.qid => last.docs.extend(block.docs),
+            _ => queries.push(block),
+        }
+    }
+    Ok(queries)
+}
+
+/// The judgements of one piece of a qrels file, one entry per block of consecutive
+/// lines of a query.
+fn read_qrels_piece<'a>(text: &'a str, from: usize, to: usize, path: &str) -> Result<Vec<Judged<'a>>> {
+    let (mut docs, mut blocks): (Vec<JudgedDoc<'a>>, Vec<(&'a str, usize)>) = (Vec::new(), Vec::new());
+    for_each_line::<4>(text, from, to, |pos, f, count| {
+        if count != 4 {
+            let msg = format!("expected 4 columns (query iteration document relevance), found {count}");
+            return Err(Error::parse(path, line_of(text, pos), msg));
+        }
+        let rel = field(text, f[3]);
+        let Ok(value) = rel.parse::<i64>() else {
+            return Err(Error::parse(path, line_of(text, pos), format!("relevance {rel:?} is not an integer")));
+        };
+        let qid = field(text, f[0]);
+        if !blocks.last().is_some_and(|(q, _)| same_bytes(q.as_bytes(), qid.as_bytes())) {
+            blocks.push((qid, docs.len()));
+        }
+        docs.push(JudgedDoc { doc: field(text, f[2]), rel: value, loc: pos });
+        Ok(())
+    })?;
+    let ends = blocks.iter().skip(1).map(|b| b.1).chain([docs.len()]);
+    Ok(blocks.iter().zip(ends).map(|(&(qid, first), end)| Judged { qid, docs: docs[first..end].to_vec() }).collect())
 }
 
 /// A run of consecutive lines of one query in a piece of the run file.
