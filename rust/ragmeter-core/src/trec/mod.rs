@@ -95,9 +95,10 @@ struct JudgedDoc<'a> {
 
 /// Judgements of one query, in input order (a document judged twice is refused
 /// when the query is evaluated).
+#[derive(Clone, Copy)]
 struct Judged<'a> {
     qid: &'a str,
-    docs: Vec<JudgedDoc<'a>>,
+    docs: &'a [JudgedDoc<'a>],
 }
 
 /// An input named in error messages; locations are line numbers, or byte offsets into `text`.
@@ -119,30 +120,25 @@ fn doc_hash(doc: &str) -> u64 {
     h.finish()
 }
 
-/// Group qrels rows by query (sorted by query id, as trec_eval).
-fn group_qrels<'a>(rows: &[QrelsRow<'a>]) -> Vec<Judged<'a>> {
+/// Group qrels rows by query, sorted by query id (as trec_eval).
+fn group_qrels<'a>(rows: &[QrelsRow<'a>]) -> Vec<(&'a str, Vec<JudgedDoc<'a>>)> {
     let mut index: FxHashMap<&'a str, usize> = FxHashMap::default();
-    let mut groups: Vec<Judged<'a>> = Vec::new();
+    let mut groups: Vec<(&'a str, Vec<JudgedDoc<'a>>)> = Vec::new();
     let mut last: Option<(&str, usize)> = None;
     for row in rows {
         // Qrels come grouped by query: skip the hash lookup while the query does not change.
         let g = match last {
             Some((q, g)) if q == row.qid => g,
             _ => *index.entry(row.qid).or_insert_with(|| {
-                groups.push(Judged { qid: row.qid, docs: Vec::new() });
+                groups.push((row.qid, Vec::new()));
                 groups.len() - 1
             }),
         };
         last = Some((row.qid, g));
-        groups[g].docs.push(JudgedDoc { doc: row.docno, rel: row.rel, loc: row.line });
+        groups[g].1.push(JudgedDoc { doc: row.docno, rel: row.rel, loc: row.line });
     }
-    sorted_by_qid(groups)
-}
-
-/// The first error in input order, or the judgements sorted by query id.
-fn sorted_by_qid(mut judged: Vec<Judged<'_>>) -> Vec<Judged<'_>> {
-    judged.par_sort_unstable_by(|a, b| a.qid.cmp(b.qid));
-    judged
+    groups.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+    groups
 }
 
 /// Sort a ranking as trec_eval does: score descending, then document id descending.
@@ -274,7 +270,7 @@ struct Scratch<'a> {
 fn judge_and_rank<'a>(judged: &Judged<'a>, scratch: &mut Scratch<'a>, qrels: Origin<'_>, run: Origin<'_>) -> Result<()> {
     let Scratch { ranking, table, entries, .. } = scratch;
     table.reset(judged.docs.len() + ranking.len());
-    for d in &judged.docs {
+    for d in judged.docs {
         let slot = table.find_or_insert(d.doc, if d.rel < 0 { RELVALUE_UNJUDGED } else { d.rel });
         if slot.judged_at != usize::MAX {
             let first = qrels.line(slot.judged_at);
@@ -308,7 +304,7 @@ fn form_res_rels(rr: &mut ResRels, judged: &Judged<'_>, ranking: &[Entry<'_>], o
     let max_rel = judged.docs.iter().map(|d| d.rel).max().unwrap_or(0).max(0) as usize;
     rr.rel_levels.clear();
     rr.rel_levels.resize(max_rel + 1, 0);
-    for d in &judged.docs {
+    for d in judged.docs {
         if d.rel >= 0 {
             rr.rel_levels[d.rel as usize] += 1;
         }
@@ -382,7 +378,8 @@ pub fn evaluate(
     run_path: &str,
 ) -> Result<Evaluation> {
     let measures = measures::resolve(measure_args)?;
-    let judged = group_qrels(qrels);
+    let groups = group_qrels(qrels);
+    let judged: Vec<Judged<'_>> = groups.iter().map(|(qid, docs)| Judged { qid, docs }).collect();
     let run_id = run.last().map_or("", |r| r.run_id).to_string();
     let mut rankings: FxHashMap<&str, Vec<Ranked<'_>>> = FxHashMap::default();
     for r in run {
@@ -428,7 +425,8 @@ pub fn evaluate_texts(
     run_path: &str,
 ) -> Result<Evaluation> {
     let measures = measures::resolve(measure_args)?;
-    let judged = stream::judged_from_text(qrels_text, qrels_path)?;
+    let qrels_store = stream::read_qrels(qrels_text, qrels_path)?;
+    let judged = qrels_store.judged();
     let qrels = Origin { path: qrels_path, text: Some(qrels_text) };
     stream::evaluate_run_text(measures, &judged, run_text, run_path, opts, qrels)
 }

@@ -48,36 +48,81 @@ fn for_each_line<const N: usize>(
     Ok(())
 }
 
-/// Parse a qrels file's text: judgements grouped by query, sorted by query id.
-pub(super) fn judged_from_text<'a>(text: &'a str, path: &str) -> Result<Vec<Judged<'a>>> {
+/// A qrels file's judgements: each piece's in one vector (no per-query copies), and
+/// merged copies for the queries whose lines are not all together.
+pub(super) struct Qrels<'t> {
+    pieces: Vec<Vec<JudgedDoc<'t>>>,
+    merged: Vec<Vec<JudgedDoc<'t>>>,
+    /// Per query, sorted by query id: where its judgements are.
+    queries: Vec<(&'t str, Place)>,
+}
+
+#[derive(Clone, Copy)]
+enum Place {
+    /// `pieces[.0][.1...2]`
+    Piece(usize, usize, usize),
+    Merged(usize),
+}
+
+impl Qrels<'_> {
+    pub(super) fn judged(&self) -> Vec<Judged<'_>> {
+        let docs = |place| match place {
+            Place::Piece(p, first, end) => &self.pieces[p][first..end],
+            Place::Merged(m) => &self.merged[m][..],
+        };
+        self.queries.iter().map(|&(qid, place)| Judged { qid, docs: docs(place) }).collect()
+    }
+}
+
+/// Parse a qrels file's text.
+pub(super) fn read_qrels<'t>(text: &'t str, path: &str) -> Result<Qrels<'t>> {
     let cuts = pieces(text);
-    let pieces: Vec<Result<Vec<Judged<'a>>>> = cuts.par_windows(2).map(|w| read_qrels_piece(text, w[0], w[1], path)).collect();
-    let mut blocks = Vec::new();
-    for piece in pieces {
-        blocks.extend(piece?);
+    let read: Vec<Result<QrelsPiece<'t>>> = cuts.par_windows(2).map(|w| read_qrels_piece(text, w[0], w[1], path)).collect();
+    let mut pieces = Vec::with_capacity(read.len());
+    let mut blocks: Vec<(&'t str, Place)> = Vec::new();
+    for (p, piece) in read.into_iter().enumerate() {
+        let (docs, starts) = piece?;
+        let ends = starts.iter().skip(1).map(|b| b.1).chain([docs.len()]);
+        blocks.extend(starts.iter().zip(ends).map(|(&(qid, first), end)| (qid, Place::Piece(p, first, end))));
+        pieces.push(docs);
     }
     if blocks.is_empty() {
         return Err(Error::parse(path, 1, "no judgements: the qrels file is empty"));
     }
     // A stable sort keeps the blocks of a query in file order, next to each other.
-    blocks.par_sort_by(|a, b| a.qid.cmp(b.qid));
-    if !blocks.par_windows(2).any(|w| w[0].qid == w[1].qid) {
-        return Ok(blocks);
+    blocks.par_sort_by(|a, b| a.0.cmp(b.0));
+    let mut qrels = Qrels { pieces, merged: Vec::new(), queries: Vec::with_capacity(blocks.len()) };
+    if !blocks.par_windows(2).any(|w| w[0].0 == w[1].0) {
+        qrels.queries = blocks;
+        return Ok(qrels);
     }
-    let mut queries: Vec<Judged<'a>> = Vec::with_capacity(blocks.len());
-    for block in blocks {
-        match queries.last_mut() {
-            Some(last) if last.qid == block.qid => last.docs.extend(block.docs),
-            _ => queries.push(block),
+    let mut i = 0;
+    while i < blocks.len() {
+        let qid = blocks[i].0;
+        let n = blocks[i..].iter().take_while(|b| b.0 == qid).count();
+        if n == 1 {
+            qrels.queries.push(blocks[i]);
+        } else {
+            let mut docs = Vec::new();
+            for &(_, place) in &blocks[i..i + n] {
+                if let Place::Piece(p, first, end) = place {
+                    docs.extend_from_slice(&qrels.pieces[p][first..end]);
+                }
+            }
+            qrels.queries.push((qid, Place::Merged(qrels.merged.len())));
+            qrels.merged.push(docs);
         }
+        i += n;
     }
-    Ok(queries)
+    Ok(qrels)
 }
 
-/// The judgements of one piece of a qrels file, one entry per block of consecutive
-/// lines of a query.
-fn read_qrels_piece<'a>(text: &'a str, from: usize, to: usize, path: &str) -> Result<Vec<Judged<'a>>> {
-    let (mut docs, mut blocks): (Vec<JudgedDoc<'a>>, Vec<(&'a str, usize)>) = (Vec::new(), Vec::new());
+/// One piece of a qrels file: its judgements, and where each block of consecutive
+/// lines of a query starts.
+type QrelsPiece<'t> = (Vec<JudgedDoc<'t>>, Vec<(&'t str, usize)>);
+
+fn read_qrels_piece<'t>(text: &'t str, from: usize, to: usize, path: &str) -> Result<QrelsPiece<'t>> {
+    let (mut docs, mut blocks): QrelsPiece<'t> = (Vec::new(), Vec::new());
     for_each_line::<4>(text, from, to, |pos, f, count| {
         if count != 4 {
             let msg = format!("expected 4 columns (query iteration document relevance), found {count}");
@@ -94,8 +139,7 @@ fn read_qrels_piece<'a>(text: &'a str, from: usize, to: usize, path: &str) -> Re
         docs.push(JudgedDoc { doc: field(text, f[2]), rel: value, loc: pos });
         Ok(())
     })?;
-    let ends = blocks.iter().skip(1).map(|b| b.1).chain([docs.len()]);
-    Ok(blocks.iter().zip(ends).map(|(&(qid, first), end)| Judged { qid, docs: docs[first..end].to_vec() }).collect())
+    Ok((docs, blocks))
 }
 
 /// A run of consecutive lines of one query in a piece of the run file.
