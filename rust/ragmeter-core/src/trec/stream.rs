@@ -13,7 +13,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::parse::{field, piece_bounds, split_fields};
 use super::{
-    evaluate_query, judge_and_rank, same_bytes, missing_query_error, parse_run_fields, summarize, Evaluation, Judged,
+    evaluate_query, judge_and_rank, missing_query_error, parse_run_fields, same_bytes, summarize, Evaluation, Judged,
     JudgedDoc, Measure, Options, Origin, QueryResult, Ranked, Scratch, MISSING_STAND_IN,
 };
 use crate::error::{Error, Result};
@@ -231,7 +231,6 @@ pub(super) fn evaluate_run_text<'a>(
     opts: &Options,
     qrels: Origin<'_>,
 ) -> Result<Evaluation> {
-    let run_id = last_run_id(text, path)?.to_string();
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
     let slot_of = judged.iter().enumerate().map(|(i, j)| (j.qid, i)).collect();
     let ctx = RunContext { text, path, qrels, judged, slot_of, measures: &measures, width, opts };
@@ -242,10 +241,9 @@ pub(super) fn evaluate_run_text<'a>(
     for piece in pieces {
         blocks.extend(piece?);
     }
+    // Every line is read and checked by now, so the last one is well-formed.
+    let run_id = last_run_id(text, path)?.to_string();
 
-    // Queries evaluated from a single block while reading are done; the rest are
-    // gathered from all their blocks.
-    let mut results: Vec<Option<QueryResult>> = (0..judged.len()).map(|_| None).collect();
     let mut n_blocks = vec![0u32; judged.len()];
     let mut run_only: FxHashSet<&str> = FxHashSet::default();
     for b in &blocks {
@@ -261,40 +259,50 @@ pub(super) fn evaluate_run_text<'a>(
             return Err(missing_query_error(path, judged[j].qid, qrels.path));
         }
     }
-    let mut spans_of: FxHashMap<usize, Vec<(usize, usize)>> = FxHashMap::default();
-    for b in blocks {
-        let Some(j) = b.judged else { continue };
-        match b.result {
-            Some(r) if n_blocks[j] == 1 => results[j] = Some(r),
-            _ => spans_of.entry(j).or_default().push((b.start, b.end)),
-        }
-    }
-    let mut todo: Vec<(usize, Vec<(usize, usize)>)> = spans_of.into_iter().collect();
-    todo.extend(n_blocks.iter().enumerate().filter(|(_, &n)| n == 0).map(|(j, _)| (j, Vec::new())));
-    todo.sort_unstable_by_key(|t| t.0);
-    let late: Vec<Result<(usize, QueryResult)>> = todo
-        .into_par_iter()
-        .map_init(Scratch::default, |scratch, (j, spans)| {
-            scratch.ranking.clear();
-            let missing = spans.is_empty();
-            if missing {
-                scratch.ranking.push((MISSING_STAND_IN, 1.0, 0));
-            }
-            for (from, to) in spans {
-                ctx.read_block(from, to, &mut scratch.ranking)?;
-            }
-            Ok((j, ctx.evaluate(j, scratch, missing)?))
-        })
-        .collect();
-    for r in late {
-        let (j, result) = r?;
-        results[j] = Some(result);
-    }
-    let queries: Vec<QueryResult> = results.into_iter().flatten().collect();
+    let queries = ctx.results(blocks, &n_blocks)?;
     let summary = summarize(&measures, &queries, judged, opts, width);
     let mut run_only_queries: Vec<String> = run_only.into_iter().map(str::to_string).collect();
     run_only_queries.sort_unstable();
     Ok(Evaluation { measures, queries, summary, run_id, run_only_queries })
+}
+
+impl<'a> RunContext<'a, '_> {
+    /// One result per judged query, in query id order: the results of queries read
+    /// as a single block stand; the others are evaluated now from all their blocks
+    /// (or, with `-c`, from the stand-in ranking when they have none).
+    fn results(&self, blocks: Vec<Block<'a>>, n_blocks: &[u32]) -> Result<Vec<QueryResult>> {
+        let mut results: Vec<Option<QueryResult>> = (0..n_blocks.len()).map(|_| None).collect();
+        let mut spans_of: FxHashMap<usize, Vec<(usize, usize)>> = FxHashMap::default();
+        for b in blocks {
+            let Some(j) = b.judged else { continue };
+            match b.result {
+                Some(r) if n_blocks[j] == 1 => results[j] = Some(r),
+                _ => spans_of.entry(j).or_default().push((b.start, b.end)),
+            }
+        }
+        let mut todo: Vec<(usize, Vec<(usize, usize)>)> = spans_of.into_iter().collect();
+        todo.extend(n_blocks.iter().enumerate().filter(|(_, &n)| n == 0).map(|(j, _)| (j, Vec::new())));
+        todo.sort_unstable_by_key(|t| t.0);
+        let late: Vec<Result<(usize, QueryResult)>> = todo
+            .into_par_iter()
+            .map_init(Scratch::default, |scratch, (j, spans)| {
+                scratch.ranking.clear();
+                let missing = spans.is_empty();
+                if missing {
+                    scratch.ranking.push((MISSING_STAND_IN, 1.0, 0));
+                }
+                for (from, to) in spans {
+                    self.read_block(from, to, &mut scratch.ranking)?;
+                }
+                Ok((j, self.evaluate(j, scratch, missing)?))
+            })
+            .collect();
+        for r in late {
+            let (j, result) = r?;
+            results[j] = Some(result);
+        }
+        Ok(results.into_iter().flatten().collect())
+    }
 }
 
 /// trec_eval reports the run id of the last line it read.
