@@ -96,6 +96,8 @@ def trec_evaluate_columns(
     complete: bool = False,
     judged_only: bool = False,
     num_docs_in_coll: int = 0,
+    qrels_groups: Optional[npt.NDArray[np.int64]] = None,
+    run_groups: Optional[npt.NDArray[np.int64]] = None,
 ) -> dict[str, Any]: ...
 def rank_metrics(
     offsets: npt.NDArray[np.int64],

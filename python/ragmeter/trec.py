@@ -9,6 +9,7 @@ dictionaries that pytrec_eval and ranx use.
 from __future__ import annotations
 
 import os
+from itertools import chain
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Union
 
 from ragmeter.errors import InputError
@@ -56,9 +57,10 @@ def evaluate(
     if _is_path(qrels) and _is_path(run):
         result = _core.trec_evaluate_files(os.fspath(qrels), os.fspath(run), measures, **opts)
     else:
-        q = _qrels_columns(qrels)
-        r = _run_columns(run)
-        result = _core.trec_evaluate_columns(*q, *r, run_id, measures, **opts)
+        *q, qrels_groups = _qrels_columns(qrels)
+        *r, run_groups = _run_columns(run)
+        result = _core.trec_evaluate_columns(*q, *r, run_id, measures, **opts,
+                                             qrels_groups=qrels_groups, run_groups=run_groups)
     return _frame(pl, result, per_query)
 
 
@@ -140,36 +142,42 @@ def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
         values = df[value].cast(dtype, strict=True).to_numpy()
     except Exception as exc:
         raise InputError(f"{what}: {value} must be {dtype_name} ({exc.__class__.__name__})") from None
-    return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values)
+    return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values, None)
 
 
 def _dict_columns(x: Mapping, what: str, dtype_name: str) -> tuple:
-    """Columns straight from ``{query: {doc: value}}`` (no per-row tuples, no DataFrame)."""
+    """Columns straight from ``{query: {doc: value}}``: one query id per query with
+    the offsets of its rows (no per-row tuples, no per-row query ids)."""
     import numpy as np
     import pyarrow as pa
 
     from ragmeter._columns import string_column
 
-    qids: list = []
-    docs: list = []
-    values: list = []
-    for q, inner in x.items():
-        _items(inner, what, q)
-        qids.extend([str(q)] * len(inner))
-        docs.extend(inner.keys())
-        values.extend(inner.values())
+    inners = list(x.values())
+    for q, inner in zip(x, inners):
+        if type(inner) is not dict:  # the common case skips the slower ABC check
+            _items(inner, what, q)
+    counts = np.fromiter(map(len, inners), dtype=np.int64, count=len(inners))
+    groups = np.zeros(len(inners) + 1, dtype=np.int64)
+    np.cumsum(counts, out=groups[1:])
+    docs = list(chain.from_iterable(inners))
+    values = chain.from_iterable(inner.values() for inner in inners)
     try:
-        arr = np.asarray(values)
-        if dtype_name == "integers" and arr.size and arr.dtype.kind not in "iub":
-            raise TypeError
-        arr = arr.astype(np.int64 if dtype_name == "integers" else np.float64)
+        if dtype_name == "integers":
+            arr = np.asarray(list(values))
+            if arr.size and arr.dtype.kind not in "iub":
+                raise TypeError
+            arr = arr.astype(np.int64)
+        else:
+            arr = np.fromiter(values, dtype=np.float64, count=len(docs))
     except (TypeError, ValueError):
         raise InputError(f"{what}: values must be {dtype_name}") from None
     try:
         doc_col = string_column(pa.array(docs, pa.large_string()))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         doc_col = string_column(pa.array([str(d) for d in docs], pa.large_string()))
-    return (string_column(pa.array(qids, pa.large_string())), doc_col, arr)
+    qid_col = string_column(pa.array([str(q) for q in x], pa.large_string()))
+    return (qid_col, doc_col, arr, groups)
 
 
 def _qrels_columns(qrels: Any) -> tuple:

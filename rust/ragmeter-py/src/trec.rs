@@ -117,9 +117,24 @@ pub fn trec_evaluate_files<'py>(
     evaluation_to_dict(py, eval)
 }
 
+/// The query id of each row: the column itself, or (with `groups`, offsets of
+/// consecutive rows) one id per group.
+fn row_qids<'c>(qid: &'c StrColumn, groups: Option<&[usize]>, n_rows: usize, what: &str) -> Result<Vec<&'c str>> {
+    match groups {
+        None if qid.len() == n_rows => Ok((0..n_rows).map(|i| qid.get(i)).collect()),
+        None => Err(Error::input(format!("{what}: the query column must have one entry per row"))),
+        Some(g) if g.len() == qid.len() + 1 => {
+            Ok(g.windows(2).enumerate().flat_map(|(k, w)| std::iter::repeat_n(qid.get(k), w[1] - w[0])).collect())
+        }
+        Some(_) => Err(Error::input(format!("{what}: the query column must have one entry per group"))),
+    }
+}
+
 /// Evaluate in-memory columns (qrels: qid, docno, rel; run: qid, docno, score).
+/// With `qrels_groups` / `run_groups` (offsets of consecutive rows), the query
+/// column has one id per group instead of one per row.
 #[pyfunction]
-#[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, relevance_level=1, max_docs=None, complete=false, judged_only=false, num_docs_in_coll=0))]
+#[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, relevance_level=1, max_docs=None, complete=false, judged_only=false, num_docs_in_coll=0, qrels_groups=None, run_groups=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn trec_evaluate_columns<'py>(
     py: Python<'py>,
@@ -136,6 +151,8 @@ pub fn trec_evaluate_columns<'py>(
     complete: bool,
     judged_only: bool,
     num_docs_in_coll: i64,
+    qrels_groups: Option<PyReadonlyArray1<'py, i64>>,
+    run_groups: Option<PyReadonlyArray1<'py, i64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let qq = StrColumn::extract(qrels_qid.0, qrels_qid.1, "qrels query")?;
     let qd = StrColumn::extract(qrels_doc.0, qrels_doc.1, "qrels document")?;
@@ -143,19 +160,23 @@ pub fn trec_evaluate_columns<'py>(
     let rq = StrColumn::extract(run_qid.0, run_qid.1, "run query")?;
     let rd = StrColumn::extract(run_doc.0, run_doc.1, "run document")?;
     let rs = run_score.as_slice()?.to_vec();
-    if qq.len() != qd.len() || qq.len() != qr.len() || rq.len() != rd.len() || rq.len() != rs.len() {
+    if qd.len() != qr.len() || rd.len() != rs.len() {
         return Err(to_py_err(Error::input("qrels and run columns must each have equal lengths")));
     }
+    let qrels_groups = qrels_groups.map(|g| extract_offsets(g, qr.len(), "qrels_groups")).transpose()?;
+    let run_groups = run_groups.map(|g| extract_offsets(g, rs.len(), "run_groups")).transpose()?;
     let opts = options(relevance_level, max_docs, complete, judged_only, num_docs_in_coll);
     let eval = py
         .allow_threads(|| {
+            let qrels_qids = row_qids(&qq, qrels_groups.as_deref(), qr.len(), "qrels")?;
+            let run_qids = row_qids(&rq, run_groups.as_deref(), rs.len(), "run")?;
             let qrels: Vec<QrelsRow<'_>> =
-                (0..qq.len()).map(|i| QrelsRow { qid: qq.get(i), docno: qd.get(i), rel: qr[i], line: i + 1 }).collect();
+                (0..qr.len()).map(|i| QrelsRow { qid: qrels_qids[i], docno: qd.get(i), rel: qr[i], line: i + 1 }).collect();
             if let Some(i) = rs.iter().position(|s| s.is_nan()) {
                 return Err(Error::parse("run", i + 1, "score is NaN"));
             }
-            let run: Vec<RunRow<'_>> = (0..rq.len())
-                .map(|i| RunRow { qid: rq.get(i), docno: rd.get(i), score: rs[i], run_id: &run_id, line: i + 1 })
+            let run: Vec<RunRow<'_>> = (0..rs.len())
+                .map(|i| RunRow { qid: run_qids[i], docno: rd.get(i), score: rs[i], run_id: &run_id, line: i + 1 })
                 .collect();
             if qrels.is_empty() {
                 return Err(Error::input("qrels: no judgements"));

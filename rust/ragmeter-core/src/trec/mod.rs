@@ -381,9 +381,14 @@ pub fn evaluate(
     let groups = group_qrels(qrels);
     let judged: Vec<Judged<'_>> = groups.iter().map(|(qid, docs)| Judged { qid, docs }).collect();
     let run_id = run.last().map_or("", |r| r.run_id).to_string();
-    let mut rankings: FxHashMap<&str, Vec<Ranked<'_>>> = FxHashMap::default();
-    for r in run {
-        rankings.entry(r.qid).or_default().push((r.docno, r.score, r.line));
+    // Row ranges of each query; rows usually come grouped, so one map update per block.
+    let mut rankings: FxHashMap<&str, Vec<(usize, usize)>> = FxHashMap::default();
+    let mut start = 0;
+    for i in 1..=run.len() {
+        if i == run.len() || !same_bytes(run[i].qid.as_bytes(), run[start].qid.as_bytes()) {
+            rankings.entry(run[start].qid).or_default().push((start, i));
+            start = i;
+        }
     }
     let judged_qids: FxHashSet<&str> = judged.iter().map(|j| j.qid).collect();
     let mut run_only_queries: Vec<String> =
@@ -402,7 +407,11 @@ pub fn evaluate(
             scratch.ranking.clear();
             let missing = !rankings.contains_key(j.qid);
             match rankings.get(j.qid) {
-                Some(v) => scratch.ranking.extend_from_slice(v),
+                Some(blocks) => {
+                    for &(a, b) in blocks {
+                        scratch.ranking.extend(run[a..b].iter().map(|r| (r.docno, r.score, r.line)));
+                    }
+                }
                 None => scratch.ranking.push((MISSING_STAND_IN, 1.0, 0)),
             }
             judge_and_rank(j, scratch, qrels_origin, run_origin)?;
