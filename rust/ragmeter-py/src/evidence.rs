@@ -130,7 +130,7 @@ impl ViewTexts<'_> {
     /// re-validated byte by byte.
     fn validate(&mut self, name: &str) -> Result<(), Error> {
         let bad = |msg: &str| Error::input(format!("column {name}: {msg}"));
-        if self.views.len() % 16 != 0 {
+        if !self.views.len().is_multiple_of(16) {
             return Err(bad("string views must be 16 bytes each"));
         }
         const PIECE: usize = 1 << 20;

@@ -80,7 +80,7 @@ fn evaluation_to_dict<'py>(py: Python<'py>, eval: Evaluation) -> PyResult<Bound<
                 trec::Print::Runid => "runid",
                 trec::Print::Double => "double",
             };
-            std::iter::repeat(k).take(m.names.len())
+            std::iter::repeat_n(k, m.names.len())
         })
         .collect();
     d.set_item("names", names)?;
@@ -190,6 +190,7 @@ pub fn trec_evaluate_columns<'py>(
 /// Rank metrics over a batch: returns an (n_queries, n_metrics) matrix.
 #[pyfunction]
 #[pyo3(signature = (offsets, grades, num_relevant, metrics, relevance_level=1.0, ideal_offsets=None, ideal_grades=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn rank_metrics<'py>(
     py: Python<'py>,
     offsets: PyReadonlyArray1<'py, i64>,
