@@ -79,7 +79,7 @@ pub(super) fn read_qrels<'t>(text: &'t str, path: &str) -> Result<Qrels<'t>> {
     let cuts = pieces(text);
     let read: Vec<Result<QrelsPiece<'t>>> = cuts.par_windows(2).map(|w| read_qrels_piece(text, w[0], w[1], path)).collect();
     let mut pieces = Vec::with_capacity(read.len());
-    let mut blocks: Vec<(&'t str, Place)> = Vec::new();
+    let mut blocks: Vec<(QidKey<'t>, Place)> = Vec::new();
     for (p, piece) in read.into_iter().enumerate() {
         let (docs, starts) = piece?;
         let ends = starts.iter().skip(1).map(|b| b.1).chain([docs.len()]);
@@ -90,18 +90,18 @@ pub(super) fn read_qrels<'t>(text: &'t str, path: &str) -> Result<Qrels<'t>> {
         return Err(Error::parse(path, 1, "no judgements: the qrels file is empty"));
     }
     // A stable sort keeps the blocks of a query in file order, next to each other.
-    blocks.par_sort_by(|a, b| a.0.cmp(b.0));
+    blocks.par_sort_by(|a, b| a.0.cmp(&b.0));
     let mut qrels = Qrels { pieces, merged: Vec::new(), queries: Vec::with_capacity(blocks.len()) };
     if !blocks.par_windows(2).any(|w| w[0].0 == w[1].0) {
-        qrels.queries = blocks;
+        qrels.queries = blocks.into_iter().map(|(key, place)| (key.qid, place)).collect();
         return Ok(qrels);
     }
     let mut i = 0;
     while i < blocks.len() {
-        let qid = blocks[i].0;
-        let n = blocks[i..].iter().take_while(|b| b.0 == qid).count();
+        let key = blocks[i].0;
+        let n = blocks[i..].iter().take_while(|b| b.0 == key).count();
         if n == 1 {
-            qrels.queries.push(blocks[i]);
+            qrels.queries.push((key.qid, blocks[i].1));
         } else {
             let mut docs = Vec::new();
             for &(_, place) in &blocks[i..i + n] {
@@ -109,7 +109,7 @@ pub(super) fn read_qrels<'t>(text: &'t str, path: &str) -> Result<Qrels<'t>> {
                     docs.extend_from_slice(&qrels.pieces[p][first..end]);
                 }
             }
-            qrels.queries.push((qid, Place::Merged(qrels.merged.len())));
+            qrels.queries.push((key.qid, Place::Merged(qrels.merged.len())));
             qrels.merged.push(docs);
         }
         i += n;
@@ -119,7 +119,46 @@ pub(super) fn read_qrels<'t>(text: &'t str, path: &str) -> Result<Qrels<'t>> {
 
 /// One piece of a qrels file: its judgements, and where each block of consecutive
 /// lines of a query starts.
-type QrelsPiece<'t> = (Vec<JudgedDoc<'t>>, Vec<(&'t str, usize)>);
+type QrelsPiece<'t> = (Vec<JudgedDoc<'t>>, Vec<(QidKey<'t>, usize)>);
+
+/// A query id with its first eight bytes as a number, taken while the line is in
+/// cache: sorting and comparing many ids then rarely reads the ids themselves.
+#[derive(Clone, Copy, Debug)]
+struct QidKey<'t> {
+    prefix: u64,
+    qid: &'t str,
+}
+
+impl<'t> QidKey<'t> {
+    fn new(qid: &'t str) -> Self {
+        let b = qid.as_bytes();
+        let mut head = [0u8; 8];
+        let n = b.len().min(8);
+        head[..n].copy_from_slice(&b[..n]);
+        // Big-endian, zero-padded: prefixes order as the bytes do; equal ones are settled by the ids.
+        QidKey { prefix: u64::from_be_bytes(head), qid }
+    }
+}
+
+impl PartialEq for QidKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.prefix == other.prefix && self.qid == other.qid
+    }
+}
+
+impl Eq for QidKey<'_> {}
+
+impl PartialOrd for QidKey<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for QidKey<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.prefix.cmp(&other.prefix).then_with(|| self.qid.cmp(other.qid))
+    }
+}
 
 fn read_qrels_piece<'t>(text: &'t str, from: usize, to: usize, path: &str) -> Result<QrelsPiece<'t>> {
     let (mut docs, mut blocks): QrelsPiece<'t> = (Vec::new(), Vec::new());
@@ -133,8 +172,8 @@ fn read_qrels_piece<'t>(text: &'t str, from: usize, to: usize, path: &str) -> Re
             return Err(Error::parse(path, line_of(text, pos), format!("relevance {rel:?} is not an integer")));
         };
         let qid = field(text, f[0]);
-        if !blocks.last().is_some_and(|(q, _)| same_bytes(q.as_bytes(), qid.as_bytes())) {
-            blocks.push((qid, docs.len()));
+        if !blocks.last().is_some_and(|(q, _)| same_bytes(q.qid.as_bytes(), qid.as_bytes())) {
+            blocks.push((QidKey::new(qid), docs.len()));
         }
         docs.push(JudgedDoc { doc: field(text, f[2]), rel: value, loc: pos });
         Ok(())
@@ -159,13 +198,23 @@ struct RunContext<'a, 'm> {
     path: &'m str,
     qrels: Origin<'m>,
     judged: &'m [Judged<'a>],
-    slot_of: FxHashMap<&'a str, usize>,
+    /// `QidKey` prefixes of `judged`'s query ids (sorted, as the ids are).
+    prefixes: Vec<u64>,
     measures: &'m [Measure],
     width: usize,
     opts: &'m Options,
 }
 
 impl<'a> RunContext<'a, '_> {
+    /// Index in `judged` of a query id: a binary search on the numeric prefixes,
+    /// then on the ids among equal prefixes (no hash table to build first).
+    fn find(&self, qid: &str) -> Option<usize> {
+        let prefix = QidKey::new(qid).prefix;
+        let lo = self.prefixes.partition_point(|&p| p < prefix);
+        let hi = lo + self.prefixes[lo..].partition_point(|&p| p == prefix);
+        self.judged[lo..hi].binary_search_by(|j| j.qid.cmp(qid)).ok().map(|i| lo + i)
+    }
+
     /// Append the data lines of `text[from..to]` to `ranking` (one query's block).
     fn read_block(&self, from: usize, to: usize, ranking: &mut Vec<Ranked<'a>>) -> Result<()> {
         let text = self.text;
@@ -212,7 +261,7 @@ impl<'a> RunContext<'a, '_> {
     }
 
     fn close_block(&self, qid: &'a str, start: usize, end: usize, evaluate_now: bool, scratch: &mut Scratch<'a>) -> Result<Block<'a>> {
-        let judged = self.slot_of.get(qid).copied();
+        let judged = self.find(qid);
         let result = match judged {
             Some(j) if evaluate_now => Some(self.evaluate(j, scratch, false)?),
             _ => None,
@@ -232,8 +281,8 @@ pub(super) fn evaluate_run_text<'a>(
     qrels: Origin<'_>,
 ) -> Result<Evaluation> {
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
-    let slot_of = judged.iter().enumerate().map(|(i, j)| (j.qid, i)).collect();
-    let ctx = RunContext { text, path, qrels, judged, slot_of, measures: &measures, width, opts };
+    let prefixes = judged.par_iter().map(|j| QidKey::new(j.qid).prefix).collect();
+    let ctx = RunContext { text, path, qrels, judged, prefixes, measures: &measures, width, opts };
 
     let cuts = pieces(text);
     let pieces: Vec<Result<Vec<Block<'a>>>> = cuts.par_windows(2).map(|w| ctx.read_piece(w[0], w[1])).collect();
