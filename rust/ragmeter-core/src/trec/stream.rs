@@ -99,7 +99,8 @@ pub(super) fn read_qrels<'t>(text: &'t str, path: &str) -> Result<Qrels<'t>> {
     let mut i = 0;
     while i < blocks.len() {
         let key = blocks[i].0;
-        let n = blocks[i..].iter().take_while(|b| b.0 == key).count();
+        // Only the following blocks are compared: reading every id once more would be a cache miss each.
+        let n = 1 + blocks[i + 1..].iter().take_while(|b| b.0 == key).count();
         if n == 1 {
             qrels.queries.push((key.qid, blocks[i].1));
         } else {
@@ -286,16 +287,13 @@ pub(super) fn evaluate_run_text<'a>(
 
     let cuts = pieces(text);
     let pieces: Vec<Result<Vec<Block<'a>>>> = cuts.par_windows(2).map(|w| ctx.read_piece(w[0], w[1])).collect();
-    let mut blocks = Vec::new();
-    for piece in pieces {
-        blocks.extend(piece?);
-    }
+    let pieces = pieces.into_iter().collect::<Result<Vec<_>>>()?;
     // Every line is read and checked by now, so the last one is well-formed.
     let run_id = last_run_id(text, path)?.to_string();
 
     let mut n_blocks = vec![0u32; judged.len()];
     let mut run_only: FxHashSet<&str> = FxHashSet::default();
-    for b in &blocks {
+    for b in pieces.iter().flatten() {
         match b.judged {
             Some(j) => n_blocks[j] += 1,
             None => {
@@ -308,7 +306,7 @@ pub(super) fn evaluate_run_text<'a>(
             return Err(missing_query_error(path, judged[j].qid, qrels.path));
         }
     }
-    let queries = ctx.results(blocks, &n_blocks)?;
+    let queries = ctx.results(pieces.into_iter().flatten(), &n_blocks)?;
     let summary = summarize(&measures, &queries, judged, opts, width);
     let mut run_only_queries: Vec<String> = run_only.into_iter().map(str::to_string).collect();
     run_only_queries.sort_unstable();
@@ -319,7 +317,7 @@ impl<'a> RunContext<'a, '_> {
     /// One result per judged query, in query id order: the results of queries read
     /// as a single block stand; the others are evaluated now from all their blocks
     /// (or, with `-c`, from the stand-in ranking when they have none).
-    fn results(&self, blocks: Vec<Block<'a>>, n_blocks: &[u32]) -> Result<Vec<QueryResult>> {
+    fn results(&self, blocks: impl Iterator<Item = Block<'a>>, n_blocks: &[u32]) -> Result<Vec<QueryResult>> {
         let mut results: Vec<Option<QueryResult>> = (0..n_blocks.len()).map(|_| None).collect();
         let mut spans_of: FxHashMap<usize, Vec<(usize, usize)>> = FxHashMap::default();
         for b in blocks {
