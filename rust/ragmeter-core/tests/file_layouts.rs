@@ -32,7 +32,7 @@ fn generate(n: usize, seed: u64) -> (String, Vec<String>) {
         let tied = q % 5 == 0;
         for d in 0..(1 + next(&mut state) % 120) {
             let doc = format!("doc{:03}{}", next(&mut state) % 400, d % 30);
-            let score = if tied { format!("{}", next(&mut state) % 4) } else { format!("{}.{:04}", 50 - d, next(&mut state) % 10_000) };
+            let score = if tied { format!("{}", next(&mut state) % 4) } else { format!("{}.{:04}", 50 - d as i64, next(&mut state) % 10_000) };
             run.push(format!("q{q}\tQ0 {doc}x{d} {d} {score} run{}", q % 3));
         }
     }
