@@ -127,7 +127,7 @@ impl Normalizer {
     /// Normalise `text` into `self.out` (cleared first).
     ///
     /// Fast path: a maximal run of stable characters (ASCII and the CJK ranges
-    /// of [`is_stable_nonascii`]) is final as it stands, except its last
+    /// of `is_stable_nonascii`) is final as it stands, except its last
     /// character when a non-stable character follows (it may compose with a
     /// combining mark); such runs are only lower-cased and stripped of white
     /// space, in bulk. Everything else goes through NFKC in segments that start

@@ -7,7 +7,7 @@
 //! the qrels' queries (run-only queries are ignored; a qrels-only query is an
 //! error unless `complete` (`-c`) counts it as an empty ranking).
 //!
-//! [`evaluate_files`] and [`evaluate_texts`] read TREC files in one parallel,
+//! [`evaluate_texts`] reads the text of TREC files in one parallel,
 //! streaming pass instead (`stream.rs`); both paths print the same output.
 
 pub mod measures;
