@@ -185,12 +185,21 @@ fn read_qrels_piece<'t>(text: &'t str, from: usize, to: usize, path: &str) -> Re
 /// A run of consecutive lines of one query in a piece of the run file.
 struct Block<'a> {
     qid: &'a str,
-    /// Index of the query in the judgements, if it has any.
-    judged: Option<usize>,
+    /// Index of the query in the judgements, or `NONE` for a query without any.
+    judged: u32,
+    /// Index of the query's evaluation in its piece's results, or `NONE` when the
+    /// block was not evaluated while reading.
+    result: u32,
     start: usize,
     end: usize,
-    /// The query's evaluation, when the block was evaluated while reading.
-    result: Option<QueryResult>,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// What reading one piece of a run file gives.
+struct Piece<'a> {
+    blocks: Vec<Block<'a>>,
+    results: Vec<Option<QueryResult>>,
 }
 
 /// What every reader of the run file shares.
@@ -233,20 +242,25 @@ impl<'a> RunContext<'a, '_> {
     }
 
     /// Read one piece, evaluating the blocks that lie inside it.
-    fn read_piece(&self, from: usize, to: usize) -> Result<Vec<Block<'a>>> {
+    fn read_piece(&self, from: usize, to: usize) -> Result<Piece<'a>> {
         let text = self.text;
         let bytes = text.as_bytes();
-        let mut blocks: Vec<Block<'a>> = Vec::new();
+        let mut piece = Piece { blocks: Vec::new(), results: Vec::new() };
         let mut scratch = Scratch::default();
         let mut open: Option<((usize, usize), usize)> = None;
+        let mut lines = 0usize;
         for_each_line::<6>(text, from, to, |pos, f, count| {
             let (doc, score) = parse_run_fields(text, pos, f, count, self.path)?;
+            lines += 1;
             match open {
                 Some((q, _)) if same_bytes(&bytes[q.0..q.1], &bytes[f[0].0..f[0].1]) => {}
                 Some((q, start)) => {
-                    // Not the piece's first block, which may continue the previous piece.
-                    let inside = !blocks.is_empty();
-                    blocks.push(self.close_block(field(text, q), start, pos, inside, &mut scratch)?);
+                    // Not the piece's first block, which may continue the previous piece; and
+                    // not when blocks average under 4 lines: the file interleaves its queries,
+                    // so each is evaluated once, from all its blocks, afterwards.
+                    let interleaved = lines > 256 && piece.blocks.len() * 4 > lines;
+                    let now = !piece.blocks.is_empty() && !interleaved;
+                    self.close_block(&mut piece, field(text, q), start, pos, now, &mut scratch)?;
                     open = Some((f[0], pos));
                 }
                 None => open = Some((f[0], pos)),
@@ -256,19 +270,29 @@ impl<'a> RunContext<'a, '_> {
         })?;
         if let Some((q, start)) = open {
             // The last block may continue in the next piece.
-            blocks.push(self.close_block(field(text, q), start, to, false, &mut scratch)?);
+            self.close_block(&mut piece, field(text, q), start, to, false, &mut scratch)?;
         }
-        Ok(blocks)
+        Ok(piece)
     }
 
-    fn close_block(&self, qid: &'a str, start: usize, end: usize, evaluate_now: bool, scratch: &mut Scratch<'a>) -> Result<Block<'a>> {
+    fn close_block(
+        &self,
+        piece: &mut Piece<'a>,
+        qid: &'a str,
+        start: usize,
+        end: usize,
+        evaluate_now: bool,
+        scratch: &mut Scratch<'a>,
+    ) -> Result<()> {
         let judged = self.find(qid);
-        let result = match judged {
-            Some(j) if evaluate_now => Some(self.evaluate(j, scratch, false)?),
-            _ => None,
-        };
+        let mut result = NONE;
+        if let (Some(j), true) = (judged, evaluate_now) {
+            result = piece.results.len() as u32;
+            piece.results.push(Some(self.evaluate(j, scratch, false)?));
+        }
         scratch.ranking.clear();
-        Ok(Block { qid, judged, start, end, result })
+        piece.blocks.push(Block { qid, judged: judged.map_or(NONE, |j| j as u32), result, start, end });
+        Ok(())
     }
 }
 
@@ -281,24 +305,27 @@ pub(super) fn evaluate_run_text<'a>(
     opts: &Options,
     qrels: Origin<'_>,
 ) -> Result<Evaluation> {
+    if judged.len() >= NONE as usize {
+        return Err(Error::input(format!("{}: more than {} judged queries", qrels.path, NONE - 1)));
+    }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
     let prefixes = judged.par_iter().map(|j| QidKey::new(j.qid).prefix).collect();
     let ctx = RunContext { text, path, qrels, judged, prefixes, measures: &measures, width, opts };
 
     let cuts = pieces(text);
-    let pieces: Vec<Result<Vec<Block<'a>>>> = cuts.par_windows(2).map(|w| ctx.read_piece(w[0], w[1])).collect();
+    let pieces: Vec<Result<Piece<'a>>> = cuts.par_windows(2).map(|w| ctx.read_piece(w[0], w[1])).collect();
     let pieces = pieces.into_iter().collect::<Result<Vec<_>>>()?;
     // Every line is read and checked by now, so the last one is well-formed.
     let run_id = last_run_id(text, path)?.to_string();
 
     let mut n_blocks = vec![0u32; judged.len()];
     let mut run_only: FxHashSet<&str> = FxHashSet::default();
-    for b in pieces.iter().flatten() {
+    for b in pieces.iter().flat_map(|p| &p.blocks) {
         match b.judged {
-            Some(j) => n_blocks[j] += 1,
-            None => {
+            NONE => {
                 run_only.insert(b.qid);
             }
+            j => n_blocks[j as usize] += 1,
         }
     }
     if !opts.complete {
@@ -306,7 +333,7 @@ pub(super) fn evaluate_run_text<'a>(
             return Err(missing_query_error(path, judged[j].qid, qrels.path));
         }
     }
-    let queries = ctx.results(pieces.into_iter().flatten(), &n_blocks)?;
+    let queries = ctx.results(pieces, &n_blocks)?;
     let summary = summarize(&measures, &queries, judged, opts, width);
     let mut run_only_queries: Vec<String> = run_only.into_iter().map(str::to_string).collect();
     run_only_queries.sort_unstable();
@@ -317,14 +344,20 @@ impl<'a> RunContext<'a, '_> {
     /// One result per judged query, in query id order: the results of queries read
     /// as a single block stand; the others are evaluated now from all their blocks
     /// (or, with `-c`, from the stand-in ranking when they have none).
-    fn results(&self, blocks: impl Iterator<Item = Block<'a>>, n_blocks: &[u32]) -> Result<Vec<QueryResult>> {
+    fn results(&self, pieces: Vec<Piece<'a>>, n_blocks: &[u32]) -> Result<Vec<QueryResult>> {
         let mut results: Vec<Option<QueryResult>> = (0..n_blocks.len()).map(|_| None).collect();
         let mut spans_of: FxHashMap<usize, Vec<(usize, usize)>> = FxHashMap::default();
-        for b in blocks {
-            let Some(j) = b.judged else { continue };
-            match b.result {
-                Some(r) if n_blocks[j] == 1 => results[j] = Some(r),
-                _ => spans_of.entry(j).or_default().push((b.start, b.end)),
+        for mut piece in pieces {
+            for b in &piece.blocks {
+                let j = match b.judged {
+                    NONE => continue,
+                    j => j as usize,
+                };
+                if b.result != NONE && n_blocks[j] == 1 {
+                    results[j] = piece.results[b.result as usize].take();
+                } else {
+                    spans_of.entry(j).or_default().push((b.start, b.end));
+                }
             }
         }
         let mut todo: Vec<(usize, Vec<(usize, usize)>)> = spans_of.into_iter().collect();
