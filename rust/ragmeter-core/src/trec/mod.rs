@@ -408,8 +408,8 @@ pub fn evaluate(
         .par_iter()
         .map_init(Scratch::default, |scratch, j| {
             scratch.ranking.clear();
-            let missing = !rankings.contains_key(j.qid);
-            match rankings.get(j.qid) {
+            let blocks = rankings.get(j.qid);
+            match blocks {
                 Some(blocks) => {
                     for &(a, b) in blocks {
                         scratch.ranking.extend(run[a..b].iter().map(|r| (r.docno, r.score, r.line)));
@@ -418,8 +418,9 @@ pub fn evaluate(
                 None => scratch.ranking.push((MISSING_STAND_IN, 1.0, 0)),
             }
             judge_and_rank(j, scratch, qrels_origin, run_origin)?;
-            Ok(evaluate_query(&mut scratch.res_rels, j, &scratch.entries, missing, &measures, width, opts))
+            Ok(evaluate_query(&mut scratch.res_rels, j, &scratch.entries, blocks.is_none(), &measures, width, opts))
         })
+        // Collected whole first, so the error reported is the first in query order.
         .collect::<Vec<Result<QueryResult>>>()
         .into_iter()
         .collect::<Result<Vec<_>>>()?;

@@ -65,7 +65,7 @@ pub(crate) fn is_space(b: u8) -> bool {
 /// line starts. The hot loop of reading TREC files: lines shorter than 64 bytes are
 /// classified 16 bytes at a time and their fields read off a bit mask.
 #[inline]
-pub fn split_fields<const N: usize>(bytes: &[u8], pos: usize, out: &mut [(usize, usize); N]) -> (usize, usize) {
+pub(crate) fn split_fields<const N: usize>(bytes: &[u8], pos: usize, out: &mut [(usize, usize); N]) -> (usize, usize) {
     #[cfg(target_arch = "x86_64")]
     if let Some(done) = split_short_line(bytes, pos, out) {
         return done;
@@ -211,7 +211,7 @@ pub fn parse_run_line<'a>(line: &'a str, path: &str, line_no: impl FnOnce() -> u
 }
 
 #[inline(always)]
-pub fn parse_score(s: &str) -> Option<f64> {
+pub(crate) fn parse_score(s: &str) -> Option<f64> {
     match plain_decimal(s.as_bytes()) {
         Some(v) => Some(v),
         None => parse_score_slow(s),
