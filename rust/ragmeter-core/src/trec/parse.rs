@@ -128,17 +128,23 @@ fn split_short_line<const N: usize>(bytes: &[u8], pos: usize, out: &mut [(usize,
     let field = !space & in_line;
     let mut starts = field & !(field << 1);
     let mut ends = field & !(field >> 1);
-    // Walk the fields one set bit at a time (no popcount: it is not in baseline x86-64).
-    let mut count = 0;
-    while starts != 0 {
-        if count < N {
-            out[count] = (pos + starts.trailing_zeros() as usize, pos + ends.trailing_zeros() as usize + 1);
+    let next = pos + line_len + 1;
+    // The first `N` fields one set bit at a time, in a loop the compiler unrolls.
+    for (k, span) in out.iter_mut().enumerate() {
+        if starts == 0 {
+            return Some((k, next));
         }
+        *span = (pos + starts.trailing_zeros() as usize, pos + ends.trailing_zeros() as usize + 1);
         starts &= starts - 1;
         ends &= ends - 1;
+    }
+    // Fields beyond the `N`th are only counted (no popcount: it is not in baseline x86-64).
+    let mut count = N;
+    while starts != 0 {
+        starts &= starts - 1;
         count += 1;
     }
-    Some((count, pos + line_len + 1))
+    Some((count, next))
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -169,7 +175,7 @@ pub fn parse_qrels<'a>(text: &'a str, path: &str) -> Result<Vec<QrelsRow<'a>>> {
         let [qid, _iter, docno, rel] = fields::<4>(line, false).map_err(|n| {
             Error::parse(path, line_no, format!("expected 4 columns (query iteration document relevance), found {n}"))
         })?;
-        let rel = rel.parse::<i64>().map_err(|_| {
+        let rel = parse_grade(rel).ok_or_else(|| {
             Error::parse(path, line_no, format!("relevance {rel:?} is not an integer"))
         })?;
         rows.push(QrelsRow { qid, docno, rel, line: line_no });
@@ -208,6 +214,16 @@ pub fn parse_run_line<'a>(line: &'a str, path: &str, line_no: impl FnOnce() -> u
         return Err(Error::parse(path, line_no(), format!("score {score:?} is not a number")));
     };
     Ok(RunRow { qid, docno, score: score_value, run_id, line: 0 })
+}
+
+/// A relevance grade: an integer, as `str::parse::<i64>` reads it (one digit, the
+/// usual case, without the call).
+#[inline(always)]
+pub(crate) fn parse_grade(s: &str) -> Option<i64> {
+    match s.as_bytes() {
+        &[d] if d.is_ascii_digit() => Some(i64::from(d - b'0')),
+        _ => s.parse::<i64>().ok(),
+    }
 }
 
 #[inline(always)]
@@ -328,7 +344,8 @@ impl FileText {
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
         // Pieces cut after a newline never split a character, so they validate in parallel.
         let cuts = piece_bounds(&map, rayon::current_num_threads() * 4);
-        if let Some(w) = cuts.par_windows(2).find_first(|w| std::str::from_utf8(&map[w[0]..w[1]]).is_err()) {
+        let invalid = |w: &[usize]| !map[w[0]..w[1]].is_ascii() && std::str::from_utf8(&map[w[0]..w[1]]).is_err();
+        if let Some(w) = cuts.par_windows(2).find_first(|w| invalid(w)) {
             let valid = std::str::from_utf8(&map[w[0]..w[1]]).err().map_or(0, |e| e.valid_up_to());
             let line = memchr::memchr_iter(b'\n', &map[..w[0] + valid]).count() + 1;
             return Err(Error::parse(path, line, "not valid UTF-8 text"));
@@ -411,6 +428,14 @@ mod tests {
         for s in ["101.9677734375", "-0", "0.1", "9007199254740993", "12345678.12345678", "1.", ".5", "+.5", "-", ".", "1e5", "inf", "NaN"] {
             let want = s.parse::<f64>().ok().filter(|v| !v.is_nan()).map(f64::to_bits);
             assert_eq!(parse_score(s).map(f64::to_bits), want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn grades_read_exactly_as_str_parse_reads_them() {
+        let cases = ["0", "1", "9", "-1", "+2", "10", "007", "", "-", "x", "1.0", "\u{663}", "9223372036854775808"];
+        for s in cases.iter().map(|s| s.to_string()).chain((0..=255u8).map(|b| char::from(b).to_string())) {
+            assert_eq!(parse_grade(&s), s.parse::<i64>().ok(), "{s:?}");
         }
     }
 

@@ -11,7 +11,7 @@
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::parse::{field, piece_bounds, split_fields};
+use super::parse::{field, parse_grade, piece_bounds, split_fields};
 use super::{
     evaluate_query, judge_and_rank, missing_query_error, parse_run_fields, same_bytes, summarize, Evaluation, Judged,
     JudgedDoc, Measure, Options, Origin, QueryResult, Ranked, Scratch, MISSING_STAND_IN,
@@ -169,7 +169,7 @@ fn read_qrels_piece<'t>(text: &'t str, from: usize, to: usize, path: &str) -> Re
             return Err(Error::parse(path, line_of(text, pos), msg));
         }
         let rel = field(text, f[3]);
-        let Ok(value) = rel.parse::<i64>() else {
+        let Some(value) = parse_grade(rel) else {
             return Err(Error::parse(path, line_of(text, pos), format!("relevance {rel:?} is not an integer")));
         };
         let qid = field(text, f[0]);
