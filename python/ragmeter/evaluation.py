@@ -81,11 +81,11 @@ def run_eval(
     from ragmeter._io import atomic_outputs
     from ragmeter.retrieval import _prepared_match, _score_prepared, _sweep_prepared
 
-    if int(repeat) < 1:
+    repeat = _check_repeat(repeat)
+    if getattr(judge, "dry_run", False):
         from ragmeter.errors import InputError
 
-        raise InputError("--repeat: must be at least 1")
-    repeat = int(repeat)
+        raise InputError("a dry run writes no results: use ragmeter.evaluation.estimate_eval (ragmeter eval --dry-run)")
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     # Load and match once; scoring, judging and the sweep all start from it.
     prepared = _prepared_match(golden, run, run_wide=True)
@@ -98,17 +98,11 @@ def run_eval(
     if judge is not None:
         from ragmeter.judge import run_sync
 
-        # The judge sees what the generator saw: the run's contexts (the retrieved texts when not given).
-        records = [
-            {**row, "contexts": row["contexts"] or []}
-            for row in cases.select("id", "question", "reference_answer", "answer", "category")
-            .join(inputs.select("id", "contexts"), on="id", how="left")
-            .iter_rows(named=True)
-        ]
+        records = _judge_records(cases, inputs)
         jr = run_sync(records, judge)
         first, judge_summary = jr.frame(), jr.summary
         frames = [first]
-        if repeat > 1 and not getattr(judge, "dry_run", False):
+        if repeat > 1:
             repeats = _repeat_judge(records, judge, repeat, jr.summary, frames)
         judge_frame = pl.concat([f.with_columns(pl.lit(r, dtype=pl.Int64).alias("repeat"))
                                  for r, f in enumerate(frames, start=1)], how="vertical_relaxed")
@@ -145,6 +139,71 @@ def run_eval(
 
         summary["reports"] = {k_: str(v) for k_, v in write_reports(out_dir).items()}
     return summary
+
+
+def _check_repeat(repeat: Any) -> int:
+    if int(repeat) < 1:
+        from ragmeter.errors import InputError
+
+        raise InputError("--repeat: must be at least 1")
+    return int(repeat)
+
+
+def _judge_records(cases: pl.DataFrame, inputs: pl.DataFrame) -> List[Dict[str, Any]]:
+    """One record per case for the judge. It sees what the generator saw: the run's contexts (the retrieved
+    texts when the run gives none)."""
+    return [
+        {**row, "contexts": row["contexts"] or []}
+        for row in cases.select("id", "question", "reference_answer", "answer", "category")
+        .join(inputs.select("id", "contexts"), on="id", how="left")
+        .iter_rows(named=True)
+    ]
+
+
+_ESTIMATE_COUNTS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "embedding_tokens")
+
+
+def estimate_eval(golden: Any, run: Any, judge: Any, *, k: int = 5, repeat: int = 1) -> Dict[str, Any]:
+    """What :func:`run_eval` would spend on the judge (``ragmeter eval --dry-run``); nothing is sent or written.
+
+    Repeat 1 may be answered from the cache; repeats 2..N bypass it, so each of them is estimated without the
+    cache. The counts and costs are the totals over all repeats; ``per_repeat`` keeps the two estimates apart.
+    """
+    from dataclasses import replace
+
+    from ragmeter.judge import run_sync
+    from ragmeter.retrieval import _prepared_match, _score_prepared
+
+    repeat = _check_repeat(repeat)
+    prepared = _prepared_match(golden, run)
+    result = _score_prepared(prepared, k)
+    inputs = prepared.joined.select("id", "question", "reference_answer", "answer", "contexts")
+    records = _judge_records(result.cases.join(inputs.drop("contexts"), on="id", how="left"), inputs)
+    first = run_sync(records, replace(judge, dry_run=True)).estimate or {}
+    if repeat == 1:
+        return {**first, "repeat": 1}
+    further = run_sync(records, replace(judge, dry_run=True, cache=None)).estimate or {}
+    return _combine_estimates(first, further, repeat)
+
+
+def _combine_estimates(first: Dict[str, Any], further: Dict[str, Any], repeat: int) -> Dict[str, Any]:
+    """``first`` plus ``repeat - 1`` times ``further``; a cost unknown in either is unknown in the total."""
+    def total(a: Optional[float], b: Optional[float]) -> Optional[float]:
+        return None if a is None or b is None else round(a + (repeat - 1) * b, 6)
+
+    combined = {**first, **{name: first.get(name, 0) + (repeat - 1) * further.get(name, 0) for name in _ESTIMATE_COUNTS}}
+    combined["cost_usd"] = total(first.get("cost_usd"), further.get("cost_usd"))
+    combined["cost_usd_max"] = total(first.get("cost_usd_max"), further.get("cost_usd_max"))
+    combined["per_metric"] = {
+        metric: {name: m.get(name, 0) + (repeat - 1) * further.get("per_metric", {}).get(metric, {}).get(name, 0)
+                 for name in m}
+        for metric, m in (first.get("per_metric") or {}).items()
+    }
+    keep = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd")
+    combined["repeat"] = repeat
+    combined["per_repeat"] = {"first": {n: first.get(n) for n in keep}, "each_further": {n: further.get(n) for n in keep}}
+    combined["note"] = f"{first.get('note', '')}; repeats 2..{repeat} bypass the cache".lstrip("; ")
+    return combined
 
 
 def _run_info(summary: Dict[str, Any]) -> Dict[str, Any]:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -162,3 +163,41 @@ def test_cli_repeat(server, tmp_path, api_key):
                            "--run", str(EX / "run.jsonl"), "--repeat", "0", "--out", str(tmp_path / "bad")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "--repeat" in proc.stderr + proc.stdout
+
+
+def test_dry_run_estimates_every_repeat_and_sends_nothing(server, tmp_path, fast_retry):
+    from ragmeter.errors import InputError
+    from ragmeter.evaluation import estimate_eval
+
+    cfg = _cfg(server, tmp_path, fast_retry)
+    run_eval(EX / "golden.jsonl", EX / "run.jsonl", tmp_path / "warm", judge=cfg, reports=False)  # fills the cache
+    before = server.requests
+    one = estimate_eval(EX / "golden.jsonl", EX / "run.jsonl", cfg)
+    est = estimate_eval(EX / "golden.jsonl", EX / "run.jsonl", cfg, repeat=3)
+    assert server.requests == before  # nothing sent
+    first, further = est["per_repeat"]["first"], est["per_repeat"]["each_further"]
+    assert first == {n: one[n] for n in first} and one["repeat"] == 1
+    # repeat 1 replays the cached first steps; repeats 2..3 bypass the cache, so they send those too
+    assert first["cached_calls"] > 0 and further["cached_calls"] == 0
+    assert further["calls"] == first["calls"] + first["cached_calls"]
+    assert est["calls"] == first["calls"] + 2 * further["calls"] and est["cached_calls"] == first["cached_calls"]
+    assert est["prompt_tokens"] == first["prompt_tokens"] + 2 * further["prompt_tokens"]
+    assert sum(m["calls"] for m in est["per_metric"].values()) == est["calls"]
+    assert est["repeat"] == 3 and est["cost_usd"] is not None and est["cost_usd"] > one["cost_usd"]
+    # run_eval does not take a dry run: it would write a results folder without judgements
+    with pytest.raises(InputError, match="dry run"):
+        run_eval(EX / "golden.jsonl", EX / "run.jsonl", tmp_path / "dry", judge=replace(cfg, dry_run=True))
+    assert not (tmp_path / "dry").exists()
+
+
+def test_cli_dry_run_with_repeat_writes_nothing(server, tmp_path, api_key):
+    out = tmp_path / "ev"
+    base = [sys.executable, "-m", "ragmeter", "eval", "--golden", str(EX / "golden.jsonl"), "--run",
+            str(EX / "run.jsonl"), "--dry-run", "--out", str(out)]
+    proc = subprocess.run(base + ["--base-url", server.base_url, "--model", "gpt-4o-mini", "--price", "0.15,0.6",
+                                  "--metrics", "correctness", "--repeat", "3"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "x 3 repeats:" in proc.stdout and "repeats 2..3 bypass the cache" in proc.stdout and "$" in proc.stdout
+    assert server.requests == 0 and not out.exists()
+    proc = subprocess.run(base, capture_output=True, text=True, timeout=300)  # no endpoint: nothing to estimate
+    assert proc.returncode == 2 and "--base-url" in proc.stderr and "Traceback" not in proc.stderr

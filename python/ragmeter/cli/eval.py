@@ -45,6 +45,14 @@ def run(args: argparse.Namespace) -> int:
 
         judge = build_config(args)
     console = Console()
+    if args.dry_run:
+        if judge is None:
+            raise InputError("--dry-run estimates the judge's calls and cost: pass --base-url and --model")
+        from ragmeter.cli.judge import print_estimate
+        from ragmeter.evaluation import estimate_eval
+
+        print_estimate(estimate_eval(args.golden, args.run, judge, k=args.k, repeat=args.repeat), len(judge.metrics))
+        return 0
     if judge is None:
         console.print("[yellow]no judge endpoint given: answers are not judged; judge metrics are reported as not measured[/]")
     thresholds = parse_thresholds(args.thresholds) if args.thresholds else None

@@ -177,6 +177,24 @@ def build_config(args: argparse.Namespace) -> Any:
     )
 
 
+def print_estimate(est: Dict[str, Any], n_metrics: int) -> None:
+    """Print a dry run's estimate (``ragmeter judge --dry-run``, ``ragmeter eval --dry-run``)."""
+    cost = "unknown (no price for this model)" if est.get("cost_usd") is None else f"${est['cost_usd']:.4f}"
+    cmax = "" if est.get("cost_usd_max") is None else f" (at most ${est['cost_usd_max']:.4f} if every reply " \
+                                                       f"used --max-tokens)"
+    repeats = f" x {est['repeat']} repeats" if est.get("repeat", 1) > 1 else ""
+    print(f"dry run: {est.get('n_cases')} cases x {n_metrics} metrics{repeats}: {est.get('calls')} calls to send, "
+          f"{est.get('cached_calls')} already cached")
+    if repeats:
+        first, further = est["per_repeat"]["first"], est["per_repeat"]["each_further"]
+        print(f"  repeat 1: {first['calls']} calls ({first['cached_calls']} cached); repeats 2..{est['repeat']} "
+              f"bypass the cache: {further['calls']} calls each")
+    print(f"  tokens ~{est.get('prompt_tokens')} in, ~{est.get('completion_tokens')} out; cost ~{cost}{cmax}")
+    for metric, m in (est.get("per_metric") or {}).items():
+        print(f"  {metric:<18} {m['calls']:>6} calls  {m['cached_calls']:>6} cached  "
+              f"~{m['prompt_tokens']} in  ~{m['completion_tokens']} out")
+
+
 def run(args: argparse.Namespace) -> int:
     from ragmeter.errors import InputError
     from ragmeter.judge import run_sync
@@ -193,16 +211,7 @@ def run(args: argparse.Namespace) -> int:
     metrics = list(cfg.metrics)
     result = run_sync(records, cfg)
     if args.dry_run:
-        est = result.estimate or {}
-        cost = "unknown (no price for this model)" if est.get("cost_usd") is None else f"${est['cost_usd']:.4f}"
-        cmax = "" if est.get("cost_usd_max") is None else f" (at most ${est['cost_usd_max']:.4f} if every reply " \
-                                                           f"used --max-tokens)"
-        print(f"dry run: {est.get('n_cases')} cases x {len(metrics)} metrics: {est.get('calls')} calls to send, "
-              f"{est.get('cached_calls')} already cached")
-        print(f"  tokens ~{est.get('prompt_tokens')} in, ~{est.get('completion_tokens')} out; cost ~{cost}{cmax}")
-        for metric, m in (est.get("per_metric") or {}).items():
-            print(f"  {metric:<18} {m['calls']:>6} calls  {m['cached_calls']:>6} cached  "
-                  f"~{m['prompt_tokens']} in  ~{m['completion_tokens']} out")
+        print_estimate(result.estimate or {}, len(metrics))
         return 0
     out = result.write(args.out)
     s = result.summary

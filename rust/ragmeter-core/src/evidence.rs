@@ -48,7 +48,7 @@
 //! chunk is seen, overlapping or not), and runs in parallel over cases with
 //! rayon.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
@@ -883,6 +883,11 @@ impl RunIndex {
         }
     }
 
+    /// Every phrase has been found: further texts cannot change the answer.
+    pub fn all_found(&self) -> bool {
+        self.remaining.load(Ordering::Relaxed) == 0
+    }
+
     /// Record the phrases occurring in `text` (a normalised text).
     pub fn scan(&self, text: &[u8]) {
         if self.remaining.load(Ordering::Relaxed) == 0 {
@@ -1105,7 +1110,6 @@ struct Scratch {
 fn match_case<S: Strings + ?Sized>(
     b: &EvidenceBatch<'_, S>,
     norm_phrases: &[String],
-    run: Option<&RunIndex>,
     c: usize,
     scratch: &mut Scratch,
 ) -> Result<CaseOut> {
@@ -1152,21 +1156,14 @@ fn match_case<S: Strings + ?Sized>(
             true
         };
         let mut n_found = 0u32;
-        if has_phrases || run.is_some() {
-            // One normalisation per chunk serves the case and the run-wide index.
+        if has_phrases {
             scratch.pat.clear();
             scratch.pat.resize(n_pat, false);
             scratch.norm.run(b.chunk_texts.get(k));
             matcher.scan(&scratch.norm.out, &mut scratch.pat);
-            if let Some(run) = run {
-                run.scan(&scratch.norm.out);
-            }
             if scratch.norm.has_soft_hyphens() {
                 scratch.norm.dehyphenated_into(&mut scratch.dehy);
                 matcher.scan(&scratch.dehy, &mut scratch.pat);
-                if let Some(run) = run {
-                    run.scan(&scratch.dehy);
-                }
             }
             for (p, &f) in scratch.pat.iter().enumerate() {
                 if f {
@@ -1203,8 +1200,9 @@ pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<E
 /// [`match_evidence`], and with `run_wide` also
 /// [`EvidenceResult::phrase_in_run`]: which phrases occur in any retrieved
 /// chunk of the whole batch (evidence no chunk of the run contains is often an
-/// annotation slip). Each chunk text is normalised once for both answers; see
-/// [`RunIndex`].
+/// annotation slip). Phrases found in their own case's chunks are in the run;
+/// only the others are searched for in all chunk texts, in a second pass that
+/// stops as soon as each of them is found (see [`phrases_in_run`]).
 pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool) -> Result<EvidenceResult> {
     let n_cases = b.chunk_offsets.len().saturating_sub(1);
     if b.chunk_offsets.is_empty() {
@@ -1222,13 +1220,12 @@ pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wi
     }
 
     let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
-    let run = if run_wide { Some(RunIndex::from_normalized(&norm_phrases)?) } else { None };
     let per_case: Vec<CaseOut> = (0..n_cases)
         .into_par_iter()
         .with_min_len(16)
         .map_init(
             || Scratch { norm: Normalizer::new(), dehy: Vec::new(), pat: Vec::new() },
-            |scratch, c| match_case(b, &norm_phrases, run.as_ref(), c, scratch),
+            |scratch, c| match_case(b, &norm_phrases, c, scratch),
         )
         .collect::<Result<Vec<_>>>()?;
 
@@ -1242,7 +1239,7 @@ pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wi
         phrase_any_rank: Vec::with_capacity(b.phrases.len()),
         phrase_empty: Vec::with_capacity(b.phrases.len()),
         file_first_rank: Vec::with_capacity(b.expected_files.len()),
-        phrase_in_run: run.as_ref().map(RunIndex::phrases_found).unwrap_or_default(),
+        phrase_in_run: Vec::new(),
     };
     for o in per_case {
         res.labeled.push(o.labeled);
@@ -1254,7 +1251,50 @@ pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wi
         res.phrase_empty.extend(o.phrase_empty);
         res.file_first_rank.extend(o.file_first_rank);
     }
+    if run_wide {
+        res.phrase_in_run = phrases_in_run(&norm_phrases, &res.phrase_any_rank, b.chunk_texts)?;
+    }
     Ok(res)
+}
+
+/// Per phrase, does some chunk of the batch contain it? A phrase found in its own
+/// case's chunks (`any_rank > 0`) does, and so does every phrase normalising to
+/// the same text. Only the rest, usually a few annotation slips, are searched for
+/// in all `texts`: a small index, and a pass that ends once all are found. (One
+/// index over all phrases, probed while matching, cost 15x the matching itself
+/// when the phrases share the texts' vocabulary.)
+fn phrases_in_run<S: Strings + ?Sized>(norm_phrases: &[String], any_rank: &[u32], texts: &S) -> Result<Vec<bool>> {
+    let seen: HashSet<&str> = norm_phrases.iter().zip(any_rank).filter(|(_, &r)| r > 0).map(|(p, _)| p.as_str()).collect();
+    let mut pending: Vec<&str> =
+        norm_phrases.iter().map(String::as_str).filter(|p| !p.is_empty() && !seen.contains(p)).collect();
+    pending.sort_unstable();
+    pending.dedup();
+    let mut found_later: HashSet<&str> = HashSet::new();
+    if !pending.is_empty() {
+        let index = RunIndex::from_normalized(&pending)?;
+        scan_texts(&index, texts);
+        found_later.extend(pending.iter().zip(index.phrases_found()).filter(|(_, f)| *f).map(|(p, _)| *p));
+    }
+    Ok(norm_phrases.iter().map(|p| !p.is_empty() && (seen.contains(p.as_str()) || found_later.contains(p.as_str()))).collect())
+}
+
+/// Probe `index` with every text, normalised (and once more without soft hyphens
+/// when it has some), in parallel; texts left once every phrase is found are skipped.
+fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T) {
+    (0..texts.len()).into_par_iter().with_min_len(64).for_each_init(
+        || (Normalizer::new(), Vec::new()),
+        |(norm, dehy), i| {
+            if index.all_found() {
+                return;
+            }
+            norm.run(texts.get(i));
+            index.scan(&norm.out);
+            if norm.has_soft_hyphens() {
+                norm.dehyphenated_into(dehy);
+                index.scan(dehy);
+            }
+        },
+    );
 }
 
 /// For each phrase, does it occur (after normalisation) in at least one of
@@ -1264,17 +1304,7 @@ pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wi
 pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, texts: &T) -> Result<Vec<bool>> {
     let norms: Vec<String> = (0..phrases.len()).map(|i| normalize(phrases.get(i))).collect();
     let index = RunIndex::from_normalized(&norms)?;
-    (0..texts.len()).into_par_iter().with_min_len(64).for_each_init(
-        || (Normalizer::new(), Vec::new()),
-        |(norm, dehy), i| {
-            norm.run(texts.get(i));
-            index.scan(&norm.out);
-            if norm.has_soft_hyphens() {
-                norm.dehyphenated_into(dehy);
-                index.scan(dehy);
-            }
-        },
-    );
+    scan_texts(&index, texts);
     Ok(index.phrases_found())
 }
 
