@@ -7,6 +7,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragmeter.errors import InputError, MeasureError
 from ragmeter.trec import evaluate
@@ -147,3 +149,28 @@ def test_dict_inputs_with_wrong_value_types_are_input_errors() -> None:
         evaluate({"q": {"d": 1}}, {"q": {"d": "high"}}, "map")
     with pytest.raises(InputError, match="expected a mapping"):
         evaluate({"q": [1]}, {"q": {"d": 1.0}}, "map")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(["a", "b", " ", "\0", "\x7f", "é", "中"]), max_size=4), max_size=8))
+def test_ascii_id_columns_equal_arrow_columns(items: list) -> None:
+    import pyarrow as pa
+
+    from ragmeter._columns import ascii_list_column, string_column
+
+    got = ascii_list_column(items)
+    if any(not s.isascii() or "\0" in s for s in items):
+        assert got is None
+    else:
+        offsets, data = string_column(pa.array(items, pa.large_string()))
+        assert got is not None and got[0].tolist() == offsets.tolist() and bytes(got[1]) == bytes(data)
+
+
+def test_dict_ids_of_every_kind_evaluate_as_tables() -> None:
+    qrels = {"q\0": {"d1": 1, "é": 2}, 7: {"d2": 1, 3: 1}, "q": {"x": 1}}
+    run = {"q\0": {"d1": 0.5, "é": 0.7, "z": 0.9}, "7": {"3": 1.0, "d2": 0.2}, "q": {"x": 0.1}}
+    by_dicts = evaluate(qrels, run, ["map", "P.5"])
+    rows = lambda d: [(str(q), str(doc), v) for q, docs in d.items() for doc, v in docs.items()]  # noqa: E731
+    by_tables = evaluate(pl.DataFrame(rows(qrels), schema=["query", "doc", "relevance"], orient="row"),
+                         pl.DataFrame(rows(run), schema=["query", "doc", "score"], orient="row"), ["map", "P.5"])
+    assert by_dicts.equals(by_tables) and by_dicts.height == 3

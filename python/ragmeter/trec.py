@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from itertools import chain
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ragmeter.errors import InputError
 
@@ -149,9 +149,6 @@ def _dict_columns(x: Mapping, what: str, dtype_name: str) -> tuple:
     """Columns straight from ``{query: {doc: value}}``: one query id per query with
     the offsets of its rows (no per-row tuples, no per-row query ids)."""
     import numpy as np
-    import pyarrow as pa
-
-    from ragmeter._columns import string_column
 
     inners = list(x.values())
     for q, inner in zip(x, inners):
@@ -172,12 +169,22 @@ def _dict_columns(x: Mapping, what: str, dtype_name: str) -> tuple:
             arr = np.fromiter(values, dtype=np.float64, count=len(docs))
     except (TypeError, ValueError):
         raise InputError(f"{what}: values must be {dtype_name}") from None
+    return (_text_column([str(q) for q in x]), _text_column(docs), arr, groups)
+
+
+def _text_column(items: List[Any]) -> tuple:
+    """A string column of ids (non-``str`` ids as their ``str()``, as pytrec_eval's users expect)."""
+    from ragmeter._columns import ascii_list_column, string_column
+
+    column = ascii_list_column(items)
+    if column is not None:
+        return column
+    import pyarrow as pa
+
     try:
-        doc_col = string_column(pa.array(docs, pa.large_string()))
+        return string_column(pa.array(items, pa.large_string()))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        doc_col = string_column(pa.array([str(d) for d in docs], pa.large_string()))
-    qid_col = string_column(pa.array([str(q) for q in x], pa.large_string()))
-    return (qid_col, doc_col, arr, groups)
+        return string_column(pa.array([str(d) for d in items], pa.large_string()))
 
 
 def _qrels_columns(qrels: Any) -> tuple:

@@ -1202,7 +1202,7 @@ pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<E
 /// chunk of the whole batch (evidence no chunk of the run contains is often an
 /// annotation slip). Phrases found in their own case's chunks are in the run;
 /// only the others are searched for in all chunk texts, in a second pass that
-/// stops as soon as each of them is found (see [`phrases_in_run`]).
+/// stops as soon as each of them is found.
 pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool) -> Result<EvidenceResult> {
     let n_cases = b.chunk_offsets.len().saturating_sub(1);
     if b.chunk_offsets.is_empty() {

@@ -1,8 +1,12 @@
-//! The file fast path (`evaluate_texts`) must give exactly what the row path gives,
-//! whatever the layout of the run file: queries in blocks, blocks cut across the
-//! pieces that are read in parallel, or lines of all queries interleaved.
+//! The file fast path (`evaluate_texts`) and the grouped-columns path
+//! (`evaluate_grouped`) must give exactly what the row path gives, whatever the
+//! layout of the input: queries in blocks, blocks cut across the pieces that are
+//! read in parallel, or lines of all queries interleaved.
 
-use ragmeter_core::trec::{evaluate, evaluate_texts, format_trec, parse_qrels, parse_run, Options};
+use ragmeter_core::trec::{
+    consecutive_groups, evaluate, evaluate_grouped, evaluate_texts, format_trec, parse_qrels, parse_run, Evaluation, Grouped,
+    Options, QrelsRow, RunRow,
+};
 
 /// xorshift64: reproducible pseudo-random numbers.
 fn next(state: &mut u64) -> u64 {
@@ -83,4 +87,58 @@ fn a_malformed_line_is_reported_wherever_it_is() {
     let opts = Options { complete: true, ..Options::default() };
     let err = evaluate_texts(&qrels, &text, &["map".to_string()], &opts, "q", "r.txt").unwrap_err();
     assert_eq!(err.to_string(), format!("r.txt:{}: score \"1.5x\" is not a number", bad + 1));
+}
+
+/// `evaluate_grouped` on columns built from rows, each query's rows in groups of consecutive rows.
+fn grouped(qrels: &[QrelsRow<'_>], run: &[RunRow<'_>], measures: &[String], opts: &Options) -> ragmeter_core::Result<Evaluation> {
+    let (q_ids, r_ids): (Vec<&str>, Vec<&str>) = (qrels.iter().map(|r| r.qid).collect(), run.iter().map(|r| r.qid).collect());
+    let (q_docs, r_docs): (Vec<&str>, Vec<&str>) = (qrels.iter().map(|r| r.docno).collect(), run.iter().map(|r| r.docno).collect());
+    let (rels, scores): (Vec<i64>, Vec<f64>) = (qrels.iter().map(|r| r.rel).collect(), run.iter().map(|r| r.score).collect());
+    let ((q_qids, q_offsets), (r_qids, r_offsets)) = (consecutive_groups(&q_ids[..]), consecutive_groups(&r_ids[..]));
+    let q = Grouped { qids: q_qids, offsets: &q_offsets, docs: &q_docs[..], values: &rels[..] };
+    let r = Grouped { qids: r_qids, offsets: &r_offsets, docs: &r_docs[..], values: &scores[..] };
+    evaluate_grouped(&q, &r, measures, opts, run.last().map_or("", |r| r.run_id))
+}
+
+#[test]
+fn grouped_columns_give_the_row_results_in_blocks_and_interleaved() {
+    let (qrels, mut run) = generate(700, 41);
+    let measures = vec!["all_trec".to_string()];
+    let opts = Options { complete: true, ..Options::default() };
+    for shuffle in [false, true] {
+        if shuffle {
+            let mut state = 9;
+            for i in (1..run.len()).rev() {
+                run.swap(i, (next(&mut state) % (i as u64 + 1)) as usize);
+            }
+        }
+        let text = run.join("\n");
+        let (q, r) = (parse_qrels(&qrels, "qrels").unwrap(), parse_run(&text, "run").unwrap());
+        let rows = evaluate(&q, &r, &measures, &opts, "qrels", "run").unwrap();
+        let columns = grouped(&q, &r, &measures, &opts).unwrap();
+        assert_eq!(rows.run_only_queries, columns.run_only_queries);
+        assert!(!rows.run_only_queries.is_empty());
+        assert_eq!(format_trec(&rows, true, true), format_trec(&columns, true, true), "shuffled: {shuffle}");
+    }
+}
+
+#[test]
+fn grouped_columns_report_the_errors_of_the_row_path() {
+    let (qrels, run) = generate(300, 8);
+    let measures = vec!["map".to_string()];
+    let text = run.join("\n");
+    let (q, mut r) = (parse_qrels(&qrels, "qrels").unwrap(), parse_run(&text, "run").unwrap());
+    // Without -c a judged query missing from the run is an error; with a document ranked twice, so is that.
+    let strict = Options::default();
+    let want = evaluate(&q, &r, &measures, &strict, "qrels", "run").unwrap_err().to_string();
+    assert_eq!(grouped(&q, &r, &measures, &strict).unwrap_err().to_string(), want);
+    let opts = Options { complete: true, ..Options::default() };
+    let at = r.len() / 2;
+    r[at + 1].docno = r[at].docno;
+    r[at + 1].qid = r[at].qid;
+    let want = evaluate(&q, &r, &measures, &opts, "qrels", "run").unwrap_err().to_string();
+    assert!(want.contains("appears twice"), "{want}");
+    assert_eq!(grouped(&q, &r, &measures, &opts).unwrap_err().to_string(), want);
+    r[at].score = f64::NAN;
+    assert_eq!(grouped(&q, &r, &measures, &opts).unwrap_err().to_string(), format!("run:{}: score is NaN", at + 1));
 }

@@ -44,6 +44,15 @@ impl StrColumn {
     }
 }
 
+impl ragmeter_core::evidence::Strings for StrColumn {
+    fn len(&self) -> usize {
+        StrColumn::len(self)
+    }
+    fn get(&self, i: usize) -> &str {
+        StrColumn::get(self, i)
+    }
+}
+
 /// Copy a group-offsets array (n + 1 entries, monotone, last == total).
 pub fn extract_offsets(offsets: PyReadonlyArray1<'_, i64>, total: usize, name: &str) -> PyResult<Vec<usize>> {
     let raw = offsets.as_slice()?;

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use ragmeter_core::batch::{self, Batch, Metric};
-use ragmeter_core::trec::{self, Evaluation, Options, QrelsRow, RunRow};
+use ragmeter_core::trec::{self, Evaluation, Grouped, Options};
 use ragmeter_core::{Error, Result};
 
 use crate::columns::{extract_offsets, StrColumn};
@@ -119,20 +119,21 @@ pub fn trec_evaluate_files<'py>(
 
 /// The query id of each row: the column itself, or (with `groups`, offsets of
 /// consecutive rows) one id per group.
-fn row_qids<'c>(qid: &'c StrColumn, groups: Option<&[usize]>, n_rows: usize, what: &str) -> Result<Vec<&'c str>> {
+/// The query id of each group and the groups' offsets: as given, or the runs of
+/// equal ids of a query column with one id per row.
+fn query_groups<'c>(qid: &'c StrColumn, groups: Option<Vec<usize>>, n_rows: usize, what: &str) -> Result<(Vec<&'c str>, Vec<usize>)> {
     match groups {
-        None if qid.len() == n_rows => Ok((0..n_rows).map(|i| qid.get(i)).collect()),
+        None if qid.len() == n_rows => Ok(trec::consecutive_groups(qid)),
         None => Err(Error::input(format!("{what}: the query column must have one entry per row"))),
-        Some(g) if g.len() == qid.len() + 1 => {
-            Ok(g.windows(2).enumerate().flat_map(|(k, w)| std::iter::repeat_n(qid.get(k), w[1] - w[0])).collect())
-        }
+        Some(g) if g.len() == qid.len() + 1 => Ok(((0..qid.len()).map(|k| qid.get(k)).collect(), g)),
         Some(_) => Err(Error::input(format!("{what}: the query column must have one entry per group"))),
     }
 }
 
 /// Evaluate in-memory columns (qrels: qid, docno, rel; run: qid, docno, score).
 /// With `qrels_groups` / `run_groups` (offsets of consecutive rows), the query
-/// column has one id per group instead of one per row.
+/// column has one id per group instead of one per row. Either way each query's
+/// rows are read straight from the columns (no row table).
 #[pyfunction]
 #[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, relevance_level=1, max_docs=None, complete=false, judged_only=false, num_docs_in_coll=0, qrels_groups=None, run_groups=None))]
 #[allow(clippy::too_many_arguments)]
@@ -168,20 +169,11 @@ pub fn trec_evaluate_columns<'py>(
     let opts = options(relevance_level, max_docs, complete, judged_only, num_docs_in_coll);
     let eval = py
         .allow_threads(|| {
-            let qrels_qids = row_qids(&qq, qrels_groups.as_deref(), qr.len(), "qrels")?;
-            let run_qids = row_qids(&rq, run_groups.as_deref(), rs.len(), "run")?;
-            let qrels: Vec<QrelsRow<'_>> =
-                (0..qr.len()).map(|i| QrelsRow { qid: qrels_qids[i], docno: qd.get(i), rel: qr[i], line: i + 1 }).collect();
-            if let Some(i) = rs.iter().position(|s| s.is_nan()) {
-                return Err(Error::parse("run", i + 1, "score is NaN"));
-            }
-            let run: Vec<RunRow<'_>> = (0..rs.len())
-                .map(|i| RunRow { qid: run_qids[i], docno: rd.get(i), score: rs[i], run_id: &run_id, line: i + 1 })
-                .collect();
-            if qrels.is_empty() {
-                return Err(Error::input("qrels: no judgements"));
-            }
-            trec::evaluate(&qrels, &run, &measures, &opts, "qrels", "run")
+            let (qrels_qids, qrels_offsets) = query_groups(&qq, qrels_groups, qr.len(), "qrels")?;
+            let (run_qids, run_offsets) = query_groups(&rq, run_groups, rs.len(), "run")?;
+            let qrels = Grouped { qids: qrels_qids, offsets: &qrels_offsets, docs: &qd, values: &qr };
+            let run = Grouped { qids: run_qids, offsets: &run_offsets, docs: &rd, values: &rs };
+            trec::evaluate_grouped(&qrels, &run, &measures, &opts, &run_id)
         })
         .map_err(to_py_err)?;
     evaluation_to_dict(py, eval)

@@ -10,6 +10,7 @@
 //! [`evaluate_texts`] reads the text of TREC files in one parallel,
 //! streaming pass instead (`stream.rs`); both paths print the same output.
 
+mod grouped;
 pub mod measures;
 pub mod parse;
 mod stream;
@@ -21,6 +22,7 @@ use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 use std::hash::Hasher as _;
 
 use crate::error::{Error, Result};
+pub use grouped::{consecutive_groups, evaluate_grouped, Grouped};
 pub use measures::{known_measures, Average, Kind, Measure, Print};
 pub use parse::{parse_qrels, parse_run, read_text, FileText, QrelsRow, RunRow};
 
@@ -403,29 +405,44 @@ pub fn evaluate(
         }
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
-    let (qrels_origin, run_origin) = (Origin { path: qrels_path, text: None }, Origin { path: run_path, text: None });
-    let queries = judged
+    let origins = (Origin { path: qrels_path, text: None }, Origin { path: run_path, text: None });
+    let queries = evaluate_judged(&judged, &measures, width, opts, origins, |j, ranking| {
+        let blocks = rankings.get(judged[j].qid);
+        for &(a, b) in blocks.into_iter().flatten() {
+            ranking.extend(run[a..b].iter().map(|r| (r.docno, r.score, r.line)));
+        }
+        blocks.is_some()
+    })?;
+    let summary = summarize(&measures, &queries, &judged, opts, width);
+    Ok(Evaluation { measures, queries, summary, run_id, run_only_queries })
+}
+
+/// Evaluate every judged query on the ranking `fill(j, ranking)` appends for it
+/// (`false`: query `j` is missing from the run, and trec_eval's stand-in ranking is used).
+fn evaluate_judged<'a>(
+    judged: &[Judged<'a>],
+    measures: &[Measure],
+    width: usize,
+    opts: &Options,
+    (qrels, run): (Origin<'_>, Origin<'_>),
+    fill: impl Fn(usize, &mut Vec<Ranked<'a>>) -> bool + Sync,
+) -> Result<Vec<QueryResult>> {
+    judged
         .par_iter()
-        .map_init(Scratch::default, |scratch, j| {
+        .enumerate()
+        .map_init(Scratch::default, |scratch, (j, judged)| {
             scratch.ranking.clear();
-            let blocks = rankings.get(j.qid);
-            match blocks {
-                Some(blocks) => {
-                    for &(a, b) in blocks {
-                        scratch.ranking.extend(run[a..b].iter().map(|r| (r.docno, r.score, r.line)));
-                    }
-                }
-                None => scratch.ranking.push((MISSING_STAND_IN, 1.0, 0)),
+            let present = fill(j, &mut scratch.ranking);
+            if !present {
+                scratch.ranking.push((MISSING_STAND_IN, 1.0, 0));
             }
-            judge_and_rank(j, scratch, qrels_origin, run_origin)?;
-            Ok(evaluate_query(&mut scratch.res_rels, j, &scratch.entries, blocks.is_none(), &measures, width, opts))
+            judge_and_rank(judged, scratch, qrels, run)?;
+            Ok(evaluate_query(&mut scratch.res_rels, judged, &scratch.entries, !present, measures, width, opts))
         })
         // Collected whole first, so the error reported is the first in query order.
         .collect::<Vec<Result<QueryResult>>>()
         .into_iter()
-        .collect::<Result<Vec<_>>>()?;
-    let summary = summarize(&measures, &queries, &judged, opts, width);
-    Ok(Evaluation { measures, queries, summary, run_id, run_only_queries })
+        .collect()
 }
 
 /// Evaluate the texts of a qrels file and a run file (the fast path of `ragmeter trec`).
