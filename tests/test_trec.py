@@ -174,3 +174,23 @@ def test_dict_ids_of_every_kind_evaluate_as_tables() -> None:
     by_tables = evaluate(pl.DataFrame(rows(qrels), schema=["query", "doc", "relevance"], orient="row"),
                          pl.DataFrame(rows(run), schema=["query", "doc", "score"], orient="row"), ["map", "P.5"])
     assert by_dicts.equals(by_tables) and by_dicts.height == 3
+
+
+def test_mixed_inputs_parse_the_path_side_in_rust(tmp_path: Path) -> None:
+    qrels_path, run_path = tmp_path / "q.txt", tmp_path / "r.txt"
+    qrels_path.write_text("# judged\nq1 0 a 1\nq1 0 b 0\nq2 0 c 2\nq1 0 d 1\n")
+    run_path.write_text("q1 Q0 a 1 0.5 r\nq2 Q0 c 1 0.9 r\n\nq1 Q0 d 2 0.7 r\nq1 Q0 b 3 0.1 r\n")
+    measures = ["map", "ndcg_cut.10", "P.5"]
+    files = evaluate(qrels_path, run_path, measures)
+    qrels = pl.DataFrame({"query": ["q1", "q1", "q2", "q1"], "doc": ["a", "b", "c", "d"], "relevance": [1, 0, 2, 1]})
+    run = pl.DataFrame({"query": ["q1", "q2", "q1", "q1"], "doc": ["a", "c", "d", "b"], "score": [0.5, 0.9, 0.7, 0.1]})
+    assert evaluate(qrels_path, run, measures).equals(files)
+    assert evaluate(qrels, run_path, measures).equals(files)
+    run_path.write_text("q1 Q0 a 1 0.5 r\nq1 Q0 d 2 high r\n")
+    with pytest.raises(InputError, match=r"r\.txt:2: score \"high\" is not a number"):
+        evaluate(qrels, run_path, measures)
+    qrels_path.write_text("q1 0 a 1\nq1 0 b\n")
+    with pytest.raises(InputError, match=r"q\.txt:2: expected 4 columns"):
+        evaluate(qrels_path, run, measures)
+    with pytest.raises(InputError, match="no such file"):
+        evaluate(tmp_path / "absent.txt", run, measures)

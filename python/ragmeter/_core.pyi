@@ -99,6 +99,15 @@ def trec_evaluate_columns(
     qrels_groups: Optional[npt.NDArray[np.int64]] = None,
     run_groups: Optional[npt.NDArray[np.int64]] = None,
 ) -> dict[str, Any]: ...
+def trec_read_qrels(
+    path: str,
+) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """A qrels file as (query ids, one per group of consecutive lines; documents;
+    relevance; group offsets), the inputs of trec_evaluate_columns."""
+def trec_read_run(
+    path: str,
+) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """A run file as trec_read_qrels reads qrels (values: float64 scores)."""
 def rank_metrics(
     offsets: npt.NDArray[np.int64],
     grades: npt.NDArray[np.float64],

@@ -133,7 +133,11 @@ def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
 
     from ragmeter._columns import string_column
 
-    source = _load_if_path(source, what)
+    if _is_path(source):  # mixed inputs (one path, one table): the file is parsed in Rust
+        from ragmeter import _core
+
+        read = _core.trec_read_qrels if what == "qrels" else _core.trec_read_run
+        return read(os.fspath(source))
     if isinstance(source, Mapping):
         return _dict_columns(source, what, dtype_name)
     df = _table(source, what, ("query", "doc", value))
@@ -193,27 +197,3 @@ def _qrels_columns(qrels: Any) -> tuple:
 
 def _run_columns(run: Any) -> tuple:
     return _columns(run, "run", "score", "numbers")
-
-
-def _load_if_path(x: Any, what: str) -> Any:
-    """Mixed inputs (one path, one table): read the path as a TREC file in Python."""
-    if not _is_path(x):
-        return x
-    import polars as pl
-
-    cols = ("query", "doc", "relevance") if what == "qrels" else ("query", "doc", "score")
-    rows = []
-    try:
-        with open(x, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                parts = line.split()
-                if not parts or parts[0].startswith("#"):
-                    continue
-                need = 4 if what == "qrels" else 6
-                if len(parts) < need or (what == "qrels" and len(parts) != 4):
-                    raise InputError(f"{x}:{n}: expected {need} columns, found {len(parts)}")
-                rows.append((parts[0], parts[2], parts[3] if what == "qrels" else parts[4]))
-    except OSError as exc:
-        raise InputError(f"{x}: {exc.strerror or exc}") from None
-    df = pl.DataFrame(rows, schema=list(cols), orient="row")
-    return df

@@ -1,6 +1,6 @@
 //! Bindings for the trec_eval-compatible evaluator and the batch rank metrics.
 
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -117,8 +117,6 @@ pub fn trec_evaluate_files<'py>(
     evaluation_to_dict(py, eval)
 }
 
-/// The query id of each row: the column itself, or (with `groups`, offsets of
-/// consecutive rows) one id per group.
 /// The query id of each group and the groups' offsets: as given, or the runs of
 /// equal ids of a query column with one id per row.
 fn query_groups<'c>(qid: &'c StrColumn, groups: Option<Vec<usize>>, n_rows: usize, what: &str) -> Result<(Vec<&'c str>, Vec<usize>)> {
@@ -128,6 +126,50 @@ fn query_groups<'c>(qid: &'c StrColumn, groups: Option<Vec<usize>>, n_rows: usiz
         Some(g) if g.len() == qid.len() + 1 => Ok(((0..qid.len()).map(|k| qid.get(k)).collect(), g)),
         Some(_) => Err(Error::input(format!("{what}: the query column must have one entry per group"))),
     }
+}
+
+/// A string column as numpy arrays: (offsets, UTF-8 data).
+type NumpyStrColumn<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>);
+
+fn str_column<'py, 'a>(py: Python<'py>, items: impl Iterator<Item = &'a str>) -> NumpyStrColumn<'py> {
+    let (mut offsets, mut data) = (vec![0i64], Vec::new());
+    for s in items {
+        data.extend_from_slice(s.as_bytes());
+        offsets.push(data.len() as i64);
+    }
+    (offsets.into_pyarray(py), data.into_pyarray(py))
+}
+
+/// The columns of one TREC file, as `trec_evaluate_columns` takes them.
+type FileColumns<'py, V> = (NumpyStrColumn<'py>, NumpyStrColumn<'py>, Bound<'py, PyArray1<V>>, Bound<'py, PyArray1<i64>>);
+
+/// Read a qrels file into the columns `trec_evaluate_columns` takes: query ids
+/// (one per group of consecutive lines), documents, relevance, group offsets.
+/// Parsed in Rust, with the file's own `file:line` errors.
+#[pyfunction]
+pub fn trec_read_qrels<'py>(py: Python<'py>, path: String) -> PyResult<FileColumns<'py, i64>> {
+    let text = py.allow_threads(|| trec::FileText::open(&path)).map_err(to_py_err)?;
+    let rows = py.allow_threads(|| trec::parse_qrels(text.as_str(), &path)).map_err(to_py_err)?;
+    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.rel).collect()))
+}
+
+/// Read a run file as [`trec_read_qrels`] reads qrels (values: the scores).
+#[pyfunction]
+pub fn trec_read_run<'py>(py: Python<'py>, path: String) -> PyResult<FileColumns<'py, f64>> {
+    let text = py.allow_threads(|| trec::FileText::open(&path)).map_err(to_py_err)?;
+    let rows = py.allow_threads(|| trec::parse_run(text.as_str(), &path)).map_err(to_py_err)?;
+    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.score).collect()))
+}
+
+fn file_columns<'py, 'a, V: numpy::Element>(
+    py: Python<'py>,
+    ids: impl Iterator<Item = (&'a str, &'a str)> + Clone,
+    values: Vec<V>,
+) -> FileColumns<'py, V> {
+    let qids: Vec<&str> = ids.clone().map(|(q, _)| q).collect();
+    let (group_qids, offsets) = trec::consecutive_groups(&qids[..]);
+    let groups: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
+    (str_column(py, group_qids.into_iter()), str_column(py, ids.map(|(_, d)| d)), values.into_pyarray(py), groups.into_pyarray(py))
 }
 
 /// Evaluate in-memory columns (qrels: qid, docno, rel; run: qid, docno, score).
@@ -262,6 +304,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trec_eval_text, m)?)?;
     m.add_function(wrap_pyfunction!(trec_evaluate_files, m)?)?;
     m.add_function(wrap_pyfunction!(trec_evaluate_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(trec_read_qrels, m)?)?;
+    m.add_function(wrap_pyfunction!(trec_read_run, m)?)?;
     m.add_function(wrap_pyfunction!(rank_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(threshold_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(trec_known_measures, m)?)?;
