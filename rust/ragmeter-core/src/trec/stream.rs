@@ -9,7 +9,7 @@
 //! never depends on the layout of the file, only the speed does.
 
 use rayon::prelude::*;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use super::parse::{field, parse_grade, piece_bounds, split_fields};
 use super::{
@@ -182,24 +182,37 @@ fn read_qrels_piece<'t>(text: &'t str, from: usize, to: usize, path: &str) -> Re
     Ok((docs, blocks))
 }
 
-/// A run of consecutive lines of one query in a piece of the run file.
-struct Block<'a> {
-    qid: &'a str,
+/// A run of consecutive lines of one query in a piece of the run file; it ends
+/// where the piece's next block starts, or with the piece. Kept small (16 bytes):
+/// a file whose queries interleave has about one block per line.
+struct Block {
+    start: usize,
     /// Index of the query in the judgements, or `NONE` for a query without any.
     judged: u32,
     /// Index of the query's evaluation in its piece's results, or `NONE` when the
     /// block was not evaluated while reading.
     result: u32,
-    start: usize,
-    end: usize,
 }
 
 const NONE: u32 = u32::MAX;
 
+/// (query, piece, block) of a block read after all pieces: 12 bytes, as an interleaved file has many.
+type LateBlock = (u32, u32, u32);
+
 /// What reading one piece of a run file gives.
 struct Piece<'a> {
-    blocks: Vec<Block<'a>>,
+    end: usize,
+    blocks: Vec<Block>,
     results: Vec<Option<QueryResult>>,
+    /// Query ids of the blocks without judgements (repeated when a query has several).
+    run_only: Vec<&'a str>,
+}
+
+impl Piece<'_> {
+    /// Byte range of block `i`.
+    fn span(&self, i: usize) -> (usize, usize) {
+        (self.blocks[i].start, self.blocks.get(i + 1).map_or(self.end, |b| b.start))
+    }
 }
 
 /// What every reader of the run file shares.
@@ -245,7 +258,7 @@ impl<'a> RunContext<'a, '_> {
     fn read_piece(&self, from: usize, to: usize) -> Result<Piece<'a>> {
         let text = self.text;
         let bytes = text.as_bytes();
-        let mut piece = Piece { blocks: Vec::new(), results: Vec::new() };
+        let mut piece = Piece { end: to, blocks: Vec::new(), results: Vec::new(), run_only: Vec::new() };
         let mut scratch = Scratch::default();
         let mut open: Option<((usize, usize), usize)> = None;
         let mut lines = 0usize;
@@ -260,7 +273,7 @@ impl<'a> RunContext<'a, '_> {
                     // so each is evaluated once, from all its blocks, afterwards.
                     let interleaved = lines > 256 && piece.blocks.len() * 4 > lines;
                     let now = !piece.blocks.is_empty() && !interleaved;
-                    self.close_block(&mut piece, field(text, q), start, pos, now, &mut scratch)?;
+                    self.close_block(&mut piece, field(text, q), start, now, &mut scratch)?;
                     open = Some((f[0], pos));
                 }
                 None => open = Some((f[0], pos)),
@@ -270,7 +283,7 @@ impl<'a> RunContext<'a, '_> {
         })?;
         if let Some((q, start)) = open {
             // The last block may continue in the next piece.
-            self.close_block(&mut piece, field(text, q), start, to, false, &mut scratch)?;
+            self.close_block(&mut piece, field(text, q), start, false, &mut scratch)?;
         }
         Ok(piece)
     }
@@ -280,7 +293,6 @@ impl<'a> RunContext<'a, '_> {
         piece: &mut Piece<'a>,
         qid: &'a str,
         start: usize,
-        end: usize,
         evaluate_now: bool,
         scratch: &mut Scratch<'a>,
     ) -> Result<()> {
@@ -291,7 +303,10 @@ impl<'a> RunContext<'a, '_> {
             piece.results.push(Some(self.evaluate(j, scratch, false)?));
         }
         scratch.ranking.clear();
-        piece.blocks.push(Block { qid, judged: judged.map_or(NONE, |j| j as u32), result, start, end });
+        if judged.is_none() {
+            piece.run_only.push(qid);
+        }
+        piece.blocks.push(Block { start, judged: judged.map_or(NONE, |j| j as u32), result });
         Ok(())
     }
 }
@@ -319,15 +334,12 @@ pub(super) fn evaluate_run_text<'a>(
     let run_id = last_run_id(text, path)?.to_string();
 
     let mut n_blocks = vec![0u32; judged.len()];
-    let mut run_only: FxHashSet<&str> = FxHashSet::default();
     for b in pieces.iter().flat_map(|p| &p.blocks) {
-        match b.judged {
-            NONE => {
-                run_only.insert(b.qid);
-            }
-            j => n_blocks[j as usize] += 1,
+        if b.judged != NONE {
+            n_blocks[b.judged as usize] += 1;
         }
     }
+    let run_only: FxHashSet<&str> = pieces.iter().flat_map(|p| p.run_only.iter().copied()).collect();
     if !opts.complete {
         if let Some(j) = n_blocks.iter().position(|&n| n == 0) {
             return Err(missing_query_error(path, judged[j].qid, qrels.path));
@@ -344,34 +356,37 @@ impl<'a> RunContext<'a, '_> {
     /// One result per judged query, in query id order: the results of queries read
     /// as a single block stand; the others are evaluated now from all their blocks
     /// (or, with `-c`, from the stand-in ranking when they have none).
-    fn results(&self, pieces: Vec<Piece<'a>>, n_blocks: &[u32]) -> Result<Vec<QueryResult>> {
+    fn results(&self, mut pieces: Vec<Piece<'a>>, n_blocks: &[u32]) -> Result<Vec<QueryResult>> {
         let mut results: Vec<Option<QueryResult>> = (0..n_blocks.len()).map(|_| None).collect();
-        let mut spans_of: FxHashMap<usize, Vec<(usize, usize)>> = FxHashMap::default();
-        for mut piece in pieces {
-            for b in &piece.blocks {
-                let j = match b.judged {
-                    NONE => continue,
-                    j => j as usize,
-                };
-                if b.result != NONE && n_blocks[j] == 1 {
-                    results[j] = piece.results[b.result as usize].take();
-                } else {
-                    spans_of.entry(j).or_default().push((b.start, b.end));
+        let mut late: Vec<LateBlock> = Vec::new();
+        let index = |i: usize| u32::try_from(i).map_err(|_| Error::input(format!("{}: too many blocks of lines", self.path)));
+        for (p, piece) in pieces.iter_mut().enumerate() {
+            for (i, b) in piece.blocks.iter().enumerate() {
+                match b.judged {
+                    NONE => {}
+                    j if b.result != NONE && n_blocks[j as usize] == 1 => {
+                        results[j as usize] = piece.results[b.result as usize].take();
+                    }
+                    j => late.push((j, index(p)?, index(i)?)),
                 }
             }
         }
-        let mut todo: Vec<(usize, Vec<(usize, usize)>)> = spans_of.into_iter().collect();
-        todo.extend(n_blocks.iter().enumerate().filter(|(_, &n)| n == 0).map(|(j, _)| (j, Vec::new())));
+        // Stable: a query's blocks stay in file order.
+        late.par_sort_by_key(|t| t.0);
+        let mut todo: Vec<(usize, &[LateBlock])> = late.chunk_by(|a, b| a.0 == b.0).map(|c| (c[0].0 as usize, c)).collect();
+        todo.extend(n_blocks.iter().enumerate().filter(|(_, &n)| n == 0).map(|(j, _)| (j, &[][..])));
+        // In query order, so that the error reported is the first in query order.
         todo.sort_unstable_by_key(|t| t.0);
         let late: Vec<Result<(usize, QueryResult)>> = todo
             .into_par_iter()
-            .map_init(Scratch::default, |scratch, (j, spans)| {
+            .map_init(Scratch::default, |scratch, (j, blocks)| {
                 scratch.ranking.clear();
-                let missing = spans.is_empty();
+                let missing = blocks.is_empty();
                 if missing {
                     scratch.ranking.push((MISSING_STAND_IN, 1.0, 0));
                 }
-                for (from, to) in spans {
+                for &(_, p, i) in blocks {
+                    let (from, to) = pieces[p as usize].span(i as usize);
                     self.read_block(from, to, &mut scratch.ranking)?;
                 }
                 Ok((j, self.evaluate(j, scratch, missing)?))
