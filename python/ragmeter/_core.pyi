@@ -4,7 +4,7 @@
 # (see ragmeter._columns.string_column).
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Optional, Tuple, final
 
 import numpy as np
 import numpy.typing as npt
@@ -56,15 +56,23 @@ def evidence_phrases_in_texts(phrases: _StrColumn, texts: _StrColumn) -> npt.NDA
 
 # --- rank metrics and trec_eval (rust/ragmeter-py/src/trec.rs) -------------
 
+@final
+class TrecOptions:
+    """trec_eval's options that change the numbers (-l, -M, -c, -J, -N)."""
+    def __new__(
+        cls,
+        relevance_level: int = 1,
+        max_docs: Optional[int] = None,
+        complete: bool = False,
+        judged_only: bool = False,
+        num_docs_in_coll: int = 0,
+    ) -> TrecOptions: ...
+
 def trec_eval_text(
     qrels_path: str,
     run_path: str,
     measures: list[str],
-    relevance_level: int = 1,
-    max_docs: Optional[int] = None,
-    complete: bool = False,
-    judged_only: bool = False,
-    num_docs_in_coll: int = 0,
+    options: Optional[TrecOptions] = None,
     per_query: bool = False,
     summary: bool = True,
 ) -> str: ...
@@ -72,11 +80,7 @@ def trec_evaluate_files(
     qrels_path: str,
     run_path: str,
     measures: list[str],
-    relevance_level: int = 1,
-    max_docs: Optional[int] = None,
-    complete: bool = False,
-    judged_only: bool = False,
-    num_docs_in_coll: int = 0,
+    options: Optional[TrecOptions] = None,
 ) -> dict[str, Any]:
     """Keys: names, kinds, per_query_names, qids, missing, relstrings,
     values (float64[n_queries, n_values]), summary (float64[n_values]),
@@ -91,11 +95,7 @@ def trec_evaluate_columns(
     run_score: npt.NDArray[np.float64],
     run_id: str,
     measures: list[str],
-    relevance_level: int = 1,
-    max_docs: Optional[int] = None,
-    complete: bool = False,
-    judged_only: bool = False,
-    num_docs_in_coll: int = 0,
+    options: Optional[TrecOptions] = None,
     qrels_groups: Optional[npt.NDArray[np.int64]] = None,
     run_groups: Optional[npt.NDArray[np.int64]] = None,
 ) -> dict[str, Any]: ...

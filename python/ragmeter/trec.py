@@ -52,14 +52,14 @@ def evaluate(
     from ragmeter import _core
 
     measures = [measures] if isinstance(measures, str) else list(measures)
-    opts = dict(relevance_level=relevance_level, max_docs=max_docs, complete=complete,
-                judged_only=judged_only, num_docs_in_coll=num_docs_in_coll)
+    opts = _core.TrecOptions(relevance_level=relevance_level, max_docs=max_docs, complete=complete,
+                             judged_only=judged_only, num_docs_in_coll=num_docs_in_coll)
     if _is_path(qrels) and _is_path(run):
-        result = _core.trec_evaluate_files(os.fspath(qrels), os.fspath(run), measures, **opts)
+        result = _core.trec_evaluate_files(os.fspath(qrels), os.fspath(run), measures, opts)
     else:
         *q, qrels_groups = _qrels_columns(qrels)
         *r, run_groups = _run_columns(run)
-        result = _core.trec_evaluate_columns(*q, *r, run_id, measures, **opts,
+        result = _core.trec_evaluate_columns(*q, *r, run_id, measures, opts,
                                              qrels_groups=qrels_groups, run_groups=run_groups)
     return _frame(pl, result, per_query)
 

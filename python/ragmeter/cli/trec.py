@@ -39,11 +39,8 @@ def run(args: argparse.Namespace) -> int:
         args.qrels,
         args.run,
         list(args.measures),
-        relevance_level=args.level,
-        max_docs=args.max_docs,
-        complete=args.complete,
-        judged_only=args.judged_only,
-        num_docs_in_coll=args.num_docs,
+        _core.TrecOptions(relevance_level=args.level, max_docs=args.max_docs, complete=args.complete,
+                          judged_only=args.judged_only, num_docs_in_coll=args.num_docs),
         per_query=args.per_query,
         summary=not args.no_summary,
     )

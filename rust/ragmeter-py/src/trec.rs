@@ -11,14 +11,29 @@ use ragmeter_core::{Error, Result};
 use crate::columns::{extract_offsets, StrColumn};
 use crate::to_py_err;
 
-fn options(relevance_level: i64, max_docs: Option<i64>, complete: bool, judged_only: bool, num_docs_in_coll: i64) -> Options {
-    Options {
-        relevance_level,
-        max_docs_per_query: max_docs.map(|m| m.max(0) as usize),
-        complete,
-        judged_only,
-        num_docs_in_coll,
+/// trec_eval's options that change the numbers (`-l`, `-M`, `-c`, `-J`, `-N`),
+/// one object for every trec function.
+#[pyclass(frozen, module = "ragmeter._core")]
+#[derive(Clone, Default)]
+pub struct TrecOptions(Options);
+
+#[pymethods]
+impl TrecOptions {
+    #[new]
+    #[pyo3(signature = (relevance_level=1, max_docs=None, complete=false, judged_only=false, num_docs_in_coll=0))]
+    fn new(relevance_level: i64, max_docs: Option<i64>, complete: bool, judged_only: bool, num_docs_in_coll: i64) -> Self {
+        TrecOptions(Options {
+            relevance_level,
+            max_docs_per_query: max_docs.map(|m| m.max(0) as usize),
+            complete,
+            judged_only,
+            num_docs_in_coll,
+        })
     }
+}
+
+fn options_or_default(options: Option<TrecOptions>) -> Options {
+    options.unwrap_or_default().0
 }
 
 fn evaluate_files(qrels_path: &str, run_path: &str, measures: &[String], opts: &Options) -> Result<Evaluation> {
@@ -29,22 +44,17 @@ fn evaluate_files(qrels_path: &str, run_path: &str, measures: &[String], opts: &
 
 /// Evaluate TREC files and return trec_eval's text output.
 #[pyfunction]
-#[pyo3(signature = (qrels_path, run_path, measures, relevance_level=1, max_docs=None, complete=false, judged_only=false, num_docs_in_coll=0, per_query=false, summary=true))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (qrels_path, run_path, measures, options=None, per_query=false, summary=true))]
 pub fn trec_eval_text(
     py: Python<'_>,
     qrels_path: String,
     run_path: String,
     measures: Vec<String>,
-    relevance_level: i64,
-    max_docs: Option<i64>,
-    complete: bool,
-    judged_only: bool,
-    num_docs_in_coll: i64,
+    options: Option<TrecOptions>,
     per_query: bool,
     summary: bool,
 ) -> PyResult<String> {
-    let opts = options(relevance_level, max_docs, complete, judged_only, num_docs_in_coll);
+    let opts = options_or_default(options);
     py.allow_threads(|| {
         let eval = evaluate_files(&qrels_path, &run_path, &measures, &opts)?;
         Ok(trec::format_trec(&eval, per_query, summary))
@@ -99,20 +109,15 @@ fn evaluation_to_dict<'py>(py: Python<'py>, eval: Evaluation) -> PyResult<Bound<
 
 /// Evaluate TREC files; per-query values as a matrix plus the summary.
 #[pyfunction]
-#[pyo3(signature = (qrels_path, run_path, measures, relevance_level=1, max_docs=None, complete=false, judged_only=false, num_docs_in_coll=0))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (qrels_path, run_path, measures, options=None))]
 pub fn trec_evaluate_files<'py>(
     py: Python<'py>,
     qrels_path: String,
     run_path: String,
     measures: Vec<String>,
-    relevance_level: i64,
-    max_docs: Option<i64>,
-    complete: bool,
-    judged_only: bool,
-    num_docs_in_coll: i64,
+    options: Option<TrecOptions>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = options(relevance_level, max_docs, complete, judged_only, num_docs_in_coll);
+    let opts = options_or_default(options);
     let eval = py.allow_threads(|| evaluate_files(&qrels_path, &run_path, &measures, &opts)).map_err(to_py_err)?;
     evaluation_to_dict(py, eval)
 }
@@ -177,7 +182,7 @@ fn file_columns<'py, 'a, V: numpy::Element>(
 /// column has one id per group instead of one per row. Either way each query's
 /// rows are read straight from the columns (no row table).
 #[pyfunction]
-#[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, relevance_level=1, max_docs=None, complete=false, judged_only=false, num_docs_in_coll=0, qrels_groups=None, run_groups=None))]
+#[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, options=None, qrels_groups=None, run_groups=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn trec_evaluate_columns<'py>(
     py: Python<'py>,
@@ -189,11 +194,7 @@ pub fn trec_evaluate_columns<'py>(
     run_score: PyReadonlyArray1<'py, f64>,
     run_id: String,
     measures: Vec<String>,
-    relevance_level: i64,
-    max_docs: Option<i64>,
-    complete: bool,
-    judged_only: bool,
-    num_docs_in_coll: i64,
+    options: Option<TrecOptions>,
     qrels_groups: Option<PyReadonlyArray1<'py, i64>>,
     run_groups: Option<PyReadonlyArray1<'py, i64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -208,7 +209,7 @@ pub fn trec_evaluate_columns<'py>(
     }
     let qrels_groups = qrels_groups.map(|g| extract_offsets(g, qr.len(), "qrels_groups")).transpose()?;
     let run_groups = run_groups.map(|g| extract_offsets(g, rs.len(), "run_groups")).transpose()?;
-    let opts = options(relevance_level, max_docs, complete, judged_only, num_docs_in_coll);
+    let opts = options_or_default(options);
     let eval = py
         .allow_threads(|| {
             let (qrels_qids, qrels_offsets) = query_groups(&qq, qrels_groups, qr.len(), "qrels")?;
@@ -301,6 +302,7 @@ pub fn trec_known_measures() -> Vec<&'static str> {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<TrecOptions>()?;
     m.add_function(wrap_pyfunction!(trec_eval_text, m)?)?;
     m.add_function(wrap_pyfunction!(trec_evaluate_files, m)?)?;
     m.add_function(wrap_pyfunction!(trec_evaluate_columns, m)?)?;
