@@ -4,21 +4,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import polars as pl
-
-EX = Path(__file__).resolve().parents[2] / "examples"
+from evalcli import EXAMPLES as EX
+from evalcli import eval_cli
 
 
 def test_eval_joins_retrieval_and_judge_and_writes_reports(tmp_path, server, api_key):
     out = tmp_path / "ev"
-    proc = subprocess.run(
-        [sys.executable, "-m", "ragmeter", "eval", "--golden", str(EX / "golden.jsonl"), "--run", str(EX / "run.jsonl"),
-         "--base-url", server.base_url, "--model", "gpt-4o-mini", "--metrics", "correctness,faithfulness",
-         "--cache", str(tmp_path / "cache.sqlite"), "--no-progress", "--retry-base-delay", "0.01",
-         "--retry-max-delay", "0.05", "--thresholds", "0,0.2", "--out", str(out)],
-        capture_output=True, text=True, timeout=300)
+    proc = eval_cli("--metrics", "correctness,faithfulness", "--cache", str(tmp_path / "cache.sqlite"),
+                    "--thresholds", "0,0.2", "--out", str(out), server=server)
     assert proc.returncode == 0, proc.stderr
     cases = pl.read_parquet(out / "cases.parquet")
     assert cases.height == 51
@@ -39,9 +34,7 @@ def test_eval_joins_retrieval_and_judge_and_writes_reports(tmp_path, server, api
 
 
 def test_eval_without_endpoint_scores_retrieval_and_says_so(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "ragmeter", "eval", "--golden", str(EX / "golden.jsonl"),
-                           "--run", str(EX / "run.jsonl"), "--out", str(tmp_path / "ev")],
-                          capture_output=True, text=True, timeout=300)
+    proc = eval_cli("--out", str(tmp_path / "ev"))
     assert proc.returncode == 0, proc.stderr
     assert "not judged" in proc.stdout
     cases = pl.read_parquet(tmp_path / "ev" / "cases.parquet")

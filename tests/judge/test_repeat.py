@@ -3,21 +3,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 import threading
 from collections import Counter
 from dataclasses import replace
-from pathlib import Path
-
 import polars as pl
 import pytest
+from evalcli import EXAMPLES as EX
+from evalcli import eval_cli
 
 from ragmeter.evaluation import run_eval
 from ragmeter.judge import JudgeConfig
 from ragmeter.repeats import repeat_summary
-
-EX = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _flips(question: str) -> bool:
@@ -149,19 +145,13 @@ def test_repeat_summary_counts_only_scored_rows():
 
 def test_cli_repeat(server, tmp_path, api_key):
     out = tmp_path / "ev"
-    proc = subprocess.run(
-        [sys.executable, "-m", "ragmeter", "eval", "--golden", str(EX / "golden.jsonl"), "--run", str(EX / "run.jsonl"),
-         "--base-url", server.base_url, "--model", "gpt-4o-mini", "--metrics", "correctness",
-         "--cache", str(tmp_path / "cache.sqlite"), "--no-progress", "--retry-base-delay", "0.01",
-         "--retry-max-delay", "0.05", "--repeat", "2", "--out", str(out)],
-        capture_output=True, text=True, timeout=300)
+    proc = eval_cli("--metrics", "correctness", "--cache", str(tmp_path / "cache.sqlite"), "--repeat", "2",
+                    "--out", str(out), server=server)
     assert proc.returncode == 0, proc.stderr
     assert "repeats: 2" in proc.stdout and "flipped cases" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["repeats"]["metrics"]["correct"]["n_flipped"] == 0  # the default fake judge is stable
-    proc = subprocess.run([sys.executable, "-m", "ragmeter", "eval", "--golden", str(EX / "golden.jsonl"),
-                           "--run", str(EX / "run.jsonl"), "--repeat", "0", "--out", str(tmp_path / "bad")],
-                          capture_output=True, text=True, timeout=300)
+    proc = eval_cli("--repeat", "0", "--out", str(tmp_path / "bad"))
     assert proc.returncode != 0 and "--repeat" in proc.stderr + proc.stdout
 
 
@@ -192,12 +182,10 @@ def test_dry_run_estimates_every_repeat_and_sends_nothing(server, tmp_path, fast
 
 def test_cli_dry_run_with_repeat_writes_nothing(server, tmp_path, api_key):
     out = tmp_path / "ev"
-    base = [sys.executable, "-m", "ragmeter", "eval", "--golden", str(EX / "golden.jsonl"), "--run",
-            str(EX / "run.jsonl"), "--dry-run", "--out", str(out)]
-    proc = subprocess.run(base + ["--base-url", server.base_url, "--model", "gpt-4o-mini", "--price", "0.15,0.6",
-                                  "--metrics", "correctness", "--repeat", "3"], capture_output=True, text=True, timeout=300)
+    proc = eval_cli("--dry-run", "--out", str(out), "--price", "0.15,0.6", "--metrics", "correctness", "--repeat", "3",
+                    server=server)
     assert proc.returncode == 0, proc.stderr
     assert "x 3 repeats:" in proc.stdout and "repeats 2..3 bypass the cache" in proc.stdout and "$" in proc.stdout
     assert server.requests == 0 and not out.exists()
-    proc = subprocess.run(base, capture_output=True, text=True, timeout=300)  # no endpoint: nothing to estimate
+    proc = eval_cli("--dry-run", "--out", str(out))  # no endpoint: nothing to estimate
     assert proc.returncode == 2 and "--base-url" in proc.stderr and "Traceback" not in proc.stderr
