@@ -87,14 +87,7 @@ impl Strings for Texts<'_> {
 }
 
 fn texts<'a>(col: &'a StrArrays<'_>) -> PyResult<Texts<'a>> {
-    let offsets = col.0.as_slice()?.to_vec();
-    let writeable: bool = col.1.getattr("flags")?.getattr("writeable")?.extract()?;
-    let data = if writeable {
-        Cow::Owned(col.1.as_slice()?.to_vec())
-    } else {
-        Cow::Borrowed(col.1.as_slice()?)
-    };
-    Ok(Texts { offsets, data, validated: false })
+    Ok(Texts { offsets: col.0.as_slice()?.to_vec(), data: borrow_or_copy(&col.1)?, validated: false })
 }
 
 /// A string column in Arrow's string-view layout (what Polars holds in
