@@ -41,6 +41,13 @@ def evaluate(
 ) -> Any:
     """Evaluate ``run`` against ``qrels`` with trec_eval 10's definitions.
 
+    Each of ``qrels`` and ``run`` is a TREC file path, a Polars / pandas / pyarrow
+    table (query, document and relevance or score columns; ``query_id``/``qid``,
+    ``doc_id``/``docno`` and similar names are accepted), or the dict of dicts
+    ``{query: {doc: value}}`` that pytrec_eval and ranx take. A path and a table
+    may be mixed; files are parsed in Rust. Errors name the file and line, or the
+    input (``qrels``, ``run``) and the 1-based row.
+
     ``measures`` takes trec_eval's ``-m`` syntax (``"all_trec"``, ``"P.5,10"``,
     ``"ndcg.1=3,2=9"``). ``complete=True`` is ``-c``: qrels queries missing
     from the run count as empty rankings (otherwise they are an error).
