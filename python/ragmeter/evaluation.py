@@ -90,15 +90,15 @@ def run_eval(
     # Load and match once; scoring, judging and the sweep all start from it.
     prepared = _prepared_match(golden, run, run_wide=True)
     result = _score_prepared(prepared, k)
-    inputs = prepared.joined.select("id", "question", "reference_answer", "answer", "contexts", "cost", "latency_ms",
+    inputs = prepared.joined.select("id", "question", "reference_answer", "answer", "cost", "latency_ms",
                                     "prompt_tokens", "completion_tokens")
-    cases = (result.cases.join(inputs.drop("contexts"), on="id", how="left")
+    cases = (result.cases.join(inputs, on="id", how="left")
              .join(_chunks_per_case(result.chunks), on="id", how="left"))
     judge_frame = judge_summary = repeats = None
     if judge is not None:
         from ragmeter.judge import run_sync
 
-        records = _judge_records(cases, inputs)
+        records = _judge_records(prepared.joined)
         jr = run_sync(records, judge)
         first, judge_summary = jr.frame(), jr.summary
         frames = [first]
@@ -149,13 +149,12 @@ def _check_repeat(repeat: Any) -> int:
     return int(repeat)
 
 
-def _judge_records(cases: pl.DataFrame, inputs: pl.DataFrame) -> List[Dict[str, Any]]:
-    """One record per case for the judge. It sees what the generator saw: the run's contexts (the retrieved
-    texts when the run gives none)."""
+def _judge_records(joined: pl.DataFrame) -> List[Dict[str, Any]]:
+    """One record per case (golden set joined with the run) for the judge. It sees what the generator saw: the
+    run's contexts (the retrieved texts when the run gives none)."""
     return [
         {**row, "contexts": row["contexts"] or []}
-        for row in cases.select("id", "question", "reference_answer", "answer", "category")
-        .join(inputs.select("id", "contexts"), on="id", how="left")
+        for row in joined.select("id", "question", "reference_answer", "answer", "category", "contexts")
         .iter_rows(named=True)
     ]
 
@@ -163,7 +162,7 @@ def _judge_records(cases: pl.DataFrame, inputs: pl.DataFrame) -> List[Dict[str, 
 _ESTIMATE_COUNTS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "embedding_tokens")
 
 
-def estimate_eval(golden: Any, run: Any, judge: Any, *, k: int = 5, repeat: int = 1) -> Dict[str, Any]:
+def estimate_eval(golden: Any, run: Any, judge: Any, *, repeat: int = 1) -> Dict[str, Any]:
     """What :func:`run_eval` would spend on the judge (``ragmeter eval --dry-run``); nothing is sent or written.
 
     Repeat 1 may be answered from the cache; repeats 2..N bypass it, so each of them is estimated without the
@@ -172,13 +171,10 @@ def estimate_eval(golden: Any, run: Any, judge: Any, *, k: int = 5, repeat: int 
     from dataclasses import replace
 
     from ragmeter.judge import run_sync
-    from ragmeter.retrieval import _prepared_match, _score_prepared
+    from ragmeter.retrieval import _prepared_match
 
     repeat = _check_repeat(repeat)
-    prepared = _prepared_match(golden, run)
-    result = _score_prepared(prepared, k)
-    inputs = prepared.joined.select("id", "question", "reference_answer", "answer", "contexts")
-    records = _judge_records(result.cases.join(inputs.drop("contexts"), on="id", how="left"), inputs)
+    records = _judge_records(_prepared_match(golden, run).joined)
     first = run_sync(records, replace(judge, dry_run=True)).estimate or {}
     if repeat == 1:
         return {**first, "repeat": 1}

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         from ragmeter.cli.judge import print_estimate
         from ragmeter.evaluation import estimate_eval
 
-        print_estimate(estimate_eval(args.golden, args.run, judge, k=args.k, repeat=args.repeat), len(judge.metrics))
+        print_estimate(estimate_eval(args.golden, args.run, judge, repeat=args.repeat), len(judge.metrics))
         return 0
     if judge is None:
         console.print("[yellow]no judge endpoint given: answers are not judged; judge metrics are reported as not measured[/]")
