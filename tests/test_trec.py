@@ -1,6 +1,7 @@
 """ragmeter trec / ragmeter.trec.evaluate against trec_eval's own test suite."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -133,13 +134,50 @@ def test_missing_file_and_unknown_measure(tmp_path: Path) -> None:
 
 
 def test_trec_cli_does_not_import_heavy_modules(conformance: Path) -> None:
-    code = ("import sys, io, contextlib\n"
+    # -S: without site, so that no .pth hook of this machine has imported anything first.
+    import ragmeter
+
+    code = ("import sys, io\n"
             "import ragmeter.cli as c\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    rc = c.main(['trec', {str(conformance / 'qrels.test')!r}, {str(conformance / 'results.test')!r}])\n"
-            "print('rc', rc, 'loaded:', ','.join(m for m in ('polars','numpy','aiohttp','pyarrow') if m in sys.modules))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+            "sys.stdout, out = io.StringIO(), sys.stdout\n"
+            f"rc = c.main(['trec', '-q', '-m', 'map', {str(conformance / 'qrels.test')!r}, "
+            f"{str(conformance / 'results.test')!r}])\n"
+            "heavy = ('polars', 'numpy', 'aiohttp', 'pyarrow', 'argparse', 'typing')\n"
+            "print('rc', rc, 'loaded:', ','.join(m for m in heavy if m in sys.modules), file=out)")
+    env = {**os.environ, "PYTHONPATH": str(Path(ragmeter.__file__).parent.parent)}
+    proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env)
     assert proc.stdout.strip() == "rc 0 loaded:", proc.stdout + proc.stderr
+
+
+TOKENS = ["-q", "-c", "-n", "-J", "-qc", "-cJn", "-M", "-M5", "-M100", "-M 7", "-l2", "-l", "-1", "2", "x", "+3",
+          "-N", "7", "-m", "P.5", "-mP.5,10", "-mndcg.1=3,2=9", "-m=P.5", "-mutility.2,-1,0,0", "-qm", "-Mq",
+          "--", "-", "-Z", "-h", "--help", "--q", "qrels", "run", "", "map", "5_0", "-l٣"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(TOKENS), max_size=8))
+def test_trec_fast_argument_reader_agrees_with_argparse(argv: list) -> None:
+    import contextlib
+    import io
+
+    from ragmeter.cli import trec
+
+    fast = trec.parse_common(argv)
+    if fast is None:
+        return  # argparse reads it (or refuses it) itself
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        try:
+            full = vars(trec.full_parser().parse_args(argv))
+        except SystemExit:
+            pytest.fail(f"{argv}: the fast reader accepts what argparse refuses: {err.getvalue()}")
+    assert fast == full
+
+
+@pytest.mark.parametrize("args", [a for _, a in CASES] + [["-q", "-c", "-M", "10", "-l", "2", "-N", "9", "q", "r"]])
+def test_trec_fast_argument_reader_reads_the_usual_command_lines(args: list) -> None:
+    from ragmeter.cli import trec
+
+    assert trec.parse_common(args) == vars(trec.full_parser().parse_args(args))
 
 
 def test_dict_inputs_with_wrong_value_types_are_input_errors() -> None:

@@ -6,7 +6,10 @@ starts quickly; ``import ragmeter`` itself only loads this file.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at run time: it slows every start of the command line
+    from typing import Any
 
 __version__ = "0.1.0"
 

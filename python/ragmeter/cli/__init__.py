@@ -7,10 +7,13 @@ imported only to configure their parser; anything heavy is imported inside
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from importlib import import_module
-from typing import Optional, Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not imported at run time: `ragmeter trec` starts without argparse and typing
+    import argparse
+    from typing import Optional, Sequence
 
 # command name -> module; the order is the order of ``ragmeter --help``.
 COMMANDS = {
@@ -26,6 +29,8 @@ COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     from ragmeter import __version__
 
     parser = argparse.ArgumentParser(
