@@ -133,6 +133,31 @@ def test_missing_file_and_unknown_measure(tmp_path: Path) -> None:
         evaluate(tmp_path / "q", tmp_path / "r", "P.0")
 
 
+def test_trec_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    # `ragmeter trec -q ... | head`: the reader goes away before the output is written.
+    (tmp_path / "q").write_text("".join(f"q{i} 0 d1 1\n" for i in range(1000)))
+    (tmp_path / "r").write_text("".join(f"q{i} Q0 d1 1 1.0 r\n" for i in range(1000)))
+    proc = subprocess.Popen([sys.executable, "-m", "ragmeter", "trec", "-q", "-m", "all_trec", "q", "r"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 0 and err == ""
+
+
+def test_trec_cli_flushes_everything_before_its_quick_exit(tmp_path: Path) -> None:
+    # The script ends `trec` with os._exit: output larger than any buffer must still arrive whole.
+    (tmp_path / "q").write_text("".join(f"q{i} 0 d1 1\n" for i in range(3000)))
+    (tmp_path / "r").write_text("".join(f"q{i} Q0 d1 1 1.0 r\n" for i in range(3000)))
+    proc = ragmeter("trec", "-q", "-m", "all_trec", "q", "r", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    from ragmeter import _core
+
+    whole = _core.trec_eval_text(str(tmp_path / "q"), str(tmp_path / "r"), ["all_trec"], _core.TrecOptions(),
+                                 per_query=True, summary=True)
+    assert len(whole) > 1 << 20 and proc.stdout == whole
+
+
 def test_trec_cli_does_not_import_heavy_modules(conformance: Path) -> None:
     # -S: without site, so that no .pth hook of this machine has imported anything first.
     import ragmeter

@@ -1,5 +1,3 @@
-import sys
+from ragmeter.cli import console
 
-from ragmeter.cli import main
-
-sys.exit(main())
+console()

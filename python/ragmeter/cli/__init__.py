@@ -7,13 +7,14 @@ imported only to configure their parser; anything heavy is imported inside
 """
 from __future__ import annotations
 
+import os
 import sys
 from importlib import import_module
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # not imported at run time: `ragmeter trec` starts without argparse and typing
     import argparse
-    from typing import Optional, Sequence
+    from typing import NoReturn, Optional, Sequence
 
 # command name -> module; the order is the order of ``ragmeter --help``.
 COMMANDS = {
@@ -61,6 +62,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return 2
     return _guarded(lambda: args._module.run(args))
+
+
+def console() -> NoReturn:
+    """The ``ragmeter`` script (and ``python -m ragmeter``).
+
+    ``trec`` holds nothing that needs closing once its output is flushed, so
+    the process then ends without the interpreter's clean-up (module teardown,
+    garbage collection): 8-13 ms here, a tenth of the whole command on a
+    20,000-query run. Every other command exits normally.
+    """
+    argv = sys.argv[1:]
+    code = main(argv)
+    if argv[:1] == ["trec"]:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # a reader that went away (as with `| head`) is not an error of ours
+        os._exit(code)
+    sys.exit(code)
 
 
 def _guarded(call) -> int:  # type: ignore[no-untyped-def]
