@@ -5,10 +5,8 @@ starts quickly; ``import ragmeter`` itself only loads this file.
 """
 from __future__ import annotations
 
-from importlib import import_module
-
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing is not imported at run time: it slows every start of the command line
+if TYPE_CHECKING:  # neither typing nor importlib is imported at start-up: each slows every command
     from typing import Any
 
 __version__ = "0.1.0"
@@ -29,5 +27,7 @@ def __getattr__(name: str) -> Any:
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'ragmeter' has no attribute {name!r}")
+    from importlib import import_module
+
     module = import_module(target[0])
     return module if target[1] is None else getattr(module, target[1])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib import import_module
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # not imported at run time: `ragmeter trec` starts without argparse and typing
@@ -31,6 +30,7 @@ COMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     import argparse
+    from importlib import import_module
 
     from ragmeter import __version__
 
@@ -54,8 +54,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # `trec` mimics trec_eval's own flag syntax, so it parses its arguments itself
     # and skips building every other command's parser.
     if argv and argv[0] == "trec":
-        module = import_module(COMMANDS["trec"])
-        return _guarded(lambda: module.main(argv[1:]))
+        from ragmeter.cli import trec
+
+        return _guarded(lambda: trec.main(argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -7,6 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::metrics;
+use crate::metrics::rank_log2 as log2;
 
 use super::ResRels;
 
@@ -409,10 +410,6 @@ impl IdealWalk<'_> {
     }
 }
 
-fn log2(x: f64) -> f64 {
-    x.log2()
-}
-
 /// Compute every value of `m` for one query into `out` (pre-zeroed).
 pub fn compute(m: &Measure, rr: &ResRels, level: i64, num_docs_in_coll: i64, out: &mut [f64]) {
     let rel = &rr.rel_list;
@@ -462,7 +459,7 @@ pub fn compute(m: &Measure, rr: &ResRels, level: i64, num_docs_in_coll: i64, out
             for (i, &r) in rel.iter().enumerate() {
                 if r >= level {
                     found += 1;
-                    sum += 1.0 / log2((3 + i as i64 - found) as f64);
+                    sum += 1.0 / log2((3 + i as i64 - found) as usize);
                 }
             }
             if found > 0 {
@@ -719,25 +716,25 @@ fn dcg_full(rr: &ResRels, gains: &Gains) -> (f64, f64) {
     while i < n && ideal_gain > 0.0 {
         let g = gains.gain(rr.rel_list[i]);
         if g != 0.0 {
-            dcg += g / log2((i + 2) as f64);
+            dcg += g / log2(i + 2);
         }
         ideal_gain = walk.step();
         if ideal_gain > 0.0 {
-            ideal += ideal_gain / log2((i + 2) as f64);
+            ideal += ideal_gain / log2(i + 2);
         }
         i += 1;
     }
     while i < n {
         let g = gains.gain(rr.rel_list[i]);
         if g != 0.0 {
-            dcg += g / log2((i + 2) as f64);
+            dcg += g / log2(i + 2);
         }
         i += 1;
     }
     while ideal_gain > 0.0 {
         ideal_gain = walk.step();
         if ideal_gain > 0.0 {
-            ideal += ideal_gain / log2((i + 2) as f64);
+            ideal += ideal_gain / log2(i + 2);
         }
         i += 1;
     }
@@ -754,12 +751,12 @@ fn ndcg_rel(rr: &ResRels, gains: &Gains) -> f64 {
     while i < n && ideal_gain > 0.0 {
         let g = gains.gain(rr.rel_list[i]);
         if g != 0.0 {
-            dcg += g / log2((i + 2) as f64);
+            dcg += g / log2(i + 2);
         }
         ideal_gain = walk.step();
         if ideal_gain > 0.0 {
             num_rel += 1;
-            ideal += ideal_gain / log2((i + 2) as f64);
+            ideal += ideal_gain / log2(i + 2);
         }
         if g > 0.0 {
             sum += dcg / ideal;
@@ -770,7 +767,7 @@ fn ndcg_rel(rr: &ResRels, gains: &Gains) -> f64 {
     while i < n {
         let g = gains.gain(rr.rel_list[i]);
         if g != 0.0 {
-            dcg += g / log2((i + 2) as f64);
+            dcg += g / log2(i + 2);
         }
         if g > 0.0 {
             sum += dcg / ideal;
@@ -782,7 +779,7 @@ fn ndcg_rel(rr: &ResRels, gains: &Gains) -> f64 {
         ideal_gain = walk.step();
         if ideal_gain > 0.0 {
             num_rel += 1;
-            ideal += ideal_gain / log2((i + 2) as f64);
+            ideal += ideal_gain / log2(i + 2);
         }
         i += 1;
     }
@@ -813,10 +810,10 @@ fn rndcg(rr: &ResRels, gains: &Gains) -> f64 {
             old_ideal_gain = ideal_gain;
         }
         if g != 0.0 {
-            dcg += g / log2((i + 2) as f64);
+            dcg += g / log2(i + 2);
         }
         if ideal_gain > 0.0 {
-            ideal += ideal_gain / log2((i + 2) as f64);
+            ideal += ideal_gain / log2(i + 2);
         }
         i += 1;
     }
@@ -824,7 +821,7 @@ fn rndcg(rr: &ResRels, gains: &Gains) -> f64 {
         while i < n {
             let g = gains.gain(rr.rel_list[i]);
             if g != 0.0 {
-                dcg += g / log2((i + 2) as f64);
+                dcg += g / log2(i + 2);
             }
             i += 1;
         }
@@ -843,7 +840,7 @@ fn rndcg(rr: &ResRels, gains: &Gains) -> f64 {
             old_ideal_gain = ideal_gain;
         }
         if ideal_gain > 0.0 {
-            ideal += ideal_gain / log2((i + 2) as f64);
+            ideal += ideal_gain / log2(i + 2);
         }
         i += 1;
     }
@@ -866,7 +863,7 @@ fn g_measure(rr: &ResRels, gains: &Gains) -> f64 {
         }
         sum_cost += if ideal_gain >= min_cost { ideal_gain } else { min_cost };
         if g != 0.0 {
-            results_g += g / log2(2.0 + sum_cost - sum_results);
+            results_g += g / (2.0 + sum_cost - sum_results).log2();
         }
         i += 1;
     }
@@ -875,7 +872,7 @@ fn g_measure(rr: &ResRels, gains: &Gains) -> f64 {
         sum_results += g;
         sum_cost += min_cost;
         if g != 0.0 {
-            results_g += g / log2(2.0 + sum_cost - sum_results);
+            results_g += g / (2.0 + sum_cost - sum_results).log2();
         }
         i += 1;
     }

@@ -218,7 +218,7 @@ impl<'a> DocTable<'a> {
     }
 
     /// The slot of `doc`, filled with judgement `rel` if `doc` is new.
-    #[inline]
+    #[inline(always)]
     fn find_or_insert(&mut self, doc: &'a str, rel: i64) -> &mut Slot<'a> {
         let (key, exact) = doc_key(doc);
         let mask = self.slots.len() - 1;
