@@ -77,6 +77,36 @@ fn interleaved_lines_give_the_row_results() {
 }
 
 #[test]
+fn shuffled_judgements_give_the_row_results() {
+    // Judgements are read again from their lines as each query is evaluated, except
+    // for queries whose lines are spread out: those are gathered once.
+    let (qrels, run) = generate(1500, 17);
+    let (header, lines) = qrels.split_once('\n').unwrap();
+    let mut lines: Vec<&str> = lines.lines().collect();
+    let mut state = 23;
+    // The first half shuffled, the second half left in blocks that cross the pieces' bounds.
+    let half = lines.len() / 2;
+    for i in (1..half).rev() {
+        lines.swap(i, (next(&mut state) % (i as u64 + 1)) as usize);
+    }
+    let shuffled = format!("{header}\n{}\n", lines.join("\n"));
+    assert!(shuffled.len() > 1 << 18, "several pieces are read in parallel");
+    let text = run.join("\n");
+    for relevance_level in [1, 2] {
+        let opts = Options { complete: true, relevance_level, ..Options::default() };
+        let (rows, fast) = both_paths(&shuffled, &text, &opts);
+        assert_eq!(rows, fast);
+    }
+    // A document judged twice is reported with both lines, wherever they are.
+    let twice = format!("{shuffled}{}\n", lines[half + 3]);
+    let measures = ["map".to_string()];
+    let opts = Options { complete: true, ..Options::default() };
+    let want = evaluate(&parse_qrels(&twice, "q").unwrap(), &parse_run(&text, "r").unwrap(), &measures, &opts, "q", "r");
+    let got = evaluate_texts(&twice, &text, &measures, &opts, "q", "r");
+    assert_eq!(got.unwrap_err().to_string(), want.unwrap_err().to_string());
+}
+
+#[test]
 fn a_malformed_line_is_reported_wherever_it_is() {
     let (qrels, mut run) = generate(800, 3);
     let bad = run.len() * 2 / 3;

@@ -5,7 +5,7 @@
 
 use rayon::prelude::*;
 
-use super::{evaluate_judged, measures, missing_query_error, summarize, Evaluation, Judged, JudgedDoc, Options, Origin};
+use super::{evaluate_judged, measures, missing_query_error, positive, summarize, Evaluation, Judged, JudgedDoc, Options, Origin};
 use crate::error::{Error, Result};
 use crate::evidence::Strings;
 
@@ -87,7 +87,7 @@ pub fn evaluate_grouped<S: Strings + ?Sized>(
         .map(|(_, groups)| qrels.rows(groups).map(|i| all[i]).collect())
         .collect();
     let mut merged_iter = merged.iter();
-    let judged: Vec<Judged<'_>> = judged_groups
+    let judged: Vec<Judged<'_, '_>> = judged_groups
         .iter()
         .map(|(qid, groups)| {
             let docs = match groups[..] {
@@ -123,7 +123,7 @@ pub fn evaluate_grouped<S: Strings + ?Sized>(
         ranking.extend(run.rows(groups_of[j]).map(|i| (run.docs.get(i), run.values[i], i + 1)));
         !groups_of[j].is_empty()
     })?;
-    let summary = summarize(&measures, &queries, &judged, opts, width);
+    let summary = summarize(&measures, &queries, positive(&judged), opts, width);
     Ok(Evaluation { measures, queries, summary, run_id: run_id.to_string(), run_only_queries })
 }
 

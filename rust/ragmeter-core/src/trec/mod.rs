@@ -101,9 +101,9 @@ struct JudgedDoc<'a> {
 /// Judgements of one query, in input order (a document judged twice is refused
 /// when the query is evaluated).
 #[derive(Clone, Copy)]
-struct Judged<'a> {
+struct Judged<'s, 'a> {
     qid: &'a str,
-    docs: &'a [JudgedDoc<'a>],
+    docs: &'s [JudgedDoc<'a>],
 }
 
 /// An input named in error messages; locations are line numbers, or byte offsets into `text`.
@@ -268,11 +268,13 @@ struct Scratch<'a> {
     table: DocTable<'a>,
     entries: Vec<Entry<'a>>,
     res_rels: ResRels,
+    /// A query's judgements, when they are read as it is evaluated.
+    judgements: Vec<JudgedDoc<'a>>,
 }
 
 /// Judge each ranked document, refuse a document judged or ranked twice (naming
 /// both lines) and rank as trec_eval does.
-fn judge_and_rank<'a>(judged: &Judged<'a>, scratch: &mut Scratch<'a>, qrels: Origin<'_>, run: Origin<'_>) -> Result<()> {
+fn judge_and_rank<'a>(judged: &Judged<'_, 'a>, scratch: &mut Scratch<'a>, qrels: Origin<'_>, run: Origin<'_>) -> Result<()> {
     let Scratch { ranking, table, entries, .. } = scratch;
     table.reset(judged.docs.len() + ranking.len());
     for d in judged.docs {
@@ -304,7 +306,7 @@ fn judge_and_rank<'a>(judged: &Judged<'a>, scratch: &mut Scratch<'a>, qrels: Ori
 }
 
 /// Fill `rr` (its buffers reused) with the judged ranking of one query.
-fn form_res_rels(rr: &mut ResRels, judged: &Judged<'_>, ranking: &[Entry<'_>], opts: &Options) {
+fn form_res_rels(rr: &mut ResRels, judged: &Judged<'_, '_>, ranking: &[Entry<'_>], opts: &Options) {
     let n = opts.max_docs_per_query.map_or(ranking.len(), |m| m.min(ranking.len()));
     let max_rel = judged.docs.iter().map(|d| d.rel).max().unwrap_or(0).max(0) as usize;
     rr.rel_levels.clear();
@@ -384,7 +386,7 @@ pub fn evaluate(
 ) -> Result<Evaluation> {
     let measures = measures::resolve(measure_args)?;
     let groups = group_qrels(qrels);
-    let judged: Vec<Judged<'_>> = groups.iter().map(|(qid, docs)| Judged { qid, docs }).collect();
+    let judged: Vec<Judged<'_, '_>> = groups.iter().map(|(qid, docs)| Judged { qid, docs }).collect();
     let run_id = run.last().map_or("", |r| r.run_id).to_string();
     // Row ranges of each query; rows usually come grouped, so one map update per block.
     let mut rankings: FxHashMap<&str, Vec<(usize, usize)>> = FxHashMap::default();
@@ -413,14 +415,14 @@ pub fn evaluate(
         }
         blocks.is_some()
     })?;
-    let summary = summarize(&measures, &queries, &judged, opts, width);
+    let summary = summarize(&measures, &queries, positive(&judged), opts, width);
     Ok(Evaluation { measures, queries, summary, run_id, run_only_queries })
 }
 
 /// Evaluate every judged query on the ranking `fill(j, ranking)` appends for it
 /// (`false`: query `j` is missing from the run, and trec_eval's stand-in ranking is used).
 fn evaluate_judged<'a>(
-    judged: &[Judged<'a>],
+    judged: &[Judged<'_, 'a>],
     measures: &[Measure],
     width: usize,
     opts: &Options,
@@ -455,10 +457,9 @@ pub fn evaluate_texts(
     run_path: &str,
 ) -> Result<Evaluation> {
     let measures = measures::resolve(measure_args)?;
-    let qrels_store = stream::read_qrels(qrels_text, qrels_path)?;
-    let judged = qrels_store.judged();
+    let judgements = stream::read_qrels(qrels_text, qrels_path)?;
     let qrels = Origin { path: qrels_path, text: Some(qrels_text) };
-    stream::evaluate_run_text(measures, &judged, run_text, run_path, opts, qrels)
+    stream::evaluate_run_text(measures, &judgements, run_text, run_path, opts, qrels)
 }
 
 fn missing_query_error(run_path: &str, qid: &str, qrels_path: &str) -> Error {
@@ -492,7 +493,7 @@ fn bad_run_line(text: &str, pos: usize, f: &[(usize, usize); 6], count: usize, p
 
 fn evaluate_query(
     rr: &mut ResRels,
-    judged: &Judged<'_>,
+    judged: &Judged<'_, '_>,
     ranking: &[Entry<'_>],
     missing: bool,
     measures: &[Measure],
@@ -521,7 +522,13 @@ fn evaluate_query(
     QueryResult { qid: judged.qid.to_string(), values, relstring, missing }
 }
 
-fn summarize(measures: &[Measure], queries: &[QueryResult], judged: &[Judged<'_>], opts: &Options, width: usize) -> Vec<f64> {
+/// How many judgements are > 0.
+fn positive(judged: &[Judged<'_, '_>]) -> usize {
+    judged.iter().map(|j| j.docs.iter().filter(|d| d.rel > 0).count()).sum()
+}
+
+/// Means (or sums, counts) over the queries; `positive`: how many judgements are > 0.
+fn summarize(measures: &[Measure], queries: &[QueryResult], positive: usize, opts: &Options, width: usize) -> Vec<f64> {
     let mut sums = vec![0.0; width];
     for q in queries {
         for (s, v) in sums.iter_mut().zip(&q.values) {
@@ -536,9 +543,7 @@ fn summarize(measures: &[Measure], queries: &[QueryResult], judged: &[Judged<'_>
             Average::Geometric => vals.iter_mut().for_each(|v| *v = (*v / n).exp()),
             Average::NumQ => vals[0] = n,
             // With -c, trec_eval recounts from the qrels: judgements > 0, whatever -l says.
-            Average::NumRel if opts.complete => {
-                vals[0] = judged.iter().map(|j| j.docs.iter().filter(|d| d.rel > 0).count()).sum::<usize>() as f64
-            }
+            Average::NumRel if opts.complete => vals[0] = positive as f64,
             Average::NumRel | Average::Sum | Average::Nothing => {}
         }
     }

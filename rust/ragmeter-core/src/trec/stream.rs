@@ -48,67 +48,107 @@ fn for_each_line<const N: usize>(
     Ok(())
 }
 
-/// A qrels file's judgements: each piece's in one vector (no per-query copies), and
-/// merged copies for the queries whose lines are not all together.
+/// A qrels file: every line checked once, and where the lines of each query are.
+/// A query's judgements are read again from its lines when it is evaluated (a few
+/// lines, still mapped) rather than kept in a table of every judgement: a fresh
+/// process pays for each page it touches (about 3 µs a page here), and that table
+/// was most of the memory of a run. Only queries whose lines are not all together
+/// have their judgements gathered, once.
 pub(super) struct Qrels<'t> {
-    pieces: Vec<Vec<JudgedDoc<'t>>>,
+    text: &'t str,
+    path: &'t str,
     merged: Vec<Vec<JudgedDoc<'t>>>,
     /// Per query, sorted by query id: where its judgements are.
     queries: Vec<(&'t str, Place)>,
+    /// How many judgements are > 0 (trec_eval's num_rel with -c).
+    positive: usize,
 }
 
 #[derive(Clone, Copy)]
 enum Place {
-    /// `pieces[.0][.1...2]`
-    Piece(usize, usize, usize),
+    /// The lines `text[.0...1]`.
+    Lines(usize, usize),
     Merged(usize),
 }
 
-impl Qrels<'_> {
-    pub(super) fn judged(&self) -> Vec<Judged<'_>> {
-        let docs = |place| match place {
-            Place::Piece(p, first, end) => &self.pieces[p][first..end],
-            Place::Merged(m) => &self.merged[m][..],
-        };
-        self.queries.iter().map(|&(qid, place)| Judged { qid, docs: docs(place) }).collect()
+impl<'t> Qrels<'t> {
+    pub(super) fn len(&self) -> usize {
+        self.queries.len()
+    }
+
+    pub(super) fn qid(&self, j: usize) -> &'t str {
+        self.queries[j].0
+    }
+
+    pub(super) fn positive(&self) -> usize {
+        self.positive
+    }
+
+    /// The judgements of query `j`: read into `buf` from its lines, or gathered already.
+    fn docs<'s>(&'s self, j: usize, buf: &'s mut Vec<JudgedDoc<'t>>) -> Result<&'s [JudgedDoc<'t>]> {
+        match self.queries[j].1 {
+            Place::Lines(from, to) => {
+                buf.clear();
+                read_judgements(self.text, from, to, self.path, buf)?;
+                Ok(buf)
+            }
+            Place::Merged(m) => Ok(&self.merged[m]),
+        }
     }
 }
 
-/// Parse a qrels file's text.
-pub(super) fn read_qrels<'t>(text: &'t str, path: &str) -> Result<Qrels<'t>> {
+/// The judgement on a qrels line split into `count` fields.
+#[inline(always)]
+fn judgement<'t>(text: &'t str, pos: usize, f: &[(usize, usize); 4], count: usize, path: &str) -> Result<JudgedDoc<'t>> {
+    if count != 4 {
+        let msg = format!("expected 4 columns (query iteration document relevance), found {count}");
+        return Err(Error::parse(path, line_of(text, pos), msg));
+    }
+    let rel = field(text, f[3]);
+    match parse_grade(rel) {
+        Some(value) => Ok(JudgedDoc { doc: field(text, f[2]), rel: value, loc: pos }),
+        None => Err(Error::parse(path, line_of(text, pos), format!("relevance {rel:?} is not an integer"))),
+    }
+}
+
+/// Append the judgements of the lines `text[from..to]`.
+fn read_judgements<'t>(text: &'t str, from: usize, to: usize, path: &str, docs: &mut Vec<JudgedDoc<'t>>) -> Result<()> {
+    for_each_line::<4>(text, from, to, |pos, f, count| {
+        docs.push(judgement(text, pos, f, count, path)?);
+        Ok(())
+    })
+}
+
+/// Read a qrels file's text: check every line and find the lines of each query.
+pub(super) fn read_qrels<'t>(text: &'t str, path: &'t str) -> Result<Qrels<'t>> {
     let cuts = pieces(text);
     let read: Vec<Result<QrelsPiece<'t>>> = cuts.par_windows(2).map(|w| read_qrels_piece(text, w[0], w[1], path)).collect();
-    let mut pieces = Vec::with_capacity(read.len());
-    let mut blocks: Vec<(QidKey<'t>, Place)> = Vec::new();
-    for (p, piece) in read.into_iter().enumerate() {
-        let (docs, starts) = piece?;
-        let ends = starts.iter().skip(1).map(|b| b.1).chain([docs.len()]);
-        blocks.extend(starts.iter().zip(ends).map(|(&(qid, first), end)| (qid, Place::Piece(p, first, end))));
-        pieces.push(docs);
+    let mut blocks: Vec<(QidKey<'t>, (usize, usize))> = Vec::new();
+    let mut positive = 0;
+    for (piece, w) in read.into_iter().zip(cuts.windows(2)) {
+        let (starts, n_positive) = piece?;
+        positive += n_positive;
+        let ends = starts.iter().skip(1).map(|b| b.1).chain([w[1]]);
+        blocks.extend(starts.iter().zip(ends).map(|(&(qid, from), to)| (qid, (from, to))));
     }
     if blocks.is_empty() {
         return Err(Error::parse(path, 1, "no judgements: the qrels file is empty"));
     }
     // A stable sort keeps the blocks of a query in file order, next to each other.
     blocks.par_sort_by(|a, b| a.0.cmp(&b.0));
-    let mut qrels = Qrels { pieces, merged: Vec::new(), queries: Vec::with_capacity(blocks.len()) };
-    if !blocks.par_windows(2).any(|w| w[0].0 == w[1].0) {
-        qrels.queries = blocks.into_iter().map(|(key, place)| (key.qid, place)).collect();
-        return Ok(qrels);
-    }
+    let mut qrels = Qrels { text, path, merged: Vec::new(), queries: Vec::with_capacity(blocks.len()), positive };
     let mut i = 0;
     while i < blocks.len() {
         let key = blocks[i].0;
         // Only the following blocks are compared: reading every id once more would be a cache miss each.
         let n = 1 + blocks[i + 1..].iter().take_while(|b| b.0 == key).count();
         if n == 1 {
-            qrels.queries.push((key.qid, blocks[i].1));
+            let (from, to) = blocks[i].1;
+            qrels.queries.push((key.qid, Place::Lines(from, to)));
         } else {
             let mut docs = Vec::new();
-            for &(_, place) in &blocks[i..i + n] {
-                if let Place::Piece(p, first, end) = place {
-                    docs.extend_from_slice(&qrels.pieces[p][first..end]);
-                }
+            for &(_, (from, to)) in &blocks[i..i + n] {
+                read_judgements(text, from, to, path, &mut docs)?;
             }
             qrels.queries.push((key.qid, Place::Merged(qrels.merged.len())));
             qrels.merged.push(docs);
@@ -118,9 +158,9 @@ pub(super) fn read_qrels<'t>(text: &'t str, path: &str) -> Result<Qrels<'t>> {
     Ok(qrels)
 }
 
-/// One piece of a qrels file: its judgements, and where each block of consecutive
-/// lines of a query starts.
-type QrelsPiece<'t> = (Vec<JudgedDoc<'t>>, Vec<(QidKey<'t>, usize)>);
+/// One piece of a qrels file: where each block of consecutive lines of a query
+/// starts, and how many judgements are > 0.
+type QrelsPiece<'t> = (Vec<(QidKey<'t>, usize)>, usize);
 
 /// A query id with its first eight bytes as a number, taken while the line is in
 /// cache: sorting and comparing many ids then rarely reads the ids themselves.
@@ -162,24 +202,16 @@ impl Ord for QidKey<'_> {
 }
 
 fn read_qrels_piece<'t>(text: &'t str, from: usize, to: usize, path: &str) -> Result<QrelsPiece<'t>> {
-    let (mut docs, mut blocks): QrelsPiece<'t> = (Vec::new(), Vec::new());
+    let (mut blocks, mut positive): QrelsPiece<'t> = (Vec::new(), 0);
     for_each_line::<4>(text, from, to, |pos, f, count| {
-        if count != 4 {
-            let msg = format!("expected 4 columns (query iteration document relevance), found {count}");
-            return Err(Error::parse(path, line_of(text, pos), msg));
-        }
-        let rel = field(text, f[3]);
-        let Some(value) = parse_grade(rel) else {
-            return Err(Error::parse(path, line_of(text, pos), format!("relevance {rel:?} is not an integer")));
-        };
+        positive += usize::from(judgement(text, pos, f, count, path)?.rel > 0);
         let qid = field(text, f[0]);
         if !blocks.last().is_some_and(|(q, _)| same_bytes(q.qid.as_bytes(), qid.as_bytes())) {
-            blocks.push((QidKey::new(qid), docs.len()));
+            blocks.push((QidKey::new(qid), pos));
         }
-        docs.push(JudgedDoc { doc: field(text, f[2]), rel: value, loc: pos });
         Ok(())
     })?;
-    Ok((docs, blocks))
+    Ok((blocks, positive))
 }
 
 /// A run of consecutive lines of one query in a piece of the run file; it ends
@@ -220,8 +252,8 @@ struct RunContext<'a, 'm> {
     text: &'a str,
     path: &'m str,
     qrels: Origin<'m>,
-    judged: &'m [Judged<'a>],
-    /// `QidKey` prefixes of `judged`'s query ids (sorted, as the ids are).
+    judgements: &'m Qrels<'a>,
+    /// `QidKey` prefixes of the judged query ids (sorted, as the ids are).
     prefixes: Vec<u64>,
     measures: &'m [Measure],
     width: usize,
@@ -229,13 +261,13 @@ struct RunContext<'a, 'm> {
 }
 
 impl<'a> RunContext<'a, '_> {
-    /// Index in `judged` of a query id: a binary search on the numeric prefixes,
+    /// Index in the judgements of a query id: a binary search on the numeric prefixes,
     /// then on the ids among equal prefixes (no hash table to build first).
     fn find(&self, qid: &str) -> Option<usize> {
         let prefix = QidKey::new(qid).prefix;
         let lo = self.prefixes.partition_point(|&p| p < prefix);
         let hi = lo + self.prefixes[lo..].partition_point(|&p| p == prefix);
-        self.judged[lo..hi].binary_search_by(|j| j.qid.cmp(qid)).ok().map(|i| lo + i)
+        self.judgements.queries[lo..hi].binary_search_by(|j| j.0.cmp(qid)).ok().map(|i| lo + i)
     }
 
     /// Append the data lines of `text[from..to]` to `ranking` (one query's block).
@@ -249,9 +281,15 @@ impl<'a> RunContext<'a, '_> {
     }
 
     fn evaluate(&self, j: usize, scratch: &mut Scratch<'a>, missing: bool) -> Result<QueryResult> {
-        let judged = &self.judged[j];
-        judge_and_rank(judged, scratch, self.qrels, Origin { path: self.path, text: Some(self.text) })?;
-        Ok(evaluate_query(&mut scratch.res_rels, judged, &scratch.entries, missing, self.measures, self.width, self.opts))
+        // The buffer leaves the scratch space while the judgements it holds are in use.
+        let mut buf = std::mem::take(&mut scratch.judgements);
+        let result = self.judgements.docs(j, &mut buf).and_then(|docs| {
+            let judged = Judged { qid: self.judgements.qid(j), docs };
+            judge_and_rank(&judged, scratch, self.qrels, Origin { path: self.path, text: Some(self.text) })?;
+            Ok(evaluate_query(&mut scratch.res_rels, &judged, &scratch.entries, missing, self.measures, self.width, self.opts))
+        });
+        scratch.judgements = buf;
+        result
     }
 
     /// Read one piece, evaluating the blocks that lie inside it.
@@ -314,18 +352,18 @@ impl<'a> RunContext<'a, '_> {
 /// Evaluate a run file's text against judgements (see the module documentation).
 pub(super) fn evaluate_run_text<'a>(
     measures: Vec<Measure>,
-    judged: &[Judged<'a>],
+    judgements: &Qrels<'a>,
     text: &'a str,
     path: &str,
     opts: &Options,
     qrels: Origin<'_>,
 ) -> Result<Evaluation> {
-    if judged.len() >= NONE as usize {
+    if judgements.len() >= NONE as usize {
         return Err(Error::input(format!("{}: more than {} judged queries", qrels.path, NONE - 1)));
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
-    let prefixes = judged.par_iter().map(|j| QidKey::new(j.qid).prefix).collect();
-    let ctx = RunContext { text, path, qrels, judged, prefixes, measures: &measures, width, opts };
+    let prefixes = judgements.queries.par_iter().map(|j| QidKey::new(j.0).prefix).collect();
+    let ctx = RunContext { text, path, qrels, judgements, prefixes, measures: &measures, width, opts };
 
     let cuts = pieces(text);
     let pieces: Vec<Result<Piece<'a>>> = cuts.par_windows(2).map(|w| ctx.read_piece(w[0], w[1])).collect();
@@ -333,7 +371,7 @@ pub(super) fn evaluate_run_text<'a>(
     // Every line is read and checked by now, so the last one is well-formed.
     let run_id = last_run_id(text, path)?.to_string();
 
-    let mut n_blocks = vec![0u32; judged.len()];
+    let mut n_blocks = vec![0u32; judgements.len()];
     for b in pieces.iter().flat_map(|p| &p.blocks) {
         if b.judged != NONE {
             n_blocks[b.judged as usize] += 1;
@@ -342,11 +380,11 @@ pub(super) fn evaluate_run_text<'a>(
     let run_only: FxHashSet<&str> = pieces.iter().flat_map(|p| p.run_only.iter().copied()).collect();
     if !opts.complete {
         if let Some(j) = n_blocks.iter().position(|&n| n == 0) {
-            return Err(missing_query_error(path, judged[j].qid, qrels.path));
+            return Err(missing_query_error(path, judgements.qid(j), qrels.path));
         }
     }
     let queries = ctx.results(pieces, &n_blocks)?;
-    let summary = summarize(&measures, &queries, judged, opts, width);
+    let summary = summarize(&measures, &queries, judgements.positive(), opts, width);
     let mut run_only_queries: Vec<String> = run_only.into_iter().map(str::to_string).collect();
     run_only_queries.sort_unstable();
     Ok(Evaluation { measures, queries, summary, run_id, run_only_queries })
