@@ -348,7 +348,7 @@ fn form_res_rels(rr: &mut ResRels, judged: &Judged<'_, '_>, ranking: &[Entry<'_>
 }
 
 /// Per-query values of one query.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct QueryResult {
     pub qid: String,
     pub values: Vec<f64>,

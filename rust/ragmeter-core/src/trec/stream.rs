@@ -235,7 +235,7 @@ type LateBlock = (u32, u32, u32);
 struct Piece<'a> {
     end: usize,
     blocks: Vec<Block>,
-    results: Vec<Option<QueryResult>>,
+    results: Vec<QueryResult>,
     /// Query ids of the blocks without judgements (repeated when a query has several).
     run_only: Vec<&'a str>,
 }
@@ -338,7 +338,7 @@ impl<'a> RunContext<'a, '_> {
         let mut result = NONE;
         if let (Some(j), true) = (judged, evaluate_now) {
             result = piece.results.len() as u32;
-            piece.results.push(Some(self.evaluate(j, scratch, false)?));
+            piece.results.push(self.evaluate(j, scratch, false)?);
         }
         scratch.ranking.clear();
         if judged.is_none() {
@@ -395,7 +395,9 @@ impl<'a> RunContext<'a, '_> {
     /// as a single block stand; the others are evaluated now from all their blocks
     /// (or, with `-c`, from the stand-in ranking when they have none).
     fn results(&self, mut pieces: Vec<Piece<'a>>, n_blocks: &[u32]) -> Result<Vec<QueryResult>> {
-        let mut results: Vec<Option<QueryResult>> = (0..n_blocks.len()).map(|_| None).collect();
+        // Every judged query gets a result (the run is refused, or with -c a query without
+        // lines is evaluated as empty); empty stand-ins (no allocation) until then.
+        let mut results: Vec<QueryResult> = (0..n_blocks.len()).map(|_| QueryResult::default()).collect();
         let mut late: Vec<LateBlock> = Vec::new();
         let index = |i: usize| u32::try_from(i).map_err(|_| Error::input(format!("{}: too many blocks of lines", self.path)));
         for (p, piece) in pieces.iter_mut().enumerate() {
@@ -403,7 +405,7 @@ impl<'a> RunContext<'a, '_> {
                 match b.judged {
                     NONE => {}
                     j if b.result != NONE && n_blocks[j as usize] == 1 => {
-                        results[j as usize] = piece.results[b.result as usize].take();
+                        results[j as usize] = std::mem::take(&mut piece.results[b.result as usize]);
                     }
                     j => late.push((j, index(p)?, index(i)?)),
                 }
@@ -432,9 +434,9 @@ impl<'a> RunContext<'a, '_> {
             .collect();
         for r in late {
             let (j, result) = r?;
-            results[j] = Some(result);
+            results[j] = result;
         }
-        Ok(results.into_iter().flatten().collect())
+        Ok(results)
     }
 }
 
