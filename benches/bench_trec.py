@@ -15,6 +15,15 @@ gitignored). Measures: map, recip_rank, ndcg_cut.10, P.5, recall.10, success.5.
     ``RAYON_NUM_THREADS=1`` and ``2`` (each in its own process).
 (d) peak RSS of ``ragmeter trec`` (GNU ``/usr/bin/time -f %M``) vs input size.
 
+Run it from a virtual environment with a current pip, as users install a
+command-line tool, so that ``ragmeter`` starts as it would for them: the
+interpreter's own site-packages, and whatever ``.pth`` start-up hooks they hold,
+are not loaded, and pip >= 24.1 writes console scripts that no longer import
+``re`` (13-15 ms here). The environment used is recorded in the results::
+
+    python -m venv .venv && .venv/bin/pip install -U pip && .venv/bin/pip install '.[bench]'
+    .venv/bin/python benches/bench_trec.py --sizes 20000,100000 --repeat 5 --out benches/RESULTS.md
+
 Times are the best of ``--repeat`` runs; peers run once on sizes above
 ``--large`` queries (``--large-repeat``). Everything is printed and written to
 ``--out`` (a hand-written section after the ``<!-- notes -->`` marker of an
@@ -344,8 +353,26 @@ def machine() -> Dict[str, str]:
         "rustc": sh("rustc --version") or "unknown",
         "commit": sh(f"git -C {HERE.parent} rev-parse --short HEAD"),
         "versions": ", ".join(f"{k} {v}" for k, v in versions.items()),
+        "python environment": python_environment(),
         "trec_eval": trec_eval_status(),
     }
+
+
+def python_environment() -> str:
+    """Where the interpreter runs from, and the ``.pth`` files that run code at its start."""
+    import site
+
+    venv = sys.prefix != sys.base_prefix
+    where = f"virtual environment {sys.prefix}" if venv else f"the interpreter's own prefix {sys.prefix}"
+    hooks = []
+    for directory in site.getsitepackages():
+        for pth in sorted(Path(directory).glob("*.pth")):
+            try:
+                if any(l.startswith(("import ", "import\t")) for l in pth.read_text(errors="replace").splitlines()):
+                    hooks.append(pth.name)
+            except OSError:
+                pass
+    return f"{where}; `.pth` files that run code at start-up: {', '.join(hooks) or 'none'}"
 
 
 def trec_eval_status() -> str:
@@ -567,8 +594,8 @@ def render(mach: Dict[str, str], cmdline: str, results: List[Dict[str, Any]], st
     L.append("")
     r0 = results[0]
     L.append(f"Start-up: `ragmeter trec -m map` on the 200-query files takes {r0['tiny_wall'] * 1e3:.0f} ms "
-             f"(a bare `python -c pass` {r0['python_wall'] * 1e3:.0f} ms on this machine, whose site-packages run "
-             "`.pth` start-up hooks). The `ragmeter` console script is called directly (not through a pyenv shim). "
+             f"(a bare `python -c pass` {r0['python_wall'] * 1e3:.0f} ms in the same environment: see "
+             "**python environment** above). The `ragmeter` console script is called directly (not through a pyenv shim). "
              "For ragmeter, `parse + evaluate` shows the best in-process `_core.trec_eval_text` call (Rust: read, parse, "
              "evaluate, format; measured separately, so it can come out close to or even above the CLI's best wall "
              "time when the machine is noisy).")
@@ -653,7 +680,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=gen_trec_data.DEFAULT_SEED)
     ap.add_argument("--data-dir", type=Path, default=gen_trec_data.DEFAULT_DIR)
     a = ap.parse_args()
-    cmdline = "python benches/bench_trec.py" + "".join(f" {x}" for x in sys.argv[1:])
+    python = "python"
+    if sys.prefix != sys.base_prefix:  # name the virtual environment (relative to the checkout when inside it)
+        venv = Path(sys.prefix)
+        python = str((venv.relative_to(HERE.parent) if venv.is_relative_to(HERE.parent) else venv) / "bin" / "python")
+    cmdline = f"{python} benches/bench_trec.py" + "".join(f" {x}" for x in sys.argv[1:])
     started = time.strftime("%Y-%m-%d %H:%M %Z")
     t0 = time.perf_counter()
     mach = machine()
