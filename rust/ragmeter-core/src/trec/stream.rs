@@ -411,8 +411,9 @@ impl<'a> RunContext<'a, '_> {
                 }
             }
         }
-        // Stable: a query's blocks stay in file order.
-        late.par_sort_by_key(|t| t.0);
+        // By query, then file order (piece, block): what a stable sort by query gives,
+        // without the stable sort's buffer (an interleaved file has a block per line).
+        late.par_sort_unstable();
         let mut todo: Vec<(usize, &[LateBlock])> = late.chunk_by(|a, b| a.0 == b.0).map(|c| (c[0].0 as usize, c)).collect();
         todo.extend(n_blocks.iter().enumerate().filter(|(_, &n)| n == 0).map(|(j, _)| (j, &[][..])));
         // In query order, so that the error reported is the first in query order.
