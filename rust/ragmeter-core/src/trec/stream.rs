@@ -134,8 +134,8 @@ pub(super) fn read_qrels<'t>(text: &'t str, path: &'t str) -> Result<Qrels<'t>> 
     if blocks.is_empty() {
         return Err(Error::parse(path, 1, "no judgements: the qrels file is empty"));
     }
-    // A stable sort keeps the blocks of a query in file order, next to each other.
-    blocks.par_sort_by(|a, b| a.0.cmp(&b.0));
+    // By query, then file order (what a stable sort by query gives, without its buffer).
+    blocks.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1 .0.cmp(&b.1 .0)));
     let mut qrels = Qrels { text, path, merged: Vec::new(), queries: Vec::with_capacity(blocks.len()), positive };
     let mut i = 0;
     while i < blocks.len() {
