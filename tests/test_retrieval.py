@@ -136,6 +136,13 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     assert (tmp_path / "demo" / "summary.json").exists() and (tmp_path / "demo" / "sweep.parquet").exists()
 
 
+def test_an_output_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    proc = cli("demo", "--out", "file/demo", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "ragmeter: error: file/demo:" in proc.stderr
+
+
 def test_sweep_aggregates_equal_grouped_per_case_rows() -> None:
     """The vectorised sweep table equals grouping the per-case rows (the reference path)."""
     import numpy as np

@@ -145,6 +145,15 @@ def test_trec_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert proc.wait() == 0 and err == ""
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_trec_output_to_a_full_disk_is_an_error_not_a_traceback(conformance: Path) -> None:
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "ragmeter", "trec", "-q", str(conformance / "qrels.test"),
+                               str(conformance / "results.test")], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "No space left on device" in proc.stderr
+
+
 def test_trec_cli_flushes_everything_before_its_quick_exit(tmp_path: Path) -> None:
     # The script ends `trec` with os._exit: output larger than any buffer must still arrive whole.
     (tmp_path / "q").write_text("".join(f"q{i} 0 d1 1\n" for i in range(3000)))
