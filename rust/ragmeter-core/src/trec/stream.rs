@@ -1,5 +1,6 @@
 //! The file fast path of `ragmeter trec`: one sequential pass over each file,
-//! cut into pieces that are read in parallel.
+//! cut into pieces that are read in parallel (a query's few qrels lines are read
+//! once more when it is evaluated; see [`Qrels`]).
 //!
 //! TREC files nearly always keep a query's lines together, so while a run piece
 //! is read each query is evaluated as soon as its block of lines ends, while the
