@@ -530,7 +530,7 @@ def render(mach: Dict[str, str], cmdline: str, results: List[Dict[str, Any]], st
     L.append("")
     L.append("## Machine")
     L.append("")
-    for k in ("nproc", "cpu", "memory", "os", "python", "rustc", "versions", "trec_eval"):
+    for k in ("nproc", "cpu", "memory", "os", "python", "python environment", "rustc", "versions", "trec_eval"):
         L.append(f"- **{k}**: {mach[k]}")
     loads = ", ".join(f"{r['n']:,}q: {r['load_before']} → {r['load_after']}" for r in results)
     L.append(f"- **load average (1/5/15 min) before → after each size**: {loads}. The machine is shared with "
@@ -690,6 +690,7 @@ def main() -> None:
     mach = machine()
     print(f"machine: {mach['nproc']} x {mach['cpu']}, {mach['memory']}, Python {mach['python']}, {mach['rustc']}")
     print(f"trec_eval: {mach['trec_eval']}")
+    print(f"python environment: {mach['python environment']}")
     print(f"load average: {loadavg()}")
     tiny = gen_trec_data.ensure(200, a.seed, a.data_dir)
     tiny_walls, tiny_rss = [], []
