@@ -458,8 +458,7 @@ pub fn evaluate_texts(
 ) -> Result<Evaluation> {
     let measures = measures::resolve(measure_args)?;
     let judgements = stream::read_qrels(qrels_text, qrels_path)?;
-    let qrels = Origin { path: qrels_path, text: Some(qrels_text) };
-    stream::evaluate_run_text(measures, &judgements, run_text, run_path, opts, qrels)
+    stream::evaluate_run_text(measures, &judgements, run_text, run_path, opts)
 }
 
 fn missing_query_error(run_path: &str, qid: &str, qrels_path: &str) -> Error {

@@ -85,6 +85,11 @@ impl<'t> Qrels<'t> {
         self.positive
     }
 
+    /// The qrels file, as error messages name it.
+    fn origin(&self) -> Origin<'t> {
+        Origin { path: self.path, text: Some(self.text) }
+    }
+
     /// The judgements of query `j`: read into `buf` from its lines, or gathered already.
     fn docs<'s>(&'s self, j: usize, buf: &'s mut Vec<JudgedDoc<'t>>) -> Result<&'s [JudgedDoc<'t>]> {
         match self.queries[j].1 {
@@ -252,7 +257,6 @@ impl Piece<'_> {
 struct RunContext<'a, 'm> {
     text: &'a str,
     path: &'m str,
-    qrels: Origin<'m>,
     judgements: &'m Qrels<'a>,
     /// `QidKey` prefixes of the judged query ids (sorted, as the ids are).
     prefixes: Vec<u64>,
@@ -286,7 +290,7 @@ impl<'a> RunContext<'a, '_> {
         let mut buf = std::mem::take(&mut scratch.judgements);
         let result = self.judgements.docs(j, &mut buf).and_then(|docs| {
             let judged = Judged { qid: self.judgements.qid(j), docs };
-            judge_and_rank(&judged, scratch, self.qrels, Origin { path: self.path, text: Some(self.text) })?;
+            judge_and_rank(&judged, scratch, self.judgements.origin(), Origin { path: self.path, text: Some(self.text) })?;
             Ok(evaluate_query(&mut scratch.res_rels, &judged, &scratch.entries, missing, self.measures, self.width, self.opts))
         });
         scratch.judgements = buf;
@@ -357,14 +361,13 @@ pub(super) fn evaluate_run_text<'a>(
     text: &'a str,
     path: &str,
     opts: &Options,
-    qrels: Origin<'_>,
 ) -> Result<Evaluation> {
     if judgements.len() >= NONE as usize {
-        return Err(Error::input(format!("{}: more than {} judged queries", qrels.path, NONE - 1)));
+        return Err(Error::input(format!("{}: more than {} judged queries", judgements.path, NONE - 1)));
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
     let prefixes = judgements.queries.par_iter().map(|j| QidKey::new(j.0).prefix).collect();
-    let ctx = RunContext { text, path, qrels, judgements, prefixes, measures: &measures, width, opts };
+    let ctx = RunContext { text, path, judgements, prefixes, measures: &measures, width, opts };
 
     let cuts = pieces(text);
     let pieces: Vec<Result<Piece<'a>>> = cuts.par_windows(2).map(|w| ctx.read_piece(w[0], w[1])).collect();
@@ -381,7 +384,7 @@ pub(super) fn evaluate_run_text<'a>(
     let run_only: FxHashSet<&str> = pieces.iter().flat_map(|p| p.run_only.iter().copied()).collect();
     if !opts.complete {
         if let Some(j) = n_blocks.iter().position(|&n| n == 0) {
-            return Err(missing_query_error(path, judgements.qid(j), qrels.path));
+            return Err(missing_query_error(path, judgements.qid(j), judgements.path));
         }
     }
     let queries = ctx.results(pieces, &n_blocks)?;
