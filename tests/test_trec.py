@@ -267,3 +267,19 @@ def test_mixed_inputs_parse_the_path_side_in_rust(tmp_path: Path) -> None:
         evaluate(qrels_path, run, measures)
     with pytest.raises(InputError, match="no such file"):
         evaluate(tmp_path / "absent.txt", run, measures)
+
+
+def test_console_keeps_sys_exit_semantics(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    import ragmeter.cli as cli
+
+    for raised, status, printed in ((SystemExit("stopped: why"), 1, "stopped: why"), (SystemExit(3), 3, ""),
+                                    (SystemExit(None), 0, "")):
+        def fake_main(argv: object, exc: SystemExit = raised) -> int:
+            raise exc
+
+        monkeypatch.setattr(cli, "main", fake_main)
+        monkeypatch.setattr(sys, "argv", ["ragmeter", "score"])
+        with pytest.raises(SystemExit) as exited:
+            cli.console()
+        assert exited.value.code == status
+        assert capsys.readouterr().err.strip() == printed

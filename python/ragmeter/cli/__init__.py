@@ -80,11 +80,19 @@ def console() -> NoReturn:
     try:
         code = main(argv)
     except SystemExit as exc:  # argparse, after its help text or a usage error
-        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+        code = _exit_status(exc)
     code = _flush_output(code)
     if argv[:1] == ["trec"]:
         os._exit(code)
     sys.exit(code)
+
+
+def _exit_status(exc: SystemExit) -> int:
+    """What ``sys.exit`` would make of ``exc``: a message is printed and gives status 1."""
+    if exc.code is None or isinstance(exc.code, int):
+        return exc.code or 0
+    print(exc.code, file=sys.stderr)
+    return 1
 
 
 def _flush_output(code: int) -> int:

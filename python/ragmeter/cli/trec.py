@@ -26,6 +26,7 @@ PARSER_OPTIONS = {"add_help": True}
 SWITCHES = {"q": "per_query", "n": "no_summary", "c": "complete", "J": "judged_only"}
 #: trec_eval's options that take a value: argument name, and whether it is an integer.
 VALUED = {"M": ("max_docs", True), "l": ("level", True), "N": ("num_docs", True), "m": ("measures", False)}
+#: Values of the arguments not given (``configure`` declares them from here too).
 DEFAULTS = {"per_query": False, "no_summary": False, "complete": False, "judged_only": False,
             "max_docs": None, "level": 1, "num_docs": 0}
 
@@ -39,9 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="average over every qrels query; queries missing from the run count as empty")
     parser.add_argument("-J", action="store_true", dest="judged_only", help="drop unjudged documents before measuring")
     parser.add_argument("-M", type=int, dest="max_docs", metavar="N", help="only the first N documents of each ranking")
-    parser.add_argument("-l", type=int, dest="level", default=1, metavar="L",
+    parser.add_argument("-l", type=int, dest="level", default=DEFAULTS["level"], metavar="L",
                         help="a document is relevant when its judgement is >= L (default 1)")
-    parser.add_argument("-N", type=int, dest="num_docs", default=0, metavar="N",
+    parser.add_argument("-N", type=int, dest="num_docs", default=DEFAULTS["num_docs"], metavar="N",
                         help="number of documents in the collection (utility)")
     parser.add_argument("-m", action="append", dest="measures", default=[], metavar="MEASURE[.PARAMS]",
                         help="measure or set (official, all_trec, set); repeatable; e.g. -m P.5,10 -m ndcg_cut.10")
