@@ -196,6 +196,7 @@ def parse_rules(text: str) -> List[Rule]:
         if is_count:
             if unit:
                 errors.append(f"{raw.strip()!r}: {name} is a count of cases, write it without pp or %")
+                syntax = True
                 continue
             mode = "count"
         elif name in METRICS:
