@@ -213,3 +213,25 @@ def test_moved_golden_file_falls_back_to_cases_parquet(folders) -> None:  # type
     golden.unlink()  # the recorded file is gone: the cases are compared from cases.parquet
     with pytest.raises(CompareRefused, match=r"golden sets differ in 1 case\(s\), compared from cases.parquet"):
         compare(folders["base"], other)
+
+
+def test_worst_case_widths_fold_instead_of_cutting() -> None:
+    # 100,000 cases, every metric, a category name longer than the screen, all values at their widest
+    import io
+
+    from rich.console import Console
+
+    from ragmeter.cli.compare import render
+    from ragmeter.compare import Comparison, MetricDelta, better
+    from ragmeter.report.data import METRICS
+
+    long_cat = "a-category-name-without-any-space-that-is-longer-than-a-column"
+    rows = [MetricDelta(m, g, d.kind, 0.999, 0.001, -0.998, -1.0, -0.9, 100000, 100000, 99999, 100000, 0, 0.0001,
+                        0.9999, better(m)) for g in ("overall", long_cat, "fact") for m, d in METRICS.items()]
+    comp = Comparison("/a/long/path/to/the/baseline-results-folder-2026-12-01", "/b/candidate", rows, 100000, 100000,
+                      100000, 10000, 1)
+    buf = io.StringIO()
+    render(comp, None, Console(file=buf, width=80))
+    text = buf.getvalue()
+    _assert_fits(text)
+    assert "100000/100000" in text and "[-100.0pp, -90.0pp]" in text and "One case = 0.001 points" in text

@@ -167,7 +167,9 @@ class Comparison:
 
     def to_dict(self) -> Dict[str, Any]:
         """Everything as plain data; values that are not finite are ``None`` (strict JSON)."""
-        return finite_or_none(asdict(self))  # type: ignore[no-any-return]
+        d = asdict(self)
+        d["outcomes"] = [r.metric for r in self.outcomes()]  # what bare regressions / wins count
+        return finite_or_none(d)  # type: ignore[no-any-return]
 
 
 def finite_or_none(value: Any) -> Any:
@@ -492,11 +494,15 @@ def fmt_p(p: Optional[float]) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"  # type: ignore[operator]
 
 
+def _resolution(n: int) -> str:
+    return f"{100 / max(n, 1):.3g}"
+
+
 def header_sentence(comp: Comparison) -> str:
     return (
         f"Baseline {comp.base} ({comp.n_base} cases) vs candidate {comp.candidate} ({comp.n_candidate} cases), "
         f"{comp.n_paired} paired. Delta = candidate - baseline over cases scored in both; 95% CI: paired bootstrap, "
-        f"{comp.n_resamples} resamples, seed {comp.seed}. One case = {100 / max(comp.n_paired, 1):.2f} points."
+        f"{comp.n_resamples} resamples, seed {comp.seed}. One case = {_resolution(comp.n_paired)} points."
     )
 
 
@@ -514,7 +520,8 @@ def flip_lines(comp: Comparison) -> List[str]:
             text = f"{label(r.metric)}: {r.regressions} new, {r.wins} gone"
         else:
             text = f"{label(r.metric)} flips: {r.wins} wrong→right, {r.regressions} right→wrong"
-        out.append(f"{text} (McNemar exact p = {fmt_p(r.p_value)}, n = {r.n_paired}).")
+        p = fmt_p(r.p_value)
+        out.append(f"{text} (McNemar exact p {p if p.startswith('<') else '= ' + p}, n = {r.n_paired}).")
     return out
 
 
@@ -545,7 +552,7 @@ def to_markdown(comp: Comparison, gate_results: Optional[List[Any]] = None) -> s
     lines.append(
         f"Baseline {_code(comp.base)} ({comp.n_base} cases) vs candidate {_code(comp.candidate)} "
         f"({comp.n_candidate} cases), {comp.n_paired} paired. Delta = candidate - baseline over cases scored in both; "
-        f"95% CI: paired bootstrap, {comp.n_resamples} resamples, seed {comp.seed}. One case = {100 / max(comp.n_paired, 1):.2f} points."
+        f"95% CI: paired bootstrap, {comp.n_resamples} resamples, seed {comp.seed}. One case = {_resolution(comp.n_paired)} points."
     )
     lines.append("")
     if gate_results is not None:

@@ -11,11 +11,11 @@ import argparse
 import sys
 from typing import Any, List, Optional
 
-HELP = "compare two results directories case by case (paired bootstrap, McNemar) and gate regressions"
+HELP = "compare two results folders case by case (paired bootstrap, McNemar); gate regressions"
 
-EPILOG = """exit status: 0 = compared (and every gate rule held), 1 = a gate rule was violated,
-2 = bad input (runs not comparable without --force, unreadable folders, rules that
-do not parse or can never fail).
+EPILOG = """exit status: 0 = compared (and every gate rule held); 1 = a gate rule was
+violated; 2 = bad input (runs not comparable without --force, unreadable
+folders, rules that do not parse or can never fail).
 
 Gate rules, comma-separated, NAME[category] OP LIMIT:
   hit>=-2pp           delta (candidate - baseline) of at least -2 points
