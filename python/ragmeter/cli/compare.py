@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any, List, Optional
 
-HELP = "compare two results folders case by case (paired bootstrap, McNemar); gate regressions"
+HELP = "compare two results folders case by case and gate regressions"
 
 EPILOG = """exit status: 0 = compared (and every gate rule held); 1 = a gate rule was
 violated; 2 = bad input (runs not comparable without --force, unreadable
