@@ -97,6 +97,8 @@ def test_markdown_only_when_asked(folders, tmp_path: Path) -> None:  # type: ign
     assert proc.returncode == 0 and "| metric |" not in proc.stdout and "| metric |" in out.read_text(encoding="utf-8")
     proc = _cli(str(folders["base"]), str(folders["miss"]), "--out", str(tmp_path / "cmp.parquet"))
     assert proc.returncode == 2 and "name the file .md" in proc.stderr
+    proc = _cli(str(folders["base"]), str(folders["miss"]), "--json", str(tmp_path / "cmp.txt"))
+    assert proc.returncode == 2 and "name the file .json" in proc.stderr and not (tmp_path / "cmp.txt").exists()
 
 
 # ------------------------------------------------------------------ strict JSON, non-finite values

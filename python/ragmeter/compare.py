@@ -299,9 +299,12 @@ def _check(base: Any, cand: Any) -> Tuple[List[str], List[str]]:
     if diffs:
         problems.append(_describe_differences(diffs, source))
     elif hb is not None and hc is not None and hb != hc:
+        unchecked = [c for c in ("expected_files", "expected_evidence") if c not in gb.columns or c not in gc.columns]
+        caveat = f"; {' and '.join(unchecked)} not recorded there, so not compared" if unchecked else ""
         notes.append(
-            f"the golden files differ byte for byte (baseline {hb[:12]}, candidate {hc[:12]}) but every case's id, "
-            f"question and labels are the same (compared from {source})"
+            f"the golden files differ byte for byte (baseline {hb[:12]}, candidate {hc[:12]}) but every case's "
+            f"{', '.join(['id', *[c for c in gb.columns if c != 'id' and c in gc.columns]])} is the same "
+            f"(compared from {source}{caveat})"
         )
     mb, mc = _mode_mix(base.cases), _mode_mix(cand.cases)
     if mb != mc:

@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--resamples: need at least 100, got {args.resamples}")
     if args.out is not None and not args.out.lower().endswith((".md", ".markdown")):
         raise InputError(f"--out {args.out}: the summary is Markdown; name the file .md")
+    if args.json not in (None, "-") and not args.json.lower().endswith(".json"):
+        raise InputError(f"--json {args.json}: the comparison is JSON; name the file .json (or give no file to print it)")
     comp = compare(args.base, args.candidate, force=args.force, n_resamples=args.resamples, seed=args.seed)
     results = gate.evaluate(rules, comp) if rules is not None else None
     for w in comp.warnings:
