@@ -582,12 +582,12 @@ def to_markdown(comp: Comparison, gate_results: Optional[List[Any]] = None) -> s
         for g in comp.groups:
             row = [g]
             for m in key:
-                r = comp.row(m, g)
-                if r is None or not r.n_paired:
+                cell = comp.row(m, g)
+                if cell is None or not cell.n_paired:
                     row.append("n/a")
                 else:
-                    row.append(f"{fmt_value(r.baseline, r.kind)} → {fmt_value(r.candidate, r.kind)} "
-                               f"({fmt_delta(r.delta, r.kind)} {fmt_ci(r)}, n={r.n_paired})")
+                    row.append(f"{fmt_value(cell.baseline, cell.kind)} → {fmt_value(cell.candidate, cell.kind)} "
+                               f"({fmt_delta(cell.delta, cell.kind)} {fmt_ci(cell)}, n={cell.n_paired})")
             cat_rows.append(row)
         lines += ["### Per category", "", md_table(["category"] + [label(m) for m in key], cat_rows), ""]
     lines += flip_lines(comp)
