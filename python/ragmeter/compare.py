@@ -404,7 +404,7 @@ def compare_frames(
         bad = non_finite_counts(cases)
         if bad:
             warnings.append(
-                f"{side}: values that are not finite (NaN or infinity) treated as missing: "
+                f"{side}: cases.parquet has values that are not finite (NaN or infinity), treated as missing: "
                 + ", ".join(f"{k} in {name}" for name, k in bad.items())
             )
     mb = _metric_frame(base_cases)
