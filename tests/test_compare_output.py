@@ -237,3 +237,13 @@ def test_worst_case_widths_fold_instead_of_cutting() -> None:
     text = buf.getvalue()
     _assert_fits(text)
     assert "100000/100000" in text and "[-100.0pp, -90.0pp]" in text and "One case = 0.001 points" in text
+
+
+def test_unreadable_folder_is_one_line_exit_2(folders, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "cases.parquet").write_bytes(b"not parquet at all")
+    (broken / "summary.json").write_text("{}", encoding="utf-8")
+    proc = _cli(str(folders["base"]), str(broken))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "cases.parquet" in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
