@@ -51,6 +51,7 @@ def test_unjudged_hit_flips_fail_bare_regressions_and_name_hit(runs) -> None:  #
     assert reg.counted == {"hit": 7, "correct": 0, "refusal": 0}
     assert "regressions 7 (hit 7 of 45, correct 0 of 6, refusal 0 of 44)" in reg.detail
     assert res["hit_regressions<=7"].passed
+    assert any("correct: not judged" in n for n in compare(f["base"], f["miss7"], n_resamples=RESAMPLES).notes)
 
 
 def test_cli_bare_regressions_exit_1(runs, capsys: pytest.CaptureFixture) -> None:  # type: ignore[no-untyped-def]

@@ -374,6 +374,11 @@ def non_finite_counts(cases: pl.DataFrame) -> Dict[str, int]:
     return out
 
 
+def _judged(cases: pl.DataFrame) -> bool:
+    """Whether the judge gave any correctness verdict (else ``answer_correct`` is refusal detection alone)."""
+    return "correct" in cases.columns and cases.get_column("correct").null_count() < cases.height
+
+
 def _values(frame: pl.DataFrame, columns: List[str], n: int) -> np.ndarray:
     if not columns:
         return np.zeros((n, 0))
@@ -420,6 +425,8 @@ def compare_frames(
     cand_v = _values(joined, [f"{x}__c" for x in names], n)
     diff = cand_v - base_v  # NaN where either side is unscored
     notes: List[str] = []
+    if "correct" in names and not (_judged(base_cases) and _judged(cand_cases)):
+        notes.append("correct: not judged in both runs; its cases are the no-answer cases, scored by refusal detection")
     resampled = stats.bootstrap_means(diff, n_resamples=n_resamples, seed=seed, groups=cats, threads=threads) if n and names else {}
 
     rows: List[MetricDelta] = []
