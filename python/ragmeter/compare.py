@@ -2,32 +2,101 @@
 
 ``compare(base_dir, cand_dir)`` pairs the cases of two results directories by
 ``id`` and reports, per metric, overall and per category: baseline and
-candidate means over the cases scored in both runs, the delta with a paired
-bootstrap 95% interval (10,000 resamples by default, seeded), ``n``, per-case
-wins / regressions / ties, McNemar's exact test for boolean metrics (correct,
-hit, ...), and the minimum detectable difference at this size (alpha 0.05,
-power 0.8; see :mod:`ragmeter.stats`).
+candidate means over the cases scored in both runs, the delta (candidate -
+baseline) with a paired bootstrap 95% interval (10,000 resamples by default,
+seeded), ``n``, per-case wins / regressions / ties, McNemar's exact test for
+boolean metrics (correct, hit, ...), and the minimum detectable difference at
+this size (alpha 0.05, power 0.8; see :mod:`ragmeter.stats`).
 
-The two runs must be comparable: the same golden set (same case ids, and the
-same golden hash when both ``summary.json`` carry one) and the same
-retrieval-mode mix. Otherwise :class:`CompareRefused` is raised, unless
-``force=True``, which records a loud warning instead.
+Direction
+---------
+Every metric is higher-is-better except ``refusal``, the refusal rate on
+*answerable* cases (answered cases that are not no-answer cases): there a win is
+a case the candidate answers where the baseline refused. Refusals on no-answer
+cases are the right answer there; they count through ``correct`` (a refusal is
+the correct answer to a no-answer question), never as refusal regressions.
+``wins`` / ``regressions`` always mean better / worse in the metric's direction;
+``delta`` is always the raw candidate - baseline.
+
+Comparability
+-------------
+The two runs must be comparable: the same cases (ids, questions, reference
+answers, categories and labels) and the same retrieval-mode mix. Cases are
+compared, not file bytes, so a comment line or reformatting in the golden set
+does not matter. When both folders record a golden file (``summary.json``
+``inputs.golden``) that still exists with the recorded SHA-256, the cases are
+read from those files (labels included); otherwise from the golden-set columns
+that ``cases.parquet`` carries (``question``, ``reference_answer``,
+``category``, ``labeled``, ``n_expected_files``, and ``expected_files`` /
+``expected_evidence`` when present). Otherwise :class:`CompareRefused` is
+raised naming the first cases that differ, unless ``force=True``, which
+records a loud warning instead.
+
+Values that are not finite (NaN, infinity) in a results folder are treated as
+missing (unscored) with a warning.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import polars as pl
 
 from ragmeter.errors import InputError
 
-__all__ = ["CompareRefused", "MetricDelta", "Comparison", "compare", "golden_hash"]
+__all__ = [
+    "CompareRefused",
+    "MetricDelta",
+    "Comparison",
+    "compare",
+    "compare_frames",
+    "golden_hash",
+    "to_markdown",
+    "to_json",
+    "finite_or_none",
+    "better",
+    "scale",
+    "label",
+    "OUTCOMES",
+]
 
 EPS = 1e-9
+
+#: metrics where a lower value is better; every other metric is higher-is-better
+LOWER_IS_BETTER = frozenset({"refusal"})
+#: value range of a metric when it is not 0-1
+SCALES: Dict[str, Tuple[float, float]] = {"correctness": (1.0, 5.0)}
+#: the case-level binary outcomes that bare ``regressions`` / ``wins`` rules count:
+#: chunk-level retrieval hit, answer correctness, refusal of an answerable question
+#: (file-level hits restate ``hit`` at a coarser grain and are left out)
+OUTCOMES = ("hit", "correct", "refusal")
+_LABELS = {"refusal": "Refusals (answerable)"}
+#: golden-set fields compared case by case (whichever both sides carry)
+GOLDEN_FIELDS = ("question", "reference_answer", "category", "expected_files", "expected_evidence", "labeled",
+                 "n_expected_files")
+#: differing cases named in a refusal message
+SHOW_CASES = 5
+
+
+def better(metric: str) -> str:
+    """``"lower"`` or ``"higher"``: which way the metric improves."""
+    return "lower" if metric in LOWER_IS_BETTER else "higher"
+
+
+def scale(metric: str) -> Tuple[float, float]:
+    """The metric's range: (0, 1) unless noted in :data:`SCALES`."""
+    return SCALES.get(metric, (0.0, 1.0))
+
+
+def label(metric: str) -> str:
+    from ragmeter.report.data import METRICS
+
+    return _LABELS.get(metric, METRICS[metric].label)
 
 
 class CompareRefused(InputError):
@@ -41,16 +110,17 @@ class MetricDelta:
     kind: str  # "rate" or "score"
     baseline: Optional[float]
     candidate: Optional[float]
-    delta: Optional[float]
+    delta: Optional[float]  # candidate - baseline
     ci_low: Optional[float]
     ci_high: Optional[float]
     n_paired: int  # cases scored in both runs
     n_total: int  # cases in the group
-    wins: int
-    regressions: int
+    wins: int  # cases better in the candidate (in the metric's direction)
+    regressions: int  # cases worse in the candidate
     ties: int
     p_value: Optional[float]  # McNemar exact (boolean metrics)
     mdd: Optional[float]  # minimum detectable difference at this n
+    better: str = "higher"  # "higher" or "lower": which way the metric improves
 
     @property
     def significant(self) -> bool:
@@ -65,12 +135,12 @@ class Comparison:
     n_base: int
     n_candidate: int
     n_paired: int
-    primary_metric: str
     n_resamples: int
     seed: int
     problems: List[str] = field(default_factory=list)  # comparability problems
     forced: bool = False
     notes: List[str] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)  # data problems (non-finite values, ...)
 
     def row(self, metric: str, group: str = "overall") -> Optional[MetricDelta]:
         for r in self.rows:
@@ -90,9 +160,39 @@ class Comparison:
     def groups(self) -> List[str]:
         return sorted({r.group for r in self.rows if r.group != "overall"})
 
+    def outcomes(self, group: str = "overall") -> List[MetricDelta]:
+        """The rows of :data:`OUTCOMES` that both runs scored (at least one paired case) in ``group``."""
+        rows = [self.row(m, group) for m in OUTCOMES]
+        return [r for r in rows if r is not None and r.n_paired]
+
     def to_dict(self) -> Dict[str, Any]:
+        """Everything as plain data; values that are not finite are ``None`` (strict JSON)."""
         d = asdict(self)
-        return d
+        d["outcomes"] = [r.metric for r in self.outcomes()]  # what bare regressions / wins count
+        return finite_or_none(d)  # type: ignore[no-any-return]
+
+
+def finite_or_none(value: Any) -> Any:
+    """``value`` with every NaN or infinity (at any depth) replaced by ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(v) for v in value]
+    if isinstance(value, np.generic):
+        return finite_or_none(value.item())
+    return value
+
+
+def to_json(comp: Comparison, gate_results: Optional[List[Any]] = None) -> str:
+    """The comparison (and gate verdicts) as strict JSON: no NaN or Infinity tokens."""
+    from ragmeter import gate
+
+    payload = comp.to_dict()
+    if gate_results is not None:
+        payload["gate"] = finite_or_none(gate.summary(gate_results))
+    return json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False)
 
 
 def golden_hash(summary: Dict[str, Any]) -> Optional[str]:
@@ -113,31 +213,103 @@ def golden_hash(summary: Dict[str, Any]) -> Optional[str]:
     return None
 
 
+# --------------------------------------------------------------------------- comparability
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _recorded_golden(summary: Dict[str, Any]) -> Optional[pl.DataFrame]:
+    """The golden set the run was made from, when summary.json names a file that is still unchanged."""
+    from ragmeter.dataset import load_golden
+
+    inputs = summary.get("inputs")
+    golden = inputs.get("golden") if isinstance(inputs, dict) else None
+    if not isinstance(golden, dict) or not isinstance(golden.get("path"), str) or not isinstance(golden.get("sha256"), str):
+        return None
+    path = Path(golden["path"])
+    try:
+        if not path.is_file() or _file_sha256(path) != golden["sha256"]:
+            return None
+        frame = load_golden(path)
+    except (OSError, InputError):
+        return None
+    return frame.select([pl.col("id").cast(pl.Utf8), *[c for c in GOLDEN_FIELDS if c in frame.columns]])
+
+
+def _golden_views(base: Any, cand: Any) -> Tuple[pl.DataFrame, pl.DataFrame, str]:
+    """Per-case golden fields of both runs, from the same kind of source on both sides."""
+    gb, gc = _recorded_golden(base.summary), _recorded_golden(cand.summary)
+    if gb is not None and gc is not None:
+        return gb, gc, "the recorded golden files"
+
+    def from_cases(cases: pl.DataFrame) -> pl.DataFrame:
+        return cases.select([pl.col("id").cast(pl.Utf8), *[c for c in GOLDEN_FIELDS if c in cases.columns]])
+
+    return from_cases(base.cases), from_cases(cand.cases), "cases.parquet"
+
+
+def case_differences(gb: pl.DataFrame, gc: pl.DataFrame) -> List[Tuple[str, str]]:
+    """(id, what differs) for every case whose golden fields differ, in the baseline's order, then the
+    candidate's cases that the baseline lacks. Fields only one side carries are not compared."""
+    common = [c for c in gb.columns if c != "id" and c in gc.columns]
+    left = gb.with_row_index("__pos_b").with_columns(pl.lit(True).alias("__in_b"))
+    right = gc.with_row_index("__pos_c").with_columns(pl.lit(True).alias("__in_c"))
+    right = right.rename({c: f"{c}__c" for c in common})
+    joined = left.join(right, on="id", how="full", coalesce=True).sort(["__pos_b", "__pos_c"], nulls_last=True)
+    differs = [pl.col(c).ne_missing(pl.col(f"{c}__c")).alias(c) for c in common]
+    flags = joined.select(["id", "__in_b", "__in_c", *differs])
+    out: List[Tuple[str, str]] = []
+    for row in flags.iter_rows(named=True):
+        if not row["__in_b"]:
+            out.append((row["id"], "only in the candidate"))
+        elif not row["__in_c"]:
+            out.append((row["id"], "only in the baseline"))
+        else:
+            fields = [c for c in common if row[c]]
+            if fields:
+                out.append((row["id"], ", ".join(fields) + " differ" + ("s" if len(fields) == 1 else "")))
+    return out
+
+
+def _describe_differences(diffs: List[Tuple[str, str]], source: str) -> str:
+    shown = "; ".join(f"{case_id} ({what})" for case_id, what in diffs[:SHOW_CASES])
+    more = f"; and {len(diffs) - SHOW_CASES} more" if len(diffs) > SHOW_CASES else ""
+    return f"golden sets differ in {len(diffs)} case(s), compared from {source}: {shown}{more}"
+
+
 def _mode_mix(cases: pl.DataFrame) -> Dict[str, int]:
     from ragmeter.report.data import retrieval_modes
 
     return retrieval_modes(cases)
 
 
-def _check(base: Any, cand: Any) -> List[str]:
-    problems = []
-    ids_b = set(base.cases.get_column("id").cast(pl.Utf8).to_list())
-    ids_c = set(cand.cases.get_column("id").cast(pl.Utf8).to_list())
-    if ids_b != ids_c:
-        only_b, only_c = sorted(ids_b - ids_c), sorted(ids_c - ids_b)
-        problems.append(
-            f"golden sets differ: {len(only_b)} case(s) only in the baseline"
-            + (f" (e.g. {', '.join(only_b[:3])})" if only_b else "")
-            + f", {len(only_c)} only in the candidate"
-            + (f" (e.g. {', '.join(only_c[:3])})" if only_c else "")
-        )
+def _check(base: Any, cand: Any) -> Tuple[List[str], List[str]]:
+    """(problems that make the runs incomparable, notes)."""
+    problems: List[str] = []
+    notes: List[str] = []
     hb, hc = golden_hash(base.summary), golden_hash(cand.summary)
-    if hb is not None and hc is not None and hb != hc:
-        problems.append(f"golden set hashes differ: baseline {hb}, candidate {hc}")
+    gb, gc, source = _golden_views(base, cand)
+    diffs = case_differences(gb, gc)
+    if diffs:
+        problems.append(_describe_differences(diffs, source))
+    elif hb is not None and hc is not None and hb != hc:
+        unchecked = [c for c in ("expected_files", "expected_evidence") if c not in gb.columns or c not in gc.columns]
+        caveat = f"; {' and '.join(unchecked)} not recorded there, so not compared" if unchecked else ""
+        notes.append(
+            f"the golden files differ byte for byte (baseline {hb[:12]}, candidate {hc[:12]}) but every case's "
+            f"{', '.join(['id', *[c for c in gb.columns if c != 'id' and c in gc.columns]])} is the same "
+            f"(compared from {source}{caveat})"
+        )
     mb, mc = _mode_mix(base.cases), _mode_mix(cand.cases)
     if mb != mc:
         problems.append(f"retrieval-mode mix differs: baseline {mb or 'none recorded'}, candidate {mc or 'none recorded'}")
-    return problems
+    return problems, notes
 
 
 def compare(
@@ -154,16 +326,65 @@ def compare(
 
     base = load_results(base_dir)
     cand = load_results(cand_dir)
-    problems = _check(base, cand)
+    problems, notes = _check(base, cand)
     if problems and not force:
         raise CompareRefused(
             f"refusing to compare {base.path} with {cand.path}: " + "; ".join(problems)
             + " (use --force to compare the common cases anyway)"
         )
-    return compare_frames(
+    warnings = [f"{base.path}: {w}" for w in base.warnings] + [f"{cand.path}: {w}" for w in cand.warnings]
+    comp = compare_frames(
         base.cases, cand.cases, base_name=str(base.path), cand_name=str(cand.path), problems=problems,
         forced=bool(problems), n_resamples=n_resamples, seed=seed, threads=threads,
     )
+    comp.notes[:0] = notes
+    comp.warnings[:0] = warnings
+    return comp
+
+
+# --------------------------------------------------------------------------- the comparison
+
+
+def _metric_frame(cases: pl.DataFrame) -> pl.DataFrame:
+    """:func:`ragmeter.report.data.metric_frame`, with ``refusal`` kept only on answerable, answered cases."""
+    from ragmeter.report.data import metric_frame
+
+    mf = metric_frame(cases)
+    if "refusal" not in mf.columns:
+        return mf
+    answerable = ~pl.col("is_noanswer").fill_null(False) if "is_noanswer" in cases.columns else pl.lit(True)
+    answered = (
+        pl.col("answer").is_not_null() & (pl.col("answer").cast(pl.Utf8).str.strip_chars().str.len_chars() > 0)
+        if "answer" in cases.columns else pl.lit(True)
+    )
+    keep = cases.select((answerable & answered).alias("keep")).to_series()
+    return mf.with_columns(pl.when(keep).then(pl.col("refusal")).otherwise(None).alias("refusal"))
+
+
+def non_finite_counts(cases: pl.DataFrame) -> Dict[str, int]:
+    """Metric -> number of NaN or infinite values in its column (float columns only)."""
+    from ragmeter.report.data import METRICS
+
+    out: Dict[str, int] = {}
+    for name, m in METRICS.items():
+        if m.column in cases.columns and cases.schema[m.column].is_float():
+            k = int(cases.select((pl.col(m.column).is_nan() | pl.col(m.column).is_infinite()).sum()).item() or 0)
+            if k:
+                out[name] = k
+    return out
+
+
+def _judged(cases: pl.DataFrame) -> bool:
+    """Whether the judge gave any correctness verdict (else ``answer_correct`` is refusal detection alone)."""
+    return "correct" in cases.columns and cases.get_column("correct").null_count() < cases.height
+
+
+def _values(frame: pl.DataFrame, columns: List[str], n: int) -> np.ndarray:
+    if not columns:
+        return np.zeros((n, 0))
+    v = frame.select(columns).to_numpy().astype(np.float64)
+    v[~np.isfinite(v)] = np.nan  # NaN = unscored; infinities were counted and warned about
+    return v
 
 
 def compare_frames(
@@ -180,11 +401,19 @@ def compare_frames(
 ) -> Comparison:
     """Compare two diagnosed cases frames (as loaded by :func:`ragmeter.report.data.load_results`)."""
     from ragmeter import stats
-    from ragmeter.report.data import METRICS, metric_frame
+    from ragmeter.report.data import METRICS
 
     seed = stats.DEFAULT_SEED if seed is None else seed
-    mb = metric_frame(base_cases)
-    mc = metric_frame(cand_cases)
+    warnings: List[str] = []
+    for side, cases in ((base_name, base_cases), (cand_name, cand_cases)):
+        bad = non_finite_counts(cases)
+        if bad:
+            warnings.append(
+                f"{side}: cases.parquet has values that are not finite (NaN or infinity), treated as missing: "
+                + ", ".join(f"{k} in {name}" for name, k in bad.items())
+            )
+    mb = _metric_frame(base_cases)
+    mc = _metric_frame(cand_cases)
     names = [c for c in mb.columns if c not in ("id", "category") and c in mc.columns]
     # the baseline's category decides the group; pair on id
     joined = mb.select(["id", "category", *names]).join(
@@ -192,16 +421,19 @@ def compare_frames(
     ).sort("id")
     n = joined.height
     cats = joined.get_column("category").cast(pl.Utf8).fill_null("(none)").to_numpy().astype(str)
-    base_v = joined.select(names).to_numpy().astype(np.float64) if names else np.zeros((n, 0))
-    cand_v = joined.select([f"{x}__c" for x in names]).to_numpy().astype(np.float64) if names else np.zeros((n, 0))
+    base_v = _values(joined, names, n)
+    cand_v = _values(joined, [f"{x}__c" for x in names], n)
     diff = cand_v - base_v  # NaN where either side is unscored
     notes: List[str] = []
+    if "correct" in names and not (_judged(base_cases) and _judged(cand_cases)):
+        notes.append("correct: not judged in both runs; its cases are the no-answer cases, scored by refusal detection")
     resampled = stats.bootstrap_means(diff, n_resamples=n_resamples, seed=seed, groups=cats, threads=threads) if n and names else {}
 
     rows: List[MetricDelta] = []
     groups = [("overall", np.ones(n, dtype=bool))] + [(g, cats == g) for g in sorted(set(cats.tolist()))]
     for j, name in enumerate(names):
         kind = METRICS[name].kind
+        sign = -1.0 if better(name) == "lower" else 1.0
         scored_b = ~np.isnan(base_v[:, j])
         scored_c = ~np.isnan(cand_v[:, j])
         if (scored_b != scored_c).any():
@@ -210,57 +442,110 @@ def compare_frames(
         for g, sel in groups:
             d = diff[sel, j]
             ok = ~np.isnan(d)
-            dd = d[ok]
+            improvement = sign * d[ok]
             npair = int(ok.sum())
             key = None if g == "overall" else g
             lo, hi = stats.percentile_interval(resampled[key][:, j]) if npair else (None, None)
             b_mean = float(base_v[sel, j][ok].mean()) if npair else None
             c_mean = float(cand_v[sel, j][ok].mean()) if npair else None
-            wins = int((dd > EPS).sum())
-            regressions = int((dd < -EPS).sum())
+            wins = int((improvement > EPS).sum())
+            regressions = int((improvement < -EPS).sum())
             p_value = None
             if kind == "rate" and npair:
                 p_value = stats.mcnemar_exact(regressions, wins)
                 mdd = stats.min_detectable_difference_proportion(npair, (wins + regressions) / npair)
             else:
-                mdd = stats.min_detectable_difference(npair, float(dd.std(ddof=1)) if npair > 1 else 0.0) if npair else None
+                mdd = stats.min_detectable_difference(npair, float(d[ok].std(ddof=1)) if npair > 1 else 0.0) if npair else None
             rows.append(MetricDelta(
                 metric=name, group=g, kind=kind, baseline=b_mean, candidate=c_mean,
-                delta=(c_mean - b_mean) if npair else None, ci_low=lo, ci_high=hi, n_paired=npair,
+                delta=(c_mean - b_mean) if npair else None, ci_low=lo, ci_high=hi, n_paired=npair,  # type: ignore[operator]
                 n_total=int(sel.sum()), wins=wins, regressions=regressions, ties=npair - wins - regressions,
-                p_value=p_value, mdd=mdd,
+                p_value=p_value, mdd=mdd, better=better(name),
             ))
-    primary = "correct" if "correct" in names and any(r.n_paired for r in rows if r.metric == "correct") else "hit"
     return Comparison(
         base=base_name, candidate=cand_name, rows=rows, n_base=base_cases.height, n_candidate=cand_cases.height,
-        n_paired=n, primary_metric=primary, n_resamples=n_resamples, seed=seed, problems=list(problems or []),
-        forced=forced, notes=notes,
+        n_paired=n, n_resamples=n_resamples, seed=seed, problems=list(problems or []),
+        forced=forced, notes=notes, warnings=warnings,
     )
 
 
-# --------------------------------------------------------------------------- Markdown
+# --------------------------------------------------------------------------- formatting
 
 
-def _v(value: Optional[float], kind: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+def _finite(value: Optional[float]) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def fmt_value(value: Optional[float], kind: str) -> str:
+    if not _finite(value):
         return "n/a"
-    return f"{100 * value:.1f}%" if kind == "rate" else f"{value:.3f}"
+    return f"{100 * value:.1f}%" if kind == "rate" else f"{value:.3f}"  # type: ignore[operator]
 
 
-def _d(value: Optional[float], kind: str) -> str:
-    if value is None:
+def fmt_delta(value: Optional[float], kind: str) -> str:
+    if not _finite(value):
         return "n/a"
-    return f"{100 * value:+.1f}pp" if kind == "rate" else f"{value:+.3f}"
+    return f"{100 * value:+.1f}pp" if kind == "rate" else f"{value:+.3f}"  # type: ignore[operator]
 
 
-def _p(p: Optional[float]) -> str:
-    if p is None:
+def fmt_ci(r: MetricDelta) -> str:
+    if not (_finite(r.ci_low) and _finite(r.ci_high)):
+        return "n/a"
+    return f"[{fmt_delta(r.ci_low, r.kind)}, {fmt_delta(r.ci_high, r.kind)}]"
+
+
+def fmt_mdd(r: MetricDelta) -> str:
+    return fmt_delta(r.mdd, r.kind).lstrip("+") if _finite(r.mdd) else "n/a"
+
+
+def fmt_p(p: Optional[float]) -> str:
+    if not _finite(p):
         return ""
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"  # type: ignore[operator]
+
+
+def _resolution(n: int) -> str:
+    return f"{100 / max(n, 1):.3g}"
+
+
+def header_sentence(comp: Comparison) -> str:
+    return (
+        f"Baseline {comp.base} ({comp.n_base} cases) vs candidate {comp.candidate} ({comp.n_candidate} cases), "
+        f"{comp.n_paired} paired. Delta = candidate - baseline over cases scored in both; 95% CI: paired bootstrap, "
+        f"{comp.n_resamples} resamples, seed {comp.seed}. One case = {_resolution(comp.n_paired)} points."
+    )
+
+
+LEGEND = (
+    "* = the 95% interval excludes 0. better/worse = cases that moved in the metric's direction (higher is "
+    "better, except refusal: refusals on answerable questions, lower is better). MDD = minimum detectable "
+    "difference at this n (alpha 0.05, power 0.8): smaller deltas are within noise."
+)
+
+
+def flip_lines(comp: Comparison) -> List[str]:
+    out = []
+    for r in comp.outcomes():
+        if r.better == "lower":
+            text = f"{label(r.metric)}: {r.regressions} new, {r.wins} gone"
+        else:
+            text = f"{label(r.metric)} flips: {r.wins} wrong→right, {r.regressions} right→wrong"
+        p = fmt_p(r.p_value)
+        out.append(f"{text} (McNemar exact p {p if p.startswith('<') else '= ' + p}, n = {r.n_paired}).")
+    return out
+
+
+def gate_lines(gate_results: List[Any]) -> List[str]:
+    failed = [r for r in gate_results if not r.passed]
+    head = f"Gate: FAILED ({len(failed)} of {len(gate_results)} rules)" if failed else f"Gate: passed ({len(gate_results)} rules)"
+    return [head] + [f"{'FAILED' if not r.passed else 'ok'}: {r.detail}" for r in gate_results]
+
+
+def _code(text: str) -> str:
+    return "`" + str(text).replace("`", "'") + "`"
 
 
 def to_markdown(comp: Comparison, gate_results: Optional[List[Any]] = None) -> str:
-    from ragmeter.report.data import METRICS
     from ragmeter.report.markdown import md_escape, md_table
 
     lines: List[str] = []
@@ -275,37 +560,28 @@ def to_markdown(comp: Comparison, gate_results: Optional[List[Any]] = None) -> s
     lines.append("## ragmeter compare")
     lines.append("")
     lines.append(
-        f"Baseline `{md_escape(comp.base)}` ({comp.n_base} cases) vs candidate `{md_escape(comp.candidate)}` "
+        f"Baseline {_code(comp.base)} ({comp.n_base} cases) vs candidate {_code(comp.candidate)} "
         f"({comp.n_candidate} cases), {comp.n_paired} paired. Delta = candidate - baseline over cases scored in both; "
-        f"95% CI: paired bootstrap, {comp.n_resamples} resamples, seed {comp.seed}. One case = {100 / max(comp.n_paired, 1):.2f} points."
+        f"95% CI: paired bootstrap, {comp.n_resamples} resamples, seed {comp.seed}. One case = {_resolution(comp.n_paired)} points."
     )
     lines.append("")
     if gate_results is not None:
-        failed = [r for r in gate_results if not r.passed]
-        if failed:
-            lines.append(f"### Gate: FAILED ({len(failed)} of {len(gate_results)} rules)")
-        else:
-            lines.append(f"### Gate: passed ({len(gate_results)} rules)")
-        lines.append("")
-        lines += [f"- {'FAILED' if not r.passed else 'ok'}: {r.detail}" for r in gate_results]
+        head, *items = gate_lines(gate_results)
+        lines += [f"### {head}", ""]
+        lines += [f"- {item}" for item in items]
         lines.append("")
     rows = []
     for r in comp.rows:
         if r.group != "overall":
             continue
-        ci = f"[{_d(r.ci_low, r.kind)}, {_d(r.ci_high, r.kind)}]" if r.ci_low is not None else "n/a"
-        sig = " *" if r.significant else ""
         rows.append([
-            METRICS[r.metric].label, _v(r.baseline, r.kind), _v(r.candidate, r.kind), _d(r.delta, r.kind) + sig, ci,
-            f"{r.n_paired}/{r.n_total}", f"{r.wins}/{r.regressions}/{r.ties}", _p(r.p_value),
-            _d(r.mdd, r.kind).lstrip("+") if r.mdd is not None else "n/a",
+            label(r.metric), fmt_value(r.baseline, r.kind), fmt_value(r.candidate, r.kind),
+            fmt_delta(r.delta, r.kind) + (" *" if r.significant else ""), fmt_ci(r), f"{r.n_paired}/{r.n_total}",
+            f"{r.wins}/{r.regressions}/{r.ties}", fmt_p(r.p_value), fmt_mdd(r),
         ])
-    lines.append(md_table(["metric", "baseline", "candidate", "delta", "95% CI", "n", "wins/regr./ties", "McNemar p", "MDD"], rows))
+    lines.append(md_table(["metric", "baseline", "candidate", "delta", "95% CI", "n", "better/worse/same", "McNemar p", "MDD"], rows))
     lines.append("")
-    lines.append(
-        "`*` = the 95% interval excludes 0. MDD = minimum detectable difference at this n (alpha 0.05, power 0.8): "
-        "smaller deltas are within noise."
-    )
+    lines.append(LEGEND.replace("* =", "`*` =", 1))
     lines.append("")
     key = [m for m in ("hit", "correct", "faithfulness") if m in comp.metrics]
     if comp.groups and key:
@@ -313,23 +589,18 @@ def to_markdown(comp: Comparison, gate_results: Optional[List[Any]] = None) -> s
         for g in comp.groups:
             row = [g]
             for m in key:
-                r = comp.row(m, g)
-                if r is None or not r.n_paired:
+                cell = comp.row(m, g)
+                if cell is None or not cell.n_paired:
                     row.append("n/a")
                 else:
-                    ci = f"[{_d(r.ci_low, r.kind)}, {_d(r.ci_high, r.kind)}]"
-                    row.append(f"{_v(r.baseline, r.kind)} → {_v(r.candidate, r.kind)} ({_d(r.delta, r.kind)} {ci}, n={r.n_paired})")
+                    row.append(f"{fmt_value(cell.baseline, cell.kind)} → {fmt_value(cell.candidate, cell.kind)} "
+                               f"({fmt_delta(cell.delta, cell.kind)} {fmt_ci(cell)}, n={cell.n_paired})")
             cat_rows.append(row)
-        lines += ["### Per category", "", md_table(["category"] + [METRICS[m].label for m in key], cat_rows), ""]
-    for m in ("correct", "hit"):
-        r = comp.row(m)
-        if r is not None and r.n_paired:
-            lines.append(
-                f"{METRICS[m].label} flips: {r.wins} wrong→right, {r.regressions} right→wrong "
-                f"(McNemar exact p = {_p(r.p_value)})."
-            )
-    if comp.notes:
+        lines += ["### Per category", "", md_table(["category"] + [label(m) for m in key], cat_rows), ""]
+    lines += flip_lines(comp)
+    if comp.notes or comp.warnings:
         lines.append("")
+        lines += [f"- warning: {md_escape(w)}" for w in comp.warnings]
         lines += [f"- note: {md_escape(n)}" for n in comp.notes]
     lines.append("")
     return "\n".join(lines)

@@ -1,45 +1,76 @@
 """Regression-gate rules for ``ragmeter compare --gate``.
 
-A rule set is comma-separated rules ``NAME OP VALUE``:
+A rule set is comma-separated rules ``NAME[category] OP LIMIT``; ``OP`` is one
+of ``>=``, ``<=``, ``>``, ``<``; every rule must hold for the gate to pass.
 
-* ``hit>=-2pp``: the *delta* (candidate - baseline) in percentage points must be
-  >= -2 (``pp`` = 0.01; also used for 0-1 scores, so ``faithfulness>=-1pp``
-  allows a drop of 0.01);
-* ``faithfulness>=0.80`` or ``correct>=75%``: the candidate's *absolute* value;
-* ``regressions<=5`` / ``wins>=1``: counts of cases that flipped from right to
-  wrong (or wrong to right) on the primary metric (``correct`` when both runs
-  have correctness verdicts, else ``hit``); ``hit_regressions<=3`` names the
-  metric explicitly;
-* ``NAME[category]...`` restricts a rule to one category, e.g. ``hit[fact]>=-5pp``.
+Metric rules (``NAME`` is a metric: ``hit``, ``mrr``, ``map``, ``ndcg``,
+``precision``, ``file_hit``, ``all_files_hit``, ``evidence_recall``,
+``correct``, ``correctness``, ``faithfulness``, ``answer_relevancy``,
+``context_precision``, ``context_recall``, ``refusal``):
 
-``OP`` is one of ``>=``, ``<=``, ``>``, ``<``. Rules that do not parse or name
-an unknown metric raise :class:`GateError` (exit status 2) listing the known
-metrics.
+* ``LIMITpp`` compares the **delta** (candidate - baseline) in percentage
+  points: ``hit>=-2pp`` allows Hit@k to fall by at most 2 points. ``pp`` is
+  0.01 on the metric's own scale, so ``faithfulness>=-1pp`` allows a drop of
+  0.01.
+* ``LIMIT`` or ``LIMIT%`` compares the **candidate's value**:
+  ``faithfulness>=0.80``, ``correct>=75%``. A plain number is on the metric's
+  scale (0-1 for every metric except ``correctness``, a 1-5 score).
+
+Count rules (cases, not points; no unit):
+
+* ``regressions`` / ``wins`` count the flips, worse / better, of every
+  case-level binary outcome both runs scored: ``hit`` (the chunk-level
+  retrieval hit), ``correct`` (the answer verdict) and ``refusal`` (refusing an
+  answerable question). The rule's output names each one counted, e.g.
+  ``regressions 7 (hit 7 of 45, correct 0 of 6, refusal 0 of 44)``; an outcome
+  that only one run has is not counted. A case that flips two outcomes counts
+  twice: the limit is on flips.
+* ``<metric>_regressions`` / ``<metric>_wins`` count one metric's cases that
+  got worse / better: ``correct_regressions<=0``, ``hit_wins>=1``,
+  ``faithfulness_regressions<=10`` (any case whose score fell).
+
+Direction: every metric is higher-is-better except ``refusal``, the refusal
+rate on answerable cases, which is lower-is-better: a refusal win is an
+answerable question the candidate answers where the baseline refused, and
+``refusal<=+2pp`` allows at most 2 points more refusals. Refusals on no-answer
+cases are correct answers, counted by ``correct``, never refusal regressions.
+
+``NAME[category]`` restricts a rule to one category: ``hit[fact]>=-5pp``,
+``regressions[multihop]<=1``. A rule whose metric has no case scored in both
+runs (or an unknown category) fails, saying so.
+
+A rule that does not parse, names an unknown metric, or whose limit can never
+be met or never be missed on the metric's scale (``hit>=-2``: Hit@k is never
+below 0; ``hit<=150%``; ``hit>=-200pp``; ``regressions>=0``;
+``regressions<=-1``) raises :class:`GateError` (exit status 2) with a
+suggestion where one is likely (``did you mean hit>=-2pp?``).
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
 
 from ragmeter.errors import InputError
 
-__all__ = ["GateError", "Rule", "RuleResult", "parse_rules", "evaluate", "known_names"]
+__all__ = ["GateError", "Rule", "RuleResult", "parse_rules", "evaluate", "known_names", "summary"]
 
 _RULE = re.compile(
     r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?:\[(?P<cat>[^\]]+)\])?\s*(?P<op>>=|<=|>|<)\s*"
     r"(?P<value>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(?P<unit>pp|%)?\s*$"
 )
 
+_COUNTS = ("regressions", "wins")
+
 
 class GateError(InputError):
-    """A gate rule that does not parse or names an unknown metric."""
+    """A gate rule that does not parse, names an unknown metric, or can never fail (or never pass)."""
 
 
 def known_names() -> List[str]:
     from ragmeter.report.data import METRICS
 
-    counts = ["regressions", "wins"] + [f"{m}_regressions" for m in METRICS] + [f"{m}_wins" for m in METRICS]
+    counts = list(_COUNTS) + [f"{m}_regressions" for m in METRICS] + [f"{m}_wins" for m in METRICS]
     return list(METRICS) + counts
 
 
@@ -54,9 +85,10 @@ class Rule:
 
     @property
     def count_metric(self) -> Optional[str]:
+        """The one metric a count rule counts; ``None`` for bare ``regressions`` / ``wins``."""
         if self.mode != "count":
             return None
-        return None if self.name in ("regressions", "wins") else self.name.rsplit("_", 1)[0]
+        return None if self.name in _COUNTS else self.name.rsplit("_", 1)[0]
 
     @property
     def count_kind(self) -> str:
@@ -69,6 +101,7 @@ class RuleResult:
     actual: Optional[float]
     passed: bool
     detail: str
+    counted: Dict[str, int] = field(default_factory=dict)  # count rules: outcome -> flips counted
 
 
 def _known_message() -> str:
@@ -81,42 +114,109 @@ def _known_message() -> str:
     )
 
 
+def _vacuous(op: str, value: float, lo: float, hi: Optional[float]) -> Optional[str]:
+    """``"always"`` / ``"never"`` when ``x OP value`` holds for every / no ``x`` in [lo, hi]; else ``None``."""
+    if op in (">=", ">"):
+        if value < lo or (op == ">=" and value == lo):
+            return "always"
+        if hi is not None and (value > hi or (op == ">" and value == hi)):
+            return "never"
+    else:
+        if hi is not None and (value > hi or (op == "<=" and value == hi)):
+            return "always"
+        if value < lo or (op == "<" and value == lo):
+            return "never"
+    return None
+
+
+def _number(v: float) -> str:
+    return f"{v:g}"
+
+
+def _scale_problem(raw: str, name: str, op: str, number: float, unit: Optional[str], mode: str, value: float) -> Optional[str]:
+    """Why a rule can never fail or never pass on its metric's scale (with a suggestion), or ``None``."""
+    from ragmeter.compare import scale
+
+    where = raw.strip()
+    if mode == "count":
+        verdict = _vacuous(op, value, 0.0, None)
+        if verdict is None:
+            return None
+        kind = "regressions" if name.endswith("regressions") else "wins"
+        hint = f"{name}<=0" if kind == "regressions" else f"{name}>=1"
+        what = "can never fail" if verdict == "always" else "can never pass"
+        return f"{where!r} {what}: {name} counts cases, never below 0; did you mean {hint}?"
+    lo, hi = scale(name)
+    span = hi - lo
+    if mode == "delta":
+        verdict = _vacuous(op, value, -span, span)
+        if verdict is None:
+            return None
+        what = "can never fail" if verdict == "always" else "can never pass"
+        return (f"{where!r} {what}: a delta of {name} lies between {-100 * span:g}pp and +{100 * span:g}pp")
+    verdict = _vacuous(op, value, lo, hi)
+    if verdict is None:
+        return None
+    what = "can never fail" if verdict == "always" else "can never pass"
+    percent = " (0% to 100%)" if (lo, hi) == (0.0, 1.0) else ""
+    return (f"{where!r} {what}: a plain number or % is the candidate's value (a change is written with pp), "
+            f"and {name} lies between {lo:g} and {hi:g}{percent}" + _suggestion(name, op, number, unit, lo, hi))
+
+
+def _suggestion(name: str, op: str, number: float, unit: Optional[str], lo: float, hi: float) -> str:
+    """``; did you mean ...?`` with the first reading of the same number that can both pass and fail."""
+    units = (["%"] if unit is None and (lo, hi) == (0.0, 1.0) and number > hi else []) + ["pp"]
+    span = hi - lo
+    for u in units:
+        bounds = (lo, hi) if u == "%" else (-span, span)
+        if _vacuous(op, number / 100.0, *bounds) is None:
+            return f"; did you mean {name}{op}{_number(number)}{u}?"
+    return ""
+
+
 def parse_rules(text: str) -> List[Rule]:
     """Parse a comma-separated rule set; raise :class:`GateError` listing every bad rule."""
     from ragmeter.report.data import METRICS
 
     rules: List[Rule] = []
     errors: List[str] = []
+    syntax = False
     for raw in (text or "").split(","):
         if not raw.strip():
             continue
         m = _RULE.match(raw)
         if not m:
             errors.append(f"cannot parse {raw.strip()!r}")
+            syntax = True
             continue
         name, op, unit = m.group("name"), m.group("op"), m.group("unit")
-        value = float(m.group("value"))
-        is_count = name in ("regressions", "wins") or (
-            name.endswith(("_regressions", "_wins")) and name.rsplit("_", 1)[0] in METRICS
-        )
+        number = float(m.group("value"))
+        value = number
+        is_count = name in _COUNTS or (name.endswith(("_regressions", "_wins")) and name.rsplit("_", 1)[0] in METRICS)
         if is_count:
             if unit:
                 errors.append(f"{raw.strip()!r}: {name} is a count of cases, write it without pp or %")
+                syntax = True
                 continue
             mode = "count"
         elif name in METRICS:
             if unit == "pp":
-                mode, value = "delta", value / 100.0
+                mode, value = "delta", number / 100.0
             elif unit == "%":
-                mode, value = "absolute", value / 100.0
+                mode, value = "absolute", number / 100.0
             else:
                 mode = "absolute"
         else:
             errors.append(f"unknown metric {name!r} in {raw.strip()!r}")
+            syntax = True
+            continue
+        problem = _scale_problem(raw, name, op, number, unit, mode, value)
+        if problem:
+            errors.append(problem)
             continue
         rules.append(Rule(raw.strip(), name, op, value, mode, m.group("cat")))
     if errors:
-        raise GateError("--gate: " + "; ".join(errors) + ". " + _known_message())
+        raise GateError("--gate: " + "; ".join(errors) + (". " + _known_message() if syntax else ""))
     if not rules:
         raise GateError("--gate: no rules given. " + _known_message())
     return rules
@@ -140,19 +240,37 @@ def _fmt(mode: str, v: float) -> str:
     return f"{v:.4g}"
 
 
+def _count(rule: Rule, comparison: Any, group: str) -> Tuple[Optional[float], Dict[str, int], str]:
+    """(flips counted, per outcome, how they were counted) for a count rule."""
+    kind = rule.count_kind
+    if rule.count_metric is not None:
+        row = comparison.row(rule.count_metric, group)
+        if row is None or not row.n_paired:
+            return None, {}, ""
+        return float(getattr(row, kind)), {row.metric: getattr(row, kind)}, f" of {row.n_paired} paired cases"
+    rows = comparison.outcomes(group)
+    if not rows:
+        return None, {}, ""
+    counted = {r.metric: int(getattr(r, kind)) for r in rows}
+    parts = ", ".join(f"{r.metric} {getattr(r, kind)} of {r.n_paired}" for r in rows)
+    return float(sum(counted.values())), counted, f" ({parts})"
+
+
 def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
     """Evaluate rules against a :class:`ragmeter.compare.Comparison`.
 
     A rule whose metric has no scored pair (or an unknown category) fails with
     a message saying so, rather than passing silently.
     """
+    from ragmeter.compare import OUTCOMES
+
     out: List[RuleResult] = []
     for rule in rules:
         group = rule.category or "overall"
+        counted: Dict[str, int] = {}
+        how = ""
         if rule.mode == "count":
-            metric = rule.count_metric or comparison.primary_metric
-            row = comparison.row(metric, group)
-            actual = None if row is None else float(getattr(row, rule.count_kind))
+            actual, counted, how = _count(rule, comparison, group)
         else:
             row = comparison.row(rule.name, group)
             actual = None
@@ -160,20 +278,25 @@ def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
                 actual = row.delta if rule.mode == "delta" else row.candidate
         if actual is None:
             where = f" in category {rule.category!r}" if rule.category else ""
-            out.append(RuleResult(rule, None, False, f"`{rule.text}`: no scored pairs for {rule.name}{where}"))
+            what = rule.count_metric or (", ".join(OUTCOMES) if rule.mode == "count" else rule.name)
+            out.append(RuleResult(rule, None, False, f"`{rule.text}`: no case scored in both runs for {what}{where}"))
             continue
         passed = _holds(actual, rule.op, rule.value)
         gap = abs(actual - rule.value)
         what = {"delta": "delta", "absolute": "candidate", "count": rule.count_kind}[rule.mode]
-        detail = f"`{rule.text}`: {what} {_fmt(rule.mode, actual)} (limit {rule.op} {_fmt(rule.mode, rule.value)})"
+        detail = f"`{rule.text}`: {what} {_fmt(rule.mode, actual)}{how}, limit {rule.op} {_fmt(rule.mode, rule.value)}"
         if not passed:
             detail += f", violated by {_fmt('delta', gap).lstrip('+') if rule.mode == 'delta' else _fmt(rule.mode, gap)}"
-        out.append(RuleResult(rule, actual, passed, detail))
+        out.append(RuleResult(rule, actual, passed, detail, counted))
     return out
 
 
 def summary(results: List[RuleResult]) -> Dict[str, Any]:
     return {
         "passed": all(r.passed for r in results),
-        "rules": [{"rule": r.rule.text, "actual": r.actual, "passed": r.passed, "detail": r.detail} for r in results],
+        "rules": [
+            {"rule": r.rule.text, "actual": r.actual, "passed": r.passed, "detail": r.detail,
+             **({"counted": dict(r.counted)} if r.counted else {})}
+            for r in results
+        ],
     }

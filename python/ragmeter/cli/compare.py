@@ -1,18 +1,37 @@
-"""``ragmeter compare BASE_DIR CAND_DIR [--gate RULES]``: paired comparison and CI gate."""
+"""``ragmeter compare BASE_DIR CAND_DIR [--gate RULES]``: paired comparison and CI gate.
+
+Output: tables for the terminal (fitting 80 columns; plain text at 80 columns
+without control codes when stdout is not a terminal); ``--markdown`` prints
+the Markdown summary instead, ``--out FILE.md`` writes it; ``--json`` prints
+strict JSON (``--json FILE`` writes it to a file instead).
+"""
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any, List, Optional
 
-HELP = "compare two results directories case by case (paired bootstrap, McNemar) and gate regressions"
+HELP = "compare two results folders case by case and gate regressions"
 
-EPILOG = """exit status: 0 = compared (and every gate rule held), 1 = a gate rule was violated,
-2 = bad input (runs not comparable without --force, missing files, rules that do not parse).
-Gate rules, comma-separated: hit>=-2pp (delta in percentage points), faithfulness>=0.80
-(candidate value), correct>=75%, regressions<=5 (right->wrong cases on `correct`, else `hit`),
-hit_regressions<=3, hit[fact]>=-5pp (one category)."""
+EPILOG = """exit status: 0 = compared (and every gate rule held); 1 = a gate rule was
+violated; 2 = bad input (runs not comparable without --force, unreadable
+folders, rules that do not parse or can never fail).
+
+Gate rules, comma-separated, NAME[category] OP LIMIT:
+  hit>=-2pp           delta (candidate - baseline) of at least -2 points
+  faithfulness>=0.80  the candidate's value (also correct>=75%)
+  refusal<=+2pp       refusals on answerable questions: lower is better
+  regressions<=0      flips to worse of every outcome both runs have (hit,
+                      correct, refusal); the output names each one counted
+  correct_regressions<=0, hit_wins>=1   one metric's cases that got worse/better
+  hit[fact]>=-5pp     one category
+A rule that can never fail or never pass (hit>=-2: Hit@k is never below 0) is
+an error with a suggestion (did you mean hit>=-2pp?)."""
 
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+#: width of the plain-text output when stdout is not a terminal
+PLAIN_WIDTH = 80
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -20,38 +39,148 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("candidate", metavar="CAND_DIR", help="candidate results directory")
     parser.add_argument("--gate", metavar="RULES", default=None, help="comma-separated gate rules (see below)")
     parser.add_argument("--force", action="store_true", help="compare even if golden sets or retrieval-mode mixes differ (warns loudly)")
+    parser.add_argument("--markdown", action="store_true", help="print the Markdown summary instead of tables")
     parser.add_argument("--out", metavar="FILE.md", default=None, help="also write the Markdown summary here")
-    parser.add_argument("--json", metavar="FILE.json", default=None, help="write the full comparison as JSON")
+    parser.add_argument("--json", metavar="FILE.json", nargs="?", const="-", default=None,
+                        help="print the full comparison as strict JSON instead of tables (with FILE: write it there)")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
     parser.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: fixed, reproducible)")
 
 
-def run(args: argparse.Namespace) -> int:
-    import json
+def _write(path: str, text: str) -> None:
     from pathlib import Path
 
+    from ragmeter._io import atomic_outputs
+
+    target = Path(path)
+    with atomic_outputs(target.parent if str(target.parent) else ".") as tmp:
+        (tmp / target.name).write_text(text, encoding="utf-8")
+
+
+def run(args: argparse.Namespace) -> int:
     from ragmeter import gate
-    from ragmeter.compare import compare, to_markdown
+    from ragmeter.compare import compare, to_json, to_markdown
     from ragmeter.errors import InputError
 
     rules = gate.parse_rules(args.gate) if args.gate is not None else None
     if args.resamples < 100:
         raise InputError(f"--resamples: need at least 100, got {args.resamples}")
+    if args.out is not None and not args.out.lower().endswith((".md", ".markdown")):
+        raise InputError(f"--out {args.out}: the summary is Markdown; name the file .md")
+    if args.json not in (None, "-") and not args.json.lower().endswith(".json"):
+        raise InputError(f"--json {args.json}: the comparison is JSON; name the file .json (or give no file to print it)")
     comp = compare(args.base, args.candidate, force=args.force, n_resamples=args.resamples, seed=args.seed)
     results = gate.evaluate(rules, comp) if rules is not None else None
-    md = to_markdown(comp, results)
+    for w in comp.warnings:
+        print(f"ragmeter: warning: {w}", file=sys.stderr)
     if comp.forced:
         print("ragmeter: WARNING: --force: comparing runs that are not comparable: " + "; ".join(comp.problems), file=sys.stderr)
-    print(md)
+    if args.json == "-":
+        print(to_json(comp, results))
+    elif args.markdown:
+        print(to_markdown(comp, results))
+    else:
+        render(comp, results)
     if args.out:
-        Path(args.out).write_text(md, encoding="utf-8")
-    if args.json:
-        payload = comp.to_dict()
-        if results is not None:
-            payload["gate"] = gate.summary(results)
-        Path(args.json).write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+        _write(args.out, to_markdown(comp, results))
+    if args.json not in (None, "-"):
+        _write(args.json, to_json(comp, results) + "\n")
     if results is not None and not all(r.passed for r in results):
-        failed = [r.detail for r in results if not r.passed]
+        failed = [r.detail.replace("`", "") for r in results if not r.passed]
         print("ragmeter: gate failed: " + "; ".join(failed), file=sys.stderr)
         return 1
     return 0
+
+
+# --------------------------------------------------------------------------- terminal tables
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    if sys.stdout.isatty():
+        return Console(file=sys.stdout, highlight=False, emoji=False)
+    return Console(file=sys.stdout, width=PLAIN_WIDTH, color_system=None, force_terminal=False,
+                   force_interactive=False, highlight=False, emoji=False)
+
+
+def _table(title: str, headers: List[str], first_left: int = 1) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  padding=(0, 1))
+    for i, h in enumerate(headers):
+        # never an ellipsis: a value too long for its column folds onto the next line
+        table.add_column(h, justify="left" if i < first_left else "right", overflow="fold",
+                         no_wrap=i >= first_left)
+    return table
+
+
+def render(comp: Any, gate_results: Optional[List[Any]] = None, console: Any = None) -> None:
+    """Print the comparison as terminal tables (every table fits 80 columns)."""
+    from rich.text import Text
+
+    from ragmeter.compare import LEGEND, flip_lines, fmt_ci, fmt_delta, fmt_mdd, fmt_p, fmt_value, gate_lines, header_sentence
+
+    console = console or _console()
+    say = lambda text, style=None: console.print(Text(text, style=style or ""))  # noqa: E731 (markup never parsed)
+    if comp.forced:
+        say("FORCED COMPARISON: these runs are not comparable; the numbers compare only the "
+            f"{comp.n_paired} common cases and may be meaningless:", "bold red")
+        for p in comp.problems:
+            say(f"  - {p}", "red")
+        say("")
+    say(header_sentence(comp))
+    if gate_results is not None:
+        head, *items = gate_lines(gate_results)
+        say("")
+        say(head, "bold red" if "FAILED" in head else "bold green")
+        for item in items:
+            say("  " + item.replace("`", ""), "red" if item.startswith("FAILED") else None)
+    overall = [r for r in comp.rows if r.group == "overall"]
+    deltas = _table("Deltas (candidate - baseline, cases scored in both runs)",
+                    ["metric", "baseline", "candidate", "delta", "95% CI"])
+    for r in overall:
+        deltas.add_row(r.metric, fmt_value(r.baseline, r.kind), fmt_value(r.candidate, r.kind),
+                       fmt_delta(r.delta, r.kind) + ("*" if r.significant else " "), fmt_ci(r))
+    moved = _table("Cases that moved (better/worse in the metric's direction)",
+                   ["metric", "n", "better", "worse", "same", "McNemar p", "MDD"])
+    for r in overall:
+        moved.add_row(r.metric + (" (lower is better)" if r.better == "lower" else ""), f"{r.n_paired}/{r.n_total}",
+                      str(r.wins), str(r.regressions), str(r.ties), fmt_p(r.p_value), fmt_mdd(r))
+    say("")
+    console.print(deltas)
+    say("")
+    console.print(moved)
+    say(LEGEND)
+    _per_category(comp, console, say)
+    lines = flip_lines(comp)
+    if lines:
+        say("")
+        for line in lines:
+            say(line)
+    for w in comp.warnings:
+        say(f"warning: {w}", "yellow")
+    for n in comp.notes:
+        say(f"note: {n}")
+
+
+def _per_category(comp: Any, console: Any, say: Any) -> None:
+    from ragmeter.compare import fmt_ci, fmt_delta, fmt_value, label
+
+    key = [m for m in ("hit", "correct", "faithfulness") if m in comp.metrics]
+    if not comp.groups:
+        return
+    for m in key:
+        table = _table(f"{label(m)} per category", ["category", "baseline", "candidate", "delta", "95% CI", "n"])
+        for g in comp.groups:
+            r = comp.row(m, g)
+            if r is None or not r.n_paired:
+                table.add_row(g, "n/a", "n/a", "n/a", "n/a", f"0/{r.n_total if r else 0}")
+                continue
+            table.add_row(g, fmt_value(r.baseline, r.kind), fmt_value(r.candidate, r.kind),
+                          fmt_delta(r.delta, r.kind) + ("*" if r.significant else " "), fmt_ci(r),
+                          f"{r.n_paired}/{r.n_total}")
+        say("")
+        console.print(table)

@@ -1,0 +1,136 @@
+"""Gate rules on real results folders of the bundled example (``ragmeter eval --no-judge``)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ragmeter import gate
+from ragmeter.compare import compare
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # works under any --import-mode
+from compare_runs import INVENTED, REFUSAL, diagnosed, eval_folder, variant_run  # noqa: E402
+
+RESAMPLES = 200
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The example run, and variants with 7 retrieval misses, 3 new refusals on answerable questions,
+    invented answers on the no-answer cases that refused."""
+    tmp = tmp_path_factory.mktemp("gate")
+    base = eval_folder(tmp / "base")
+    cases = diagnosed(base)
+    hits = cases.filter(pl.col("hit") == True).get_column("id").to_list()  # noqa: E712
+    answerable = cases.filter(~pl.col("is_noanswer") & ~pl.col("refusal")).get_column("id").to_list()
+    refused_noanswer = cases.filter(pl.col("is_noanswer") & pl.col("refusal")).get_column("id").to_list()
+    assert len(hits) >= 7 and len(answerable) >= 3 and len(refused_noanswer) >= 3
+    folders = {
+        "base": base,
+        "miss7": eval_folder(tmp / "miss7", variant_run(tmp / "miss7.jsonl", miss=hits[:7])),
+        "refuse3": eval_folder(tmp / "refuse3", variant_run(tmp / "refuse3.jsonl", answers={i: REFUSAL for i in answerable[:3]})),
+        "invent": eval_folder(tmp / "invent", variant_run(tmp / "invent.jsonl", answers={i: INVENTED for i in refused_noanswer})),
+    }
+    return folders, len(refused_noanswer)
+
+
+def _gate(rules: str, base: Path, cand: Path) -> dict:
+    results = gate.evaluate(gate.parse_rules(rules), compare(base, cand, n_resamples=RESAMPLES))
+    return {r.rule.text: r for r in results}
+
+
+def test_unjudged_hit_flips_fail_bare_regressions_and_name_hit(runs) -> None:  # type: ignore[no-untyped-def]
+    # The reported bug: on unjudged runs `regressions` fell back to `correct` (the 6 no-answer cases
+    # only) and passed with 7 right-to-wrong retrieval flips.
+    f, _ = runs
+    res = _gate("regressions<=0,hit_regressions<=7", f["base"], f["miss7"])
+    reg = res["regressions<=0"]
+    assert not reg.passed and reg.actual == 7
+    assert reg.counted == {"hit": 7, "correct": 0, "refusal": 0}
+    assert "regressions 7 (hit 7 of 45, correct 0 of 6, refusal 0 of 44)" in reg.detail
+    assert res["hit_regressions<=7"].passed
+    assert any("correct: not judged" in n for n in compare(f["base"], f["miss7"], n_resamples=RESAMPLES).notes)
+
+
+def test_cli_bare_regressions_exit_1(runs, capsys: pytest.CaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    from ragmeter.cli import main
+
+    f, _ = runs
+    assert main(["compare", str(f["base"]), str(f["miss7"]), "--resamples", "200", "--gate", "regressions<=0"]) == 1
+    err = capsys.readouterr().err
+    assert "gate failed: regressions<=0: regressions 7 (hit 7 of 45" in err
+    assert main(["compare", str(f["base"]), str(f["base"]), "--resamples", "200", "--gate", "regressions<=0"]) == 0
+
+
+@pytest.mark.parametrize(
+    "rule, suggestion",
+    [("hit>=-2", "did you mean hit>=-2pp?"), ("hit>=-2%", "did you mean hit>=-2pp?"),
+     ("hit>=80", "did you mean hit>=80%?"), ("correct>=0", "did you mean correct>=0pp?"),
+     ("regressions>=0", "did you mean regressions<=0?"), ("regressions<=-1", "did you mean regressions<=0?"),
+     ("wins>=0", "did you mean wins>=1?"), ("hit>=-100pp", "between -100pp and +100pp"),
+     ("faithfulness<=1.5", "lies between 0 and 1"), ("correctness>=6", "lies between 1 and 5")],
+)
+def test_rules_that_cannot_fail_or_pass_are_rejected(rule: str, suggestion: str) -> None:
+    with pytest.raises(gate.GateError) as info:
+        gate.parse_rules(rule)
+    assert suggestion in str(info.value) and repr(rule) in str(info.value)
+
+
+@pytest.mark.parametrize("rule", ["hit>=0.5", "hit>0", "hit>=1", "hit>=-99pp", "correct<=99pp", "regressions<=0",
+                                  "wins>0", "correctness>=3", "refusal<=+2pp", "hit[fact]<=90%"])
+def test_rules_on_the_scale_are_accepted(rule: str) -> None:
+    assert len(gate.parse_rules(rule)) == 1
+
+
+def test_cli_rejects_vacuous_rule_with_exit_2(runs, capsys: pytest.CaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    from ragmeter.cli import main
+
+    f, _ = runs
+    assert main(["compare", str(f["base"]), str(f["miss7"]), "--gate", "hit>=-2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did you mean hit>=-2pp?" in err and "Traceback" not in err
+
+
+def test_refusals_on_answerable_cases_are_lower_is_better(runs) -> None:  # type: ignore[no-untyped-def]
+    f, _ = runs
+    comp = compare(f["base"], f["refuse3"], n_resamples=RESAMPLES)
+    row = comp.row("refusal")
+    assert row.better == "lower" and row.regressions == 3 and row.wins == 0
+    assert row.delta == pytest.approx(3 / row.n_paired)
+    res = _gate("refusal_regressions<=0,regressions<=0,refusal<=+2pp", f["base"], f["refuse3"])
+    assert not res["refusal_regressions<=0"].passed
+    assert res["regressions<=0"].counted["refusal"] == 3 and not res["regressions<=0"].passed
+    assert not res["refusal<=+2pp"].passed  # 3 of 44 more refusals: +6.8pp
+    # the other way round, fewer refusals on answerable questions are wins
+    back = _gate("refusal_wins>=3,wins>=3,refusal_regressions<=0", f["refuse3"], f["base"])
+    assert all(r.passed for r in back.values())
+    assert back["wins>=3"].counted["refusal"] == 3
+
+
+def test_refusals_on_noanswer_cases_are_not_regressions(runs) -> None:  # type: ignore[no-untyped-def]
+    f, k = runs
+    # baseline invents answers to the no-answer questions; the candidate refuses them (rightly)
+    comp = compare(f["invent"], f["base"], n_resamples=RESAMPLES)
+    assert comp.row("refusal", "noanswer").n_paired == 0  # no-answer cases are not in the refusal rate
+    res = _gate("refusal_regressions<=0,regressions<=0,correct_wins>=1", f["invent"], f["base"])
+    assert all(r.passed for r in res.values()), [r.detail for r in res.values()]
+    assert res["correct_wins>=1"].actual == k
+
+
+def test_correct_regressions_counts_one_metric(runs) -> None:  # type: ignore[no-untyped-def]
+    f, k = runs
+    res = _gate("correct_regressions<=0,hit_regressions<=0,regressions<=0", f["base"], f["invent"])
+    corr = res["correct_regressions<=0"]
+    assert not corr.passed and corr.actual == k and corr.counted == {"correct": k}
+    assert f"regressions {k} of 6 paired cases" in corr.detail
+    assert res["hit_regressions<=0"].passed
+    assert res["regressions<=0"].counted == {"hit": 0, "correct": k, "refusal": 0}
+
+
+def test_category_count_rule(runs) -> None:  # type: ignore[no-untyped-def]
+    f, _ = runs
+    res = _gate("regressions[noanswer]<=0,regressions[fact]<=0", f["base"], f["miss7"])
+    assert res["regressions[noanswer]<=0"].passed and res["regressions[noanswer]<=0"].counted == {"correct": 0}
+    assert not res["regressions[fact]<=0"].passed
