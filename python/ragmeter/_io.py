@@ -55,11 +55,14 @@ def atomic_outputs(out_dir: Any) -> Iterator[Path]:
 def results_folder(out_dir: Any) -> Iterator[Path]:
     """Like :func:`atomic_outputs`, and the folder then holds one run: every ragmeter output
     (:data:`RESULT_FILES`) that the new run did not write is removed, so no earlier run's
-    ``judge.parquet`` or ``sweep.parquet`` is read as this run's. Other files are left alone."""
+    ``judge.parquet`` or ``sweep.parquet`` is read as this run's. Other files are left alone.
+    A write that fails leaves the folder as it was (a folder created for the run is removed again)."""
+    existed = Path(out_dir).is_dir()
     out = ensure_folder(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=".ragmeter-", dir=out))
     try:
-        yield tmp
+        with _final_names(tmp, out):
+            yield tmp
         written = {item.name for item in tmp.iterdir()}
         for name in RESULT_FILES:
             if name not in written and (out / name).is_file():
@@ -69,6 +72,9 @@ def results_folder(out_dir: Any) -> Iterator[Path]:
             os.replace(tmp / name, out / name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if not existed:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if empty: the run wrote nothing
 
 
 @contextlib.contextmanager
@@ -81,11 +87,32 @@ def atomic_file(path: Any) -> Iterator[Path]:
     os.close(fd)
     tmp = Path(name)
     try:
-        yield tmp
+        with _final_names(tmp, target):
+            yield tmp
         os.replace(tmp, target)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+@contextlib.contextmanager
+def _final_names(tmp: Path, final: Path) -> Iterator[None]:
+    """A failed write names the file the user asked for, not the temporary one it was going to."""
+    try:
+        yield
+    except OSError as exc:
+        name = str(exc.filename or "")
+        if name == str(tmp) or name.startswith(str(tmp) + os.sep):
+            rest = Path(name).relative_to(tmp)
+            # the temporary file of an atomic report inside the temporary folder: .report.html.XXXX.tmp
+            rest = Path(*rest.parts[:-1], _final_file_name(rest.name)) if rest.parts else rest
+            raise OSError(exc.errno, exc.strerror, str(final / rest) if rest.parts else str(final)) from None
+        raise
+
+
+def _final_file_name(name: str) -> str:
+    match = re.fullmatch(r"\.(.+)\.[^.]+\.tmp", name)
+    return match.group(1) if match else name
 
 
 _OS_ERROR = re.compile(r"\(os error (\d+)\)")

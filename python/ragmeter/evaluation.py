@@ -205,7 +205,7 @@ def cost_summary(cases: pl.DataFrame, judge_summary: Optional[Dict[str, Any]],
         "n_cases": cases.height,
         "judge_cost_usd": judge_cost,
         "total_cost_usd": total,
-        "judge_cost_share": round(judge_cost / total, 4) if total else None,
+        "judge_cost_share": round(judge_cost / total, 4) if judge_cost is not None and total else None,
     }
 
 

@@ -8,7 +8,7 @@ writes both reports into the same directory.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 __all__ = ["write_reports", "build_readings", "DEFAULT_REPORT_RESAMPLES"]
 
@@ -29,9 +29,12 @@ def write_reports(
     n_resamples: int = DEFAULT_REPORT_RESAMPLES,
     seed: Optional[int] = None,
     name: Optional[str] = None,
+    on_warning: Optional[Callable[[str], None]] = None,
 ) -> Dict[str, Path]:
     """Write ``report.html`` and ``report.md`` (each atomically: a reader never sees half a report); return
-    their paths. ``name`` titles the reports (default: the summary's ``name``, else the folder's name)."""
+    their paths. ``name`` titles the reports (default: the summary's ``name``, else the folder's name);
+    ``on_warning`` receives each problem found while reading the folder (non-finite values, ...), which the
+    reports show too."""
     from ragmeter import stats
     from ragmeter._io import atomic_file, ensure_folder, write_text
     from ragmeter.report.data import compute_aggregates, load_results
@@ -42,6 +45,9 @@ def write_reports(
     results = load_results(results_dir)
     if name is not None:
         results.name = name
+    for w in results.warnings:
+        if on_warning is not None:
+            on_warning(str(w["message"]))
     aggregates = compute_aggregates(results.cases, n_resamples=n_resamples, seed=seed)
     readings = build_readings(results, n_resamples=n_resamples, seed=seed)
     html = render_html(results, aggregates, readings)

@@ -124,8 +124,8 @@ def _finite(frame: pl.DataFrame, path: Path, warnings: List[Dict[str, Any]]) -> 
     rows = bad.select(pl.any_horizontal(list(counts)).alias("_bad")).get_column("_bad")
     ids = frame.filter(rows).get_column("id").cast(pl.Utf8).to_list() if "id" in frame.columns else []
     where = ", ".join(f"{c} ({n})" for c, n in counts.items())
-    warnings.append(warning("non_finite", f"non-finite value(s) (NaN or infinity) in {path.name} treated as missing, "
-                            f"in {where}; rows", ids, count=sum(counts.values())))
+    warnings.append(warning("non_finite", f"non-finite value(s) (NaN or infinity) in {path.name} treated as missing "
+                            f"({where}), in {len(ids)} row(s)", ids, count=sum(counts.values())))
     return frame.with_columns([pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in counts])
 
 
