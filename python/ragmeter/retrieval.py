@@ -278,8 +278,8 @@ def _warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str],
             [u["id"] for u in unfound], [f"{u['id']}: {u['phrase']!r}" for u in unfound]))
     n = cases.height
     if n:
-        warnings.append(warning("resolution", f"cases in the set: resolution one case = {100.0 / n:.2f} points", [],
-                                count=n))
+        warnings.append(warning("resolution", f"cases in the set, so one case = {100.0 / n:.2f} points "
+                                "(the resolution of every rate)", [], count=n))
     return warnings
 
 

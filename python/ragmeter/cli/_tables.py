@@ -45,7 +45,7 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
     from ragmeter._warnings import messages
 
     for text in messages(summary["warnings"]):  # one line each: a count and the first few cases
-        console.print(f"[yellow]warning:[/] {escape(text)}")
+        console.print(f"[yellow]warning:[/] {escape(text)}", soft_wrap=True)
     if out_dir:
         console.print(f"wrote {out_dir}/cases.parquet, {out_dir}/chunks.parquet, {out_dir}/summary.json")
 
