@@ -38,11 +38,18 @@ def ensure_folder(out_dir: Any) -> Path:
     return out
 
 
+def _temporary_folder(out: Path) -> Path:
+    try:
+        return Path(tempfile.mkdtemp(prefix=".ragmeter-", dir=out))
+    except OSError as exc:  # name the folder asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(out)) from None
+
+
 @contextlib.contextmanager
 def atomic_outputs(out_dir: Any) -> Iterator[Path]:
     """Yield a temporary folder inside ``out_dir``; on success move every file in it into ``out_dir``."""
     out = ensure_folder(out_dir)
-    tmp = Path(tempfile.mkdtemp(prefix=".ragmeter-", dir=out))
+    tmp = _temporary_folder(out)
     try:
         yield tmp
         for item in tmp.iterdir():
@@ -59,7 +66,7 @@ def results_folder(out_dir: Any) -> Iterator[Path]:
     A write that fails leaves the folder as it was (a folder created for the run is removed again)."""
     existed = Path(out_dir).is_dir()
     out = ensure_folder(out_dir)
-    tmp = Path(tempfile.mkdtemp(prefix=".ragmeter-", dir=out))
+    tmp = _temporary_folder(out)
     try:
         with _final_names(tmp, out):
             yield tmp
@@ -144,7 +151,7 @@ def write_frame(frame: Any, path: Any, fmt: Optional[str] = None) -> None:
     _guard_write(path, lambda: writers[kind](path))
 
 
-def _json_rows_writer(frame: Any) -> Callable[[Path], None]:
+def _json_rows_writer(frame: Any) -> Callable[[Path], Any]:
     return lambda path: path.write_text(strict_json(frame.to_dicts()) + "\n", encoding="utf-8")
 
 
