@@ -90,7 +90,10 @@ def atomic_file(path: Any) -> Iterator[Path]:
     target = Path(path)
     if target.is_dir():
         raise OSError(errno.EISDIR, "is a folder, not a file", str(target))
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
+    except OSError as exc:  # a missing or unwritable folder: name the file asked for
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     os.close(fd)
     tmp = Path(name)
     try:

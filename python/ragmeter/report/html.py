@@ -142,7 +142,7 @@ CSS = """
 header{background:#22364d;color:#fff;padding:14px 24px;overflow-wrap:anywhere}header h1{margin:0;font-size:20px}header .meta{opacity:.85;font-size:12px}
 main{padding:12px 24px;max-width:1400px}section{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:12px 16px;margin:12px 0;min-width:0;overflow-x:auto}
 .tw,.cw{max-width:100%;overflow-x:auto;min-width:0}.charts>div{min-width:0;max-width:100%}svg.chart{display:block;flex:none}
-.warn summary{cursor:pointer;font-weight:600}.warn li{overflow-wrap:anywhere}.fail{background:#fde8e8;border-color:#e09a9a}
+.warn summary{cursor:pointer;font-weight:600}.warn li{overflow-wrap:anywhere}.warn.fail{background:#fde8e8;border-color:#e09a9a}
 @media (max-width:640px){header{padding:10px 12px}main{padding:6px 8px}section{padding:10px 10px}#explorer input{max-width:100%}}
 h2{font-size:16px;margin:4px 0 10px}table{border-collapse:collapse;font-size:13px}th,td{border-bottom:1px solid #eee;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f3f5f8}td.num{text-align:right;font-variant-numeric:tabular-nums}.warn{background:#fff4e0;border-color:#f0c070}
