@@ -346,3 +346,15 @@ def test_sweep_out_checks_the_extension(tmp_path: Path) -> None:
     rows = strict_load((tmp_path / "t.json").read_text(encoding="utf-8"))
     assert isinstance(rows, list) and len(rows) == parquet.height and rows[0]["threshold"] == 0.0
     assert listing(tmp_path) == ["t.csv", "t.json", "t.parquet"]  # no temporary file left
+
+
+def test_answerable_cases_without_labels_are_counted_in_a_warning() -> None:
+    from ragmeter import score
+
+    golden = [{"id": "fact-1", "question": "q1", "referenceAnswer": "600"},  # answerable, not labelled
+              {"id": "noanswer-1", "question": "q2"},  # nothing to retrieve: no warning
+              {"id": "fact-2", "question": "q3", "expectedFileNames": ["a.md"], "expectedEvidence": ["cap"]}]
+    run = [{"id": g["id"], "retrieved": [{"file": "a.md", "chunk_id": "a#1", "text": "the cap"}]} for g in golden]
+    by_code = {w["code"]: w for w in score(golden, run).summary["warnings"]}
+    assert by_code["unlabelled"]["cases"] == ["fact-1"] and by_code["unlabelled"]["count"] == 1
+    assert by_code["unlabelled"]["message"].startswith("1 case(s) have a reference answer but no expected files")

@@ -239,7 +239,7 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
     main_mode = _main_mode(cases)
     mode_counts = {str(m): int(c) for m, c in cases["retrieval_mode"].value_counts(sort=True).iter_rows()}
     unfound = _unfound_evidence(joined, match)
-    warnings = _warnings(cases, main_mode, missing, unfound)
+    warnings = _warnings(cases, main_mode, missing, unfound, joined)
     return {
         "k": k,
         "n_cases": n,
@@ -257,9 +257,10 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
 
 
 def _warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str],
-              unfound: List[Dict[str, str]]) -> List[Dict[str, Any]]:
+              unfound: List[Dict[str, str]], joined: pl.DataFrame) -> List[Dict[str, Any]]:
     """Structured warnings (see :mod:`ragmeter._warnings`): counted, naming the first few cases."""
     from ragmeter._warnings import warning
+    from ragmeter.diagnosis import NOANSWER_CATEGORIES
 
     warnings: List[Dict[str, Any]] = []
     off_mode = cases.filter(pl.col("retrieval_mode").is_not_null() & (pl.col("retrieval_mode") != main_mode)) \
@@ -276,6 +277,14 @@ def _warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str],
         warnings.append(warning(
             "evidence_never_found", "evidence phrase(s) never found in any retrieved chunk of the run (annotation slip?)",
             [u["id"] for u in unfound], [f"{u['id']}: {u['phrase']!r}" for u in unfound]))
+    # A case with a reference answer but no labels is answerable yet unscored for retrieval: an annotation
+    # gap, unlike a no-answer question, which has nothing to retrieve.
+    unlabelled = joined.filter(
+        ~cases["labeled"] & joined["reference_answer"].str.strip_chars().fill_null("").ne("")
+        & ~joined["category"].fill_null("").str.to_lowercase().is_in(NOANSWER_CATEGORIES))["id"].to_list()
+    if unlabelled:
+        warnings.append(warning("unlabelled", "case(s) have a reference answer but no expected files or evidence, so "
+                                "their retrieval is not scored (counted in n_total only)", unlabelled))
     n = cases.height
     if n:
         warnings.append(warning("resolution", f"cases in the set, so one case = {100.0 / n:.2f} points "
