@@ -321,3 +321,148 @@ def test_html_in_headless_chromium(results_dir: Path, tmp_path: Path) -> None:
     assert "Case " in dom
     assert "&lt;script&gt;document.title='PWNED'&lt;/script&gt; &amp; more" in dom
     assert "<img src=\"x\"" not in dom and "<img src=x" not in dom
+
+
+def _png_size(path: Path) -> tuple:
+    import struct
+
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+#: measures the report inside a 390 px frame (headless Chromium keeps a window at least 500 px wide)
+NARROW_PROBE = """<script>
+function measure(){var f=document.getElementById('report'), d=f.contentDocument, w=f.contentWindow;
+document.body.setAttribute('data-result', JSON.stringify({scrollWidth: d.documentElement.scrollWidth,
+  bodyScrollWidth: d.body.scrollWidth, innerWidth: w.innerWidth, rows: d.querySelectorAll('#case-rows tr').length,
+  svgWidths: Array.prototype.map.call(d.querySelectorAll('svg.chart'), function(s){return s.getBoundingClientRect().width;})}));}
+</script>"""
+
+
+def test_html_at_390px_has_no_horizontal_overflow(results_dir: Path, tmp_path: Path) -> None:
+    import html as html_lib
+
+    binary = _chromium()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but no chromium binary was found: install Debian's `chromium` package")
+        pytest.skip("no chromium binary (install Debian's `chromium`; this test is mandatory when CI is set)")
+    from ragmeter.report import write_reports
+
+    report = write_reports(results_dir, n_resamples=200)["html"].read_text(encoding="utf-8")
+    page = tmp_path / "narrow.html"
+    page.write_text(
+        '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">' + NARROW_PROBE
+        + '<iframe id="report" onload="measure()" style="width:390px;height:2400px;border:0" srcdoc="'
+        + html_lib.escape(report, quote=True) + '"></iframe></body></html>', encoding="utf-8")
+    shot = tmp_path / "narrow.png"
+    proc = _run_chromium(binary, [f"--screenshot={shot}", "--window-size=390,2400", page.as_uri()], tmp_path)
+    assert shot.is_file() and _png_size(shot) == (390, 2400), proc.stderr[-2000:]
+    proc = _run_chromium(binary, ["--window-size=500,2400", "--dump-dom", page.as_uri()], tmp_path)
+    found = re.search(r'data-result="([^"]*)"', proc.stdout)
+    assert found, proc.stderr[-2000:]
+    got = json.loads(html_lib.unescape(found.group(1)))
+    assert got["innerWidth"] == 390  # the report really was laid out at 390 px
+    assert got["rows"] > 0  # and its script ran
+    # no horizontal overflow of the page: wide tables and charts scroll inside their cards
+    assert got["scrollWidth"] <= 390 and got["bodyScrollWidth"] <= 390, got
+    # charts keep their drawn size (readable text) rather than shrinking to the screen
+    assert got["svgWidths"] and min(got["svgWidths"]) >= 250, got
+
+
+def test_unjudged_report_says_not_judged(tmp_path: Path) -> None:
+    from ragmeter.evaluation import run_eval
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    out = tmp_path / "ev"
+    run_eval(examples / "golden.jsonl", examples / "run.jsonl", out)
+    html = (out / "report.html").read_text(encoding="utf-8")
+    md = (out / "report.md").read_text(encoding="utf-8")
+    for label in ("Correctness score", "Faithfulness", "Answer relevancy", "Context precision", "Context recall"):
+        assert f"| {label} | not judged | n/a | 0/51 |" in md
+        assert f"<td>{label}</td><td class=\"num\">not judged</td>" in html
+    # the refusal rule on no-answer cases is not a correctness rate, and says so
+    label = "No-answer cases refused (refusal detection; answers not judged)"
+    assert f"| {label} | 83.3% |" in md and "| Correct |" not in md
+    assert f"<td>{label}</td>" in html and "<td>Correct</td>" not in html
+    # no zero-filled judge tables
+    readings = html.split('id="readings"')[1].split("</section>")[0]
+    assert "high/high" not in readings and "&gt;=85%" not in readings and readings.count("not judged") >= 3
+    assert "Faithfulness bands: not judged." in md
+    diagnosis = html.split('id="diagnosis"')[1].split("</section>")[0]
+    assert "<td>OK</td>" not in diagnosis and "<td>NOT_JUDGED</td>" in diagnosis
+
+
+def test_judged_report_has_no_not_judged_rows(results_dir: Path) -> None:
+    from ragmeter.report import write_reports
+
+    paths = write_reports(results_dir, n_resamples=200)
+    assert "not judged" not in paths["markdown"].read_text(encoding="utf-8")
+    assert "<td>Correct</td>" in paths["html"].read_text(encoding="utf-8")
+
+
+def test_judge_failed_box_groups_failures_by_kind(tmp_path: Path) -> None:
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(40, seed=5)
+    d = write_results(tmp_path / "r", cases, judge=False)
+    judge = judge_frame(cases)
+    failed = pl.col("metric") == "faithfulness"
+    kinds = pl.when(pl.col("id").str.contains("fact")).then(pl.lit("auth")).otherwise(pl.lit("timeout"))
+    judge = judge.with_columns(
+        pl.when(failed).then(pl.lit("failed")).otherwise(pl.col("status")).alias("status"),
+        pl.when(failed).then(kinds).alias("error_kind"),
+        pl.when(failed).then(pl.when(kinds == "auth").then(pl.lit("HTTP 401, the endpoint refused the API key"))
+                             .otherwise(pl.lit("timed out after 120 s"))).otherwise(pl.col("error")).alias("error"),
+    )
+    judge.write_parquet(d / "judge.parquet")
+    paths = write_reports(d, n_resamples=200)
+    html = paths["html"].read_text(encoding="utf-8")
+    box = html.split('id="judge-failed"')[1].split("</section>")[0]
+    assert html.index('id="judge-failed"') < html.index('id="overall"')  # at the top
+    assert "<b>faithfulness</b>: 40 of 40 rows failed" in box
+    assert "auth \u00d7 10" in box and "timeout \u00d7 30" in box
+    assert box.count("HTTP 401, the endpoint refused the API key") == 1 and box.count("timed out after 120 s") == 1
+    n_corr = judge.filter((pl.col("metric") == "correctness") & (pl.col("status") == "failed")).height
+    assert n_corr > 0 and f"<b>correctness</b>: {n_corr} of 40 rows failed" in box
+    md = paths["markdown"].read_text(encoding="utf-8")
+    assert "**Judge failed**" in md and "faithfulness: 40 of 40 rows failed: timeout x 30" in md
+
+
+def test_judge_failed_box_prefers_the_judge_summary(tmp_path: Path) -> None:
+    from ragmeter.report import write_reports
+
+    summary = {"judge": {"metrics": {
+        "correctness": {"n_total": 12, "failures": {"quota": {"count": 3, "example": "HTTP 429, quota exhausted"}}},
+        "faithfulness": {"n_total": 12, "failures": {}},
+    }}}
+    d = write_results(tmp_path / "r", synth_cases(12, seed=6), summary=summary)
+    html = write_reports(d, n_resamples=100)["html"].read_text(encoding="utf-8")
+    box = html.split('id="judge-failed"')[1].split("</section>")[0]
+    assert "<b>correctness</b>: 3 of 12 rows failed" in box and "HTTP 429, quota exhausted" in box
+    assert "faithfulness" not in box
+
+
+def test_reports_read_the_stored_diagnosis(tmp_path: Path) -> None:
+    from ragmeter.diagnosis import diagnose
+    from ragmeter.report.data import load_results
+
+    cases = diagnose(synth_cases(16, seed=7))
+    stored = cases.with_columns(pl.lit("RETRIEVAL_MISS").alias("diagnosis"))  # as if computed by the writer
+    d = write_results(tmp_path / "r", stored, judge=False)
+    assert set(load_results(d).cases["diagnosis"]) == {"RETRIEVAL_MISS"}
+    d = write_results(tmp_path / "old", synth_cases(16, seed=7), judge=False)  # no stored diagnosis: computed
+    assert load_results(d).cases["diagnosis"].to_list() == cases["diagnosis"].to_list()
+
+
+def test_warnings_box_is_collapsible_and_bounded(tmp_path: Path) -> None:
+    from ragmeter.report import write_reports
+
+    old_style = "99999 case(s) missing from the run: " + ", ".join(f"case-{i}" for i in range(99999))
+    structured = {"code": "mode_fallback", "message": "3 case(s) ran in bm25: a, b, c", "count": 3, "cases": ["a", "b", "c"]}
+    d = write_results(tmp_path / "r", synth_cases(8), judge=False, summary={"warnings": [old_style, structured]})
+    html = write_reports(d, n_resamples=100)["html"].read_text(encoding="utf-8")
+    box = html.split('<section class="warn" id="warnings">')[1].split("</section>")[0]
+    assert box.startswith("<details><summary>Warnings: 2 kind(s)") and box.count("<li>") == 2
+    assert "mode_fallback (3)" in box and len(box) < 2000  # an old folder's listing is cut, not pasted whole

@@ -1,23 +1,179 @@
-"""Writing outputs all-or-nothing: files go to a temporary folder first and are
-moved into place only when every one of them was written."""
+"""Writing outputs all-or-nothing, and JSON that any parser reads.
+
+Files go to a temporary folder first and are moved into place only when every
+one of them was written. A write that fails (a full disk, a folder that cannot
+be written, polars' own write errors) becomes an :class:`OSError` naming the
+file, which the command line prints as one line with exit status 2; nothing
+half-written is left behind.
+"""
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
+import math
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Optional
+
+__all__ = [
+    "RESULT_FILES", "ensure_folder", "atomic_outputs", "results_folder", "atomic_file", "write_frame", "write_text",
+    "strict_json", "sanitise_json",
+]
+
+#: every file ragmeter writes into a results folder; only these are ever replaced or removed there
+RESULT_FILES = ("cases.parquet", "chunks.parquet", "judge.parquet", "sweep.parquet", "summary.json",
+                "warnings.json", "report.html", "report.md")
+
+
+def ensure_folder(out_dir: Any) -> Path:
+    """``out_dir`` as a folder, created if need be; a file of that name is an error, not overwritten."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise OSError(errno.ENOTDIR, "exists and is not a folder (--out names a folder)", str(out))
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _temporary_folder(out: Path) -> Path:
+    try:
+        return Path(tempfile.mkdtemp(prefix=".ragmeter-", dir=out))
+    except OSError as exc:  # name the folder asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(out)) from None
 
 
 @contextlib.contextmanager
 def atomic_outputs(out_dir: Any) -> Iterator[Path]:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".ragmeter-", dir=out))
+    """Yield a temporary folder inside ``out_dir``; on success move every file in it into ``out_dir``."""
+    out = ensure_folder(out_dir)
+    tmp = _temporary_folder(out)
     try:
         yield tmp
         for item in tmp.iterdir():
             os.replace(item, out / item.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def results_folder(out_dir: Any) -> Iterator[Path]:
+    """Like :func:`atomic_outputs`, and the folder then holds one run: every ragmeter output
+    (:data:`RESULT_FILES`) that the new run did not write is removed, so no earlier run's
+    ``judge.parquet`` or ``sweep.parquet`` is read as this run's. Other files are left alone.
+    A write that fails leaves the folder as it was (a folder created for the run is removed again)."""
+    existed = Path(out_dir).is_dir()
+    out = ensure_folder(out_dir)
+    tmp = _temporary_folder(out)
+    try:
+        with _final_names(tmp, out):
+            yield tmp
+        written = {item.name for item in tmp.iterdir()}
+        for name in RESULT_FILES:
+            if name not in written and (out / name).is_file():
+                (out / name).unlink()
+        # summary.json last: a reader that sees the new summary sees the files it lists
+        for name in sorted(written, key=lambda n: n == "summary.json"):
+            os.replace(tmp / name, out / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not existed:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if empty: the run wrote nothing
+
+
+@contextlib.contextmanager
+def atomic_file(path: Any) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success it replaces ``path`` in one step."""
+    target = Path(path)
+    if target.is_dir():
+        raise OSError(errno.EISDIR, "is a folder, not a file", str(target))
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
+    except OSError as exc:  # a missing or unwritable folder: name the file asked for
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        with _final_names(tmp, target):
+            yield tmp
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+@contextlib.contextmanager
+def _final_names(tmp: Path, final: Path) -> Iterator[None]:
+    """A failed write names the file the user asked for, not the temporary one it was going to."""
+    try:
+        yield
+    except OSError as exc:
+        name = str(exc.filename or "")
+        if name == str(tmp) or name.startswith(str(tmp) + os.sep):
+            rest = Path(name).relative_to(tmp)
+            # the temporary file of an atomic report inside the temporary folder: .report.html.XXXX.tmp
+            rest = Path(*rest.parts[:-1], _final_file_name(rest.name)) if rest.parts else rest
+            raise OSError(exc.errno, exc.strerror, str(final / rest) if rest.parts else str(final)) from None
+        raise
+
+
+def _final_file_name(name: str) -> str:
+    match = re.fullmatch(r"\.(.+)\.[^.]+\.tmp", name)
+    return match.group(1) if match else name
+
+
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+def _write_error(exc: BaseException, path: Path) -> OSError:
+    """One :class:`OSError` naming ``path`` for a failed write (polars raises its own error types)."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(path))
+    found = _OS_ERROR.search(str(exc))
+    code = int(found.group(1)) if found else errno.EIO
+    return OSError(code, os.strerror(code) if found else f"cannot write ({exc})", str(path))
+
+
+def _guard_write(path: Path, write: Callable[[], Any]) -> None:
+    import polars as pl
+
+    try:
+        write()
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise _write_error(exc, path) from None
+
+
+def write_frame(frame: Any, path: Any, fmt: Optional[str] = None) -> None:
+    """Write a polars DataFrame as Parquet (or ``fmt`` "csv" / "json"); a failure names ``path``."""
+    path = Path(path)
+    kind = fmt or "parquet"
+    writers = {"parquet": frame.write_parquet, "csv": frame.write_csv, "json": _json_rows_writer(frame)}
+    _guard_write(path, lambda: writers[kind](path))
+
+
+def _json_rows_writer(frame: Any) -> Callable[[Path], Any]:
+    return lambda path: path.write_text(strict_json(frame.to_dicts()) + "\n", encoding="utf-8")
+
+
+def write_text(path: Any, text: str) -> None:
+    path = Path(path)
+    _guard_write(path, lambda: path.write_text(text, encoding="utf-8"))
+
+
+def sanitise_json(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, +-inf) replaced by None, for strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: sanitise_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [sanitise_json(v) for v in value]
+    return value
+
+
+def strict_json(value: Any, *, indent: Optional[int] = 2, default: Optional[Callable[[Any], Any]] = str) -> str:
+    """JSON text every parser accepts: non-finite numbers become null (never ``NaN`` or ``Infinity``)."""
+    return json.dumps(sanitise_json(value), indent=indent, ensure_ascii=False, allow_nan=False, default=default)

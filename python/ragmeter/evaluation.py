@@ -5,12 +5,24 @@
 * ``cases.parquet``: one row per case, the retrieval columns of
   :func:`ragmeter.score` joined with the question, answer, reference, the
   case's chunks with relevance marks (``retrieved``) and, when judged, one
-  ``<metric>_score`` / ``<metric>_status`` pair per judge metric plus ``correct``;
+  ``<metric>_score`` / ``<metric>_status`` pair per judge metric plus ``correct``,
+  and the per-case diagnosis of :func:`ragmeter.diagnosis.diagnose`
+  (``diagnosis``, ``quadrant``, ``faithfulness_band``, ``refusal``,
+  ``is_noanswer``, ``answer_correct``);
 * ``chunks.parquet``, ``judge.parquet`` (when judged), ``sweep.parquet`` (when
   thresholds are given);
 * ``summary.json``: tool version, input hashes, settings (never the API key),
-  timestamps, the retrieval summary and the judge summary;
+  timestamps, the retrieval summary, the judge summary, ``cost`` (system vs
+  judge cost and the judge's share), the warnings (counted, with the first
+  few case ids) and ``files``, the files that belong to this run;
+* ``warnings.json``: every warning with the complete list of its cases;
 * ``report.html`` and ``report.md``.
+
+The folder holds one run: outputs are written to a temporary folder inside it
+and moved into place when all are written, and ragmeter outputs of an earlier
+run that this one did not produce (a ``judge.parquet``, a ``sweep.parquet``)
+are removed. Files ragmeter does not write are left alone. A write that fails
+(a full disk) leaves the folder as it was.
 
 Judge metrics that were not run are absent, and the diagnosis says
 ``NOT_JUDGED`` rather than guessing.
@@ -27,7 +39,6 @@ per-repeat means and the share of cases whose verdict flips.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -77,8 +88,14 @@ def run_eval(
     reports: bool = True,
     repeat: int = 1,
 ) -> Dict[str, Any]:
-    """Score, optionally judge (``repeat`` times), write the results folder and the reports; return the summary."""
-    from ragmeter._io import atomic_outputs
+    """Score, optionally judge (``repeat`` times), write the results folder and the reports; return the summary.
+
+    Everything is written into a temporary folder inside ``out_dir`` and moved into place when all of it was
+    written; ragmeter outputs of an earlier run that this run did not produce are removed (other files stay).
+    """
+    from ragmeter._io import results_folder, strict_json, write_frame, write_text
+    from ragmeter._warnings import for_disk, full_list
+    from ragmeter.diagnosis import diagnose
     from ragmeter.retrieval import _prepared_match, _score_prepared, _sweep_prepared
 
     repeat = _check_repeat(repeat)
@@ -107,7 +124,10 @@ def run_eval(
         judge_frame = pl.concat([f.with_columns(pl.lit(r, dtype=pl.Int64).alias("repeat"))
                                  for r, f in enumerate(frames, start=1)], how="vertical_relaxed")
         cases = cases.join(_judge_columns(first), on="id", how="left")
+    # The per-case diagnosis is computed here, once; the reports and compare read these columns.
+    cases = diagnose(cases)
     sweep_table = _sweep_prepared(prepared, list(thresholds), k) if thresholds else None
+    files = _run_files(judge_frame is not None, sweep_table is not None, reports)
     summary = {
         "results_format": RESULTS_FORMAT,
         "tool": "ragmeter",
@@ -123,22 +143,70 @@ def run_eval(
         "retrieval": result.summary,
         "judge": judge_summary,
         **({"repeats": repeats} if repeats is not None else {}),
+        "cost": cost_summary(cases, judge_summary, repeats),
         "warnings": result.summary["warnings"],
+        "files": files,
     }
-    with atomic_outputs(out_dir) as tmp:
-        cases.write_parquet(tmp / "cases.parquet")
-        result.chunks.write_parquet(tmp / "chunks.parquet")
+    with results_folder(out_dir) as tmp:
+        write_frame(cases, tmp / "cases.parquet")
+        write_frame(result.chunks, tmp / "chunks.parquet")
         if judge_frame is not None:
-            judge_frame.write_parquet(tmp / "judge.parquet")
+            write_frame(judge_frame, tmp / "judge.parquet")
         if sweep_table is not None:
-            sweep_table.write_parquet(tmp / "sweep.parquet")
-        (tmp / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
-                                          encoding="utf-8")
-    if reports:
-        from ragmeter.report import write_reports
+            write_frame(sweep_table, tmp / "sweep.parquet")
+        write_text(tmp / "warnings.json", strict_json(full_list(summary)) + "\n")
+        write_text(tmp / "summary.json", strict_json(for_disk(summary)) + "\n")
+        if reports:
+            from ragmeter.report import write_reports
 
-        summary["reports"] = {k_: str(v) for k_, v in write_reports(out_dir).items()}
+            write_reports(tmp, name=Path(out_dir).name)
+    if reports:
+        summary["reports"] = {"html": str(Path(out_dir) / "report.html"), "markdown": str(Path(out_dir) / "report.md")}
     return summary
+
+
+def _run_files(judged: bool, swept: bool, reports: bool) -> List[str]:
+    """The files of one results folder, as ``summary.json`` lists them."""
+    files = ["cases.parquet", "chunks.parquet"]
+    files += ["judge.parquet"] if judged else []
+    files += ["sweep.parquet"] if swept else []
+    files += ["warnings.json", "summary.json"]
+    files += ["report.html", "report.md"] if reports else []
+    return files
+
+
+def cost_summary(cases: pl.DataFrame, judge_summary: Optional[Dict[str, Any]],
+                 repeats: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """System cost (the run's per-case ``cost``) vs judge cost (every repeat) and the judge's share of the total.
+
+    A cost nobody reported is null, not 0: the system cost is null when no case carries one, the judge cost
+    when there was no judge or no price for its model, and the share when either side is unknown. Without a
+    judge the total is the system cost.
+    """
+    system = None
+    n_costed = 0
+    if "cost" in cases.columns and cases.schema["cost"].is_numeric():
+        values = cases.get_column("cost").cast(pl.Float64)
+        values = values.filter(values.is_finite())
+        n_costed = values.len()
+        system = round(float(values.sum()), 6) if n_costed else None
+    judge_cost = None
+    if judge_summary is not None:
+        runs = (repeats or {}).get("runs") or [{"judge_cost_usd": judge_summary.get("judge_cost_usd")}]
+        costs = [r.get("judge_cost_usd") for r in runs]
+        judge_cost = None if any(c is None for c in costs) else round(sum(costs), 6)
+    if judge_summary is None:  # nothing was judged: the total is the system's
+        total = system
+    else:
+        total = None if system is None or judge_cost is None else round(system + judge_cost, 6)
+    return {
+        "system_cost_usd": system,
+        "n_cases_with_cost": n_costed,
+        "n_cases": cases.height,
+        "judge_cost_usd": judge_cost,
+        "total_cost_usd": total,
+        "judge_cost_share": round(judge_cost / total, 4) if judge_cost is not None and total else None,
+    }
 
 
 def _check_repeat(repeat: Any) -> int:
@@ -151,12 +219,13 @@ def _check_repeat(repeat: Any) -> int:
 
 def _judge_records(joined: pl.DataFrame) -> List[Dict[str, Any]]:
     """One record per case (golden set joined with the run) for the judge. It sees what the generator saw: the
-    run's contexts (the retrieved texts when the run gives none)."""
-    return [
-        {**row, "contexts": row["contexts"] or []}
-        for row in joined.select("id", "question", "reference_answer", "answer", "category", "contexts")
-        .iter_rows(named=True)
-    ]
+    run's contexts (the retrieved texts when the run gives none).
+
+    ``cost`` (the run's own cost per case) feeds the judge's cost accounting, and a case missing from the run
+    is marked as such, as ``ragmeter judge`` does."""
+    columns = joined.select("id", "question", "reference_answer", "answer", "category", "contexts", "cost",
+                            pl.col("missing_from_run").alias("missing_run"))
+    return [{**row, "contexts": row["contexts"] or []} for row in columns.iter_rows(named=True)]
 
 
 _ESTIMATE_COUNTS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "embedding_tokens")

@@ -70,16 +70,23 @@ class ScoreResult:
 
     @property
     def warnings(self) -> List[str]:
-        return list(self.summary["warnings"])
+        """The warnings' messages; ``summary["warnings"]`` has them structured (code, count, cases)."""
+        from ragmeter._warnings import messages
+
+        return messages(self.summary["warnings"])
 
     def write(self, out_dir: Any) -> None:
-        """Write ``cases.parquet``, ``chunks.parquet`` and ``summary.json`` (all or nothing)."""
-        from ragmeter._io import atomic_outputs
+        """Write ``cases.parquet``, ``chunks.parquet``, ``summary.json`` and ``warnings.json`` (all or
+        nothing; ragmeter outputs of an earlier run in ``out_dir`` are removed, other files kept)."""
+        from ragmeter._io import results_folder, strict_json, write_frame, write_text
+        from ragmeter._warnings import for_disk, full_list
 
-        with atomic_outputs(out_dir) as tmp:
-            self.cases.write_parquet(tmp / "cases.parquet")
-            self.chunks.write_parquet(tmp / "chunks.parquet")
-            (tmp / "summary.json").write_text(json.dumps(self.summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        files = ["cases.parquet", "chunks.parquet", "warnings.json", "summary.json"]
+        with results_folder(out_dir) as tmp:
+            write_frame(self.cases, tmp / "cases.parquet")
+            write_frame(self.chunks, tmp / "chunks.parquet")
+            write_text(tmp / "warnings.json", strict_json(full_list(self.summary)) + "\n")
+            write_text(tmp / "summary.json", strict_json({**for_disk(self.summary), "files": files}) + "\n")
 
 
 def _prepare(golden: Any, run: Any) -> tuple:
@@ -229,26 +236,10 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
              match: Optional[EvidenceMatch] = None) -> Dict[str, Any]:
     overall = aggregate(cases).to_dicts()[0]
     n = cases.height
-    warnings: List[str] = []
     main_mode = _main_mode(cases)
     mode_counts = {str(m): int(c) for m, c in cases["retrieval_mode"].value_counts(sort=True).iter_rows()}
-    off_mode = cases.filter(pl.col("retrieval_mode").is_not_null() & (pl.col("retrieval_mode") != main_mode)) \
-        if main_mode is not None else cases.clear()
-    if off_mode.height:
-        warnings.append(
-            f"{off_mode.height} case(s) ran in a retrieval mode other than the run's main mode '{main_mode}' "
-            f"(a degraded retriever?): " + ", ".join(f"{i} ({m})" for i, m in off_mode.select("id", "retrieval_mode").iter_rows())
-        )
-    if missing:
-        warnings.append(f"{len(missing)} golden case(s) missing from the run, scored as empty retrievals: " + ", ".join(missing))
     unfound = _unfound_evidence(joined, match)
-    if unfound:
-        warnings.append(
-            f"{len(unfound)} evidence phrase(s) never found in any retrieved chunk of the run (annotation slip?): "
-            + "; ".join(f"{u['id']}: {u['phrase']!r}" for u in unfound)
-        )
-    if n:
-        warnings.append(f"resolution: one case = {100.0 / n:.2f} points on this set of {n} cases")
+    warnings = _warnings(cases, main_mode, missing, unfound, joined)
     return {
         "k": k,
         "n_cases": n,
@@ -263,6 +254,42 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
         "warnings": warnings,
         "definitions": "hit_rate is Hit@k (what many call Recall@k; trec_eval success_k); see ragmeter.retrieval",
     }
+
+
+def _warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str],
+              unfound: List[Dict[str, str]], joined: pl.DataFrame) -> List[Dict[str, Any]]:
+    """Structured warnings (see :mod:`ragmeter._warnings`): counted, naming the first few cases."""
+    from ragmeter._warnings import warning
+    from ragmeter.diagnosis import NOANSWER_CATEGORIES
+
+    warnings: List[Dict[str, Any]] = []
+    off_mode = cases.filter(pl.col("retrieval_mode").is_not_null() & (pl.col("retrieval_mode") != main_mode)) \
+        if main_mode is not None else cases.clear()
+    if off_mode.height:
+        ids, modes = off_mode["id"].to_list(), off_mode["retrieval_mode"].to_list()
+        warnings.append(warning(
+            "mode_fallback", f"case(s) ran in a retrieval mode other than the run's main mode '{main_mode}' "
+            "(a degraded retriever?)", ids, [f"{i} ({m})" for i, m in zip(ids, modes)]))
+    if missing:
+        warnings.append(warning("missing_from_run", "golden case(s) missing from the run, scored as empty retrievals",
+                                missing))
+    if unfound:
+        warnings.append(warning(
+            "evidence_never_found", "evidence phrase(s) never found in any retrieved chunk of the run (annotation slip?)",
+            [u["id"] for u in unfound], [f"{u['id']}: {u['phrase']!r}" for u in unfound]))
+    # A case with a reference answer but no labels is answerable yet unscored for retrieval: an annotation
+    # gap, unlike a no-answer question, which has nothing to retrieve.
+    unlabelled = joined.filter(
+        ~cases["labeled"] & joined["reference_answer"].str.strip_chars().fill_null("").ne("")
+        & ~joined["category"].fill_null("").str.to_lowercase().is_in(NOANSWER_CATEGORIES))["id"].to_list()
+    if unlabelled:
+        warnings.append(warning("unlabelled", "case(s) have a reference answer but no expected files or evidence, so "
+                                "their retrieval is not scored (counted in n_total only)", unlabelled))
+    n = cases.height
+    if n:
+        warnings.append(warning("resolution", f"cases in the set, so one case = {100.0 / n:.2f} points "
+                                "(the resolution of every rate)", [], count=n))
+    return warnings
 
 
 def _nest(row: Dict[str, Any]) -> Dict[str, Any]:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import polars as pl
+import pytest
 from evalcli import EXAMPLES as EX
 from evalcli import eval_cli
 
@@ -56,3 +57,47 @@ def test_eval_judges_against_the_runs_contexts_not_only_the_retrieved_chunks(tmp
     run_eval(golden, run, tmp_path / "ev", judge=cfg, reports=False)
     sent = json.dumps([r["payload"] for r in server.log], ensure_ascii=False)
     assert "EXPANDED: the cap is 600" in sent
+
+
+def test_eval_passes_the_runs_cost_to_the_judge_accounting(tmp_path, server, api_key):
+    out = tmp_path / "ev"
+    proc = eval_cli("--metrics", "correctness", "--no-cache", "--price", "0.15,0.6", "--out", str(out), server=server)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    run_cost = sum(json.loads(line).get("cost") or 0 for line in (EX / "run.jsonl").read_text().splitlines() if line.strip())
+    assert summary["judge"]["system_cost_usd"] == pytest.approx(run_cost, abs=1e-6) and run_cost > 0
+    cost = summary["cost"]
+    assert cost["system_cost_usd"] == pytest.approx(run_cost, abs=1e-6)
+    assert cost["judge_cost_usd"] == summary["judge"]["judge_cost_usd"] and cost["judge_cost_usd"] > 0
+    total = cost["system_cost_usd"] + cost["judge_cost_usd"]
+    assert cost["judge_cost_share"] == pytest.approx(cost["judge_cost_usd"] / total, abs=1e-4)
+    assert summary["judge"]["judge_cost_share"] == pytest.approx(cost["judge_cost_share"], abs=1e-4)
+    # the case missing from the run is not judged as if it had an empty answer
+    judge = pl.read_parquet(out / "judge.parquet")
+    missing = judge.filter(pl.col("id") == "crossdoc-06-formats-today")
+    assert missing["status"].to_list() == ["skipped"] and missing["error_kind"].to_list() == ["missing_run"]
+
+
+def test_unjudged_eval_after_a_judged_one_leaves_no_judge_results(tmp_path, server, api_key):
+    out = tmp_path / "ev"
+    (tmp_path / "ev").mkdir()
+    (out / "notes.txt").write_text("keep me")
+    proc = eval_cli("--metrics", "correctness,faithfulness", "--no-cache", "--price", "0.15,0.6",
+                    "--thresholds", "0,0.2", "--out", str(out), server=server)
+    assert proc.returncode == 0, proc.stderr
+    first = pl.read_parquet(out / "cases.parquet")
+    assert {"judge.parquet", "sweep.parquet"} <= {p.name for p in out.iterdir()}
+    assert "correctness_score" in first.columns and set(first["diagnosis"]) & {"OK", "PROMPT_OR_MODEL"}
+    assert "judge cost (USD)" in (out / "report.html").read_text()
+
+    proc = eval_cli("--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    names = {p.name for p in out.iterdir()}
+    assert "judge.parquet" not in names and "sweep.parquet" not in names and "notes.txt" in names
+    assert (out / "notes.txt").read_text() == "keep me"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["judge"] is None and set(summary["files"]) == names - {"notes.txt"}
+    html = (out / "report.html").read_text()
+    assert "judge cost (USD)</td><td class=\"num\">not judged" in html and "judge rows by status" not in html
+    assert 'id="sweep"' not in html
+    assert "OK" not in set(pl.read_parquet(out / "cases.parquet")["diagnosis"])

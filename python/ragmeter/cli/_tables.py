@@ -40,8 +40,12 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
     if gap is not None:
         console.print(f"file-level minus chunk-level Hit@{k}: {gap:+.1f} points "
                       "(the right file came back, the answer chunk did not)")
-    for w in summary["warnings"]:
-        console.print(f"[yellow]warning:[/] {w}")
+    from rich.markup import escape
+
+    from ragmeter._warnings import messages
+
+    for text in messages(summary["warnings"]):  # one line each: a count and the first few cases
+        console.print(f"[yellow]warning:[/] {escape(text)}", soft_wrap=True)
     if out_dir:
         console.print(f"wrote {out_dir}/cases.parquet, {out_dir}/chunks.parquet, {out_dir}/summary.json")
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 HELP = "rebuild report.html and report.md from a results directory"
 
@@ -20,7 +21,8 @@ def run(args: argparse.Namespace) -> int:
     resamples = DEFAULT_REPORT_RESAMPLES if args.resamples is None else args.resamples
     if resamples < 100:
         raise InputError(f"--resamples: need at least 100, got {resamples}")
-    paths = write_reports(args.results_dir, out_dir=args.out, n_resamples=resamples, seed=args.seed)
+    paths = write_reports(args.results_dir, out_dir=args.out, n_resamples=resamples, seed=args.seed,
+                          on_warning=lambda text: print(f"ragmeter: warning: {text}", file=sys.stderr))
     print(f"wrote {paths['html']}")
     print(f"wrote {paths['markdown']}")
     return 0

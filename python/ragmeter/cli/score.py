@@ -12,7 +12,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSONL)")
     parser.add_argument("--run", required=True, metavar="R", help="run (JSONL or Parquet)")
     parser.add_argument("--k", type=int, default=5, help="cut-off (default 5)")
-    parser.add_argument("--out", metavar="DIR", help="write DIR/cases.parquet, DIR/chunks.parquet and DIR/summary.json")
+    parser.add_argument("--out", metavar="DIR", help="write DIR/cases.parquet, DIR/chunks.parquet, DIR/summary.json and DIR/warnings.json")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
 
 
@@ -23,7 +23,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         result.write(args.out)
     if args.json:
-        print(json.dumps(result.summary, indent=2, ensure_ascii=False))
+        from ragmeter._io import strict_json
+
+        print(strict_json(result.summary))
     else:
         from ragmeter.cli._tables import print_score
 

@@ -11,7 +11,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", required=True, metavar="R", help="run (JSONL or Parquet) with candidate scores")
     parser.add_argument("--thresholds", default="0,0.1,0.2", help="comma-separated thresholds (default 0,0.1,0.2)")
     parser.add_argument("--k", type=int, default=5, help="cut-off after thresholding (default 5)")
-    parser.add_argument("--out", metavar="FILE", help="also write the table (.parquet or .csv)")
+    parser.add_argument("--out", metavar="FILE", help="also write the table (.parquet, .csv or .json, by extension)")
     parser.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
 
 
@@ -27,16 +27,37 @@ def parse_thresholds(text: str) -> list:
     return values
 
 
+#: --out FILE extension -> format
+OUT_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json"}
+
+
+def out_format(path: str) -> str:
+    """The format an ``--out FILE`` names by its extension; any other extension is a usage error."""
+    from pathlib import Path
+
+    from ragmeter.errors import InputError
+
+    suffix = Path(path).suffix.lower()
+    if suffix not in OUT_FORMATS:
+        raise InputError(f"--out {path}: unknown extension {suffix or '(none)'!r}: use .parquet, .csv or .json")
+    return OUT_FORMATS[suffix]
+
+
 def run(args: argparse.Namespace) -> int:
-    import json
 
     from ragmeter.retrieval import sweep
 
+    fmt = out_format(args.out) if args.out else None  # checked before any work
     table = sweep(args.golden, args.run, parse_thresholds(args.thresholds), k=args.k)
     if args.out:
-        (table.write_csv if str(args.out).endswith(".csv") else table.write_parquet)(args.out)
+        from ragmeter._io import atomic_file, write_frame
+
+        with atomic_file(args.out) as tmp:
+            write_frame(table, tmp, fmt)
     if args.json:
-        print(json.dumps(table.to_dicts(), indent=2, ensure_ascii=False))
+        from ragmeter._io import strict_json
+
+        print(strict_json(table.to_dicts()))
     else:
         from ragmeter.cli._tables import print_sweep
 

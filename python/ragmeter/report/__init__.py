@@ -8,7 +8,7 @@ writes both reports into the same directory.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 __all__ = ["write_reports", "build_readings", "DEFAULT_REPORT_RESAMPLES"]
 
@@ -28,21 +28,33 @@ def write_reports(
     out_dir: Optional[Any] = None,
     n_resamples: int = DEFAULT_REPORT_RESAMPLES,
     seed: Optional[int] = None,
+    name: Optional[str] = None,
+    on_warning: Optional[Callable[[str], None]] = None,
 ) -> Dict[str, Path]:
-    """Write ``report.html`` and ``report.md``; return their paths."""
+    """Write ``report.html`` and ``report.md`` (each atomically: a reader never sees half a report); return
+    their paths. ``name`` titles the reports (default: the summary's ``name``, else the folder's name);
+    ``on_warning`` receives each problem found while reading the folder (non-finite values, ...), which the
+    reports show too."""
     from ragmeter import stats
+    from ragmeter._io import atomic_file, ensure_folder, write_text
     from ragmeter.report.data import compute_aggregates, load_results
     from ragmeter.report.html import render_html
     from ragmeter.report.markdown import render_markdown
 
     seed = stats.DEFAULT_SEED if seed is None else seed
     results = load_results(results_dir)
+    if name is not None:
+        results.name = name
+    for w in results.warnings:
+        if on_warning is not None:
+            on_warning(str(w["message"]))
     aggregates = compute_aggregates(results.cases, n_resamples=n_resamples, seed=seed)
     readings = build_readings(results, n_resamples=n_resamples, seed=seed)
-    target = Path(out_dir) if out_dir is not None else results.path
-    target.mkdir(parents=True, exist_ok=True)
-    html_path = target / "report.html"
-    md_path = target / "report.md"
-    html_path.write_text(render_html(results, aggregates, readings), encoding="utf-8")
-    md_path.write_text(render_markdown(results, aggregates, readings), encoding="utf-8")
-    return {"html": html_path, "markdown": md_path}
+    html = render_html(results, aggregates, readings)
+    markdown = render_markdown(results, aggregates, readings)
+    target = ensure_folder(out_dir if out_dir is not None else results.path)
+    paths = {"html": target / "report.html", "markdown": target / "report.md"}
+    for key, text in (("html", html), ("markdown", markdown)):
+        with atomic_file(paths[key]) as tmp:
+            write_text(tmp, text)
+    return paths

@@ -30,6 +30,9 @@ __all__ = [
     "Results",
     "load_results",
     "metric_frame",
+    "metric_label",
+    "not_judged_metrics",
+    "judge_failures",
     "compute_aggregates",
 ]
 
@@ -81,7 +84,22 @@ class Results:
     summary: Dict[str, Any]
     judge: Optional[pl.DataFrame] = None
     sweep: Optional[pl.DataFrame] = None
-    warnings: List[str] = field(default_factory=list)
+    #: warnings found while reading the folder (structured, see :mod:`ragmeter._warnings`)
+    warnings: List[Dict[str, Any]] = field(default_factory=list)
+    name: Optional[str] = None
+
+    @property
+    def title(self) -> str:
+        return str(self.summary.get("name") or self.name or self.path.name)
+
+    @property
+    def judged(self) -> bool:
+        """Whether any judge metric was run (an unjudged run says "not judged", never 0)."""
+        return self.judge is not None or any(f"{m}_score" in self.cases.columns for m in JUDGE_METRICS)
+
+
+#: diagnosis columns written into cases.parquet by ``ragmeter eval`` (read as they are when all present)
+DIAGNOSIS_COLUMNS = ["is_noanswer", "refusal", "answer_correct", "diagnosis", "quadrant", "faithfulness_band"]
 
 
 def _read_parquet(path: Path) -> pl.DataFrame:
@@ -89,6 +107,54 @@ def _read_parquet(path: Path) -> pl.DataFrame:
         return pl.read_parquet(path)
     except Exception as exc:  # polars raises several error types for corrupt files
         raise InputError(f"{path}: cannot read Parquet file ({exc})") from None
+
+
+def _finite(frame: pl.DataFrame, path: Path, warnings: List[Dict[str, Any]]) -> pl.DataFrame:
+    """``frame`` with NaN and +-inf in its float columns as null (missing), and one warning saying how many."""
+    from ragmeter._warnings import warning
+
+    floats = [c for c, t in frame.schema.items() if t in (pl.Float32, pl.Float64)]
+    if not floats:
+        return frame
+    bad = frame.select([(~pl.col(c).is_finite() & pl.col(c).is_not_null()).alias(c) for c in floats])
+    counts = {c: int(bad.get_column(c).sum()) for c in floats}
+    counts = {c: n for c, n in counts.items() if n}
+    if not counts:
+        return frame
+    rows = bad.select(pl.any_horizontal(list(counts)).alias("_bad")).get_column("_bad")
+    ids = frame.filter(rows).get_column("id").cast(pl.Utf8).to_list() if "id" in frame.columns else []
+    where = ", ".join(f"{c} ({n})" for c, n in counts.items())
+    warnings.append(warning("non_finite", f"non-finite value(s) (NaN or infinity) in {path.name} treated as missing "
+                            f"({where}), in {len(ids)} row(s)", ids, count=sum(counts.values())))
+    return frame.with_columns([pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in counts])
+
+
+def _read_summary(path: Path, warnings: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """summary.json; a non-finite number (``NaN``, ``Infinity``: not JSON, but Python writes them) is missing."""
+    from ragmeter._warnings import warning
+
+    found: List[str] = []
+
+    def constant(token: str) -> None:
+        found.append(token)
+        return None
+
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"), parse_constant=constant)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: invalid JSON ({exc})") from None
+    if not isinstance(summary, dict):
+        raise InputError(f"{path}: expected a JSON object")
+    if found:
+        warnings.append(warning("non_finite", f"non-finite number(s) ({', '.join(sorted(set(found)))}) in "
+                                f"{path.name} treated as missing", [], count=len(found)))
+    return summary
+
+
+def _listed(root: Path, name: str, summary: Dict[str, Any]) -> bool:
+    """Whether ``name`` is part of the run: present, and listed in summary.json's ``files`` when it has one."""
+    files = summary.get("files")
+    return (root / name).is_file() and (not isinstance(files, list) or name in files)
 
 
 def load_results(directory: Any) -> Results:
@@ -104,12 +170,8 @@ def load_results(directory: Any) -> Results:
             f"{root}: not a complete ragmeter results folder: missing {', '.join(missing)} "
             "(written by `ragmeter eval --out DIR` or `ragmeter score --out DIR`)"
         )
-    try:
-        summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{root / 'summary.json'}: invalid JSON ({exc})") from None
-    if not isinstance(summary, dict):
-        raise InputError(f"{root / 'summary.json'}: expected a JSON object")
+    warnings: List[Dict[str, Any]] = []
+    summary = _read_summary(root / "summary.json", warnings)
     fmt = summary.get("results_format")
     if fmt is not None and fmt != RESULTS_FORMAT:
         raise InputError(
@@ -128,16 +190,36 @@ def load_results(directory: Any) -> Results:
         raise InputError(f"{root / 'cases.parquet'}: column id has nulls")
     if cases.get_column("id").n_unique() != cases.height:
         raise InputError(f"{root / 'cases.parquet'}: duplicate ids")
-    judge = _read_parquet(root / "judge.parquet") if (root / "judge.parquet").is_file() else None
+    cases = _finite(cases, root / "cases.parquet", warnings)
+    judge = _read_parquet(root / "judge.parquet") if _listed(root, "judge.parquet", summary) else None
     if judge is not None:
         absent = [c for c in ("id", "metric", "status") if c not in judge.columns]
         if absent:
             raise InputError(f"{root / 'judge.parquet'}: missing column(s) {', '.join(absent)}")
-    sweep = _read_parquet(root / "sweep.parquet") if (root / "sweep.parquet").is_file() else None
+        judge = _finite(judge, root / "judge.parquet", warnings)
+    sweep = _read_parquet(root / "sweep.parquet") if _listed(root, "sweep.parquet", summary) else None
     if sweep is not None and "threshold" not in sweep.columns:
         raise InputError(f"{root / 'sweep.parquet'}: missing column threshold")
+    if sweep is not None:
+        sweep = _finite(sweep, root / "sweep.parquet", warnings)
     cases = cases.with_columns(pl.col("category").cast(pl.Utf8).fill_null("(none)"))
-    return Results(root, diagnose(cases), summary, judge, sweep)
+    # `ragmeter eval` stores the diagnosis; folders without it (other writers, earlier versions) get it here.
+    if not all(c in cases.columns for c in DIAGNOSIS_COLUMNS):
+        cases = diagnose(cases)
+    return Results(root, cases, summary, judge, sweep, warnings=warnings)
+
+
+def metric_label(name: str, results: Results) -> str:
+    """The label a report shows for metric ``name``. Without a correctness judge, ``correct`` is only the
+    refusal rule on no-answer cases, and says so (it is not a judged correctness rate)."""
+    if name == "correct" and not any(c in results.cases.columns for c in ("correct", "correctness_score")):
+        return "No-answer cases refused (refusal detection; answers not judged)"
+    return METRICS[name].label
+
+
+def not_judged_metrics(results: Results) -> List[str]:
+    """Judge metrics of :data:`METRICS` without a column in the cases: the reports say "not judged"."""
+    return [m for m in JUDGE_METRICS if METRICS[m].column not in results.cases.columns]
 
 
 def metric_frame(cases: pl.DataFrame, names: Optional[List[str]] = None) -> pl.DataFrame:
@@ -198,9 +280,13 @@ def cost_latency(results: Results) -> Dict[str, Any]:
             v = cases.get_column(col).cast(pl.Float64).to_numpy()
             out[key] = {"p50": percentile(v, 50), "p95": percentile(v, 95)}
     for col in ("cost", "cost_usd"):
-        if col in cases.columns and cases.schema[col].is_numeric():
-            out["system_cost_usd"] = float(cases.get_column(col).cast(pl.Float64).fill_null(0).sum())
+        if col in cases.columns and cases.schema[col].is_numeric() and cases.get_column(col).drop_nulls().len():
+            # a run that reports no cost has an unknown cost, not a zero one
+            out["system_cost_usd"] = float(cases.get_column(col).cast(pl.Float64).drop_nulls().sum())
             break
+    cost = results.summary.get("cost")
+    if isinstance(cost, dict) and cost.get("judge_cost_share") is not None:
+        out["judge_cost_share"] = float(cost["judge_cost_share"])
     if results.judge is not None:
         j = results.judge
         if "cost_usd" in j.columns:
@@ -211,6 +297,51 @@ def cost_latency(results: Results) -> Dict[str, Any]:
         counts = j.group_by("status").len()
         out["judge_calls"] = dict(zip(counts.get_column("status").to_list(), counts.get_column("len").to_list()))
     return out
+
+
+def judge_failures(results: Results) -> Dict[str, Dict[str, Dict[str, Any]]]:
+    """Failed judge rows per metric, grouped by error kind: ``{metric: {kind: {"count", "example"}}}``.
+
+    Taken from the judge summary's per-metric ``failures`` when it has them, else counted from
+    ``judge.parquet`` (``status``, ``error_kind``, ``error``; repeat 1 when the run was repeated, as the
+    cases are). Metrics without a failed row are left out.
+    """
+    metrics = ((results.summary.get("judge") or {}).get("metrics") or {}) if isinstance(
+        results.summary.get("judge"), dict) else {}
+    if metrics and all(isinstance(m, dict) and isinstance(m.get("failures"), dict) for m in metrics.values()):
+        return {name: dict(m["failures"]) for name, m in metrics.items() if m["failures"]}
+    j = results.judge
+    if j is None or "status" not in j.columns:
+        return {}
+    if "repeat" in j.columns:
+        j = j.filter(pl.col("repeat") == 1)
+    failed = j.filter(pl.col("status") == "failed")
+    if failed.height == 0:
+        return {}
+    kind = pl.col("error_kind").cast(pl.Utf8) if "error_kind" in failed.columns else pl.lit(None, dtype=pl.Utf8)
+    error = pl.col("error").cast(pl.Utf8) if "error" in failed.columns else pl.lit(None, dtype=pl.Utf8)
+    groups = (failed.select(pl.col("metric").cast(pl.Utf8), kind.fill_null("unknown").alias("kind"), error.alias("error"))
+              .group_by("metric", "kind", maintain_order=True)
+              .agg(pl.len().alias("count"), pl.col("error").drop_nulls().first().alias("example"))
+              .sort(["metric", "count"], descending=[False, True]))
+    out: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    for row in groups.iter_rows(named=True):
+        out.setdefault(row["metric"], {})[row["kind"]] = {"count": int(row["count"]), "example": row["example"]}
+    return out
+
+
+def judge_row_totals(results: Results) -> Dict[str, int]:
+    """Judge rows per metric (repeat 1), the denominators of the failure counts."""
+    metrics = (results.summary.get("judge") or {}).get("metrics") if isinstance(results.summary.get("judge"), dict) else None
+    if isinstance(metrics, dict) and metrics:
+        return {name: int(m.get("n_total") or 0) for name, m in metrics.items() if isinstance(m, dict)}
+    j = results.judge
+    if j is None:
+        return {}
+    if "repeat" in j.columns:
+        j = j.filter(pl.col("repeat") == 1)
+    counts = j.group_by("metric").len()
+    return dict(zip(counts.get_column("metric").cast(pl.Utf8).to_list(), counts.get_column("len").to_list()))
 
 
 def retrieval_modes(cases: pl.DataFrame) -> Dict[str, int]:

@@ -16,7 +16,18 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import polars as pl
 
-from ragmeter.report.data import METRICS, Results, cost_latency, fmt_value, metric_frame, retrieval_modes
+from ragmeter.report.data import (
+    METRICS,
+    Results,
+    cost_latency,
+    fmt_value,
+    judge_failures,
+    judge_row_totals,
+    metric_frame,
+    metric_label,
+    not_judged_metrics,
+    retrieval_modes,
+)
 from ragmeter.report.svg import PALETTE, bar_chart, esc, hbar_chart, histogram, line_chart
 
 __all__ = ["render_html", "case_json", "json_for_script"]
@@ -128,8 +139,11 @@ def chunk_char_limit(n_cases: int) -> int:
 
 CSS = """
 *{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#fafafa}
-header{background:#22364d;color:#fff;padding:14px 24px}header h1{margin:0;font-size:20px}header .meta{opacity:.85;font-size:12px}
-main{padding:12px 24px;max-width:1400px}section{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:12px 16px;margin:12px 0}
+header{background:#22364d;color:#fff;padding:14px 24px;overflow-wrap:anywhere}header h1{margin:0;font-size:20px}header .meta{opacity:.85;font-size:12px}
+main{padding:12px 24px;max-width:1400px}section{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:12px 16px;margin:12px 0;min-width:0;overflow-x:auto}
+.tw,.cw{max-width:100%;overflow-x:auto;min-width:0}.charts>div{min-width:0;max-width:100%}svg.chart{display:block;flex:none}
+.warn summary{cursor:pointer;font-weight:600}.warn li{overflow-wrap:anywhere}.warn.fail{background:#fde8e8;border-color:#e09a9a}
+@media (max-width:640px){header{padding:10px 12px}main{padding:6px 8px}section{padding:10px 10px}#explorer input{max-width:100%}}
 h2{font-size:16px;margin:4px 0 10px}table{border-collapse:collapse;font-size:13px}th,td{border-bottom:1px solid #eee;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f3f5f8}td.num{text-align:right;font-variant-numeric:tabular-nums}.warn{background:#fff4e0;border-color:#f0c070}
 .charts{display:flex;flex-wrap:wrap;gap:14px}.chart .ct{font-weight:600;font-size:12px}.chart .ax{font-size:11px;fill:#444}.chart .sm{font-size:10px;fill:#777}
@@ -221,15 +235,70 @@ def _script_hash() -> str:
 
 
 def _table(headers: List[str], rows: List[List[str]], numeric_from: int = 1) -> str:
-    out = ["<table><tr>", *(f"<th>{esc(h)}</th>" for h in headers), "</tr>"]
+    """A table in a scrolling box: a wide table scrolls inside its card instead of widening the page."""
+    out = ['<div class="tw"><table><tr>', *(f"<th>{esc(h)}</th>" for h in headers), "</tr>"]
     for row in rows:
         out.append("<tr>")
         for i, cell in enumerate(row):
             cls = ' class="num"' if i >= numeric_from else ""
             out.append(f"<td{cls}>{esc(cell)}</td>")
         out.append("</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "".join(out)
+
+
+def _charts(charts: List[str]) -> str:
+    """Charts keep their drawn size (readable text) and scroll inside their box on a narrow screen."""
+    return '<div class="charts">' + "".join(f'<div class="cw">{c}</div>' for c in charts) + "</div>"
+
+
+#: characters of one warning's message shown in the report (messages of earlier versions listed every case)
+MAX_WARNING_CHARS = 400
+
+
+def _warnings_section(results: Results) -> str:
+    """One collapsible box, one line per warning kind (the full lists are in warnings.json)."""
+    from ragmeter._warnings import normalise
+
+    items = [normalise(w) for w in (results.summary.get("warnings") or []) if w is not None] \
+        if isinstance(results.summary.get("warnings"), list) else []
+    items += [normalise(w) for w in results.warnings]
+    if not items:
+        return ""
+    kinds: Dict[str, List[Dict[str, Any]]] = {}
+    for w in items:
+        kinds.setdefault(str(w.get("code") or "note"), []).append(w)
+    lines = []
+    for code, ws in kinds.items():
+        text = "; ".join(str(w["message"]) for w in ws)
+        if len(text) > MAX_WARNING_CHARS:
+            text = text[:MAX_WARNING_CHARS] + "\u2026"
+        lines.append(f'<li><code>{esc(code)}</code> {esc(text)}</li>')
+    counts = ", ".join(f"{esc(code)} ({sum(w.get('count') or 0 for w in ws)})" if any(w.get("count") for w in ws)
+                       else esc(code) for code, ws in kinds.items())
+    return (f'<section class="warn" id="warnings"><details><summary>Warnings: {len(kinds)} kind(s) \u2014 {counts}'
+            f'</summary><ul>{"".join(lines)}</ul><p class="muted">Each warning names its first few cases; '
+            f"warnings.json in the results folder lists them all.</p></details></section>")
+
+
+def _judge_failed_section(results: Results) -> str:
+    """The judge-failed box at the top: per metric, failed rows grouped by error kind with one example each."""
+    failures = judge_failures(results)
+    if not failures:
+        return ""
+    totals = judge_row_totals(results)
+    lines = []
+    for metric, kinds in failures.items():
+        n_failed = sum(int(k.get("count") or 0) for k in kinds.values())
+        total = totals.get(metric)
+        parts = [f"{esc(kind)} \u00d7 {int(info.get('count') or 0)}"
+                 + (f" (e.g. \u201c{esc(str(info['example'])[:300])}\u201d)" if info.get("example") else "")
+                 for kind, info in kinds.items()]
+        of = f" of {total}" if total else ""
+        lines.append(f"<li><b>{esc(metric)}</b>: {n_failed}{of} rows failed \u2014 {'; '.join(parts)}</li>")
+    return ('<section class="warn fail" id="judge-failed"><h2>Judge failed</h2><ul>' + "".join(lines)
+            + '</ul><p class="muted">Failed rows are not scored: they are excluded from the means and counted in '
+            "the totals (n scored / total).</p></section>")
 
 
 def _agg_cells(agg: Dict[str, Any], kind: str) -> List[str]:
@@ -265,7 +334,7 @@ def _sweep_section(sweep: Optional[pl.DataFrame]) -> str:
         charts.append(line_chart(f"{c} by threshold", xs, [(c, df.get_column(c).cast(pl.Float64).to_list())], xlabel="score threshold"))
     if not charts:
         return ""
-    return f'<section id="sweep"><h2>Threshold sweep</h2><div class="charts">{"".join(charts)}</div></section>'
+    return f'<section id="sweep"><h2>Threshold sweep</h2>{_charts(charts)}</section>'
 
 
 def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str, Any]) -> str:
@@ -274,28 +343,27 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
     summary = results.summary
     n = cases.height
     parts: List[str] = []
-    title = f"ragmeter report \u2014 {summary.get('name') or results.path.name}"
+    title = f"ragmeter report \u2014 {results.title}"
     parts.append(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
         f"script-src '{_script_hash()}'; img-src data:\">"
-        f"<meta name=\"viewport\" content=\"width=device-width\"><title>{esc(title)}</title><style>{CSS}</style></head><body>"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{esc(title)}</title><style>{CSS}</style></head><body>"
     )
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts.append(
         f"<header><h1>{esc(title)}</h1><div class=\"meta\">{n} cases \u00b7 generated {esc(generated)}"
         f"{' · ' + _summary_meta(summary) if _summary_meta(summary) else ''}</div></header><main>"
     )
-    warnings = [str(w) for w in (summary.get("warnings") or []) if w is not None] if isinstance(summary.get("warnings"), list) else []
-    warnings += results.warnings
-    if warnings:
-        parts.append('<section class="warn"><h2>Warnings</h2><ul>' + "".join(f"<li>{esc(w)}</li>" for w in warnings[:200]) + "</ul></section>")
+    parts.append(_judge_failed_section(results))
+    parts.append(_warnings_section(results))
 
     # overall
     rows = []
     for name in aggregates.get("metrics", []):
         m = METRICS[name]
-        rows.append([m.label] + _agg_cells(aggregates["overall"][name], m.kind))
+        rows.append([metric_label(name, results)] + _agg_cells(aggregates["overall"][name], m.kind))
+    rows += [[METRICS[name].label, "not judged", "\u2014", f"0/{n}"] for name in not_judged_metrics(results)]
     parts.append(
         '<section id="overall"><h2>Overall</h2>'
         + _table(["metric", "value", "95% interval", "n scored / total"], rows)
@@ -314,7 +382,8 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         vals = [aggregates["by_category"][c][name]["value"] for c in cats]
         cis = [(aggregates["by_category"][c][name]["ci_low"], aggregates["by_category"][c][name]["ci_high"]) for c in cats]
         notes = [f"n={aggregates['by_category'][c][name]['n_scored']}/{aggregates['by_category'][c][name]['n_total']}" for c in cats]
-        charts.append(bar_chart(f"{m.label} by category, 95% CI", cats, [(m.label, vals, cis)], percent=True, notes=notes))
+        label = metric_label(name, results)
+        charts.append(bar_chart(f"{label} by category, 95% CI", cats, [(label, vals, cis)], percent=True, notes=notes))
     cat_rows = []
     shown = [x for x in ("hit", "file_hit", "mrr", "ndcg", "correct", "faithfulness", "context_precision") if x in aggregates.get("metrics", [])]
     for c in cats:
@@ -324,8 +393,8 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
             row.append(f"{fmt_value(agg['value'], METRICS[name].kind)} ({agg['n_scored']}/{agg['n_total']})")
         cat_rows.append(row)
     parts.append(
-        '<section id="categories"><h2>Per category</h2><div class="charts">' + "".join(charts) + "</div>"
-        + _table(["category"] + [METRICS[x].label for x in shown], cat_rows)
+        '<section id="categories"><h2>Per category</h2>' + _charts(charts)
+        + _table(["category"] + [metric_label(x, results) for x in shown], cat_rows)
         + "</section>"
     )
 
@@ -333,11 +402,12 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
     from ragmeter.diagnosis import DIAGNOSES, DIAGNOSIS_HINTS, QUADRANTS
 
     diag = readings["diagnosis"]["diagnosis"]
-    items = [(d, diag.get(d, 0)) for d in DIAGNOSES if diag.get(d, 0) or d in ("OK", "RETRIEVAL_MISS", "PROMPT_OR_MODEL")]
+    # OK / PROMPT_OR_MODEL need a correctness verdict: an unjudged run lists them only if some case has one
+    always = ("OK", "RETRIEVAL_MISS", "PROMPT_OR_MODEL") if results.judged else ("RETRIEVAL_MISS",)
+    items = [(d, diag.get(d, 0)) for d in DIAGNOSES if diag.get(d, 0) or d in always]
     parts.append(
-        '<section id="diagnosis"><h2>Diagnosis</h2><div class="charts">'
-        + hbar_chart("Cases by diagnosis", items, total=n, colors=DIAGNOSIS_COLORS)
-        + "</div>"
+        '<section id="diagnosis"><h2>Diagnosis</h2>'
+        + _charts([hbar_chart("Cases by diagnosis", items, total=n, colors=DIAGNOSIS_COLORS)])
         + _table(["diagnosis", "cases", "what it means"], [[d, str(c), DIAGNOSIS_HINTS[d]] for d, c in items], numeric_from=1)
         + "</section>"
     )
@@ -359,15 +429,22 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
     for key, label in (("system_latency_ms", "system latency ms"), ("judge_latency_ms", "judge latency ms")):
         if key in cl and cl[key]["p50"] is not None:
             cl_rows.append([label, f"p50 {cl[key]['p50']:.0f} \u00b7 p95 {cl[key]['p95']:.0f}"])
+    if "judge_cost_share" in cl:
+        cl_rows.append(["judge share of the total cost", f"{100 * cl['judge_cost_share']:.1f}%"])
     if "judge_calls" in cl:
         cl_rows.append(["judge rows by status", ", ".join(f"{k}: {v}" for k, v in sorted(cl["judge_calls"].items(), key=lambda kv: str(kv[0])))])
+    if not results.judged:
+        cl_rows.append(["judge cost (USD)", "not judged"])
+    unjudged = set(not_judged_metrics(results))
+    not_judged = '<p class="muted">not judged</p>'
     parts.append(
         '<section id="readings"><h2>Readings</h2><div class="charts"><div>'
         + "<h3>Context precision \u00d7 answer quality</h3>"
-        + _table(["quadrant", "cases", "reading"], [[k, str(quad.get(k, 0)), v] for k, v in QUADRANTS.items()])
-        + f'<p class="muted">precision high when context_precision &ge; 0.5; quality high when the answer is correct.</p></div><div>'
-        + "<h3>Faithfulness bands</h3>"
-        + _table(["band", "cases"], [[k, str(v)] for k, v in bands.items()])
+        + (not_judged if "context_precision" in unjudged else
+           _table(["quadrant", "cases", "reading"], [[k, str(quad.get(k, 0)), v] for k, v in QUADRANTS.items()])
+           + '<p class="muted">precision high when context_precision &ge; 0.5; quality high when the answer is correct.</p>')
+        + "</div><div><h3>Faithfulness bands</h3>"
+        + (not_judged if "faithfulness" in unjudged else _table(["band", "cases"], [[k, str(v)] for k, v in bands.items()]))
         + "</div><div><h3>Refusals</h3>"
         + _table(["cases", "refusals", "answered", "rate"], r_rows)
         + "</div><div><h3>Retrieval modes</h3>"
@@ -403,7 +480,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
             lo_, hi_ = 0.0, 1.0
         hists.append(histogram(f"{METRICS[key].label} distribution", scored.tolist(), lo=lo_, hi=hi_, n_missing=int(v.size - scored.size)))
     if hists:
-        parts.append('<section id="distributions"><h2>Score distributions</h2><div class="charts">' + "".join(hists) + "</div></section>")
+        parts.append('<section id="distributions"><h2>Score distributions</h2>' + _charts(hists) + "</section>")
 
     parts.append(_sweep_section(results.sweep))
 
@@ -417,8 +494,8 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         '<label>search <input id="f-q" type="search" placeholder="id, question or answer"></label>'
         '<button id="prev" type="button">&larr; prev</button><button id="next" type="button">next &rarr;</button>'
         '<span id="pageinfo" class="muted"></span></div>'
-        '<table id="case-table"><thead><tr><th>id</th><th>category</th><th>diagnosis</th><th>hit</th><th>correct</th>'
-        "<th>faithfulness</th><th>context precision</th></tr></thead><tbody id=\"case-rows\"></tbody></table>"
+        '<div class="tw"><table id="case-table"><thead><tr><th>id</th><th>category</th><th>diagnosis</th><th>hit</th><th>correct</th>'
+        "<th>faithfulness</th><th>context precision</th></tr></thead><tbody id=\"case-rows\"></tbody></table></div>"
         f'<div id="detail"></div><p class="muted">Chunks: the first {MAX_CHUNKS} per case, texts cut at {chunk_char_limit(n)} characters '
         f"(the full texts are in cases.parquet).</p></section>"
     )

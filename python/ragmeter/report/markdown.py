@@ -3,7 +3,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from ragmeter.report.data import METRICS, Results, fmt_value
+from ragmeter.report.data import (
+    METRICS,
+    Results,
+    fmt_value,
+    judge_failures,
+    judge_row_totals,
+    metric_label,
+    not_judged_metrics,
+)
 
 __all__ = ["md_escape", "md_table", "render_markdown"]
 
@@ -26,22 +34,19 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
     from ragmeter.diagnosis import DIAGNOSES
 
     n = results.cases.height
-    lines = [f"## ragmeter report: {md_escape(results.summary.get('name') or results.path.name)}", ""]
+    lines = [f"## ragmeter report: {md_escape(results.title)}", ""]
     lines.append(f"{n} cases; one case = {100 / max(n, 1):.2f} points. 95% percentile-bootstrap intervals "
                  f"({readings.get('n_resamples')} resamples, seed {readings.get('seed')}); n = scored / total.")
     lines.append("")
-    warnings = results.summary.get("warnings") if isinstance(results.summary.get("warnings"), list) else []
-    if warnings:
-        lines.append("**Warnings**")
-        lines.append("")
-        lines += [f"- {md_escape(w)}" for w in warnings[:50]]
-        lines.append("")
+    lines += _judge_failed_lines(results)
+    lines += _warning_lines(results)
     rows = []
     for name in aggregates.get("metrics", []):
         agg = aggregates["overall"][name]
         kind = METRICS[name].kind
         ci = f"[{fmt_value(agg['ci_low'], kind)}, {fmt_value(agg['ci_high'], kind)}]" if agg["ci_low"] is not None else "n/a"
-        rows.append([METRICS[name].label, fmt_value(agg["value"], kind), ci, f"{agg['n_scored']}/{agg['n_total']}"])
+        rows.append([metric_label(name, results), fmt_value(agg["value"], kind), ci, f"{agg['n_scored']}/{agg['n_total']}"])
+    rows += [[METRICS[name].label, "not judged", "n/a", f"0/{n}"] for name in not_judged_metrics(results)]
     lines += [md_table(["metric", "value", "95% CI", "n"], rows), ""]
     shown = [x for x in ("hit", "file_hit", "mrr", "correct", "faithfulness") if x in aggregates.get("metrics", [])]
     if shown:
@@ -52,7 +57,7 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
                 agg = aggregates["by_category"][cat][name]
                 row.append(f"{fmt_value(agg['value'], METRICS[name].kind)} ({agg['n_scored']}/{agg['n_total']})")
             cat_rows.append(row)
-        lines += ["### Per category", "", md_table(["category"] + [METRICS[x].label for x in shown], cat_rows), ""]
+        lines += ["### Per category", "", md_table(["category"] + [metric_label(x, results) for x in shown], cat_rows), ""]
     diag = readings["diagnosis"]["diagnosis"]
     lines += ["### Diagnosis", "", md_table(["diagnosis", "cases", "share"], [
         [d, str(diag[d]), f"{100 * diag[d] / max(n, 1):.1f}%"] for d in DIAGNOSES if diag.get(d)
@@ -63,11 +68,16 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
         f"no-answer cases refused {ref['noanswer']['refusals']}/{ref['noanswer']['answered']}, "
         f"answerable cases refused {ref['answerable']['refusals']}/{ref['answerable']['answered']}."
     )
+    unjudged = set(not_judged_metrics(results))
     quad = readings["diagnosis"]["quadrants"]
-    if any(quad.values()):
+    if "context_precision" in unjudged:
+        lines.append("Context precision x quality: not judged.")
+    elif any(quad.values()):
         lines.append("Context precision x quality: " + ", ".join(f"{k} {v}" for k, v in quad.items()) + ".")
     bands = readings["diagnosis"]["faithfulness_bands"]
-    if any(bands.values()):
+    if "faithfulness" in unjudged:
+        lines.append("Faithfulness bands: not judged.")
+    elif any(bands.values()):
         lines.append("Faithfulness bands: " + ", ".join(f"{k} {v}" for k, v in bands.items()) + ".")
     lines.append("")
     repeats = results.summary.get("repeats")
@@ -79,3 +89,35 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
                   md_table(headers, rows), "",
                   "Repeats 2..N bypass the judge cache; cases, diagnosis and intervals above use repeat 1.", ""]
     return "\n".join(lines)
+
+
+def _warning_lines(results: Results) -> List[str]:
+    """One line per warning kind; each names its first few cases (warnings.json has them all)."""
+    from ragmeter._warnings import normalise
+
+    items = [normalise(w) for w in results.summary.get("warnings") or [] if w is not None] \
+        if isinstance(results.summary.get("warnings"), list) else []
+    items += [normalise(w) for w in results.warnings]
+    if not items:
+        return []
+    kinds: Dict[str, List[str]] = {}
+    for w in items:
+        kinds.setdefault(str(w.get("code") or "note"), []).append(str(w["message"]))
+    out = ["<details><summary>Warnings (" + str(len(kinds)) + " kinds; full lists in warnings.json)</summary>", ""]
+    out += [f"- `{code}` " + md_escape("; ".join(msgs)[:400]) for code, msgs in kinds.items()]
+    return out + ["", "</details>", ""]
+
+
+def _judge_failed_lines(results: Results) -> List[str]:
+    failures = judge_failures(results)
+    if not failures:
+        return []
+    totals = judge_row_totals(results)
+    out = ["**Judge failed**", ""]
+    for metric, kinds in failures.items():
+        n_failed = sum(int(k.get("count") or 0) for k in kinds.values())
+        of = f" of {totals[metric]}" if totals.get(metric) else ""
+        parts = [f"{kind} x {int(info.get('count') or 0)}" + (f" (e.g. {str(info['example'])[:200]})" if info.get("example") else "")
+                 for kind, info in kinds.items()]
+        out.append(f"- {md_escape(metric)}: {n_failed}{of} rows failed: " + md_escape("; ".join(parts)))
+    return out + [""]
