@@ -332,7 +332,10 @@ def compare(
             f"refusing to compare {base.path} with {cand.path}: " + "; ".join(problems)
             + " (use --force to compare the common cases anyway)"
         )
-    warnings = [f"{base.path}: {w}" for w in base.warnings] + [f"{cand.path}: {w}" for w in cand.warnings]
+    from ragmeter._warnings import messages
+
+    warnings = ([f"{base.path}: {w}" for w in messages(base.warnings)]
+                + [f"{cand.path}: {w}" for w in messages(cand.warnings)])
     comp = compare_frames(
         base.cases, cand.cases, base_name=str(base.path), cand_name=str(cand.path), problems=problems,
         forced=bool(problems), n_resamples=n_resamples, seed=seed, threads=threads,
