@@ -6,7 +6,6 @@ terminal (a pipe, a file, a CI log) is plain text 80 columns wide.
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, Dict, Optional
 
 from rich import box
@@ -60,9 +59,10 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
             str(agg["empty_retrievals"]), style="bold" if name == "ALL" else None, end_section=i == 0,
         )
     console.print(table)
-    console.print(f"n: labelled/all cases. Hit: a chunk holding the evidence in the top {k}. fHit: file level, "
-                  f"the right file in the top {k}. EvRec: evidence recall. AllF: every expected file in the top {k}, "
-                  "over the cases expecting several (their count). empty: nothing retrieved.", style="dim")
+    console.print(f"n: labelled/all cases. Hit: a relevant chunk (expected file and evidence phrase) in the top "
+                  f"{k}. fHit: file level, some expected file in the top {k}. EvRec: evidence recall. AllF: every "
+                  f"expected file in the top {k}, over the cases expecting two or more (their count). empty: nothing "
+                  "retrieved.", style="dim", highlight=False)
     modes = ", ".join(f"{'(missing)' if m == 'None' else m}: {n}" for m, n in summary["retrieval_modes"].items())
     console.print(f"retrieval modes: {modes or 'not given'}")
     gap = _gap(summary["overall"])
@@ -97,4 +97,4 @@ def print_sweep(table: Any, k: int, console: Optional[Console] = None) -> None:
                   str(row["empty_retrievals"]), f"{row['mean_kept']:.2f}", style=style, end_section=last_of_threshold)
     console.print(t)
     console.print(f"t: threshold. n: labelled/all cases. empty: cases left with no chunk. kept: mean chunks kept "
-                  f"(at most {k}).", style="dim")
+                  f"(at most {k}).", style="dim", highlight=False)
