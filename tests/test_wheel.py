@@ -6,9 +6,10 @@ deselects it; CI runs it. The build reuses the repository's ``target/`` (or ``CA
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -22,10 +23,12 @@ pytestmark = pytest.mark.slow
 
 
 def _build_wheel(out: Path) -> Path:
-    if shutil.which("maturin"):
-        cmd = ["maturin", "build", "--release", "--quiet", "--out", str(out)]
-    else:  # what `pip install .` runs, without installing
-        cmd = [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--quiet", "--wheel-dir", str(out)]
+    # maturin comes with the test extras, so nothing is downloaded (no isolated build environment).
+    if importlib.util.find_spec("maturin") is not None:
+        cmd = [sys.executable, "-m", "maturin", "build", "--release", "--quiet", "--out", str(out)]
+    else:
+        cmd = [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation", "--quiet",
+               "--wheel-dir", str(out)]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (wheel,) = out.glob("ragmeter-*.whl")
@@ -45,12 +48,17 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     root = tmp_path_factory.mktemp("wheel")
     wheel = _build_wheel(root / "dist")
     venv = root / "venv"
-    # System site packages provide polars, numpy, rich ... so that nothing is downloaded;
-    # the venv's own site-packages (the wheel) come first on sys.path.
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    # The dependencies (polars, numpy, rich ...) come from this environment's site-packages, listed
+    # after the venv's own, so nothing is downloaded and the wheel's ragmeter is the one imported.
+    # (A .pth line only extends sys.path: an editable install's hook there is not run.)
+    venv_site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                    capture_output=True, text=True, check=True).stdout.strip())
+    outer = [*site.getsitepackages(), site.getusersitepackages()]
+    (venv_site / "outer-environment.pth").write_text("\n".join(outer) + "\n", encoding="utf-8")
     env = _clean_env(venv)
-    proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                           str(wheel)], capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
+                           "--no-deps", "--no-index", str(wheel)], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return wheel, venv, env
 
