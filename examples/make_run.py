@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Regenerate examples/run.jsonl: a simulated RAG run over examples/kb for examples/golden.jsonl.
+"""Regenerate the bundled run.jsonl: a simulated RAG run over kb/ for golden.jsonl.
+
+The data lives in python/ragmeter/_example/ so that it ships in the package (ragmeter demo).
 
 Stdlib only and fully deterministic: running it twice gives the same bytes.
 
-    python examples/make_run.py            # write examples/run.jsonl
+    python examples/make_run.py            # write python/ragmeter/_example/run.jsonl
     python examples/make_run.py --check    # validate golden.jsonl against the KB, and run.jsonl
                                            # against a fresh regeneration (writes nothing)
 
@@ -35,7 +37,7 @@ import sys
 import unicodedata
 from collections import Counter
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python", "ragmeter", "_example")
 KB_DIR = os.path.join(HERE, "kb")
 GOLDEN = os.path.join(HERE, "golden.jsonl")
 RUN = os.path.join(HERE, "run.jsonl")
@@ -446,7 +448,7 @@ def check(run_text):
             problems.append("answer for unknown case %s" % cid)
     fresh = build_run()
     if run_text != fresh:
-        problems.append("examples/run.jsonl differs from a fresh regeneration (run make_run.py)")
+        problems.append("python/ragmeter/_example/run.jsonl differs from a fresh regeneration (run examples/make_run.py)")
     run_ids = [json.loads(line)["id"] for line in fresh.splitlines()]
     missing = [i for i in ids if i not in run_ids]
     if set(missing) != MISSING_FROM_RUN:

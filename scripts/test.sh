@@ -1,23 +1,101 @@
 #!/usr/bin/env bash
 # Install everything the tests need and run every test suite (Rust and Python).
 # This is the README's test command and what CI (.ci/run) calls.
-set -euo pipefail
+#
+# Every stage runs even when an earlier one failed; the failures are listed at
+# the end and the exit status is 1 if there was any. Arguments go to pytest.
+#   RAGMETER_SKIP_INSTALL=1   use the ragmeter already installed (no pip install)
+#   RAGMETER_CONFORMANCE_DIR  where trec_eval's test suite is (default ../shared/conformance/trec_eval)
+#   CI=true                   a missing trec_eval suite or browser is a failure, not a skip
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m pip install --quiet -e '.[test]'
+failed=()
 
-# The HTML report is tested in headless Chromium (Debian's package).
-if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-  echo "== installing chromium for the report tests"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-    || echo "warning: could not install chromium; the report screenshot test will fail in CI" >&2
+# Run a stage; remember its name if it fails.
+stage() {
+  local name=$1
+  shift
+  echo "== $name"
+  "$@" || failed+=("$name")
+}
+
+in_ci() {
+  case "${CI:-}" in "" | 0 | false) return 1 ;; *) return 0 ;; esac
+}
+
+# Run a long quiet command with its output in a log file and a line every 30 s,
+# so that three minutes of compiling do not look like a hang. The log's tail is
+# printed if the command fails.
+with_progress() {
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1 &
+  local pid=$! waited=0
+  trap 'kill "$pid" 2>/dev/null' INT TERM
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    waited=$((waited + 1))
+    if ((waited % 30 == 0)); then
+      echo "   ... ${waited} s: $(grep -E '^ *(Compiling|Collecting|Building|Installing|Finished)' "$log" | tail -n 1 | sed 's/^ *//' | cut -c1-60)"
+    fi
+  done
+  wait "$pid"
+  local status=$?
+  trap - INT TERM
+  if ((status != 0)); then
+    echo "   failed (exit $status); the last lines of $log:"
+    tail -n 30 "$log"
+  fi
+  return "$status"
+}
+
+install() {
+  mkdir -p target
+  local log=target/pip-install.log
+  echo "   pip install -e '.[test]': builds the Rust extension in release mode (about 3 minutes the first"
+  echo "   time, seconds once target/ holds the build); full output in $log"
+  with_progress "$log" python3 -m pip install -v -e '.[test]' && echo "   installed: $(python3 -m pip --version | cut -d' ' -f1-2), ragmeter $(python3 -c 'import ragmeter; print(ragmeter.__version__)')"
+}
+
+# The report's browser test needs headless Chromium. Without CI it is skipped
+# when Chromium is missing, so Chromium is installed only for CI (the test fails there).
+browser() {
+  local b
+  for b in chromium chromium-browser google-chrome google-chrome-stable chrome; do
+    if command -v "$b" >/dev/null 2>&1; then
+      echo "   found $b"
+      return 0
+    fi
+  done
+  if ! in_ci; then
+    echo "   no Chromium: the report's browser test will be skipped (install Debian's chromium, or set CI=true to have this script install it)"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "   CI is set, Chromium is missing and apt-get is not available: the report's browser test will fail"
+    return 1
+  fi
+  echo "   CI is set and Chromium is missing (the report's browser test would fail): installing Debian's chromium"
+  mkdir -p target
+  with_progress target/apt-chromium.log \
+    bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium'
+}
+
+if [ -n "${RAGMETER_SKIP_INSTALL:-}" ]; then
+  echo "== install: skipped (RAGMETER_SKIP_INSTALL is set; using $(python3 -c 'import ragmeter; print(ragmeter.__file__)' 2>&1))"
+else
+  stage "install" install
 fi
+stage "chromium (report browser test)" browser
+stage "cargo test (ragmeter-core, no Python)" cargo test --quiet -p ragmeter-core
+stage "stub check (python/ragmeter/_core.pyi against the compiled module)" \
+  python3 -m mypy.stubtest ragmeter._core --allowlist stubtest-allowlist.txt
+stage "pytest" python3 -m pytest -q "$@"
 
-echo "== cargo test (ragmeter-core, no Python)"
-cargo test --quiet -p ragmeter-core
-
-echo "== stub check (python/ragmeter/_core.pyi against the compiled module)"
-python3 -m mypy.stubtest ragmeter._core --allowlist stubtest-allowlist.txt
-
-echo "== pytest"
-python3 -m pytest -q "$@"
+if ((${#failed[@]})); then
+  echo "== FAILED: ${#failed[@]} stage(s):"
+  printf '   %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "== all stages passed"

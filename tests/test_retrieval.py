@@ -12,7 +12,7 @@ import pytest
 import ragmeter
 from ragmeter.retrieval import CASE_COLUMNS
 
-EX = Path(__file__).resolve().parent.parent / "examples"
+EX = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"  # the bundled example
 GOLDEN = [
     {"id": "fact-1", "question": "q1", "expectedFileNames": ["a.md"], "expectedEvidence": ["大模型"], "referenceAnswer": "x"},
     {"id": "fact-2", "question": "q2", "expectedFileNames": ["b.md"], "expectedEvidence": [], "referenceAnswer": "y"},

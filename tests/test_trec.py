@@ -88,7 +88,7 @@ def test_ties_break_by_document_id_descending_as_bytes() -> None:
 def test_qrels_only_query_needs_c_and_run_only_queries_are_ignored() -> None:
     qrels = {"a": {"d1": 1}, "b": {"d2": 1}}
     run = {"a": {"d1": 1.0}, "zzz": {"d1": 1.0}}
-    with pytest.raises(InputError, match="query b .* pass -c"):
+    with pytest.raises(InputError, match="query b .* pass complete=True to count"):
         evaluate(qrels, run, "map")
     out = evaluate(qrels, run, "map", complete=True)
     assert out["query"].to_list() == ["a", "b"]
@@ -283,3 +283,39 @@ def test_console_keeps_sys_exit_semantics(monkeypatch: pytest.MonkeyPatch, capsy
             cli.console()
         assert exited.value.code == status
         assert capsys.readouterr().err.strip() == printed
+
+
+BUNDLED_TREC = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example" / "trec"
+
+
+def test_bundled_pair_needs_c_on_the_command_line_and_complete_true_in_python() -> None:
+    qrels, run = str(BUNDLED_TREC / "qrels.txt"), str(BUNDLED_TREC / "run.txt")
+    proc = ragmeter("trec", qrels, run)
+    assert proc.returncode == 2 and "query 106" in proc.stderr and "pass -c to count" in proc.stderr
+    proc = ragmeter("trec", "-c", qrels, run)
+    assert proc.returncode == 0, proc.stderr
+    assert "num_q                 \tall\t6\n" in proc.stdout  # 106 counts, as an empty ranking
+    with pytest.raises(InputError, match="query 106 .* pass complete=True to count") as caught:
+        evaluate(qrels, run)
+    assert "-c" not in str(caught.value)
+    assert evaluate(qrels, run, ["map", "num_q"], complete=True, per_query=False)["num_q"][0] == 6
+
+
+def _documented_trec_commands() -> list:
+    repo = Path(__file__).resolve().parent.parent
+    lines = []
+    for doc in (repo / "README.md", repo / "examples" / "README.md"):
+        lines += [line.split("#")[0].strip() for line in doc.read_text(encoding="utf-8").splitlines()
+                  if line.strip().startswith("ragmeter trec ") and "_example/trec/" in line]
+    return lines
+
+
+def test_documented_trec_examples_run_as_written() -> None:
+    import shlex
+
+    commands = _documented_trec_commands()
+    assert commands, "the READMEs show ragmeter trec on the bundled pair"
+    for command in commands:
+        proc = ragmeter(*shlex.split(command)[1:], cwd=Path(__file__).resolve().parent.parent)
+        assert proc.returncode == 0, f"{command}: {proc.stderr}"
+        assert "meridian-hybrid-v2" in proc.stdout

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate examples/trec/qrels.txt and examples/trec/run.txt (stdlib only, deterministic).
+"""Regenerate python/ragmeter/_example/trec/qrels.txt and run.txt (stdlib only, deterministic).
 
 A small TREC-format pair for the rank-metric engine: six judged queries with graded relevance
 0-3 (0 = judged not relevant), a run retrieving 20 documents for five of them. Query 106 is in
@@ -11,7 +11,7 @@ a few scores are tied so tie-breaking matters.
 import os
 import random
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "python", "ragmeter", "_example", "trec")
 RUN_ID = "meridian-hybrid-v2"
 DEPTH = 20
 QUERIES = ["101", "102", "103", "104", "105", "106"]
@@ -56,9 +56,9 @@ def main():
                 scores[pos] = scores[group[0]]
         for rank, (d, sc) in enumerate(zip(ranked, scores), start=1):
             run.append("%s Q0 %s %d %.4f %s" % (q, doc(d), rank, sc, RUN_ID))
-    with open(os.path.join(HERE, "qrels.txt"), "w", newline="\n") as f:
+    with open(os.path.join(OUT_DIR, "qrels.txt"), "w", newline="\n") as f:
         f.write("\n".join(qrels) + "\n")
-    with open(os.path.join(HERE, "run.txt"), "w", newline="\n") as f:
+    with open(os.path.join(OUT_DIR, "run.txt"), "w", newline="\n") as f:
         f.write("\n".join(run) + "\n")
     print("wrote %d qrels lines and %d run lines" % (len(qrels), len(run)))
 

@@ -1,13 +1,42 @@
-"""ragmeter: fast, trustworthy evaluation of retrieval-augmented generation.
+"""ragmeter: fast, trustworthy evaluation of retrieval-augmented generation (RAG).
 
-Heavy modules (polars, aiohttp) are imported lazily so that the command line
-starts quickly; ``import ragmeter`` itself only loads this file.
+Score a run against a golden set, chunk level by evidence phrase, file level
+alongside (every aggregate says how many cases it covers)::
+
+    import ragmeter
+
+    result = ragmeter.score("golden.jsonl", "run.jsonl", k=5)
+    result.by_category                       # Polars DataFrame, one row per category
+    result.summary["overall"]["hit_rate"]    # {'value': 0.8, 'n_scored': 45, 'n_total': 51}
+    result.write("results")                  # cases.parquet, chunks.parquet, summary.json
+
+    ragmeter.sweep("golden.jsonl", "run.jsonl", [0, 0.1, 0.2])   # what a reranker threshold does
+
+trec_eval's measures, same numbers::
+
+    from ragmeter.trec import evaluate
+    evaluate("qrels.txt", "run.txt", ["map", "ndcg_cut.10", "P.5"], complete=True)
+
+Also: ``ragmeter.metrics`` (rank metrics of one ranking), ``ragmeter.judge``
+(LLM judges on any OpenAI-compatible endpoint), ``ragmeter.errors``. On the
+command line, ``ragmeter demo`` runs the main job on a bundled example and
+``ragmeter --help`` lists the commands.
 """
+# Heavy modules (polars, aiohttp) are imported lazily so that the command line
+# starts quickly; ``import ragmeter`` itself only loads this file.
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # neither typing nor importlib is imported at start-up: each slows every command
-    from typing import Any
+    from typing import Any, List
+
+    # What the lazy names below resolve to, for type checkers (mypy, pyright, IDEs).
+    from ragmeter import errors as errors
+    from ragmeter import judge as judge
+    from ragmeter import metrics as metrics
+    from ragmeter import trec as trec
+    from ragmeter.retrieval import score as score
+    from ragmeter.retrieval import sweep as sweep
 
 __version__ = "0.1.0"
 
@@ -31,3 +60,8 @@ def __getattr__(name: str) -> Any:
 
     module = import_module(target[0])
     return module if target[1] is None else getattr(module, target[1])
+
+
+def __dir__() -> List[str]:
+    # The lazy names too, so that help(ragmeter) and tab completion show score and sweep.
+    return sorted({*globals(), *_LAZY})

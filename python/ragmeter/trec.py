@@ -61,14 +61,28 @@ def evaluate(
     measures = [measures] if isinstance(measures, str) else list(measures)
     opts = _core.TrecOptions(relevance_level=relevance_level, max_docs=max_docs, complete=complete,
                              judged_only=judged_only, num_docs_in_coll=num_docs_in_coll)
-    if _is_path(qrels) and _is_path(run):
-        result = _core.trec_evaluate_files(os.fspath(qrels), os.fspath(run), measures, opts)
-    else:
-        *q, qrels_groups = _qrels_columns(qrels)
-        *r, run_groups = _run_columns(run)
-        result = _core.trec_evaluate_columns(*q, *r, run_id, measures, opts,
-                                             qrels_groups=qrels_groups, run_groups=run_groups)
+    try:
+        if _is_path(qrels) and _is_path(run):
+            result = _core.trec_evaluate_files(os.fspath(qrels), os.fspath(run), measures, opts)
+        else:
+            *q, qrels_groups = _qrels_columns(qrels)
+            *r, run_groups = _run_columns(run)
+            result = _core.trec_evaluate_columns(*q, *r, run_id, measures, opts,
+                                                 qrels_groups=qrels_groups, run_groups=run_groups)
+    except InputError as exc:
+        raise _in_python_terms(exc) from None
     return _frame(pl, result, per_query)
+
+
+def _in_python_terms(exc: InputError) -> InputError:
+    """The engine's messages name the command line's flags; from Python, name the keyword argument."""
+    text = str(exc)
+    if _CLI_COMPLETE_HINT not in text:
+        return exc
+    return InputError(text.replace(_CLI_COMPLETE_HINT, "pass complete=True to"))
+
+
+_CLI_COMPLETE_HINT = "pass -c to"  # the engine's advice for a judged query the run lacks
 
 
 def _frame(pl: Any, result: Dict[str, Any], per_query: bool) -> Any:

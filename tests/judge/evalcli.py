@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "python" / "ragmeter" / "_example"  # the bundled example
 
 
 def eval_cli(*args: str, server: Optional[Any] = None) -> subprocess.CompletedProcess:

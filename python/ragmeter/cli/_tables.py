@@ -1,12 +1,38 @@
-"""Rich tables for the command line (imported only by commands that print them)."""
+"""Rich tables for the command line (imported only by commands that print them).
+
+Every table fits 80 columns without cutting a cell: short headers, explained by a
+legend line under the table, and no vertical rules. Output that is not a
+terminal (a pipe, a file, a CI log) is plain text 80 columns wide.
+"""
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 _PERCENT = ("hit_rate", "file_hit_rate", "evidence_recall", "all_files_hit_rate")
+PLAIN_WIDTH = 80
+
+
+def make_console() -> Console:
+    """A console for stdout: the terminal's width, or plain text at 80 columns when not a terminal."""
+    console = Console()
+    if not console.is_terminal:
+        # COLUMNS would widen a pipe's output; a log reads the same everywhere at a fixed width.
+        console = Console(width=PLAIN_WIDTH, no_color=True, highlight=False, emoji=False)
+    return console
+
+
+def _table(title: str, console: Console) -> Table:
+    """A table without vertical rules: columns one space apart at 80 columns, two on a wider terminal.
+
+    Numeric columns are ``no_wrap``; a long category name folds onto a second line instead of being cut.
+    """
+    gap = (0, 0, 0, 1) if console.width >= 100 else (0, 0)
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                 padding=gap)
 
 
 def _value(agg: Dict[str, Any], key: str) -> str:
@@ -17,23 +43,26 @@ def _value(agg: Dict[str, Any], key: str) -> str:
 
 
 def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console: Optional[Console] = None) -> None:
-    console = console or Console()
+    console = console or make_console()
     k = summary["k"]
-    table = Table(title=f"Retrieval at k={k} (chunk level unless marked; scored/total = labelled cases / all cases)",
-                  title_justify="left")
-    for col in ("category", "scored/total", f"Hit@{k}", f"file Hit@{k}", "MRR", "MAP", "NDCG", "evid. recall",
-                "all files (n)", "empty"):
-        table.add_column(col, justify="left" if col == "category" else "right")
+    table = _table(f"Retrieval at k={k} (chunk level unless marked)", console)
+    table.add_column("category", justify="left", overflow="fold")
+    for col in ("n", f"Hit@{k}", f"fHit@{k}", "MRR", "MAP", "NDCG", "EvRec", f"AllF@{k}", "empty"):
+        table.add_column(col, justify="right", no_wrap=True)
     rows = [("ALL", summary["overall"])] + list(summary["by_category"].items())
-    for name, agg in rows:
+    for i, (name, agg) in enumerate(rows):
         all_files = agg["all_files_hit_rate"]
         table.add_row(
             name, f"{agg['hit_rate']['n_scored']}/{agg['hit_rate']['n_total']}",
             *(_value(agg, key) for key in ("hit_rate", "file_hit_rate", "mrr", "map", "ndcg", "evidence_recall")),
-            f"{_value(agg, 'all_files_hit_rate')} ({all_files['n_scored']}/{all_files['n_total']})" if all_files["n_total"] else "—",
-            str(agg["empty_retrievals"]), style="bold" if name == "ALL" else None,
+            f"{_value(agg, 'all_files_hit_rate')} {all_files['n_scored']}/{all_files['n_total']}" if all_files["n_total"] else "—",
+            str(agg["empty_retrievals"]), style="bold" if name == "ALL" else None, end_section=i == 0,
         )
     console.print(table)
+    console.print(f"n: labelled/all cases. Hit: a relevant chunk (expected file and evidence phrase) in the top "
+                  f"{k}. fHit: file level, some expected file in the top {k}. EvRec: evidence recall. AllF: every "
+                  f"expected file in the top {k}, over the cases expecting two or more (their count). empty: nothing "
+                  "retrieved.", style="dim", highlight=False)
     modes = ", ".join(f"{'(missing)' if m == 'None' else m}: {n}" for m, n in summary["retrieval_modes"].items())
     console.print(f"retrieval modes: {modes or 'not given'}")
     gap = _gap(summary["overall"])
@@ -56,14 +85,20 @@ def _gap(overall: Dict[str, Any]) -> Optional[float]:
 
 
 def print_sweep(table: Any, k: int, console: Optional[Console] = None) -> None:
-    console = console or Console()
-    t = Table(title=f"Threshold sweep (keep score >= t, then top {k})", title_justify="left")
-    for col in ("threshold", "category", "Hit@k", "MRR", "n_scored/n_total", "empty", "mean kept"):
-        t.add_column(col, justify="right" if col not in ("category",) else "left")
-    for row in table.iter_rows(named=True):
+    console = console or make_console()
+    t = _table(f"Threshold sweep (keep score >= t, then the top {k})", console)
+    t.add_column("t", justify="right", no_wrap=True)
+    t.add_column("category", justify="left", overflow="fold")
+    for col in (f"Hit@{k}", "MRR", "n", "empty", "kept"):
+        t.add_column(col, justify="right", no_wrap=True)
+    rows = list(table.iter_rows(named=True))
+    for i, row in enumerate(rows):
         hit = "—" if row["hit_rate"] is None else f"{100 * row['hit_rate']:.1f}%"
         mrr = "—" if row["mrr"] is None else f"{row['mrr']:.3f}"
         style = "bold" if row["category"] == "ALL" else None
+        last_of_threshold = i + 1 < len(rows) and rows[i + 1]["threshold"] != row["threshold"]
         t.add_row(f"{row['threshold']:g}", row["category"], hit, mrr, f"{row['n_scored']}/{row['n_total']}",
-                  str(row["empty_retrievals"]), f"{row['mean_kept']:.2f}", style=style)
+                  str(row["empty_retrievals"]), f"{row['mean_kept']:.2f}", style=style, end_section=last_of_threshold)
     console.print(t)
+    console.print(f"t: threshold. n: labelled/all cases. empty: cases left with no chunk. kept: mean chunks kept "
+                  f"(at most {k}).", style="dim", highlight=False)

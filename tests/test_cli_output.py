@@ -1,0 +1,167 @@
+"""Console output fits 80 columns: no line wider, no cell cut (``…``), the key numbers all there.
+
+Each command is rendered piped (what a CI log or ``| less`` gets: plain text, 80 columns even when
+COLUMNS says more) and in a pseudo-terminal 80 columns wide. Widths are terminal cells, so the
+Chinese evidence phrase in a warning counts double, as it does on screen.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+from rich.cells import cell_len
+
+EX = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
+GOLDEN, RUN = str(EX / "golden.jsonl"), str(EX / "run.jsonl")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+
+# The overall row of the retrieval table on the bundled example, cell by cell:
+# n, Hit@5, fHit@5, MRR, MAP, NDCG, EvRec, AllF@5 (with its count), empty.
+ALL_ROW = ["ALL", "45/51", "80.0%", "93.3%", "0.673", "0.667", "0.694", "74.4%", "61.5%", "13/13", "2"]
+PARAPHRASE_BY_THRESHOLD = {"0": "66.7%", "0.1": "66.7%", "0.2": "11.1%"}
+
+COMMANDS = {
+    "score": ["score", "--golden", GOLDEN, "--run", RUN],
+    "sweep": ["sweep", "--golden", GOLDEN, "--run", RUN, "--thresholds", "0,0.1,0.2"],
+    "demo": ["demo", "--out", "demo-out"],
+    "eval": ["eval", "--golden", GOLDEN, "--run", RUN, "--thresholds", "0,0.1,0.2", "--out", "eval-out"],
+}
+
+
+def _env(columns: int) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TERM")}
+    return {**env, "COLUMNS": str(columns), "TERM": "xterm-256color"}
+
+
+def piped(args: List[str], cwd: Path, columns: int = 80) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragmeter", *args], cwd=cwd, capture_output=True, text=True,
+                          env=_env(columns), timeout=300)
+
+
+def in_terminal(args: List[str], cwd: Path, columns: int = 80, coloured: bool = True) -> Tuple[int, str]:
+    """Run in a pseudo-terminal ``columns`` wide; returns the exit status and the text without escapes."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "ragmeter", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=slave, stderr=slave, env=_env(columns))
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 1 << 16)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    status = proc.wait(timeout=300)
+    raw = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    if coloured:
+        assert "\x1b[" in raw, "a terminal gets colours (else this test would not exercise the terminal path)"
+    return status, ANSI.sub("", raw)
+
+
+def assert_fits(text: str, width: int = 80) -> None:
+    too_wide = [line for line in text.splitlines() if cell_len(line) > width]
+    assert not too_wide, f"{len(too_wide)} line(s) wider than {width} cells:\n" + "\n".join(too_wide)
+    assert "…" not in text, "a cell was cut:\n" + text
+
+
+def assert_key_numbers(name: str, text: str) -> None:
+    rows = [line.split() for line in text.splitlines()]
+    if name in ("score", "demo", "eval"):
+        assert ALL_ROW in rows, text
+        assert "file-level minus chunk-level Hit@5: +13.3 points" in " ".join(text.split())
+    if name in ("sweep", "demo"):  # eval prints the score part only
+        paraphrase = {row[0]: row[2] for row in rows if len(row) == 7 and row[1] == "paraphrase"}
+        assert paraphrase == PARAPHRASE_BY_THRESHOLD, text
+        assert ["0.2", "ALL", "60.0%", "0.556", "45/51", "9", "1.88"] in rows, text
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_piped_output_is_plain_text_80_columns_wide(name: str, tmp_path: Path) -> None:
+    # A wide COLUMNS does not widen a pipe's output: logs read the same everywhere.
+    proc = piped(COMMANDS[name], tmp_path, columns=80 if name == "eval" else 200)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout, "no control codes in a pipe"
+    assert_fits(proc.stdout)
+    assert_key_numbers(name, proc.stdout)
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_terminal_output_fits_80_columns(name: str, tmp_path: Path) -> None:
+    status, text = in_terminal(COMMANDS[name], tmp_path, columns=80)
+    assert status == 0, text
+    assert_fits(text)
+    assert_key_numbers(name, text)
+
+
+def test_demo_says_where_it_wrote(tmp_path: Path) -> None:
+    proc = piped(["demo", "--out", "my-demo"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    flat = proc.stdout.replace("\n", "")
+    assert f"wrote {tmp_path / 'my-demo'}/: cases.parquet" in flat
+    assert f"open {tmp_path / 'my-demo' / 'report.html'}" in flat
+    assert (tmp_path / "my-demo" / "report.html").stat().st_size > 0
+
+
+def _category_cell(text: str, first: str, column: int) -> str:
+    """A category name that may be folded over several lines of its column (the other cells empty)."""
+    lines = [line.split() for line in text.splitlines()]
+    start = next(i for i, row in enumerate(lines) if len(row) > column and row[column].startswith(first))
+    name = lines[start][column]
+    for row in lines[start + 1:]:
+        if len(row) != 1:
+            break
+        name += row[0]
+    return name
+
+
+def test_a_long_category_name_folds_instead_of_pushing_numbers_out(tmp_path: Path) -> None:
+    long_name = "customer-support-billing-escalations-emea"
+    lines = []
+    for line in Path(GOLDEN).read_text(encoding="utf-8").splitlines():
+        if line.startswith("{"):
+            case = json.loads(line)
+            if case["id"].startswith("fact-"):
+                case["category"] = long_name
+            line = json.dumps(case, ensure_ascii=False)
+        lines.append(line)
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    score = piped(["score", "--golden", str(golden), "--run", RUN], tmp_path)
+    assert score.returncode == 0, score.stderr
+    assert_fits(score.stdout)
+    assert ALL_ROW in [line.split() for line in score.stdout.splitlines()], score.stdout
+    assert _category_cell(score.stdout, "customer", 0) == long_name, score.stdout
+    sweep = piped(["sweep", "--golden", str(golden), "--run", RUN, "--thresholds", "0,0.2"], tmp_path)
+    assert sweep.returncode == 0, sweep.stderr
+    assert_fits(sweep.stdout)
+    assert _category_cell(sweep.stdout, "customer", 1) == long_name, sweep.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["score", "--golden", GOLDEN, "--run", RUN, "--json"],
+    ["score", "--golden", GOLDEN, "--run", RUN, "--json", "--out", "out"],
+    ["sweep", "--golden", GOLDEN, "--run", RUN, "--thresholds", "0,0.2", "--json"],
+], ids=["score", "score-out", "sweep"])
+def test_json_prints_machine_readable_output_only(args: List[str], tmp_path: Path) -> None:
+    proc = piped(args, tmp_path)
+    for status, text in ((proc.returncode, proc.stdout), in_terminal(args, tmp_path, coloured=False)):
+        assert status == 0, text
+        data = json.loads(text)  # the whole of stdout, nothing around it
+        if args[0] == "score":
+            assert data["overall"]["hit_rate"] == {"value": 0.8, "n_scored": 45, "n_total": 51}
+        else:
+            assert {(row["threshold"], row["category"]): row["n_scored"] for row in data}[(0.2, "ALL")] == 45
