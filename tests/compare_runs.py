@@ -1,12 +1,12 @@
 """Results folders of the bundled example for the compare and gate tests: ``ragmeter eval --no-judge`` on
-examples/golden.jsonl and a variant of examples/run.jsonl (answers and retrievals changed per case)."""
+The bundled example (python/ragmeter/_example) golden set and a variant of its run (answers and retrievals changed per case)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
 GOLDEN = EXAMPLES / "golden.jsonl"
 RUN = EXAMPLES / "run.jsonl"
 
@@ -30,7 +30,7 @@ def write_jsonl(path: Path, rows: Iterable[Dict], header: Optional[str] = None) 
 
 
 def variant_run(path: Path, *, miss: Iterable[str] = (), answers: Optional[Dict[str, str]] = None) -> Path:
-    """examples/run.jsonl with the expected files' chunks removed from the cases in ``miss`` (a certain
+    """The bundled run with the expected files' chunks removed from the cases in ``miss`` (a certain
     retrieval miss) and the answers in ``answers`` replaced."""
     expected = {c["id"]: set(c.get("expectedFileNames") or []) for c in golden_cases()}
     miss, answers = set(miss), dict(answers or {})

@@ -374,7 +374,7 @@ def test_html_at_390px_has_no_horizontal_overflow(results_dir: Path, tmp_path: P
 def test_unjudged_report_says_not_judged(tmp_path: Path) -> None:
     from ragmeter.evaluation import run_eval
 
-    examples = Path(__file__).resolve().parent.parent / "examples"
+    examples = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
     out = tmp_path / "ev"
     run_eval(examples / "golden.jsonl", examples / "run.jsonl", out)
     html = (out / "report.html").read_text(encoding="utf-8")

@@ -14,7 +14,7 @@ from typing import List
 import polars as pl
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
 GOLDEN, RUN = EXAMPLES / "golden.jsonl", EXAMPLES / "run.jsonl"
 
 
