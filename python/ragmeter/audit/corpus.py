@@ -427,8 +427,8 @@ def _align(pattern: str, window: str, k: int) -> Optional[Tuple[int, int, int]]:
 
 
 def _original_span(text: str, normalised: str, start: int, end: int) -> str:
-    """The original text behind ``normalised[start:end]`` (white space runs shown as one space),
-    or the normalised slice when the text does not normalise character by character."""
+    """The original text behind ``normalised[start:end]`` (as :func:`_display` shows it), or the
+    normalised slice when the text does not normalise character by character."""
     from ragmeter.evidence import normalize
 
     pieces = [normalize(ch) for ch in text]
@@ -444,4 +444,18 @@ def _original_span(text: str, normalised: str, start: int, end: int) -> str:
             pos += len(piece)
     if first is None or last is None:
         return normalised[start:end]
-    return " ".join(text[first: last + 1].split())
+    return _display(text[first: last + 1])
+
+
+def _display(span: str) -> str:
+    """A chunk's words as a label would quote them: NFKC (no Kangxi radicals or full-width forms),
+    white space runs as one space, none left between two CJK characters (a line break inside a word)."""
+    words = unicodedata.normalize("NFKC", span).split()
+    out = words[:1]
+    for word in words[1:]:
+        out.append(word if _wide(out[-1][-1]) and _wide(word[0]) else " " + word)
+    return "".join(out)
+
+
+def _wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in ("W", "F")
