@@ -5,11 +5,41 @@ is split into blocks of columns, warnings are wrapped.
 """
 from __future__ import annotations
 
-import textwrap
+import unicodedata
 from typing import Any, Dict, List, Optional
 
 WIDTH = 80
 NAME = 20  # widest value name shown in a table
+
+
+def columns(text: str) -> int:
+    """Terminal columns of ``text`` (CJK and full-width characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
+def wrap(text: str, width: int = WIDTH, indent: str = "", subsequent: str = "    ") -> List[str]:
+    """Break ``text`` at spaces into lines of at most ``width`` columns; a word wider than a line
+    (a path, a run of CJK text) is cut where it must be."""
+    lines: List[str] = []
+    line = indent
+    for word in text.split():
+        sep = "" if line.strip() == "" else " "
+        if columns(line) + len(sep) + columns(word) <= width:
+            line += sep + word
+            continue
+        if line.strip():
+            lines.append(line)
+            line = subsequent
+        while columns(line) + columns(word) > width:
+            room, cut = width - columns(line), 0
+            while cut < len(word) and columns(word[: cut + 1]) <= room:
+                cut += 1
+            lines.append(line + word[:cut])
+            line, word = subsequent, word[cut:]
+        line += word
+    if line.strip() or not lines:
+        lines.append(line)
+    return lines
 
 
 def _name(value: str) -> str:
@@ -93,7 +123,7 @@ def warning_lines(d: Dict[str, Any], limit: Optional[int] = 30) -> List[str]:
         return ["no warning"]
     out = [f"{len(ws)} warning{'s' if len(ws) != 1 else ''}:"]
     for w in ws[:limit] if limit else ws:
-        out += textwrap.wrap(f"{w['code']}: {w['message']}", WIDTH, initial_indent="  ", subsequent_indent="    ")
+        out += wrap(f"{w['code']}: {w['message']}", indent="  ", subsequent="    ")
     if limit and len(ws) > limit:
         out.append(f"  ... and {len(ws) - limit} more (all of them with --json or in --out DIR/audit.json)")
     return out
@@ -103,7 +133,7 @@ def _wrapped(lines: List[str]) -> List[str]:
     out = []
     for line in lines:
         indent = " " * (len(line) - len(line.lstrip()))
-        out += textwrap.wrap(line, WIDTH, initial_indent="", subsequent_indent=indent + "  ") or [""]
+        out += wrap(line.strip(), indent=indent, subsequent=indent + "  ")
     return out
 
 
@@ -118,7 +148,7 @@ def _header(d: Dict[str, Any]) -> str:
 
 
 def plain(d: Dict[str, Any]) -> str:
-    lines = [_header(d), ""]
+    lines = wrap(_header(d)) + [""]
     for key, label in (("by_category", "category"), ("by_source", d["by"])):
         head = [label, "n", "share"] + (["target", "needed"] if d["gap"] else [])
         rows = [r if d["gap"] else r[:3] for r in share_rows(d, key)]
@@ -133,7 +163,8 @@ def plain(d: Dict[str, Any]) -> str:
 def rich(d: Dict[str, Any], console: Any) -> None:
     from rich.table import Table
 
-    console.print(_header(d), markup=False, highlight=False)
+    for line in wrap(_header(d)):
+        console.print(line, markup=False, highlight=False)
     for key, label in (("by_category", "category"), ("by_source", d["by"])):
         table = Table(title_justify="left")
         for i, col in enumerate([label, "n", "share"] + (["target", "needed"] if d["gap"] else [])):
