@@ -148,6 +148,9 @@ def _chunk_frame(frame: pl.DataFrame, label: str, where: Any) -> pl.DataFrame:
     if "chunk_id" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("chunk_id"))
     frame = frame.select(pl.col("file").cast(pl.String), pl.col("chunk_id").cast(pl.String), pl.col("text").cast(pl.String))
+    # Text read from Parquet can sit in string-view buffers that hold the page bytes around it (length
+    # prefixes), which the Rust matcher's whole-buffer UTF-8 check rejects: one copy into fresh buffers.
+    frame = frame.with_columns(pl.Series("text", frame["text"].to_arrow()))
     for name in ("file", "text"):
         missing = frame.with_row_index("_row").filter(pl.col(name).is_null())["_row"].to_list()
         if missing:
@@ -185,7 +188,7 @@ class _FileIndex:
 
 def check_corpus(golden: pl.DataFrame, source: Any) -> CorpusCheck:
     from ragmeter.audit import AuditWarning
-    from ragmeter.evidence import match_relevance, normalize_file_name, phrases_in_texts
+    from ragmeter.evidence import normalize, normalize_file_name, phrases_in_texts
 
     chunks = load_corpus(source)
     label = str(source) if isinstance(source, (str, Path)) else "corpus"
@@ -194,30 +197,34 @@ def check_corpus(golden: pl.DataFrame, source: Any) -> CorpusCheck:
     index = _FileIndex(file_keys.values())
 
     warnings: List[Any] = []
-    pairs_case, pairs_key = [], []
     missing_files: Dict[str, List[str]] = {}
     ids = golden["id"].to_list()
-    for case, (case_id, files) in enumerate(zip(ids, golden["expected_files"].to_list())):
+    # Cases naming the same files share one matcher unit: each corpus chunk is then normalised
+    # and scanned about once, however many cases point at its file.
+    unit_of_case: List[int] = []
+    units: Dict[Tuple[str, ...], int] = {}
+    for case_id, files in zip(ids, golden["expected_files"].to_list()):
+        keys = set()
         for name in dict.fromkeys(f for f in files if f.strip()):
             hits = index.matches(normalize_file_name(name))
             if not hits:
                 missing_files.setdefault(name, []).append(case_id)
-            for key in hits:
-                pairs_case.append(case)
-                pairs_key.append(key)
+            keys.update(hits)
+        unit_of_case.append(units.setdefault(tuple(sorted(keys)), len(units)) if keys else -1)
     for name, cases in missing_files.items():
         warnings.append(AuditWarning("file_not_in_corpus", f"{name} (named by {len(cases)} case(s)) is no file of the corpus "
                                      f"{label}: its evidence cannot be found there", cases))
 
-    per_case = _chunks_per_case(golden.height, pairs_case, pairs_key, chunks)
-    match = match_relevance(golden["expected_files"], golden["expected_evidence"], per_case["files"], per_case["texts"])
     phrases = golden.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("case"), "id", pl.col("expected_evidence").alias("phrase"),
-                            pl.col("expected_files")).explode("phrase").drop_nulls("phrase")
+                            pl.col("expected_files")).explode("phrase").drop_nulls("phrase").with_row_index("p")
     phrases = phrases.with_columns(
-        pl.Series("empty", match.phrase_empty.astype(bool)),
-        pl.Series("in_expected", match.phrase_first_rank.astype(np.int64) > 0),
+        pl.Series("unit", [unit_of_case[c] for c in phrases["case"].to_list()], dtype=pl.Int64),
+        pl.Series("empty", [normalize(p) == "" for p in phrases["phrase"].to_list()], dtype=pl.Boolean),
         pl.col("expected_files").list.eval(pl.element().str.strip_chars() != "").list.any().fill_null(False).alias("has_files"),
     )
+    unit_chunks = _chunks_per_unit(units, chunks)
+    in_expected = _found_in_units(phrases, unit_chunks, len(units))
+    phrases = phrases.with_columns(pl.Series("in_expected", in_expected, dtype=pl.Boolean))
     unfound = phrases.filter(~pl.col("empty") & ~pl.col("in_expected"))
     anywhere = np.asarray(phrases_in_texts(unfound["phrase"], chunks["text"]), dtype=bool) if unfound.height else np.zeros(0, bool)
     unfound = unfound.with_columns(pl.Series("anywhere", anywhere, dtype=pl.Boolean))
@@ -237,7 +244,8 @@ def check_corpus(golden: pl.DataFrame, source: Any) -> CorpusCheck:
                                          f"(case {row['id']})", [row["id"]]))
             status[key] = ("in_other_file", place, None)
             continue
-        rows = per_case["rows"][row["case"]]
+        unit = unit_of_case[row["case"]]
+        rows = unit_chunks["rows"][unit] if unit >= 0 else None
         hint = _suggest(row["phrase"], rows, chunks, normalised) if rows else None
         scope = f"any chunk of {files}" if row["has_files"] else "any chunk of the corpus"
         tail = f"; the chunk {hint[0]} has {_quote(hint[1])}" if hint else ""
@@ -258,15 +266,34 @@ def check_corpus(golden: pl.DataFrame, source: Any) -> CorpusCheck:
     return CorpusCheck(warnings=warnings, summary=summary, phrases=table)
 
 
-def _chunks_per_case(n: int, cases: List[int], keys: List[str], chunks: pl.DataFrame) -> Dict[str, Any]:
-    """Per case, the corpus chunks of its expected files (files, texts as list columns; row numbers)."""
-    pairs = pl.DataFrame({"case": cases, "fkey": keys}, schema={"case": pl.Int64, "fkey": pl.String})
-    joined = pairs.join(chunks.select("fkey", "row", "file", "text"), on="fkey").sort("case", "row")
-    grouped = joined.group_by("case", maintain_order=True).agg("file", "text", "row")
-    full = pl.DataFrame({"case": np.arange(n, dtype=np.int64)}).join(grouped, on="case", how="left").sort("case")
+def _chunks_per_unit(units: Dict[Tuple[str, ...], int], chunks: pl.DataFrame) -> Dict[str, Any]:
+    """Per matcher unit (a set of corpus files), its chunks: files, texts (list columns), row numbers."""
+    unit_ids = [u for keys, u in units.items() for _ in keys]
+    pairs = pl.DataFrame({"unit": unit_ids, "fkey": [k for keys in units for k in keys]}, schema={"unit": pl.Int64, "fkey": pl.String})
+    joined = pairs.join(chunks.select("fkey", "row", "file", "text"), on="fkey").sort("unit", "row")
+    grouped = joined.group_by("unit", maintain_order=True).agg("file", "text", "row")
+    full = pl.DataFrame({"unit": np.arange(len(units), dtype=np.int64)}).join(grouped, on="unit", how="left").sort("unit")
     empty = pl.lit([], dtype=pl.List(pl.String))
     full = full.with_columns(pl.col("file").fill_null(empty), pl.col("text").fill_null(empty))
     return {"files": full["file"], "texts": full["text"], "rows": full["row"].to_list()}
+
+
+def _found_in_units(phrases: pl.DataFrame, unit_chunks: Dict[str, Any], n_units: int) -> np.ndarray:
+    """Per phrase row: is it in some chunk of its case's expected files? One call of the Rust matcher,
+    each unit's phrases being those of all its cases (no expected file: every chunk given counts)."""
+    from ragmeter.evidence import match_relevance
+
+    found = np.zeros(phrases.height, dtype=bool)
+    if n_units == 0:
+        return found
+    sub = phrases.filter(pl.col("unit") >= 0).sort("unit", "p")
+    lists = sub.group_by("unit", maintain_order=True).agg("phrase")
+    lists = pl.DataFrame({"unit": np.arange(n_units, dtype=np.int64)}).join(lists, on="unit", how="left").sort("unit")
+    lists = lists.with_columns(pl.col("phrase").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+    no_files = pl.Series([[]] * n_units, dtype=pl.List(pl.String))
+    match = match_relevance(no_files, lists["phrase"], unit_chunks["files"], unit_chunks["texts"])
+    found[sub["p"].to_numpy()] = match.phrase_first_rank.astype(np.int64) > 0
+    return found
 
 
 def _phrase_table(phrases: pl.DataFrame, status: Dict[Tuple[int, str], Tuple[str, Optional[str], Optional[str]]]) -> pl.DataFrame:
