@@ -336,3 +336,17 @@ def test_cli_golden_without_categories_and_corpus_without_fields(tmp_path, worke
     bad = write_jsonl(tmp_path / "chunks.jsonl", [{"path": "a.md", "body": "x"}])
     proc = cli("--golden", str(worked_file), "--corpus", str(bad))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no 'file' field" in proc.stderr
+
+
+def test_resolution_at_the_observed_hit_rate_of_a_results_folder(tmp_path):
+    rows = worked()
+    # the run finds the evidence of the first 40 cases: hit rate 80% over 50 scored cases
+    run = [{"id": r["id"], "retrieved": [{"file": "hr.pdf", "chunk_id": "1", "score": 1.0,
+                                          "text": r["expectedEvidence"][0] if i < 40 else "nothing"}]}
+           for i, r in enumerate(rows)]
+    ragmeter.score(rows, run).write(tmp_path / "res")
+    d = ragmeter.audit(rows, results=tmp_path / "res").to_dict()["resolution"]
+    assert d["rates"] == {"hit": 0.8} and d["rate_source"].startswith("observed in")
+    assert d["mde_pp"] == round(100 * stats.min_detectable_difference_proportion(50, 2 * 0.8 * 0.2), 1)
+    with pytest.raises(InputError, match="results directory not found"):
+        ragmeter.audit(rows, results=tmp_path / "nothing")

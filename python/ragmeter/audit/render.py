@@ -102,7 +102,7 @@ def summary_lines(d: Dict[str, Any]) -> List[str]:
                + (f", {tgt['points_per_case']:.2f} at n={tgt['n']}" if tgt else ""))
     rates = ", ".join(f"{k} {_pct(v)}" for k, v in r["rates"].items())
     out.append(f"  minimum detectable difference, paired (alpha {r['alpha']}, power {r['power']}, {rates}, "
-               f"{r['rate_source']}; discordance {r['discordance']}): {_pp(r['mde_pp'])} at n={r['n']}"
+               f"{r['rate_source']}): {_pp(r['mde_pp'])} at n={r['n']}"
                + (f", {_pp(tgt['mde_pp'])} at n={tgt['n']}" if tgt else ""))
     c = d.get("corpus")
     if c is not None:
