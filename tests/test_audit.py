@@ -350,3 +350,15 @@ def test_resolution_at_the_observed_hit_rate_of_a_results_folder(tmp_path):
     assert d["mde_pp"] == round(100 * stats.min_detectable_difference_proportion(50, 2 * 0.8 * 0.2), 1)
     with pytest.raises(InputError, match="results directory not found"):
         ragmeter.audit(rows, results=tmp_path / "nothing")
+
+
+def test_pointer_line_and_panel_for_other_commands(tmp_path):
+    from ragmeter.audit import audit_pointer, golden_panel
+
+    path = write_jsonl(tmp_path / "golden set.jsonl", worked())
+    assert audit_pointer(str(path)) == (f"4 audit warnings (hard_share_low, source_share_low, empty_cell): "
+                                        f"ragmeter audit --golden '{path}'")
+    assert audit_pointer(filled()) is None
+    assert audit_pointer([{"id": "a", "question": "q"}, {"id": "b", "question": "q2"}]) is None  # no categories: not audited
+    panel = golden_panel(worked())
+    assert panel["n"] == 50 and len(panel["warnings"]) == 4 and panel["cross"]["boundary"]["zhipu"] == 0

@@ -30,7 +30,7 @@ import polars as pl
 from ragmeter.audit import targets as _targets
 from ragmeter.errors import InputError
 
-__all__ = ["audit", "Audit", "AuditWarning", "audit_warnings_count", "DEFAULT_HARD", "NO_ANSWER", "DEFAULT_RATE"]
+__all__ = ["audit", "Audit", "AuditWarning", "audit_warnings_count", "audit_pointer", "golden_panel", "DEFAULT_HARD", "NO_ANSWER", "DEFAULT_RATE"]
 
 #: Category names counted as hard when neither ``--hard`` nor a ``difficulty`` field says otherwise.
 DEFAULT_HARD = ("multi", "multihop", "multi_hop", "multi-hop", "boundary", "edge", "conflict", "contradiction",
@@ -199,6 +199,29 @@ def audit(
 def audit_warnings_count(golden: Any, **options: Any) -> int:
     """How many audit warnings ``golden`` raises without a corpus (for a one-line pointer in other commands)."""
     return len(audit(golden, **options).warnings)
+
+
+def audit_pointer(golden: Any, shown_as: Optional[str] = None) -> Optional[str]:
+    """The line ``eval`` and ``score`` can print when the golden set would raise audit warnings:
+    ``3 audit warnings (hard_share_low, empty_cell): ragmeter audit --golden G``; None when there is
+    none, or when the golden set cannot be audited (the command itself reports bad input)."""
+    try:
+        found = audit(golden).warnings
+    except InputError:
+        return None
+    if not found:
+        return None
+    import shlex
+
+    codes = ", ".join(dict.fromkeys(w.code for w in found))
+    name = shown_as or (str(golden) if isinstance(golden, (str, Path)) else "G")
+    return f"{len(found)} audit warning{'s' if len(found) != 1 else ''} ({codes}): ragmeter audit --golden {shlex.quote(name)}"
+
+
+def golden_panel(golden: Any) -> Dict[str, Any]:
+    """What a report's compact "golden set" panel shows: size, distributions, hard share, warnings."""
+    d = audit(golden).to_dict()
+    return {key: d[key] for key in ("n", "n_labeled", "by", "by_category", "by_source", "cross", "hard", "warnings")}
 
 
 # --------------------------------------------------------------------------- inputs
