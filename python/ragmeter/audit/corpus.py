@@ -230,7 +230,7 @@ def check_corpus(golden: pl.DataFrame, source: Any) -> CorpusCheck:
     unfound = unfound.with_columns(pl.Series("anywhere", anywhere, dtype=pl.Boolean))
 
     located = _locate(unfound.filter(pl.col("anywhere") & pl.col("has_files"))["phrase"].unique(maintain_order=True).to_list(), chunks)
-    normalised: Dict[int, str] = {}
+    normalised: Dict[int, Tuple[str, str]] = {}
     status: Dict[Tuple[int, str], Tuple[str, Optional[str], Optional[str]]] = {}
     for row in unfound.iter_rows(named=True):
         key = (row["case"], row["phrase"])
@@ -344,20 +344,19 @@ def _locate(phrases: List[str], chunks: pl.DataFrame) -> Dict[str, str]:
 # --------------------------------------------------------------------------- suggestions
 
 
-class _FoldTable(dict):
-    """``str.translate`` table folding punctuation and punctuation-like symbols to one character."""
-
-    def __missing__(self, code: int) -> Any:
-        ch = chr(code)
-        value = _FOLD if ch in _FOLDED_SYMBOLS or unicodedata.category(ch).startswith("P") else None
-        self[code] = value if value is not None else code
-        return self[code]
-
-
-_FOLD_TABLE = _FoldTable()
+#: ``str.translate`` table folding punctuation and punctuation-like symbols to one character; grown
+#: with the characters met (a plain dict: translate is several times slower with ``__missing__``).
+_FOLD_TABLE: Dict[int, Any] = {}
+_SEEN_CHARS: set = set()
 
 
 def _fold(text: str) -> str:
+    new = set(text) - _SEEN_CHARS
+    if new:
+        for ch in new:
+            if ch in _FOLDED_SYMBOLS or unicodedata.category(ch).startswith("P"):
+                _FOLD_TABLE[ord(ch)] = _FOLD
+        _SEEN_CHARS.update(new)
     return text.translate(_FOLD_TABLE)
 
 
@@ -365,8 +364,9 @@ def _max_edits(length: int) -> int:
     return 1 if length <= 8 else 2 if length <= 16 else 3
 
 
-def _suggest(phrase: str, rows: List[int], chunks: pl.DataFrame, cache: Dict[int, str]) -> Optional[Tuple[str, str]]:
-    """The nearest variant of ``phrase`` in the given chunks: ``(chunk label, its text there)``."""
+def _suggest(phrase: str, rows: List[int], chunks: pl.DataFrame, cache: Dict[int, Tuple[str, str]]) -> Optional[Tuple[str, str]]:
+    """The nearest variant of ``phrase`` in the given chunks: ``(chunk label, its text there)``.
+    ``cache`` keeps each chunk's normalised and folded text across phrases."""
     from ragmeter.evidence import normalize
 
     target = _fold(normalize(phrase))
@@ -376,8 +376,9 @@ def _suggest(phrase: str, rows: List[int], chunks: pl.DataFrame, cache: Dict[int
     folded = []
     for row in rows:
         if row not in cache:
-            cache[row] = normalize(texts[row])
-        folded.append(_fold(cache[row]))
+            text = normalize(texts[row])
+            cache[row] = (text, _fold(text))
+        folded.append(cache[row][1])
     best: Optional[Tuple[int, int, int, int]] = None  # (edits, order, start, end)
     for order, text in enumerate(folded):
         at = text.find(target)
@@ -385,9 +386,9 @@ def _suggest(phrase: str, rows: List[int], chunks: pl.DataFrame, cache: Dict[int
             best = (0, order, at, at + len(target))
             break
     if best is None and len(target) >= 4:
-        k = _max_edits(len(target))
+        limit = _max_edits(len(target))
         for order, text in enumerate(folded):
-            found = _nearest(target, text, k if best is None else best[0] - 1)
+            found = _nearest(target, text, limit if best is None else best[0] - 1)
             if found is not None:
                 best = (found[0], order, found[1], found[2])
                 if found[0] == 1:
@@ -395,19 +396,23 @@ def _suggest(phrase: str, rows: List[int], chunks: pl.DataFrame, cache: Dict[int
     if best is None:
         return None
     row = rows[best[1]]
-    original = _original_span(texts[row], cache[row], best[2], best[3])
+    original = _original_span(texts[row], cache[row][0], best[2], best[3])
     return _chunk_label(chunks["file"][row], chunks["chunk_id"][row]), original
 
 
 def _nearest(pattern: str, text: str, k: int) -> Optional[Tuple[int, int, int]]:
     """Best approximate occurrence of ``pattern`` in ``text`` with at most ``k`` edits:
     ``(edits, start, end)``. With k edits one of k + 1 pieces of the pattern occurs
-    exactly (pigeonhole), so only windows around those pieces are aligned."""
+    exactly (pigeonhole), so only windows around those pieces are scored (bit-parallel),
+    and only the best window is aligned to find where the occurrence starts."""
     if k < 1:
         return None
     m = len(pattern)
     step = m // (k + 1)
-    best: Optional[Tuple[int, int, int]] = None
+    peq: Dict[str, int] = {}
+    for i, ch in enumerate(pattern):
+        peq[ch] = peq.get(ch, 0) | (1 << i)
+    best: Optional[Tuple[int, int, str]] = None  # (edits, window start, window)
     seen = set()
     for p in range(k + 1):
         lo = p * step
@@ -419,38 +424,61 @@ def _nearest(pattern: str, text: str, k: int) -> Optional[Tuple[int, int, int]]:
             if start not in seen:
                 seen.add(start)
                 window = text[start: at - lo + m + k]
-                found = _align(pattern, window, k if best is None else best[0] - 1)
-                if found is not None:
-                    best = (found[0], start + found[1], start + found[2])
-                    if best[0] == 1:
-                        return best
+                edits = _best_edits(peq, m, window)
+                if edits <= (k if best is None else best[0] - 1) and edits > 0:
+                    best = (edits, start, window)
+                    if edits == 1:
+                        break
             at = text.find(piece, at + 1)
             tries += 1
-    return best
+        if best is not None and best[0] == 1:
+            break
+    if best is None:
+        return None
+    edits, start, window = best
+    end = _first_end(peq, m, window, edits)
+    # where it starts: the same scan, backwards from that end with the pattern reversed
+    rev: Dict[str, int] = {}
+    for i, ch in enumerate(reversed(pattern)):
+        rev[ch] = rev.get(ch, 0) | (1 << i)
+    length = _first_end(rev, m, window[:end][::-1], edits)
+    return edits, start + end - length, start + end
 
 
-def _align(pattern: str, window: str, k: int) -> Optional[Tuple[int, int, int]]:
-    """Semi-global edit distance: the substring of ``window`` closest to ``pattern`` (at most k edits)."""
-    if k < 0:
-        return None
-    n = len(window)
-    prev = [(0, j) for j in range(n + 1)]  # (cost, start) with a free start anywhere
-    for i, pc in enumerate(pattern, start=1):
-        cur = [(i, 0)]
-        for j in range(1, n + 1):
-            sub = prev[j - 1][0] + (pc != window[j - 1])
-            best = (sub, prev[j - 1][1])
-            if prev[j][0] + 1 < best[0]:
-                best = (prev[j][0] + 1, prev[j][1])
-            if cur[j - 1][0] + 1 < best[0]:
-                best = (cur[j - 1][0] + 1, cur[j - 1][1])
-            cur.append(best)
-        prev = cur
-    cost, end = min((prev[j][0], -j) for j in range(n + 1))
-    end = -end
-    if cost > k or cost == 0 or end == prev[end][1]:
-        return None
-    return cost, prev[end][1], end
+def _scores(peq: Dict[str, int], m: int, text: str) -> Iterable[int]:
+    """Per position j of ``text``: the fewest edits turning the pattern (given by ``peq``, its
+    character masks) into a substring ending at j. Myers' bit-parallel algorithm: a few integer
+    operations per character."""
+    full = (1 << m) - 1
+    top = 1 << (m - 1)
+    pv, mv, score = full, 0, m
+    for ch in text:
+        eq = peq.get(ch, 0)
+        xv = eq | mv
+        xh = (((eq & pv) + pv) ^ pv) | eq
+        ph = mv | (~(xh | pv) & full)
+        mh = pv & xh
+        if ph & top:
+            score += 1
+        elif mh & top:
+            score -= 1
+        ph = (ph << 1) & full
+        mh = (mh << 1) & full
+        pv = mh | (~(xv | ph) & full)
+        mv = ph & xv
+        yield score
+
+
+def _best_edits(peq: Dict[str, int], m: int, text: str) -> int:
+    return min(_scores(peq, m, text), default=m)
+
+
+def _first_end(peq: Dict[str, int], m: int, text: str, edits: int) -> int:
+    """Length of the shortest prefix of ``text`` that ends with an occurrence within ``edits``."""
+    for j, score in enumerate(_scores(peq, m, text)):
+        if score <= edits:
+            return j + 1
+    return len(text)  # pragma: no cover - called with the best score of this text
 
 
 def _original_span(text: str, normalised: str, start: int, end: int) -> str:
