@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -113,7 +112,7 @@ def main() -> None:
         load_after = uptime()
     assert result is not None
     c = result.corpus
-    mb = corpus["text"].str.len_bytes().sum() / 1e6
+    mb = float(corpus["text"].str.len_bytes().sum()) / 1e6
     codes = result.codes()
     with_hint = sum(1 for w in result.warnings if w.code == "evidence_not_in_corpus" and "the chunk" in w.message)
     lines = [
@@ -144,4 +143,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -414,12 +414,12 @@ def _rates(rate: Optional[float], results: Any) -> Tuple[Dict[str, float], str]:
         from ragmeter.report.data import load_results
 
         cases = load_results(results).cases
-        observed = {}
+        observed: Dict[str, float] = {}
         for metric in ("hit", "correct"):
             if metric in cases.columns:
                 values = cases[metric].drop_nulls().cast(pl.Float64)
                 if values.len():
-                    observed[metric] = float(values.mean())
+                    observed[metric] = float(values.sum()) / values.len()
         if observed:
             return observed, f"observed in {results}"
         raise InputError(f"{results}: no scored hit or correct column to take the rates from")

@@ -66,7 +66,9 @@ def share_rows(d: Dict[str, Any], key: str) -> List[List[str]]:
 def cross_blocks(d: Dict[str, Any]) -> List[List[str]]:
     """Source columns of the category x source table, grouped so each block fits the width."""
     sources = list(next(iter(d["cross"].values()), {}))
-    blocks, block, used = [], [], NAME + 2
+    blocks: List[List[str]] = []
+    block: List[str] = []
+    used = NAME + 2
     for s in sources:
         w = max(len(_name(s)), 3) + 2
         if block and used + w > WIDTH:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from ragmeter.errors import InputError
 
@@ -68,7 +68,7 @@ def _read_spec_file(path: Path) -> Dict[str, object]:
     return data
 
 
-def _check_sections(data: Dict[str, object], dimensions: Sequence[str], where: str) -> Spec:
+def _check_sections(data: Mapping[str, object], dimensions: Sequence[str], where: str) -> Spec:
     out: Spec = {}
     for name, items in data.items():
         if name not in dimensions:
