@@ -362,3 +362,13 @@ def test_pointer_line_and_panel_for_other_commands(tmp_path):
     assert audit_pointer([{"id": "a", "question": "q"}, {"id": "b", "question": "q2"}]) is None  # no categories: not audited
     panel = golden_panel(worked())
     assert panel["n"] == 50 and len(panel["warnings"]) == 4 and panel["cross"]["boundary"]["zhipu"] == 0
+
+
+def test_a_case_without_files_may_find_its_phrase_in_any_file():
+    rows = [{"id": "a-1", "question": "Bonus?", "category": "a", "expectedEvidence": ["年终奖为"]},
+            {"id": "a-2", "question": "Other?", "category": "a", "expectedEvidence": ["nowhere at all"]}]
+    a = ragmeter.audit(rows, corpus=OCR_CHUNKS)
+    corpus_codes = [(w.code, w.cases) for w in a.warnings if "corpus" in w.code or "file" in w.code]
+    assert corpus_codes == [("evidence_not_in_corpus", ["a-2"])]
+    assert "not in any chunk of the corpus" in a.warnings[-1].message
+    assert a.evidence["status"].to_list() == ["found", "not_in_corpus"]

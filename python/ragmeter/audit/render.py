@@ -108,11 +108,16 @@ def summary_lines(d: Dict[str, Any]) -> List[str]:
                + (f", {_pp(tgt['mde_pp'])} at n={tgt['n']}" if tgt else ""))
     c = d.get("corpus")
     if c is not None:
-        out.append(f"corpus {c['path']}: {c['chunks']} chunks in {c['files']} files; {c['phrases']} evidence phrases: "
+        out.append(f"corpus {c['path']}: {_n(c['chunks'], 'chunk')} in {_n(c['files'], 'file')}; "
+                   f"{_n(c['phrases'], 'evidence phrase')}: "
                    f"{c['found']} found, {c['in_other_file']} only in another file, {c['not_in_corpus']} not in the corpus; "
                    f"{c['cases_affected']}/{c['cases_with_evidence']} cases with evidence affected; "
                    f"{c['files_not_in_corpus']} expected file(s) not in the corpus")
     return out
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def _pp(value: Optional[float]) -> str:
