@@ -4,13 +4,13 @@ Generates a corpus (default 2,000 files x 50 chunks of ~300 characters of mixed
 Chinese/English text with OCR artefacts: Kangxi radicals, full-width forms,
 ideographic spaces, line breaks) and a golden set (5,000 cases x 2 phrases, one
 expected file each). Most phrases are copied from a chunk of the case's file;
-2% carry a label slip (one character changed, or ``~`` written ``-``), 1% come
-from another file and 1% occur nowhere. Writes both to a temporary folder
+2% (``--slips``) carry a label slip (one character changed, or ``~`` written ``-``), 0.5% come
+from another file and 0.5% occur nowhere. Writes both to a temporary folder
 (corpus as Parquet, golden set as JSONL) and times ``ragmeter.audit(golden,
 corpus=...)`` end to end (reading, matching in Rust, suggestions), ``--repeat``
 times.
 
-    python benches/bench_audit.py [--files 2000] [--chunks 50] [--cases 5000] [--repeat 3] [--no-append]
+    python benches/bench_audit.py [--files 2000] [--chunks 50] [--cases 5000] [--slips 0.02] [--repeat 3] [--no-append]
 
 Appends the timings, the command, ``uptime`` and the machine to benches/RESULTS_audit.md.
 """
@@ -46,7 +46,7 @@ def make_segments(rng: np.random.Generator) -> List[str]:
     return segments + ARTEFACTS * 200
 
 
-def make_data(files: int, chunks_per_file: int, cases: int, seed: int = 11) -> Tuple[pl.DataFrame, List[dict]]:
+def make_data(files: int, chunks_per_file: int, cases: int, slips: float = 0.02, seed: int = 11) -> Tuple[pl.DataFrame, List[dict]]:
     rng = np.random.default_rng(seed)
     segments = make_segments(rng)
     n_chunks = files * chunks_per_file
@@ -69,10 +69,10 @@ def make_data(files: int, chunks_per_file: int, cases: int, seed: int = 11) -> T
             chunk = source_file * chunks_per_file + int(rng.integers(0, chunks_per_file))
             start = int(rng.integers(0, SEGMENTS_PER_CHUNK - 3))
             phrase = "".join(segments[i] for i in picks[chunk, start:start + 3]).strip()
-            if 0.97 <= kind < 0.98:  # a slip of one character
+            if 0.99 - slips <= kind < 0.99 - slips / 2:  # a slip of one character
                 k = len(phrase) // 2
                 phrase = phrase[:k] + ("丙" if phrase[k] != "丙" else "丁") + phrase[k + 1:]
-            elif 0.98 <= kind < 0.99:  # the label writes - where the chunk has ~ (or adds a dash)
+            elif 0.99 - slips / 2 <= kind < 0.99:  # the label writes - where the chunk has ~ (or adds a dash)
                 phrase = phrase.replace("~", "-") if "~" in phrase else phrase[:4] + "-" + phrase[4:]
             elif kind >= 0.995:  # occurs nowhere
                 phrase = f"absent phrase {c}-{j} 不存在的证据"
@@ -94,11 +94,12 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--chunks", type=int, default=50, help="chunks per file")
     ap.add_argument("--cases", type=int, default=5000, help="cases (2 phrases each)")
+    ap.add_argument("--slips", type=float, default=0.02, help="share of phrases with a label slip (at most 0.98)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-append", action="store_true")
     args = ap.parse_args()
 
-    corpus, golden = make_data(args.files, args.chunks, args.cases)
+    corpus, golden = make_data(args.files, args.chunks, args.cases, slips=args.slips)
     with tempfile.TemporaryDirectory() as tmp:
         corpus_path, golden_path = Path(tmp) / "chunks.parquet", Path(tmp) / "golden.jsonl"
         corpus.write_parquet(corpus_path)
@@ -118,7 +119,7 @@ def main() -> None:
     lines = [
         f"## {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
         "",
-        f"Command: `python benches/bench_audit.py --files {args.files} --chunks {args.chunks} --cases {args.cases} --repeat {args.repeat}`  ",
+        f"Command: `python benches/bench_audit.py --files {args.files} --chunks {args.chunks} --cases {args.cases} --slips {args.slips} --repeat {args.repeat}`  ",
         f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, Python {platform.python_version()}, polars {pl.__version__}  ",
         f"Load: before `{load_before}`; after `{load_after}`  ",
         f"Data: {c['chunks']:,} chunks in {c['files']:,} files ({mb:.1f} MB of text), {len(golden):,} cases, {c['phrases']:,} phrases",
