@@ -206,33 +206,14 @@ class _FileIndex:
 
 
 def check_corpus(golden: pl.DataFrame, source: Any) -> CorpusCheck:
-    from ragmeter.audit import AuditWarning
+    """Check every evidence phrase of ``golden`` (a :func:`load_golden` frame) against the corpus."""
     from ragmeter.evidence import normalize, normalize_file_name, phrases_in_texts
 
     chunks = load_corpus(source)
     label = str(source) if isinstance(source, (str, Path)) else "corpus"
     file_keys = {f: normalize_file_name(f) for f in chunks["file"].unique().to_list()}
     chunks = chunks.with_row_index("row").with_columns(pl.col("file").replace_strict(file_keys, return_dtype=pl.String).alias("fkey"))
-    index = _FileIndex(file_keys.values())
-
-    warnings: List[Any] = []
-    missing_files: Dict[str, List[str]] = {}
-    ids = golden["id"].to_list()
-    # Cases naming the same files share one matcher unit: each corpus chunk is then normalised
-    # and scanned about once, however many cases point at its file.
-    unit_of_case: List[int] = []
-    units: Dict[Tuple[str, ...], int] = {}
-    for case_id, files in zip(ids, golden["expected_files"].to_list()):
-        keys = set()
-        for name in dict.fromkeys(f for f in files if f.strip()):
-            hits = index.matches(normalize_file_name(name))
-            if not hits:
-                missing_files.setdefault(name, []).append(case_id)
-            keys.update(hits)
-        unit_of_case.append(units.setdefault(tuple(sorted(keys)), len(units)) if keys else -1)
-    for name, cases in missing_files.items():
-        warnings.append(AuditWarning("file_not_in_corpus", f"{name} (named by {len(cases)} case(s)) is no file of the corpus "
-                                     f"{label}: its evidence cannot be found there", cases))
+    unit_of_case, units, warnings = _resolve_files(golden, _FileIndex(file_keys.values()), label)
 
     phrases = golden.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("case"), "id", pl.col("expected_evidence").alias("phrase"),
                             pl.col("expected_files")).explode("phrase").drop_nulls("phrase").with_row_index("p")
@@ -242,34 +223,13 @@ def check_corpus(golden: pl.DataFrame, source: Any) -> CorpusCheck:
         pl.col("expected_files").list.eval(pl.element().str.strip_chars() != "").list.any().fill_null(False).alias("has_files"),
     )
     unit_chunks = _chunks_per_unit(units, chunks)
-    in_expected = _found_in_units(phrases, unit_chunks, len(units))
-    phrases = phrases.with_columns(pl.Series("in_expected", in_expected, dtype=pl.Boolean))
+    phrases = phrases.with_columns(pl.Series("in_expected", _found_in_units(phrases, unit_chunks, len(units)), dtype=pl.Boolean))
     unfound = phrases.filter(~pl.col("empty") & ~pl.col("in_expected"))
     anywhere = np.asarray(phrases_in_texts(unfound["phrase"], chunks["text"]), dtype=bool) if unfound.height else np.zeros(0, bool)
     unfound = unfound.with_columns(pl.Series("anywhere", anywhere, dtype=pl.Boolean))
-
-    located = _locate(unfound.filter(pl.col("anywhere") & pl.col("has_files"))["phrase"].unique(maintain_order=True).to_list(), chunks)
-    normalised: Dict[int, Tuple[str, str]] = {}
-    status: Dict[Tuple[int, str], Tuple[str, Optional[str], Optional[str]]] = {}
-    for row in unfound.iter_rows(named=True):
-        key = (row["case"], row["phrase"])
-        files = ", ".join(f for f in row["expected_files"] if f.strip())
-        if row["anywhere"] and not row["has_files"]:
-            continue  # no file expected: found anywhere is found, as scoring counts it
-        if row["anywhere"]:
-            place = located.get(row["phrase"])
-            where = f" but in {place}" if place else " but in another file"
-            warnings.append(AuditWarning("evidence_in_other_file", f"{_quote(row['phrase'])} not in any chunk of {files}{where} "
-                                         f"(case {row['id']})", [row["id"]]))
-            status[key] = ("in_other_file", place, None)
-            continue
-        unit = unit_of_case[row["case"]]
-        rows = unit_chunks["rows"][unit] if unit >= 0 else None
-        hint = _suggest(row["phrase"], rows, chunks, normalised) if rows else None
-        scope = f"any chunk of {files}" if row["has_files"] else "any chunk of the corpus"
-        tail = f"; the chunk {hint[0]} has {_quote(hint[1])}" if hint else ""
-        warnings.append(AuditWarning("evidence_not_in_corpus", f"{_quote(row['phrase'])} not in {scope}{tail} (case {row['id']})", [row["id"]]))
-        status[key] = ("not_in_corpus", hint[0] if hint else None, hint[1] if hint else None)
+    # no file expected: found anywhere is found, as scoring counts it
+    unfound = unfound.filter(~(pl.col("anywhere") & ~pl.col("has_files")))
+    status = _explain_unfound(unfound, chunks, [unit_chunks["rows"][u] if u >= 0 else None for u in unit_of_case], warnings)
 
     table = _phrase_table(phrases, status)
     counts = table["status"].value_counts()
@@ -278,11 +238,62 @@ def check_corpus(golden: pl.DataFrame, source: Any) -> CorpusCheck:
         "path": label, "chunks": chunks.height, "files": len(file_keys),
         "phrases": int((~table["empty"]).sum()), "found": by_status.get("found", 0),
         "in_other_file": by_status.get("in_other_file", 0), "not_in_corpus": by_status.get("not_in_corpus", 0),
-        "files_not_in_corpus": len(missing_files),
+        "files_not_in_corpus": sum(1 for w in warnings if w.code == "file_not_in_corpus"),
         "cases_with_evidence": int(table.filter(~pl.col("empty"))["id"].n_unique()),
         "cases_affected": int(table.filter(pl.col("status").is_in(["in_other_file", "not_in_corpus"]))["id"].n_unique()),
     }
     return CorpusCheck(warnings=warnings, summary=summary, phrases=table)
+
+
+def _resolve_files(golden: pl.DataFrame, index: _FileIndex, label: str) -> Tuple[List[int], Dict[Tuple[str, ...], int], List[Any]]:
+    """Per case, its matcher unit (-1: no expected file in the corpus); the units (sets of corpus files);
+    a ``file_not_in_corpus`` warning per expected file the corpus lacks. Cases naming the same files
+    share a unit, so each corpus chunk is normalised and scanned about once however many cases point at it."""
+    from ragmeter.audit import AuditWarning
+    from ragmeter.evidence import normalize_file_name
+
+    missing: Dict[str, List[str]] = {}
+    unit_of_case: List[int] = []
+    units: Dict[Tuple[str, ...], int] = {}
+    for case_id, files in zip(golden["id"].to_list(), golden["expected_files"].to_list()):
+        keys = set()
+        for name in dict.fromkeys(f for f in files if f.strip()):
+            hits = index.matches(normalize_file_name(name))
+            if not hits:
+                missing.setdefault(name, []).append(case_id)
+            keys.update(hits)
+        unit_of_case.append(units.setdefault(tuple(sorted(keys)), len(units)) if keys else -1)
+    warnings = [AuditWarning("file_not_in_corpus", f"{name} (named by {len(cases)} case(s)) is no file of the corpus "
+                             f"{label}: its evidence cannot be found there", cases) for name, cases in missing.items()]
+    return unit_of_case, units, warnings
+
+
+def _explain_unfound(unfound: pl.DataFrame, chunks: pl.DataFrame, rows_of_case: List[Optional[List[int]]],
+                     warnings: List[Any]) -> Dict[Tuple[int, str], Tuple[str, Optional[str], Optional[str]]]:
+    """A warning per phrase not in its expected files (appended to ``warnings``): where else it is,
+    or the nearest variant in those files. Returns ``(case, phrase) -> (status, chunk, suggestion)``."""
+    from ragmeter.audit import AuditWarning
+
+    located = _locate(unfound.filter(pl.col("anywhere"))["phrase"].unique(maintain_order=True).to_list(), chunks)
+    cache: Dict[int, Tuple[str, str]] = {}
+    status: Dict[Tuple[int, str], Tuple[str, Optional[str], Optional[str]]] = {}
+    for row in unfound.iter_rows(named=True):
+        key = (row["case"], row["phrase"])
+        files = ", ".join(f for f in row["expected_files"] if f.strip())
+        if row["anywhere"]:
+            place = located.get(row["phrase"])
+            where = f" but in {place}" if place else " but in another file"
+            warnings.append(AuditWarning("evidence_in_other_file", f"{_quote(row['phrase'])} not in any chunk of {files}{where} "
+                                         f"(case {row['id']})", [row["id"]]))
+            status[key] = ("in_other_file", place, None)
+            continue
+        rows = rows_of_case[row["case"]]
+        hint = _suggest(row["phrase"], rows, chunks, cache) if rows else None
+        scope = f"any chunk of {files}" if row["has_files"] else "any chunk of the corpus"
+        tail = f"; the chunk {hint[0]} has {_quote(hint[1])}" if hint else ""
+        warnings.append(AuditWarning("evidence_not_in_corpus", f"{_quote(row['phrase'])} not in {scope}{tail} (case {row['id']})", [row["id"]]))
+        status[key] = ("not_in_corpus", hint[0] if hint else None, hint[1] if hint else None)
+    return status
 
 
 def _chunks_per_unit(units: Dict[Tuple[str, ...], int], chunks: pl.DataFrame) -> Dict[str, Any]:
