@@ -145,19 +145,8 @@ def audit(
     cat_counts = _counts(frame["category"])
     src_counts = _counts(frame["_by"])
     named_sources = {k: v for k, v in src_counts.items() if k != MISSING}
-    spec: _targets.Spec = {}
-    if targets is not None:
-        spec = _targets.parse_targets(targets, ["category", by] + (["source"] if by != "source" else []))
-        if by != "source" and "source" in spec:
-            spec[by] = spec.pop("source")
-        _targets.check_known(spec, {"category": cat_counts, by: named_sources})
-    total = target
-    cat_target = _targets.targets_for(cat_counts, spec.get("category"), total)
-    src_target = _targets.targets_for(named_sources, spec.get(by), total)
-    if total is None and spec:
-        total = max(sum(t.values()) for t in (cat_target, src_target) if t)
-        cat_target = cat_target or _targets.even_targets(cat_counts, total)
-        src_target = src_target or _targets.even_targets(named_sources, total)
+    spec, total, cat_target, src_target = _plan(targets, target, by, cat_counts, named_sources)
+    rates = _rates(rate, results)  # before the corpus check: a bad folder fails fast
 
     warnings: List[AuditWarning] = []
     hard_info = _hard_summary(frame, hard_rule, min_hard_share)
@@ -191,7 +180,7 @@ def audit(
         by_category=_share_frame(cat_counts, n, cat_target),
         by_source=_share_frame(src_counts, n, src_target),
         cross=cross, hard=hard_info, warnings=warnings, gap=gap_dict, target=target_dict,
-        resolution=_resolution(n, target_dict["n"] if target_dict else None, rate, results),
+        resolution=_resolution(n, target_dict["n"] if target_dict else None, rates),
         corpus=corpus_info, evidence=evidence,
     )
 
@@ -409,6 +398,25 @@ def _target_summary(total: Optional[int], cat_target: Optional[Dict[str, int]], 
             "source": src_target or {}, "hard_share": hard_after}
 
 
+def _plan(targets: Optional[str], target: Optional[int], by: str, cat_counts: Dict[str, int],
+          src_counts: Dict[str, int]) -> Tuple[Dict[str, Any], Optional[int], Optional[Dict[str, int]], Optional[Dict[str, int]]]:
+    """The spec, the target size and the per-value targets of both dimensions (None: no target)."""
+    spec: _targets.Spec = {}
+    if targets is not None:
+        spec = _targets.parse_targets(targets, ["category", by] + (["source"] if by != "source" else []))
+        if by != "source" and "source" in spec:
+            spec[by] = spec.pop("source")
+        _targets.check_known(spec, {"category": cat_counts, by: src_counts})
+    total = target
+    cat_target = _targets.targets_for(cat_counts, spec.get("category"), total)
+    src_target = _targets.targets_for(src_counts, spec.get(by), total)
+    if total is None and spec:
+        total = max(sum(t.values()) for t in (cat_target, src_target) if t)
+        cat_target = cat_target or _targets.even_targets(cat_counts, total)
+        src_target = src_target or _targets.even_targets(src_counts, total)
+    return spec, total, cat_target, src_target
+
+
 def _rates(rate: Optional[float], results: Any) -> Tuple[Dict[str, float], str]:
     if results is not None:
         from ragmeter.report.data import load_results
@@ -428,7 +436,7 @@ def _rates(rate: Optional[float], results: Any) -> Tuple[Dict[str, float], str]:
     return {"rate": DEFAULT_RATE}, "assumed (worst case)"
 
 
-def _resolution(n: int, target_n: Optional[int], rate: Optional[float], results: Any) -> Dict[str, Any]:
+def _resolution(n: int, target_n: Optional[int], observed: Tuple[Dict[str, float], str]) -> Dict[str, Any]:
     """One case in points, and the minimum detectable difference of a paired comparison.
 
     Two variants with the same rate p whose per-case outcomes are independent disagree on a share
@@ -436,7 +444,7 @@ def _resolution(n: int, target_n: Optional[int], rate: Optional[float], results:
     then gives MDD = 2.80 sqrt(p_d / n), never below one case. Variants of one system agree more often than
     independent ones, so this is an upper bound; ``compare`` reports the MDD at the observed discordance.
     """
-    rates, origin = _rates(rate, results)
+    rates, origin = observed
 
     def at(size: int) -> Dict[str, Any]:
         mde = {name: _mde_pp(size, p) for name, p in rates.items()}
