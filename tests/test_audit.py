@@ -1,6 +1,7 @@
 """Golden-set audit (issue 14): the worked example, the corpus check on OCR text, bad input."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -372,3 +373,17 @@ def test_a_case_without_files_may_find_its_phrase_in_any_file():
     assert corpus_codes == [("evidence_not_in_corpus", ["a-2"])]
     assert "not in any chunk of the corpus" in a.warnings[-1].message
     assert a.evidence["status"].to_list() == ["found", "not_in_corpus"]
+
+
+def test_rich_tables_fit_80_columns():
+    from rich.console import Console
+
+    from ragmeter.audit import render
+
+    rows = corpus_golden() + worked()
+    d = ragmeter.audit(rows, corpus=OCR_CHUNKS, targets=SPEC).to_dict()
+    console = Console(record=True, width=render.WIDTH, file=io.StringIO(), force_terminal=True)
+    render.rich(d, console)
+    text = console.export_text()
+    assert "deepseek" in text and "hr.pdf#12" in text
+    assert max(columns(line) for line in text.splitlines()) <= 80
