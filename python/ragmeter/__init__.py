@@ -47,6 +47,7 @@ _LAZY = {
     "trec": ("ragmeter.trec", None),
     "judge": ("ragmeter.judge", None),
     "errors": ("ragmeter.errors", None),
+    "audit": ("ragmeter.audit", None),  # the module, callable: ragmeter.audit(golden, ...)
 }
 
 __all__ = ["__version__", *_LAZY]

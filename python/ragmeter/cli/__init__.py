@@ -26,6 +26,7 @@ COMMANDS = {
     "judge": "ragmeter.cli.judge",
     "report": "ragmeter.cli.report",
     "compare": "ragmeter.cli.compare",
+    "audit": "ragmeter.cli.audit",
 }
 
 

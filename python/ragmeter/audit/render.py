@@ -1,0 +1,211 @@
+"""The audit as text: plain lines for pipes and files, rich tables for a terminal, Markdown for audit.md.
+
+Everything fits 80 columns: names are shortened, the category x source table
+is split into blocks of columns, warnings are wrapped.
+"""
+from __future__ import annotations
+
+import unicodedata
+from typing import Any, Dict, List, Optional
+
+WIDTH = 80
+NAME = 20  # widest value name shown in a table
+
+
+def columns(text: str) -> int:
+    """Terminal columns of ``text`` (CJK and full-width characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
+def wrap(text: str, width: int = WIDTH, indent: str = "", subsequent: str = "    ") -> List[str]:
+    """Break ``text`` at spaces into lines of at most ``width`` columns; a word wider than a line
+    (a path, a run of CJK text) is cut where it must be."""
+    lines: List[str] = []
+    line = indent
+    for word in text.split():
+        sep = "" if line.strip() == "" else " "
+        if columns(line) + len(sep) + columns(word) <= width:
+            line += sep + word
+            continue
+        if line.strip():
+            lines.append(line)
+            line = subsequent
+        while columns(line) + columns(word) > width:
+            room, cut = width - columns(line), 0
+            while cut < len(word) and columns(word[: cut + 1]) <= room:
+                cut += 1
+            lines.append(line + word[:cut])
+            line, word = subsequent, word[cut:]
+        line += word
+    if line.strip() or not lines:
+        lines.append(line)
+    return lines
+
+
+def _name(value: str) -> str:
+    return value if len(value) <= NAME else value[: NAME - 1] + "…"
+
+
+def _pct(share: Optional[float]) -> str:
+    return "—" if share is None else f"{100 * share:.1f}%"
+
+
+def _num(value: Optional[int]) -> str:
+    return "—" if value is None else str(value)
+
+
+def share_rows(d: Dict[str, Any], key: str) -> List[List[str]]:
+    """Rows of a distribution table: value, n, share, target, needed."""
+    target = (d.get("target") or {}).get("category" if key == "by_category" else "source", {})
+    gap = (d.get("gap") or {}).get("category" if key == "by_category" else "source", {})
+    names = list(d[key]) + [k for k in target if k not in d[key]]
+    return [[_name(k), str(d[key].get(k, {}).get("n", 0)), _pct(d[key][k]["share"]) if k in d[key] else "0.0%",
+             _num(target.get(k)) if target else "", _num(gap.get(k)) if target else ""] for k in names]
+
+
+def cross_blocks(d: Dict[str, Any]) -> List[List[str]]:
+    """Source columns of the category x source table, grouped so each block fits the width."""
+    sources = list(next(iter(d["cross"].values()), {}))
+    blocks: List[List[str]] = []
+    block: List[str] = []
+    used = NAME + 2
+    for s in sources:
+        w = max(len(_name(s)), 3) + 2
+        if block and used + w > WIDTH:
+            blocks.append(block)
+            block, used = [], NAME + 2
+        block.append(s)
+        used += w
+    if block:
+        blocks.append(block)
+    return blocks
+
+
+def summary_lines(d: Dict[str, Any]) -> List[str]:
+    """Everything after the tables: hard share, gap, resolution, corpus."""
+    out = []
+    h = d["hard"]
+    how = {"--hard": "--hard", "difficulty": "difficulty = hard", "default": "default list"}[h["rule"]]
+    cats = ", ".join(h["categories"]) or "none found"
+    out.append(f"hard cases: {h['n']}/{h['n_total']} = {_pct(h['share'])} ({cats}; {how}); "
+               f"minimum {100 * h['min_share']:.0f}%")
+    if d["gap"] is not None:
+        g, t = d["gap"], d["target"]
+        out.append(f"gap to {t['n']} cases ({'--targets' if t['from'] == 'spec' else 'even shares'}): "
+                   f"{g['total']} more in all")
+        for dim, label in (("category", "category"), ("source", d["by"])):
+            if g[dim]:
+                out.append(f"  by {label}: " + ", ".join(f"{k} {v}" for k, v in g[dim].items()))
+        if t.get("hard_share") is not None:
+            out.append(f"  hard share once filled: {_pct(h['share'])} -> {_pct(t['hard_share'])}")
+    r = d["resolution"]
+    tgt = r.get("target")
+    out.append(f"resolution: one case = {r['points_per_case']:.2f} points at n={r['n']}"
+               + (f", {tgt['points_per_case']:.2f} at n={tgt['n']}" if tgt else ""))
+    rates = ", ".join(f"{k} {_pct(v)}" for k, v in r["rates"].items())
+    out.append(f"  minimum detectable difference, paired (alpha {r['alpha']}, power {r['power']}, {rates}, "
+               f"{r['rate_source']}): {_pp(r['mde_pp'])} at n={r['n']}"
+               + (f", {_pp(tgt['mde_pp'])} at n={tgt['n']}" if tgt else ""))
+    c = d.get("corpus")
+    if c is not None:
+        out.append(f"corpus {c['path']}: {_n(c['chunks'], 'chunk')} in {_n(c['files'], 'file')}; "
+                   f"{_n(c['phrases'], 'evidence phrase')}: "
+                   f"{c['found']} found, {c['in_other_file']} only in another file, {c['not_in_corpus']} not in the corpus; "
+                   f"{c['cases_affected']}/{c['cases_with_evidence']} cases with evidence affected; "
+                   f"{c['files_not_in_corpus']} expected file(s) not in the corpus")
+    return out
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _pp(value: Optional[float]) -> str:
+    return "—" if value is None else f"{value:.1f} points"
+
+
+def warning_lines(d: Dict[str, Any], limit: Optional[int] = 30) -> List[str]:
+    ws = d["warnings"]
+    if not ws:
+        return ["no warning"]
+    out = [f"{len(ws)} warning{'s' if len(ws) != 1 else ''}:"]
+    for w in ws[:limit] if limit else ws:
+        out += wrap(f"{w['code']}: {w['message']}", indent="  ", subsequent="    ")
+    if limit and len(ws) > limit:
+        out.append(f"  ... and {len(ws) - limit} more (all of them with --json or in --out DIR/audit.json)")
+    return out
+
+
+def _wrapped(lines: List[str]) -> List[str]:
+    out = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip()))
+        out += wrap(line.strip(), indent=indent, subsequent=indent + "  ")
+    return out
+
+
+def _plain_table(header: List[str], rows: List[List[str]]) -> List[str]:
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+    return [fmt(header)] + [fmt(r) for r in rows]
+
+
+def _header(d: Dict[str, Any]) -> str:
+    return f"golden set {d['golden']}: {d['n']} cases ({d['n_labeled']} labelled)"
+
+
+def plain(d: Dict[str, Any]) -> str:
+    lines = wrap(_header(d)) + [""]
+    for key, label in (("by_category", "category"), ("by_source", d["by"])):
+        head = [label, "n", "share"] + (["target", "needed"] if d["gap"] else [])
+        rows = [r if d["gap"] else r[:3] for r in share_rows(d, key)]
+        lines += _plain_table(head, rows) + [""]
+    for block in cross_blocks(d):
+        rows = [[_name(c)] + [str(d["cross"][c][s]) if d["cross"][c][s] else "·" for s in block] for c in d["cross"]]
+        lines += [f"category x {d['by']} (· = no case)"] + _plain_table(["category"] + [_name(s) for s in block], rows) + [""]
+    lines += _wrapped(summary_lines(d)) + [""] + warning_lines(d)
+    return "\n".join(lines)
+
+
+def rich(d: Dict[str, Any], console: Any) -> None:
+    from rich.table import Table
+
+    for line in wrap(_header(d)):
+        console.print(line, markup=False, highlight=False)
+    for key, label in (("by_category", "category"), ("by_source", d["by"])):
+        table = Table(title_justify="left")
+        for i, col in enumerate([label, "n", "share"] + (["target", "needed"] if d["gap"] else [])):
+            table.add_column(col, justify="left" if i == 0 else "right")
+        for r in share_rows(d, key):
+            table.add_row(*(r if d["gap"] else r[:3]))
+        console.print(table)
+    for block in cross_blocks(d):
+        table = Table(title=f"category x {d['by']} (· = no case)", title_justify="left")
+        table.add_column("category")
+        for s in block:
+            table.add_column(_name(s), justify="right")
+        for c in d["cross"]:
+            table.add_row(_name(c), *(str(d["cross"][c][s]) if d["cross"][c][s] else "[red]·[/]" for s in block))
+        console.print(table)
+    for line in _wrapped(summary_lines(d)):
+        console.print(line, markup=False, highlight=False)
+    for line in warning_lines(d):
+        console.print(line, markup=False, highlight=False, style="yellow" if d["warnings"] else "green")
+
+
+def markdown(d: Dict[str, Any]) -> str:
+    def table(header: List[str], rows: List[List[str]]) -> List[str]:
+        cells = lambda r: "| " + " | ".join(c.replace("|", "\\|") for c in r) + " |"
+        return [cells(header), "|" + "|".join("---" for _ in header) + "|"] + [cells(r) for r in rows] + [""]
+
+    lines = [f"# Golden-set audit", "", _header(d), ""]
+    for key, label in (("by_category", "category"), ("by_source", d["by"])):
+        head = [label, "n", "share"] + (["target", "needed"] if d["gap"] else [])
+        lines += [f"## By {label}", ""] + table(head, [r if d["gap"] else r[:3] for r in share_rows(d, key)])
+    sources = list(next(iter(d["cross"].values()), {}))
+    lines += [f"## Category x {d['by']}", "", "An empty cell (·) is a blind spot.", ""]
+    lines += table(["category"] + sources, [[c] + [str(d["cross"][c][s]) if d["cross"][c][s] else "·" for s in sources] for c in d["cross"]])
+    lines += ["## Summary", ""] + [f"- {line.strip()}" for line in summary_lines(d)] + [""]
+    lines += ["## Warnings", ""]
+    lines += [f"- `{w['code']}`: {w['message']}" for w in d["warnings"]] or ["No warning."]
+    return "\n".join(lines) + "\n"

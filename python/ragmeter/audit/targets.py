@@ -1,0 +1,131 @@
+"""Targets for a golden set and the gap to them (``--target N``, ``--targets SPEC``).
+
+A spec names, per dimension, how many cases each value should have::
+
+    category=term:50,semantic:30,multi:15;source=deepseek:40,zhipu:40,bailian:40
+
+or the same as a TOML or JSON file (``{"category": {"term": 50, ...}, "source": {...}}``).
+``--target N`` alone asks for even shares of ``N`` over the values seen.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence
+
+from ragmeter.errors import InputError
+
+Counts = Dict[str, int]
+Spec = Dict[str, Counts]
+
+_ITEM = re.compile(r"^\s*([^:=,;]+?)\s*:\s*(\d+)\s*$")
+
+
+def parse_targets(spec: str, dimensions: Sequence[str]) -> Spec:
+    """Parse ``--targets`` (inline or a .toml/.json file) into ``{dimension: {value: n}}``.
+
+    ``dimensions`` are the accepted section names (``category`` and the second
+    dimension, ``source`` or the ``--by`` field). Raises :class:`InputError`.
+    """
+    path = Path(spec)
+    if path.suffix.lower() in (".toml", ".json") or path.is_file():
+        return _check_sections(_read_spec_file(path), dimensions, str(path))
+    sections: Spec = {}
+    for part in filter(str.strip, spec.split(";")):
+        name, sep, body = part.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise InputError(f"--targets: {part.strip()!r} is not DIMENSION=VALUE:N,... (e.g. category=term:50,multi:15)")
+        items: Counts = {}
+        for item in filter(str.strip, body.split(",")):
+            m = _ITEM.match(item)
+            if m is None:
+                raise InputError(f"--targets: {item.strip()!r} in section {name!r} is not VALUE:N with N a whole number")
+            items[m.group(1)] = int(m.group(2))
+        sections[name] = items
+    if not sections:
+        raise InputError("--targets: empty spec (e.g. category=term:50,multi:15;source=a:40,b:40)")
+    return _check_sections(sections, dimensions, "--targets")
+
+
+def _read_spec_file(path: Path) -> Dict[str, object]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the targets file: {exc.strerror or exc}") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except ValueError as exc:  # tomllib.TOMLDecodeError and json.JSONDecodeError are ValueErrors
+        raise InputError(f"{path}: targets file does not parse: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected an object of sections such as {{\"category\": {{\"term\": 50}}}}")
+    return data
+
+
+def _check_sections(data: Mapping[str, object], dimensions: Sequence[str], where: str) -> Spec:
+    out: Spec = {}
+    for name, items in data.items():
+        if name not in dimensions:
+            raise InputError(f"{where}: unknown section {name!r} (expected {' or '.join(repr(d) for d in dimensions)})")
+        if not isinstance(items, dict) or not items:
+            raise InputError(f"{where}: section {name!r} must map values to case counts")
+        section: Counts = {}
+        for key, value in items.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InputError(f"{where}: {name}.{key} must be a whole number of cases, got {value!r}")
+            section[str(key)] = value
+        out[name] = section
+    return out
+
+
+def check_known(spec: Spec, seen: Dict[str, Counts], where: str = "--targets") -> None:
+    """A section naming none of the values seen is a typo, not a plan: refuse it."""
+    for name, section in spec.items():
+        known = seen.get(name, {})
+        if known and not any(key in known for key in section):
+            raise InputError(
+                f"{where}: section {name!r} names no {name} of the golden set "
+                f"(it has {', '.join(list(known)[:8])}{', ...' if len(known) > 8 else ''})"
+            )
+
+
+def even_targets(counts: Counts, total: int) -> Counts:
+    """``total`` split evenly over the values of ``counts``; the remainder goes to the smallest first."""
+    if not counts:
+        return {}
+    base, extra = divmod(total, len(counts))
+    smallest_first = sorted(counts, key=lambda key: counts[key])  # stable: ties keep their order
+    bonus = set(smallest_first[:extra])
+    return {key: base + (1 if key in bonus else 0) for key in counts}
+
+
+def targets_for(counts: Counts, section: Optional[Counts], total: Optional[int]) -> Optional[Counts]:
+    """Per-value targets: the spec's section (values it omits keep their count), else even shares."""
+    if section is not None:
+        out = {key: counts[key] for key in counts}
+        out.update(section)
+        return out
+    if total is None:
+        return None
+    return even_targets(counts, total)
+
+
+def gap(counts: Counts, targets: Optional[Counts]) -> Counts:
+    """Cases still needed per value (never negative)."""
+    if targets is None:
+        return {}
+    return {key: max(0, want - counts.get(key, 0)) for key, want in targets.items()}
+
+
+def total_target(spec: Spec, explicit: Optional[int], dims: List[str]) -> Optional[int]:
+    """The target size: ``--target``, else the largest section sum of the spec."""
+    if explicit is not None:
+        return explicit
+    sums = [sum(spec[d].values()) for d in dims if d in spec]
+    return max(sums) if sums else None
