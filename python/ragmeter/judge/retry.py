@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
+from .urls import scrub_urls
+
 __all__ = ["RetryPolicy", "Decision", "classify", "backoff_delay", "parse_retry_after", "next_max_tokens"]
 
 #: Statuses retried with back-off. 5xx are all retried except 501 (not implemented).
@@ -141,7 +143,9 @@ def classify(
         if isinstance(exc, (asyncio.TimeoutError, TimeoutError, aiohttp.ServerTimeoutError)):
             kind, retry, message = "timeout", True, "request timed out"
         elif isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError)):
-            kind, retry, message = "connection", True, f"connection error: {type(exc).__name__}"
+            detail = " ".join(str(exc).split())[:200]
+            kind, retry, message = "connection", True, f"connection error: {type(exc).__name__}" + (
+                f" ({scrub_urls(detail)})" if detail else "")
         elif isinstance(exc, aiohttp.ClientResponseError):
             return classify(attempt=attempt, policy=policy, status=exc.status, headers=exc.headers, body=exc.message,
                             rand=rand, now=now)
