@@ -183,13 +183,20 @@ class JudgeResult:
         return pl.DataFrame([{k: r.get(k) for k in ROW_SCHEMA} for r in self.rows], schema=schema, orient="row")
 
     def write(self, out_dir: Union[str, Path]) -> Path:
+        """``judge.parquet`` and ``judge_summary.json`` in ``out_dir``, both or neither (nothing half-written)."""
+        from ragmeter._io import atomic_outputs
+
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        tmp = out / "judge.parquet.tmp"
-        self.frame().write_parquet(tmp)
-        tmp.replace(out / "judge.parquet")
-        (out / "judge_summary.json").write_text(json.dumps(self.summary, indent=2, ensure_ascii=False) + "\n",
-                                                encoding="utf-8")
+        frame = self.frame()
+        with atomic_outputs(out) as tmp:
+            try:
+                frame.write_parquet(tmp / "judge.parquet")
+            except OSError:
+                raise
+            except Exception as exc:  # polars reports a failed write (a full disk) as its own error type
+                raise OSError(f"cannot write {out / 'judge.parquet'}: {exc}") from None
+            (tmp / "judge_summary.json").write_text(json.dumps(self.summary, indent=2, ensure_ascii=False) + "\n",
+                                                    encoding="utf-8")
         return out
 
 
