@@ -19,7 +19,9 @@ endpoint that cannot be reached or does not answer within ``timeout`` stops the
 run at once (see :mod:`ragmeter.judge.stop`); 404/405 (no such route) and
 anything else let the run go on, the real calls then tell. A 401/403, an
 exhausted quota or a 404 on a real call stops the run the same way, and so does
-the :class:`~ragmeter.judge.stop.Breaker` after repeated transport failures.
+the :class:`~ragmeter.judge.stop.Breaker` after repeated transport failures. The first
+request to an endpoint is sent alone and the others wait for its answer, so a
+refusal costs one request, not one per concurrent slot.
 """
 from __future__ import annotations
 
@@ -148,6 +150,7 @@ class JudgeClient:
         self.breaker = Breaker()
         self._calls = 0
         self._preflights: Dict[str, "asyncio.Future[None]"] = {}
+        self._first: Dict[str, "asyncio.Event"] = {}  # per endpoint: set once its first request came back
         self._key = resolve_api_key(config.api_key)
         self._json = config.json_mode != "off"
         self._session: Optional[aiohttp.ClientSession] = None
@@ -263,83 +266,97 @@ class JudgeClient:
         call = self._calls
         base = self._embed_base if what == "embeddings" else self._chat_base
         await self._preflight(base)
-        while True:
-            self.stop.check()  # nothing more is sent once the run is stopped
-            transient += 1
-            payload = build()
-            record: Dict[str, Any] = {"n": len(attempts) + 1}
-            if "max_tokens" in payload:
-                record["max_tokens"] = payload["max_tokens"]
-            attempts.append(record)
-            t0 = time.monotonic()
-            status = None
-            headers = None
-            body = None
-            exc: Optional[BaseException] = None
-            try:
-                status, headers, body = await self._post(url, payload, tokens())
-            except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as e:
-                exc = e
-            record["latency_ms"] = round((time.monotonic() - t0) * 1000.0, 3)
-            record["status"] = status
-            if status is not None:
-                self.breaker.answered()
-            if exc is None and status == 200:
+        first = self._first.get(base)
+        probing = first is None
+        if first is None:  # the first request goes alone: a refusal stops the run before the others are sent
+            first = self._first[base] = asyncio.Event()
+        else:
+            await first.wait()
+        try:
+            while True:
+                self.stop.check()  # nothing more is sent once the run is stopped
+                transient += 1
+                payload = build()
+                record: Dict[str, Any] = {"n": len(attempts) + 1}
+                if "max_tokens" in payload:
+                    record["max_tokens"] = payload["max_tokens"]
+                attempts.append(record)
+                t0 = time.monotonic()
+                status = None
+                headers = None
+                body = None
+                exc: Optional[BaseException] = None
                 try:
-                    data = _json.loads(body or "")
-                    if not isinstance(data, dict):
-                        raise ValueError("not an object")
-                except ValueError:
-                    data = None
-                if data is not None and "error" not in data:
+                    status, headers, body = await self._post(url, payload, tokens())
+                except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as e:
+                    exc = e
+                finally:
+                    if probing:
+                        probing = False
+                        first.set()
+                record["latency_ms"] = round((time.monotonic() - t0) * 1000.0, 3)
+                record["status"] = status
+                if status is not None:
+                    self.breaker.answered()
+                if exc is None and status == 200:
                     try:
-                        result = on_ok(data, record)
-                    except _Again:
-                        transient -= 1  # budget doubling has its own limit (the cap)
-                        continue
-                    except JudgeCallError:
-                        raise
-                    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
-                        result = None  # unreadable 200: retried as bad_response below
-                    else:
-                        record.setdefault("outcome", "ok")
-                        return result
-            if (exc is None and status == 400 and self._json and self.config.json_mode == "auto"
-                    and "response_format" in (body or "").lower()):
-                # the endpoint does not support JSON mode: drop it and resend at once
-                self._json = False
-                record["outcome"] = "json_mode_unsupported"
-                transient -= 1
-                continue
-            decision = classify(attempt=transient, policy=self.config.policy, status=status,
-                                headers=headers, body=self.redact(body), exc=exc)
-            record["outcome"] = decision.kind
-            if decision.kind in FATAL_KINDS and not decision.retry:
-                self.stop.trip(decision.kind, self.redact(
-                    f"{public_endpoint(base)} ({what}, model {self._model(what)}): {decision.message}") or "")
-            elif decision.kind in TRANSPORT_KINDS and self.breaker.failed(call):
-                self.stop.trip("unreachable", self.redact(
-                    f"{public_endpoint(base)}: {self.breaker.failures} transport failures in a row across "
-                    f"different calls, no answer in between (last: {decision.message}); check --base-url and that "
-                    f"the server is up (raise --timeout if it is only slow)") or "")
-                decision = type(decision)(False, 0.0, decision.kind, decision.message, decision.retry_after)
-            if not decision.retry:
-                self.stats.failures += 1
-                message = self.redact(f"{what} failed: {decision.message}") or ""
-                elapsed = (time.monotonic() - started) * 1000.0
-                raise JudgeCallError(message, kind=decision.kind, attempts=attempts, latency_ms=elapsed,
-                                     prompt_tokens=sum(a.get("prompt_tokens", 0) for a in attempts),
-                                     completion_tokens=sum(a.get("completion_tokens", 0) for a in attempts))
-            record["retry_in_s"] = round(decision.delay, 4)
-            if decision.retry_after is not None:
-                record["retry_after_s"] = decision.retry_after
-                self.limits.pause(decision.delay)
-            self.stats.retries += 1
-            log.info("%s: %s; retrying in %.3fs", what, self.redact(decision.message), decision.delay)
-            if self._on_retry is not None:
-                self._on_retry(record)
-            if decision.delay > 0:
-                await asyncio.sleep(decision.delay)
+                        data = _json.loads(body or "")
+                        if not isinstance(data, dict):
+                            raise ValueError("not an object")
+                    except ValueError:
+                        data = None
+                    if data is not None and "error" not in data:
+                        try:
+                            result = on_ok(data, record)
+                        except _Again:
+                            transient -= 1  # budget doubling has its own limit (the cap)
+                            continue
+                        except JudgeCallError:
+                            raise
+                        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+                            result = None  # unreadable 200: retried as bad_response below
+                        else:
+                            record.setdefault("outcome", "ok")
+                            return result
+                if (exc is None and status == 400 and self._json and self.config.json_mode == "auto"
+                        and "response_format" in (body or "").lower()):
+                    # the endpoint does not support JSON mode: drop it and resend at once
+                    self._json = False
+                    record["outcome"] = "json_mode_unsupported"
+                    transient -= 1
+                    continue
+                decision = classify(attempt=transient, policy=self.config.policy, status=status,
+                                    headers=headers, body=self.redact(body), exc=exc)
+                record["outcome"] = decision.kind
+                if decision.kind in FATAL_KINDS and not decision.retry:
+                    self.stop.trip(decision.kind, self.redact(
+                        f"{public_endpoint(base)} ({what}, model {self._model(what)}): {decision.message}") or "")
+                elif decision.kind in TRANSPORT_KINDS and self.breaker.failed(call):
+                    self.stop.trip("unreachable", self.redact(
+                        f"{public_endpoint(base)}: {self.breaker.failures} transport failures in a row across "
+                        f"different calls, no answer in between (last: {decision.message}); check --base-url and that "
+                        f"the server is up (raise --timeout if it is only slow)") or "")
+                    decision = type(decision)(False, 0.0, decision.kind, decision.message, decision.retry_after)
+                if not decision.retry:
+                    self.stats.failures += 1
+                    message = self.redact(f"{what} failed: {decision.message}") or ""
+                    elapsed = (time.monotonic() - started) * 1000.0
+                    raise JudgeCallError(message, kind=decision.kind, attempts=attempts, latency_ms=elapsed,
+                                         prompt_tokens=sum(a.get("prompt_tokens", 0) for a in attempts),
+                                         completion_tokens=sum(a.get("completion_tokens", 0) for a in attempts))
+                record["retry_in_s"] = round(decision.delay, 4)
+                if decision.retry_after is not None:
+                    record["retry_after_s"] = decision.retry_after
+                    self.limits.pause(decision.delay)
+                self.stats.retries += 1
+                log.info("%s: %s; retrying in %.3fs", what, self.redact(decision.message), decision.delay)
+                if self._on_retry is not None:
+                    self._on_retry(record)
+                if decision.delay > 0:
+                    await asyncio.sleep(decision.delay)
+        finally:
+            if probing:  # it never got to send: let the others go
+                first.set()
 
     def _model(self, what: str) -> str:
         return (self.config.embeddings_model or "") if what == "embeddings" else self.config.model

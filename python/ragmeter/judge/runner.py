@@ -537,22 +537,23 @@ async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: Pr
 
     n_workers = max(1, min(len(jobs), cfg.concurrency * 2))
     tasks: List["asyncio.Task[None]"] = []
-    try:
-        async with client:
-            with progress:
+    async with client:
+        with progress:
+            try:
                 tasks = [asyncio.ensure_future(worker()) for _ in range(n_workers)]
                 await _until_done_or_stopped(tasks, stop, min(cfg.timeout, STOP_GRACE))
-    finally:
-        await _cancel(tasks)  # an interrupt: stop every worker before the cache is closed
-        if cfg.tally is not None:
-            cfg.tally.rows_done += progress.done
-            cfg.tally.sent += engine.calls
-            cfg.tally.replayed += engine.cached_calls
+            finally:
+                await _cancel(tasks)  # an interrupt: every worker stops before the session and the cache close
+                if cfg.tally is not None:
+                    cfg.tally.rows_done += progress.done
+                    cfg.tally.sent += engine.calls
+                    cfg.tally.replayed += engine.cached_calls
+    errors = [t.exception() for t in tasks if not t.cancelled()]  # retrieved, so asyncio does not log them
     if stop.stopped:
         raise JudgeStopped(stop.reason or "stopped", stop.kind or "stopped")
-    for t in tasks:
-        if not t.cancelled() and t.exception() is not None:
-            raise t.exception()  # type: ignore[misc]
+    for error in errors:
+        if error is not None:
+            raise error
     final = [r for r in rows if r is not None]
     summary = summarize(final, case_list, cfg, engine, client, time.monotonic() - started, cache)
     return JudgeResult(rows=final, summary=summary)

@@ -65,13 +65,13 @@ class RunStop:
 class Breaker:
     """Counts transport failures since the endpoint last answered anything (any HTTP status resets it).
 
-    Trips once the failures come from at least ``min_calls`` different calls and one call has failed
-    ``per_call`` times in a row (its retries, after back-off, failed too). A dead or unreachable endpoint fails
-    every call in flight and every retry; a network blip fails a wave of calls once, and some answer arrives
-    before the retries run out.
+    Trips once the failures come from at least ``min_calls`` (2) different calls and one call has failed
+    ``per_call`` (2) times (its retry, after back-off, failed too), with no answer from the endpoint in between.
+    A dead or unreachable endpoint fails every call in flight and every retry; one flaky connection fails one
+    call, and the other calls' answers reset the count. A rerun resumes from the cache either way.
     """
 
-    def __init__(self, min_calls: int = 2, per_call: int = 3) -> None:
+    def __init__(self, min_calls: int = 2, per_call: int = 2) -> None:
         self.min_calls = max(1, min_calls)
         self.per_call = max(1, per_call)
         self.failures = 0
