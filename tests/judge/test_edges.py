@@ -114,7 +114,9 @@ def test_breaker_stops_a_run_whose_calls_all_time_out(tmp_path, server, api_key)
     code, _, err = finish(cli(tmp_path, server, "--cases", str(cases), "--timeout", "0.3", "--concurrency", "2",
                               key=api_key))
     assert code == 2
-    assert server.requests <= 5  # not 20 cases x 7 calls x 6 attempts
+    # 4 workers: each call fails once (4 requests), the next failure is some call's second and trips it; one more
+    # may be in flight by then. Without the breaker: 20 cases x 7 calls x 6 attempts.
+    assert server.requests <= 6
     assert "transport failures in a row across different calls" in err and "request timed out" in err
 
 
@@ -417,3 +419,13 @@ def test_interrupt_says_what_was_done_and_keeps_the_replies(tmp_path, server, ap
     df = pl.read_parquet(tmp_path / "out" / "judge.parquet")
     assert df["cached_calls"].sum() == served  # every reply kept at the interrupt is replayed, none paid twice
     assert set(df["status"]) == {"ok"}
+
+
+def test_unknown_embeddings_model_stops_after_one_embeddings_request(server, tmp_path, fast_retry):
+    server.rules = [(lambda info: info["kind"] == "embeddings", 404)]
+    cases = [{"id": f"c{i}", "question": f"q{i}?", "answer": f"a{i}"} for i in range(6)]
+    with pytest.raises(JudgeStopped) as ei:
+        run_sync(cases, JudgeConfig(base_url=server.base_url, model="m", embeddings_model="no-such-embedder",
+                                    cache=None, retry=fast_retry, metrics=["answer_relevancy"], concurrency=4))
+    assert ei.value.kind == "not_found" and "model no-such-embedder" in str(ei.value)
+    assert len(server.by_task("embeddings")) == 1

@@ -150,7 +150,7 @@ class JudgeClient:
         self.breaker = Breaker()
         self._calls = 0
         self._preflights: Dict[str, "asyncio.Future[None]"] = {}
-        self._first: Dict[str, "asyncio.Event"] = {}  # per endpoint: set once its first request came back
+        self._first: Dict[str, "asyncio.Event"] = {}  # chat, embeddings: set once the first request came back
         self._key = resolve_api_key(config.api_key)
         self._json = config.json_mode != "off"
         self._session: Optional[aiohttp.ClientSession] = None
@@ -266,10 +266,10 @@ class JudgeClient:
         call = self._calls
         base = self._embed_base if what == "embeddings" else self._chat_base
         await self._preflight(base)
-        first = self._first.get(base)
+        first = self._first.get(what)
         probing = first is None
         if first is None:  # the first request goes alone: a refusal stops the run before the others are sent
-            first = self._first[base] = asyncio.Event()
+            first = self._first[what] = asyncio.Event()
         else:
             await first.wait()
         try:
