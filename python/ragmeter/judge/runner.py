@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +39,8 @@ from .retry import RetryPolicy
 from .stop import Halt, JudgeStopped, RunStop
 from .urls import public_endpoint, split_credentials
 
+log = logging.getLogger("ragmeter.judge")
+
 __all__ = ["JudgeConfig", "JudgeResult", "Tally", "run", "run_sync", "estimate", "ROW_SCHEMA"]
 
 #: seconds a stopped run lets the requests already in flight finish (their replies are paid for and cached)
@@ -54,13 +57,15 @@ class Tally:
     rows_done: int = 0
     rows_total: int = 0
     cache_path: Optional[str] = None
+    notes: List[str] = field(default_factory=list)  #: "; ..." what became of replies the cache could not take
 
     def message(self) -> str:
         where = f" in {self.cache_path}" if self.cache_path else ""
         resume = ("a rerun with the same --cache resumes from them" if self.cache_path
                   else "no cache was used (--no-cache): a rerun sends every call again")
         return (f"{self.rows_done} of {self.rows_total} judge rows finished; {self.sent} calls came back this run "
-                f"and {self.cached} replies are cached{where} ({self.replayed} answered from the cache); {resume}")
+                f"and {self.cached} replies are cached{where} ({self.replayed} answered from the cache); {resume}"
+                + "".join(self.notes))
 
 DEFAULT_CACHE = ".ragmeter/cache.sqlite"
 
@@ -455,29 +460,29 @@ async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[
             return await _run(case_list, cfg, cache, prices)
         except JudgeStopped as stopped:
             cache.close()
-            raise JudgeStopped(f"{stopped}{_stopped_note(cache, cfg)}", stopped.kind) from None
+            kept = ("; no cache (--no-cache): nothing of this run is kept" if cfg.cache is None else
+                    f"; {cache.written} replies of this run are in the cache, a rerun with the same --cache resumes")
+            raise JudgeStopped(f"{stopped}{kept}{_keep_unsaved(cache, cfg)}", stopped.kind) from None
     finally:
         cache.close()
         if tally is not None:
             tally.cached += cache.written
-        if cache.unsaved and cache.write_error is not None:
-            _spill(cache, cfg)  # also reached on an interrupt
+        if cache.unsaved:  # an interrupt, or a last commit that failed: said with the interrupt, else logged
+            note = _keep_unsaved(cache, cfg)
+            if tally is not None:
+                tally.notes.append(note)
+            else:
+                log.warning("%s", note.lstrip("; "))
 
 
-def _stopped_note(cache: Cache, cfg: JudgeConfig) -> str:
-    """What became of the paid replies when a run stops: cached, written elsewhere, or lost."""
-    if cfg.cache is None:
-        note = "; no cache (--no-cache): nothing of this run is kept"
-    else:
-        note = f"; {cache.written} replies of this run are in the cache, a rerun with the same --cache resumes"
-    if cache.unsaved:
-        spilled = _spill(cache, cfg)
-        n = len(cache.unsaved) if spilled is None else 0
-        if spilled is not None:
-            note += f"; {spilled[1]} paid replies could not be cached and were written to {spilled[0]}"
-        else:
-            note += f"; {n} paid replies could not be kept"
-    return note
+def _keep_unsaved(cache: Cache, cfg: JudgeConfig) -> str:
+    """Write the paid replies the cache could not take elsewhere; "; what became of them" ("" when none)."""
+    if not cache.unsaved:
+        return ""
+    spilled = _spill(cache, cfg)
+    if spilled is not None:
+        return f"; {spilled[1]} paid replies could not be cached and were written to {spilled[0]}"
+    return f"; {len(cache.unsaved)} paid replies could not be kept (no place to write them)"
 
 
 def _spill(cache: Cache, cfg: JudgeConfig) -> Optional[tuple]:
