@@ -429,3 +429,36 @@ def test_unknown_embeddings_model_stops_after_one_embeddings_request(server, tmp
                                     cache=None, retry=fast_retry, metrics=["answer_relevancy"], concurrency=4))
     assert ei.value.kind == "not_found" and "model no-such-embedder" in str(ei.value)
     assert len(server.by_task("embeddings")) == 1
+
+
+def test_a_real_full_disk_spills_next_to_out(tmp_path, server, api_key):
+    """As root: the cache on a 192 KiB tmpfs that fills up mid-run; the spill beside it cannot be written either,
+    so the paid replies go next to --out."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root; the injected ENOSPC test covers the logic")
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=192k", "tmpfs", str(small)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("no permission to mount a tmpfs")
+    try:
+        cases = write_cases(tmp_path / "cases.jsonl", 60)
+        server.replies["correctness"] = lambda payload: {"reason": "x" * 3000, "score": 5, "correct": True}
+        args = ["--cases", str(cases), "--cache", str(small / "cache.sqlite"), "--out", str(tmp_path / "res" / "out"),
+                "--metrics", "correctness", "--concurrency", "4"]
+        p = cli(tmp_path, server, *args, key=api_key)
+        code, out, err = finish(p, timeout=120)
+        spills = list((tmp_path / "res").glob("cache.sqlite.unsaved-*.jsonl"))
+        kept = sum(1 for _ in spills[0].open()) if spills else 0
+        conn = sqlite3.connect(small / "cache.sqlite")
+        try:
+            cached = conn.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0]
+        finally:
+            conn.close()  # an open file keeps the mount busy
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+    assert code == 2, err
+    assert "cannot write the judge cache" in err and "full" in err
+    assert len(spills) == 1 and kept > 0 and f"written to {spills[0]}" in err
+    answered = sum(1 for r in server.log if r.get("action") == "ok" and "t_out" in r)
+    assert cached + kept == answered and server.requests < 60
