@@ -13,6 +13,10 @@ replayed by a rerun (same failure, no cost). With ``refresh_failed`` a
 structured call whose cached replies end in a failed parse is asked again:
 each turn is re-requested instead of replayed and the new replies replace the
 cached ones.
+
+Once the run is stopped (:mod:`ragmeter.judge.stop`) no call is sent any more,
+and a commit that fails (a full disk) stops it: the reply is left in
+``cache.unsaved`` for the runner to write elsewhere.
 """
 from __future__ import annotations
 
