@@ -451,7 +451,8 @@ async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[
     tally = cfg.tally
     if tally is not None:
         tally.rows_total += len(case_list) * len(cfg.metrics)
-        tally.cache_path = None if cfg.cache is None else str(cfg.cache)
+        if cfg.cache is not None:  # repeats bypass the cache; the first run's cache is the one to resume from
+            tally.cache_path = str(cfg.cache)
     try:
         if cfg.dry_run:
             est = estimate(case_list, cfg, cache, prices)
