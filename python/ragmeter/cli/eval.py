@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "score + judge + report in one command (DIR/cases.parquet, judge.parquet, summary.json, report.html, report.md)"
+from ragmeter.cli.judge import EPILOG  # the same exit statuses
+
+HELP = "score + judge + report into one folder: tables, summary.json, report.html/.md"
+PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

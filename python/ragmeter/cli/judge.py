@@ -19,10 +19,22 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-HELP = "judge answers and contexts with an LLM: correctness, faithfulness, relevancy, context precision/recall"
+HELP = "LLM judge: correctness, faithfulness, answer relevancy, context precision and recall"
 
 _METRICS = ("correctness", "faithfulness", "answer_relevancy", "context_precision", "context_recall")
 
+
+EPILOG = """exit status:
+  0    done: every judge row judged (or no more failed than --max-failed)
+  2    usage or configuration error, nothing written: a refused key
+       (401/403), an exhausted quota, an unknown model or route (404), an
+       endpoint that cannot be reached or never answers, a damaged or
+       unwritable cache (see --no-cache and `ragmeter cache repair PATH`)
+  3    done, results written, but more rows failed (or were skipped at
+       --budget) than --max-failed allows
+  130  interrupted (Ctrl-C); 143 terminated (SIGTERM): the message says what
+       finished; the cache keeps it and a rerun resumes"""
+PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 class MaxFailed:
     """``--max-failed N`` (rows) or ``--max-failed P%`` (of the rows to judge): how many incomplete rows a run may
@@ -60,7 +72,7 @@ def configure(parser: argparse.ArgumentParser, cases: bool = True) -> None:
         src.add_argument("--cases", metavar="JSONL",
                          help="instead of --golden/--run: one JSON object per line with id, question, "
                               "reference_answer, answer, contexts, category")
-    ep = parser.add_argument_group("endpoint (any OpenAI-compatible API; key from RAGMETER_API_KEY or OPENAI_API_KEY)")
+    ep = parser.add_argument_group("endpoint (OpenAI-compatible; key from RAGMETER_API_KEY or OPENAI_API_KEY)")
     ep.add_argument("--base-url", required=True, metavar="URL", help="e.g. https://api.openai.com/v1")
     ep.add_argument("--model", required=True, metavar="M", help="judge model")
     ep.add_argument("--embeddings-model", metavar="M",

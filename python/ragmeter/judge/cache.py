@@ -285,12 +285,8 @@ class Cache:
         return None
 
     def contains(self, key: str) -> bool:
-        if self._conn is None:
-            return False
-        if key in self._pending:
-            return True
-        with self._lock:
-            return self._conn.execute("SELECT 1 FROM judge_cache WHERE key = ?", (key,)).fetchone() is not None
+        """Whether :meth:`get` would serve ``key`` (an entry that does not decode would not)."""
+        return self.get(key) is not None
 
     def _row(self, key: str, value: Mapping[str, Any], prompt: str, model: str) -> Tuple[str, str, str, str, float]:
         return (key, _json.dumps(value).decode("utf-8"), prompt, model, time.time())
