@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-HELP = "LLM judge: correctness, faithfulness, answer relevancy, context precision and recall"
+HELP = "LLM judge: correctness, faithfulness, relevancy, context precision and recall"
 
 _METRICS = ("correctness", "faithfulness", "answer_relevancy", "context_precision", "context_recall")
 
