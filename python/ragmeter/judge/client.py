@@ -3,8 +3,8 @@
 One ``aiohttp`` session per client; every request goes through :class:`Limits`
 (concurrency, requests and tokens per minute) and the one retry layer of
 :mod:`ragmeter.judge.retry`. Works with OpenAI, DeepSeek, Qwen (DashScope
-compatible mode), vLLM, Ollama and LiteLLM: only ``POST {base_url}/chat/completions``
-and ``POST {base_url}/embeddings`` are used.
+compatible mode), vLLM, Ollama and LiteLLM: only ``POST {base_url}/chat/completions``,
+``POST {base_url}/embeddings`` and one ``GET {base_url}/models`` are used.
 
 The API key comes from the ``api_key`` argument, else the password of a
 ``http://user:KEY@host/v1`` URL (taken out of the URL before anything is sent),
@@ -19,9 +19,9 @@ endpoint that cannot be reached or does not answer within ``timeout`` stops the
 run at once (see :mod:`ragmeter.judge.stop`); 404/405 (no such route) and
 anything else let the run go on, the real calls then tell. A 401/403, an
 exhausted quota or a 404 on a real call stops the run the same way, and so does
-the :class:`~ragmeter.judge.stop.Breaker` after repeated transport failures. The first
-request to an endpoint is sent alone and the others wait for its answer, so a
-refusal costs one request, not one per concurrent slot.
+the :class:`~ragmeter.judge.stop.Breaker` after repeated transport failures.
+The first chat (and embeddings) request is sent alone and the others wait for
+its answer, so a refusal costs one request, not one per concurrent slot.
 """
 from __future__ import annotations
 
