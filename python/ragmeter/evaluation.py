@@ -303,6 +303,10 @@ def _judge_settings(judge: Any) -> Optional[Dict[str, Any]]:
     """What was asked of the judge; the API key is not part of the configuration and never written."""
     if judge is None:
         return None
+    from ragmeter.judge.urls import public_endpoint
+
     keep = ("base_url", "model", "metrics", "max_tokens", "max_retry_tokens", "concurrency", "rpm", "tpm",
             "budget", "embeddings_model", "relevancy_variant", "n_questions")
-    return {name: getattr(judge, name, None) for name in keep}
+    settings = {name: getattr(judge, name, None) for name in keep}
+    settings["base_url"] = public_endpoint(settings["base_url"]) if settings["base_url"] else None  # no user:key@
+    return settings

@@ -15,6 +15,10 @@ whose body is not JSON), ``"fenced"`` (valid JSON in a code fence), an int
 status (``429``, ``500``, ``503``, ``400``...), or a dict ``{"status": 429,
 "headers": {...}, "body": "..."}``, or ``{"content": "..."}``.
 
+``GET /v1/models`` (the client's preflight) answers ``models_action``: ``"ok"``
+(a model list), an int status, ``"hang"`` or ``"drop"``; it is counted in
+``models_requests``, not in ``requests`` (which counts the POSTs).
+
 Everything is recorded in ``log`` (one dict per request: arrival/finish times,
 task, prompt key, max_tokens, action, whether the Authorization header matched).
 """
@@ -97,6 +101,8 @@ class FakeServer:
         self.log: List[Dict[str, Any]] = []
         self.count_by_key: Counter = Counter()
         self.requests = 0
+        self.models_action: Action = "ok"
+        self.models_requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
         self.port = 0
@@ -130,7 +136,27 @@ class FakeServer:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_get("/v1/models", self._models)
         return app
+
+    @property
+    def total_requests(self) -> int:
+        """Every request received: the POSTs and the preflight GETs."""
+        return self.requests + self.models_requests
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        self.models_requests += 1
+        action = self.models_action
+        if action == "hang":
+            assert self._release is not None
+            await self._release.wait()
+        if action == "drop":
+            request.transport.close()  # type: ignore[union-attr]
+            raise asyncio.CancelledError()
+        if isinstance(action, int):
+            body = json.dumps({"error": {"message": f"scripted {action}", "type": "test", "code": action}})
+            return web.Response(status=action, text=body, content_type="application/json")
+        return web.json_response({"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model"}]})
 
     async def _common(self, request: web.Request, kind: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         body = await request.json()

@@ -160,8 +160,9 @@ def test_cli_refresh_failed(tmp_path, server, api_key):
     cases = write_cases(tmp_path / "cases.jsonl", 1)
     server.script = ["malformed", "malformed"]
     p = cli(tmp_path, server, "--cases", str(cases), "--metrics", "correctness", key=api_key)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 3, err  # results written, one row failed: more than --max-failed 0
+    assert "failed 1 unparsable:" in out and "incomplete: 1 of 1 judge rows" in err
     import polars as pl
 
     assert pl.read_parquet(tmp_path / "out" / "judge.parquet")["status"].to_list() == ["failed"]

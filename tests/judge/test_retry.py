@@ -88,3 +88,12 @@ def test_budget_doubling_sequence_and_cap():
 def test_200_with_unreadable_body_is_retried():
     d = classify(attempt=1, policy=P, status=200, body="<html>", rand=lambda: 0.0)
     assert d.retry and d.kind == "bad_response"
+
+
+def test_a_quota_worded_429_that_says_when_to_retry_is_a_rate_limit():
+    body = json.dumps({"error": {"message": "Quota exceeded for metric: requests per minute", "code": 429}})
+    assert classify(attempt=1, policy=RetryPolicy(), status=429, body=body).kind == "quota"
+    d = classify(attempt=1, policy=RetryPolicy(), status=429, body=body, headers={"Retry-After": "7"})
+    assert d.retry and d.kind == "rate_limit" and d.delay == 7
+    with_delay = json.dumps({"error": {"message": "Quota exceeded", "details": [{"retryDelay": "42s"}]}})
+    assert classify(attempt=1, policy=RetryPolicy(), status=429, body=with_delay).kind == "rate_limit"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import subprocess
 import sys
 import sqlite3
@@ -76,13 +77,18 @@ def test_every_case_ends_ok_or_explicit_failure(server, tmp_path, fast_retry):
     # outputs still empty at the --max-retry-tokens cap fail explicitly, everything else recovered
     assert set(failed["error_kind"].unique()) <= {"client", "empty", "truncated", "unparsable"}
     assert df.filter(pl.col("status") == "ok")["attempts"].max() >= 3
-    # failed rows stay in the denominator: mean = sum(scores) / (scored + failed)
+    # a failed row is counted, never averaged as 0: mean = sum(scores) / scored rows
     for metric, m in res.summary["metrics"].items():
         sub = df.filter(pl.col("metric") == metric)
         ok = sub.filter((pl.col("status") == "ok") & pl.col("score").is_not_null())
         assert m["n_total"] == 40 and m["n_failed"] == sub.filter(pl.col("status") == "failed").height
+        assert m["n_scored"] == ok.height
+        assert sum(g["count"] for g in m["failures"].values()) == m["n_failed"]
         if m["mean"] is not None:
-            assert m["mean"] == pytest.approx(ok["score"].sum() / (ok.height + m["n_failed"]), abs=1e-6)
+            assert m["mean"] == pytest.approx(ok["score"].sum() / ok.height, abs=1e-6)
+    corr = res.summary["metrics"]["correctness"]
+    assert corr["correct_rate_denominator"] == corr["n_scored"] + corr["n_failed"]
+    assert corr["correct_rate"] == pytest.approx(corr["n_correct"] / corr["correct_rate_denominator"])
 
 
 def test_unparsable_twice_fails_with_raw_output_kept(server, tmp_path, fast_retry):
@@ -261,9 +267,19 @@ def test_write_outputs(server, tmp_path, fast_retry):
         assert {"n_scored", "n_total", "mean", "cost_usd", "latency_ms_p50", "latency_ms_p95"} <= set(m)
 
 
-def test_progress_bar_runs(server, tmp_path, fast_retry, capsys):
+def test_progress_bar_runs_on_a_terminal_within_80_columns(server, tmp_path, fast_retry, capsys, monkeypatch):
     server.script = [503]
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     res = run_sync(cases(2), cfg(server, tmp_path, fast_retry, metrics=["correctness"], progress=True))
     assert [r["status"] for r in res.rows] == ["ok", "ok"]
     err = capsys.readouterr().err
-    assert "retries" in err and "cost" in err
+    assert "retry 1" in err and "$" in err and "tok" in err
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", err)
+    assert max(len(line.rstrip()) for line in re.split(r"[\r\n]", shown)) <= 80
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(server, tmp_path, fast_retry, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    run_sync(cases(1), cfg(server, tmp_path, fast_retry, metrics=["correctness"], progress=True))
+    assert capsys.readouterr().err == ""

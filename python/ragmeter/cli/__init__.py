@@ -27,6 +27,7 @@ COMMANDS = {
     "report": "ragmeter.cli.report",
     "compare": "ragmeter.cli.compare",
     "audit": "ragmeter.cli.audit",
+    "cache": "ragmeter.cli.cache",
 }
 
 
@@ -111,23 +112,55 @@ def _flush_output(code: int) -> int:
 
 
 def _guarded(call) -> int:  # type: ignore[no-untyped-def]
-    """Run a command; user errors become one line on stderr and exit status 2."""
+    """Run a command; user errors become one line on stderr and exit status 2.
+
+    SIGTERM takes the path of Ctrl-C (a clean stop: the judge's paid replies are kept and what was done is
+    said), then gives status 143 instead of 130.
+    """
     from ragmeter._core import RagmeterError
 
+    terminated = []
+    previous = _on_sigterm(terminated)
     try:
         return int(call() or 0)
     except RagmeterError as exc:
         print(f"ragmeter: error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 2)
-    except KeyboardInterrupt:
-        print("ragmeter: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        detail = str(exc)
+        word = "terminated" if terminated else "interrupted"
+        print(f"ragmeter: {word}" + (f": {detail}" if detail else ""), file=sys.stderr)
+        return 143 if terminated else 130
     except BrokenPipeError:
         return 0
     except OSError as exc:
         # A file or folder that could not be read or written (a missing parent, no
         # permission, a full disk): the command's surroundings, not a bug.
         return _os_error(exc)
+    finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _on_sigterm(flag: list):  # type: ignore[no-untyped-def]
+    """Make SIGTERM act as SIGINT does now (asyncio's handler cancels the run; else KeyboardInterrupt) and note it
+    in ``flag``; returns the previous handler (None when handlers cannot be set: not the main thread)."""
+    import signal
+
+    def handler(signum, frame):  # type: ignore[no-untyped-def]
+        flag.append(signum)
+        current = signal.getsignal(signal.SIGINT)
+        if callable(current):
+            current(signal.SIGINT, frame)
+        else:  # SIGINT ignored or default (a background job): stop here all the same
+            raise KeyboardInterrupt()
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:
+        return None
 
 
 def _os_error(exc: OSError) -> int:

@@ -1,15 +1,22 @@
-"""``ragmeter eval``: score retrieval, judge answers and write the reports, in one folder."""
+"""``ragmeter eval``: score retrieval, judge answers and write the reports, in one folder.
+
+The exit status follows ``ragmeter judge`` (see :mod:`ragmeter.cli.judge`): 3 when the results were written but
+more judge rows failed than ``--max-failed`` allows, 2 when the judge run had to stop (nothing is written then).
+"""
 from __future__ import annotations
 
 import argparse
 
-HELP = "score + judge + report in one command (DIR/cases.parquet, judge.parquet, summary.json, report.html, report.md)"
+from ragmeter.cli.judge import EPILOG  # the same exit statuses
+
+HELP = "score + judge + report into one folder: tables, summary.json, report.html/.md"
+PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from ragmeter.cli import judge as judge_cli
 
-    judge_cli.configure(parser)
+    judge_cli.configure(parser, cases=False)  # eval scores retrieval too: it needs --golden and --run
     # Judging is optional here: without --base-url/--model only retrieval is scored.
     for action in parser._actions:
         if action.dest in ("base_url", "model"):
@@ -45,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
         judge = build_config(args)
     console = Console()
+    from ragmeter.cli.judge import incomplete_exit, judge_lines, judged
     if args.dry_run:
         if judge is None:
             raise InputError("--dry-run estimates the judge's calls and cost: pass --base-url and --model")
@@ -58,13 +66,12 @@ def run(args: argparse.Namespace) -> int:
     thresholds = parse_thresholds(args.thresholds) if args.thresholds else None
     if judge is None and args.repeat > 1:
         console.print("[yellow]--repeat applies to judging only: nothing is repeated without a judge[/]")
-    summary = run_eval(args.golden, args.run, args.out, k=args.k, judge=judge, thresholds=thresholds,
-                       repeat=args.repeat)
+    summary = judged(lambda: run_eval(args.golden, args.run, args.out, k=args.k, judge=judge,
+                                      thresholds=thresholds, repeat=args.repeat), judge)
     print_score(summary["retrieval"], out_dir=None, console=console)
     if summary.get("judge"):
-        for metric, m in summary["judge"]["metrics"].items():
-            mean = "n/a" if m["mean"] is None else f"{m['mean']:.3f}"
-            console.print(f"  {metric:<18} mean {mean:>6}  scored {m['n_scored']}/{m['n_total']}  failed {m['n_failed']}")
+        for line in judge_lines(summary["judge"]):
+            console.print(line, markup=False, highlight=False)
     if summary.get("repeats"):
         from ragmeter.repeats import repeat_table
 
@@ -74,4 +81,4 @@ def run(args: argparse.Namespace) -> int:
         for row in rows:
             console.print("  " + " | ".join(row), markup=False)
     console.print(f"wrote {args.out}/: cases.parquet, summary.json, report.html, report.md")
-    return 0
+    return incomplete_exit(summary.get("judge"), args.max_failed, args.out)

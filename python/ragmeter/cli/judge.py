@@ -3,6 +3,13 @@
 The API key is read from ``RAGMETER_API_KEY`` (falling back to
 ``OPENAI_API_KEY``), never from the command line, and is never written to the
 cache, the outputs or the log.
+
+Exit status: 0 when every row was judged (or as many failed as ``--max-failed``
+allows); 3 when the results were written but more rows failed (or were skipped
+at ``--budget``) than that; 2 for a configuration error, including an endpoint
+that refuses the key, an unknown model, an unreachable endpoint and a cache
+that is damaged or cannot be written (nothing is written then); 130/143 when
+interrupted (SIGINT/SIGTERM), after saying how far the run got.
 """
 from __future__ import annotations
 
@@ -10,21 +17,62 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
-HELP = "judge answers and contexts with an LLM: correctness, faithfulness, relevancy, context precision/recall"
+HELP = "LLM judge: correctness, faithfulness, relevancy, context precision and recall"
 
 _METRICS = ("correctness", "faithfulness", "answer_relevancy", "context_precision", "context_recall")
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
+EPILOG = """exit status:
+  0    done: every judge row judged (or no more failed than --max-failed)
+  2    usage or configuration error, nothing written: a refused key
+       (401/403), an exhausted quota, an unknown model or route (404), an
+       endpoint that cannot be reached or never answers, a damaged or
+       unwritable cache (see --no-cache and `ragmeter cache repair PATH`)
+  3    done, results written, but more rows failed (or were skipped at
+       --budget) than --max-failed allows
+  130  interrupted (Ctrl-C); 143 terminated (SIGTERM): the message says what
+       finished; the cache keeps it and a rerun resumes"""
+PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+class MaxFailed:
+    """``--max-failed N`` (rows) or ``--max-failed P%`` (of the rows to judge): how many incomplete rows a run may
+    have and still exit 0."""
+
+    def __init__(self, text: str) -> None:
+        raw = text.strip()
+        self.text = raw
+        self.percent = raw.endswith("%")
+        try:
+            self.value = float(raw[:-1]) if self.percent else int(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of rows (3) or a percentage (5%), got {text!r}") \
+                from None
+        if self.value < 0 or (self.percent and self.value > 100):
+            raise argparse.ArgumentTypeError(f"must be between 0 and {'100%' if self.percent else 'the row count'}, "
+                                             f"got {text!r}")
+
+    def allows(self, incomplete: int, of: int) -> bool:
+        if self.percent:
+            return incomplete * 100 <= self.value * of
+        return incomplete <= self.value
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during judging; the message says how far the run got (printed by ``cli._guarded``)."""
+
+
+def configure(parser: argparse.ArgumentParser, cases: bool = True) -> None:
+    """The judge options; ``cases=False`` leaves out ``--cases`` (``ragmeter eval`` needs --golden and --run)."""
     src = parser.add_argument_group("input")
     src.add_argument("--golden", metavar="G", help="golden set (questions, reference answers)")
     src.add_argument("--run", metavar="R", help="run file (answers, retrieved contexts), joined to --golden on id")
-    src.add_argument("--cases", metavar="JSONL",
-                     help="instead of --golden/--run: one JSON object per line with id, question, reference_answer, "
-                          "answer, contexts, category")
-    ep = parser.add_argument_group("endpoint (any OpenAI-compatible API; key from RAGMETER_API_KEY or OPENAI_API_KEY)")
+    if cases:
+        src.add_argument("--cases", metavar="JSONL",
+                         help="instead of --golden/--run: one JSON object per line with id, question, "
+                              "reference_answer, answer, contexts, category")
+    ep = parser.add_argument_group("endpoint (OpenAI-compatible; key from RAGMETER_API_KEY or OPENAI_API_KEY)")
     ep.add_argument("--base-url", required=True, metavar="URL", help="e.g. https://api.openai.com/v1")
     ep.add_argument("--model", required=True, metavar="M", help="judge model")
     ep.add_argument("--embeddings-model", metavar="M",
@@ -62,6 +110,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="stop launching calls when the judge cost reaches USD; the rest is marked skipped")
     lim.add_argument("--price", metavar="IN,OUT", help="judge model price, USD per million input,output tokens")
     lim.add_argument("--prices", metavar="FILE", help='price table JSON: {"model": {"input": X, "output": Y}}')
+    lim.add_argument("--max-failed", type=MaxFailed, default=MaxFailed("0"), metavar="N|P%",
+                     help="rows that may fail (or be skipped at --budget) before the exit status is 3: a count or a "
+                          "percentage of the rows to judge (default 0)")
     out = parser.add_argument_group("output")
     out.add_argument("--cache", default=".ragmeter/cache.sqlite", metavar="PATH",
                      help="SQLite cache of successful calls (default .ragmeter/cache.sqlite)")
@@ -164,6 +215,8 @@ def build_config(args: argparse.Namespace) -> Any:
         raise InputError(f"retry settings: {exc}") from None
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="ragmeter: %(message)s")
+    from ragmeter.judge import Tally
+
     return JudgeConfig(
         base_url=args.base_url, model=args.model, metrics=metrics, concurrency=args.concurrency, rpm=args.rpm,
         tpm=args.tpm, max_tokens=args.max_tokens, max_retry_tokens=args.max_retry_tokens,
@@ -174,6 +227,7 @@ def build_config(args: argparse.Namespace) -> Any:
         honest_no_answer=not args.strict_no_answer, precision_against=args.precision_against,
         language=args.language, timeout=args.timeout, json_mode=args.json_mode, retry=policy,
         progress=not args.no_progress and not args.dry_run,
+        spill_dir=Path(args.out).resolve().parent, tally=Tally(),
     )
 
 
@@ -195,6 +249,50 @@ def print_estimate(est: Dict[str, Any], n_metrics: int) -> None:
               f"~{m['prompt_tokens']} in  ~{m['completion_tokens']} out")
 
 
+def judge_lines(summary: Dict[str, Any], width: int = 80) -> List[str]:
+    """The per-metric console summary (``judge`` and ``eval``): mean over scored rows (``n/a`` when none), counts,
+    and the failed and skipped rows grouped by kind with one example message each; every line within ``width``."""
+    lines = []
+    for metric, m in summary["metrics"].items():
+        mean = "n/a" if m["mean"] is None else f"{m['mean']:.3f}"
+        scale = " (1-5)" if m.get("scale") == "1-5" else ""
+        lines.append(f"  {metric:<17} mean {mean:>5}{scale}  scored {m['n_scored']}/{m['n_total']}  "
+                     f"failed {m['n_failed']}  skipped {m['n_skipped']}")
+        if m.get("correct_rate") is not None:
+            lines.append(f"    correct {m['correct_rate']:.1%} ({m['n_correct']} of {m['correct_rate_denominator']}; "
+                         f"a failed row is not correct)")
+        for label, groups in (("failed", m.get("failures") or {}), ("skipped", m.get("skips") or {})):
+            for kind, g in groups.items():
+                head = f"    {label} {g['count']} {kind}: "
+                lines.append(head + _shorten(g.get("example") or "", width - len(head)))
+    return lines
+
+
+def _shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def incomplete_exit(summary: Optional[Dict[str, Any]], limit: MaxFailed, out: Any) -> int:
+    """3 when more rows are incomplete (failed, or skipped at --budget) than ``--max-failed`` allows, else 0."""
+    inc = (summary or {}).get("incomplete")
+    if not inc or limit.allows(inc["rows"], inc["of"]):
+        return 0
+    print(f"ragmeter: incomplete: {inc['rows']} of {inc['of']} judge rows were not judged ({inc['failed']} failed, "
+          f"{inc['skipped_budget']} skipped at --budget), more than --max-failed {limit.text} allows; the results in "
+          f"{out} say which", file=sys.stderr)
+    return 3
+
+
+def judged(call: Any, cfg: Any) -> Any:
+    """``call()``, turning Ctrl-C / SIGTERM into :class:`Interrupted` with what the run finished."""
+    try:
+        return call()
+    except KeyboardInterrupt:
+        tally = getattr(cfg, "tally", None)
+        raise Interrupted(tally.message() if tally is not None and tally.rows_total else "") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from ragmeter.errors import InputError
     from ragmeter.judge import run_sync
@@ -209,22 +307,20 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--golden G and --run R are required (or --cases JSONL)")
     cfg = build_config(args)
     metrics = list(cfg.metrics)
-    result = run_sync(records, cfg)
+    result = judged(lambda: run_sync(records, cfg), cfg)
     if args.dry_run:
         print_estimate(result.estimate or {}, len(metrics))
         return 0
     out = result.write(args.out)
     s = result.summary
     print(f"wrote {out / 'judge.parquet'} and {out / 'judge_summary.json'}")
-    for metric, m in s["metrics"].items():
-        mean = "n/a" if m["mean"] is None else f"{m['mean']:.3f}"
-        print(f"  {metric:<18} mean {mean:>6}  scored {m['n_scored']}/{m['n_total']}  failed {m['n_failed']}  "
-              f"skipped {m['n_skipped']}")
+    for line in judge_lines(s):
+        print(line)
     jc = "n/a" if s["judge_cost_usd"] is None else f"${s['judge_cost_usd']:.4f}"
     sc = "n/a" if s["system_cost_usd"] is None else f"${s['system_cost_usd']:.4f}"
     refreshed = f", {s['refreshed_calls']} failed replies re-requested" if s.get("refreshed_calls") else ""
     print(f"  judge cost {jc} (system cost {sc}); {s['requests']} requests, {s['retries']} retries, "
           f"{s['cached_calls']} cached calls{refreshed}")
     if s.get("budget_reached"):
-        print(f"  --budget reached: remaining rows are marked skipped", file=sys.stderr)
-    return 0
+        print("  --budget reached: remaining rows are marked skipped", file=sys.stderr)
+    return incomplete_exit(s, args.max_failed, out)

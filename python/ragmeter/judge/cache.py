@@ -23,37 +23,158 @@ most ``flush_interval`` instead of microseconds. In exchange the cost of a
 commit (WAL frames, checksums, shm locks) is shared by every entry of the
 batch. :meth:`get` also sees queued entries, and :meth:`close` (reached on
 errors and cancellation too) writes whatever is still queued.
+
+Faults. A file that cannot be opened, is not a cache (a garbage header), is
+truncated or fails SQLite's ``quick_check`` raises :class:`CacheError` (a user
+error, exit status 2) when the cache is opened, before any call is sent; so
+does a location that cannot be written (checked with one empty write
+transaction). :func:`repair` salvages every readable entry into a new file. A
+single entry whose value does not decode is a cache miss with a warning. A
+commit that fails during the run (a full disk) raises :class:`CacheWriteError`
+to every waiter; the entries that could not be committed are kept in
+:attr:`Cache.unsaved` so the caller can write them elsewhere.
 """
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
-from urllib.parse import urlsplit, urlunsplit
+
+from ragmeter.errors import InputError
 
 from . import _json
+from .urls import public_endpoint
 
-__all__ = ["Cache", "cache_key", "key_hasher", "messages_json", "public_endpoint"]
+__all__ = ["Cache", "CacheError", "CacheWriteError", "cache_key", "key_hasher", "messages_json", "public_endpoint",
+           "repair"]
 
 SCHEMA_VERSION = 1
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: a key no SHA-256 hex digest can equal: the write check inserts and deletes it
+_PROBE_KEY = "ragmeter:write-check"
+
+log = logging.getLogger("ragmeter.judge")
 
 
-def public_endpoint(url: str) -> str:
-    """``url`` without credentials, query or fragment (safe to store and report)."""
+class CacheError(InputError):
+    """The cache cannot be used as it is (damaged, not a cache, not writable): one line naming the file and the
+    way out; the command line exits with status 2 before any call is sent."""
+
+    exit_code = 2
+
+
+class CacheWriteError(Exception):
+    """A commit failed during the run (a full disk, the file went read-only); ``reason`` is one line."""
+
+    def __init__(self, path: Optional[Path], cause: BaseException) -> None:
+        self.path = path
+        self.cause = cause
+        self.reason = _describe(cause)
+        super().__init__(f"{path}: cannot write the judge cache ({self.reason})")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+def _damaged(path: Path, detail: str) -> CacheError:
+    return CacheError(f"{path}: the judge cache is damaged ({detail}); pass --no-cache, or run: "
+                      f"ragmeter cache repair {path}")
+
+
+def _not_writable(path: Path, detail: str) -> CacheError:
+    return CacheError(f"{path}: the judge cache cannot be written ({detail}); make it writable, pass another "
+                      f"--cache PATH, or --no-cache")
+
+
+def _check_header(path: Path) -> None:
+    """Cheap checks before SQLite opens the file: its magic, and a size that holds every page the header counts."""
     try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid url>"
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise CacheError(f"{path}: cannot read the judge cache ({_describe(exc)}); pass --no-cache or another "
+                         f"--cache PATH") from None
+    if not head:
+        return  # an empty file is a new cache
+    if head[:16] != SQLITE_MAGIC:
+        raise _damaged(path, "not an SQLite file")
+    if len(head) < 100:
+        raise _damaged(path, "truncated header")
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    # the header's page count is valid when its change counter matches (SQLite >= 3.7.0 writes both)
+    valid = head[24:28] == head[92:96]
+    wal = Path(str(path) + "-wal")
+    if valid and pages and not wal.exists() and size < pages * page_size:
+        raise _damaged(path, f"truncated: {size} bytes, the header counts {pages} pages of {page_size}")
+
+
+def _sqlite_error(path: Path, exc: sqlite3.Error) -> CacheError:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    detail = str(exc)
+    if name.startswith("SQLITE_READONLY") or name.startswith("SQLITE_CANTOPEN") or name.startswith("SQLITE_PERM"):
+        return _not_writable(path, detail)
+    if name.startswith("SQLITE_NOTADB") or name.startswith("SQLITE_CORRUPT"):
+        return _damaged(path, detail)
+    if name.startswith("SQLITE_FULL"):
+        return _not_writable(path, detail)
+    return CacheError(f"{path}: cannot open the judge cache ({detail}); pass --no-cache or another --cache PATH")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=30000")
+    return conn
+
+
+def _open(path: Path, writable: bool) -> sqlite3.Connection:
+    """Open (or create) the cache at ``path``, checked; :class:`CacheError` when it cannot serve a run."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _not_writable(path, f"cannot create {path.parent}: {_describe(exc)}") from None
+    _check_header(path)
+    conn = None
+    try:
+        conn = _connect(path)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS judge_cache ("
+            " key TEXT PRIMARY KEY, value TEXT NOT NULL, prompt TEXT, model TEXT, created REAL NOT NULL)"
+        )
+        check = conn.execute("PRAGMA quick_check(1)").fetchone()
+        if check is None or check[0] != "ok":
+            raise _damaged(path, str(check[0] if check else "quick_check gave no answer"))
+        if writable:
+            # one real write now, so a read-only file or folder is found before the first paid call
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(_INSERT, (_PROBE_KEY, "null", "", "", 0.0))
+            conn.execute("DELETE FROM judge_cache WHERE key = ?", (_PROBE_KEY,))
+            conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        raise _sqlite_error(path, exc) from None
+    except CacheError:
+        if conn is not None:
+            conn.close()
+        raise
+    return conn
 
 
 def cache_key(*, endpoint: str, model: str, params: Mapping[str, Any], prompt: str, inputs: Any = None,
@@ -97,11 +218,12 @@ class Cache:
     """A key -> JSON value store. ``Cache(None)`` is a disabled cache.
 
     ``flush_interval`` (seconds) and ``flush_rows`` tune the group commit of
-    :meth:`commit`; :meth:`put` always commits at once.
+    :meth:`commit`; :meth:`put` always commits at once. ``writable=False`` skips the write check (a dry run
+    only reads).
     """
 
     def __init__(self, path: Union[str, os.PathLike, None], *, flush_interval: float = 0.025,
-                 flush_rows: int = 256) -> None:
+                 flush_rows: int = 256, writable: bool = True) -> None:
         self.path = None if path is None else Path(path)
         self.flush_interval = float(flush_interval)
         self.flush_rows = max(1, int(flush_rows))
@@ -113,17 +235,12 @@ class Cache:
         self.hits = 0
         self.misses = 0
         self.transactions = 0  #: write transactions committed (group commits and puts)
+        self.written = 0       #: entries committed by this instance
+        self.undecodable = 0   #: entries whose stored value did not decode (served as misses)
+        self.unsaved: List[Tuple[str, str, str, str, float]] = []  #: entries whose commit failed
+        self.write_error: Optional[CacheWriteError] = None  #: the first failed commit
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout=30000")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS judge_cache ("
-                " key TEXT PRIMARY KEY, value TEXT NOT NULL, prompt TEXT, model TEXT, created REAL NOT NULL)"
-            )
-            self._conn = conn
+            self._conn = _open(self.path, writable)
 
     @property
     def enabled(self) -> bool:
@@ -139,24 +256,37 @@ class Cache:
             return None
         queued = self._pending.get(key)
         if queued is not None:
-            text: Optional[str] = queued[1]
+            text: Any = queued[1]
         else:
-            with self._lock:
-                row = self._conn.execute("SELECT value FROM judge_cache WHERE key = ?", (key,)).fetchone()
+            try:
+                with self._lock:
+                    row = self._conn.execute("SELECT value FROM judge_cache WHERE key = ?", (key,)).fetchone()
+            except sqlite3.DatabaseError as exc:
+                return self._undecodable(key, str(exc))
             text = None if row is None else row[0]
         if text is None:
             self.misses += 1
             return None
+        try:
+            value = _json.loads(text)
+        except (ValueError, TypeError) as exc:
+            return self._undecodable(key, f"value is not JSON: {exc}")
+        if not isinstance(value, dict):
+            return self._undecodable(key, "value is not a JSON object")
         self.hits += 1
-        return _json.loads(text)
+        return value
+
+    def _undecodable(self, key: str, why: str) -> None:
+        """One unreadable entry: a miss (the call is sent again and its reply replaces the entry), with a warning."""
+        self.undecodable += 1
+        self.misses += 1
+        if self.undecodable <= 3:
+            log.warning("%s: cache entry %s… cannot be read (%s); asking the endpoint again", self.path, key[:12], why)
+        return None
 
     def contains(self, key: str) -> bool:
-        if self._conn is None:
-            return False
-        if key in self._pending:
-            return True
-        with self._lock:
-            return self._conn.execute("SELECT 1 FROM judge_cache WHERE key = ?", (key,)).fetchone() is not None
+        """Whether :meth:`get` would serve ``key`` (an entry that does not decode would not)."""
+        return self.get(key) is not None
 
     def _row(self, key: str, value: Mapping[str, Any], prompt: str, model: str) -> Tuple[str, str, str, str, float]:
         return (key, _json.dumps(value).decode("utf-8"), prompt, model, time.time())
@@ -217,6 +347,12 @@ class Cache:
                         conn.execute("ROLLBACK")
                     raise
             self.transactions += 1
+            self.written += len(rows)
+        except (sqlite3.Error, OSError) as exc:
+            error = CacheWriteError(self.path, exc)
+            self.unsaved.extend(rows)
+            if self.write_error is None:
+                self.write_error = error
         except Exception as exc:
             error = exc
         finally:
@@ -241,9 +377,12 @@ class Cache:
             return int(self._conn.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0])
 
     def close(self) -> None:
+        """Write whatever is queued and close; a failed write is left in :attr:`unsaved`, not raised."""
         if self._conn is not None:
             try:
                 self.flush()
+            except CacheWriteError:
+                pass
             finally:
                 with self._lock:
                     self._conn.close()
@@ -254,3 +393,126 @@ class Cache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# -- repair ----------------------------------------------------------------------------------------------
+_COLUMNS = "key, value, prompt, model, created"
+
+
+def _readable(row: Tuple[Any, ...]) -> bool:
+    key, value = row[0], row[1]
+    if not isinstance(key, str) or key == _PROBE_KEY or not isinstance(value, str):
+        return False
+    try:
+        return isinstance(_json.loads(value), dict)
+    except (ValueError, TypeError):
+        return False
+
+
+def _salvage(path: Path) -> Tuple[Dict[str, Tuple[Any, ...]], int, List[str]]:
+    """Every entry SQLite can still read from ``path``: in table order, then by rowid past a damaged page, then
+    through the key index. Returns (entries by key, entries dropped as unreadable, the errors met)."""
+    found: Dict[str, Tuple[Any, ...]] = {}
+    dropped: set = set()
+    errors: List[str] = []
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        # lets SQLite read a file shorter than its header says (a truncated cache) instead of refusing it whole
+        conn.execute("PRAGMA writable_schema=ON")
+    except sqlite3.Error as exc:
+        return found, 0, [str(exc)]
+
+    def take(row: Tuple[Any, ...]) -> None:
+        key = row[0]
+        if _readable(row):
+            found[key] = tuple(row)
+            dropped.discard(key)
+        elif key not in found and key != _PROBE_KEY:
+            dropped.add(key)
+
+    last = 0
+    try:
+        for rowid, *row in conn.execute(f"SELECT rowid, {_COLUMNS} FROM judge_cache ORDER BY rowid"):
+            take(tuple(row))
+            last = rowid
+    except sqlite3.Error as exc:
+        errors.append(str(exc))
+        # past the damaged page: probe rowids at growing distances until one reads again
+        try:
+            top = conn.execute("SELECT max(rowid) FROM judge_cache").fetchone()[0] or 0
+        except sqlite3.Error:
+            top = last + 1_000_000
+        nxt, step = last + 1, 1
+        while nxt <= top:
+            try:
+                rows = conn.execute(f"SELECT rowid, {_COLUMNS} FROM judge_cache WHERE rowid >= ? ORDER BY rowid "
+                                    f"LIMIT 256", (nxt,)).fetchall()
+            except sqlite3.Error:
+                nxt, step = nxt + step, step * 2
+                continue
+            if not rows:
+                break
+            for rowid, *row in rows:
+                take(tuple(row))
+            nxt, step = rows[-1][0] + 1, 1
+        try:  # the key index is a second path to rows whose table page is unreadable in order
+            keys = [k for (k,) in conn.execute("SELECT key FROM judge_cache ORDER BY key")]
+        except sqlite3.Error as exc2:
+            keys = []
+            errors.append(str(exc2))
+        for key in keys:
+            if key in found:
+                continue
+            try:
+                row = conn.execute(f"SELECT {_COLUMNS} FROM judge_cache WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error:
+                dropped.add(key)
+                continue
+            if row is not None:
+                take(tuple(row))
+    finally:
+        conn.close()
+    return found, len(dropped), errors
+
+
+def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
+    """Salvage every readable entry of the cache at ``path`` into a new file at ``path``.
+
+    The damaged file (and its ``-wal``/``-shm`` companions) is renamed to ``PATH.damaged-<timestamp>`` and kept.
+    Returns ``{"path", "damaged", "salvaged", "dropped", "errors"}``: entries copied, entries found but unreadable
+    (a value that is not a JSON object) and the errors SQLite reported while reading.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such cache file")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    damaged = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while damaged.exists():
+        n += 1
+        damaged = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    try:
+        path.rename(damaged)
+        for suffix in ("-wal", "-shm"):
+            companion = Path(str(path) + suffix)
+            if companion.exists():
+                companion.rename(str(damaged) + suffix)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot move the damaged cache aside ({_describe(exc)})") from None
+    with open(damaged, "rb") as fh:
+        is_sqlite = fh.read(16) == SQLITE_MAGIC
+    if is_sqlite:
+        found, dropped, errors = _salvage(damaged)
+    else:
+        found, dropped, errors = {}, 0, ["not an SQLite file"]
+    fresh = Cache(path)
+    try:
+        assert fresh._conn is not None
+        with fresh._lock:
+            fresh._conn.execute("BEGIN IMMEDIATE")
+            fresh._conn.executemany(_INSERT, [tuple(r) for r in found.values()])
+            fresh._conn.execute("COMMIT")
+    finally:
+        fresh.close()
+    return {"path": str(path), "damaged": str(damaged), "salvaged": len(found), "dropped": dropped,
+            "errors": errors}

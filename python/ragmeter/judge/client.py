@@ -3,13 +3,25 @@
 One ``aiohttp`` session per client; every request goes through :class:`Limits`
 (concurrency, requests and tokens per minute) and the one retry layer of
 :mod:`ragmeter.judge.retry`. Works with OpenAI, DeepSeek, Qwen (DashScope
-compatible mode), vLLM, Ollama and LiteLLM: only ``POST {base_url}/chat/completions``
-and ``POST {base_url}/embeddings`` are used.
+compatible mode), vLLM, Ollama and LiteLLM: only ``POST {base_url}/chat/completions``,
+``POST {base_url}/embeddings`` and one ``GET {base_url}/models`` are used.
 
-The API key comes from the ``api_key`` argument, else ``RAGMETER_API_KEY``, else
-``OPENAI_API_KEY``. It is sent in the ``Authorization`` header and nowhere else:
-it is kept out of ``repr``, cache keys, logs, error messages (any echo of it in
-a server's error body is masked) and results.
+The API key comes from the ``api_key`` argument, else the password of a
+``http://user:KEY@host/v1`` URL (taken out of the URL before anything is sent),
+else ``RAGMETER_API_KEY``, else ``OPENAI_API_KEY``. It is sent in the
+``Authorization`` header and nowhere else: it is kept out of ``repr``, cache
+keys, logs, error messages (any echo of it in a server's error body is masked)
+and results.
+
+Before the first request to an endpoint the client sends one ``GET
+{base_url}/models`` (unless ``preflight=False``): a refused key (401/403) or an
+endpoint that cannot be reached or does not answer within ``timeout`` stops the
+run at once (see :mod:`ragmeter.judge.stop`); 404/405 (no such route) and
+anything else let the run go on, the real calls then tell. A 401/403, an
+exhausted quota or a 404 on a real call stops the run the same way, and so does
+the :class:`~ragmeter.judge.stop.Breaker` after repeated transport failures.
+The first chat (and embeddings) request is sent alone and the others wait for
+its answer, so a refusal costs one request, not one per concurrent slot.
 """
 from __future__ import annotations
 
@@ -23,10 +35,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 import aiohttp
 
 from . import _json
-from .cache import public_endpoint
 from .cost import estimate_tokens
 from .limits import Limits
 from .retry import RetryPolicy, classify, next_max_tokens
+from .stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, RunStop
+from .urls import public_endpoint, scrub_urls, split_credentials
 
 __all__ = ["ClientConfig", "JudgeClient", "ChatResult", "EmbedResult", "JudgeCallError", "resolve_api_key"]
 
@@ -53,10 +66,16 @@ class ClientConfig:
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     embeddings_model: Optional[str] = None
     embeddings_base_url: Optional[str] = None  #: defaults to base_url
+    preflight: bool = True             #: GET {base_url}/models once before the first request
 
     def __post_init__(self) -> None:
         if self.json_mode not in ("auto", "on", "off"):
             raise ValueError("json_mode must be auto, on or off")
+        self.base_url, url_key = split_credentials(self.base_url)
+        if self.embeddings_base_url:
+            self.embeddings_base_url, _ = split_credentials(self.embeddings_base_url)
+        if self.api_key is None and url_key:
+            self.api_key = url_key
 
 
 @dataclass
@@ -101,6 +120,7 @@ class ClientStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     failures: int = 0
+    preflight_requests: int = 0
 
 
 def _url(text: str) -> Any:
@@ -123,18 +143,24 @@ class _Again(Exception):
 
 class JudgeClient:
     def __init__(self, config: ClientConfig, limits: Optional[Limits] = None, *,
-                 on_retry: Optional[Callable[[Dict[str, Any]], None]] = None) -> None:
+                 on_retry: Optional[Callable[[Dict[str, Any]], None]] = None, stop: Optional[RunStop] = None) -> None:
         self.config = config
         self.limits = limits or Limits()
+        self.stop = stop if stop is not None else RunStop()
+        self.breaker = Breaker()
+        self._calls = 0
+        self._preflights: Dict[str, "asyncio.Future[None]"] = {}
+        self._first: Dict[str, "asyncio.Event"] = {}  # chat, embeddings: set once the first request came back
         self._key = resolve_api_key(config.api_key)
         self._json = config.json_mode != "off"
         self._session: Optional[aiohttp.ClientSession] = None
         self._on_retry = on_retry
         self.stats = ClientStats()
-        base = config.base_url.rstrip("/")
+        self._chat_base = config.base_url.rstrip("/")
+        self._embed_base = (config.embeddings_base_url or config.base_url).rstrip("/")
         # parsed once: aiohttp would otherwise parse the str on every request (about 0.1 ms CPU a call)
-        self._chat_url = _url(base + "/chat/completions")
-        self._embed_url = _url((config.embeddings_base_url or config.base_url).rstrip("/") + "/embeddings")
+        self._chat_url = _url(self._chat_base + "/chat/completions")
+        self._embed_url = _url(self._embed_base + "/embeddings")
 
     def __repr__(self) -> str:
         return f"JudgeClient(endpoint={public_endpoint(self.config.base_url)!r}, model={self.config.model!r})"
@@ -164,10 +190,50 @@ class JudgeClient:
             self._session = None
 
     def redact(self, text: Optional[str]) -> Optional[str]:
-        """Mask the API key wherever it appears (a server may echo it in an error body)."""
-        if text and self._key and self._key in text:
-            return text.replace(self._key, "***")
-        return text
+        """Mask the API key wherever it appears (a server may echo it in an error body), and drop the
+        ``user:password@`` of any URL."""
+        if not text:
+            return text
+        if self._key and self._key in text:
+            text = text.replace(self._key, "***")
+        return scrub_urls(text)
+
+    # -- preflight -----------------------------------------------------------------------------------
+    async def _preflight(self, base: str) -> None:
+        """Once per endpoint (shared by every caller): GET {base}/models; fatal answers trip the run's stop."""
+        if not self.config.preflight:
+            return
+        fut = self._preflights.get(base)
+        if fut is None:
+            fut = asyncio.ensure_future(self._check_models(base))
+            self._preflights[base] = fut
+        await asyncio.shield(fut)
+        self.stop.check()
+
+    async def _check_models(self, base: str) -> None:
+        if self._session is None:
+            await self.open()
+        assert self._session is not None
+        where = public_endpoint(base)
+        self.stats.preflight_requests += 1
+        try:
+            async with self._session.get(base + "/models") as resp:
+                status = resp.status
+                body = (await resp.read()).decode("utf-8", "replace")
+        except (asyncio.TimeoutError, TimeoutError):
+            self.stop.trip("unreachable", f"{where}: no answer to GET /models within --timeout "
+                                          f"{self.config.timeout:g}s: check --base-url and that the server is up "
+                                          f"(raise --timeout if it is only slow)")
+            return
+        except (aiohttp.ClientError, OSError) as exc:
+            detail = self.redact(str(exc) or type(exc).__name__) or ""
+            self.stop.trip("unreachable", f"{where}: cannot connect ({detail}); check --base-url and that the "
+                                          f"server is running")
+            return
+        if status in (401, 403):
+            decision = classify(attempt=1, policy=self.config.policy, status=status, body=self.redact(body))
+            self.stop.trip(decision.kind, self.redact(f"{where}: GET /models: {decision.message}") or "")
+        # 404/405: the endpoint has no such route; anything else: the real calls will tell
 
     # -- transport -----------------------------------------------------------------------------------
     async def _post(self, url: Any, payload: Dict[str, Any], tokens: int):  # type: ignore[no-untyped-def]
@@ -181,6 +247,7 @@ class JudgeClient:
         else:
             data = _json.dumps(payload)
         async with self.limits.slot(tokens):
+            self.stop.check()  # the run may have stopped while this request waited for its slot
             self.stats.requests += 1
             async with self._session.post(url, data=data) as resp:
                 body = (await resp.read()).decode("utf-8", "replace")  # OpenAI-compatible APIs speak UTF-8
@@ -195,71 +262,104 @@ class JudgeClient:
         """
         started = time.monotonic()
         transient = 0
-        while True:
-            transient += 1
-            payload = build()
-            record: Dict[str, Any] = {"n": len(attempts) + 1}
-            if "max_tokens" in payload:
-                record["max_tokens"] = payload["max_tokens"]
-            attempts.append(record)
-            t0 = time.monotonic()
-            status = None
-            headers = None
-            body = None
-            exc: Optional[BaseException] = None
-            try:
-                status, headers, body = await self._post(url, payload, tokens())
-            except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as e:
-                exc = e
-            record["latency_ms"] = round((time.monotonic() - t0) * 1000.0, 3)
-            record["status"] = status
-            if exc is None and status == 200:
+        self._calls += 1
+        call = self._calls
+        base = self._embed_base if what == "embeddings" else self._chat_base
+        await self._preflight(base)
+        first = self._first.get(what)
+        probing = first is None
+        if first is None:  # the first request goes alone: a refusal stops the run before the others are sent
+            first = self._first[what] = asyncio.Event()
+        else:
+            await first.wait()
+        try:
+            while True:
+                self.stop.check()  # nothing more is sent once the run is stopped
+                transient += 1
+                payload = build()
+                record: Dict[str, Any] = {"n": len(attempts) + 1}
+                if "max_tokens" in payload:
+                    record["max_tokens"] = payload["max_tokens"]
+                attempts.append(record)
+                t0 = time.monotonic()
+                status = None
+                headers = None
+                body = None
+                exc: Optional[BaseException] = None
                 try:
-                    data = _json.loads(body or "")
-                    if not isinstance(data, dict):
-                        raise ValueError("not an object")
-                except ValueError:
-                    data = None
-                if data is not None and "error" not in data:
+                    status, headers, body = await self._post(url, payload, tokens())
+                except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as e:
+                    exc = e
+                finally:
+                    if probing:
+                        probing = False
+                        first.set()
+                record["latency_ms"] = round((time.monotonic() - t0) * 1000.0, 3)
+                record["status"] = status
+                if status is not None:
+                    self.breaker.answered()
+                if exc is None and status == 200:
                     try:
-                        result = on_ok(data, record)
-                    except _Again:
-                        transient -= 1  # budget doubling has its own limit (the cap)
-                        continue
-                    except JudgeCallError:
-                        raise
-                    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
-                        result = None  # unreadable 200: retried as bad_response below
-                    else:
-                        record.setdefault("outcome", "ok")
-                        return result
-            if (exc is None and status == 400 and self._json and self.config.json_mode == "auto"
-                    and "response_format" in (body or "").lower()):
-                # the endpoint does not support JSON mode: drop it and resend at once
-                self._json = False
-                record["outcome"] = "json_mode_unsupported"
-                transient -= 1
-                continue
-            decision = classify(attempt=transient, policy=self.config.policy, status=status,
-                                headers=headers, body=self.redact(body), exc=exc)
-            record["outcome"] = decision.kind
-            if not decision.retry:
-                self.stats.failures += 1
-                message = self.redact(f"{what} failed: {decision.message}") or ""
-                elapsed = (time.monotonic() - started) * 1000.0
-                raise JudgeCallError(message, kind=decision.kind, attempts=attempts, latency_ms=elapsed,
-                                     prompt_tokens=sum(a.get("prompt_tokens", 0) for a in attempts),
-                                     completion_tokens=sum(a.get("completion_tokens", 0) for a in attempts))
-            record["retry_in_s"] = round(decision.delay, 4)
-            if decision.retry_after is not None:
-                record["retry_after_s"] = decision.retry_after
-                self.limits.pause(decision.delay)
-            self.stats.retries += 1
-            log.info("%s: %s; retrying in %.3fs", what, self.redact(decision.message), decision.delay)
-            if self._on_retry is not None:
-                self._on_retry(record)
-            if decision.delay > 0:
-                await asyncio.sleep(decision.delay)
+                        data = _json.loads(body or "")
+                        if not isinstance(data, dict):
+                            raise ValueError("not an object")
+                    except ValueError:
+                        data = None
+                    if data is not None and "error" not in data:
+                        try:
+                            result = on_ok(data, record)
+                        except _Again:
+                            transient -= 1  # budget doubling has its own limit (the cap)
+                            continue
+                        except JudgeCallError:
+                            raise
+                        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+                            result = None  # unreadable 200: retried as bad_response below
+                        else:
+                            record.setdefault("outcome", "ok")
+                            return result
+                if (exc is None and status == 400 and self._json and self.config.json_mode == "auto"
+                        and "response_format" in (body or "").lower()):
+                    # the endpoint does not support JSON mode: drop it and resend at once
+                    self._json = False
+                    record["outcome"] = "json_mode_unsupported"
+                    transient -= 1
+                    continue
+                decision = classify(attempt=transient, policy=self.config.policy, status=status,
+                                    headers=headers, body=self.redact(body), exc=exc)
+                record["outcome"] = decision.kind
+                if decision.kind in FATAL_KINDS and not decision.retry:
+                    self.stop.trip(decision.kind, self.redact(
+                        f"{public_endpoint(base)} ({what}, model {self._model(what)}): {decision.message}") or "")
+                elif decision.kind in TRANSPORT_KINDS and self.breaker.failed(call):
+                    self.stop.trip("unreachable", self.redact(
+                        f"{public_endpoint(base)}: {self.breaker.failures} transport failures in a row across "
+                        f"different calls, no answer in between (last: {decision.message}); check --base-url and that "
+                        f"the server is up (raise --timeout if it is only slow)") or "")
+                    decision = type(decision)(False, 0.0, decision.kind, decision.message, decision.retry_after)
+                if not decision.retry:
+                    self.stats.failures += 1
+                    message = self.redact(f"{what} failed: {decision.message}") or ""
+                    elapsed = (time.monotonic() - started) * 1000.0
+                    raise JudgeCallError(message, kind=decision.kind, attempts=attempts, latency_ms=elapsed,
+                                         prompt_tokens=sum(a.get("prompt_tokens", 0) for a in attempts),
+                                         completion_tokens=sum(a.get("completion_tokens", 0) for a in attempts))
+                record["retry_in_s"] = round(decision.delay, 4)
+                if decision.retry_after is not None:
+                    record["retry_after_s"] = decision.retry_after
+                    self.limits.pause(decision.delay)
+                self.stats.retries += 1
+                log.info("%s: %s; retrying in %.3fs", what, self.redact(decision.message), decision.delay)
+                if self._on_retry is not None:
+                    self._on_retry(record)
+                if decision.delay > 0:
+                    await asyncio.sleep(decision.delay)
+        finally:
+            if probing:  # it never got to send: let the others go
+                first.set()
+
+    def _model(self, what: str) -> str:
+        return (self.config.embeddings_model or "") if what == "embeddings" else self.config.model
 
     # -- chat ----------------------------------------------------------------------------------------
     async def chat(self, messages: Sequence[Dict[str, str]], *, max_tokens: int = 2000,

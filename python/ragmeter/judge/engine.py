@@ -13,6 +13,10 @@ replayed by a rerun (same failure, no cost). With ``refresh_failed`` a
 structured call whose cached replies end in a failed parse is asked again:
 each turn is re-requested instead of replayed and the new replies replace the
 cached ones.
+
+Once the run is stopped (:mod:`ragmeter.judge.stop`) no call is sent any more,
+and a commit that fails (a full disk) stops it: the reply is left in
+``cache.unsaved`` for the runner to write elsewhere.
 """
 from __future__ import annotations
 
@@ -22,10 +26,11 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
 
-from .cache import Cache, cache_key, key_hasher, messages_bytes
+from .cache import Cache, CacheWriteError, cache_key, key_hasher, messages_bytes
 from .client import JudgeCallError, JudgeClient
 from .cost import PriceTable, estimate_tokens
 from .prompts import Prompt, repair_message
+from .stop import Halt
 
 __all__ = ["Engine", "RowStats", "Budget", "BudgetExceeded", "ParseError", "parse_json_object"]
 
@@ -185,6 +190,15 @@ class Engine:
     def _account(self, cost: Optional[float]) -> None:
         self.cost_usd = None if (cost is None or self.cost_usd is None) else self.cost_usd + cost
 
+    async def _commit(self, key: str, value: Dict[str, Any], *, prompt: str, model: str) -> None:
+        """Commit a paid reply; a cache that cannot be written any more (a full disk) stops the run: the reply
+        stays in ``cache.unsaved`` for the runner to write elsewhere."""
+        try:
+            await self.cache.commit(key, value, prompt=prompt, model=model)
+        except CacheWriteError as exc:
+            self.client.stop.trip("cache_write", str(exc))
+            raise Halt(str(exc)) from None
+
     # -- one raw chat call ------------------------------------------------------------------------------
     async def complete(self, prompt_id: str, messages: List[Dict[str, str]], stats: RowStats, *,
                        fresh: bool = False) -> str:
@@ -201,6 +215,7 @@ class Engine:
                 stats.cached_calls += 1
                 self.cached_calls += 1
                 return str(hit["content"])
+        self.client.stop.check()
         est_pt = sum(estimate_tokens(m["content"]) + 4 for m in messages)
         est = self._estimate_cost(self.model, est_pt, self.max_tokens)
         if not self.budget.reserve(est):
@@ -222,9 +237,9 @@ class Engine:
         self.budget.settle(est, cost)
         self._account(cost)
         # committed before the reply is used: a kill from here on loses nothing the run had used
-        await self.cache.commit(key, {"content": res.content, "finish_reason": res.finish_reason,
-                                      "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens},
-                                prompt=prompt_id, model=self.model)
+        await self._commit(key, {"content": res.content, "finish_reason": res.finish_reason,
+                                 "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens},
+                           prompt=prompt_id, model=self.model)
         stats.add(prompt=prompt_id, attempts=res.attempts, pt=res.prompt_tokens, ct=res.completion_tokens,
                   cost=cost, latency_ms=res.latency_ms)
         self.calls += 1
@@ -277,6 +292,7 @@ class Engine:
             stats.cached_calls += 1
             self.cached_calls += 1
             return hit["vectors"]
+        self.client.stop.check()
         model = self.client.config.embeddings_model or ""
         est = self._estimate_cost(model, sum(estimate_tokens(t) for t in texts), 0)
         if not self.budget.reserve(est):
@@ -291,7 +307,7 @@ class Engine:
         cost = self._cost(model, res.prompt_tokens, 0)
         self.budget.settle(est, cost)
         self._account(cost)
-        await self.cache.commit(key, {"vectors": res.vectors}, prompt="embeddings", model=model)
+        await self._commit(key, {"vectors": res.vectors}, prompt="embeddings", model=model)
         stats.add(prompt="embeddings", attempts=res.attempts, pt=res.prompt_tokens, ct=0, cost=cost,
                   latency_ms=res.latency_ms)
         self.calls += 1

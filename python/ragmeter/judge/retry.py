@@ -19,13 +19,16 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
+from .urls import scrub_urls
+
 __all__ = ["RetryPolicy", "Decision", "classify", "backoff_delay", "parse_retry_after", "next_max_tokens"]
 
 #: Statuses retried with back-off. 5xx are all retried except 501 (not implemented).
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 #: Error codes in a body meaning the account is out of quota or credit: retrying cannot help.
-QUOTA_CODES = ("insufficient_quota", "billing_hard_limit_reached", "quota_exceeded", "exceeded your current quota",
-               "insufficient balance", "insufficient_balance")
+QUOTA_CODES = ("insufficient_quota", "billing_hard_limit_reached", "insufficient_balance", "insufficient balance")
+#: Wording that means the same unless the answer says when to come back (some APIs word rate limits so).
+QUOTA_WORDS = ("quota_exceeded", "quota exceeded", "exceeded your current quota")
 
 
 @dataclass(frozen=True)
@@ -107,9 +110,16 @@ def _error_text(body: Optional[str]) -> str:
     return str(err)[:300]
 
 
-def _is_quota(body: Optional[str]) -> bool:
+def _is_quota(status: int, headers: Optional[Mapping[str, str]], body: Optional[str]) -> bool:
+    """Quota or credit exhausted (retrying cannot help), told apart from a rate limit: an explicit code decides;
+    a 429 merely worded so that says when to come back (Retry-After, retry-after-ms, a retryDelay in the body)
+    is a rate limit."""
     text = (body or "").lower()
-    return any(code in text for code in QUOTA_CODES)
+    if any(code in text for code in QUOTA_CODES):
+        return True
+    if not any(words in text for words in QUOTA_WORDS):
+        return False
+    return status != 429 or (parse_retry_after(headers) is None and "retrydelay" not in text)
 
 
 def classify(
@@ -141,7 +151,9 @@ def classify(
         if isinstance(exc, (asyncio.TimeoutError, TimeoutError, aiohttp.ServerTimeoutError)):
             kind, retry, message = "timeout", True, "request timed out"
         elif isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError)):
-            kind, retry, message = "connection", True, f"connection error: {type(exc).__name__}"
+            detail = " ".join(str(exc).split())[:200]
+            kind, retry, message = "connection", True, f"connection error: {type(exc).__name__}" + (
+                f" ({scrub_urls(detail)})" if detail else "")
         elif isinstance(exc, aiohttp.ClientResponseError):
             return classify(attempt=attempt, policy=policy, status=exc.status, headers=exc.headers, body=exc.message,
                             rand=rand, now=now)
@@ -153,7 +165,7 @@ def classify(
         suffix = f": {detail}" if detail else ""
         if code == 200:
             kind, retry, message = "bad_response", True, f"unreadable response from the endpoint{suffix}"
-        elif _is_quota(body) and code in (400, 402, 403, 429):
+        elif code in (400, 402, 403, 429) and _is_quota(code, headers, body):
             kind, retry, message = "quota", False, f"HTTP {code}, quota or credit exhausted{suffix}"
         elif code == 402:
             kind, retry, message = "quota", False, f"HTTP 402 payment required{suffix}"

@@ -6,12 +6,20 @@ system's own ``cost``). Each case x metric gives one row; a row ends ``ok``
 (possibly with a null score and an outcome such as ``no_claims``), ``failed``
 (with the error, the attempts and the raw output when there was one) or
 ``skipped`` (with the reason: missing input or budget reached). Nothing is
-dropped: failed rows stay in every denominator of the summary.
+dropped: every row is counted in the summary, and no failed row is averaged
+as a score (see ``denominators`` in the summary).
+
+A run that cannot succeed (a refused key, an exhausted quota, an unknown
+model, an unreachable endpoint, a cache that cannot be written) is stopped at
+the first sign of it and raises :class:`~ragmeter.judge.stop.JudgeStopped`
+without results; the replies already received are in the cache (see
+:mod:`ragmeter.judge.stop`).
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +27,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from .cache import Cache, public_endpoint
+from .cache import Cache
 from .client import ClientConfig, JudgeCallError, JudgeClient
 from .cost import PriceTable, estimate_tokens
 from .engine import Budget, BudgetExceeded, Engine, OutputError, ParseError, RowStats, parse_json_object
@@ -28,8 +36,36 @@ from .metrics import (DEFAULT_METRICS, METRICS, NO_ANSWER_CATEGORIES, Case, Metr
                       evidence_json, faithfulness_band)
 from . import prompts as P
 from .retry import RetryPolicy
+from .stop import Halt, JudgeStopped, RunStop
+from .urls import public_endpoint, split_credentials
 
-__all__ = ["JudgeConfig", "JudgeResult", "run", "run_sync", "estimate", "ROW_SCHEMA"]
+log = logging.getLogger("ragmeter.judge")
+
+__all__ = ["JudgeConfig", "JudgeResult", "Tally", "run", "run_sync", "estimate", "ROW_SCHEMA"]
+
+#: seconds a stopped run lets the requests already in flight finish (their replies are paid for and cached)
+STOP_GRACE = 10.0
+
+
+@dataclass
+class Tally:
+    """What the runs given this tally have done so far; read after an interrupt (``ragmeter judge`` says it)."""
+
+    sent: int = 0        #: calls sent that came back (answered or failed for good)
+    cached: int = 0      #: replies committed to the cache
+    replayed: int = 0    #: calls answered from the cache
+    rows_done: int = 0
+    rows_total: int = 0
+    cache_path: Optional[str] = None
+    notes: List[str] = field(default_factory=list)  #: "; ..." what became of replies the cache could not take
+
+    def message(self) -> str:
+        where = f" in {self.cache_path}" if self.cache_path else ""
+        resume = ("a rerun with the same --cache resumes from them" if self.cache_path
+                  else "no cache was used (--no-cache): a rerun sends every call again")
+        return (f"{self.rows_done} of {self.rows_total} judge rows finished; {self.sent} calls came back this run "
+                f"and {self.cached} replies are cached{where} ({self.replayed} answered from the cache); {resume}"
+                + "".join(self.notes))
 
 DEFAULT_CACHE = ".ragmeter/cache.sqlite"
 
@@ -64,9 +100,19 @@ class JudgeConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     rate_period: float = 1.0
     progress: bool = False
+    preflight: bool = True                 #: GET {base_url}/models before the first call (see JudgeClient)
+    spill_dir: Union[str, Path, None] = None  #: where paid replies go when the cache cannot be written
+    tally: Optional[Tally] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         from ragmeter.errors import InputError
+
+        # credentials in the URL are the key: out of the URL (and of every summary, setting and message)
+        self.base_url, url_key = split_credentials(self.base_url)
+        if self.embeddings_base_url:
+            self.embeddings_base_url, _ = split_credentials(self.embeddings_base_url)
+        if self.api_key is None and url_key:
+            self.api_key = url_key
 
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
@@ -90,7 +136,8 @@ class JudgeConfig:
         return ClientConfig(base_url=self.base_url, model=self.model, api_key=self.api_key, timeout=self.timeout,
                             temperature=self.temperature, json_mode=self.json_mode,
                             max_retry_tokens=self.max_retry_tokens, policy=self.retry,
-                            embeddings_model=self.embeddings_model, embeddings_base_url=self.embeddings_base_url)
+                            embeddings_model=self.embeddings_model, embeddings_base_url=self.embeddings_base_url,
+                            preflight=self.preflight)
 
     def metric_options(self) -> MetricOptions:
         return MetricOptions(n_questions=self.n_questions, relevancy_variant=self.relevancy_variant,
@@ -141,13 +188,20 @@ class JudgeResult:
         return pl.DataFrame([{k: r.get(k) for k in ROW_SCHEMA} for r in self.rows], schema=schema, orient="row")
 
     def write(self, out_dir: Union[str, Path]) -> Path:
+        """``judge.parquet`` and ``judge_summary.json`` in ``out_dir``, both or neither (nothing half-written)."""
+        from ragmeter._io import atomic_outputs
+
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        tmp = out / "judge.parquet.tmp"
-        self.frame().write_parquet(tmp)
-        tmp.replace(out / "judge.parquet")
-        (out / "judge_summary.json").write_text(json.dumps(self.summary, indent=2, ensure_ascii=False) + "\n",
-                                                encoding="utf-8")
+        frame = self.frame()
+        with atomic_outputs(out) as tmp:
+            try:
+                frame.write_parquet(tmp / "judge.parquet")
+            except OSError:
+                raise
+            except Exception as exc:  # polars reports a failed write (a full disk) as its own error type
+                raise OSError(f"cannot write {out / 'judge.parquet'}: {exc}") from None
+            (tmp / "judge_summary.json").write_text(json.dumps(self.summary, indent=2, ensure_ascii=False) + "\n",
+                                                    encoding="utf-8")
         return out
 
 
@@ -178,28 +232,28 @@ def _row(case: Case, metric: str, cfg: JudgeConfig, stats: RowStats, lang: str) 
 
 
 class _Progress:
-    """The rich progress bar; field updates are throttled to ``min_interval`` (the last one is always shown)."""
+    """The rich progress bar on a terminal (nothing otherwise), one line within 80 columns; field updates are
+    throttled to ``min_interval`` (the last one is always shown)."""
 
     min_interval = 0.1
 
     def __init__(self, enabled: bool, total: int) -> None:
+        import sys
+
         self.done = self.failed = self.skipped = 0
         self.total = total
         self._bar = None
         self._last = 0.0
         self._stale: Optional[tuple] = None
-        if enabled:
+        if enabled and sys.stderr.isatty():
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._bar = Progress(
-                TextColumn("judge"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("failed {task.fields[failed]} skipped {task.fields[skipped]} "
-                           "retries {task.fields[retries]} tokens {task.fields[tokens]} cost {task.fields[cost]}"),
+                TextColumn("judge"), BarColumn(bar_width=10), MofNCompleteColumn(), TextColumn("{task.fields[line]}"),
                 TimeElapsedColumn(), console=Console(stderr=True), transient=False, refresh_per_second=4,
             )
-            self._task = self._bar.add_task("judge", total=total, failed=0, skipped=0, retries=0, tokens=0,
-                                            cost="$0")
+            self._task = self._bar.add_task("judge", total=total, line="0 tok $0")
 
     def __enter__(self) -> "_Progress":
         if self._bar is not None:
@@ -223,9 +277,19 @@ class _Progress:
         self._last = now
         self._stale = None
         s = client.stats
-        cost = "n/a" if engine.cost_usd is None else f"${engine.cost_usd:.4f}"
-        self._bar.update(self._task, completed=self.done, failed=self.failed, skipped=self.skipped,
-                         retries=s.retries, tokens=s.prompt_tokens + s.completion_tokens, cost=cost)
+        cost = "$n/a" if engine.cost_usd is None else f"${engine.cost_usd:.4f}"
+        counts = [f"{label} {n}" for label, n in (("fail", self.failed), ("skip", self.skipped),
+                                                    ("retry", s.retries)) if n]
+        line = " ".join(counts + [f"{_short(s.prompt_tokens + s.completion_tokens)} tok", cost])
+        self._bar.update(self._task, completed=self.done, line=line)
+
+
+def _short(n: int) -> str:
+    """1234 -> 1.2k, 5600000 -> 5.6M: the progress line stays short."""
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= limit:
+            return f"{n / limit:.1f}{suffix}"
+    return str(n)
 
 
 async def _judge_one(engine: Engine, case: Case, metric: str, cfg: JudgeConfig, opts: MetricOptions) -> Dict[str, Any]:
@@ -243,6 +307,8 @@ async def _judge_one(engine: Engine, case: Case, metric: str, cfg: JudgeConfig, 
         except BudgetExceeded as exc:
             status, error, kind = "skipped", f"--budget ${cfg.budget:g} reached; {exc}", "budget"
         except JudgeCallError as exc:
+            if engine.client.stop.stopped:
+                raise Halt(exc.message) from None  # the run is stopping: this row is not a row failure
             status, error, kind = "failed", exc.message, exc.kind
         except OutputError as exc:
             status, error, kind = "failed", str(exc), "unparsable"
@@ -266,40 +332,71 @@ def _percentile(values: List[float], q: float) -> Optional[float]:
     return round(xs[lo] + (xs[hi] - xs[lo]) * (k - lo), 3)
 
 
+DENOMINATORS = (
+    "mean (and mean_hard/mean_ragas/mean_soft, mean_precision) is the average over the scored rows only: n_scored "
+    "of n_total rows. Failed rows (n_failed), skipped rows (n_skipped) and rows with a null score (outcome "
+    "no_claims) are left out of it and counted, never averaged as 0; mean is null when no row is scored. "
+    "correctness: mean is on the 1-5 scale over its n_scored rows; correct_rate = n_correct / "
+    "correct_rate_denominator, where the denominator is the scored plus the failed rows (a failed row counts as "
+    "not correct) and skipped rows are left out. The other metrics' means are on the 0-1 scale. failures groups "
+    "the failed rows by error kind (count and one example message); skips groups the skipped rows by reason."
+)
+
+
+def _grouped(rows: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Rows by ``error_kind``: {kind: {"count": n, "example": the first row's message}}, most frequent first."""
+    groups: Dict[str, Dict[str, Any]] = {}
+    for r in rows:
+        g = groups.setdefault(r.get("error_kind") or "unknown", {"count": 0, "example": r.get("error") or ""})
+        g["count"] += 1
+    return dict(sorted(groups.items(), key=lambda kv: (-kv[1]["count"], kv[0])))
+
+
+def _mean(values: List[float]) -> Optional[float]:
+    return round(sum(values) / len(values), 6) if values else None
+
+
+def _metric_summary(metric: str, rs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    ok = [r for r in rs if r["status"] == "ok"]
+    scored = [r["score"] for r in ok if r["score"] is not None]
+    failed = [r for r in rs if r["status"] == "failed"]
+    skipped = [r for r in rs if r["status"] == "skipped"]
+    lat = [r["latency_ms"] for r in rs if r["calls"] > r["cached_calls"]]
+    costs = [r["cost_usd"] for r in rs]
+    entry: Dict[str, Any] = {
+        "n_total": len(rs), "n_scored": len(scored), "n_failed": len(failed), "n_skipped": len(skipped),
+        "n_skipped_budget": sum(r.get("error_kind") == "budget" for r in skipped),
+        "outcomes": {o: sum(r["outcome"] == o for r in rs) for o in sorted({r["outcome"] for r in rs})},
+        "scale": "1-5" if metric == "correctness" else "0-1",
+        "mean": _mean(scored),
+        "failures": _grouped(failed), "skips": _grouped(skipped),
+        "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
+        "latency_ms_p50": _percentile(lat, 0.5), "latency_ms_p95": _percentile(lat, 0.95),
+    }
+    if metric == "correctness":
+        n_correct = sum(1 for r in ok if r.get("correct"))
+        denom = len(ok) + len(failed)
+        entry.update(n_correct=n_correct, correct_rate_denominator=denom,
+                     correct_rate=round(n_correct / denom, 6) if denom else None)
+    if metric == "faithfulness":
+        entry["band"] = faithfulness_band(entry["mean"])
+    if metric == "answer_relevancy":
+        for v in ("hard", "ragas", "soft"):
+            entry[f"mean_{v}"] = _mean([r[f"ar_{v}"] for r in ok if r.get(f"ar_{v}") is not None])
+    if metric == "context_precision":
+        entry["mean_precision"] = _mean([r["cp_precision"] for r in ok if r.get("cp_precision") is not None])
+    return entry
+
+
 def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, engine: Optional[Engine],
-              client: Optional[JudgeClient], elapsed: float) -> Dict[str, Any]:
-    """Per metric: n_total, n_scored, n_failed, n_skipped, mean (failed rows count 0), mean_scored, cost, latency."""
-    per: Dict[str, Any] = {}
-    for metric in cfg.metrics:
-        rs = [r for r in rows if r["metric"] == metric]
-        scored = [r["score"] for r in rs if r["status"] == "ok" and r["score"] is not None]
-        failed = sum(r["status"] == "failed" for r in rs)
-        denom = len(scored) + failed
-        lat = [r["latency_ms"] for r in rs if r["calls"] > r["cached_calls"]]
-        costs = [r["cost_usd"] for r in rs]
-        entry: Dict[str, Any] = {
-            "n_total": len(rs), "n_scored": len(scored), "n_failed": failed,
-            "n_skipped": sum(r["status"] == "skipped" for r in rs),
-            "n_skipped_budget": sum(r.get("error_kind") == "budget" for r in rs),
-            "outcomes": {o: sum(r["outcome"] == o for r in rs) for o in sorted({r["outcome"] for r in rs})},
-            "mean": round(sum(scored) / denom, 6) if denom else None,
-            "mean_scored": round(sum(scored) / len(scored), 6) if scored else None,
-            "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
-            "latency_ms_p50": _percentile(lat, 0.5), "latency_ms_p95": _percentile(lat, 0.95),
-        }
-        if metric == "correctness":
-            n_correct = sum(1 for r in rs if r["status"] == "ok" and r.get("correct"))
-            entry["correct_rate"] = round(n_correct / denom, 6) if denom else None
-        if metric == "faithfulness":
-            entry["band"] = faithfulness_band(entry["mean"])
-        if metric == "answer_relevancy":
-            for v in ("hard", "ragas", "soft"):
-                vals = [r[f"ar_{v}"] for r in rs if r["status"] == "ok" and r.get(f"ar_{v}") is not None]
-                entry[f"mean_{v}"] = round(sum(vals) / (len(vals) + failed), 6) if vals or failed else None
-        if metric == "context_precision":
-            vals = [r["cp_precision"] for r in rs if r["status"] == "ok" and r.get("cp_precision") is not None]
-            entry["mean_precision"] = round(sum(vals) / (len(vals) + failed), 6) if vals or failed else None
-        per[metric] = entry
+              client: Optional[JudgeClient], elapsed: float, cache: Optional[Cache] = None) -> Dict[str, Any]:
+    """Per metric: counts (n_total, n_scored, n_failed, n_skipped), the mean over scored rows, failures and skips
+    grouped by kind, cost and latency; see :data:`DENOMINATORS`. ``incomplete`` counts the rows a rerun could
+    still judge: failed rows and rows skipped at ``--budget`` (not rows skipped for missing input)."""
+    per = {metric: _metric_summary(metric, [r for r in rows if r["metric"] == metric]) for metric in cfg.metrics}
+    n_failed = sum(m["n_failed"] for m in per.values())
+    n_budget = sum(m["n_skipped_budget"] for m in per.values())
+    n_structural = sum(m["n_skipped"] - m["n_skipped_budget"] for m in per.values())
     sys_costs = [c.system_cost for c in cases if c.system_cost is not None]
     judge_cost = None if engine is None else engine.cost_usd
     system_cost = round(sum(sys_costs), 6) if sys_costs else None
@@ -309,9 +406,12 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
         "endpoint": public_endpoint(cfg.base_url), "model": cfg.model,
         "embeddings_model": cfg.embeddings_model, "metrics": per,
         "n_cases": len(cases), "n_rows": len(rows),
+        "incomplete": {"rows": n_failed + n_budget, "failed": n_failed, "skipped_budget": n_budget,
+                       "of": len(rows) - n_structural},
         "calls": 0 if engine is None else engine.calls, "cached_calls": 0 if engine is None else engine.cached_calls,
         "refreshed_calls": 0 if engine is None else engine.refreshed,
         "requests": 0 if client is None else client.stats.requests,
+        "preflight_requests": 0 if client is None else client.stats.preflight_requests,
         "retries": 0 if client is None else client.stats.retries,
         "prompt_tokens": 0 if client is None else client.stats.prompt_tokens,
         "completion_tokens": 0 if client is None else client.stats.completion_tokens,
@@ -320,10 +420,10 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
         "judge_cost_share": round(judge_cost / total, 4) if judge_cost and total > 0 else None,
         "call_latency_ms_p50": _percentile(lat_calls, 0.5), "call_latency_ms_p95": _percentile(lat_calls, 0.95),
         "budget_usd": cfg.budget, "budget_reached": bool(engine and engine.budget.reached),
+        "cache_undecodable": 0 if cache is None else cache.undecodable,
         "elapsed_s": round(elapsed, 3),
         "prompts": {m: _prompt_version(m, bool(cfg.embeddings_model)) for m in cfg.metrics},
-        "denominators": "mean counts failed rows as 0 and excludes skipped rows and null scores (no_claims); "
-                        "mean_scored excludes failed rows",
+        "denominators": DENOMINATORS,
     }
 
 
@@ -335,7 +435,11 @@ def _make_config(config: Optional[JudgeConfig], options: Dict[str, Any]) -> Judg
 
 async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[JudgeConfig] = None,
               **options: Any) -> JudgeResult:
-    """Judge ``cases`` with the metrics of ``config`` (or keyword options of :class:`JudgeConfig`)."""
+    """Judge ``cases`` with the metrics of ``config`` (or keyword options of :class:`JudgeConfig`).
+
+    Raises :class:`~ragmeter.judge.cache.CacheError` before any call when the cache cannot be used and
+    :class:`~ragmeter.judge.stop.JudgeStopped` when the run had to stop (both are user errors, exit status 2).
+    """
     cfg = _make_config(config, options)
     case_list = _cases(cases, cfg)
     prices = cfg.price_table()
@@ -343,21 +447,80 @@ async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[
         from ragmeter.errors import InputError
 
         raise InputError(f"--budget needs a price for model {cfg.model!r}: pass --price IN,OUT or --prices FILE")
-    cache = Cache(cfg.cache)
+    cache = Cache(cfg.cache, writable=not cfg.dry_run)
+    tally = cfg.tally
+    if tally is not None:
+        tally.rows_total += len(case_list) * len(cfg.metrics)
+        if cfg.cache is not None:  # repeats bypass the cache; the first run's cache is the one to resume from
+            tally.cache_path = str(cfg.cache)
     try:
         if cfg.dry_run:
             est = estimate(case_list, cfg, cache, prices)
             return JudgeResult(rows=[], summary={"dry_run": True, **est}, estimate=est)
-        return await _run(case_list, cfg, cache, prices)
+        try:
+            return await _run(case_list, cfg, cache, prices)
+        except JudgeStopped as stopped:
+            cache.close()
+            kept = ("; no cache (--no-cache): nothing of this run is kept" if cfg.cache is None else
+                    f"; {cache.written} replies of this run are in the cache, a rerun with the same --cache resumes")
+            raise JudgeStopped(f"{stopped}{kept}{_keep_unsaved(cache, cfg)}", stopped.kind) from None
     finally:
         cache.close()
+        if tally is not None:
+            tally.cached += cache.written
+        if cache.unsaved:  # an interrupt, or a last commit that failed: said with the interrupt, else logged
+            note = _keep_unsaved(cache, cfg)
+            if tally is not None:
+                tally.notes.append(note)
+            else:
+                log.warning("%s", note.lstrip("; "))
+
+
+def _keep_unsaved(cache: Cache, cfg: JudgeConfig) -> str:
+    """Write the paid replies the cache could not take elsewhere; "; what became of them" ("" when none)."""
+    if not cache.unsaved:
+        return ""
+    spilled = _spill(cache, cfg)
+    if spilled is not None:
+        return f"; {spilled[1]} paid replies could not be cached and were written to {spilled[0]}"
+    return f"; {len(cache.unsaved)} paid replies could not be kept (no place to write them)"
+
+
+def _spill(cache: Cache, cfg: JudgeConfig) -> Optional[tuple]:
+    """Write the replies the cache could not take to a JSON Lines file beside the cache, else in ``spill_dir``
+    (``--out``'s folder on the command line); (path, count) or None when neither could be written."""
+    rows, cache.unsaved = list(cache.unsaved), []
+    if not rows:
+        return None
+    name = f"{Path(cfg.cache or 'cache.sqlite').name}.unsaved-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    places = [Path(cfg.cache).parent] if cfg.cache is not None else []
+    if cfg.spill_dir is not None:
+        places.append(Path(cfg.spill_dir))
+    text = "".join(json.dumps({"key": k, "value": json.loads(v), "prompt": p, "model": m, "created": c},
+                              ensure_ascii=False) + "\n" for k, v, p, m, c in rows)
+    for place in places:
+        target = place / name
+        try:
+            place.mkdir(parents=True, exist_ok=True)
+            with open(target, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError:
+            try:
+                target.unlink()
+            except OSError:
+                pass
+            continue
+        return str(target), len(rows)
+    cache.unsaved = rows
+    return None
 
 
 async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: PriceTable) -> JudgeResult:
     started = time.monotonic()
     limits = Limits(cfg.concurrency, cfg.rpm, cfg.tpm, period=cfg.rate_period)
     progress = _Progress(cfg.progress, len(case_list) * len(cfg.metrics))
-    client = JudgeClient(cfg.client_config(), limits)
+    stop = RunStop()
+    client = JudgeClient(cfg.client_config(), limits, stop=stop)
     engine = Engine(client, cache, prices, Budget(cfg.budget), max_tokens=cfg.max_tokens,
                     refresh_failed=cfg.refresh_failed)
     client._on_retry = lambda _rec: progress.update(client, engine)
@@ -368,6 +531,8 @@ async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: Pr
 
     async def worker() -> None:
         for j in queue:
+            if stop.stopped:
+                return
             _, case, metric = jobs[j]
             row = await _judge_one(engine, case, metric, cfg, opts)
             rows[j] = row
@@ -377,12 +542,47 @@ async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: Pr
             progress.update(client, engine)
 
     n_workers = max(1, min(len(jobs), cfg.concurrency * 2))
+    tasks: List["asyncio.Task[None]"] = []
     async with client:
         with progress:
-            await asyncio.gather(*(worker() for _ in range(n_workers)))
+            try:
+                tasks = [asyncio.ensure_future(worker()) for _ in range(n_workers)]
+                await _until_done_or_stopped(tasks, stop, min(cfg.timeout, STOP_GRACE))
+            finally:
+                await _cancel(tasks)  # an interrupt: every worker stops before the session and the cache close
+                if cfg.tally is not None:
+                    cfg.tally.rows_done += progress.done
+                    cfg.tally.sent += engine.calls
+                    cfg.tally.replayed += engine.cached_calls
+    errors = [t.exception() for t in tasks if not t.cancelled()]  # retrieved, so asyncio does not log them
+    if stop.stopped:
+        raise JudgeStopped(stop.reason or "stopped", stop.kind or "stopped")
+    for error in errors:
+        if error is not None:
+            raise error
     final = [r for r in rows if r is not None]
-    summary = summarize(final, case_list, cfg, engine, client, time.monotonic() - started)
+    summary = summarize(final, case_list, cfg, engine, client, time.monotonic() - started, cache)
     return JudgeResult(rows=final, summary=summary)
+
+
+async def _until_done_or_stopped(tasks: List["asyncio.Task[None]"], stop: RunStop, grace: float) -> None:
+    """Wait for the workers; once the run is stopped, give the calls in flight ``grace`` seconds to come back
+    (their replies are paid for and get cached; none when the endpoint is unreachable), then cancel the rest. A
+    worker failing for any other reason (a bug) cancels the others at once."""
+    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    if not pending:
+        return
+    if stop.stopped and stop.kind != "unreachable":
+        await asyncio.wait(pending, timeout=grace)
+    await _cancel(list(pending))
+
+
+async def _cancel(tasks: List["asyncio.Task[None]"]) -> None:
+    live = [t for t in tasks if not t.done()]
+    for t in live:
+        t.cancel()
+    if live:
+        await asyncio.gather(*live, return_exceptions=True)
 
 
 def run_sync(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[JudgeConfig] = None,

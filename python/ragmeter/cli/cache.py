@@ -1,0 +1,28 @@
+"""``ragmeter cache repair PATH``: salvage a damaged judge cache."""
+from __future__ import annotations
+
+import argparse
+
+HELP = "judge cache upkeep: `cache repair PATH` salvages every readable entry of a damaged cache"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    repair = sub.add_parser("repair", help="copy every readable entry into a new cache at PATH; the damaged file "
+                                           "is kept beside it as PATH.damaged-<timestamp>",
+                            description="Copy every readable entry of the judge cache at PATH into a new file at "
+                                        "PATH; the damaged file is kept beside it as PATH.damaged-<timestamp>.")
+    repair.add_argument("path", metavar="PATH", help="the cache file (e.g. .ragmeter/cache.sqlite)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragmeter.judge.cache import repair
+
+    result = repair(args.path)
+    dropped = f", {result['dropped']} unreadable entries dropped" if result["dropped"] else ""
+    print(f"repaired {result['path']}: {result['salvaged']} entries salvaged{dropped}; the damaged file is kept as "
+          f"{result['damaged']}")
+    if result["errors"]:
+        print(f"  SQLite reported: {result['errors'][0]}" + (f" (and {len(result['errors']) - 1} more)"
+                                                            if len(result["errors"]) > 1 else ""))
+    return 0

@@ -1,0 +1,51 @@
+"""Endpoint URLs without their secrets: the one place that decides what of a URL may be shown or stored.
+
+A key may arrive inside the URL (``http://user:KEY@host/v1``). :func:`split_credentials`
+takes it out before anything is sent (the password then serves as the API key),
+:func:`public_endpoint` is what summaries, settings, cache keys and messages
+carry, and :func:`scrub_urls` removes any ``user:password@`` left inside a text
+(an exception's message, a log line).
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional, Tuple
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["public_endpoint", "split_credentials", "scrub_urls"]
+
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]*@")
+
+
+def public_endpoint(url: str) -> str:
+    """``url`` without credentials, query or fragment (safe to store and report)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+    except ValueError:
+        return "<invalid url>"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def split_credentials(url: str) -> Tuple[str, Optional[str]]:
+    """``(url without user:password@, the password or None)``; the query string is kept (some APIs need it)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+        if "@" not in parts.netloc:
+            return url, None
+        host = parts.hostname or ""
+        if ":" in host:  # IPv6 literal
+            host = f"[{host}]"
+        if parts.port:
+            host = f"{host}:{parts.port}"
+    except ValueError:
+        return scrub_urls(url), None
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), password or None
+
+
+def scrub_urls(text: str) -> str:
+    """``text`` with the ``user:password@`` part of every URL in it removed."""
+    return _USERINFO.sub(r"\1", text)
