@@ -292,6 +292,19 @@ def run_missing_nine(tmp_path: Path) -> Path:
     return path
 
 
+def _warning_blocks(stdout: str) -> list:
+    """Each console warning as one line: ``warning: ...`` and its indented continuation lines joined."""
+    blocks: list = []
+    for line in stdout.splitlines():
+        if line.startswith("warning:"):
+            blocks.append(line.rstrip())
+        elif blocks and line.startswith(" " * len("warning: ")) and line.strip():
+            blocks[-1] += " " + line.strip()
+        else:
+            blocks.append(None)
+    return [b for b in blocks if b]
+
+
 def test_warnings_name_five_cases_and_warnings_json_lists_them_all(tmp_path: Path, run_missing_nine: Path) -> None:
     out = tmp_path / "ev"
     proc = cli("eval", "--golden", str(GOLDEN), "--run", str(run_missing_nine), "--out", str(out))
@@ -305,7 +318,7 @@ def test_warnings_name_five_cases_and_warnings_json_lists_them_all(tmp_path: Pat
     brief = next(w for w in summary["warnings"] if w["code"] == "missing_from_run")
     assert brief["count"] == 9 and brief["cases"] == missing["cases"][:5]
     # console: one line per warning, five ids named, the rest counted
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("warning:")]
+    lines = _warning_blocks(proc.stdout)
     assert len(lines) == len(full["warnings"]) == proc.stdout.count("warning:")
     line = next(line for line in lines if line.startswith("warning: 9 golden case(s) missing from the run"))
     assert sum(case in line for case in missing["cases"]) == 5 and line.endswith("and 4 more")

@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 _PERCENT = ("hit_rate", "file_hit_rate", "evidence_recall", "all_files_hit_rate")
 PLAIN_WIDTH = 80
@@ -23,6 +24,15 @@ def make_console() -> Console:
         # COLUMNS would widen a pipe's output; a log reads the same everywhere at a fixed width.
         console = Console(width=PLAIN_WIDTH, no_color=True, highlight=False, emoji=False)
     return console
+
+
+def print_warning(text: str, console: Console) -> None:
+    """``warning: text``, wrapped at the console's width under its first word (a hanging indent), never cut."""
+    head = "warning: "
+    lines = Text(text).wrap(console, max(20, console.width - len(head)), overflow="fold")
+    for i, line in enumerate(lines):
+        line.rstrip()
+        console.print(Text(head, style="yellow") if i == 0 else Text(" " * len(head)), line, sep="")
 
 
 def _table(title: str, console: Console) -> Table:
@@ -69,14 +79,13 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
     if gap is not None:
         console.print(f"file-level minus chunk-level Hit@{k}: {gap:+.1f} points "
                       "(the right file came back, the answer chunk did not)")
-    from rich.markup import escape
-
     from ragmeter._warnings import messages
 
-    for text in messages(summary["warnings"]):  # one line each: a count and the first few cases
-        console.print(f"[yellow]warning:[/] {escape(text)}", soft_wrap=True)
+    for text in messages(summary["warnings"]):  # one each: a count and the first few cases
+        print_warning(text, console)
     if out_dir:
-        console.print(f"wrote {out_dir}/cases.parquet, {out_dir}/chunks.parquet, {out_dir}/summary.json")
+        console.print(f"wrote {out_dir}/cases.parquet, {out_dir}/chunks.parquet, {out_dir}/summary.json, "
+                      f"{out_dir}/warnings.json")
 
 
 def _gap(overall: Dict[str, Any]) -> Optional[float]:
