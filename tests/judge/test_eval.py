@@ -72,6 +72,10 @@ def test_eval_passes_the_runs_cost_to_the_judge_accounting(tmp_path, server, api
     total = cost["system_cost_usd"] + cost["judge_cost_usd"]
     assert cost["judge_cost_share"] == pytest.approx(cost["judge_cost_usd"] / total, abs=1e-4)
     assert summary["judge"]["judge_cost_share"] == pytest.approx(cost["judge_cost_share"], abs=1e-4)
+    # ... and the console ends with the same split (system vs judge and the judge's share)
+    flat = " ".join(proc.stdout.split())
+    assert (f"cost: system ${cost['system_cost_usd']:.4f} (50/51 cases report one), judge "
+            f"${cost['judge_cost_usd']:.4f}" in flat and f"judge share {100 * cost['judge_cost_share']:.1f}%" in flat)
     # the case missing from the run is not judged as if it had an empty answer
     judge = pl.read_parquet(out / "judge.parquet")
     missing = judge.filter(pl.col("id") == "crossdoc-06-formats-today")

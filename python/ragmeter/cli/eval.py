@@ -33,9 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from ragmeter.cli._tables import print_score
+    from ragmeter.cli._tables import make_console, print_score
     from ragmeter.cli.sweep import parse_thresholds
     from ragmeter.errors import InputError
     from ragmeter.evaluation import run_eval
@@ -51,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         from ragmeter.cli.judge import build_config
 
         judge = build_config(args)
-    console = Console()
+    console = make_console()
     from ragmeter.cli.judge import incomplete_exit, judge_lines, judged
     if args.dry_run:
         if judge is None:
@@ -80,5 +78,22 @@ def run(args: argparse.Namespace) -> int:
         console.print("  " + " | ".join(headers), markup=False)
         for row in rows:
             console.print("  " + " | ".join(row), markup=False)
-    console.print(f"wrote {args.out}/: cases.parquet, summary.json, report.html, report.md")
+    if summary.get("cost"):
+        console.print(cost_line(summary["cost"], judged=bool(summary.get("judge"))), markup=False, highlight=False)
+    files = summary.get("files") or ["cases.parquet", "summary.json", "report.html", "report.md"]
+    console.print(f"wrote {args.out}/: " + ", ".join(files), markup=False, highlight=False)
     return incomplete_exit(summary.get("judge"), args.max_failed, args.out)
+
+
+def cost_line(cost: dict, judged: bool) -> str:
+    """``cost: system $X (n/N cases), judge $Y, judge share Z%``; an unreported cost is n/a, never $0."""
+    def usd(v: object) -> str:
+        return "n/a" if v is None else f"${v:.4f}"
+
+    system = (f"cost: system {usd(cost.get('system_cost_usd'))} "
+              f"({cost.get('n_cases_with_cost')}/{cost.get('n_cases')} cases report one)")
+    if not judged:
+        return system + "; not judged"
+    share = cost.get("judge_cost_share")
+    return (f"{system}, judge {usd(cost.get('judge_cost_usd'))}, total {usd(cost.get('total_cost_usd'))}, "
+            f"judge share {'n/a' if share is None else f'{100 * share:.1f}%'}")
