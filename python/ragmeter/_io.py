@@ -171,6 +171,8 @@ def sanitise_json(value: Any) -> Any:
         return {k: sanitise_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [sanitise_json(v) for v in value]
+    if hasattr(value, "dtype") and hasattr(value, "item"):  # a numpy scalar
+        return sanitise_json(value.item())
     return value
 
 

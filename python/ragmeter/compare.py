@@ -173,16 +173,10 @@ class Comparison:
 
 
 def finite_or_none(value: Any) -> Any:
-    """``value`` with every NaN or infinity (at any depth) replaced by ``None``."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite_or_none(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_or_none(v) for v in value]
-    if isinstance(value, np.generic):
-        return finite_or_none(value.item())
-    return value
+    """``value`` with every NaN or infinity (at any depth) replaced by ``None`` (numpy scalars as Python)."""
+    from ragmeter._io import sanitise_json
+
+    return sanitise_json(value)
 
 
 def to_json(comp: Comparison, gate_results: Optional[List[Any]] = None) -> str:
