@@ -78,6 +78,12 @@ def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
 
     Accepts a Polars Series (nulls count as empty lists) or a sequence of lists.
     """
+    offsets, column, _nulls = _list_column_with_nulls(values, name)
+    return offsets, column
+
+
+def _list_column_with_nulls(values: Any, name: str) -> Tuple[np.ndarray, StringColumn, Optional[np.ndarray]]:
+    """:func:`_list_column`, and which flattened values were null (None when none was); nulls become ``""``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -95,6 +101,7 @@ def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
     offsets = offsets_from_lengths(lengths)
     if offsets[-1] != len(flat):  # pragma: no cover - defensive
         raise ValueError(f"{name}: list lengths do not add up to the flattened values")
+    nulls = flat.is_null().to_numpy(zero_copy_only=False) if flat.null_count else None
     if pa.types.is_large_string(flat.type) and flat.null_count == 0:
         # Already Arrow large_string without nulls: take the buffers as they are.
         _validity, off_buf, data_buf = flat.buffers()
@@ -106,7 +113,7 @@ def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
     # the binding borrows read-only data instead of copying it.
     data = data.view()
     data.flags.writeable = False
-    return offsets, (str_offsets, data)
+    return offsets, (str_offsets, data), nulls
 
 
 def _view_list_column(values: Any) -> Optional[Tuple[np.ndarray, np.ndarray, list]]:
@@ -173,6 +180,9 @@ class EvidenceMatch:
     phrase_empty: np.ndarray  # bool, per phrase
     file_first_rank: np.ndarray  # uint32, per expected file, 0 = never
     phrase_in_run: Optional[np.ndarray] = None  # bool, per phrase: in some chunk of any case (run_wide only)
+    # bool, per case: expects files but some retrieved chunk has no file (null), so it was
+    # matched on evidence alone and its file-level results are unknown; None when every chunk has a file.
+    file_unknown: Optional[np.ndarray] = None
 
     @property
     def n_cases(self) -> int:
@@ -295,10 +305,21 @@ def match_relevance(
     does it occur in some retrieved chunk of *any* case (what
     :func:`phrases_in_texts` answers over all chunk texts), decided in the
     same pass, with each chunk text normalised once.
+
+    A null chunk file means the retriever gave none. A case expecting files
+    with such a chunk is matched on its evidence phrases alone (its expected
+    files are not passed to the matcher, so every chunk passes the file test),
+    and is marked in ``file_unknown``: its file-level results (``file_hit``,
+    ``all_files_hit``, each chunk's ``file_match``) are unknown, not a miss.
+    A case with expected files, no phrase and such a chunk cannot be decided:
+    it comes back unlabelled.
     """
+    chunk_offsets, cfiles, file_nulls = _list_column_with_nulls(chunk_files, "chunk_files")
+    file_unknown = None
+    if file_nulls is not None:
+        expected_files, file_unknown = _without_files_where_unknown(expected_files, chunk_offsets, file_nulls)
     file_offsets, files = _list_column(expected_files, "expected_files")
     phrase_offsets, phrases = _list_column(expected_evidence, "expected_evidence")
-    chunk_offsets, cfiles = _list_column(chunk_files, "chunk_files")
     views = _view_list_column(chunk_texts)
     if views is not None:
         text_offsets = views[0]
@@ -327,7 +348,25 @@ def match_relevance(
         phrase_empty=out["phrase_empty"],
         file_first_rank=out["file_first_rank"],
         phrase_in_run=out.get("phrase_in_run"),
+        file_unknown=file_unknown,
     )
+
+
+def _without_files_where_unknown(expected_files: Any, chunk_offsets: np.ndarray, file_nulls: np.ndarray) -> Tuple[pl.Series, np.ndarray]:
+    """``expected_files`` emptied for the cases that expect files and have a chunk without one, and that mask."""
+    if not isinstance(expected_files, pl.Series):
+        expected_files = pl.Series("expected_files", [list(v) if v is not None else [] for v in expected_files], dtype=pl.List(pl.String))
+    n = len(chunk_offsets) - 1
+    case = np.repeat(np.arange(n), np.diff(chunk_offsets))
+    has_null = np.bincount(case[file_nulls], minlength=n) > 0
+    expects = expected_files.list.len().fill_null(0).to_numpy() > 0
+    if len(expects) != n:
+        return expected_files, has_null  # match_relevance reports the length mismatch
+    unknown = has_null & expects
+    masked = pl.select(
+        pl.when(pl.lit(pl.Series(unknown))).then(pl.lit([], dtype=pl.List(pl.String))).otherwise(pl.lit(expected_files))
+    ).to_series().alias(expected_files.name)
+    return masked, unknown
 
 
 def phrases_in_texts(phrases: Any, texts: Any) -> np.ndarray:
