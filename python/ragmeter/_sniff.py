@@ -64,7 +64,7 @@ def deep_lines(raw: bytes, limit: int = MAX_DEPTH) -> List[int]:
 
 
 def too_deep_message(limit: int = MAX_DEPTH) -> str:
-    return f"JSON nested deeper than {limit} levels (not a golden or run record)"
+    return f"JSON nested deeper than {limit} levels"
 
 
 # ---------------------------------------------------------------------------
