@@ -266,24 +266,23 @@ def _is_parquet(path: Path, raw: Optional[bytes] = None) -> bool:
         return False  # reported when the file is read
 
 
-def _utf8_payload(path: Path, raw: bytes, what: str) -> bytes:
-    """The file as UTF-8 bytes (BOM dropped, UTF-16 transcoded); one-line InputError for empty or binary files."""
-    data = _sniff.to_utf8(path, raw, what)
-    if not data.strip():
+def _utf8_payload(path: Path, raw: bytes, what: str) -> Tuple[bytes, str]:
+    """The file as UTF-8 bytes (BOM dropped, UTF-16 transcoded) and as text; one-line InputError for empty or binary files."""
+    data, text = _sniff.to_utf8(path, raw, what)
+    if not data or data.isspace():
         raise InputError(f"{path}: is empty; {what} are JSON Lines (one object per line), {_sniff.FORMATS_HINT}")
-    return data
+    return data, text
 
 
 Record = Tuple[str, Optional[int], Dict[str, Any]]
 
 
-def _file_records(path: Path, data: bytes, problems: _Problems, what: str) -> List[Record]:
+def _file_records(path: Path, text: str, problems: _Problems, what: str) -> List[Record]:
     """``(where, line, record)`` for each JSON object of a JSON Lines file (or a whole-file JSON array).
 
     Problems are collected per line; a file whose lines are mostly not JSON
     gets one diagnosis of its shape instead (CSV, TSV, YAML, pretty-printed JSON).
     """
-    text = data.decode("utf-8")
     items = _sniff.json_array_items(path, text)
     if items is not None:
         return _objects(((f"{path}:{line}", line, item) for line, item in items), problems)
@@ -382,7 +381,7 @@ def _records(source: Any, name: str, problems: _Problems, what: str) -> List[Rec
     raw = _read_bytes(path)
     if _is_parquet(path, raw):
         return _parquet_records(path, problems)
-    return _file_records(path, _utf8_payload(path, raw, what), problems, what)
+    return _file_records(path, _utf8_payload(path, raw, what)[1], problems, what)
 
 
 # ---------------------------------------------------------------------------
@@ -616,6 +615,8 @@ def _golden_frame(rows: Dict[str, List[Any]]) -> pl.DataFrame:
 _PY_WHITESPACE = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
 #: Line breaks of ``str.splitlines`` other than LF (UTF-8): files with any take the per-record path.
 _OTHER_LINE_BREAKS = (b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+#: A whole-file JSON array (read element by element on the per-record path).
+_STARTS_AS_ARRAY = re.compile(rb"\s*\[")
 #: A line that may be blank or a comment starts with one of these (checked after each LF).
 _MAYBE_SKIPPED_LINE = (b"\n", b"#", b"/", b" ", b"\t")
 
@@ -635,7 +636,7 @@ def _golden_jsonl_columnar(raw: bytes) -> Optional[pl.DataFrame]:
     import pyarrow as pa
     import pyarrow.json as pj
 
-    if raw.lstrip()[:1] == b"[" or any(b in raw for b in _OTHER_LINE_BREAKS):
+    if _STARTS_AS_ARRAY.match(raw) or any(b in raw for b in _OTHER_LINE_BREAKS):
         return None
     if _sniff.deep_lines(raw):
         return None  # pyarrow's reader would overflow the stack on them
@@ -743,11 +744,11 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
         if _is_parquet(path, raw):
             records = _parquet_records(path, problems)
         else:
-            data = _utf8_payload(path, raw, "golden sets")
+            data, text = _utf8_payload(path, raw, "golden sets")
             columnar = _golden_jsonl_columnar(data)
             if columnar is not None:
                 return columnar
-            records = _file_records(path, data, problems, "golden sets")
+            records = _file_records(path, text, problems, "golden sets")
     else:
         records = _memory_records(source, name, problems)
     from_lines = _ids_from_lines(records, label)
