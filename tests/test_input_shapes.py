@@ -84,6 +84,11 @@ def test_json_array_run_is_read_like_its_json_lines(tmp_path: Path, native: Dict
     # Problems in an array name the line where the element starts.
     (tmp_path / "bad.json").write_text('[\n  {"id": "fact-01-frontend-stack", "retrieved": []},\n  {"retrieved": []}\n]\n')
     assert fails_with(EX / "golden.jsonl", "bad.json", tmp_path) == "bad.json:3: missing 'id'"
+    # A cut-off array is one line at the break, not an error per line.
+    (tmp_path / "cut.json").write_text(json.dumps(RUN[:3], indent=2)[:-40], encoding="utf-8")
+    line = json.dumps(RUN[:3], indent=2)[:-40].count("\n") + 1
+    message = fails_with(EX / "golden.jsonl", "cut.json", tmp_path)
+    assert message.startswith(f"cut.json:{line}: invalid JSON in the array: "), message
 
 
 def test_parquet_golden_set_scores_like_its_json_lines(tmp_path: Path, native: Dict[str, Any]) -> None:

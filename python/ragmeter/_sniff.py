@@ -139,14 +139,17 @@ def to_utf8(path: Path, raw: bytes, what: str) -> Tuple[bytes, str]:
 def json_array_items(path: Path, text: str) -> Optional[Iterator[Tuple[int, Any]]]:
     """``(line, item)`` for each element when the whole file is one JSON array, else None.
 
-    The line is where the element starts, so problems can still name it.
+    The line is where the element starts, so problems can still name it. An
+    element nested deeper than :data:`MAX_DEPTH` is an InputError naming its
+    line (``json`` raises RecursionError rather than crashing, and the depth of
+    each element is checked by the count-then-scan of :func:`depth_exceeded_at`).
+    A file that opens a pretty-printed array (``[`` alone on line 1) and does
+    not parse is an InputError at the first bad line, not one per line.
     """
     start = _skip_space(text, 0)
     if text[start : start + 1] != "[":
         return None
-    where = depth_exceeded_at(text, MAX_DEPTH + 1)  # the array itself is one level
-    if where is not None:
-        raise InputError(f"{path}:{text.count(chr(10), 0, where) + 1}: {too_deep_message()}")
+    pretty = text[start + 1 : text.find("\n", start) if "\n" in text else len(text)].strip() == ""
     decoder = json.JSONDecoder()
     items: List[Tuple[int, Any]] = []
     i = _skip_space(text, start + 1)
@@ -154,12 +157,19 @@ def json_array_items(path: Path, text: str) -> Optional[Iterator[Tuple[int, Any]
     if text[i : i + 1] == "]":
         return iter(items) if not text[_skip_space(text, i + 1):].strip() else None
     while True:
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except (json.JSONDecodeError, RecursionError):
-            return None
         line += text.count("\n", counted, i)
         counted = i
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except RecursionError:
+            raise InputError(f"{path}:{line}: {too_deep_message()}") from None
+        except json.JSONDecodeError as exc:
+            if pretty:
+                raise InputError(f"{path}:{exc.lineno}: invalid JSON in the array: {exc.msg} (column {exc.colno})") from None
+            return None
+        deep_at = depth_exceeded_at(text[i:end]) if isinstance(value, (list, dict)) else None
+        if deep_at is not None:
+            raise InputError(f"{path}:{line + text.count(chr(10), i, i + deep_at)}: {too_deep_message()}")
         items.append((line, value))
         i = _skip_space(text, end)
         if text[i : i + 1] == ",":
@@ -167,6 +177,8 @@ def json_array_items(path: Path, text: str) -> Optional[Iterator[Tuple[int, Any]
             continue
         if text[i : i + 1] == "]" and not text[i + 1 :].strip():
             return iter(items)
+        if pretty:
+            raise InputError(f"{path}:{line + text.count(chr(10), counted, i)}: invalid JSON in the array: expected ',' or ']'")
         return None
 
 
@@ -190,8 +202,6 @@ def spread_object_diagnosis(path: Path, text: str, what: str) -> Optional[str]:
     except (json.JSONDecodeError, RecursionError):
         pass
     stripped = text.strip()
-    if depth_exceeded_at(stripped) is not None:
-        return None
     decoder = json.JSONDecoder()
     objects: List[Any] = []
     i = 0

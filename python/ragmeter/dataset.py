@@ -547,7 +547,7 @@ def default_category(case_id: str) -> str:
 
 
 _GOLDEN_FAST_STR = ("reference_answer", "category", "source")
-_ALIASES_OF_ID_AND_QUESTION = (*_ID_NAMES[1:], *_QUESTION_NAMES[1:], "id_from_line")
+_ALIASES_OF_ID_AND_QUESTION = (*_ID_NAMES[1:], *_QUESTION_NAMES[1:])
 
 
 def _fast_golden(rec: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
