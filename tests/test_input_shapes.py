@@ -180,6 +180,13 @@ def test_repeated_problems_are_grouped_with_their_first_lines(tmp_path: Path) ->
         "  mixed.jsonl: 2 lines: invalid JSON: Expecting property name enclosed in double quotes (lines 21, 22)",
         "  mixed.jsonl:23: 'tags' must be a list of strings, got a string",
     ]
+    # The same problem at different positions of each line is still one kind.
+    write_jsonl(tmp_path / "run.jsonl", [{"id": r["id"], "retrieved": [{"file": "a.md"}, {"file": "b.md"}]} for r in RUN[:6]])
+    assert fails_with(EX / "golden.jsonl", "run.jsonl", tmp_path) == (
+        "run.jsonl: 12 times on 6 lines: retrieved[*]: missing 'text' (lines 1, 2, 3, 4, 5, ...)")
+    write_jsonl(tmp_path / "one.jsonl", [{"id": RUN[0]["id"], "retrieved": [{"file": "a.md"}, {"file": "b.md"}]}])
+    proc = score(EX / "golden.jsonl", "one.jsonl", tmp_path)
+    assert proc.stderr.splitlines()[1:] == ["  one.jsonl:1: retrieved[0]: missing 'text'", "  one.jsonl:1: retrieved[1]: missing 'text'"]
 
 
 def _renamed(rows: List[Dict[str, Any]], names: Dict[str, str]) -> List[Dict[str, Any]]:

@@ -180,14 +180,13 @@ class _Problems:
                 entries.append((-1.0, f"{where}: {message}"))
                 continue
             base, unit, number = place
-            key = _COLUMN_DETAIL.sub("", message)
+            key = _ITEM_INDEX.sub("[*]", _COLUMN_DETAIL.sub("", message))
             groups.setdefault((base, unit, key), []).append((number, where, message))
         for (base, unit, key), members in groups.items():
-            if len(members) == 1:
-                number, where, message = members[0]
-                entries.append((float(number), f"{where}: {message}"))
-                continue
             numbers = sorted({m[0] for m in members})
+            if len(numbers) == 1:  # one line: its problems as they are
+                entries += [(float(number), f"{where}: {message}") for number, where, message in members]
+                continue
             shown = ", ".join(str(x) for x in numbers[:_GROUP_SHOWN]) + (", ..." if len(numbers) > _GROUP_SHOWN else "")
             count = f"{len(numbers)} {unit}s" if len(numbers) == len(members) else f"{len(members)} times on {len(numbers)} {unit}s"
             entries.append((float(numbers[0]), f"{base}: {count}: {key} ({unit}s {shown})"))
@@ -197,7 +196,9 @@ class _Problems:
 
 #: Line numbers named in a group of equal problems.
 _GROUP_SHOWN = 5
+# Details that differ between lines with the same problem: ignored when grouping.
 _COLUMN_DETAIL = re.compile(r" \(column \d+\)$")
+_ITEM_INDEX = re.compile(r"\[\d+\]")
 _WHERE = re.compile(r"^(?P<base>.*?)(?::(?P<line>\d+)|: row (?P<row>\d+)|\[(?P<index>\d+)\])$")
 
 
@@ -374,14 +375,11 @@ def _memory_records(source: Any, name: str, problems: _Problems) -> List[Record]
 
 
 def _records(source: Any, name: str, problems: _Problems, what: str) -> List[Record]:
-    """The records of a golden or run source (path: JSON Lines, JSON array or Parquet; or in memory)."""
+    """The records of an in-memory source or a JSON Lines (or JSON array) file."""
     if not _is_path(source):
         return _memory_records(source, name, problems)
     path = Path(source)
-    raw = _read_bytes(path)
-    if _is_parquet(path, raw):
-        return _parquet_records(path, problems)
-    return _file_records(path, _utf8_payload(path, raw, what)[1], problems, what)
+    return _file_records(path, _utf8_payload(path, _read_bytes(path), what)[1], problems, what)
 
 
 # ---------------------------------------------------------------------------
