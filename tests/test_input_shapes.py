@@ -226,12 +226,15 @@ def test_items_without_a_file_leave_file_metrics_unscored(tmp_path: Path) -> Non
         {"id": "b-1", "question": "q", "expectedFileNames": ["b.md"]},  # files only: undecidable without files
         {"id": "c-1", "question": "q", "expectedFileNames": ["c.md"], "expectedEvidence": ["gamma"]},
         {"id": "d-1", "question": "q", "expectedEvidence": ["delta"]},  # no files expected: unaffected
+        {"id": "e-1", "question": "q", "expectedFileNames": ["e.md"], "expectedEvidence": ["eps"]},  # mixed
     ]
     run = [
         {"id": "a-1", "retrieved": ["nothing", "alpha is here"]},
         {"id": "b-1", "retrieved": [{"text": "beta"}]},
         {"id": "c-1", "retrieved": [{"file": "c.md", "text": "gamma"}]},
         {"id": "d-1", "retrieved": ["delta"]},
+        # A chunk that has a file keeps the file rule; the one without is judged on evidence alone.
+        {"id": "e-1", "retrieved": [{"file": "x.md", "text": "eps"}, {"text": "eps again"}]},
     ]
     write_jsonl(tmp_path / "g.jsonl", golden)
     write_jsonl(tmp_path / "r.jsonl", run)
@@ -239,20 +242,20 @@ def test_items_without_a_file_leave_file_metrics_unscored(tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
     overall = s["overall"]
-    assert overall["file_hit_rate"] == {"value": 1.0, "n_scored": 1, "n_total": 4}  # only c-1 can say
-    assert overall["hit_rate"] == {"value": 1.0, "n_scored": 3, "n_total": 4}  # b-1 cannot be decided
-    assert s["n_labeled"] == 4 and s["cases_without_file"] == 2
-    assert any(w.startswith("2 case(s) expecting files have retrieved items without a file") and w.endswith(": a-1, b-1")
+    assert overall["file_hit_rate"] == {"value": 1.0, "n_scored": 1, "n_total": 5}  # only c-1 can say
+    assert overall["hit_rate"] == {"value": 1.0, "n_scored": 4, "n_total": 5}  # b-1 cannot be decided
+    assert s["n_labeled"] == 5 and s["cases_without_file"] == 3
+    assert any(w.startswith("3 case(s) expecting files have retrieved items without a file") and w.endswith(": a-1, b-1, e-1")
                for w in s["warnings"])
     cases = pl.read_parquet(tmp_path / "out" / "cases.parquet").sort("id")
-    assert cases["file_hit"].to_list() == [None, None, True, None]
-    assert cases["hit"].to_list() == [True, None, True, True]
-    assert cases["first_relevant_rank"].to_list() == [2, None, 1, 1]
-    assert cases["labeled"].to_list() == [True, True, True, True]
+    assert cases["file_hit"].to_list() == [None, None, True, None, None]
+    assert cases["hit"].to_list() == [True, None, True, True, True]
+    assert cases["first_relevant_rank"].to_list() == [2, None, 1, 1, 2]
+    assert cases["labeled"].to_list() == [True] * 5
     chunks = pl.read_parquet(tmp_path / "out" / "chunks.parquet")
-    assert chunks["file"].to_list() == [None, None, None, "c.md", None]
-    assert chunks["file_match"].to_list() == [None, None, None, True, True]
-    assert chunks["relevant"].to_list() == [False, True, False, True, True]
+    assert chunks["file"].to_list() == [None, None, None, "c.md", None, "x.md", None]
+    assert chunks["file_match"].to_list() == [None, None, None, True, True, False, None]
+    assert chunks["relevant"].to_list() == [False, True, False, True, True, False, True]
 
 
 # ---------------------------------------------------------------------------

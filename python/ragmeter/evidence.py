@@ -180,9 +180,11 @@ class EvidenceMatch:
     phrase_empty: np.ndarray  # bool, per phrase
     file_first_rank: np.ndarray  # uint32, per expected file, 0 = never
     phrase_in_run: Optional[np.ndarray] = None  # bool, per phrase: in some chunk of any case (run_wide only)
-    # bool, per case: expects files but some retrieved chunk has no file (null), so it was
-    # matched on evidence alone and its file-level results are unknown; None when every chunk has a file.
+    # bool, per case: expects files but some retrieved chunk has no file (null), matched on evidence
+    # alone, so the case's file-level results are unknown; None when every chunk has a file.
     file_unknown: Optional[np.ndarray] = None
+    # bool, per chunk: had no file and was given a placeholder (its file_match is unknown).
+    file_placeholder: Optional[np.ndarray] = None
 
     @property
     def n_cases(self) -> int:
@@ -223,14 +225,12 @@ class EvidenceMatch:
 
     @property
     def files(self) -> pl.DataFrame:
-        """Per (case, expected file): ``case``, ``file_index``, ``first_rank``."""
-        return pl.DataFrame(
-            {
-                "case": self._case_index(self.file_offsets),
-                "file_index": self._rank_index(self.file_offsets),
-                "first_rank": self.file_first_rank,
-            }
-        )
+        """Per (case, expected file): ``case``, ``file_index``, ``first_rank`` (null where files are unknown)."""
+        case = self._case_index(self.file_offsets)
+        first_rank = pl.Series("first_rank", self.file_first_rank)
+        if self.file_unknown is not None:
+            first_rank = first_rank.set(pl.Series(self.file_unknown[case]), None)
+        return pl.DataFrame({"case": case, "file_index": self._rank_index(self.file_offsets), "first_rank": first_rank})
 
     def relevance_lists(self, name: str = "relevant") -> pl.Series:
         """Per case, the relevance of its chunks in rank order (list[bool])."""
@@ -253,14 +253,19 @@ class EvidenceMatch:
         return pl.Series("evidence_recall", share, nan_to_null=True)
 
     def file_hit(self, k: int) -> pl.Series:
-        """Per case: some expected file appears in the top k (null when no file is expected)."""
+        """Per case: some expected file appears in the top k (null when no file is expected or files are unknown)."""
         share = self._per_case_share(self._files_in_top(k), self.file_offsets, np.ones(len(self.file_first_rank), bool))
-        return _masked_bool("file_hit", share > 0, np.isnan(share))
+        return _masked_bool("file_hit", share > 0, self._file_level_unknown(share))
 
     def all_files_hit(self, k: int) -> pl.Series:
-        """Per case: every expected file appears in the top k (null when no file is expected)."""
+        """Per case: every expected file appears in the top k (null when no file is expected or files are unknown)."""
         share = self._per_case_share(self._files_in_top(k), self.file_offsets, np.ones(len(self.file_first_rank), bool))
-        return _masked_bool("all_files_hit", share == 1.0, np.isnan(share))
+        return _masked_bool("all_files_hit", share == 1.0, self._file_level_unknown(share))
+
+    def _file_level_unknown(self, share: np.ndarray) -> np.ndarray:
+        """No expected file, or a chunk without a file (placeholder ranks say nothing about files)."""
+        unknown = np.isnan(share)
+        return unknown | self.file_unknown if self.file_unknown is not None else unknown
 
     def _files_in_top(self, k: int) -> np.ndarray:
         ranks = self.file_first_rank.astype(np.int64)
@@ -306,18 +311,18 @@ def match_relevance(
     :func:`phrases_in_texts` answers over all chunk texts), decided in the
     same pass, with each chunk text normalised once.
 
-    A null chunk file means the retriever gave none. A case expecting files
-    with such a chunk is matched on its evidence phrases alone (its expected
-    files are not passed to the matcher, so every chunk passes the file test),
-    and is marked in ``file_unknown``: its file-level results (``file_hit``,
-    ``all_files_hit``, each chunk's ``file_match``) are unknown, not a miss.
-    A case with expected files, no phrase and such a chunk cannot be decided:
-    it comes back unlabelled.
+    A null chunk file means the retriever gave none. Such a chunk of a case
+    that expects files is matched on evidence alone: the Rust matcher gets the
+    case's first expected file in its place (so it passes the file test; chunks
+    that have a file keep the file rule), and the case is marked in
+    ``file_unknown``. Its file-level results (``file_hit``, ``all_files_hit``,
+    ``files``; the placeholder chunks' ``file_match``) are then unknown, not a
+    miss or a hit. A case that expects files but has no evidence phrase cannot
+    be decided from such a chunk: it comes back unlabelled, nothing relevant.
     """
+    if not isinstance(expected_files, pl.Series):
+        expected_files = pl.Series("expected_files", [list(v) if v is not None else [] for v in expected_files], dtype=pl.List(pl.String))
     chunk_offsets, cfiles, file_nulls = _list_column_with_nulls(chunk_files, "chunk_files")
-    file_unknown = None
-    if file_nulls is not None:
-        expected_files, file_unknown = _without_files_where_unknown(expected_files, chunk_offsets, file_nulls)
     file_offsets, files = _list_column(expected_files, "expected_files")
     phrase_offsets, phrases = _list_column(expected_evidence, "expected_evidence")
     views = _view_list_column(chunk_texts)
@@ -331,11 +336,15 @@ def match_relevance(
     if not np.array_equal(chunk_offsets, text_offsets):
         bad = int(np.flatnonzero(np.diff(chunk_offsets) != np.diff(text_offsets))[0])
         raise ValueError(f"match_relevance: case {bad} has a different number of chunk files and chunk texts")
+    placeholders = None
+    if file_nulls is not None:
+        placeholders = _placeholder_files(expected_files, chunk_offsets, cfiles, file_nulls)
+        cfiles = placeholders[0]
     if views is not None:
         out = _core.evidence_match_views(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, views[1], views[2], run_wide=run_wide)
     else:
         out = _core.evidence_match(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, texts, run_wide=run_wide)
-    return EvidenceMatch(
+    match = EvidenceMatch(
         labeled=out["labeled"],
         chunk_offsets=chunk_offsets,
         phrase_offsets=phrase_offsets,
@@ -348,25 +357,46 @@ def match_relevance(
         phrase_empty=out["phrase_empty"],
         file_first_rank=out["file_first_rank"],
         phrase_in_run=out.get("phrase_in_run"),
-        file_unknown=file_unknown,
     )
+    if placeholders is not None:
+        _mark_unknown_files(match, placeholders[1], placeholders[2])
+    return match
 
 
-def _without_files_where_unknown(expected_files: Any, chunk_offsets: np.ndarray, file_nulls: np.ndarray) -> Tuple[pl.Series, np.ndarray]:
-    """``expected_files`` emptied for the cases that expect files and have a chunk without one, and that mask."""
-    if not isinstance(expected_files, pl.Series):
-        expected_files = pl.Series("expected_files", [list(v) if v is not None else [] for v in expected_files], dtype=pl.List(pl.String))
+def _placeholder_files(expected_files: pl.Series, chunk_offsets: np.ndarray, cfiles: StringColumn,
+                       file_nulls: np.ndarray) -> Tuple[StringColumn, np.ndarray, np.ndarray]:
+    """Chunk files with each null of a case expecting files replaced by that case's first expected file.
+
+    Returns the new column, which chunks got a placeholder, and which cases have one.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     n = len(chunk_offsets) - 1
     case = np.repeat(np.arange(n), np.diff(chunk_offsets))
-    has_null = np.bincount(case[file_nulls], minlength=n) > 0
-    expects = expected_files.list.len().fill_null(0).to_numpy() > 0
-    if len(expects) != n:
-        return expected_files, has_null  # match_relevance reports the length mismatch
-    unknown = has_null & expects
-    masked = pl.select(
-        pl.when(pl.lit(pl.Series(unknown))).then(pl.lit([], dtype=pl.List(pl.String))).otherwise(pl.lit(expected_files))
-    ).to_series().alias(expected_files.name)
-    return masked, unknown
+    first = expected_files.list.first().cast(pl.String).to_arrow()
+    if isinstance(first, pa.ChunkedArray):
+        first = first.combine_chunks()
+    first = first.cast(pa.large_string())
+    placeholder = first.take(pa.array(case))
+    replaced = file_nulls & placeholder.is_valid().to_numpy(zero_copy_only=False)
+    offsets, data = cfiles
+    current = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+    filled = pc.if_else(pa.array(replaced), placeholder, current)
+    unknown = np.bincount(case[replaced], minlength=n) > 0
+    return string_column(filled), replaced, unknown
+
+
+def _mark_unknown_files(match: EvidenceMatch, replaced: np.ndarray, unknown: np.ndarray) -> None:
+    """Record the cases matched with placeholder files; those without an evidence phrase are undecided."""
+    phrase_case = match._case_index(match.phrase_offsets)
+    has_phrase = np.bincount(phrase_case[~match.phrase_empty.astype(bool)], minlength=match.n_cases) > 0
+    undecided = unknown & ~has_phrase
+    if undecided.any():
+        match.labeled = match.labeled & ~undecided
+        match.relevant = match.relevant & ~undecided[match._case_index(match.chunk_offsets)]
+    match.file_unknown = unknown
+    match.file_placeholder = replaced
 
 
 def phrases_in_texts(phrases: Any, texts: Any) -> np.ndarray:

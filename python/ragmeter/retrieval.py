@@ -194,8 +194,8 @@ def _chunk_table(joined: pl.DataFrame, match: Any) -> pl.DataFrame:
     flat = _flat_chunks(joined)
     base = pl.DataFrame({"id": joined["id"].gather(case_ids), "rank": ranks.astype(np.int64)})
     file_match = pl.Series("file_match", match.file_match.astype(bool))
-    if match.file_unknown is not None:
-        file_match = file_match.set(pl.Series(np.asarray(match.file_unknown)[case_ids]), None)
+    if match.file_placeholder is not None:  # a chunk without a file: unknown, not a match
+        file_match = file_match.set(pl.Series(match.file_placeholder), None)
     return pl.concat([base, flat, pl.DataFrame([pl.Series("relevant", match.relevant.astype(bool)), file_match])], how="horizontal")
 
 
