@@ -324,3 +324,17 @@ def test_golden_fast_path_equals_validating_path(tmp_path):
     for line in range(2, 8):
         assert f"bad.jsonl:{line}:" in msg
     assert "duplicate id 'a-1'" in msg
+
+
+def test_golden_fingerprint_is_about_the_cases_not_the_file(tmp_path):
+    from ragmeter.dataset import golden_fingerprint
+
+    cases = [r for r in GOOD_GOLDEN if isinstance(r, dict)]
+    plain = golden_fingerprint(load_golden(write(tmp_path / "plain.jsonl", cases)))
+    commented = golden_fingerprint(load_golden(write(tmp_path / "commented.jsonl", GOOD_GOLDEN)))
+    reordered = golden_fingerprint(load_golden(write(tmp_path / "reordered.jsonl", cases[::-1])))
+    ragas = [{("user_input" if k == "question" else "reference" if k == "referenceAnswer" else k): v for k, v in c.items()} for c in cases]
+    renamed = golden_fingerprint(load_golden(write(tmp_path / "ragas.jsonl", ragas)))
+    assert plain == commented == reordered == renamed
+    relabelled = [dict(cases[0], expectedEvidence=["React 19"]), *cases[1:]]
+    assert golden_fingerprint(load_golden(write(tmp_path / "relabelled.jsonl", relabelled))) != plain

@@ -56,6 +56,7 @@ __all__ = [
     "RETRIEVED_DTYPE",
     "MAX_REPORTED",
     "FIELD_NAMES",
+    "golden_fingerprint",
 ]
 
 #: At most this many problems are listed in one error message.
@@ -801,6 +802,27 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     return _golden_frame(rows)
 
 
+#: What makes two golden sets the same set of cases (not the file's bytes, comments or field spellings).
+_FINGERPRINT_COLUMNS = ("id", "question", "expected_files", "expected_evidence", "reference_answer", "category")
+
+
+def golden_fingerprint(golden: pl.DataFrame) -> str:
+    """SHA-256 of a loaded golden set's cases (ids, questions, labels, reference answers, categories), in id order.
+
+    Equal for the same cases however the file is written (comment lines,
+    blank lines, field spellings, line order, JSON Lines or Parquet), so two
+    runs can be compared on their cases rather than on the golden file's bytes.
+    """
+    import hashlib
+
+    rows = golden.select(_FINGERPRINT_COLUMNS).sort("id").rows()
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
 # ---------------------------------------------------------------------------
 # Run
 # ---------------------------------------------------------------------------
@@ -983,7 +1005,7 @@ def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
                 pl.element().alias("text"), pl.lit(None, dtype=pl.Float64).alias("score"),
             )))
             dtype = df.schema["retrieved"]
-            inner = dtype.inner  # type: ignore[union-attr]
+            inner = dtype.inner if isinstance(dtype, pl.List) else None
         if not isinstance(inner, pl.Struct):
             problems.add(where, f"column 'retrieved' has type {dtype}, expected list of struct{{file, chunk_id, text, score}}")
         else:
