@@ -235,11 +235,13 @@ _YAML_LINE = re.compile(r"^(?:-\s|[A-Za-z_][\w .-]*:\s|---\s*$)")
 
 
 def text_shape_diagnosis(path: Path, first_line: str, what: str) -> Optional[str]:
-    """What a text file whose lines are mostly not JSON looks like (CSV, TSV, YAML, XML), or None."""
+    """What a text file whose lines are mostly not JSON looks like (CSV, TSV, a Markdown table, YAML, XML), or None."""
     line = first_line.strip()
     if line[:1] in ("{", "["):
         return None
     jsonl = f"{what} are JSON Lines (one object per line), {FORMATS_HINT}"
+    if line.startswith("|"):
+        return f"{path}: looks like a Markdown table; {jsonl}"
     if "\t" in line:
         return f"{path}: looks like TSV (first line: {_clip(line)}); {jsonl}"
     if "," in line or ";" in line:

@@ -465,7 +465,8 @@ def _ids_from_lines(records: List[Record], label: str) -> bool:
         return False
     first, second = (_line_id(w, n) for w, n, _r in (records + records)[:2])
     more = f", {second}, ..." if len(records) > 1 else ""
-    _note(f"{label}: no ids; each case is named by its line number ({first}{more}), "
+    unit = "line" if records[0][1] is not None else "row"
+    _note(f"{label}: no ids; each case is named by its {unit} number ({first}{more}), "
           f"which joins it only to a file that has no ids either")
     return True
 
@@ -727,13 +728,16 @@ def _golden_jsonl_columnar(raw: bytes) -> Optional[pl.DataFrame]:
 
 
 def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
-    """Load a golden set from a JSONL path, a list of dicts or a Polars/pandas DataFrame.
+    """Load a golden set from a path (JSON Lines, a JSON array or Parquet), a list of dicts or a Polars/pandas DataFrame.
 
     Returns one row per case with columns ``id``, ``question``,
     ``expected_files`` (list[str]), ``expected_evidence`` (list[str]),
     ``reference_answer``, ``category``, ``source``, ``tags`` (list[str]),
-    ``labeled`` (has expected files or evidence) and ``line`` (source line,
-    null for in-memory input). Raises :class:`InputError` listing every problem.
+    ``labeled`` (has expected files or evidence), ``line`` (source line or
+    Parquet row, null for in-memory input) and ``id_from_line`` (the file had
+    no ids: they are ``line-N``, and its category defaults to
+    ``uncategorised``). Raises :class:`InputError` listing every problem, or
+    one line when the whole file is in the wrong shape.
     """
     label = _label(source, name)
     problems = _Problems(label)
@@ -1083,15 +1087,16 @@ def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
 
 
 def load_run(source: Source, *, name: str = "run") -> pl.DataFrame:
-    """Load a retrieval run from a JSONL or Parquet path, a list of dicts or a DataFrame.
+    """Load a retrieval run from a path (JSON Lines, a JSON array or Parquet), a list of dicts or a DataFrame.
 
     Returns one row per case with columns ``id``, ``retrieved``
-    (list[struct{file, chunk_id, text, score}], in rank order), ``contexts``
-    (list[str], defaults to the retrieved texts), ``answer``,
-    ``retrieval_mode``, ``latency_ms``, ``prompt_tokens``,
-    ``completion_tokens``, ``cost`` and ``line`` (JSONL line, Parquet row
-    number, null for in-memory input). A Parquet file is validated column by
-    column. Raises :class:`InputError` listing every problem.
+    (list[struct{file, chunk_id, text, score}], in rank order; ``file`` null
+    when the retriever gave none), ``contexts`` (list[str], defaults to the
+    retrieved texts), ``answer``, ``retrieval_mode``, ``latency_ms``,
+    ``prompt_tokens``, ``completion_tokens``, ``cost``, ``line`` (JSONL line,
+    Parquet row number, null for in-memory input) and ``id_from_line``. A
+    Parquet file is validated column by column. Raises :class:`InputError`
+    listing every problem.
     """
     label = _label(source, name)
     problems = _Problems(label)
@@ -1126,7 +1131,8 @@ def _check_id_sources(golden: pl.DataFrame, run: pl.DataFrame, golden_source: st
             raise InputError(f"{run_source}: neither it nor {golden_source} has ids, and their cases are not on the same "
                              f"lines ({_span(run)} vs {_span(golden)}); files without ids join by line number only when "
                              f"the lines match: add ids to both")
-        _note(f"neither {golden_source} nor {run_source} has ids: their cases are joined by line number")
+        unit = "line" if str(golden["id"][0]).startswith("line-") else "row"
+        _note(f"neither {golden_source} nor {run_source} has ids: their cases are joined by {unit} number")
 
 
 def _span(frame: pl.DataFrame) -> str:
@@ -1135,7 +1141,7 @@ def _span(frame: pl.DataFrame) -> str:
 
 
 def check_run_against_golden(golden: pl.DataFrame, run: pl.DataFrame, *, run_source: str = "run",
-                             golden_source: str = "the golden set") -> List[str]:
+                             golden_source: str = "golden") -> List[str]:
     """Raise :class:`InputError` listing every run id absent from the golden set.
 
     ``run_source`` names the run in messages (``run.jsonl:12: id 'x' is not in

@@ -86,7 +86,7 @@ def _prepare(golden: Any, run: Any) -> tuple:
     g = load_golden(golden)
     r = load_run(run)
     run_name = str(run) if isinstance(run, (str,)) or hasattr(run, "__fspath__") else "run"
-    golden_name = str(golden) if isinstance(golden, (str,)) or hasattr(golden, "__fspath__") else "the golden set"
+    golden_name = str(golden) if isinstance(golden, (str,)) or hasattr(golden, "__fspath__") else "golden"
     missing = check_run_against_golden(g, r, run_source=run_name, golden_source=golden_name)
     joined = g.join(r.drop("line", "id_from_line", strict=False), on="id", how="left", coalesce=True)
     joined = joined.with_columns(
