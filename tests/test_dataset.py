@@ -338,3 +338,36 @@ def test_golden_fingerprint_is_about_the_cases_not_the_file(tmp_path):
     assert plain == commented == reordered == renamed
     relabelled = [dict(cases[0], expectedEvidence=["React 19"]), *cases[1:]]
     assert golden_fingerprint(load_golden(write(tmp_path / "relabelled.jsonl", relabelled))) != plain
+
+
+def test_in_memory_rows_without_ids_are_numbered_and_joined_only_with_each_other(capsys):
+    import ragmeter
+
+    golden = [{"user_input": "q1", "reference_contexts": ["alpha"]}, {"user_input": "q2", "reference_contexts": ["beta"]}]
+    run = [{"retrieved_contexts": ["alpha here", "x"], "response": "a"}, {"retrieved_contexts": ["nothing"]}]
+    g = load_golden(golden)
+    assert g["id"].to_list() == ["row-0", "row-1"] and g["id_from_line"].all()
+    assert g["category"].to_list() == ["uncategorised"] * 2
+    assert "golden: no ids; each case is named by its row number (row-0, row-1, ...)" in capsys.readouterr().err
+    result = ragmeter.score(golden, run)
+    assert result.summary["ids_from_line_numbers"] is True
+    assert result.cases["hit"].to_list() == [True, False]
+    assert "neither golden nor run has ids: their cases are joined by row number" in capsys.readouterr().err
+    with pytest.raises(InputError, match="run: has ids but golden has none"):
+        ragmeter.score(golden, [{"id": "row-0", "retrieved": []}])
+    # A frame from load_golden keeps its flag when passed back.
+    assert load_golden(g)["id_from_line"].all()
+
+
+@pytest.mark.parametrize("first_line, shape", [
+    ("id\tquestion", "looks like TSV (first line: id\tquestion)"),
+    ("- id: fact-1", "looks like YAML"),
+    ("| id | question |", "looks like a Markdown table"),
+    ("<cases>", "looks like XML or HTML"),
+])
+def test_text_files_in_other_shapes_get_one_line(tmp_path, first_line, shape):
+    path = tmp_path / "g.jsonl"
+    path.write_text(first_line + "\n" + "more text\n" * 3, encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_golden(path)
+    assert str(info.value) == f"{path}: {shape}; golden sets are JSON Lines (one object per line), see README#formats"
