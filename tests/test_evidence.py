@@ -374,3 +374,12 @@ def test_chunks_without_a_file_are_matched_on_evidence_alone():
     m = match_relevance(expected_files, evidence, [["a.md", "x.md"], ["b.md"], ["c.md", "c.md"], ["d.md"]], chunk_texts)
     assert m.file_unknown is None and m.file_placeholder is None
     assert m.file_hit(5).to_list() == [True, True, True, None]
+
+
+def test_a_batch_without_any_file_leaves_every_file_result_unknown():
+    # Case 1 retrieved nothing: with no file anywhere in the batch its file-level result is unknown too.
+    m = match_relevance([["a.md"], ["b.md"], []], [["alpha"], ["beta"], ["x"]], [[None], [], [None]], [["alpha"], [], ["x"]])
+    assert m.file_unknown.tolist() == [True, True, False]
+    assert m.file_hit(5).to_list() == [None, None, None]
+    assert m.relevant.tolist() == [True, True]
+    assert m.labeled.tolist() == [True, True, True]

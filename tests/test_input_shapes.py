@@ -256,6 +256,12 @@ def test_items_without_a_file_leave_file_metrics_unscored(tmp_path: Path) -> Non
     assert chunks["file"].to_list() == [None, None, None, "c.md", None, "x.md", None]
     assert chunks["file_match"].to_list() == [None, None, None, True, True, False, None]
     assert chunks["relevant"].to_list() == [False, True, False, True, True, False, True]
+    # A run with no file anywhere (plain strings): no file-level result at all, empty retrievals included.
+    write_jsonl(tmp_path / "texts.jsonl", [{"id": "a-1", "retrieved": ["alpha"]}, {"id": "c-1", "retrieved": []}])
+    s = summary("g.jsonl", "texts.jsonl", tmp_path)
+    assert s["overall"]["file_hit_rate"] == {"value": None, "n_scored": 0, "n_total": 5}
+    assert s["warnings"][0] == ("4 case(s) expecting files are in a run that gives no file for any retrieved item: "
+                                "matched on evidence alone, file-level metrics not scored for them: a-1, b-1, c-1, e-1")
 
 
 # ---------------------------------------------------------------------------

@@ -317,7 +317,8 @@ def match_relevance(
     that have a file keep the file rule), and the case is marked in
     ``file_unknown``. Its file-level results (``file_hit``, ``all_files_hit``,
     ``files``; the placeholder chunks' ``file_match``) are then unknown, not a
-    miss or a hit. A case that expects files but has no evidence phrase cannot
+    miss or a hit. When no chunk of the batch has a file, that holds for every
+    case expecting files, empty retrievals included. A case that expects files but has no evidence phrase cannot
     be decided from such a chunk: it comes back unlabelled, nothing relevant.
     """
     if not isinstance(expected_files, pl.Series):
@@ -383,7 +384,12 @@ def _placeholder_files(expected_files: pl.Series, chunk_offsets: np.ndarray, cfi
     offsets, data = cfiles
     current = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
     filled = pc.if_else(pa.array(replaced), placeholder, current)
-    unknown = np.bincount(case[replaced], minlength=n) > 0
+    if file_nulls.all():
+        # No chunk of the batch has a file (a retriever without files): file-level results are
+        # unknown for every case expecting files, an empty retrieval's included.
+        unknown = first.is_valid().to_numpy(zero_copy_only=False)
+    else:
+        unknown = np.bincount(case[replaced], minlength=n) > 0
     return string_column(filled), replaced, unknown
 
 
