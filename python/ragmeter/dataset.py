@@ -57,6 +57,7 @@ __all__ = [
     "MAX_REPORTED",
     "FIELD_NAMES",
     "golden_fingerprint",
+    "check_id_sources",
 ]
 
 #: At most this many problems are listed in one error message.
@@ -1117,8 +1118,14 @@ def _ids_made_from_lines(frame: pl.DataFrame) -> bool:
     return "id_from_line" in frame.columns and frame.height > 0 and bool(frame["id_from_line"].all())
 
 
-def _check_id_sources(golden: pl.DataFrame, run: pl.DataFrame, golden_source: str, run_source: str) -> None:
-    """Files join by line number only when neither has ids, and then only when their cases sit on the same lines."""
+def check_id_sources(golden: pl.DataFrame, run: pl.DataFrame, golden_source: str, run_source: str) -> None:
+    """Raise :class:`InputError` unless the two frames may be joined on ``id``.
+
+    Files join by line number (ids made from it, ``id_from_line``) only when
+    neither has ids, and then only when their cases sit on the same lines; a
+    note on stderr says they were. Any join of a golden set with a run on
+    ``id`` should call this first (:func:`check_run_against_golden` does).
+    """
     golden_lines, run_lines = _ids_made_from_lines(golden), _ids_made_from_lines(run)
     if golden_lines and not run_lines:
         raise InputError(f"{run_source}: has ids but {golden_source} has none, so they cannot be joined; "
@@ -1150,7 +1157,7 @@ def check_run_against_golden(golden: pl.DataFrame, run: pl.DataFrame, *, run_sou
     and warns about. When either file had no ids (``id_from_line``), both must
     lack them and hold the same lines.
     """
-    _check_id_sources(golden, run, golden_source, run_source)
+    check_id_sources(golden, run, golden_source, run_source)
     problems = _Problems(run_source)
     extra = run.filter(~pl.col("id").is_in(golden["id"].implode()))
     for case_id, line in zip(extra["id"].to_list(), extra["line"].to_list() if "line" in extra.columns else [None] * extra.height):
