@@ -112,6 +112,10 @@ def test_pretty_printed_and_wrapped_json_objects(tmp_path: Path) -> None:
     assert fails_with("set.json", EX / "run.jsonl", tmp_path) == (
         f"set.json: is one JSON object whose 'examples' holds {len(GOLDEN)} records; golden sets are JSON Lines "
         "(one object per line): jq -c '.examples[]' set.json > set.jsonl")
+    (tmp_path / "run.json").write_text(json.dumps({"results": RUN}), encoding="utf-8")  # the same on one line
+    assert fails_with(EX / "golden.jsonl", "run.json", tmp_path) == (
+        f"run.json: is one JSON object whose 'results' holds {len(RUN)} records; run files are JSON Lines "
+        "(one object per line): jq -c '.results[]' run.json > run.jsonl")
 
 
 def test_compressed_binary_and_empty_files(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ragmeter.errors import InputError
 
@@ -214,17 +214,27 @@ def spread_object_diagnosis(path: Path, text: str, what: str) -> Optional[str]:
         i = _skip_space(stripped, end)
     if not all(isinstance(o, dict) for o in objects):
         return None
-    out = f"{path.stem}.jsonl" if path.suffix != ".jsonl" else f"{path.stem}.lines.jsonl"
+    out = _jsonl_name(path)
     if len(objects) == 1:
-        lists = [k for k, v in objects[0].items() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
-        if lists:
-            key = lists[0]
-            return (f"{path}: is one JSON object whose {key!r} holds {len(objects[0][key])} records; {what} are JSON Lines "
-                    f"(one object per line): jq -c '.{key}[]' {path} > {out}")
-        return (f"{path}: is one JSON object spread over several lines; {what} are JSON Lines (one object per line): "
-                f"jq -c . {path} > {out}")
+        return wrapped_records_diagnosis(path, objects[0], what) or (
+            f"{path}: is one JSON object spread over several lines; {what} are JSON Lines (one object per line): "
+            f"jq -c . {path} > {out}")
     return (f"{path}: holds {len(objects)} JSON objects spread over several lines (pretty-printed); {what} are JSON Lines "
             f"(one object per line): jq -c . {path} > {out}")
+
+
+def wrapped_records_diagnosis(path: Path, obj: Dict[str, Any], what: str) -> Optional[str]:
+    """A diagnosis when ``obj`` (a file's only object) holds the records in a list under a key, else None."""
+    lists = [k for k, v in obj.items() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
+    if not lists:
+        return None
+    key = lists[0]
+    return (f"{path}: is one JSON object whose {key!r} holds {len(obj[key])} records; {what} are JSON Lines "
+            f"(one object per line): jq -c '.{key}[]' {path} > {_jsonl_name(path)}")
+
+
+def _jsonl_name(path: Path) -> str:
+    return f"{path.stem}.jsonl" if path.suffix != ".jsonl" else f"{path.stem}.lines.jsonl"
 
 
 # ---------------------------------------------------------------------------

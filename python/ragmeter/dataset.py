@@ -454,6 +454,15 @@ def _check_field_present(records: List[Record], field: str, names: Sequence[str]
     return False
 
 
+def _check_not_wrapped(records: List[Record], source: Any, names: Sequence[str], what: str) -> None:
+    """A file whose only record lacks the required field but holds a list of objects: one line saying so."""
+    if len(records) != 1 or not _is_path(source) or any(n in records[0][2] for n in names):
+        return
+    shape = _sniff.wrapped_records_diagnosis(Path(source), records[0][2], what)
+    if shape:
+        raise InputError(shape)
+
+
 def _ids_from_lines(records: List[Record], label: str) -> bool:
     """True when the records' ids are (or are to be) made from line numbers.
 
@@ -755,6 +764,7 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
             records = _file_records(path, text, problems, "golden sets")
     else:
         records = _memory_records(source, name, problems)
+    _check_not_wrapped(records, source, _QUESTION_NAMES, "golden sets")
     from_lines = _ids_from_lines(records, label)
     _check_field_present(records, "question", _QUESTION_NAMES, label)
 
@@ -1104,6 +1114,7 @@ def load_run(source: Source, *, name: str = "run") -> pl.DataFrame:
     if _is_path(source) and _is_parquet(Path(source)):
         return _run_from_parquet(Path(source), problems)
     records = _records(source, name, problems, "run files")
+    _check_not_wrapped(records, source, _RETRIEVED_NAMES, "run files")
     if records:
         _check_field_present(records, "retrieved", _RETRIEVED_NAMES, label)
     df, seen = _run_from_records(records, problems, _ids_from_lines(records, label))
