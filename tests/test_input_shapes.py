@@ -166,6 +166,12 @@ def test_misnamed_question_and_retrieved_are_one_line(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "run.jsonl", [{"id": r["id"], "chunks": r["retrieved"]} for r in RUN])
     assert fails_with(EX / "golden.jsonl", "run.jsonl", tmp_path) == (
         "run.jsonl: no 'retrieved' field; line 1 has 'chunks': accepted names are retrieved, retrieved_contexts, retrieval_context")
+    pl.DataFrame({"id": [r["id"] for r in RUN], "hits": [[c["text"] for c in r["retrieved"]] for r in RUN]}).write_parquet(tmp_path / "run.parquet")
+    assert fails_with(EX / "golden.jsonl", "run.parquet", tmp_path) == (
+        "run.parquet: no 'retrieved' field; row 1 has 'hits': accepted names are retrieved, retrieved_contexts, retrieval_context")
+    pl.DataFrame({"question_id": [g["id"] for g in GOLDEN], "question": [g["question"] for g in GOLDEN]}).write_parquet(tmp_path / "g.parquet")
+    assert fails_with("g.parquet", EX / "run.jsonl", tmp_path) == (
+        "g.parquet: no 'id' field; row 1 has 'question_id': accepted names are id, case_id, sample_id")
 
 
 def test_repeated_problems_are_grouped_with_their_first_lines(tmp_path: Path) -> None:
@@ -222,6 +228,9 @@ def test_ragas_and_deepeval_names_score_like_native_names(tmp_path: Path, tool: 
     write_jsonl(tmp_path / "texts.jsonl", _renamed(_texts_only(RUN, as_strings=True), RUN_NAMES[tool]))
     write_jsonl(tmp_path / "native_texts.jsonl", _texts_only(RUN, as_strings=False))
     assert scores(summary("golden.jsonl", "texts.jsonl", tmp_path)) == scores(summary(EX / "golden.jsonl", "native_texts.jsonl", tmp_path))
+    # The same run as Parquet (list-of-strings column, as the tools' to_parquet writes it).
+    pl.DataFrame(_renamed(_texts_only(RUN, as_strings=True), RUN_NAMES[tool])).write_parquet(tmp_path / "texts.parquet")
+    assert scores(summary("golden.jsonl", "texts.parquet", tmp_path)) == scores(summary("golden.jsonl", "texts.jsonl", tmp_path))
 
 
 def test_items_without_a_file_leave_file_metrics_unscored(tmp_path: Path) -> None:

@@ -1010,6 +1010,7 @@ def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
 
     retrieved_ok = False
     if "retrieved" not in schema:
+        _check_field_present([(f"{where}: row 1", 1, dict.fromkeys(schema))], "retrieved", _RETRIEVED_NAMES, where)
         problems.add(where, "missing column 'retrieved'")
     else:
         dtype = schema["retrieved"]
