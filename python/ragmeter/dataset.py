@@ -420,20 +420,19 @@ def _line_id(where: str, line: Optional[int]) -> str:
     return f"row-{place[2] if place else where}"
 
 
-#: Substrings of field names that suggest a misnamed required field.
+#: Field names that suggest a misnamed required field.
 _LOOKALIKES = {
-    "id": ("id", "uuid", "key"),
-    "question": ("question", "query", "prompt", "input", "ask"),
-    "retrieved": ("retriev", "context", "chunk", "doc", "passage", "result", "hits"),
+    # question_id, questionId, case-id, qid, uuid, key (not "paid" or "is_valid").
+    "id": re.compile(r"(?i:(?:^|[_\-\s])(?:id|uuid|key)$|^q?id$|^uuid$|^key$)|[a-z]I[dD]$"),
+    "question": re.compile(r"(?i)question|query|prompt|input|ask"),
+    "retrieved": re.compile(r"(?i)retriev|context|chunk|doc|passage|result|hits"),
 }
 
 
 def _lookalike(record: Dict[str, Any], field: str, names: Sequence[str]) -> Optional[str]:
     """The field of ``record`` most like a misnamed ``field`` (closest spelling first), or None."""
-    hints = _LOOKALIKES[field]
-    candidates = [k for k in record if isinstance(k, str) and k not in names and any(h in k.lower() for h in hints)]
-    if field == "id":
-        candidates = [k for k in candidates if k.lower().endswith(("id", "uuid", "key"))]
+    pattern = _LOOKALIKES[field]
+    candidates = [k for k in record if isinstance(k, str) and k not in names and pattern.search(k)]
     if not candidates:
         return None
     return max(candidates, key=lambda k: difflib.SequenceMatcher(None, field, k.lower()).ratio())
@@ -473,10 +472,9 @@ def _ids_from_lines(records: List[Record], label: str) -> bool:
         return True
     if _check_field_present(records, "id", _ID_NAMES, label):
         return False
-    first, second = (_line_id(w, n) for w, n, _r in (records + records)[:2])
-    more = f", {second}, ..." if len(records) > 1 else ""
+    examples = ", ".join(_line_id(where, line) for where, line, _rec in records[:2]) + (", ..." if len(records) > 2 else "")
     unit = "line" if records[0][1] is not None else "row"
-    _note(f"{label}: no ids; each case is named by its {unit} number ({first}{more}), "
+    _note(f"{label}: no ids; each case is named by its {unit} number ({examples}), "
           f"which joins it only to a file that has no ids either")
     return True
 
