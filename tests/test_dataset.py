@@ -348,7 +348,7 @@ def test_in_memory_rows_without_ids_are_numbered_and_joined_only_with_each_other
     g = load_golden(golden)
     assert g["id"].to_list() == ["row-0", "row-1"] and g["id_from_line"].all()
     assert g["category"].to_list() == ["uncategorised"] * 2
-    assert "golden: no ids; each case is named by its row number (row-0, row-1, ...)" in capsys.readouterr().err
+    assert "golden: no ids; each case is named by its row number (row-0, row-1), which" in capsys.readouterr().err
     result = ragmeter.score(golden, run)
     assert result.summary["ids_from_line_numbers"] is True
     assert result.cases["hit"].to_list() == [True, False]
