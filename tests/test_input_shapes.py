@@ -174,6 +174,20 @@ def test_misnamed_question_and_retrieved_are_one_line(tmp_path: Path) -> None:
         "g.parquet: no 'id' field; row 1 has 'question_id': accepted names are id, case_id, sample_id")
 
 
+def test_swapped_golden_and_run_are_one_line(tmp_path: Path) -> None:
+    assert fails_with(EX / "run.jsonl", EX / "golden.jsonl", tmp_path) == (
+        f"{EX / 'run.jsonl'}: no 'question' field, and line 1 has 'retrieved': this looks like a run "
+        "(--golden and --run swapped?)")
+    # The run loader on its own says the same of a golden set.
+    from ragmeter.dataset import load_run
+    from ragmeter.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        load_run(EX / "golden.jsonl")
+    assert str(info.value) == (f"{EX / 'golden.jsonl'}: no 'retrieved' field, and line 2 has 'question': this looks like "
+                               "a golden set (--golden and --run swapped?)")
+
+
 def test_repeated_problems_are_grouped_with_their_first_lines(tmp_path: Path) -> None:
     rows = [{"id": g["id"]} for g in GOLDEN[:50]] + [GOLDEN[50]]
     write_jsonl(tmp_path / "golden.jsonl", rows)

@@ -462,6 +462,17 @@ def _check_not_wrapped(records: List[Record], source: Any, names: Sequence[str],
         raise InputError(shape)
 
 
+def _check_not_swapped(records: List[Record], label: str, needed: Sequence[str], other: Sequence[str], looks_like: str) -> None:
+    """No record has the field this kind of file needs, and the first has the other kind's: one line saying so."""
+    if not records or any(any(rec.get(n) is not None for n in needed) for _w, _l, rec in records):
+        return
+    where, _line, first = records[0]
+    found = next((n for n in other if n in first), None)
+    if found is not None:
+        raise InputError(f"{label}: no {needed[0]!r} field, and {_place_words(where)} has {found!r}: this looks like "
+                         f"{looks_like} (--golden and --run swapped?)")
+
+
 def _ids_from_lines(records: List[Record], label: str) -> bool:
     """True when the records' ids are (or are to be) made from line numbers.
 
@@ -763,6 +774,7 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     else:
         records = _memory_records(source, name, problems)
     _check_not_wrapped(records, source, _QUESTION_NAMES, "golden sets")
+    _check_not_swapped(records, label, _QUESTION_NAMES, _RETRIEVED_NAMES, "a run")
     from_lines = _ids_from_lines(records, label)
     _check_field_present(records, "question", _QUESTION_NAMES, label)
 
@@ -1114,6 +1126,7 @@ def load_run(source: Source, *, name: str = "run") -> pl.DataFrame:
         return _run_from_parquet(Path(source), problems)
     records = _records(source, name, problems, "run files")
     _check_not_wrapped(records, source, _RETRIEVED_NAMES, "run files")
+    _check_not_swapped(records, label, _RETRIEVED_NAMES, (*_QUESTION_NAMES, *_GOLDEN_ALIASES["expected_evidence"][:2]), "a golden set")
     if records:
         _check_field_present(records, "retrieved", _RETRIEVED_NAMES, label)
     df, seen = _run_from_records(records, problems, _ids_from_lines(records, label))
