@@ -97,13 +97,32 @@ def test_golden_bad_input_lists_every_problem(tmp_path):
 
 
 def test_golden_problem_list_is_capped(tmp_path):
-    path = write(tmp_path / "many.jsonl", [{"question": f"q{i}"} for i in range(MAX_REPORTED + 7)])
+    # Each duplicate names its own id: distinct problems, listed up to the cap.
+    n = MAX_REPORTED + 7
+    path = write(tmp_path / "many.jsonl", [{"id": f"d{i // 2}", "question": "q"} for i in range(2 * n)])
     with pytest.raises(InputError) as info:
         load_golden(path)
     msg = str(info.value)
-    assert f"{MAX_REPORTED + 7} problems" in msg
+    assert msg.startswith(f"{n} problems in {path}:")
     assert "and 7 more" in msg
-    assert msg.count("missing 'id'") == MAX_REPORTED
+    assert msg.count("duplicate id") == MAX_REPORTED
+
+
+def test_equal_problems_are_grouped_with_their_first_lines(tmp_path):
+    rows = [{"id": f"a{i}", "question": 3} for i in range(51)] + [{"id": "b", "question": "q", "tags": "x"}]
+    path = write(tmp_path / "g.jsonl", rows)
+    with pytest.raises(InputError) as info:
+        load_golden(path)
+    assert str(info.value).splitlines() == [
+        f"52 problems in {path}:",
+        f"  {path}: 51 lines: 'question' must be a string, got a number (lines 1, 2, 3, 4, 5, ...)",
+        f"  {path}:52: 'tags' must be a list of strings, got a string",
+    ]
+    # One kind of problem on every line is a single line.
+    path = write(tmp_path / "h.jsonl", [{"id": f"a{i}", "question": "q", "tags": "x"} for i in range(3)])
+    with pytest.raises(InputError) as info:
+        load_golden(path)
+    assert str(info.value) == f"{path}: 3 lines: 'tags' must be a list of strings, got a string (lines 1, 2, 3)"
 
 
 def test_golden_in_memory_problems_name_the_row():
@@ -208,7 +227,6 @@ def test_run_bad_input_jsonl(tmp_path):
         f"{path}:4: retrieved[0].text must be a string, got a number",
         f"{path}:5: duplicate id 'a' (first at {path}:1)",
         f"{path}:6: invalid JSON",
-        f"{path}:7: retrieved[0]: missing 'file'",
         f"{path}:7: 'latency_ms' must be a number, got a string",
         f"{path}:8: 'retrieved[0].score' must be a number, got a string",
         f"{path}:9: missing 'retrieved'",
@@ -225,21 +243,26 @@ def test_run_bad_input_parquet_schema(tmp_path):
     assert f"{tmp_path / 'bad.parquet'}: column 'retrieved' has type String" in msg
     assert "column 'cost' has type String, expected a number" in msg
 
-    pl.DataFrame({"id": ["a", "b", "a", None], "retrieved": [[{"file": "x", "text": "t"}], [{"file": None, "text": "t"}], [], []]}).write_parquet(tmp_path / "rows.parquet")
+    pl.DataFrame({"id": ["a", "b", "a", None], "retrieved": [[{"file": "x", "text": "t"}], [{"file": "y", "text": None}], [], []]}).write_parquet(tmp_path / "rows.parquet")
     with pytest.raises(InputError) as info:
         load_run(tmp_path / "rows.parquet")
     msg = str(info.value)
     p = tmp_path / "rows.parquet"
-    assert f"{p}: row 2: a retrieved chunk has no 'file'" in msg
+    assert f"{p}: row 2: a retrieved chunk has no 'text'" in msg
     assert f"{p}: row 3: duplicate id 'a' (first at row 1)" in msg
     assert f"{p}: row 4: missing 'id'" in msg
 
     pl.DataFrame({"id": ["a"], "retrieved": [[{"file": "x", "text": 3}]]}).write_parquet(tmp_path / "field.parquet")
     with pytest.raises(InputError, match="field retrieved.text has type Int64"):
         load_run(tmp_path / "field.parquet")
+    # No id column: rows are numbered (and flagged), unless a column looks like a misnamed id.
     pl.DataFrame({"retrieved": [[{"file": "x", "text": "t"}]]}).write_parquet(tmp_path / "noid.parquet")
-    with pytest.raises(InputError, match="missing column 'id'"):
-        load_run(tmp_path / "noid.parquet")
+    numbered = load_run(tmp_path / "noid.parquet")
+    assert numbered["id"].to_list() == ["line-1"] and numbered["id_from_line"].to_list() == [True]
+    pl.DataFrame({"qid": ["a"], "retrieved": [[{"file": "x", "text": "t"}]]}).write_parquet(tmp_path / "qid.parquet")
+    with pytest.raises(InputError) as info:
+        load_run(tmp_path / "qid.parquet")
+    assert str(info.value) == f"{tmp_path / 'qid.parquet'}: no 'id' field; row 1 has 'qid': accepted names are id, case_id, sample_id"
 
 
 def test_check_run_against_golden(tmp_path):
@@ -277,7 +300,8 @@ def test_golden_fast_path_equals_validating_path(tmp_path):
     path = write(tmp_path / "g.jsonl", records)
     g = load_golden(path)
     assert g.schema == pl.Schema(GOLDEN_SCHEMA)
-    assert g.to_dicts() == [
+    assert g["id_from_line"].to_list() == [False] * 5
+    assert g.drop("id_from_line").to_dicts() == [
         {"id": "a-1", "question": "q", "expected_files": ["x.md"], "expected_evidence": ["e"], "reference_answer": "r",
          "category": "a", "source": None, "tags": [], "labeled": True, "line": 1},
         {"id": "b-2", "question": "q", "expected_files": ["y.md"], "expected_evidence": [" "], "reference_answer": None,
@@ -300,3 +324,50 @@ def test_golden_fast_path_equals_validating_path(tmp_path):
     for line in range(2, 8):
         assert f"bad.jsonl:{line}:" in msg
     assert "duplicate id 'a-1'" in msg
+
+
+def test_golden_fingerprint_is_about_the_cases_not_the_file(tmp_path):
+    from ragmeter.dataset import golden_fingerprint
+
+    cases = [r for r in GOOD_GOLDEN if isinstance(r, dict)]
+    plain = golden_fingerprint(load_golden(write(tmp_path / "plain.jsonl", cases)))
+    commented = golden_fingerprint(load_golden(write(tmp_path / "commented.jsonl", GOOD_GOLDEN)))
+    reordered = golden_fingerprint(load_golden(write(tmp_path / "reordered.jsonl", cases[::-1])))
+    ragas = [{("user_input" if k == "question" else "reference" if k == "referenceAnswer" else k): v for k, v in c.items()} for c in cases]
+    renamed = golden_fingerprint(load_golden(write(tmp_path / "ragas.jsonl", ragas)))
+    assert plain == commented == reordered == renamed
+    relabelled = [dict(cases[0], expectedEvidence=["React 19"]), *cases[1:]]
+    assert golden_fingerprint(load_golden(write(tmp_path / "relabelled.jsonl", relabelled))) != plain
+
+
+def test_in_memory_rows_without_ids_are_numbered_and_joined_only_with_each_other(capsys):
+    import ragmeter
+
+    golden = [{"user_input": "q1", "reference_contexts": ["alpha"]}, {"user_input": "q2", "reference_contexts": ["beta"]}]
+    run = [{"retrieved_contexts": ["alpha here", "x"], "response": "a"}, {"retrieved_contexts": ["nothing"]}]
+    g = load_golden(golden)
+    assert g["id"].to_list() == ["row-0", "row-1"] and g["id_from_line"].all()
+    assert g["category"].to_list() == ["uncategorised"] * 2
+    assert "golden: no ids; each case is named by its row number (row-0, row-1), which" in capsys.readouterr().err
+    result = ragmeter.score(golden, run)
+    assert result.summary["ids_from_line_numbers"] is True
+    assert result.cases["hit"].to_list() == [True, False]
+    assert "neither golden nor run has ids: their cases are joined by row number" in capsys.readouterr().err
+    with pytest.raises(InputError, match="run: has ids but golden has none"):
+        ragmeter.score(golden, [{"id": "row-0", "retrieved": []}])
+    # A frame from load_golden keeps its flag when passed back.
+    assert load_golden(g)["id_from_line"].all()
+
+
+@pytest.mark.parametrize("first_line, shape", [
+    ("id\tquestion", "looks like TSV (first line: id\tquestion)"),
+    ("- id: fact-1", "looks like YAML"),
+    ("| id | question |", "looks like a Markdown table"),
+    ("<cases>", "looks like XML or HTML"),
+])
+def test_text_files_in_other_shapes_get_one_line(tmp_path, first_line, shape):
+    path = tmp_path / "g.jsonl"
+    path.write_text(first_line + "\n" + "more text\n" * 3, encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_golden(path)
+    assert str(info.value) == f"{path}: {shape}; golden sets are JSON Lines (one object per line), see README#formats"

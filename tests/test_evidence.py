@@ -351,3 +351,35 @@ def test_string_view_texts_are_borrowed_and_validated():
         with pytest.raises(InputError, match="UTF-8|outside|splits"):
             _core.evidence_match_views(*args[:4], np.array([0, 1], np.int64), string_column(["a"]),
                                        np.frombuffer(bad_views, np.uint8), [np.frombuffer(bad_buf, np.uint8)])
+
+
+def test_chunks_without_a_file_are_matched_on_evidence_alone():
+    expected_files = [["a.md"], ["b.md"], ["c.md"], []]
+    evidence = [["alpha"], [], ["gamma"], ["delta"]]
+    chunk_files = [[None, "x.md"], [None], ["c.md", None], [None]]
+    chunk_texts = [["alpha", "alpha"], ["beta"], ["gamma", "gamma"], ["delta"]]
+    for files in (chunk_files, pl.Series(chunk_files, dtype=pl.List(pl.String))):
+        m = match_relevance(expected_files, evidence, files, chunk_texts)
+        # Case 0: the chunk without a file counts on evidence; the one in x.md keeps the file rule.
+        # Case 1: files expected, no phrase, no file given: undecidable. Case 3 expects no file: unaffected.
+        assert m.file_unknown.tolist() == [True, True, True, False]
+        assert m.file_placeholder.tolist() == [True, False, True, False, True, False]
+        assert m.relevant.tolist() == [True, False, False, True, True, True]
+        assert m.labeled.tolist() == [True, False, True, True]
+        assert m.file_hit(5).to_list() == [None, None, None, None]
+        assert m.all_files_hit(5).to_list() == [None, None, None, None]
+        assert m.files["first_rank"].to_list() == [None, None, None]
+        assert m.evidence_recall(5).to_list() == [1.0, None, 1.0, 1.0]
+    # Every chunk with a file: nothing is marked, results as before.
+    m = match_relevance(expected_files, evidence, [["a.md", "x.md"], ["b.md"], ["c.md", "c.md"], ["d.md"]], chunk_texts)
+    assert m.file_unknown is None and m.file_placeholder is None
+    assert m.file_hit(5).to_list() == [True, True, True, None]
+
+
+def test_a_batch_without_any_file_leaves_every_file_result_unknown():
+    # Case 1 retrieved nothing: with no file anywhere in the batch its file-level result is unknown too.
+    m = match_relevance([["a.md"], ["b.md"], []], [["alpha"], ["beta"], ["x"]], [[None], [], [None]], [["alpha"], [], ["x"]])
+    assert m.file_unknown.tolist() == [True, True, False]
+    assert m.file_hit(5).to_list() == [None, None, None]
+    assert m.relevant.tolist() == [True, True]
+    assert m.labeled.tolist() == [True, True, True]

@@ -1,37 +1,50 @@
 """Loading golden sets and retrieval runs.
 
-Golden set (JSONL, one case per line; blank lines and lines starting with
-``#`` or ``//`` are skipped)::
+Golden set (JSON Lines, one case per line; blank lines and lines starting with
+``#`` or ``//`` are skipped; a JSON array of objects and Parquet are read too)::
 
     {"id": "fact-04-frontend-stack", "question": "...",
      "expectedFileNames": ["architecture.md"], "expectedEvidence": ["React 18"],
      "referenceAnswer": "...", "category": "fact", "source": "...", "tags": ["..."]}
 
 ``expected_files``, ``expected_evidence`` and ``reference_answer`` are accepted
-too. ``category`` defaults to the id's prefix before the first ``-``.
+too, and so are ragas' and DeepEval's names (see :data:`FIELD_NAMES`).
+``category`` defaults to the id's prefix before the first ``-``.
 
-Run (JSONL or Parquet)::
+Run (JSON Lines, a JSON array or Parquet)::
 
     {"id": "fact-04-frontend-stack",
      "retrieved": [{"file": "architecture.md", "chunk_id": "c12", "text": "...", "score": 0.83}],
      "contexts": ["..."], "answer": "...", "retrieval_mode": "hybrid",
      "latency_ms": 412, "usage": {"prompt_tokens": 1200, "completion_tokens": 80}, "cost": 0.0012}
 
+A retrieved item may be a plain string (its text) and may omit ``file``
+(``file`` is then null and the scorer decides relevance by evidence alone).
+A file in which no line has an id gets ids from its line numbers
+(``line-12``; ``row-3`` for in-memory rows), flagged in ``id_from_line``: a
+golden set and a run join by line number only when neither has ids.
+
 Every problem in an input is collected and reported at once, each as
 ``file:line: what is wrong`` (``name[row]`` for in-memory rows, ``file: row N``
-for Parquet), in one :class:`ragmeter.errors.InputError`.
+for Parquet), in one :class:`ragmeter.errors.InputError`; the same problem on
+many lines is one line (``51 lines: missing 'question' (lines 1, 2, ...)``),
+and a file in the wrong shape (CSV, gzip, a pretty-printed object...) gets one
+line saying what it looks like.
 """
 from __future__ import annotations
 
+import difflib
 import json
 import math
-import re
 import os
+import re
+import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import polars as pl
 
+from ragmeter import _sniff
 from ragmeter.errors import InputError
 
 __all__ = [
@@ -42,6 +55,9 @@ __all__ = [
     "RUN_SCHEMA",
     "RETRIEVED_DTYPE",
     "MAX_REPORTED",
+    "FIELD_NAMES",
+    "golden_fingerprint",
+    "check_id_sources",
 ]
 
 #: At most this many problems are listed in one error message.
@@ -61,6 +77,7 @@ GOLDEN_SCHEMA: Dict[str, Any] = {
     "tags": pl.List(pl.String),
     "labeled": pl.Boolean,
     "line": pl.Int64,
+    "id_from_line": pl.Boolean,
 }
 
 RUN_SCHEMA: Dict[str, Any] = {
@@ -74,14 +91,19 @@ RUN_SCHEMA: Dict[str, Any] = {
     "completion_tokens": pl.Int64,
     "cost": pl.Float64,
     "line": pl.Int64,
+    "id_from_line": pl.Boolean,
 }
 
-# Accepted spellings, canonical name first.
+# Accepted spellings, canonical name first (ragas' and DeepEval's names included).
+_ID_NAMES = ("id", "case_id", "sample_id")
+_QUESTION_NAMES = ("question", "user_input", "input", "query")
 _GOLDEN_ALIASES = {
     "expected_files": ("expectedFileNames", "expected_files", "expected_file_names", "expectedFiles"),
-    "expected_evidence": ("expectedEvidence", "expected_evidence"),
-    "reference_answer": ("referenceAnswer", "reference_answer"),
+    "expected_evidence": ("expectedEvidence", "expected_evidence", "reference_contexts", "context"),
+    "reference_answer": ("referenceAnswer", "reference_answer", "reference", "expected_output", "ground_truth"),
 }
+_RETRIEVED_NAMES = ("retrieved", "retrieved_contexts", "retrieval_context")
+_ANSWER_NAMES = ("answer", "response", "actual_output")
 _RUN_ALIASES = {
     "retrieval_mode": ("retrieval_mode", "retrievalMode"),
     "latency_ms": ("latency_ms", "latencyMs"),
@@ -89,9 +111,28 @@ _RUN_ALIASES = {
 _CHUNK_ALIASES = {
     "file": ("file", "fileName", "file_name"),
     "chunk_id": ("chunk_id", "chunkId"),
-    "text": ("text",),
+    "text": ("text", "content", "page_content"),
     "score": ("score",),
 }
+
+#: Every accepted field name, canonical first: (file kind, field) -> names.
+FIELD_NAMES: Dict[Tuple[str, str], Tuple[str, ...]] = {
+    ("golden, run", "id"): _ID_NAMES,
+    ("golden", "question"): _QUESTION_NAMES,
+    ("golden", "expected_files"): _GOLDEN_ALIASES["expected_files"],
+    ("golden", "expected_evidence"): _GOLDEN_ALIASES["expected_evidence"],
+    ("golden", "reference_answer"): _GOLDEN_ALIASES["reference_answer"],
+    ("run", "retrieved"): _RETRIEVED_NAMES,
+    ("run", "answer"): _ANSWER_NAMES,
+    ("run", "retrieval_mode"): _RUN_ALIASES["retrieval_mode"],
+    ("run", "latency_ms"): _RUN_ALIASES["latency_ms"],
+    ("retrieved item", "file"): _CHUNK_ALIASES["file"],
+    ("retrieved item", "chunk_id"): _CHUNK_ALIASES["chunk_id"],
+    ("retrieved item", "text"): _CHUNK_ALIASES["text"],
+}
+
+#: Category of cases whose ids were made from line numbers and that name none.
+UNCATEGORISED = "uncategorised"
 
 Source = Union[str, "os.PathLike[str]", Sequence[Dict[str, Any]], Any]
 
@@ -102,18 +143,18 @@ Source = Union[str, "os.PathLike[str]", Sequence[Dict[str, Any]], Any]
 
 
 class _Problems:
-    """Collects ``where: message`` lines and raises them as one InputError."""
+    """Collects ``where: message`` problems and raises them as one InputError.
+
+    The same message on several lines of one file is reported once, with the
+    count and the first few line numbers; a single problem is the whole message.
+    """
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self.items: List[str] = []
-        self._keys: List[float] = []
+        self.items: List[Tuple[str, str]] = []
 
     def add(self, where: str, message: str) -> None:
-        """Record a problem; the report is ordered by the line/row number in ``where``."""
-        self.items.append(f"{where}: {message}")
-        m = _WHERE_NUMBER.search(where)
-        self._keys.append(float(m.group(1)) if m else -1.0)
+        self.items.append((where, message))
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -121,17 +162,62 @@ class _Problems:
     def raise_if_any(self) -> None:
         if not self.items:
             return
+        entries = self._entries()
+        if len(entries) == 1:
+            raise InputError(entries[0][1])
         n = len(self.items)
-        order = sorted(range(n), key=lambda i: self._keys[i])  # stable: same line keeps its order
-        shown = [self.items[i] for i in order[:MAX_REPORTED]]
         lines = [f"{n} problem{'s' if n != 1 else ''} in {self.label}:"]
-        lines += [f"  {item}" for item in shown]
-        if n > MAX_REPORTED:
-            lines.append(f"  ... and {n - MAX_REPORTED} more")
+        lines += [f"  {text}" for _key, text in entries[:MAX_REPORTED]]
+        if len(entries) > MAX_REPORTED:
+            lines.append(f"  ... and {len(entries) - MAX_REPORTED} more")
         raise InputError("\n".join(lines))
 
+    def _entries(self) -> List[Tuple[float, str]]:
+        """``(first line number, text)`` per problem or group of equal problems, ordered by line."""
+        groups: Dict[Tuple[str, str, str], List[Tuple[int, str, str]]] = {}
+        entries: List[Tuple[float, str]] = []
+        for where, message in self.items:
+            place = _place(where)
+            if place is None:
+                entries.append((-1.0, f"{where}: {message}"))
+                continue
+            base, unit, number = place
+            key = _ITEM_INDEX.sub("[*]", _COLUMN_DETAIL.sub("", message))
+            groups.setdefault((base, unit, key), []).append((number, where, message))
+        for (base, unit, key), members in groups.items():
+            numbers = sorted({m[0] for m in members})
+            if len(numbers) == 1:  # one line: its problems as they are
+                entries += [(float(number), f"{where}: {message}") for number, where, message in members]
+                continue
+            shown = ", ".join(str(x) for x in numbers[:_GROUP_SHOWN]) + (", ..." if len(numbers) > _GROUP_SHOWN else "")
+            count = f"{len(numbers)} {unit}s" if len(numbers) == len(members) else f"{len(members)} times on {len(numbers)} {unit}s"
+            entries.append((float(numbers[0]), f"{base}: {count}: {key} ({unit}s {shown})"))
+        entries.sort(key=lambda e: e[0])  # stable: one line's problems keep their order
+        return entries
 
-_WHERE_NUMBER = re.compile(r"(?::|\[|row )(\d+)\]?$")
+
+#: Line numbers named in a group of equal problems.
+_GROUP_SHOWN = 5
+# Details that differ between lines with the same problem: ignored when grouping.
+_COLUMN_DETAIL = re.compile(r" \(column \d+\)$")
+_ITEM_INDEX = re.compile(r"\[\d+\]")
+_WHERE = re.compile(r"^(?P<base>.*?)(?::(?P<line>\d+)|: row (?P<row>\d+)|\[(?P<index>\d+)\])$")
+
+
+def _place(where: str) -> Optional[Tuple[str, str, int]]:
+    """``(file or name, "line" or "row", number)`` of a ``where``, or None when it names no line."""
+    m = _WHERE.match(where)
+    if m is None:
+        return None
+    if m.group("line") is not None:
+        return m.group("base"), "line", int(m.group("line"))
+    return m.group("base"), "row", int(m.group("row") if m.group("row") is not None else m.group("index"))
+
+
+def _place_words(where: str) -> str:
+    """``line 3`` / ``row 2`` for messages about one record."""
+    place = _place(where)
+    return f"{place[1]} {place[2]}" if place else where
 
 
 def _kind(value: Any) -> str:
@@ -159,39 +245,106 @@ def _is_path(source: Any) -> bool:
     return isinstance(source, (str, os.PathLike))
 
 
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, not a file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _is_parquet(path: Path, raw: Optional[bytes] = None) -> bool:
+    """By name, or by content (Parquet files start with ``PAR1``) whatever the name."""
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return True
+    if raw is not None:
+        return raw.startswith(b"PAR1")
     try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(f"{path}:{line}: not valid UTF-8 (byte {exc.start})") from None
+        with open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError:
+        return False  # reported when the file is read
 
 
-def _jsonl_records(path: Path, problems: _Problems) -> Iterator[Tuple[str, int, Dict[str, Any]]]:
-    """Yield ``(where, line, record)`` for each JSON object line; problems collected."""
-    text = _read_text(path)
+def _utf8_payload(path: Path, raw: bytes, what: str) -> Tuple[bytes, str]:
+    """The file as UTF-8 bytes (BOM dropped, UTF-16 transcoded) and as text; one-line InputError for empty or binary files."""
+    data, text = _sniff.to_utf8(path, raw, what)
+    if not data or data.isspace():
+        raise InputError(f"{path}: is empty; {what} are JSON Lines (one object per line), {_sniff.FORMATS_HINT}")
+    return data, text
+
+
+Record = Tuple[str, Optional[int], Dict[str, Any]]
+
+
+def _file_records(path: Path, text: str, problems: _Problems, what: str) -> List[Record]:
+    """``(where, line, record)`` for each JSON object of a JSON Lines file (or a whole-file JSON array).
+
+    Problems are collected per line; a file whose lines are mostly not JSON
+    gets one diagnosis of its shape instead (CSV, TSV, YAML, pretty-printed JSON).
+    """
+    items = _sniff.json_array_items(path, text)
+    if items is not None:
+        return _objects(((f"{path}:{line}", line, item) for line, item in items), problems)
+    shape = _sniff.spread_object_diagnosis(path, text, what)
+    if shape:
+        raise InputError(shape)
+    records: List[Record] = []
+    n_lines = n_invalid = 0
+    first_line: Optional[str] = None
+    first_invalid = False
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#") or stripped.startswith("//"):
             continue
+        n_lines += 1
+        is_first = first_line is None
+        if is_first:
+            first_line = stripped
         where = f"{path}:{number}"
+        if _sniff.depth_exceeded_at(stripped) is not None:
+            problems.add(where, _sniff.too_deep_message())
+            continue
         try:
             record = json.loads(stripped)
         except json.JSONDecodeError as exc:
+            n_invalid += 1
+            first_invalid = first_invalid or is_first
             problems.add(where, f"invalid JSON: {exc.msg} (column {exc.colno})")
             continue
         if not isinstance(record, dict):
             problems.add(where, f"expected a JSON object, got {_kind(record)}")
             continue
-        yield where, number, record
+        records.append((where, number, record))
+    if first_invalid and first_line is not None and n_invalid * 2 >= n_lines:
+        shape = _sniff.text_shape_diagnosis(path, first_line, what)
+        if shape:
+            raise InputError(shape)
+    return records
+
+
+def _objects(items: Iterator[Record], problems: _Problems) -> List[Record]:
+    out: List[Record] = []
+    for where, line, item in items:
+        if isinstance(item, dict):
+            out.append((where, line, item))
+        else:
+            problems.add(where, f"expected a JSON object, got {_kind(item)}")
+    return out
+
+
+def _parquet_records(path: Path, problems: _Problems) -> List[Record]:
+    """Records of a Parquet file, one per row (``file: row N``, line = N)."""
+    try:
+        df = pl.read_parquet(path)
+    except Exception as exc:  # polars raises several types for unreadable files
+        raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
+    if df.height == 0:
+        raise InputError(f"{path}: has no rows")
+    return [(f"{path}: row {i}", i, rec) for i, rec in enumerate(df.iter_rows(named=True), start=1)]
 
 
 def _is_dataframe(source: Any) -> bool:
@@ -206,19 +359,29 @@ def _to_polars(source: Any) -> pl.DataFrame:
     return pl.from_pandas(source)
 
 
-def _memory_records(source: Any, name: str, problems: _Problems) -> Iterator[Tuple[str, Optional[int], Dict[str, Any]]]:
+def _memory_records(source: Any, name: str, problems: _Problems) -> List[Record]:
     if _is_dataframe(source):
         rows: Sequence[Any] = _to_polars(source).to_dicts()
     elif isinstance(source, (list, tuple)):
         rows = source
     else:
         raise InputError(f"{name}: expected a path, a list of dicts or a DataFrame, got {type(source).__name__}")
+    out: List[Record] = []
     for i, record in enumerate(rows):
         where = f"{name}[{i}]"
         if not isinstance(record, dict):
             problems.add(where, f"expected an object (dict), got {_kind(record)}")
             continue
-        yield where, None, record
+        out.append((where, None, record))
+    return out
+
+
+def _records(source: Any, name: str, problems: _Problems, what: str) -> List[Record]:
+    """The records of an in-memory source or a JSON Lines (or JSON array) file."""
+    if not _is_path(source):
+        return _memory_records(source, name, problems)
+    path = Path(source)
+    return _file_records(path, _utf8_payload(path, _read_bytes(path), what)[1], problems, what)
 
 
 # ---------------------------------------------------------------------------
@@ -235,10 +398,10 @@ def _pick(record: Dict[str, Any], names: Sequence[str], where: str, problems: _P
 
 
 def _id(record: Dict[str, Any], where: str, problems: _Problems) -> Optional[str]:
-    if "id" not in record or record["id"] is None:
+    value = _pick(record, _ID_NAMES, where, problems)
+    if value is None:
         problems.add(where, "missing 'id'")
         return None
-    value = record["id"]
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         problems.add(where, f"'id' must be a string, got {_kind(value)}")
         return None
@@ -247,6 +410,89 @@ def _id(record: Dict[str, Any], where: str, problems: _Problems) -> Optional[str
         problems.add(where, "'id' is empty")
         return None
     return value
+
+
+def _line_id(where: str, line: Optional[int]) -> str:
+    """The id of a record in a file without ids: ``line-N`` (``row-N`` for in-memory row N)."""
+    if line is not None:
+        return f"line-{line}"
+    place = _place(where)
+    return f"row-{place[2] if place else where}"
+
+
+#: Field names that suggest a misnamed required field.
+_LOOKALIKES = {
+    # question_id, questionId, case-id, qid, uuid, key (not "paid" or "is_valid").
+    "id": re.compile(r"(?i:(?:^|[_\-\s])(?:id|uuid|key)$|^q?id$|^uuid$|^key$)|[a-z]I[dD]$"),
+    "question": re.compile(r"(?i)question|query|prompt|input|ask"),
+    "retrieved": re.compile(r"(?i)retriev|context|chunk|doc|passage|result|hits"),
+}
+
+
+def _lookalike(record: Dict[str, Any], field: str, names: Sequence[str]) -> Optional[str]:
+    """The field of ``record`` most like a misnamed ``field`` (closest spelling first), or None."""
+    pattern = _LOOKALIKES[field]
+    candidates = [k for k in record if isinstance(k, str) and k not in names and pattern.search(k)]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda k: difflib.SequenceMatcher(None, field, k.lower()).ratio())
+
+
+def _check_field_present(records: List[Record], field: str, names: Sequence[str], label: str) -> bool:
+    """Whether some record has ``field`` under an accepted name.
+
+    When none has it and the first record has a look-alike field, that is one
+    InputError naming it (instead of the same problem on every line).
+    """
+    if not records or any(any(rec.get(n) is not None for n in names) for _w, _l, rec in records):
+        return True
+    where, _line, first = records[0]
+    lookalike = _lookalike(first, field, names)
+    if lookalike is not None:
+        raise InputError(f"{label}: no {field!r} field; {_place_words(where)} has {lookalike!r}: accepted names are {', '.join(names)}")
+    return False
+
+
+def _check_not_wrapped(records: List[Record], source: Any, names: Sequence[str], what: str) -> None:
+    """A file whose only record lacks the required field but holds a list of objects: one line saying so."""
+    if len(records) != 1 or not _is_path(source) or any(n in records[0][2] for n in names):
+        return
+    shape = _sniff.wrapped_records_diagnosis(Path(source), records[0][2], what)
+    if shape:
+        raise InputError(shape)
+
+
+def _check_not_swapped(records: List[Record], label: str, needed: Sequence[str], other: Sequence[str], looks_like: str) -> None:
+    """No record has the field this kind of file needs, and the first has the other kind's: one line saying so."""
+    if not records or any(any(rec.get(n) is not None for n in needed) for _w, _l, rec in records):
+        return
+    where, _line, first = records[0]
+    found = next((n for n in other if n in first), None)
+    if found is not None:
+        raise InputError(f"{label}: no {needed[0]!r} field, and {_place_words(where)} has {found!r}: this looks like "
+                         f"{looks_like} (--golden and --run swapped?)")
+
+
+def _ids_from_lines(records: List[Record], label: str) -> bool:
+    """True when the records' ids are (or are to be) made from line numbers.
+
+    That is when no record has an id (and none has a field that looks like a
+    misnamed id), or when every record says so (a frame from this module).
+    """
+    if records and all(rec.get("id_from_line") is True for _w, _l, rec in records):
+        return True
+    if _check_field_present(records, "id", _ID_NAMES, label):
+        return False
+    examples = ", ".join(_line_id(where, line) for where, line, _rec in records[:2]) + (", ..." if len(records) > 2 else "")
+    unit = "line" if records[0][1] is not None else "row"
+    _note(f"{label}: no ids; each case is named by its {unit} number ({examples}), "
+          f"which joins it only to a file that has no ids either")
+    return True
+
+
+def _note(message: str) -> None:
+    """One line on stderr about how an input was read (not an error)."""
+    print(f"ragmeter: note: {message}", file=sys.stderr)
 
 
 def _opt_str(value: Any, field: str, where: str, problems: _Problems) -> Optional[str]:
@@ -320,6 +566,7 @@ def default_category(case_id: str) -> str:
 
 
 _GOLDEN_FAST_STR = ("reference_answer", "category", "source")
+_ALIASES_OF_ID_AND_QUESTION = (*_ID_NAMES[1:], *_QUESTION_NAMES[1:])
 
 
 def _fast_golden(rec: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
@@ -331,6 +578,9 @@ def _fast_golden(rec: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
     (including every record with a problem) returns None, and the full
     validation then reports it with its file and line.
     """
+    for alias in _ALIASES_OF_ID_AND_QUESTION:
+        if alias in rec:
+            return None
     case_id = rec.get("id")
     question = rec.get("question")
     if type(case_id) is not str or type(question) is not str or not case_id.strip() or not question.strip():
@@ -374,7 +624,7 @@ def _golden_frame(rows: Dict[str, List[Any]]) -> pl.DataFrame:
     arrow = {
         "id": string, "question": string, "expected_files": strings, "expected_evidence": strings,
         "reference_answer": string, "category": string, "source": string, "tags": strings,
-        "labeled": pa.bool_(), "line": pa.int64(),
+        "labeled": pa.bool_(), "line": pa.int64(), "id_from_line": pa.bool_(),
     }
     table = pa.table({k: pa.array(rows[k], type=arrow[k]) for k in GOLDEN_SCHEMA})
     return pl.from_arrow(table).cast(GOLDEN_SCHEMA)  # type: ignore[union-attr]
@@ -384,11 +634,13 @@ def _golden_frame(rows: Dict[str, List[Any]]) -> pl.DataFrame:
 _PY_WHITESPACE = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
 #: Line breaks of ``str.splitlines`` other than LF (UTF-8): files with any take the per-record path.
 _OTHER_LINE_BREAKS = (b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+#: A whole-file JSON array (read element by element on the per-record path).
+_STARTS_AS_ARRAY = re.compile(rb"\s*\[")
 #: A line that may be blank or a comment starts with one of these (checked after each LF).
 _MAYBE_SKIPPED_LINE = (b"\n", b"#", b"/", b" ", b"\t")
 
 
-def _golden_jsonl_columnar(path: Path) -> Optional[pl.DataFrame]:
+def _golden_jsonl_columnar(raw: bytes) -> Optional[pl.DataFrame]:
     """Read a well-formed golden JSONL file with Arrow's JSON reader and check it column-wise.
 
     Returns None whenever anything is unusual (unreadable or invalid UTF-8, a
@@ -396,22 +648,17 @@ def _golden_jsonl_columnar(path: Path) -> Optional[pl.DataFrame]:
     spellings of a field in one record, a duplicate id, an integer id, line
     breaks other than LF...): the caller then takes the per-record path, which
     reports every problem with its file and line. For the files it accepts,
-    the result equals that path's.
+    the result equals that path's. ``raw`` is the file as UTF-8 without a BOM.
     """
     import io
 
     import pyarrow as pa
     import pyarrow.json as pj
 
-    try:
-        raw = path.read_bytes()
-        if raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+    if _STARTS_AS_ARRAY.match(raw) or any(b in raw for b in _OTHER_LINE_BREAKS):
         return None
-    if any(b in raw for b in _OTHER_LINE_BREAKS):
-        return None
+    if _sniff.deep_lines(raw):
+        return None  # pyarrow's reader would overflow the stack on them
     body = raw[:-1] if raw.endswith(b"\n") else raw
     if not body:
         return None
@@ -439,6 +686,8 @@ def _golden_jsonl_columnar(path: Path) -> Optional[pl.DataFrame]:
     for n in ("id", "question"):
         if n not in names or table.schema.field(n).type != pa.string():
             return None
+    if any(n in names for n in _ALIASES_OF_ID_AND_QUESTION):
+        return None
     for n in list_fields:
         if n in names and table.schema.field(n).type not in list_ok:
             return None
@@ -492,33 +741,48 @@ def _golden_jsonl_columnar(path: Path) -> Optional[pl.DataFrame]:
     def any_text(n: str) -> pl.Expr:  # some item is not blank by str.strip()
         return pl.col(n).list.eval(pl.element().str.strip_chars(_PY_WHITESPACE) != "").list.any().fill_null(False)
 
-    out = out.with_columns((any_text("expected_files") | any_text("expected_evidence")).alias("labeled"), line_numbers)
+    out = out.with_columns((any_text("expected_files") | any_text("expected_evidence")).alias("labeled"), line_numbers,
+                           pl.lit(False).alias("id_from_line"))
     return out.select([pl.col(n).cast(t) for n, t in GOLDEN_SCHEMA.items()])
 
 
 def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
-    """Load a golden set from a JSONL path, a list of dicts or a Polars/pandas DataFrame.
+    """Load a golden set from a path (JSON Lines, a JSON array or Parquet), a list of dicts or a Polars/pandas DataFrame.
 
     Returns one row per case with columns ``id``, ``question``,
     ``expected_files`` (list[str]), ``expected_evidence`` (list[str]),
     ``reference_answer``, ``category``, ``source``, ``tags`` (list[str]),
-    ``labeled`` (has expected files or evidence) and ``line`` (source line,
-    null for in-memory input). Raises :class:`InputError` listing every problem.
+    ``labeled`` (has expected files or evidence), ``line`` (source line or
+    Parquet row, null for in-memory input) and ``id_from_line`` (the file had
+    no ids: they are ``line-N``, and its category defaults to
+    ``uncategorised``). Raises :class:`InputError` listing every problem, or
+    one line when the whole file is in the wrong shape.
     """
-    problems = _Problems(_label(source, name))
+    label = _label(source, name)
+    problems = _Problems(label)
     if _is_path(source):
-        columnar = _golden_jsonl_columnar(Path(source))
-        if columnar is not None:
-            return columnar
-        records: Iterator[Tuple[str, Optional[int], Dict[str, Any]]] = _jsonl_records(Path(source), problems)
+        path = Path(source)
+        raw = _read_bytes(path)
+        if _is_parquet(path, raw):
+            records = _parquet_records(path, problems)
+        else:
+            data, text = _utf8_payload(path, raw, "golden sets")
+            columnar = _golden_jsonl_columnar(data)
+            if columnar is not None:
+                return columnar
+            records = _file_records(path, text, problems, "golden sets")
     else:
         records = _memory_records(source, name, problems)
+    _check_not_wrapped(records, source, _QUESTION_NAMES, "golden sets")
+    _check_not_swapped(records, label, _QUESTION_NAMES, _RETRIEVED_NAMES, "a run")
+    from_lines = _ids_from_lines(records, label)
+    _check_field_present(records, "question", _QUESTION_NAMES, label)
 
     rows: Dict[str, List[Any]] = {k: [] for k in GOLDEN_SCHEMA}
     fast_columns = [rows[k] for k in ("id", "question", "expected_files", "expected_evidence", "reference_answer", "category", "source", "tags", "labeled")]
     seen: List[Tuple[Optional[str], str]] = []
     for where, line, rec in records:
-        fast = _fast_golden(rec)
+        fast = None if from_lines else _fast_golden(rec)
         if fast is not None:
             for column, value in zip(fast_columns, fast):
                 column.append(value)
@@ -526,8 +790,8 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
             seen.append((fast[0], where))
             continue
         n_before = len(problems.items)
-        case_id = _id(rec, where, problems)
-        question = rec.get("question")
+        case_id = _line_id(where, line) if from_lines and _pick(rec, _ID_NAMES, where, problems) is None else _id(rec, where, problems)
+        question = _pick(rec, _QUESTION_NAMES, where, problems)
         if question is None:
             problems.add(where, "missing 'question'")
         elif not isinstance(question, str):
@@ -550,16 +814,38 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
         rows["expected_files"].append(files)
         rows["expected_evidence"].append(evidence)
         rows["reference_answer"].append(reference)
-        rows["category"].append(category if category else default_category(case_id))
+        rows["category"].append(category if category else UNCATEGORISED if from_lines else default_category(case_id))
         rows["source"].append(src)
         rows["tags"].append(tags)
         rows["labeled"].append(any(f.strip() for f in files) or any(e.strip() for e in evidence))
         rows["line"].append(line)
+    rows["id_from_line"] = [from_lines] * len(rows["id"])
     _check_duplicates(seen, problems)
     if _is_path(source) and not seen and not problems:
-        problems.add(str(source), "no cases (the file is empty or has only comments)")
+        problems.add(str(source), "no cases (the file has only comments)")
     problems.raise_if_any()
     return _golden_frame(rows)
+
+
+#: What makes two golden sets the same set of cases (not the file's bytes, comments or field spellings).
+_FINGERPRINT_COLUMNS = ("id", "question", "expected_files", "expected_evidence", "reference_answer", "category")
+
+
+def golden_fingerprint(golden: pl.DataFrame) -> str:
+    """SHA-256 of a loaded golden set's cases (ids, questions, labels, reference answers, categories), in id order.
+
+    Equal for the same cases however the file is written (comment lines,
+    blank lines, field spellings, line order, JSON Lines or Parquet), so two
+    runs can be compared on their cases rather than on the golden file's bytes.
+    """
+    import hashlib
+
+    rows = golden.select(_FINGERPRINT_COLUMNS).sort("id").rows()
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------------------
@@ -568,17 +854,20 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
 
 
 def _chunk(item: Any, i: int, where: str, problems: _Problems) -> Optional[Dict[str, Any]]:
+    """A retrieved item: an object (``file`` optional) or a plain string, its text (as in ragas' ``retrieved_contexts``)."""
     field = f"retrieved[{i}]"
+    if isinstance(item, str):
+        return {"file": None, "chunk_id": None, "text": item, "score": None}
     if not isinstance(item, dict):
-        problems.add(where, f"{field} must be an object with file, chunk_id, text, score; got {_kind(item)}")
+        problems.add(where, f"{field} must be an object with text and optional file, chunk_id, score, or a string; got {_kind(item)}")
         return None
     n_before = len(problems.items)
     file = _pick(item, _CHUNK_ALIASES["file"], where, problems)
     text = _pick(item, _CHUNK_ALIASES["text"], where, problems)
     chunk_id = _pick(item, _CHUNK_ALIASES["chunk_id"], where, problems)
     score = _pick(item, _CHUNK_ALIASES["score"], where, problems)
-    if not isinstance(file, str):
-        problems.add(where, f"{field}.file must be a string, got {_kind(file)}" if file is not None else f"{field}: missing 'file'")
+    if file is not None and not isinstance(file, str):
+        problems.add(where, f"{field}.file must be a string, got {_kind(file)}")
     if not isinstance(text, str):
         problems.add(where, f"{field}.text must be a string, got {_kind(text)}" if text is not None else f"{field}: missing 'text'")
     if chunk_id is not None:
@@ -592,17 +881,15 @@ def _chunk(item: Any, i: int, where: str, problems: _Problems) -> Optional[Dict[
     return {"file": file, "chunk_id": chunk_id, "text": text, "score": score}
 
 
-def _run_from_records(records: Iterator[Tuple[str, Optional[int], Dict[str, Any]]], problems: _Problems) -> Tuple[pl.DataFrame, List[Tuple[Optional[str], str]]]:
+def _run_from_records(records: List[Record], problems: _Problems, from_lines: bool) -> Tuple[pl.DataFrame, List[Tuple[Optional[str], str]]]:
     rows: Dict[str, List[Any]] = {k: [] for k in RUN_SCHEMA}
     seen: List[Tuple[Optional[str], str]] = []
     for where, line, rec in records:
         n_before = len(problems.items)
-        case_id = _id(rec, where, problems)
-        if "retrieved" not in rec:
+        case_id = _line_id(where, line) if from_lines and _pick(rec, _ID_NAMES, where, problems) is None else _id(rec, where, problems)
+        if not any(n in rec for n in _RETRIEVED_NAMES):
             problems.add(where, "missing 'retrieved' (use [] for an empty retrieval)")
-            raw: Any = []
-        else:
-            raw = rec["retrieved"]
+        raw: Any = _pick(rec, _RETRIEVED_NAMES, where, problems)
         retrieved: List[Dict[str, Any]] = []
         if raw is None:
             raw = []
@@ -617,7 +904,7 @@ def _run_from_records(records: Iterator[Tuple[str, Optional[int], Dict[str, Any]
             contexts = [c["text"] for c in retrieved]
         else:
             contexts = _str_list(rec.get("contexts"), "contexts", where, problems)
-        answer = _opt_str(rec.get("answer"), "answer", where, problems)
+        answer = _opt_str(_pick(rec, _ANSWER_NAMES, where, problems), "answer", where, problems)
         mode = _opt_str(_pick(rec, _RUN_ALIASES["retrieval_mode"], where, problems), "retrieval_mode", where, problems)
         latency = _opt_number(_pick(rec, _RUN_ALIASES["latency_ms"], where, problems), "latency_ms", where, problems)
         usage = rec.get("usage")
@@ -642,6 +929,7 @@ def _run_from_records(records: Iterator[Tuple[str, Optional[int], Dict[str, Any]
         rows["completion_tokens"].append(completion)
         rows["cost"].append(cost)
         rows["line"].append(line)
+        rows["id_from_line"].append(from_lines)
     return pl.DataFrame(rows, schema=RUN_SCHEMA), seen
 
 
@@ -708,26 +996,42 @@ def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
         else:
             problems.add(where, f"column 'usage' has type {schema['usage']}, expected a struct of prompt_tokens, completion_tokens")
         df = df.drop("usage")
-    for canonical, names in _RUN_ALIASES.items():
+    for names in (*_RUN_ALIASES.values(), _ID_NAMES, _RETRIEVED_NAMES, _ANSWER_NAMES):
         for alt in names[1:]:
-            if alt in df.schema and canonical not in df.schema:
-                df = df.rename({alt: canonical})
+            if alt in df.schema and names[0] not in df.schema:
+                df = df.rename({alt: names[0]})
     schema = df.schema
 
     exprs: List[pl.Expr] = []
+    from_lines = "id_from_line" in schema and schema["id_from_line"] == pl.Boolean and bool(df["id_from_line"].all())
     if "id" not in schema:
-        problems.add(where, "missing column 'id'")
-    elif schema["id"] == pl.String or schema["id"].is_integer():
+        # A column that looks like a misnamed id is an error; otherwise rows are numbered.
+        _check_field_present([(f"{where}: row 1", 1, dict.fromkeys(schema))], "id", _ID_NAMES, where)
+        from_lines = True
+        ids = pl.format("line-{}", pl.int_range(1, df.height + 1, dtype=pl.Int64))
+        df = df.with_columns(ids.alias("id"))
+        _note(f"{where}: no ids; each case is named by its row number (line-1, line-2, ...), "
+              f"which joins it only to a file that has no ids either")
+        schema = df.schema
+    if schema["id"] == pl.String or schema["id"].is_integer():
         exprs.append(pl.col("id").cast(pl.String))
     else:
         problems.add(where, f"column 'id' has type {schema['id']}, expected string")
 
     retrieved_ok = False
     if "retrieved" not in schema:
+        _check_field_present([(f"{where}: row 1", 1, dict.fromkeys(schema))], "retrieved", _RETRIEVED_NAMES, where)
         problems.add(where, "missing column 'retrieved'")
     else:
         dtype = schema["retrieved"]
         inner = dtype.inner if isinstance(dtype, (pl.List, pl.Array)) else None
+        if inner == pl.String:  # plain texts, as ragas' retrieved_contexts
+            df = df.with_columns(pl.col("retrieved").list.eval(pl.struct(
+                pl.lit(None, dtype=pl.String).alias("file"), pl.lit(None, dtype=pl.String).alias("chunk_id"),
+                pl.element().alias("text"), pl.lit(None, dtype=pl.Float64).alias("score"),
+            )))
+            dtype = df.schema["retrieved"]
+            inner = dtype.inner if isinstance(dtype, pl.List) else None
         if not isinstance(inner, pl.Struct):
             problems.add(where, f"column 'retrieved' has type {dtype}, expected list of struct{{file, chunk_id, text, score}}")
         else:
@@ -736,7 +1040,7 @@ def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
             for name, want in (("file", pl.String), ("chunk_id", pl.String), ("text", pl.String), ("score", pl.Float64)):
                 got = fields.get(name)
                 if got is None:
-                    if name in ("file", "text"):
+                    if name == "text":
                         problems.add(where, f"column 'retrieved' has no field {name!r}")
                     parts.append(pl.lit(None, dtype=want).alias(name))
                 elif got == want or (name == "chunk_id" and got.is_integer()) or (name == "score" and _numeric(got)) or got == pl.Null:
@@ -768,9 +1072,8 @@ def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
     at_rows(_rows_where(df, pl.col("id").is_null() | (pl.col("id").str.strip_chars() == "")), "missing 'id'")
     if retrieved_ok:
         df = df.with_columns(pl.col("retrieved").fill_null(pl.lit([], dtype=RETRIEVED_DTYPE)))
-        for name in ("file", "text"):
-            bad = pl.col("retrieved").list.eval(pl.element().struct.field(name).is_null()).list.any()
-            at_rows(_rows_where(df, bad), f"a retrieved chunk has no {name!r}")
+        bad = pl.col("retrieved").list.eval(pl.element().struct.field("text").is_null()).list.any()
+        at_rows(_rows_where(df, bad), "a retrieved chunk has no 'text'")
     dup = _rows_where(df, pl.col("id").is_duplicated() & pl.col("id").is_not_null())
     if dup:
         first: Dict[str, int] = {}
@@ -787,6 +1090,8 @@ def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
     for name, dtype in RUN_SCHEMA.items():
         if name == "line":
             out.append(pl.int_range(1, n + 1, dtype=pl.Int64).alias("line"))
+        elif name == "id_from_line":
+            out.append(pl.lit(from_lines).alias("id_from_line"))
         elif name == "contexts" and "contexts" not in df.schema:
             out.append(pl.col("retrieved").list.eval(pl.element().struct.field("text")).alias("contexts"))
         elif name in df.schema:
@@ -804,39 +1109,78 @@ def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
 
 
 def load_run(source: Source, *, name: str = "run") -> pl.DataFrame:
-    """Load a retrieval run from a JSONL or Parquet path, a list of dicts or a DataFrame.
+    """Load a retrieval run from a path (JSON Lines, a JSON array or Parquet), a list of dicts or a DataFrame.
 
     Returns one row per case with columns ``id``, ``retrieved``
-    (list[struct{file, chunk_id, text, score}], in rank order), ``contexts``
-    (list[str], defaults to the retrieved texts), ``answer``,
-    ``retrieval_mode``, ``latency_ms``, ``prompt_tokens``,
-    ``completion_tokens``, ``cost`` and ``line`` (JSONL line, Parquet row
-    number, null for in-memory input). A Parquet file is validated column by
-    column. Raises :class:`InputError` listing every problem.
+    (list[struct{file, chunk_id, text, score}], in rank order; ``file`` null
+    when the retriever gave none), ``contexts`` (list[str], defaults to the
+    retrieved texts), ``answer``, ``retrieval_mode``, ``latency_ms``,
+    ``prompt_tokens``, ``completion_tokens``, ``cost``, ``line`` (JSONL line,
+    Parquet row number, null for in-memory input) and ``id_from_line``. A
+    Parquet file is validated column by column. Raises :class:`InputError`
+    listing every problem.
     """
-    problems = _Problems(_label(source, name))
-    if _is_path(source):
-        path = Path(source)
-        if path.suffix.lower() in (".parquet", ".pq"):
-            return _run_from_parquet(path, problems)
-        df, seen = _run_from_records(_jsonl_records(path, problems), problems)
-        if not seen and not problems:
-            problems.add(str(source), "no cases (the file is empty or has only comments)")
-    else:
-        df, seen = _run_from_records(_memory_records(source, name, problems), problems)
+    label = _label(source, name)
+    problems = _Problems(label)
+    if _is_path(source) and _is_parquet(Path(source)):
+        return _run_from_parquet(Path(source), problems)
+    records = _records(source, name, problems, "run files")
+    _check_not_wrapped(records, source, _RETRIEVED_NAMES, "run files")
+    _check_not_swapped(records, label, _RETRIEVED_NAMES, (*_QUESTION_NAMES, *_GOLDEN_ALIASES["expected_evidence"][:2]), "a golden set")
+    if records:
+        _check_field_present(records, "retrieved", _RETRIEVED_NAMES, label)
+    df, seen = _run_from_records(records, problems, _ids_from_lines(records, label))
+    if _is_path(source) and not seen and not problems:
+        problems.add(label, "no cases (the file has only comments)")
     _check_duplicates(seen, problems)
     problems.raise_if_any()
     return df
 
 
-def check_run_against_golden(golden: pl.DataFrame, run: pl.DataFrame, *, run_source: str = "run") -> List[str]:
+def _ids_made_from_lines(frame: pl.DataFrame) -> bool:
+    return "id_from_line" in frame.columns and frame.height > 0 and bool(frame["id_from_line"].all())
+
+
+def check_id_sources(golden: pl.DataFrame, run: pl.DataFrame, golden_source: str, run_source: str) -> None:
+    """Raise :class:`InputError` unless the two frames may be joined on ``id``.
+
+    Files join by line number (ids made from it, ``id_from_line``) only when
+    neither has ids, and then only when their cases sit on the same lines; a
+    note on stderr says they were. Any join of a golden set with a run on
+    ``id`` should call this first (:func:`check_run_against_golden` does).
+    """
+    golden_lines, run_lines = _ids_made_from_lines(golden), _ids_made_from_lines(run)
+    if golden_lines and not run_lines:
+        raise InputError(f"{run_source}: has ids but {golden_source} has none, so they cannot be joined; "
+                         f"add the same ids to {golden_source} (or drop them from {run_source} to join by line number)")
+    if run_lines and not golden_lines:
+        raise InputError(f"{run_source}: has no ids but {golden_source} has, so they cannot be joined; "
+                         f"give each run line the id of its golden case")
+    if golden_lines and run_lines:
+        if set(golden["id"].to_list()) != set(run["id"].to_list()):
+            raise InputError(f"{run_source}: neither it nor {golden_source} has ids, and their cases are not on the same "
+                             f"lines ({_span(run)} vs {_span(golden)}); files without ids join by line number only when "
+                             f"the lines match: add ids to both")
+        unit = "line" if str(golden["id"][0]).startswith("line-") else "row"
+        _note(f"neither {golden_source} nor {run_source} has ids: their cases are joined by {unit} number")
+
+
+def _span(frame: pl.DataFrame) -> str:
+    ids = frame["id"].to_list()
+    return f"{ids[0]} to {ids[-1]}" if len(ids) > 1 else ids[0]
+
+
+def check_run_against_golden(golden: pl.DataFrame, run: pl.DataFrame, *, run_source: str = "run",
+                             golden_source: str = "golden") -> List[str]:
     """Raise :class:`InputError` listing every run id absent from the golden set.
 
     ``run_source`` names the run in messages (``run.jsonl:12: id 'x' is not in
     the golden set``). Returns the golden ids missing from the run: not an input
     error but a failure of the run, which the scorer counts as empty retrievals
-    and warns about.
+    and warns about. When either file had no ids (``id_from_line``), both must
+    lack them and hold the same lines.
     """
+    check_id_sources(golden, run, golden_source, run_source)
     problems = _Problems(run_source)
     extra = run.filter(~pl.col("id").is_in(golden["id"].implode()))
     for case_id, line in zip(extra["id"].to_list(), extra["line"].to_list() if "line" in extra.columns else [None] * extra.height):

@@ -78,6 +78,12 @@ def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
 
     Accepts a Polars Series (nulls count as empty lists) or a sequence of lists.
     """
+    offsets, column, _nulls = _list_column_with_nulls(values, name)
+    return offsets, column
+
+
+def _list_column_with_nulls(values: Any, name: str) -> Tuple[np.ndarray, StringColumn, Optional[np.ndarray]]:
+    """:func:`_list_column`, and which flattened values were null (None when none was); nulls become ``""``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -95,6 +101,7 @@ def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
     offsets = offsets_from_lengths(lengths)
     if offsets[-1] != len(flat):  # pragma: no cover - defensive
         raise ValueError(f"{name}: list lengths do not add up to the flattened values")
+    nulls = flat.is_null().to_numpy(zero_copy_only=False) if flat.null_count else None
     if pa.types.is_large_string(flat.type) and flat.null_count == 0:
         # Already Arrow large_string without nulls: take the buffers as they are.
         _validity, off_buf, data_buf = flat.buffers()
@@ -106,7 +113,7 @@ def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
     # the binding borrows read-only data instead of copying it.
     data = data.view()
     data.flags.writeable = False
-    return offsets, (str_offsets, data)
+    return offsets, (str_offsets, data), nulls
 
 
 def _view_list_column(values: Any) -> Optional[Tuple[np.ndarray, np.ndarray, list]]:
@@ -173,6 +180,11 @@ class EvidenceMatch:
     phrase_empty: np.ndarray  # bool, per phrase
     file_first_rank: np.ndarray  # uint32, per expected file, 0 = never
     phrase_in_run: Optional[np.ndarray] = None  # bool, per phrase: in some chunk of any case (run_wide only)
+    # bool, per case: expects files but some retrieved chunk has no file (null), matched on evidence
+    # alone, so the case's file-level results are unknown; None when every chunk has a file.
+    file_unknown: Optional[np.ndarray] = None
+    # bool, per chunk: had no file and was given a placeholder (its file_match is unknown).
+    file_placeholder: Optional[np.ndarray] = None
 
     @property
     def n_cases(self) -> int:
@@ -213,14 +225,12 @@ class EvidenceMatch:
 
     @property
     def files(self) -> pl.DataFrame:
-        """Per (case, expected file): ``case``, ``file_index``, ``first_rank``."""
-        return pl.DataFrame(
-            {
-                "case": self._case_index(self.file_offsets),
-                "file_index": self._rank_index(self.file_offsets),
-                "first_rank": self.file_first_rank,
-            }
-        )
+        """Per (case, expected file): ``case``, ``file_index``, ``first_rank`` (null where files are unknown)."""
+        case = self._case_index(self.file_offsets)
+        first_rank = pl.Series("first_rank", self.file_first_rank)
+        if self.file_unknown is not None:
+            first_rank = first_rank.set(pl.Series(self.file_unknown[case]), None)
+        return pl.DataFrame({"case": case, "file_index": self._rank_index(self.file_offsets), "first_rank": first_rank})
 
     def relevance_lists(self, name: str = "relevant") -> pl.Series:
         """Per case, the relevance of its chunks in rank order (list[bool])."""
@@ -243,14 +253,19 @@ class EvidenceMatch:
         return pl.Series("evidence_recall", share, nan_to_null=True)
 
     def file_hit(self, k: int) -> pl.Series:
-        """Per case: some expected file appears in the top k (null when no file is expected)."""
+        """Per case: some expected file appears in the top k (null when no file is expected or files are unknown)."""
         share = self._per_case_share(self._files_in_top(k), self.file_offsets, np.ones(len(self.file_first_rank), bool))
-        return _masked_bool("file_hit", share > 0, np.isnan(share))
+        return _masked_bool("file_hit", share > 0, self._file_level_unknown(share))
 
     def all_files_hit(self, k: int) -> pl.Series:
-        """Per case: every expected file appears in the top k (null when no file is expected)."""
+        """Per case: every expected file appears in the top k (null when no file is expected or files are unknown)."""
         share = self._per_case_share(self._files_in_top(k), self.file_offsets, np.ones(len(self.file_first_rank), bool))
-        return _masked_bool("all_files_hit", share == 1.0, np.isnan(share))
+        return _masked_bool("all_files_hit", share == 1.0, self._file_level_unknown(share))
+
+    def _file_level_unknown(self, share: np.ndarray) -> np.ndarray:
+        """No expected file, or a chunk without a file (placeholder ranks say nothing about files)."""
+        unknown = np.isnan(share)
+        return unknown | self.file_unknown if self.file_unknown is not None else unknown
 
     def _files_in_top(self, k: int) -> np.ndarray:
         ranks = self.file_first_rank.astype(np.int64)
@@ -295,10 +310,22 @@ def match_relevance(
     does it occur in some retrieved chunk of *any* case (what
     :func:`phrases_in_texts` answers over all chunk texts), decided in the
     same pass, with each chunk text normalised once.
+
+    A null chunk file means the retriever gave none. Such a chunk of a case
+    that expects files is matched on evidence alone: the Rust matcher gets the
+    case's first expected file in its place (so it passes the file test; chunks
+    that have a file keep the file rule), and the case is marked in
+    ``file_unknown``. Its file-level results (``file_hit``, ``all_files_hit``,
+    ``files``; the placeholder chunks' ``file_match``) are then unknown, not a
+    miss or a hit. When no chunk of the batch has a file, that holds for every
+    case expecting files, empty retrievals included. A case that expects files but has no evidence phrase cannot
+    be decided from such a chunk: it comes back unlabelled, nothing relevant.
     """
+    if not isinstance(expected_files, pl.Series):
+        expected_files = pl.Series("expected_files", [list(v) if v is not None else [] for v in expected_files], dtype=pl.List(pl.String))
+    chunk_offsets, cfiles, file_nulls = _list_column_with_nulls(chunk_files, "chunk_files")
     file_offsets, files = _list_column(expected_files, "expected_files")
     phrase_offsets, phrases = _list_column(expected_evidence, "expected_evidence")
-    chunk_offsets, cfiles = _list_column(chunk_files, "chunk_files")
     views = _view_list_column(chunk_texts)
     if views is not None:
         text_offsets = views[0]
@@ -310,11 +337,15 @@ def match_relevance(
     if not np.array_equal(chunk_offsets, text_offsets):
         bad = int(np.flatnonzero(np.diff(chunk_offsets) != np.diff(text_offsets))[0])
         raise ValueError(f"match_relevance: case {bad} has a different number of chunk files and chunk texts")
+    placeholders = None
+    if file_nulls is not None:
+        placeholders = _placeholder_files(expected_files, chunk_offsets, cfiles, file_nulls)
+        cfiles = placeholders[0]
     if views is not None:
         out = _core.evidence_match_views(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, views[1], views[2], run_wide=run_wide)
     else:
         out = _core.evidence_match(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, texts, run_wide=run_wide)
-    return EvidenceMatch(
+    match = EvidenceMatch(
         labeled=out["labeled"],
         chunk_offsets=chunk_offsets,
         phrase_offsets=phrase_offsets,
@@ -328,6 +359,50 @@ def match_relevance(
         file_first_rank=out["file_first_rank"],
         phrase_in_run=out.get("phrase_in_run"),
     )
+    if placeholders is not None:
+        _mark_unknown_files(match, placeholders[1], placeholders[2])
+    return match
+
+
+def _placeholder_files(expected_files: pl.Series, chunk_offsets: np.ndarray, cfiles: StringColumn,
+                       file_nulls: np.ndarray) -> Tuple[StringColumn, np.ndarray, np.ndarray]:
+    """Chunk files with each null of a case expecting files replaced by that case's first expected file.
+
+    Returns the new column, which chunks got a placeholder, and which cases have one.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(chunk_offsets) - 1
+    case = np.repeat(np.arange(n), np.diff(chunk_offsets))
+    first = expected_files.list.first().cast(pl.String).to_arrow()
+    if isinstance(first, pa.ChunkedArray):
+        first = first.combine_chunks()
+    first = first.cast(pa.large_string())
+    placeholder = first.take(pa.array(case))
+    replaced = file_nulls & placeholder.is_valid().to_numpy(zero_copy_only=False)
+    offsets, data = cfiles
+    current = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+    filled = pc.if_else(pa.array(replaced), placeholder, current)
+    if file_nulls.all():
+        # No chunk of the batch has a file (a retriever without files): file-level results are
+        # unknown for every case expecting files, an empty retrieval's included.
+        unknown = first.is_valid().to_numpy(zero_copy_only=False)
+    else:
+        unknown = np.bincount(case[replaced], minlength=n) > 0
+    return string_column(filled), replaced, unknown
+
+
+def _mark_unknown_files(match: EvidenceMatch, replaced: np.ndarray, unknown: np.ndarray) -> None:
+    """Record the cases matched with placeholder files; those without an evidence phrase are undecided."""
+    phrase_case = match._case_index(match.phrase_offsets)
+    has_phrase = np.bincount(phrase_case[~match.phrase_empty.astype(bool)], minlength=match.n_cases) > 0
+    undecided = unknown & ~has_phrase
+    if undecided.any():
+        match.labeled = match.labeled & ~undecided
+        match.relevant = match.relevant & ~undecided[match._case_index(match.chunk_offsets)]
+    match.file_unknown = unknown
+    match.file_placeholder = replaced
 
 
 def phrases_in_texts(phrases: Any, texts: Any) -> np.ndarray:

@@ -93,8 +93,9 @@ def _prepare(golden: Any, run: Any) -> tuple:
     g = load_golden(golden)
     r = load_run(run)
     run_name = str(run) if isinstance(run, (str,)) or hasattr(run, "__fspath__") else "run"
-    missing = check_run_against_golden(g, r, run_source=run_name)
-    joined = g.join(r.drop("line", strict=False), on="id", how="left", coalesce=True)
+    golden_name = str(golden) if isinstance(golden, (str,)) or hasattr(golden, "__fspath__") else "golden"
+    missing = check_run_against_golden(g, r, run_source=run_name, golden_source=golden_name)
+    joined = g.join(r.drop("line", "id_from_line", strict=False), on="id", how="left", coalesce=True)
     joined = joined.with_columns(
         pl.col("retrieved").fill_null(pl.lit([], dtype=r.schema["retrieved"])),
         pl.col("id").is_in(pl.Series(missing, dtype=pl.Utf8).implode()).alias("missing_from_run"),
@@ -139,7 +140,23 @@ def _score_prepared(prepared: _PreparedMatch, k: int) -> ScoreResult:
     chunks = _chunk_table(joined, match)
     by_category = aggregate(cases, ["category"])
     summary = _summary(cases, by_category, joined, k, prepared.missing, match)
+    _add_input_notes(summary, joined, match)
     return ScoreResult(cases=cases, by_category=by_category, summary=summary, chunks=chunks)
+
+
+def _add_input_notes(summary: Dict[str, Any], joined: pl.DataFrame, match: EvidenceMatch) -> None:
+    """Record how the inputs were read where it changes what the numbers mean."""
+    unknown = _file_unknown(match)
+    ids = joined["id"].filter(pl.Series(unknown)).to_list()
+    summary["cases_without_file"] = len(ids)
+    summary["ids_from_line_numbers"] = bool(joined.height and "id_from_line" in joined.columns and joined["id_from_line"].all())
+    if ids:
+        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        any_file = _flat_chunk_field(joined, "file").null_count() < int(match.chunk_offsets[-1])
+        what = "have retrieved items without a file" if any_file else "are in a run that gives no file for any retrieved item"
+        summary["warnings"].insert(0,
+            f"{len(ids)} case(s) expecting files {what}: matched on evidence alone, "
+            f"file-level metrics not scored for them: {shown}")
 
 
 def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
@@ -148,11 +165,13 @@ def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
     n_relevant = np.zeros(joined.height)
     names = [f"hit@{k}", f"first_relevant_rank@{k}", f"rr@{k}", f"ap_retrieved@{k}", f"ndcg@{k}", f"p_retrieved@{k}"]
     values = _core.rank_metrics(match.chunk_offsets, grades, n_relevant, names)
-    labeled = match.labeled.astype(bool)
-    unlabeled = pl.Series(~labeled)
+    decided = match.labeled.astype(bool)  # relevance could be decided (see match_relevance)
+    undecided = pl.Series(~decided)
+    # A case matched on evidence alone (chunks without a file) is labelled even when that left it undecidable.
+    labeled = decided | _file_unknown(match)
 
     def col(i: int, name: str, dtype: Any = pl.Float64) -> pl.Series:
-        return pl.Series(name, values[:, i]).cast(dtype).set(unlabeled, None)
+        return pl.Series(name, values[:, i]).cast(dtype).set(undecided, None)
 
     n_retrieved = np.diff(match.chunk_offsets)
     n_expected_files = joined["expected_files"].list.len()
@@ -171,6 +190,11 @@ def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
     ])
 
 
+def _file_unknown(match: EvidenceMatch) -> np.ndarray:
+    """Per case: matched on evidence alone because a chunk had no file (file-level results unknown)."""
+    return match.file_unknown if match.file_unknown is not None else np.zeros(match.n_cases, dtype=bool)
+
+
 def _chunk_table(joined: pl.DataFrame, match: Any) -> pl.DataFrame:
     """One row per retrieved chunk with its relevance marks (for reports and audits)."""
     lengths = np.diff(match.chunk_offsets)
@@ -178,7 +202,10 @@ def _chunk_table(joined: pl.DataFrame, match: Any) -> pl.DataFrame:
     ranks = np.arange(match.relevant.size) - np.repeat(match.chunk_offsets[:-1], lengths) + 1
     flat = _flat_chunks(joined)
     base = pl.DataFrame({"id": joined["id"].gather(case_ids), "rank": ranks.astype(np.int64)})
-    return pl.concat([base, flat, pl.DataFrame({"relevant": match.relevant.astype(bool), "file_match": match.file_match.astype(bool)})], how="horizontal")
+    file_match = pl.Series("file_match", match.file_match.astype(bool))
+    if match.file_placeholder is not None:  # a chunk without a file: unknown, not a match
+        file_match = file_match.set(pl.Series(match.file_placeholder), None)
+    return pl.concat([base, flat, pl.DataFrame([pl.Series("relevant", match.relevant.astype(bool)), file_match])], how="horizontal")
 
 
 def _flat_chunks(joined: pl.DataFrame) -> pl.DataFrame:
