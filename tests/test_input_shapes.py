@@ -15,7 +15,7 @@ from typing import Any, Dict, List
 import polars as pl
 import pytest
 
-EX = Path(__file__).resolve().parent.parent / "examples"
+EX = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
 
 
 def records(path: Path) -> List[Dict[str, Any]]:
@@ -272,8 +272,9 @@ def test_items_without_a_file_leave_file_metrics_unscored(tmp_path: Path) -> Non
     assert overall["file_hit_rate"] == {"value": 1.0, "n_scored": 1, "n_total": 5}  # only c-1 can say
     assert overall["hit_rate"] == {"value": 1.0, "n_scored": 4, "n_total": 5}  # b-1 cannot be decided
     assert s["n_labeled"] == 5 and s["cases_without_file"] == 3
-    assert any(w.startswith("3 case(s) expecting files have retrieved items without a file") and w.endswith(": a-1, b-1, e-1")
-               for w in s["warnings"])
+    assert any(w["code"] == "no_file" and w["count"] == 3
+               and w["message"].startswith("3 case(s) expecting files have retrieved items without a file")
+               and w["message"].endswith(": a-1, b-1, e-1") for w in s["warnings"])
     cases = pl.read_parquet(tmp_path / "out" / "cases.parquet").sort("id")
     assert cases["file_hit"].to_list() == [None, None, True, None, None]
     assert cases["hit"].to_list() == [True, None, True, True, True]
@@ -287,7 +288,7 @@ def test_items_without_a_file_leave_file_metrics_unscored(tmp_path: Path) -> Non
     write_jsonl(tmp_path / "texts.jsonl", [{"id": "a-1", "retrieved": ["alpha"]}, {"id": "c-1", "retrieved": []}])
     s = summary("g.jsonl", "texts.jsonl", tmp_path)
     assert s["overall"]["file_hit_rate"] == {"value": None, "n_scored": 0, "n_total": 5}
-    assert s["warnings"][0] == ("4 case(s) expecting files are in a run that gives no file for any retrieved item: "
+    assert s["warnings"][0]["message"] == ("4 case(s) expecting files are in a run that gives no file for any retrieved item: "
                                 "matched on evidence alone, file-level metrics not scored for them: a-1, b-1, c-1, e-1")
 
 

@@ -151,12 +151,13 @@ def _add_input_notes(summary: Dict[str, Any], joined: pl.DataFrame, match: Evide
     summary["cases_without_file"] = len(ids)
     summary["ids_from_line_numbers"] = bool(joined.height and "id_from_line" in joined.columns and joined["id_from_line"].all())
     if ids:
-        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        from ragmeter._warnings import warning
+
         any_file = _flat_chunk_field(joined, "file").null_count() < int(match.chunk_offsets[-1])
         what = "have retrieved items without a file" if any_file else "are in a run that gives no file for any retrieved item"
-        summary["warnings"].insert(0,
-            f"{len(ids)} case(s) expecting files {what}: matched on evidence alone, "
-            f"file-level metrics not scored for them: {shown}")
+        summary["warnings"].insert(0, warning(
+            "no_file", f"case(s) expecting files {what}: matched on evidence alone, file-level metrics not scored "
+            "for them", ids))
 
 
 def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
