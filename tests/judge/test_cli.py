@@ -137,3 +137,17 @@ def test_cli_golden_and_run(tmp_path, server, api_key):
     assert df.height == 6
     assert df.filter(pl.col("id") == "g2")["status"].to_list() == ["skipped", "skipped"]  # not in the run
     assert df.filter(pl.col("id") != "g2")["status"].to_list() == ["ok"] * 4
+
+
+def test_cases_file_skips_comments_and_refuses_deep_nesting_with_its_line(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "cases.jsonl"
+    path.write_text('# written by hand\n{"id": "a", "question": "q"}\n' + "[" * 1000 + "]" * 1000 + "\n",
+                    encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "judge", "--cases", str(path),
+                           "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--no-cache"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == f"ragmeter: error: {path}:3: JSON nested deeper than 64 levels"

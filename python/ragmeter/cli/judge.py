@@ -146,9 +146,13 @@ def _read_cases(path: str) -> List[Dict[str, Any]]:
 def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
     from ragmeter.errors import input_error
 
+    from ragmeter._sniff import MAX_DEPTH, depth_exceeded_at
+
     for n, line in enumerate(f, start=1):
-        if not line.strip():
+        if not line.strip() or line.lstrip().startswith(("#", "//")):
             continue
+        if depth_exceeded_at(line) is not None:  # json.loads would recurse until RecursionError
+            raise input_error(path, n, f"JSON nested deeper than {MAX_DEPTH} levels")
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -164,33 +168,13 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
 
 
 def _join(golden_path: str, run_path: str) -> List[Dict[str, Any]]:
-    """Golden x run on id: every golden case is kept; one missing from the run is marked, not dropped."""
-    try:
-        from ragmeter.dataset import load_golden, load_run
-    except ImportError:
-        from ragmeter.errors import InputError
+    """Golden x run on id, as ``eval`` joins them (aliases, id checks, one case missing from the run marked
+    rather than dropped): one judge record per golden case."""
+    from ragmeter.evaluation import _judge_records
+    from ragmeter.retrieval import _prepare
 
-        raise InputError("--golden/--run need ragmeter.dataset, which this build lacks; use --cases JSONL") from None
-    golden = load_golden(golden_path)
-    run = load_run(run_path)
-    by_id = {str(r["id"]): r for r in run.to_dicts()}
-    records = []
-    for g in golden.to_dicts():
-        r = by_id.pop(str(g["id"]), None)
-        rec = {"id": str(g["id"]), "question": g.get("question"), "reference_answer": g.get("reference_answer"),
-               "category": g.get("category"), "no_answer": g.get("no_answer")}
-        if r is None:
-            rec["missing_run"] = True
-        else:
-            contexts = r.get("contexts")
-            if contexts is None and r.get("retrieved") is not None:
-                contexts = [x.get("text") or "" for x in r["retrieved"]]
-            rec.update(answer=r.get("answer"), contexts=contexts or [], cost=r.get("cost"))
-        records.append(rec)
-    if by_id:
-        print(f"ragmeter: warning: {len(by_id)} run id(s) not in the golden set are ignored "
-              f"(e.g. {next(iter(by_id))!r})", file=sys.stderr)
-    return records
+    _golden, _run, joined, _missing = _prepare(golden_path, run_path)
+    return _judge_records(joined)
 
 
 def build_config(args: argparse.Namespace) -> Any:

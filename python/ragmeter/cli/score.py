@@ -9,7 +9,7 @@ HELP = "score retrieval per case and category (chunk-level by evidence phrase, f
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSONL)")
+    parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSON Lines, JSON array or Parquet)")
     parser.add_argument("--run", required=True, metavar="R", help="run (JSONL or Parquet)")
     parser.add_argument("--k", type=int, default=5, help="cut-off (default 5)")
     parser.add_argument("--out", metavar="DIR", help="write DIR/cases.parquet, DIR/chunks.parquet, DIR/summary.json and DIR/warnings.json")
