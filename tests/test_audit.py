@@ -262,7 +262,7 @@ def test_corpus_as_folder_parquet_and_aliases(tmp_path):
 
 
 def test_corpus_missing_fields_is_one_line(tmp_path):
-    bad = write_jsonl(tmp_path / "chunks.jsonl", [{"file": "a.md", "content": "x"}, {"file": "b.md", "content": "y"}])
+    bad = write_jsonl(tmp_path / "chunks.jsonl", [{"file": "a.md", "body": "x"}, {"file": "b.md", "body": "y"}])
     with pytest.raises(InputError, match=r"chunks.jsonl: no 'text' field"):
         ragmeter.audit(worked(), corpus=bad)
     some = write_jsonl(tmp_path / "some.jsonl", [{"file": "a.md", "text": "x"}, {"file": "b.md"}])

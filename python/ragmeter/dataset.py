@@ -256,6 +256,25 @@ def _read_bytes(path: Path) -> bytes:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+def read_text(path: Path, what: str = "text files") -> str:
+    """A text file as ``str`` (byte-order mark dropped, UTF-16 transcoded); one-line InputError naming the
+    file when it is missing, binary or not UTF-8."""
+    return _sniff.to_utf8(path, _read_bytes(path), what)[1]
+
+
+def raw_records(source: Source, *, name: str = "golden", what: str = "golden sets") -> List[Dict[str, Any]]:
+    """The records of a golden set or run as given, field names unresolved (any shape :func:`load_golden`
+    reads: JSON Lines, a JSON array, Parquet, a list of dicts or a DataFrame); for fields the loaders do not
+    keep (``difficulty``, ``keyPoints``, a user's own ``--by`` field)."""
+    problems = _Problems(_label(source, name))
+    if _is_path(source) and _is_parquet(Path(source)):
+        records = _parquet_records(Path(source), problems)
+    else:
+        records = _records(source, name, problems, what)
+    problems.raise_if_any()
+    return [record for _where, _line, record in records]
+
+
 def _is_parquet(path: Path, raw: Optional[bytes] = None) -> bool:
     """By name, or by content (Parquet files start with ``PAR1``) whatever the name."""
     if path.suffix.lower() in (".parquet", ".pq"):

@@ -224,20 +224,9 @@ def _require_categories(frame: pl.DataFrame, label: str) -> None:
 
 
 def _raw_records(golden: Any) -> List[Dict[str, Any]]:
-    if isinstance(golden, (str, Path)):
-        from ragmeter.dataset import _read_text
+    from ragmeter.dataset import raw_records
 
-        out = []
-        for line in _read_text(Path(golden)).splitlines():
-            stripped = line.strip()
-            if stripped and not stripped.startswith("#") and not stripped.startswith("//"):
-                out.append(json.loads(stripped))  # load_golden has validated every line
-        return out
-    if isinstance(golden, pl.DataFrame):
-        return golden.to_dicts()
-    if hasattr(golden, "to_dict") and not isinstance(golden, (list, tuple)):
-        return pl.from_pandas(golden).to_dicts()
-    return [r for r in golden if isinstance(r, dict)]
+    return raw_records(golden)
 
 
 def _extra_fields(golden: Any, frame: pl.DataFrame, names: List[str]) -> Dict[str, List[Any]]:

@@ -77,14 +77,14 @@ def load_corpus(source: Any) -> pl.DataFrame:
 
 
 def _folder(root: Path) -> pl.DataFrame:
-    from ragmeter.dataset import _read_text
+    from ragmeter.dataset import read_text
 
     paths = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
     if not paths:
         raise InputError(f"{root}: no text or Markdown files ({', '.join(TEXT_SUFFIXES)}) in the corpus folder")
     return pl.DataFrame(
         {"file": [p.relative_to(root).as_posix() for p in paths], "chunk_id": [None] * len(paths),
-         "text": [_read_text(p) for p in paths]},
+         "text": [read_text(p) for p in paths]},
         schema={"file": pl.String, "chunk_id": pl.String, "text": pl.String},
     )
 
@@ -105,10 +105,10 @@ def _jsonl_columnar(path: Path) -> Optional[pl.DataFrame]:
 
 
 def _jsonl(path: Path) -> Tuple[List[Any], List[int]]:
-    from ragmeter.dataset import _read_text
+    from ragmeter.dataset import read_text
 
     records, lines = [], []
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#") or stripped.startswith("//"):
             continue
