@@ -1,0 +1,98 @@
+"""``ragmeter collect``: call the live RAG system once per golden case and write a run file."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+HELP = "call the RAG system (HTTP target TOML or module:function) for every golden case and write a run file"
+
+EPILOG = """exit status: 0 = every case collected; 2 = bad target, first response unusable
+(not JSON, a mapping path that matches nothing), the system refused the key (401/403),
+no such route (404), an exhausted quota, an unreachable system, or a damaged cache;
+nothing is written then, finished replies stay cached and a rerun resumes;
+3 = run file written but incomplete: some cases failed (recorded with 'error'), or a
+case ran in another mode than --expect-mode. See docs/collect.md."""
+
+PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSONL): the questions to ask")
+    add_target_options(parser)
+    parser.add_argument("--out", required=True, metavar="RUN", help="run file to write: .jsonl, or .parquet")
+    parser.add_argument("--concurrency", type=int, default=8, metavar="N", help="concurrent calls (default 8)")
+    parser.add_argument("--rpm", type=float, metavar="N", help="requests per minute (default: no limit)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="collect N runs of the golden set (a 'repeat' column, 1..N; default 1)")
+    parser.add_argument("--cache", default=None, metavar="PATH",
+                        help="cache of the system's finished replies (default .ragmeter/collect.sqlite)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per attempt (default 60)")
+    parser.add_argument("--retry-attempts", type=int, default=6, metavar="N",
+                        help="attempts per case on 429/5xx/time-outs (default 6)")
+    parser.add_argument("--refresh", action="store_true", help="call the system again for cached cases")
+    parser.add_argument("--expect-mode", metavar="MODE",
+                        help="every case must run in this retrieval mode (e.g. hybrid); another mode gives exit 3")
+
+
+def add_target_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument("--target", required=required, metavar="TARGET",
+                        help="target TOML file (url, method, headers, body, [response]) or module:function")
+
+
+def collect_from(args: argparse.Namespace, golden: str, out: Any, cache: Any, console: Any) -> int:
+    """Collect into ``out`` and print the outcome; 3 when the run file is incomplete, else 0."""
+    from ragmeter.collect import collect
+    from ragmeter.judge.retry import RetryPolicy
+
+    policy = RetryPolicy(max_attempts=max(1, getattr(args, "retry_attempts", 6)))
+    result = collect(golden, args.target, out, concurrency=args.concurrency, rpm=getattr(args, "collect_rpm", None),
+                     repeat=getattr(args, "collect_repeat", 1), cache=cache, timeout=args.collect_timeout,
+                     refresh=bool(getattr(args, "refresh", False)), expect_mode=getattr(args, "expect_mode", None),
+                     policy=policy)
+    for line in summary_lines(result.summary):
+        console.print(line, markup=False, highlight=False)
+    return incomplete_exit(result, out)
+
+
+def summary_lines(s: dict) -> list:
+    from ragmeter._warnings import messages
+
+    lat = s["latency_ms"]
+    p = lambda v: "n/a" if v is None else f"{v:.0f} ms"  # noqa: E731
+    lines = [f"collected {s['n_collected']} of {s['n_records']} cases ({s['n_failed']} failed, {s['n_cached']} from "
+             f"the cache, {s['n_requests']} requests, {s['n_empty_retried']} empty answers asked again)",
+             f"latency p50 {p(lat['p50'])}, p95 {p(lat['p95'])} ({lat['n']} cases); retrieval modes: "
+             + (", ".join(f"{m} {n}" for m, n in s["retrieval_modes"].items()) or "none")]
+    for kind, f in s["failures"].items():
+        lines.append(f"failed ({kind}): {f['count']}, first {f['first_case']}: {f['example']}")
+    lines += [f"warning: {m}" for m in messages(s.get("warnings"))]
+    return lines
+
+
+def incomplete_exit(result: Any, out: Any) -> int:
+    s = result.summary
+    if not result.incomplete:
+        return 0
+    reasons = []
+    if s["n_failed"]:
+        reasons.append(f"{s['n_failed']} of {s['n_records']} cases failed (recorded with 'error' in {out})")
+    expect = s.get("expect_mode")
+    if expect and expect["n_other"]:
+        reasons.append(f"{expect['n_other']} case(s) ran in another mode than --expect-mode {expect['mode']}, "
+                       f"first {expect['first_case']} ({expect['first_mode']})")
+    print("ragmeter: incomplete: " + "; ".join(reasons), file=sys.stderr)
+    return 3
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragmeter.cli._tables import make_console
+    from ragmeter.collect import DEFAULT_PATH
+
+    args.collect_rpm, args.collect_repeat, args.collect_timeout = args.rpm, args.repeat, args.timeout
+    cache = None if args.no_cache else (args.cache or DEFAULT_PATH)
+    console = make_console()
+    code = collect_from(args, args.golden, args.out, cache, console)
+    console.print(f"wrote {args.out}", markup=False, highlight=False)
+    return code
