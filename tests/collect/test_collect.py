@@ -315,3 +315,19 @@ def test_eval_target_equals_collect_then_eval(tmp_path):
     summary = json.loads((tmp_path / "one" / "summary.json").read_text())
     assert summary["retrieval"]["retrieval_modes"] == json.loads(
         (tmp_path / "two" / "summary.json").read_text())["retrieval"]["retrieval_modes"]
+
+
+def test_rpm_paces_the_calls():
+    golden = [{"id": f"q{i}", "question": f"question {i}?"} for i in range(6)]
+    stamps = []
+
+    def fn(case):
+        stamps.append(time.monotonic())
+        return {"answer": "a", "retrieved": []}
+
+    ragmeter.collect(golden, target=fn, rpm=120, concurrency=6)
+    # 120 a minute: a burst of 2, then about one every 0.5 s, whatever the concurrency
+    assert len(stamps) == 6 and stamps[-1] - stamps[0] >= 1.5
+    stamps.clear()
+    ragmeter.collect(golden, target=fn, concurrency=6)
+    assert stamps[-1] - stamps[0] < 1.0

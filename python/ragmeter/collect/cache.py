@@ -31,4 +31,7 @@ def collect_key(target: Mapping[str, Any], request: Any, case_id: str, repeat: i
 def open_cache(path: Optional[str]) -> Cache:
     """``Cache(path)``; None is a disabled cache. A damaged or unwritable file raises :class:`CacheError` (exit 2)
     before anything is sent."""
-    return Cache(path)
+    try:
+        return Cache(path)
+    except CacheError as exc:  # the judge's wording, for this cache
+        raise CacheError(str(exc).replace("the judge cache", "the collect cache")) from None

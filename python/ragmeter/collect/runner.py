@@ -28,6 +28,8 @@ from ragmeter.judge.retry import RetryPolicy, classify
 from ragmeter.judge.stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, Halt, RunStop
 from ragmeter.judge.urls import public_endpoint, scrub_urls
 
+from ragmeter.judge.cache import CacheWriteError
+
 from .cache import DEFAULT_PATH, collect_key, open_cache
 from .mapping import keys_of, to_record, unmatched_paths
 from .target import CallableTarget, HttpTarget, resolve_target
@@ -264,7 +266,12 @@ async def _job(run: _Run, case: Dict[str, Any], repeat: int, first: bool) -> Dic
     else:
         reply = await _call(run, dict(case, repeat=repeat), first)
         if "response" in reply and not _blank(_record_of(run, reply["response"]).get("answer")):
-            await run.cache.commit(key, reply, prompt="collect", model=target.label)
+            try:
+                await run.cache.commit(key, reply, prompt="collect", model=target.label)
+            except CacheWriteError as exc:  # a full disk: stop, what was committed stays
+                run.stop.trip("cache_write", f"{exc.path}: cannot write the collect cache ({exc.reason}); free "
+                              f"space, pass another --cache PATH, or --no-cache")
+                raise Halt(run.stop.reason) from None
     return _final_record(run, case["id"], repeat, reply)
 
 
@@ -289,15 +296,15 @@ def _final_record(run: _Run, case_id: str, repeat: int, reply: Dict[str, Any]) -
 async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[Dict[str, Any]]:
     jobs = [(case, r) for r in range(1, repeat + 1) for case in cases]
     results: List[Optional[Dict[str, Any]]] = [None] * len(jobs)
-    if isinstance(run.target, HttpTarget):
-        import aiohttp
-
-        run.headers = run.target.resolved_headers()
-        run.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=run.opts.timeout),
-                                            connector=aiohttp.TCPConnector(limit=run.opts.concurrency))
-    else:
-        run.pool = concurrent.futures.ThreadPoolExecutor(max_workers=run.opts.concurrency)
     try:
+        if isinstance(run.target, HttpTarget):
+            import aiohttp
+
+            run.headers = run.target.resolved_headers()
+            run.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=run.opts.timeout),
+                                                connector=aiohttp.TCPConnector(limit=run.opts.concurrency))
+        else:
+            run.pool = concurrent.futures.ThreadPoolExecutor(max_workers=run.opts.concurrency)
         results[0] = await _job(run, jobs[0][0], jobs[0][1], first=True)
         queue = iter(range(1, len(jobs)))
 
@@ -467,4 +474,4 @@ def _frame(records: List[Dict[str, Any]]) -> Any:
                 "usage": {k: u.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")} if u else None,
                 "contexts": r.get("contexts")}
 
-    return pl.DataFrame([row(r) for r in records], schema=schema)
+    return pl.DataFrame([row(r) for r in records], schema=schema, strict=False)
