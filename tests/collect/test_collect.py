@@ -331,3 +331,31 @@ def test_rpm_paces_the_calls():
     stamps.clear()
     ragmeter.collect(golden, target=fn, concurrency=6)
     assert stamps[-1] - stamps[0] < 1.0
+
+
+def test_documented_framework_shapes_map(tmp_path):
+    """Every TOML example in docs/collect.md parses; each framework example maps its sample response."""
+    import re
+
+    from ragmeter.collect.mapping import to_record, unmatched_paths
+
+    doc = (PYTHON_DIR.parent / "docs" / "collect.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```(toml|json)\n(.*?)```", doc, re.S)
+    pairs = [(blocks[i][1], blocks[i + 1][1]) for i in range(len(blocks) - 1)
+             if blocks[i][0] == "toml" and blocks[i + 1][0] == "json"]
+    assert len(pairs) == 3  # LangChain, LlamaIndex, ragas
+    for n, (_, toml_text) in enumerate(b for b in blocks if b[0] == "toml"):
+        ragmeter.collect.load_target(_write(tmp_path / f"{n}.toml", toml_text))
+    for n, (toml_text, json_text) in enumerate(pairs):
+        target = ragmeter.collect.load_target(_write(tmp_path / f"p{n}.toml", toml_text))
+        response = json.loads(json_text)
+        assert unmatched_paths(response, target.response, target.item) == []
+        rec = to_record(response, target.response, target.item)
+        assert rec["answer"] == "PostgreSQL 15."
+        assert rec["retrieved"][0]["text"] == "The primary database is PostgreSQL 15"
+        assert rec["retrieved"][0]["file"] in ("handbook.md", "")
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
