@@ -4,7 +4,8 @@ It answers each question from the bundled example run (``python/ragmeter/_exampl
 the run does not hold gets an empty retrieval and a fixed answer. ``script`` maps a case id to the actions its
 successive requests take (then ``"ok"``): ``"ok"``, an int status (``429``, ``500``, ``401``...), a dict
 ``{"status": 429, "headers": {...}}``, ``"empty"`` (a blank answer), ``"timeout"`` (sleeps ``timeout_sleep``
-seconds first), ``"garbage"`` (a 200 whose body is not JSON). ``api_key``: requests without
+seconds first), ``"garbage"`` (a 200 whose body is not JSON), ``"wrongshape"`` (a JSON object without the
+record's fields). ``api_key``: requests without
 ``Authorization: Bearer <key>`` get 401. ``modes``: None keeps each record's mode; otherwise the mode reported
 is ``modes[0]`` for the first ``degrade_after`` answered cases and ``modes[1]`` after (``degrade_after`` None: always
 ``modes[0]``). ``shape="nested"`` wraps the record the way many services do: ``{"data": {"output": {"text"},
@@ -96,6 +97,8 @@ class RagServer:
             await asyncio.sleep(self.timeout_sleep)
         if action == "garbage":
             return web.Response(text="<html>upstream error</html>", content_type="text/html")
+        if action == "wrongshape":
+            return web.json_response({"status": "degraded", "detail": "try later"})
         rec = self._record(case_id)
         if action == "empty":
             rec["answer"] = ""

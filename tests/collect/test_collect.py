@@ -359,3 +359,33 @@ def test_documented_framework_shapes_map(tmp_path):
 def _write(path, text):
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_later_reply_without_the_mapped_answer_is_retried_then_failed(tmp_path):
+    mapping = '[response]\nanswer = "data.output.text"\nretrieved = "data.docs"\n'
+    with RagServer(shape="nested", script={B: ["wrongshape"] * 5, C: ["wrongshape", "garbage"]}) as s:
+        target = write_target(tmp_path / "t.toml", s.url, mapping)
+        result = ragmeter.collect(GOLDEN, target=target, policy=FAST)
+        requests = dict(s.requests)
+    records = {r["id"]: r for r in result.records}
+    assert requests[B] == FAST.max_attempts and records[B]["error_kind"] == "bad_response"
+    assert "response.answer = 'data.output.text' matches nothing" in records[B]["error"]
+    assert requests[C] == 3 and records[C]["answer"] == example_records()[C]["answer"]  # recovered on retry
+    assert result.summary["n_failed"] == 1
+
+
+def test_interrupt_says_how_far_it_got(tmp_path):
+    with RagServer(delay=0.1) as s:
+        target = write_target(tmp_path / "t.toml", s.url)
+        env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+        proc = subprocess.Popen([sys.executable, "-m", "ragmeter", "collect", "--golden", str(GOLDEN), "--target",
+                                 str(target), "--out", "run.jsonl", "--cache", "c.sqlite", "--concurrency", "2"],
+                                cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while sum(s.requests.values()) < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=30)[1]
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "cases finished, nothing written" in err and "a rerun resumes" in err
+    assert not (tmp_path / "run.jsonl").exists()

@@ -87,6 +87,8 @@ class _Run:
         self.requests = 0       #: requests sent to the system
         self.cached = 0
         self.empty_retried = 0
+        self.done = 0           #: cases finished (collected or failed)
+        self.jobs = 0
 
 
 def _limits(concurrency: int, rpm: Optional[float]) -> Any:
@@ -218,7 +220,10 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
             if data is not _NOT_JSON:
                 if first:
                     _check_first(run, data, case["id"])
-                if isinstance(data, dict):
+                problem = _unusable(run, data)
+                if problem is not None:
+                    body = problem  # a later reply without its answer or retrieval: retried, then this case fails
+                elif isinstance(data, dict):
                     answer = _record_of(run, data).get("answer")
                     if _blank(answer) and not empty_asked:
                         empty_asked = True  # reasoning models sometimes answer nothing: ask once more
@@ -253,6 +258,22 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
 _NOT_JSON = object()
 
 
+def _unusable(run: _Run, data: Any) -> Optional[str]:
+    """Why a reply after the first cannot be this case's record (None when it can): not an object, or the
+    mapped ``answer``/``retrieved`` path matches nothing (a missing ``retrieval_mode`` is ``unknown``)."""
+    if not isinstance(data, dict):
+        return f"the response is {type(data).__name__}, not an object"
+    target = run.target
+    if isinstance(target, HttpTarget) and target.response:
+        essential = {k: v for k, v in target.response.items() if k in ("answer", "retrieved")}
+        misses = unmatched_paths(data, essential, {})
+        if misses:
+            return f"{misses[0][0]} = {misses[0][1]!r} matches nothing in the response"
+    elif "answer" not in data and "retrieved" not in data:
+        return "the response is not a run record (no answer or retrieved)"
+    return None
+
+
 async def _job(run: _Run, case: Dict[str, Any], repeat: int, first: bool) -> Dict[str, Any]:
     target = run.target
     request = target.request(case) if isinstance(target, HttpTarget) else {"id": case["id"],
@@ -272,6 +293,7 @@ async def _job(run: _Run, case: Dict[str, Any], repeat: int, first: bool) -> Dic
                 run.stop.trip("cache_write", f"{exc.path}: cannot write the collect cache ({exc.reason}); free "
                               f"space, pass another --cache PATH, or --no-cache")
                 raise Halt(run.stop.reason) from None
+    run.done += 1
     return _final_record(run, case["id"], repeat, reply)
 
 
@@ -295,6 +317,7 @@ def _final_record(run: _Run, case_id: str, repeat: int, reply: Dict[str, Any]) -
 # -- the whole run -----------------------------------------------------------------------------------------
 async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[Dict[str, Any]]:
     jobs = [(case, r) for r in range(1, repeat + 1) for case in cases]
+    run.jobs = len(jobs)
     results: List[Optional[Dict[str, Any]]] = [None] * len(jobs)
     try:
         if isinstance(run.target, HttpTarget):
@@ -369,7 +392,12 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     opts = _Options(concurrency, rpm, float(timeout), refresh, policy or RetryPolicy())
     run = _Run(resolved, opts, open_cache(None if cache is None else str(cache)), repeat)
     started = time.monotonic()
-    records = asyncio.run(_collect(cases, run, repeat))
+    try:
+        records = asyncio.run(_collect(cases, run, repeat))
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: say how far it got (cli._guarded prints it)
+        kept = "the collected replies are cached: a rerun resumes" if run.cache.path is not None else \
+            "no cache: a rerun starts over"
+        raise KeyboardInterrupt(f"{run.done} of {run.jobs} cases finished, nothing written; {kept}") from None
     summary, warnings = _summarise(records, run, len(cases), repeat, expect_mode, time.monotonic() - started)
     result = CollectResult(records, summary, warnings)
     if out is not None:
