@@ -5,14 +5,17 @@ import argparse
 import sys
 from typing import Any
 
-HELP = "call the RAG system (HTTP target TOML or module:function) for every golden case and write a run file"
+HELP = "ask the live RAG system every golden question (HTTP or Python); write a run file"
 
-EPILOG = """exit status: 0 = every case collected; 2 = bad target, first response unusable
-(not JSON, a mapping path that matches nothing), the system refused the key (401/403),
-no such route (404), an exhausted quota, an unreachable system, or a damaged cache;
-nothing is written then, finished replies stay cached and a rerun resumes;
-3 = run file written but incomplete: some cases failed (recorded with 'error'), or a
-case ran in another mode than --expect-mode. See docs/collect.md."""
+EPILOG = """exit status:
+  0  every case collected
+  2  bad target, unusable first response (not JSON, a mapping path that
+     matches nothing), a refused key (401/403), no such route (404), an
+     exhausted quota, an unreachable system, a damaged cache: nothing is
+     written; finished replies stay cached and a rerun resumes
+  3  run file written but incomplete: some cases failed (records with 'error'),
+     or a case ran in another mode than --expect-mode
+See docs/collect.md."""
 
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
@@ -37,8 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def add_target_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    parser.add_argument("--target", required=required, metavar="TARGET",
-                        help="target TOML file (url, method, headers, body, [response]) or module:function")
+    what = "target TOML file (url, method, headers, body, [response]) or module:function"
+    parser.add_argument("--target", required=required, metavar="TARGET", help=what if required else
+                        f"instead of --run: collect the run first from this {what}, into OUT/run.jsonl")
 
 
 def collect_from(args: argparse.Namespace, golden: str, out: Any, cache: Any, console: Any) -> int:
