@@ -1,47 +1,7 @@
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
+# ragserver.py and collect_helpers.py sit next to the tests
 sys.path.insert(0, str(Path(__file__).parent))
-
-from ragserver import GOLDEN, RagServer  # noqa: E402
-
-from ragmeter.judge.retry import RetryPolicy  # noqa: E402
-
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
-#: back-off in milliseconds so the suite stays fast
-FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, max_retry_after=1.0)
-
-
-def golden_ids() -> list:
-    from ragmeter.dataset import load_golden
-
-    return load_golden(GOLDEN)["id"].to_list()
-
-
-def cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """``ragmeter ARGS`` in a subprocess (the worktree's package), stdout/stderr captured."""
-    full = {**os.environ, "PYTHONPATH": str(PYTHON_DIR), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "ragmeter", *args], cwd=cwd, env=full, capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def no_traceback(proc: subprocess.CompletedProcess) -> None:
-    assert "Traceback" not in proc.stderr, proc.stderr
-
-
-@pytest.fixture()
-def server():
-    s = RagServer(modes=("hybrid", "bm25")).start()
-    yield s
-    s.stop()
-
-
-def write_target(path: Path, url: str, extra: str = "") -> Path:
-    path.write_text(f'url = "{url}"\n{extra}', encoding="utf-8")
-    return path

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import FAST, GOLDEN, PYTHON_DIR, cli, golden_ids, no_traceback, write_target
+from collect_helpers import FAST, GOLDEN, PYTHON_DIR, cli, golden_ids, no_traceback, write_target
 from ragserver import RagServer, example_records
 
 import ragmeter
