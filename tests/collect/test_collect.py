@@ -389,3 +389,18 @@ def test_interrupt_says_how_far_it_got(tmp_path):
     assert proc.returncode == 130
     assert "Traceback" not in err and "cases finished, nothing written" in err and "a rerun resumes" in err
     assert not (tmp_path / "run.jsonl").exists()
+
+
+def test_unreachable_system_is_exit_2_at_once(tmp_path):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    target = write_target(tmp_path / "t.toml", f"http://127.0.0.1:{port}/ask")
+    started = time.monotonic()
+    proc = cli("collect", "--golden", str(GOLDEN), "--target", str(target), "--out", "run.jsonl", "--no-cache",
+               cwd=tmp_path)
+    assert proc.returncode == 2 and "cannot reach the system" in proc.stderr and "check url" in proc.stderr
+    no_traceback(proc)
+    assert time.monotonic() - started < 30 and not (tmp_path / "run.jsonl").exists()

@@ -241,6 +241,11 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
         if first and not decision.retry and decision.kind == "client" and status is not None:
             raise InputError(f"{_where(run)}: the system rejected the request for case {case['id']} "
                              f"({decision.message}); check url, method and body")
+        if first and decision.kind == "connection" and transient >= 2:
+            # nothing has answered yet and the first case cannot connect even on retry: the system is not there
+            run.stop.trip("unreachable", f"{_where(run)}: cannot reach the system for case {case['id']} "
+                          f"({decision.message}); check url and that the system is up")
+            raise Halt(run.stop.reason)
         if decision.kind in TRANSPORT_KINDS and isinstance(run.target, HttpTarget) and run.breaker.failed(call):
             run.stop.trip("unreachable", f"{_where(run)}: {run.breaker.failures} transport failures in a row "
                           f"across different cases, no answer in between (last: {decision.message}); check url and "
@@ -356,8 +361,9 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
         run.cache.close()
     if run.stop.stopped:
         done = sum(r is not None for r in results)
-        raise CollectStopped(f"{run.stop.reason}; stopped after {done} of {len(jobs)} cases (finished replies are "
-                             f"cached: a rerun resumes)", run.stop.kind or "stopped")
+        kept = " (their replies are cached: a rerun resumes)" if run.cache.path is not None else ""
+        after = f"; stopped after {done} of {len(jobs)} cases{kept}" if done else ""
+        raise CollectStopped(f"{run.stop.reason}{after}", run.stop.kind or "stopped")
     return [r for r in results if r is not None]
 
 
