@@ -24,10 +24,12 @@ def golden_ids() -> list:
 
 
 def cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """``ragmeter ARGS`` in a subprocess (the worktree's package), stdout/stderr captured."""
+    """``ragmeter ARGS`` in a subprocess (the worktree's package), stdout/stderr captured; fails on a traceback."""
     full = {**os.environ, "PYTHONPATH": str(PYTHON_DIR), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "ragmeter", *args], cwd=cwd, env=full, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", *args], cwd=cwd, env=full, capture_output=True,
                           text=True, timeout=timeout)
+    no_traceback(proc)  # whatever the outcome, never a traceback
+    return proc
 
 
 def no_traceback(proc: subprocess.CompletedProcess) -> None:

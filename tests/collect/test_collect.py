@@ -313,6 +313,9 @@ def test_eval_target_equals_collect_then_eval(tmp_path):
     assert a.columns == b.columns and a.height == len(golden_ids())
     assert a.equals(b)
     summary = json.loads((tmp_path / "one" / "summary.json").read_text())
+    # the example run has 3 bm25 cases among hybrid ones: the later eval's summary.json carries it
+    assert "mode_fallback" in {w["code"] for w in summary["warnings"]}
+    assert summary["inputs"]["run"]["path"].endswith("run.jsonl")
     assert summary["retrieval"]["retrieval_modes"] == json.loads(
         (tmp_path / "two" / "summary.json").read_text())["retrieval"]["retrieval_modes"]
 
