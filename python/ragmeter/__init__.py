@@ -48,6 +48,7 @@ _LAZY = {
     "judge": ("ragmeter.judge", None),
     "errors": ("ragmeter.errors", None),
     "audit": ("ragmeter.audit", None),  # the module, callable: ragmeter.audit(golden, ...)
+    "collect": ("ragmeter.collect", None),  # the module, callable: ragmeter.collect(golden, target=...)
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -22,6 +22,7 @@ COMMANDS = {
     "score": "ragmeter.cli.score",
     "sweep": "ragmeter.cli.sweep",
     "demo": "ragmeter.cli.demo",
+    "collect": "ragmeter.cli.collect",
     "eval": "ragmeter.cli.eval",
     "judge": "ragmeter.cli.judge",
     "report": "ragmeter.cli.report",

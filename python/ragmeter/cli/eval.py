@@ -30,6 +30,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="judge every case N times (repeats 2..N bypass the cache) and report the spread per "
                              "metric and the share of cases whose verdict flips (default 1)")
+    from ragmeter.cli.collect import add_target_options
+
+    add_target_options(parser, required=False)  # eval --target: collect into OUT/run.jsonl, then evaluate
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.errors import InputError
     from ragmeter.evaluation import run_eval
 
-    if not (args.golden and args.run):
-        raise InputError("--golden G and --run R are required")
+    if not (args.golden and (args.run or args.target)):
+        raise InputError("--golden G and --run R (or --target TARGET) are required")
     if args.repeat < 1:
         raise InputError("--repeat: must be at least 1")
     judge = None
@@ -50,6 +53,14 @@ def run(args: argparse.Namespace) -> int:
 
         judge = build_config(args)
     console = make_console()
+    collected = 0
+    if args.target:
+        from ragmeter.cli.collect import collect_for_eval
+
+        collected = collect_for_eval(args, console)
+    from ragmeter.cli.collect import run_for_eval
+
+    run = run_for_eval(args.run, console)
     from ragmeter.cli.judge import incomplete_exit, judge_lines, judged
     if args.dry_run:
         if judge is None:
@@ -57,14 +68,14 @@ def run(args: argparse.Namespace) -> int:
         from ragmeter.cli.judge import print_estimate
         from ragmeter.evaluation import estimate_eval
 
-        print_estimate(estimate_eval(args.golden, args.run, judge, repeat=args.repeat), len(judge.metrics))
+        print_estimate(estimate_eval(args.golden, run, judge, repeat=args.repeat), len(judge.metrics))
         return 0
     if judge is None:
         console.print("[yellow]no judge endpoint given: answers are not judged; judge metrics are reported as not measured[/]")
     thresholds = parse_thresholds(args.thresholds) if args.thresholds else None
     if judge is None and args.repeat > 1:
         console.print("[yellow]--repeat applies to judging only: nothing is repeated without a judge[/]")
-    summary = judged(lambda: run_eval(args.golden, args.run, args.out, k=args.k, judge=judge,
+    summary = judged(lambda: run_eval(args.golden, run, args.out, k=args.k, judge=judge,
                                       thresholds=thresholds, repeat=args.repeat), judge)
     print_score(summary["retrieval"], out_dir=None, console=console)
     if summary.get("judge"):
@@ -82,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(cost_line(summary["cost"], judged=bool(summary.get("judge"))), markup=False, highlight=False)
     files = summary.get("files") or ["cases.parquet", "summary.json", "report.html", "report.md"]
     console.print(f"wrote {args.out}/: " + ", ".join(files), markup=False, highlight=False)
-    return incomplete_exit(summary.get("judge"), args.max_failed, args.out)
+    return max(collected, incomplete_exit(summary.get("judge"), args.max_failed, args.out))
 
 
 def cost_line(cost: dict, judged: bool) -> str:

@@ -1,0 +1,165 @@
+"""``ragmeter collect``: call the live RAG system once per golden case and write a run file."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+HELP = "ask the live RAG system every golden question (HTTP or Python); write a run file"
+
+EPILOG = """exit status:
+  0  every case collected
+  2  bad target, unusable first response (not JSON, a mapping path that
+     matches nothing), a refused key (401/403), no such route (404), an
+     exhausted quota, an unreachable system, a damaged cache: nothing is
+     written; finished replies stay cached and a rerun resumes
+  3  run file written but incomplete: some cases failed (records with 'error'),
+     or a case ran in another mode than --expect-mode
+See docs/collect.md."""
+
+PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSONL): the questions to ask")
+    add_target_options(parser)
+    parser.add_argument("--out", required=True, metavar="RUN", help="run file to write: .jsonl, or .parquet")
+    parser.add_argument("--concurrency", type=int, default=8, metavar="N", help="concurrent calls (default 8)")
+    parser.add_argument("--rpm", type=float, metavar="N", help="requests per minute (default: no limit)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="collect N runs of the golden set (a 'repeat' column, 1..N; default 1)")
+    parser.add_argument("--cache", default=None, metavar="PATH",
+                        help="cache of the system's finished replies (default .ragmeter/collect.sqlite)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per attempt (default 60)")
+    parser.add_argument("--retry-attempts", type=int, default=6, metavar="N",
+                        help="attempts per case on 429/5xx/time-outs (default 6)")
+    parser.add_argument("--refresh", action="store_true", help="call the system again for cached cases")
+    parser.add_argument("--expect-mode", metavar="MODE",
+                        help="every case must run in this retrieval mode (e.g. hybrid); another mode gives exit 3")
+
+
+def add_target_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    what = "target TOML file (url, method, headers, body, [response]) or module:function"
+    parser.add_argument("--target", required=required, metavar="TARGET", help=what if required else
+                        f"instead of --run: collect the run first from this {what}, into OUT/run.jsonl")
+
+
+def collect_from(args: argparse.Namespace, golden: str, out: Any, cache: Any, console: Any) -> int:
+    """Collect into ``out`` and print the outcome; 3 when the run file is incomplete, else 0."""
+    from ragmeter.collect import collect
+    from ragmeter.judge.retry import RetryPolicy
+
+    policy = RetryPolicy(max_attempts=max(1, getattr(args, "retry_attempts", 6)))
+    result = collect(golden, args.target, out, concurrency=args.concurrency, rpm=getattr(args, "collect_rpm", None),
+                     repeat=getattr(args, "collect_repeat", 1), cache=cache, timeout=args.collect_timeout,
+                     refresh=bool(getattr(args, "refresh", False)), expect_mode=getattr(args, "expect_mode", None),
+                     policy=policy)
+    for line in summary_lines(result.summary):
+        console.print(line, markup=False, highlight=False)
+    return incomplete_exit(result, out)
+
+
+def summary_lines(s: dict) -> list:
+    from ragmeter._warnings import messages
+
+    lat = s["latency_ms"]
+    p = lambda v: "n/a" if v is None else f"{v:.0f} ms"  # noqa: E731
+    lines = [f"collected {s['n_collected']} of {s['n_records']} cases ({s['n_failed']} failed, {s['n_cached']} from "
+             f"the cache, {s['n_requests']} requests, {s['n_empty_retried']} empty answers asked again)",
+             f"latency p50 {p(lat['p50'])}, p95 {p(lat['p95'])} ({lat['n']} cases); retrieval modes: "
+             + (", ".join(f"{m} {n}" for m, n in s["retrieval_modes"].items()) or "none")]
+    for kind, f in s["failures"].items():
+        lines.append(f"failed ({kind}): {f['count']}, first {f['first_case']}: {f['example']}")
+    lines += [f"warning: {m}" for m in messages(s.get("warnings"))]
+    return lines
+
+
+def incomplete_exit(result: Any, out: Any) -> int:
+    s = result.summary
+    if not result.incomplete:
+        return 0
+    reasons = []
+    if s["n_failed"]:
+        reasons.append(f"{s['n_failed']} of {s['n_records']} cases failed (recorded with 'error' in {out})")
+    expect = s.get("expect_mode")
+    if expect and expect["n_other"]:
+        reasons.append(f"{expect['n_other']} case(s) ran in another mode than --expect-mode {expect['mode']}, "
+                       f"first {expect['first_case']} ({expect['first_mode']})")
+    print("ragmeter: incomplete: " + "; ".join(reasons), file=sys.stderr)
+    return 3
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragmeter.cli._tables import make_console
+    from ragmeter.collect import DEFAULT_PATH
+
+    args.collect_rpm, args.collect_repeat, args.collect_timeout = args.rpm, args.repeat, args.timeout
+    cache = None if args.no_cache else (args.cache or DEFAULT_PATH)
+    console = make_console()
+    code = collect_from(args, args.golden, args.out, cache, console)
+    console.print(f"wrote {args.out}", markup=False, highlight=False)
+    return code
+
+
+# -- ragmeter eval --target / a run file with repeats ------------------------------------------------------
+def collect_for_eval(args: argparse.Namespace, console: Any) -> int:
+    """``eval --target``: collect into OUT/run.jsonl (with collect's defaults, eval's --concurrency and
+    --no-cache), point ``args.run`` at it; returns 3 when some cases failed, else 0."""
+    from pathlib import Path
+
+    from ragmeter.collect import DEFAULT_PATH
+    from ragmeter.errors import InputError
+
+    if args.run:
+        raise InputError("pass --run or --target, not both (--target collects the run into the results folder)")
+    if not args.golden:
+        raise InputError("--target needs --golden G (the questions to ask)")
+    if args.dry_run:
+        raise InputError("--dry-run estimates the judge only: run ragmeter collect first, then eval --run --dry-run")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: exists and is not a folder (--out names a folder)")
+    out.mkdir(parents=True, exist_ok=True)
+    args.collect_timeout = 60.0
+    cache = None if args.no_cache else str(Path(args.cache).with_name(Path(DEFAULT_PATH).name))
+    args.run = str(out / "run.jsonl")
+    code = collect_from(args, args.golden, args.run, cache, console)
+    console.print(f"collected the run into {args.run}", markup=False, highlight=False)
+    return code
+
+
+def run_for_eval(path: Any, console: Any) -> Any:
+    """The run ``eval`` scores: ``path``, or when the file holds several repeats (a ``repeat`` column from
+    ``collect --repeat N``) the records of repeat 1, said so on the console."""
+    from pathlib import Path
+
+    import polars as pl
+
+    p = Path(path)
+    if not p.is_file():
+        return path
+    try:
+        if p.suffix.lower() in (".parquet", ".pq"):
+            frame = pl.read_parquet(p)
+            if "repeat" not in frame.columns or frame["repeat"].n_unique() < 2:
+                return path
+            first = frame.filter(pl.col("repeat") == frame["repeat"].min())
+            records: Any = first.drop("repeat")
+            n = frame["repeat"].n_unique()
+        else:
+            import json
+
+            rows = [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines()
+                    if line.strip() and not line.lstrip().startswith(("#", "//"))]
+            repeats = {r.get("repeat") for r in rows if isinstance(r, dict)}
+            if len(repeats) < 2:
+                return path
+            low = min(x for x in repeats if isinstance(x, int))
+            records = [{k: v for k, v in r.items() if k != "repeat"} for r in rows if r.get("repeat") == low]
+            n = len(repeats)
+    except (ValueError, OSError, pl.exceptions.PolarsError):
+        return path  # the loader says what is wrong with the file
+    console.print(f"{p} holds {n} repeats (collect --repeat): eval scores repeat 1 only; scoring the spread "
+                  f"across collected repeats is not implemented yet", markup=False, highlight=False)
+    return records

@@ -1,0 +1,37 @@
+"""The collect cache: the system's finished replies, in the judge's SQLite cache format (its own file by default).
+
+Entries live in the judge cache's table (``prompt`` column ``"collect"``) under keys of their own: the SHA-256 of
+``{"v", "kind": "collect", "target", "request", "case", "repeat"}``, where ``target`` is the target's identity
+(endpoint without credentials, method, header *names*; or ``module:function``) and ``request`` the body sent. The
+judge's key format is not touched and the two kinds of keys cannot meet. Each reply is committed before the case
+counts as done, so a run killed mid-way resumes without calling the system again for finished cases. Failed
+cases and empty answers are not stored: a rerun asks again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Mapping, Optional
+
+from ragmeter.judge.cache import Cache, CacheError
+
+__all__ = ["COLLECT_SCHEMA", "DEFAULT_PATH", "collect_key", "open_cache", "Cache", "CacheError"]
+
+COLLECT_SCHEMA = 1
+DEFAULT_PATH = ".ragmeter/collect.sqlite"
+
+
+def collect_key(target: Mapping[str, Any], request: Any, case_id: str, repeat: int) -> str:
+    doc = {"v": COLLECT_SCHEMA, "kind": "collect", "target": dict(target), "request": request, "case": case_id,
+           "repeat": repeat}
+    text = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def open_cache(path: Optional[str]) -> Cache:
+    """``Cache(path)``; None is a disabled cache. A damaged or unwritable file raises :class:`CacheError` (exit 2)
+    before anything is sent."""
+    try:
+        return Cache(path)
+    except CacheError as exc:  # the judge's wording, for this cache
+        raise CacheError(str(exc).replace("the judge cache", "the collect cache")) from None

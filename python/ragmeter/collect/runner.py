@@ -1,0 +1,511 @@
+"""Calling the system once per golden case (``repeat`` times) and keeping every outcome.
+
+The first case is sent alone: its response is checked (JSON, every mapping path matches) before the rest of the
+golden set is launched, so a wrong target costs one call. The others go through the judge's engine pieces: the
+same retry classification (:func:`ragmeter.judge.retry.classify`: 429/5xx/time-outs retried with back-off and
+Retry-After; 401/403/404 and exhausted quotas stop the run, exit 2), the same transport breaker, concurrency and
+requests-per-minute limits, and a persistent cache (:mod:`ragmeter.collect.cache`).
+
+Outcomes, none dropped: a collected case is the system's record (``retrieval_mode`` ``unknown`` when the response
+does not say); an empty answer is asked once more and kept as it comes the second time; a case that still fails
+(time-outs, 5xx past the retries, a callable that raised) is a record with ``error`` and ``error_kind``, no answer
+and an empty ``retrieved``, which ``eval`` scores as an empty retrieval with no answer.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from ragmeter.errors import InputError
+from ragmeter.judge.retry import RetryPolicy, classify
+from ragmeter.judge.stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, Halt, RunStop
+from ragmeter.judge.urls import public_endpoint, scrub_urls
+
+from ragmeter.judge.cache import CacheWriteError
+
+from .cache import DEFAULT_PATH, collect_key, open_cache
+from .mapping import keys_of, to_record, unmatched_paths
+from .target import CallableTarget, HttpTarget, resolve_target
+
+__all__ = ["collect", "CollectResult", "CollectStopped", "write_run", "DEFAULT_PATH"]
+
+
+class CollectStopped(InputError):
+    """The system refused the run (key, route, quota, unreachable): one line, exit 2; finished replies are cached."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, kind: str = "stopped") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class CollectResult:
+    records: List[Dict[str, Any]]   #: golden order, repeat 1 first; failed cases included
+    summary: Dict[str, Any]
+    warnings: List[Dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def incomplete(self) -> bool:
+        """Failed cases, or cases outside ``expect_mode``: results written, exit status 3."""
+        expect = self.summary.get("expect_mode")
+        return bool(self.summary["n_failed"]) or bool(expect and expect["n_other"])
+
+    def write(self, path: Union[str, Path]) -> Path:
+        return write_run(self.records, path)
+
+
+@dataclass
+class _Options:
+    concurrency: int
+    rpm: Optional[float]
+    timeout: float
+    refresh: bool
+    policy: RetryPolicy
+
+
+class _Run:
+    """The state shared by the workers of one collection."""
+
+    def __init__(self, target: Union[HttpTarget, CallableTarget], opts: _Options, cache: Any, repeats: int) -> None:
+        self.target, self.opts, self.cache, self.repeats = target, opts, cache, repeats
+        self.limits = _limits(opts.concurrency, opts.rpm)
+        self.stop = RunStop()
+        self.breaker = Breaker()
+        self.session: Any = None
+        self.headers: Dict[str, str] = {}
+        self.pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self.calls = 0          #: calls started (for the breaker)
+        self.requests = 0       #: requests sent to the system
+        self.cached = 0
+        self.empty_retried = 0
+        self.done = 0           #: cases finished (collected or failed)
+        self.jobs = 0
+
+
+def _limits(concurrency: int, rpm: Optional[float]) -> Any:
+    """The one place collect builds the judge's rate limits (concurrency, requests per minute)."""
+    from ragmeter.judge.limits import Limits
+
+    return Limits(concurrency=concurrency, rpm=rpm)
+
+
+# -- one call ----------------------------------------------------------------------------------------------
+async def _send_http(run: _Run, case: Dict[str, Any]) -> Tuple[Optional[int], Any, str]:
+    target = run.target
+    assert isinstance(target, HttpTarget)
+    request = target.request(case)
+    if target.method == "GET":
+        params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in request.items()}
+        ctx = run.session.get(target.url, params=params, headers=run.headers)
+    else:
+        ctx = run.session.request(target.method, target.url, json=request, headers=run.headers)
+    async with ctx as resp:
+        body = (await resp.read()).decode("utf-8", "replace")
+        return resp.status, resp.headers, body
+
+
+async def _call_python(run: _Run, case: Dict[str, Any]) -> Any:
+    target = run.target
+    assert isinstance(target, CallableTarget)
+    arg = dict(case)
+    if inspect.iscoroutinefunction(target.fn):
+        return await asyncio.wait_for(target.fn(arg), run.opts.timeout)
+    loop = asyncio.get_running_loop()
+    value = await asyncio.wait_for(loop.run_in_executor(run.pool, target.fn, arg), run.opts.timeout)
+    if inspect.isawaitable(value):  # a sync wrapper that returns a coroutine
+        value = await asyncio.wait_for(value, run.opts.timeout)
+    return value
+
+
+def _blank(answer: Any) -> bool:
+    return answer is None or (isinstance(answer, str) and not answer.strip())
+
+
+def _where(run: _Run) -> str:
+    target = run.target
+    return target.source if isinstance(target, HttpTarget) else f"--target {target.name}"
+
+
+def _check_first(run: _Run, data: Any, case_id: str) -> None:
+    """The first response must be usable as it is mapped: otherwise one line, exit 2, nothing else sent."""
+    target = run.target
+    if isinstance(target, CallableTarget):
+        if not isinstance(data, dict):
+            raise InputError(f"{_where(run)}: returned {type(data).__name__} for case {case_id}, expected a run "
+                             f"record (a dict with answer, retrieved, ...)")
+        return
+    if not isinstance(data, dict):
+        raise InputError(f"{target.source}: the response to case {case_id} is JSON but not an object "
+                         f"({type(data).__name__})")
+    misses = unmatched_paths(data, target.response, target.item)
+    if misses:
+        name, path = misses[0]
+        raise InputError(f"{target.source}: {name} = {path!r} matches nothing in the response to case {case_id} "
+                         f"(its keys: {keys_of(data)})")
+    if not target.response and "answer" not in data and "retrieved" not in data:
+        raise InputError(f"{target.source}: the response to case {case_id} is not a run record (no answer or "
+                         f"retrieved; its keys: {keys_of(data)}); map its fields in a [response] table")
+
+
+def _record_of(run: _Run, data: Any) -> Dict[str, Any]:
+    target = run.target
+    if isinstance(target, CallableTarget):
+        rec = to_record(data, {}, {})
+    else:
+        rec = to_record(data, target.response, target.item)
+    mode = rec.get("retrieval_mode")
+    rec["retrieval_mode"] = "unknown" if mode is None or (isinstance(mode, str) and not mode.strip()) else str(mode)
+    return rec
+
+
+def _stop_message(run: _Run, kind: str, status: Optional[int], message: str, case_id: str) -> str:
+    target = run.target
+    where = f"{target.source} ({public_endpoint(target.url)})" if isinstance(target, HttpTarget) else _where(run)
+    if kind == "auth":
+        return (f"{where}: HTTP {status}, the system refused the request for case {case_id}: check the "
+                f"credentials in headers (and that the environment variables they name are set)")
+    if kind == "not_found":
+        return f"{where}: HTTP 404 for case {case_id}, no such route: check url"
+    return f"{where}: {message} (case {case_id})"
+
+
+async def _attempt(run: _Run, case: Dict[str, Any]) -> Tuple[Optional[int], Any, Any, Optional[BaseException], float]:
+    """One attempt inside a limits slot: (status, headers, body or returned value, exception, latency ms)."""
+    async with run.limits.slot():
+        if run.stop.stopped:
+            raise Halt(run.stop.reason)
+        run.requests += 1
+        t0 = time.monotonic()
+        try:
+            if isinstance(run.target, HttpTarget):
+                status, headers, body = await _send_http(run, case)
+                return status, headers, body, None, (time.monotonic() - t0) * 1000.0
+            value = await _call_python(run, case)
+            return 200, None, value, None, (time.monotonic() - t0) * 1000.0
+        except (asyncio.TimeoutError, OSError) as exc:
+            return None, None, None, exc, (time.monotonic() - t0) * 1000.0
+        except Exception as exc:  # aiohttp errors; or whatever a callable raised (a failed case)
+            return None, None, None, exc, (time.monotonic() - t0) * 1000.0
+
+
+async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
+    """The system's reply to ``case``: ``{"response" or "record", "latency_ms"}``, or ``{"error", ...}``."""
+    run.calls += 1
+    call, transient, empty_asked = run.calls, 0, False
+    started = time.monotonic()
+    while True:
+        transient += 1
+        status, headers, body, exc, latency = await _attempt(run, case)
+        if status is not None and isinstance(run.target, HttpTarget):
+            run.breaker.answered()
+        if exc is None and status == 200:
+            data = body
+            if isinstance(run.target, HttpTarget):
+                try:
+                    data = json.loads(body)
+                except ValueError:
+                    if first:
+                        raise InputError(f"{_where(run)}: the response to case {case['id']} is not JSON "
+                                         f"(HTTP 200, starts {body[:60]!r})") from None
+                    data = _NOT_JSON
+            if data is not _NOT_JSON:
+                if first:
+                    _check_first(run, data, case["id"])
+                problem = _unusable(run, data)
+                if problem is not None:
+                    body = problem  # a later reply without its answer or retrieval: retried, then this case fails
+                elif isinstance(data, dict):
+                    answer = _record_of(run, data).get("answer")
+                    if _blank(answer) and not empty_asked:
+                        empty_asked = True  # reasoning models sometimes answer nothing: ask once more
+                        run.empty_retried += 1
+                        transient -= 1
+                        continue
+                    return {"response": data, "latency_ms": round(latency, 3), "attempts": transient + empty_asked}
+        decision = classify(attempt=transient, policy=run.opts.policy, status=status, headers=headers,
+                            body=body if isinstance(body, str) else None, exc=exc)
+        if isinstance(run.target, CallableTarget) and exc is not None and decision.kind == "client":
+            decision = type(decision)(False, 0.0, "exception", scrub_urls(f"{type(exc).__name__}: {exc}")[:300])
+        if decision.kind in FATAL_KINDS and not decision.retry:
+            run.stop.trip(decision.kind, _stop_message(run, decision.kind, status, decision.message, case["id"]))
+            raise Halt(run.stop.reason)
+        if first and not decision.retry and decision.kind == "client" and status is not None:
+            raise InputError(f"{_where(run)}: the system rejected the request for case {case['id']} "
+                             f"({decision.message}); check url, method and body")
+        if first and decision.kind == "connection" and transient >= 2:
+            # nothing has answered yet and the first case cannot connect even on retry: the system is not there
+            run.stop.trip("unreachable", f"{_where(run)}: cannot reach the system for case {case['id']} "
+                          f"({decision.message}); check url and that the system is up")
+            raise Halt(run.stop.reason)
+        if decision.kind in TRANSPORT_KINDS and isinstance(run.target, HttpTarget) and run.breaker.failed(call):
+            run.stop.trip("unreachable", f"{_where(run)}: {run.breaker.failures} transport failures in a row "
+                          f"across different cases, no answer in between (last: {decision.message}); check url and "
+                          f"that the system is up (raise --timeout if it is only slow)")
+            raise Halt(run.stop.reason)
+        if not decision.retry:
+            return {"error": decision.message, "error_kind": decision.kind, "attempts": transient,
+                    "latency_ms": round((time.monotonic() - started) * 1000.0, 3)}
+        if decision.retry_after is not None:
+            run.limits.pause(decision.delay)
+        if decision.delay > 0:
+            await asyncio.sleep(decision.delay)
+
+
+_NOT_JSON = object()
+
+
+def _unusable(run: _Run, data: Any) -> Optional[str]:
+    """Why a reply after the first cannot be this case's record (None when it can): not an object, or the
+    mapped ``answer``/``retrieved`` path matches nothing (a missing ``retrieval_mode`` is ``unknown``)."""
+    if not isinstance(data, dict):
+        return f"the response is {type(data).__name__}, not an object"
+    target = run.target
+    if isinstance(target, HttpTarget) and target.response:
+        essential = {k: v for k, v in target.response.items() if k in ("answer", "retrieved")}
+        misses = unmatched_paths(data, essential, {})
+        if misses:
+            return f"{misses[0][0]} = {misses[0][1]!r} matches nothing in the response"
+    elif "answer" not in data and "retrieved" not in data:
+        return "the response is not a run record (no answer or retrieved)"
+    return None
+
+
+async def _job(run: _Run, case: Dict[str, Any], repeat: int, first: bool) -> Dict[str, Any]:
+    target = run.target
+    request = target.request(case) if isinstance(target, HttpTarget) else {"id": case["id"],
+                                                                            "question": case["question"]}
+    key = collect_key(target.identity, request, case["id"], repeat)
+    reply = None if run.opts.refresh else run.cache.get(key)
+    if reply is not None and "response" in reply:
+        run.cached += 1
+        if first:
+            _check_first(run, reply["response"], case["id"])
+    else:
+        reply = await _call(run, dict(case, repeat=repeat), first)
+        if "response" in reply and not _blank(_record_of(run, reply["response"]).get("answer")):
+            try:
+                await run.cache.commit(key, reply, prompt="collect", model=target.label)
+            except CacheWriteError as exc:  # a full disk: stop, what was committed stays
+                run.stop.trip("cache_write", f"{exc.path}: cannot write the collect cache ({exc.reason}); free "
+                              f"space, pass another --cache PATH, or --no-cache")
+                raise Halt(run.stop.reason) from None
+    run.done += 1
+    return _final_record(run, case["id"], repeat, reply)
+
+
+def _final_record(run: _Run, case_id: str, repeat: int, reply: Dict[str, Any]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"id": case_id}
+    if run.repeats > 1:  # one run file per repeat would lose the pairing: a column instead
+        out["repeat"] = repeat
+    if "response" in reply:
+        rec = _record_of(run, reply["response"])
+        out.update(retrieved=rec["retrieved"], answer=rec["answer"])
+        if rec.get("contexts") is not None:
+            out["contexts"] = rec["contexts"]
+        out.update(retrieval_mode=rec["retrieval_mode"], latency_ms=reply.get("latency_ms"), usage=rec["usage"],
+                   cost=rec["cost"])
+        return out
+    out.update(retrieved=[], answer=None, retrieval_mode=None, latency_ms=reply.get("latency_ms"), usage=None,
+               cost=None, error=reply["error"], error_kind=reply["error_kind"], attempts=reply.get("attempts"))
+    return out
+
+
+# -- the whole run -----------------------------------------------------------------------------------------
+async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[Dict[str, Any]]:
+    jobs = [(case, r) for r in range(1, repeat + 1) for case in cases]
+    run.jobs = len(jobs)
+    results: List[Optional[Dict[str, Any]]] = [None] * len(jobs)
+    try:
+        if isinstance(run.target, HttpTarget):
+            import aiohttp
+
+            run.headers = run.target.resolved_headers()
+            run.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=run.opts.timeout),
+                                                connector=aiohttp.TCPConnector(limit=run.opts.concurrency))
+        else:
+            run.pool = concurrent.futures.ThreadPoolExecutor(max_workers=run.opts.concurrency)
+        results[0] = await _job(run, jobs[0][0], jobs[0][1], first=True)
+        queue = iter(range(1, len(jobs)))
+
+        async def worker() -> None:
+            for i in queue:
+                if run.stop.stopped:
+                    return
+                results[i] = await _job(run, jobs[i][0], jobs[i][1], first=False)
+
+        tasks = [asyncio.ensure_future(worker()) for _ in range(min(run.opts.concurrency, len(jobs) - 1))]
+        try:
+            await asyncio.gather(*tasks)
+        except Halt:
+            pass
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    except Halt:
+        pass
+    finally:
+        if run.session is not None:
+            await run.session.close()
+        if run.pool is not None:
+            run.pool.shutdown(wait=False, cancel_futures=True)
+        run.cache.close()
+    if run.stop.stopped:
+        done = sum(r is not None for r in results)
+        kept = " (their replies are cached: a rerun resumes)" if run.cache.path is not None else ""
+        after = f"; stopped after {done} of {len(jobs)} cases{kept}" if done else ""
+        raise CollectStopped(f"{run.stop.reason}{after}", run.stop.kind or "stopped")
+    return [r for r in results if r is not None]
+
+
+def _golden_cases(golden: Any) -> List[Dict[str, Any]]:
+    from ragmeter.dataset import load_golden
+
+    frame = load_golden(golden)
+    return [{"id": r["id"], "question": r["question"], "category": r["category"]}
+            for r in frame.select("id", "question", "category").iter_rows(named=True)]
+
+
+def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, concurrency: int = 8,
+            rpm: Optional[float] = None, repeat: int = 1, cache: Union[str, Path, None] = None,
+            timeout: float = 60.0, refresh: bool = False, expect_mode: Optional[str] = None,
+            policy: Optional[RetryPolicy] = None) -> CollectResult:
+    """Call ``target`` once per golden case (``repeat`` times) and return (and write to ``out``) the run.
+
+    ``target`` is a TOML file, ``"module:function"``, or a callable ``fn(case)`` (sync or async) that returns a run
+    record; ``case`` holds ``id``, ``question``, ``category`` and ``repeat``. ``cache`` is the path of the collect
+    cache (None: no cache). Raises :class:`InputError` for a bad target or first response and
+    :class:`CollectStopped` when the system refuses the run; otherwise every case is in the result, collected or
+    failed.
+    """
+    if concurrency < 1:
+        raise InputError("--concurrency: must be at least 1")
+    if repeat < 1:
+        raise InputError("--repeat: must be at least 1")
+    if timeout <= 0:
+        raise InputError("--timeout: must be positive")
+    resolved = resolve_target(target)
+    cases = _golden_cases(golden)
+    opts = _Options(concurrency, rpm, float(timeout), refresh, policy or RetryPolicy())
+    run = _Run(resolved, opts, open_cache(None if cache is None else str(cache)), repeat)
+    started = time.monotonic()
+    try:
+        records = asyncio.run(_collect(cases, run, repeat))
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: say how far it got (cli._guarded prints it)
+        kept = "the collected replies are cached: a rerun resumes" if run.cache.path is not None else \
+            "no cache: a rerun starts over"
+        raise KeyboardInterrupt(f"{run.done} of {run.jobs} cases finished, nothing written; {kept}") from None
+    summary, warnings = _summarise(records, run, len(cases), repeat, expect_mode, time.monotonic() - started)
+    result = CollectResult(records, summary, warnings)
+    if out is not None:
+        result.write(out)
+    return result
+
+
+# -- summary -----------------------------------------------------------------------------------------------
+def _percentile(values: Sequence[float], q: float) -> Optional[float]:
+    if not values:
+        return None
+    xs = sorted(values)
+    k = (len(xs) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return round(xs[lo] + (xs[hi] - xs[lo]) * (k - lo), 3)
+
+
+def mode_change(records: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Collected cases (in the order sent) whose mode differs from the first collected case's; None if none."""
+    from ragmeter._warnings import warning
+
+    modes = [(r["id"], r["retrieval_mode"], r.get("repeat")) for r in records if "error" not in r]
+    if not modes:
+        return None
+    start = modes[0][1]
+    other = [(i, m, rep) for i, m, rep in modes if m != start]
+    if not other:
+        return None
+    first_id, first_mode, _ = other[0]
+    labels = [f"{i} ({m})" + (f" repeat {rep}" if rep else "") for i, m, rep in other]
+    return warning("mode_changed", f"of {len(modes)} collected case(s) ran in another retrieval mode than the "
+                   f"run began with ('{start}'), from case {first_id} ({first_mode}) on",
+                   [i for i, _, _ in other], labels)
+
+
+def _summarise(records: List[Dict[str, Any]], run: _Run, n_cases: int, repeat: int, expect_mode: Optional[str],
+               seconds: float) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+    failed = [r for r in records if "error" in r]
+    ok = [r for r in records if "error" not in r]
+    modes: Dict[str, int] = {}
+    for r in ok:
+        modes[r["retrieval_mode"]] = modes.get(r["retrieval_mode"], 0) + 1
+    failures: Dict[str, Dict[str, Any]] = {}
+    for r in failed:
+        f = failures.setdefault(r["error_kind"], {"count": 0, "example": r["error"], "first_case": r["id"]})
+        f["count"] += 1
+    costs = [r["cost"] for r in ok if isinstance(r.get("cost"), (int, float))]
+    summary: Dict[str, Any] = {
+        "target": run.target.label, "n_cases": n_cases, "repeat": repeat, "n_records": len(records),
+        "n_collected": len(ok), "n_failed": len(failed), "failures": failures, "n_cached": run.cached,
+        "n_requests": run.requests, "n_empty_retried": run.empty_retried,
+        "n_empty_answers": sum(_blank(r.get("answer")) for r in ok),
+        "retrieval_modes": modes,
+        "latency_ms": {"p50": _percentile([r["latency_ms"] for r in ok], 0.5),
+                       "p95": _percentile([r["latency_ms"] for r in ok], 0.95), "n": len(ok)},
+        "system_cost_usd": round(sum(costs), 8) if costs else None, "n_with_cost": len(costs),
+        "seconds": round(seconds, 3),
+    }
+    warnings = []
+    change = mode_change(records)
+    if change is not None:
+        warnings.append(change)
+    if expect_mode is not None:
+        other = [r for r in ok if r["retrieval_mode"] != expect_mode]
+        summary["expect_mode"] = {"mode": expect_mode, "n_other": len(other),
+                                  "first_case": other[0]["id"] if other else None,
+                                  "first_mode": other[0]["retrieval_mode"] if other else None}
+    summary["warnings"] = warnings
+    return summary, warnings
+
+
+# -- output ------------------------------------------------------------------------------------------------
+def write_run(records: List[Dict[str, Any]], path: Union[str, Path]) -> Path:
+    """Write a run file atomically: Parquet for ``.parquet``/``.pq``, JSONL otherwise."""
+    from ragmeter._io import atomic_file, strict_json, write_frame, write_text
+
+    path = Path(path)
+    with atomic_file(path) as tmp:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            write_frame(_frame(records), tmp)
+        else:
+            write_text(tmp, "".join(strict_json(r, indent=None) + "\n" for r in records))
+    return path
+
+
+def _frame(records: List[Dict[str, Any]]) -> Any:
+    import polars as pl
+
+    from ragmeter.dataset import RETRIEVED_DTYPE
+
+    usage = pl.Struct({"prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "total_tokens": pl.Int64})
+    schema: Dict[str, Any] = {"id": pl.String}
+    if any("repeat" in r for r in records):
+        schema["repeat"] = pl.Int64
+    schema.update({"retrieved": RETRIEVED_DTYPE, "contexts": pl.List(pl.String), "answer": pl.String,
+                   "retrieval_mode": pl.String, "latency_ms": pl.Float64, "usage": usage, "cost": pl.Float64,
+                   "error": pl.String, "error_kind": pl.String})
+
+    def row(r: Dict[str, Any]) -> Dict[str, Any]:
+        u = r.get("usage") if isinstance(r.get("usage"), dict) else None
+        return {**{k: r.get(k) for k in schema},
+                "usage": {k: u.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")} if u else None,
+                "contexts": r.get("contexts")}
+
+    return pl.DataFrame([row(r) for r in records], schema=schema, strict=False)

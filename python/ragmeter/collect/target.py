@@ -1,0 +1,196 @@
+"""What ``ragmeter collect`` calls: an HTTP target described in TOML, or a Python callable.
+
+The smallest target file is one line, ``url = "http://host/ask"``: a JSON POST of ``{"id", "question"}`` whose
+response is already a run record. Everything else is optional::
+
+    url = "http://localhost:8000/ask"
+    method = "POST"                                  # or GET (the body then goes in the query string)
+    headers = { Authorization = "Bearer ${RAG_TOKEN}" }   # ${VAR}: read from the environment at call time
+    body = { query = "{question}", case = "{id}", top_k = 5 }   # {question}, {id}, {category}
+
+    [response]                                       # run field = dotted path in the response ("a.0.b")
+    answer = "data.output.text"
+    retrieved = "data.docs"
+    retrieval_mode = "meta.mode"
+    [response.retrieved_item]                        # per-item field names inside `retrieved`
+    file = "metadata.source"
+    text = "page_content"
+
+Header values are never stored: not in the cache key (only the header names are), not in the run file, not in
+messages.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Mapping, Optional, Union
+
+from ragmeter.errors import InputError
+from ragmeter.judge.urls import public_endpoint
+
+__all__ = ["HttpTarget", "CallableTarget", "load_target", "resolve_target", "RUN_FIELDS", "ITEM_FIELDS"]
+
+#: run fields a ``[response]`` table may map
+RUN_FIELDS = ("answer", "retrieved", "contexts", "retrieval_mode", "usage", "cost")
+#: per-item fields of ``[response.retrieved_item]``
+ITEM_FIELDS = ("file", "chunk_id", "text", "score")
+_METHODS = ("GET", "POST", "PUT")
+_TOP_KEYS = ("url", "method", "headers", "body", "response")
+_PLACEHOLDER = re.compile(r"\{(question|id|category)\}")
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+@dataclass(frozen=True)
+class HttpTarget:
+    source: str                      #: the TOML file (named in every message)
+    url: str
+    method: str = "POST"
+    headers: Mapping[str, str] = field(default_factory=dict)   #: templates, ``${VAR}`` unresolved
+    body: Optional[Mapping[str, Any]] = None                   #: template; None = {"id", "question"}
+    response: Mapping[str, str] = field(default_factory=dict)  #: run field -> path; empty = a run record
+    item: Mapping[str, str] = field(default_factory=dict)      #: retrieved item field -> path
+
+    @property
+    def identity(self) -> Dict[str, Any]:
+        """What names this target in cache keys: the endpoint without credentials or query, the method and the
+        header names (never their values)."""
+        return {"kind": "http", "endpoint": public_endpoint(self.url), "method": self.method,
+                "headers": sorted(self.headers)}
+
+    @property
+    def label(self) -> str:
+        return f"{self.source} ({public_endpoint(self.url)})"
+
+    def request(self, case: Mapping[str, Any]) -> Dict[str, Any]:
+        """The request body (or query parameters) for ``case``: the template with its placeholders filled."""
+        if self.body is None:
+            return {"id": case["id"], "question": case["question"]}
+        return _fill(self.body, case)
+
+    def resolved_headers(self) -> Dict[str, str]:
+        """Header values with ``${VAR}`` read from the environment now (kept in memory only)."""
+        out = {}
+        for name, value in self.headers.items():
+            def env(m: "re.Match[str]", name: str = name) -> str:
+                got = os.environ.get(m.group(1))
+                if got is None:
+                    raise InputError(f"{self.source}: headers.{name}: environment variable {m.group(1)} is not set")
+                return got
+            out[name] = _ENV.sub(env, value)
+        return out
+
+
+@dataclass(frozen=True)
+class CallableTarget:
+    fn: Callable[..., Any]
+    name: str   #: module:qualname, what the cache key holds
+
+    @property
+    def identity(self) -> Dict[str, Any]:
+        return {"kind": "python", "name": self.name}
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+
+def _fill(template: Any, case: Mapping[str, Any]) -> Any:
+    """Replace ``{question}``/``{id}``/``{category}`` in every string of ``template``; a string that is only a
+    placeholder takes the value as it is. Other braces are left alone (JSON-looking text stays intact)."""
+    if isinstance(template, str):
+        whole = _PLACEHOLDER.fullmatch(template)
+        if whole:
+            return case.get(whole.group(1))
+        return _PLACEHOLDER.sub(lambda m: "" if case.get(m.group(1)) is None else str(case.get(m.group(1))), template)
+    if isinstance(template, Mapping):
+        return {k: _fill(v, case) for k, v in template.items()}
+    if isinstance(template, list):
+        return [_fill(v, case) for v in template]
+    return template
+
+
+def _bad(path: Union[str, Path], message: str) -> InputError:
+    return InputError(f"{path}: {message}")
+
+
+def load_target(path: Union[str, os.PathLike]) -> HttpTarget:
+    """Read and check a target TOML file; :class:`InputError` naming the file and the field otherwise."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _bad(path, "no such target file") from None
+    except UnicodeDecodeError:
+        raise _bad(path, "not a UTF-8 text file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise _bad(path, f"not valid TOML: {exc}") from None
+    unknown = sorted(set(data) - set(_TOP_KEYS))
+    if unknown:
+        raise _bad(path, f"unknown key {unknown[0]!r} (a target has {', '.join(_TOP_KEYS)})")
+    url = data.get("url")
+    if not isinstance(url, str) or not re.match(r"(?i)^https?://", url):
+        raise _bad(path, "url: required, an http:// or https:// address")
+    method = data.get("method", "POST")
+    if not isinstance(method, str) or method.upper() not in _METHODS:
+        raise _bad(path, f"method: must be one of {', '.join(_METHODS)}, got {method!r}")
+    headers = data.get("headers", {})
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise _bad(path, "headers: must be a table of strings, e.g. { Authorization = \"Bearer ${RAG_TOKEN}\" }")
+    body = data.get("body")
+    if body is not None and not isinstance(body, dict):
+        raise _bad(path, "body: must be a table, e.g. { query = \"{question}\" }")
+    response = dict(data.get("response", {}))
+    if not isinstance(data.get("response", {}), dict):
+        raise _bad(path, "response: must be a table of run field = \"path.in.response\"")
+    item = response.pop("retrieved_item", {})
+    _check_paths(path, "response", response, RUN_FIELDS)
+    if not isinstance(item, dict):
+        raise _bad(path, "response.retrieved_item: must be a table of item field = \"path\"")
+    _check_paths(path, "response.retrieved_item", item, ITEM_FIELDS)
+    if item and "retrieved" not in response:
+        raise _bad(path, "response.retrieved_item needs response.retrieved (the path of the list of items)")
+    return HttpTarget(str(path), url, method.upper(), headers, body, response, item)
+
+
+def _check_paths(path: Path, table: str, mapping: Mapping[str, Any], allowed: tuple) -> None:
+    for key, value in mapping.items():
+        if key not in allowed:
+            raise _bad(path, f"{table}.{key}: not a field ({', '.join(allowed)})")
+        if not isinstance(value, str) or not value.strip():
+            raise _bad(path, f"{table}.{key}: must be a path such as \"data.output.text\", got {value!r}")
+
+
+def _import_callable(spec: str) -> CallableTarget:
+    module_name, _, attr = spec.partition(":")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # `--target mymodule:ask` from the project folder
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InputError(f"--target {spec}: cannot import {module_name} ({exc})") from None
+    for part in attr.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise InputError(f"--target {spec}: {module_name} has no {attr}")
+    if not callable(obj):
+        raise InputError(f"--target {spec}: {attr} is not callable")
+    return CallableTarget(obj, spec)
+
+
+def resolve_target(target: Any) -> Union[HttpTarget, CallableTarget]:
+    """A TOML path, ``module:function``, a callable, or an already built target."""
+    if isinstance(target, (HttpTarget, CallableTarget)):
+        return target
+    if callable(target):
+        name = f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(target).__name__)}"
+        return CallableTarget(target, name)
+    text = os.fspath(target)
+    if not Path(text).exists() and _CALLABLE.match(text):
+        return _import_callable(text)
+    return load_target(text)
