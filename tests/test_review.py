@@ -276,3 +276,50 @@ def test_sheet_in_headless_chromium(exported, tmp_path: Path) -> None:
     review = pl.read_parquet(folder / "review.parquet")
     assert review.filter(pl.col("id") == "ok-00" if "ok-00" in truth else pl.col("id") == "wrong-0")["note"].to_list() \
         == ['seen, "quoted", ok']
+
+
+# ------------------------------------------------------------------------------------------------ from ragmeter eval
+
+
+def test_review_of_an_eval_run_with_the_scripted_judge(tmp_path: Path, monkeypatch) -> None:
+    """`ragmeter eval` against the scripted judge: review_reason in cases.parquet, and C is the run's sample."""
+    import zlib
+
+    sys.path.insert(0, str(REPO / "tests" / "judge"))
+    from evalcli import eval_cli
+    from fakeserver import FakeServer
+
+    monkeypatch.setenv("RAGMETER_API_KEY", "sk-test-review")
+    monkeypatch.setenv("PYTHONPATH", str(REPO / "python"))
+
+    def correctness(payload: Dict) -> Dict:
+        ok = zlib.crc32((payload.get("question") or "").encode()) % 10 < 7
+        return {"reason": SENTINEL_REASON, "score": 4 if ok else 2, "correct": ok}
+
+    out = tmp_path / "ev"
+    with FakeServer() as server:
+        server.replies["correctness"] = correctness
+        server.rules.append((lambda info: "How quickly must a P1 page be acknowledged?" in json.dumps(info.get("payload")), "malformed"))
+        proc = eval_cli("--metrics", "correctness", "--no-cache", "--max-failed", "5", "--review-rate", "0.2",
+                        "--review-seed", "11", "--out", str(out), server=server)
+    assert proc.returncode == 0, proc.stderr
+    cases = pl.read_parquet(out / "cases.parquet")
+    reasons = dict(zip(cases["id"], cases["review_reason"]))
+    assert {"judge_failed", "miss_but_correct", "sampled"} <= set(reasons.values())
+    assert reasons["fact-03-p1-ack-time"] == "judge_failed"
+    assert all(reasons[i] == "miss_but_correct" for i in cases.filter(pl.col("diagnosis") == "MISS_BUT_CORRECT")["id"])
+    assert json.loads((out / "summary.json").read_text())["settings"]["review"] == {"rate": 0.2, "seed": 11}
+    proc = ragmeter("review", "export", out)
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((out / "review" / "manifest.json").read_text())
+    assert manifest["seed"] == 11 and "sampled at run time" in manifest["random"]["method"]
+    random_ids = {i for i, s in manifest["strata"].items() if s == "random"}
+    assert random_ids and all(reasons[i] == "sampled" for i in random_ids)
+    assert set(manifest["key_point_source"].values()) <= {"golden", "reference", "no-answer"}
+    sheet = fill(out / "review" / "review.csv", tmp_path / "filled.csv", {i: True for i in manifest["strata"]})
+    proc = ragmeter("review", "import", out, sheet)
+    assert proc.returncode == 0, proc.stderr
+    c = json.loads((out / "summary.json").read_text())["calibration"]
+    assert c["n_reviewed"] == len(manifest["ids"]) and c["ppi"]["n_random_labels"] == len(random_ids)
+    assert manifest["strata"]["fact-03-p1-ack-time"] == "judge_failed" and c["strata"]["judge_failed"]["n_reviewed"] == 1
+    assert "review.parquet" in json.loads((out / "summary.json").read_text())["files"]
