@@ -138,7 +138,8 @@ def export_sheet(results_dir: Any, out_dir: Optional[Any] = None, *, random_n: O
     from_golden = golden_key_points(results.summary, notes)
     rows = {str(r["id"]): r for r in results.cases.filter(pl.col("id").cast(pl.Utf8).is_in(sample.ids))
             .with_columns(pl.col("id").cast(pl.Utf8)).iter_rows(named=True)}
-    cards, sources = [], {}
+    cards: List[Dict[str, Any]] = []
+    sources: Dict[str, str] = {}
     for case_id in card_order(sample.ids, sample.seed):
         row = rows[case_id]
         points, sources[case_id] = case_key_points(row, from_golden)
@@ -154,7 +155,7 @@ def export_sheet(results_dir: Any, out_dir: Optional[Any] = None, *, random_n: O
         "population": sample.population,
         "ids": [c["id"] for c in cards],
         "strata": {c["id"]: sample.stratum[c["id"]] for c in cards},
-        "key_points": {c["id"]: [{"text": p.text, "core": p.core} for p in c["points"]] for c in cards},
+        "key_points": {c["id"]: [{"text": p.text, "core": p.core} for p in c["points"]] for c in cards},  # type: ignore[union-attr]
         "key_point_source": sources,
         "notes": notes,
     }

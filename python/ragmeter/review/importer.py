@@ -166,6 +166,7 @@ def _ppi(review: pl.DataFrame, population: Dict[str, int]) -> Dict[str, Any]:
     human = random.get_column("human_correct").cast(pl.Float64).to_list()
     rest = ppi_mean([1.0] * n_rest, [1.0] * len(human), human)
     lo, hi = wilson_interval(int(sum(human)), len(human))
+    assert lo is not None and hi is not None  # C has at least one label here
     share = n_rest / big_n
     out.update(value=census_correct / big_n + share * rest["value"],
                ci_low=census_correct / big_n + share * lo, ci_high=census_correct / big_n + share * hi,
@@ -209,7 +210,8 @@ def calibrate(review: pl.DataFrame, population: Dict[str, int], *, min_agreement
     cells = {"both_correct": cells["both_true"], "judge_correct_human_wrong": cells["a_true_b_false"],
              "judge_wrong_human_correct": cells["a_false_b_true"], "both_wrong": cells["both_false"]}
     strata = _stratum_rows(review)
-    below = result.value is not None and result.value < min_agreement
+    value = result.value
+    below = value is not None and value < min_agreement
     incomplete = review.filter(~pl.col("complete")).get_column("id").to_list()
     return {
         "n": result.n,
@@ -227,7 +229,7 @@ def calibrate(review: pl.DataFrame, population: Dict[str, int], *, min_agreement
         "findings": _findings(cells, strata),
         "min_agreement": min_agreement,
         "below_min_agreement": below,
-        "warning": (f"agreement {100 * result.value:.1f}% is below --min-agreement {100 * min_agreement:.0f}%: "
+        "warning": (f"agreement {100 * (value or 0.0):.1f}% is below --min-agreement {100 * min_agreement:.0f}%: "
                     "recalibrate the judge before trusting its correct rate") if below else None,
         "population": population,
         "ppi": _ppi(review, population),
