@@ -129,7 +129,9 @@ def test_worked_example_round_trip(exported, tmp_path: Path) -> None:
     # the judge says 43/50 = 86% correct; the human-corrected estimate rests on the 4 random labels
     ppi = c["ppi"]
     assert ppi["judge_rate"] == pytest.approx(0.86) and ppi["value"] == pytest.approx(0.80)
-    assert ppi["n_random_labels"] == 4 and ppi["ci_low"] < 0.8 <= ppi["ci_high"]
+    assert ppi["n_random_labels"] == 4 and ppi["n_census_labelled"] == 11
+    # C's 4/4 has the Wilson interval [0.510, 1]: the estimate's is (1 + 39 x that) / 50
+    assert ppi["ci_low"] == pytest.approx((1 + 39 * 0.5101) / 50, abs=1e-4) and ppi["ci_high"] == pytest.approx(0.8)
     review = pl.read_parquet(folder / "review.parquet")
     assert review.height == 15 and {"stratum", "judge_correct", "human_correct", "human_score"} <= set(review.columns)
     assert review.filter(pl.col("id") == "miss-0")["human_score"].to_list() == [5]

@@ -73,8 +73,6 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    import json
-
     from ragmeter._io import strict_json
     from ragmeter.cli._tables import make_console
     from ragmeter.review import import_sheet
@@ -82,7 +80,7 @@ def _import(args: argparse.Namespace) -> int:
 
     section = import_sheet(args.results, args.sheet, min_agreement=args.min_agreement)
     if args.json:
-        print(strict_json(json.loads(strict_json(section))))
+        print(strict_json(section))
     else:
         console = make_console()
         for line in text_lines(section):
