@@ -325,3 +325,29 @@ def test_review_of_an_eval_run_with_the_scripted_judge(tmp_path: Path, monkeypat
     assert c["n_reviewed"] == len(manifest["ids"]) and c["ppi"]["n_random_labels"] == len(random_ids)
     assert manifest["strata"]["fact-03-p1-ack-time"] == "judge_failed" and c["strata"]["judge_failed"]["n_reviewed"] == 1
     assert "review.parquet" in json.loads((out / "summary.json").read_text())["files"]
+
+
+# ------------------------------------------------------------------------------------------------ the demo
+
+
+def test_demo_reports_a_calibration_with_the_miss_but_correct_finding(tmp_path: Path) -> None:
+    example = REPO / "python" / "ragmeter" / "_example"
+    assert (example / "judge_replay.jsonl").read_text().startswith("# EXAMPLE DATA")
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "demo", "--out", "demo"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+    assert proc.returncode == 0, proc.stderr
+    flat = " ".join(proc.stdout.split())
+    assert "scripted example verdicts" in flat and "example data" in flat
+    assert "calibration: 17/20 agree = 85.0%" in flat and "Cohen's kappa 0.6667" in flat
+    assert "the judge is lenient when the evidence was not retrieved" in flat
+    out = tmp_path / "demo"
+    summary = json.loads((out / "summary.json").read_text())
+    c = summary["calibration"]
+    assert c["strata"]["miss_but_correct"]["agreed"] == 1 and c["strata"]["miss_but_correct"]["n_compared"] == 4
+    assert c["n_incomplete"] == 0 and summary["settings"]["judge"]["model"] == "example-replay"
+    # the bundled filled sheet covers exactly the sample the demo exports
+    manifest = json.loads((out / "review" / "manifest.json").read_text())
+    with (example / "review_filled.csv").open() as fh:
+        assert {row["id"] for row in csv.DictReader(fh)} == set(manifest["ids"])
+    assert "Calibration: judge vs human reviewers" in (out / "report.html").read_text()
+    assert "Calibration: judge vs human reviewers" in (out / "report.md").read_text()
