@@ -351,3 +351,61 @@ def test_demo_reports_a_calibration_with_the_miss_but_correct_finding(tmp_path: 
         assert {row["id"] for row in csv.DictReader(fh)} == set(manifest["ids"])
     assert "Calibration: judge vs human reviewers" in (out / "report.html").read_text()
     assert "Calibration: judge vs human reviewers" in (out / "report.md").read_text()
+
+
+# ------------------------------------------------------------------------------------------------ key points by endpoint
+
+
+def test_key_points_from_the_judge_endpoint_are_cached_and_fall_back(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "tests" / "judge"))
+    from fakeserver import FakeServer
+
+    from ragmeter.judge import JudgeConfig
+    from ragmeter.review import export_sheet
+
+    folder = write_folder(tmp_path / "run")
+
+    def split(payload: Dict) -> Dict:
+        ref = payload["reference_answer"]
+        return {"points": [{"text": f"core of {ref}", "core": True}, {"text": f"detail of {ref}", "core": False}]}
+
+    with FakeServer() as server:
+        server.replies["key-points"] = split
+        server.rules.append((lambda info: "wrong-2" in json.dumps(info.get("payload")), "malformed"))
+        cfg = JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", cache=str(tmp_path / "cache.sqlite"),
+                          api_key="sk-test", progress=False)
+        manifest = export_sheet(folder, tmp_path / "sheet", random_n=4, seed=7, judge=cfg)
+        sent = server.requests
+        again = export_sheet(folder, tmp_path / "again", random_n=4, seed=7, judge=cfg)
+        assert sent == 14 + 2  # one call per reference; the malformed one got its repair turn
+        assert server.requests == sent  # the second export is answered from the cache (replies cached as received)
+    assert again["key_points"] == manifest["key_points"]
+    points = manifest["key_points"]["wrong-0"]
+    assert points == [{"text": "core of Reference for wrong-0.", "core": True},
+                      {"text": "detail of Reference for wrong-0.", "core": False}]
+    assert manifest["key_point_source"]["wrong-0"] == "endpoint"
+    assert manifest["key_point_source"]["wrong-2"] == "reference"  # unusable reply: the whole reference
+    assert any("1 of 15 reference(s) could not be split" in n for n in manifest["notes"])
+    assert all(p["task"] == "key-points" for p in server.log if p.get("kind") == "chat")
+    with (tmp_path / "sheet" / "review.csv").open() as fh:
+        rows = [r for r in csv.DictReader(fh) if r["id"] == "wrong-0"]
+    assert [(r["point"], r["core"]) for r in rows] == [("1", "1"), ("2", "0")]
+
+
+def test_key_points_with_a_refused_key_stop_the_export_and_write_nothing(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "tests" / "judge"))
+    from fakeserver import FakeServer
+
+    from ragmeter.errors import InputError
+    from ragmeter.judge import JudgeConfig
+    from ragmeter.review import export_sheet
+
+    folder = write_folder(tmp_path / "run")
+    with FakeServer(api_key="sk-the-right-one") as server:
+        server.models_action = 401
+        cfg = JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", cache=None, api_key="sk-wrong",
+                          progress=False)
+        with pytest.raises(InputError) as stopped:
+            export_sheet(folder, tmp_path / "sheet", random_n=4, seed=7, judge=cfg)
+    assert getattr(stopped.value, "exit_code", 2) == 2 and "sk-wrong" not in str(stopped.value)
+    assert not (tmp_path / "sheet").exists()

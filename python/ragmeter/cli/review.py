@@ -39,6 +39,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "the run sampled, review_reason 'sampled'; else 4)")
     export.add_argument("--seed", type=int, metavar="S", help="seed of that draw and of the card order "
                         "(default: the run's --review-seed)")
+    export.add_argument("--base-url", metavar="URL", help="split references without keyPoints into key points "
+                        "with this OpenAI-compatible endpoint (one cached call per reference; key from "
+                        "RAGMETER_API_KEY or OPENAI_API_KEY)")
+    export.add_argument("--model", metavar="M", help="the model for --base-url")
+    export.add_argument("--cache", default=".ragmeter/cache.sqlite", metavar="PATH",
+                        help="judge cache for those calls (default .ragmeter/cache.sqlite)")
+    export.add_argument("--no-cache", action="store_true", help="send every key-point call, cache nothing")
     imp = sub.add_parser("import", help="read a filled sheet: agreement, kappa, strata, PPI; update summary and reports")
     imp.add_argument("results", metavar="RESULTS_DIR")
     imp.add_argument("sheet", metavar="SHEET.csv")
@@ -60,7 +67,17 @@ def _export(args: argparse.Namespace) -> int:
     from ragmeter.review import export_sheet
     from ragmeter.review.sampling import STRATUM_LABELS
 
-    manifest = export_sheet(args.results, args.out, random_n=args.random, seed=args.seed)
+    judge = None
+    if args.base_url or args.model:
+        if not (args.base_url and args.model):
+            from ragmeter.errors import InputError
+
+            raise InputError("key points from an endpoint need both --base-url and --model")
+        from ragmeter.judge import JudgeConfig
+
+        judge = JudgeConfig(base_url=args.base_url, model=args.model, metrics=["correctness"],
+                            cache=None if args.no_cache else args.cache, progress=False)
+    manifest = export_sheet(args.results, args.out, random_n=args.random, seed=args.seed, judge=judge)
     console = make_console()
     counts = {s: list(manifest["strata"].values()).count(s) for s in STRATUM_LABELS}
     console.print(f"review sample: {len(manifest['ids'])} cases: " + ", ".join(

@@ -5,10 +5,10 @@ Key points per case, first found wins:
 
 1. the golden set's optional ``keyPoints`` (or ``key_points``) field: a list of strings, a leading ``*`` marks a
    core point (the golden set is the one recorded in ``summary.json``'s inputs, if it is still there unchanged);
-2. one core point holding the whole reference answer (for a no-answer case without a reference: the answer
+2. with a judge endpoint (``judge``, a :class:`ragmeter.judge.JudgeConfig`): the reference split into 1-4
+   points, core points marked, one cached call per reference (:mod:`ragmeter.review.keypoints`);
+3. one core point holding the whole reference answer (for a no-answer case without a reference: the answer
    says the material does not answer the question).
-
-(Splitting references with the judge endpoint is not implemented.)
 """
 from __future__ import annotations
 
@@ -89,13 +89,32 @@ def golden_key_points(summary: Dict[str, Any], notes: List[str]) -> Dict[str, Li
     return out
 
 
-def case_key_points(row: Dict[str, Any], from_golden: Dict[str, List[KeyPoint]]) -> Tuple[List[KeyPoint], str]:
+def case_key_points(row: Dict[str, Any], from_golden: Dict[str, List[KeyPoint]],
+                    from_endpoint: Dict[str, List[KeyPoint]]) -> Tuple[List[KeyPoint], str]:
     if row["id"] in from_golden:
         return from_golden[row["id"]], "golden"
+    if row["id"] in from_endpoint:
+        return from_endpoint[row["id"]], "endpoint"
     reference = (row.get("reference_answer") or "").strip()
     if reference:
         return [KeyPoint(reference, True)], "reference"
     return [KeyPoint(NOANSWER_POINT, True)], "no-answer"
+
+
+def _endpoint_key_points(rows: Dict[str, Dict[str, Any]], have: Dict[str, List[KeyPoint]], judge: Any,
+                         notes: List[str]) -> Dict[str, List[KeyPoint]]:
+    """Key points split by the judge endpoint for the cases whose golden set gives none."""
+    from ragmeter.review.keypoints import split_references
+
+    todo = {i: (r.get("question") or "", r["reference_answer"].strip()) for i, r in rows.items()
+            if i not in have and (r.get("reference_answer") or "").strip()}
+    if not todo:
+        return {}
+    split, failed = split_references(todo, judge)
+    if failed:
+        notes.append(f"{failed} of {len(todo)} reference(s) could not be split by the endpoint: one core point "
+                     "holding the whole reference")
+    return {i: [KeyPoint(text, core) for text, core in points] for i, points in split.items()}
 
 
 def card_order(ids: List[str], seed: int) -> List[str]:
@@ -121,7 +140,7 @@ def _passages(row: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def export_sheet(results_dir: Any, out_dir: Optional[Any] = None, *, random_n: Optional[int] = None,
-                 seed: Optional[int] = None) -> Dict[str, Any]:
+                 seed: Optional[int] = None, judge: Any = None) -> Dict[str, Any]:
     """Write the sheet (``review.html``, ``review.csv``, ``manifest.json``) into ``out_dir`` (default
     ``RESULTS_DIR/review``), all or nothing; return the manifest."""
     from ragmeter._io import atomic_outputs, strict_json, write_text
@@ -138,11 +157,12 @@ def export_sheet(results_dir: Any, out_dir: Optional[Any] = None, *, random_n: O
     from_golden = golden_key_points(results.summary, notes)
     rows = {str(r["id"]): r for r in results.cases.filter(pl.col("id").cast(pl.Utf8).is_in(sample.ids))
             .with_columns(pl.col("id").cast(pl.Utf8)).iter_rows(named=True)}
+    from_endpoint = _endpoint_key_points(rows, from_golden, judge, notes) if judge is not None else {}
     cards: List[Dict[str, Any]] = []
     sources: Dict[str, str] = {}
     for case_id in card_order(sample.ids, sample.seed):
         row = rows[case_id]
-        points, sources[case_id] = case_key_points(row, from_golden)
+        points, sources[case_id] = case_key_points(row, from_golden, from_endpoint)
         cards.append({"id": case_id, "question": row.get("question"), "answer": row.get("answer"),
                       "points": points, "passages": _passages(row)})
     manifest = {
