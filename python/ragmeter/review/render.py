@@ -28,6 +28,8 @@ def headline_rows(c: Dict[str, Any]) -> List[List[str]]:
     rows = [["cases compared (judge verdict and human verdict)", str(c["n"])],
             ["agreement (95% Wilson)", f"{a['agreed']}/{a['n']} = {pct(a['value'])} {interval(a['ci_low'], a['ci_high'])}"],
             ["Cohen's kappa (95%), Landis-Koch band", kappa_text(c["kappa"])],
+            ["disagreements: lenient (judge correct, human wrong) / strict (judge wrong, human correct)",
+             f"{c['disagreements']['lenient']} / {c['disagreements']['strict']}"],
             ["sheet: cases / reviewed / incomplete", f"{c['n_in_sheet']} / {c['n_reviewed']} / {c['n_incomplete']}"]]
     if c.get("n_overrides"):
         rows.append(["verdicts set by the reviewer's correct column", str(c["n_overrides"])])
