@@ -29,7 +29,8 @@ def _case(case_id: str, correct: bool, hit: bool) -> Dict:
     return {"id": case_id, "category": case_id.split("-")[0], "labeled": True, "hit": hit, "correct": correct,
             "correctness_score": SENTINEL_SCORE if correct else 2.0, "correctness_status": "ok",
             "question": f"What about {case_id}?", "answer": f"The answer for {case_id}.",
-            "reference_answer": f"Reference for {case_id}.",
+            "reference_answer": (f"Reference for {case_id}." if case_id != "wrong-1"
+                                 else 'Reference, "quoted",\nover two lines for wrong-1.'),
             "retrieved": [{"file": "doc.md", "chunk_id": "c1", "text": f"passage about {case_id}", "score": 0.5,
                            "relevant": hit}]}
 

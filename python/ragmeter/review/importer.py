@@ -17,6 +17,7 @@ human-correct share, because the judge's value is constant there, scaled by the 
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -51,7 +52,7 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the sheet as UTF-8 text ({exc})") from None
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # quoted fields may hold line breaks
     header = [h.strip() for h in reader.fieldnames or []]
     if not header:
         raise InputError(f"{path}:1: empty sheet (expected the header {','.join(ALLOWED_COLUMNS[:6])})")
