@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # neither typing nor importlib is imported at start-up: each 
     from typing import Any, List
 
     # What the lazy names below resolve to, for type checkers (mypy, pyright, IDEs).
+    from ragmeter import calibration as calibration
     from ragmeter import errors as errors
     from ragmeter import judge as judge
     from ragmeter import metrics as metrics
@@ -49,6 +50,7 @@ _LAZY = {
     "errors": ("ragmeter.errors", None),
     "audit": ("ragmeter.audit", None),  # the module, callable: ragmeter.audit(golden, ...)
     "collect": ("ragmeter.collect", None),  # the module, callable: ragmeter.collect(golden, target=...)
+    "calibration": ("ragmeter.calibration", None),
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -8,7 +8,8 @@
   ``<metric>_score`` / ``<metric>_status`` pair per judge metric plus ``correct``,
   and the per-case diagnosis of :func:`ragmeter.diagnosis.diagnose`
   (``diagnosis``, ``quadrant``, ``faithfulness_band``, ``refusal``,
-  ``is_noanswer``, ``answer_correct``);
+  ``is_noanswer``, ``answer_correct``) and ``review_reason`` (which cases go to a human reviewer, see
+  :func:`ragmeter.calibration.review_reasons`; rate and seed in ``settings.review``);
 * ``chunks.parquet``, ``judge.parquet`` (when judged), ``sweep.parquet`` (when
   thresholds are given);
 * ``summary.json``: tool version, input hashes, settings (never the API key),
@@ -87,6 +88,8 @@ def run_eval(
     thresholds: Optional[Sequence[float]] = None,
     reports: bool = True,
     repeat: int = 1,
+    review_rate: Optional[float] = None,
+    review_seed: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Score, optionally judge (``repeat`` times), write the results folder and the reports; return the summary.
 
@@ -126,6 +129,10 @@ def run_eval(
         cases = cases.join(_judge_columns(first), on="id", how="left")
     # The per-case diagnosis is computed here, once; the reports and compare read these columns.
     cases = diagnose(cases)
+    from ragmeter.calibration import review_settings, review_reasons
+
+    review = review_settings(review_rate, review_seed)
+    cases = cases.with_columns(review_reasons(cases, review["rate"], review["seed"]))
     sweep_table = _sweep_prepared(prepared, list(thresholds), k) if thresholds else None
     files = _run_files(judge_frame is not None, sweep_table is not None, reports)
     summary = {
@@ -139,7 +146,7 @@ def run_eval(
             "run": {"path": str(run) if isinstance(run, (str, Path)) else None, "sha256": _sha256(run)},
         },
         "settings": {"k": k, "thresholds": list(thresholds) if thresholds else None,
-                     "judge": _judge_settings(judge), "repeat": repeat},
+                     "judge": _judge_settings(judge), "repeat": repeat, "review": review},
         "retrieval": result.summary,
         "judge": judge_summary,
         **({"repeats": repeats} if repeats is not None else {}),

@@ -29,6 +29,7 @@ COMMANDS = {
     "compare": "ragmeter.cli.compare",
     "audit": "ragmeter.cli.audit",
     "cache": "ragmeter.cli.cache",
+    "review": "ragmeter.cli.review",
 }
 
 

@@ -33,6 +33,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from ragmeter.cli.collect import add_target_options
 
     add_target_options(parser, required=False)  # eval --target: collect into OUT/run.jsonl, then evaluate
+    parser.add_argument("--review-rate", type=float, default=None, metavar="R",
+                        help="share of cases sampled at random for human review (review_reason 'sampled'; "
+                             "default 0.1); judge-failed and miss-but-correct cases always go to review")
+    parser.add_argument("--review-seed", type=int, default=None, metavar="S",
+                        help="seed of the per-case review draw (default fixed; recorded in summary.json)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--golden G and --run R (or --target TARGET) are required")
     if args.repeat < 1:
         raise InputError("--repeat: must be at least 1")
+    from ragmeter.calibration import review_settings
+
+    review_settings(args.review_rate, args.review_seed)  # a bad rate is an error before anything is judged
     judge = None
     if not args.no_judge and (args.base_url or args.model):
         if not (args.base_url and args.model):
@@ -76,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     if judge is None and args.repeat > 1:
         console.print("[yellow]--repeat applies to judging only: nothing is repeated without a judge[/]")
     summary = judged(lambda: run_eval(args.golden, run, args.out, k=args.k, judge=judge,
-                                      thresholds=thresholds, repeat=args.repeat), judge)
+                                      thresholds=thresholds, repeat=args.repeat,
+                                      review_rate=args.review_rate, review_seed=args.review_seed), judge)
     print_score(summary["retrieval"], out_dir=None, console=console)
     if summary.get("judge"):
         for line in judge_lines(summary["judge"]):

@@ -30,11 +30,12 @@ def write_reports(
     seed: Optional[int] = None,
     name: Optional[str] = None,
     on_warning: Optional[Callable[[str], None]] = None,
+    summary: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Path]:
     """Write ``report.html`` and ``report.md`` (each atomically: a reader never sees half a report); return
     their paths. ``name`` titles the reports (default: the summary's ``name``, else the folder's name);
     ``on_warning`` receives each problem found while reading the folder (non-finite values, ...), which the
-    reports show too."""
+    reports show too. ``summary`` replaces the folder's ``summary.json`` (one about to be written with it)."""
     from ragmeter import stats
     from ragmeter._io import atomic_file, ensure_folder, write_text
     from ragmeter.report.data import compute_aggregates, load_results
@@ -43,6 +44,8 @@ def write_reports(
 
     seed = stats.DEFAULT_SEED if seed is None else seed
     results = load_results(results_dir)
+    if summary is not None:
+        results.summary = summary
     if name is not None:
         results.name = name
     for w in results.warnings:

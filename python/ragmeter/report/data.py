@@ -359,3 +359,9 @@ def fmt_value(value: Optional[float], kind: str) -> str:
 
 def fmt_ci(lo: Optional[float], hi: Optional[float], kind: str) -> Tuple[str, str]:
     return fmt_value(lo, kind), fmt_value(hi, kind)
+
+
+def calibration_section(results: Results) -> Optional[Dict[str, Any]]:
+    """The ``calibration`` section of ``summary.json`` (``ragmeter review import``), when there is one."""
+    section = results.summary.get("calibration")
+    return section if isinstance(section, dict) and isinstance(section.get("agreement"), dict) else None

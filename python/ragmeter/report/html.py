@@ -337,6 +337,33 @@ def _sweep_section(sweep: Optional[pl.DataFrame]) -> str:
     return f'<section id="sweep"><h2>Threshold sweep</h2>{_charts(charts)}</section>'
 
 
+def _calibration_section(results: Results) -> str:
+    """Judge vs human reviewers (``ragmeter review import``): agreement, kappa, cells, strata, PPI."""
+    from ragmeter.report.data import calibration_section
+    from ragmeter.review import render
+
+    c = calibration_section(results)
+    if c is None:
+        return ""
+    warn = "".join(f'<p class="warn"><b>Warning:</b> {esc(w)}</p>' for w in (c.get("warning"), c.get("manifest_warning")) if w)
+    findings = "".join(f"<li>{esc(f)}</li>" for f in c.get("findings") or [])
+    incomplete = (f'<p>Incomplete: {c["n_incomplete"]} case(s) of the sheet not (fully) reviewed, left out, not '
+                  f'guessed: {esc(", ".join(c["incomplete"][:20]))}{" ..." if c["n_incomplete"] > 20 else ""}</p>'
+                  if c.get("n_incomplete") else "")
+    return (
+        '<section id="calibration"><h2>Calibration: judge vs human reviewers</h2>' + warn
+        + _table(["", "value"], render.headline_rows(c))
+        + "<h3>Confusion cells</h3>" + _table(["", "human correct", "human wrong"], render.cell_rows(c))
+        + "<h3>Per stratum</h3>"
+        + _table(["stratum", "in sheet", "reviewed", "agreement", "human correct"], render.stratum_rows(c))
+        + (f"<h3>Disagreements</h3><ul>{findings}</ul>" if findings else "")
+        + f"<p>{esc(render.ppi_line(c))}</p>" + incomplete
+        + f'<p class="muted">Human verdicts from key points ticked on the review sheet ({esc(c.get("sheet"))}); '
+        "strata A (judged incorrect), B (evidence missed, judged correct) and judge-failed are reviewed in full, "
+        "C is a random sample of the rest and alone corrects the judge's rate.</p></section>"
+    )
+
+
 def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str, Any]) -> str:
     """The whole report as one HTML string."""
     cases = results.cases
@@ -483,6 +510,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         parts.append('<section id="distributions"><h2>Score distributions</h2>' + _charts(hists) + "</section>")
 
     parts.append(_sweep_section(results.sweep))
+    parts.append(_calibration_section(results))
 
     # explorer
     import json as _json

@@ -88,7 +88,29 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
         lines += [f"### Repeat runs ({repeats.get('n')} judgements per case)", "",
                   md_table(headers, rows), "",
                   "Repeats 2..N bypass the judge cache; cases, diagnosis and intervals above use repeat 1.", ""]
+    lines += _calibration_lines(results)
     return "\n".join(lines)
+
+
+def _calibration_lines(results: Results) -> List[str]:
+    """Judge vs human reviewers (``ragmeter review import``)."""
+    from ragmeter.report.data import calibration_section
+    from ragmeter.review import render
+
+    c = calibration_section(results)
+    if c is None:
+        return []
+    out = ["### Calibration: judge vs human reviewers", ""]
+    out += [f"**Warning:** {md_escape(w)}" for w in (c.get("warning"), c.get("manifest_warning")) if w]
+    out += [md_table(["", "value"], render.headline_rows(c)), "",
+            md_table(["", "human correct", "human wrong"], render.cell_rows(c)), "",
+            md_table(["stratum", "in sheet", "reviewed", "agreement", "human correct"], render.stratum_rows(c)), ""]
+    out += [f"- {md_escape(f)}" for f in c.get("findings") or []]
+    out += ["", md_escape(render.ppi_line(c)), ""]
+    if c.get("n_incomplete"):
+        out += [f"Incomplete: {c['n_incomplete']} case(s) not (fully) reviewed, left out: "
+                + md_escape(", ".join(c["incomplete"][:20])), ""]
+    return out
 
 
 def _warning_lines(results: Results) -> List[str]:

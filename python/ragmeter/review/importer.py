@@ -1,0 +1,299 @@
+"""``ragmeter review import``: read a filled review sheet, compare the human verdicts with the judge's.
+
+Writes ``review.parquet`` (per reviewed case: stratum, judge verdict and score, human verdict and score, the
+points covered) and the ``calibration`` section of ``summary.json``, and rebuilds both reports (which gain a
+Calibration section); all or nothing. The human verdict follows :data:`ragmeter.calibration.VERDICT_RULES`.
+
+A case is reviewed when every one of its points has a ``covered`` value (or its ``correct`` column overrides
+the verdict); a case with no value, or only some, is incomplete: listed, never guessed.
+
+Prediction-powered accuracy: the judge's correct rate over the cases with a verdict or a failed call, corrected
+by the human labels. Strata A (judged incorrect), B (evidence missed, judged correct) and judge-failed are chosen
+by the judge's outcome; they are reviewed in full, so each case counts with its own human verdict. The rest
+(judged correct) is corrected only by its random sample C: its human-minus-judge mean, weighted by the size of
+the rest (:func:`ragmeter.calibration.ppi_mean` within that stratum; the interval is the Wilson interval of C's
+human-correct share, because the judge's value is constant there, scaled by the rest's share of the cases).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import polars as pl
+
+from ragmeter.errors import InputError
+
+__all__ = ["ALLOWED_COLUMNS", "REQUIRED_COLUMNS", "read_sheet", "human_labels", "calibrate", "import_sheet"]
+
+REQUIRED_COLUMNS = ("id", "point", "core", "covered")
+ALLOWED_COLUMNS = ("id", "point", "key_point", "core", "covered", "note", "correct")
+_FLAGS = {"1": True, "yes": True, "0": False, "no": False, "": None}
+DEFAULT_MIN_AGREEMENT = 0.8
+
+
+def _flag(value: Optional[str], where: str, field: str) -> Optional[bool]:
+    text = (value or "").strip().lower()
+    if text not in _FLAGS:
+        raise InputError(f"{where}: {field}: {value!r} is not 1, 0, yes, no or empty")
+    return _FLAGS[text]
+
+
+def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = "") -> Dict[str, Dict[str, Any]]:
+    """The sheet's rows per case: ``{id: {"points": {n: (core, covered)}, "correct": bool|None, "note": str}}``.
+
+    Every problem raises :class:`InputError` naming the file, the row (its line) and the field."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: review sheet not found")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the sheet as UTF-8 text ({exc})") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # quoted fields may hold line breaks
+    header = [h.strip() for h in reader.fieldnames or []]
+    if not header:
+        raise InputError(f"{path}:1: empty sheet (expected the header {','.join(ALLOWED_COLUMNS[:6])})")
+    unknown = [h for h in header if h not in ALLOWED_COLUMNS]
+    missing = [h for h in REQUIRED_COLUMNS if h not in header]
+    if unknown or missing:
+        said = [f"unknown column(s) {', '.join(unknown)}"] if unknown else []
+        said += [f"missing column(s) {', '.join(missing)}"] if missing else []
+        raise InputError(f"{path}:1: {'; '.join(said)} (a review sheet has the columns "
+                         f"{', '.join(ALLOWED_COLUMNS[:6])}, optionally correct)")
+    reader.fieldnames = header
+    cases: Dict[str, Dict[str, Any]] = {}
+    for row in reader:
+        where = f"{path}:{reader.line_num}"
+        if None in row:
+            raise InputError(f"{where}: more fields than the header's {len(header)}")
+        case_id = (row.get("id") or "").strip()
+        if not case_id:
+            raise InputError(f"{where}: id: empty")
+        if known_ids is not None and case_id not in known_ids:
+            raise InputError(f"{where}: id: {case_id!r} is not a case of {results_where}")
+        try:
+            point = int((row.get("point") or "").strip())
+            if point < 1:
+                raise ValueError
+        except ValueError:
+            raise InputError(f"{where}: point: {row.get('point')!r} is not a point number (1, 2, ...)") from None
+        core = _flag(row.get("core"), where, "core")
+        covered = _flag(row.get("covered"), where, "covered")
+        case = cases.setdefault(case_id, {"points": {}, "correct": None, "note": ""})
+        if point in case["points"]:
+            raise InputError(f"{where}: point: case {case_id!r} has point {point} twice")
+        case["points"][point] = (bool(core), covered)
+        correct = _flag(row.get("correct"), where, "correct") if "correct" in header else None
+        if correct is not None:
+            if case["correct"] is not None and case["correct"] != correct:
+                raise InputError(f"{where}: correct: contradicts an earlier row of case {case_id!r}")
+            case["correct"] = correct
+        note = (row.get("note") or "").strip()
+        if note:
+            case["note"] = (case["note"] + " " + note).strip()
+    if not cases:
+        raise InputError(f"{path}:2: the sheet has a header but no rows")
+    return cases
+
+
+def human_labels(sheet: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Per case: ``complete``, ``correct`` (None when incomplete), ``score``, the point counts, ``override``."""
+    from ragmeter.calibration import verdict_from_points
+
+    out = {}
+    for case_id, case in sheet.items():
+        points = [case["points"][k] for k in sorted(case["points"])]
+        core = [c for c, _ in points]
+        covered = [v for _, v in points]
+        filled = all(v is not None for v in covered)
+        correct, score = verdict_from_points(core, [bool(v) for v in covered]) if filled else (None, None)
+        if not any(core):
+            core = [True] * len(core)
+        if case["correct"] is not None:
+            correct = case["correct"]
+        out[case_id] = {
+            "complete": correct is not None, "human_correct": correct, "human_score": score,
+            "override": case["correct"] is not None, "points": len(points),
+            "points_covered": sum(1 for v in covered if v) if filled else None,
+            "core_points": sum(core), "core_covered": sum(1 for c, v in zip(core, covered) if c and v) if filled else None,
+            "partly_filled": any(v is not None for v in covered) and not filled, "note": case["note"] or None,
+        }
+    return out
+
+
+def _stratum_rows(review: pl.DataFrame) -> Dict[str, Dict[str, Any]]:
+    from ragmeter.review.sampling import STRATA
+
+    rows = {}
+    for stratum in STRATA:
+        part = review.filter(pl.col("stratum") == stratum)
+        done = part.filter(pl.col("human_correct").is_not_null())
+        judged = done.filter(pl.col("judge_correct").is_not_null())
+        agreed = int((judged.get_column("judge_correct") == judged.get_column("human_correct")).sum()) if judged.height else 0
+        rows[stratum] = {"n_in_sheet": part.height, "n_reviewed": done.height, "n_compared": judged.height,
+                         "agreed": agreed, "agreement": agreed / judged.height if judged.height else None,
+                         "human_correct": int(done.get_column("human_correct").sum()) if done.height else 0}
+    return rows
+
+
+def _ppi(review: pl.DataFrame, population: Dict[str, int]) -> Dict[str, Any]:
+    """Prediction-powered correct rate (see the module's doc)."""
+    from ragmeter.calibration import ppi_mean, wilson_interval
+
+    census = review.filter(pl.col("stratum").is_in(["judge_incorrect", "miss_but_correct", "judge_failed"]))
+    n_census = population["judge_incorrect"] + population["miss_but_correct"] + population["judge_failed"]
+    n_rest = population["rest"]
+    big_n = n_census + n_rest
+    judge_rate = (population["miss_but_correct"] + n_rest) / big_n if big_n else None
+    random = review.filter((pl.col("stratum") == "random") & pl.col("human_correct").is_not_null())
+    out: Dict[str, Any] = {"value": None, "ci_low": None, "ci_high": None, "judge_rate": judge_rate, "n_cases": big_n,
+                           "n_random_labels": random.height, "n_rest": n_rest, "n_census": n_census,
+                           "n_census_labelled": int(census.get_column("human_correct").is_not_null().sum()),
+                           "reason": None}
+    if out["n_census_labelled"] < n_census:
+        out["reason"] = (f"{n_census - out['n_census_labelled']} of the {n_census} cases of strata A, B and judge-failed "
+                         "have no human verdict (they are reviewed in full, or the estimate is biased)")
+        return out
+    if n_rest and not random.height:
+        out["reason"] = "no random label among the cases judged correct (stratum C)"
+        return out
+    census_correct = int(census.get_column("human_correct").sum()) if census.height else 0
+    if not n_rest:
+        out.update(value=census_correct / big_n, ci_low=census_correct / big_n, ci_high=census_correct / big_n)
+        return out
+    human = random.get_column("human_correct").cast(pl.Float64).to_list()
+    rest = ppi_mean([1.0] * n_rest, [1.0] * len(human), human)
+    lo, hi = wilson_interval(int(sum(human)), len(human))
+    assert lo is not None and hi is not None  # C has at least one label here
+    share = n_rest / big_n
+    out.update(value=census_correct / big_n + share * rest["value"],
+               ci_low=census_correct / big_n + share * lo, ci_high=census_correct / big_n + share * hi,
+               rest_correction=rest["correction"])
+    return out
+
+
+def _findings(cells: Dict[str, int], strata: Dict[str, Dict[str, Any]]) -> List[str]:
+    from ragmeter.review.sampling import STRATUM_LABELS
+
+    lenient, strict = cells["judge_correct_human_wrong"], cells["judge_wrong_human_correct"]
+    total = lenient + strict
+    if not total:
+        return []
+    out = []
+    direction = ("the judge said correct where the reviewer did not (lenient)" if not strict else
+                 "the judge said incorrect where the reviewer said correct (strict)" if not lenient else None)
+    where = [s for s, row in strata.items() if row["n_compared"] - row["agreed"] > 0]
+    line = f"{total} disagreement(s): {lenient} lenient, {strict} strict"
+    if direction:
+        line = f"all {total} disagreement(s) in one direction: {direction}"
+    if len(where) == 1:
+        line += f"; all in {'' if where[0] == 'judge_failed' else 'stratum '}{STRATUM_LABELS[where[0]]}"
+        if where[0] == "miss_but_correct" and direction and not strict:
+            line += ": the judge is lenient when the evidence was not retrieved; send every such case to a human"
+    out.append(line)
+    return out
+
+
+def calibrate(review: pl.DataFrame, population: Dict[str, int], *, min_agreement: float = DEFAULT_MIN_AGREEMENT,
+              n_incomplete: int = 0) -> Dict[str, Any]:
+    """The ``calibration`` section from ``review`` (one row per case of the sheet: ``stratum``, ``judge_correct``,
+    ``human_correct``, ``complete``) and the folder's stratum sizes."""
+    from ragmeter.calibration import agreement
+
+    compared = review.filter(pl.col("judge_correct").is_not_null() & pl.col("human_correct").is_not_null())
+    judge = compared.get_column("judge_correct").to_list()
+    human = compared.get_column("human_correct").to_list()
+    result = agreement(judge, human)
+    cells = result.cells or {"both_true": 0, "a_true_b_false": 0, "a_false_b_true": 0, "both_false": 0}
+    cells = {"both_correct": cells["both_true"], "judge_correct_human_wrong": cells["a_true_b_false"],
+             "judge_wrong_human_correct": cells["a_false_b_true"], "both_wrong": cells["both_false"]}
+    strata = _stratum_rows(review)
+    value = result.value
+    below = value is not None and value < min_agreement
+    incomplete = review.filter(~pl.col("complete")).get_column("id").to_list()
+    return {
+        "n": result.n,
+        "n_in_sheet": review.height,
+        "n_reviewed": int(review.get_column("complete").sum()),
+        "n_incomplete": len(incomplete),
+        "incomplete": incomplete,
+        "n_overrides": int(review.get_column("override").sum()),
+        "agreement": {"value": result.value, "ci_low": result.ci_low, "ci_high": result.ci_high,
+                      "agreed": result.agreed, "n": result.n, "interval": "Wilson 95%"},
+        "kappa": {**result.kappa.to_dict(), "interval": "95%, Fleiss-Cohen-Everitt standard error"},
+        "cells": cells,
+        "strata": strata,
+        "disagreements": {"lenient": cells["judge_correct_human_wrong"], "strict": cells["judge_wrong_human_correct"]},
+        "findings": _findings(cells, strata),
+        "min_agreement": min_agreement,
+        "below_min_agreement": below,
+        "warning": (f"agreement {100 * (value or 0.0):.1f}% is below --min-agreement {100 * min_agreement:.0f}%: "
+                    "recalibrate the judge before trusting its correct rate") if below else None,
+        "population": population,
+        "ppi": _ppi(review, population),
+    }
+
+
+def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT_MIN_AGREEMENT) -> Dict[str, Any]:
+    """Read the sheet, write ``review.parquet``, ``summary.json``'s ``calibration`` and the reports; return the
+    section."""
+    from ragmeter._io import atomic_outputs, strict_json, write_frame, write_text
+    from ragmeter.report import write_reports
+    from ragmeter.report.data import load_results
+    from ragmeter.review.sampling import require_judged, select_sample, strata
+
+    if not 0.0 <= min_agreement <= 1.0:
+        raise InputError(f"--min-agreement: {min_agreement} is not between 0 and 1")
+    results = load_results(results_dir)
+    require_judged(results.cases, results.path)
+    table = strata(results.cases)
+    known = set(table.get_column("id").to_list())
+    labels = human_labels(read_sheet(sheet, known, f"{results.path / 'cases.parquet'}"))
+    population = select_sample(results.cases, results.summary, random_n=0).population
+    by_id = {r["id"]: r for r in table.iter_rows(named=True)}
+    rows = []
+    for case_id, label in labels.items():
+        case = by_id[case_id]
+        stratum = case["stratum"] if case["stratum"] != "rest" else "random"
+        rows.append({"id": case_id, "stratum": stratum, "judge_correct": case["judge_correct"],
+                     "judge_score": case["judge_score"], **label})
+    if any(r["stratum"] is None for r in rows):
+        bad = next(r["id"] for r in rows if r["stratum"] is None)
+        raise InputError(f"{Path(sheet)}: id: case {bad!r} has no correctness verdict in {results.path} (not judged): "
+                         "it cannot be compared with the judge")
+    review = pl.DataFrame(rows, schema_overrides={"judge_correct": pl.Boolean, "human_correct": pl.Boolean,
+                                                  "judge_score": pl.Float64, "human_score": pl.Int64,
+                                                  "note": pl.Utf8})
+    section = calibrate(review, population, min_agreement=min_agreement)
+    section["sheet"] = str(sheet)
+    section.update(_manifest_check(Path(sheet), results.path))
+    summary = dict(results.summary)
+    summary["calibration"] = section
+    files = summary.get("files")
+    if isinstance(files, list) and "review.parquet" not in files:
+        summary["files"] = files + ["review.parquet"]
+    with atomic_outputs(results.path) as tmp:
+        write_frame(review.drop("partly_filled"), tmp / "review.parquet")
+        write_text(tmp / "summary.json", strict_json(summary) + "\n")
+        write_reports(results.path, out_dir=tmp, summary=summary)
+    return section
+
+
+def _manifest_check(sheet: Path, results_dir: Path) -> Dict[str, Any]:
+    """Whether the sheet's manifest (next to it) was drawn from this very folder."""
+    from ragmeter.review.export import results_hash
+
+    manifest = sheet.parent / "manifest.json"
+    if not manifest.is_file():
+        return {"manifest": None}
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except ValueError:
+        return {"manifest": str(manifest), "manifest_warning": "manifest.json is not valid JSON"}
+    same = data.get("results_sha256") == results_hash(results_dir)
+    return {"manifest": str(manifest), "manifest_warning": None if same else
+            "the results folder changed since the sheet was exported (its cases or judge tables differ)"}
+

@@ -1,0 +1,88 @@
+"""The calibration section as text: console lines, table rows (shared by the console and both reports)."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+__all__ = ["pct", "interval", "text_lines", "stratum_rows", "cell_rows", "headline_rows", "ppi_line"]
+
+
+def pct(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def interval(lo: Optional[float], hi: Optional[float], percent: bool = True) -> str:
+    if lo is None or hi is None:
+        return "n/a"
+    return f"[{pct(lo)}, {pct(hi)}]" if percent else f"[{lo:.2f}, {hi:.2f}]"
+
+
+def kappa_text(kappa: Dict[str, Any]) -> str:
+    if kappa.get("value") is None:
+        return f"n/a ({kappa.get('reason') or 'undefined'})"
+    return (f"{kappa['value']:.4f} {interval(kappa.get('ci_low'), kappa.get('ci_high'), percent=False)}, "
+            f"{kappa.get('band')}")
+
+
+def headline_rows(c: Dict[str, Any]) -> List[List[str]]:
+    a = c["agreement"]
+    rows = [["cases compared (judge verdict and human verdict)", str(c["n"])],
+            ["agreement (95% Wilson)", f"{a['agreed']}/{a['n']} = {pct(a['value'])} {interval(a['ci_low'], a['ci_high'])}"],
+            ["Cohen's kappa (95%), Landis-Koch band", kappa_text(c["kappa"])],
+            ["disagreements: lenient (judge correct, human wrong) / strict (judge wrong, human correct)",
+             f"{c['disagreements']['lenient']} / {c['disagreements']['strict']}"],
+            ["sheet: cases / reviewed / incomplete", f"{c['n_in_sheet']} / {c['n_reviewed']} / {c['n_incomplete']}"]]
+    if c.get("n_overrides"):
+        rows.append(["verdicts set by the reviewer's correct column", str(c["n_overrides"])])
+    return rows
+
+
+def cell_rows(c: Dict[str, Any]) -> List[List[str]]:
+    cells = c["cells"]
+    return [["judge correct", str(cells["both_correct"]), str(cells["judge_correct_human_wrong"])],
+            ["judge incorrect", str(cells["judge_wrong_human_correct"]), str(cells["both_wrong"])]]
+
+
+def stratum_rows(c: Dict[str, Any]) -> List[List[str]]:
+    from ragmeter.review.sampling import STRATUM_LABELS
+
+    rows = []
+    for stratum, row in c["strata"].items():
+        if not row["n_in_sheet"]:
+            continue
+        agree = (f"{row['agreed']}/{row['n_compared']} = {pct(row['agreement'])}" if row["n_compared"]
+                 else "n/a (no judge verdict)" if stratum == "judge_failed" else "n/a")
+        rows.append([STRATUM_LABELS[stratum], str(row["n_in_sheet"]), str(row["n_reviewed"]), agree,
+                     str(row["human_correct"])])
+    return rows
+
+
+def ppi_line(c: Dict[str, Any]) -> str:
+    p = c["ppi"]
+    raw = f"judge's correct rate {pct(p.get('judge_rate'))} over {p.get('n_cases')} cases (a failed call counts as not correct)"
+    if p.get("value") is None:
+        return f"{raw}; prediction-powered estimate: n/a ({p.get('reason')})"
+    return (f"{raw}; prediction-powered estimate {pct(p['value'])} {interval(p['ci_low'], p['ci_high'])}, resting on "
+            f"{p['n_random_labels']} random label(s) for the {p['n_rest']} other cases judged correct and "
+            f"{p['n_census_labelled']} fully reviewed cases of strata A, B and judge-failed")
+
+
+def text_lines(c: Dict[str, Any]) -> List[str]:
+    a = c["agreement"]
+    cells = c["cells"]
+    lines = [f"calibration: {a['agreed']}/{a['n']} agree = {pct(a['value'])} {interval(a['ci_low'], a['ci_high'])}; "
+             f"Cohen's kappa {kappa_text(c['kappa'])}",
+             f"  cells: both correct {cells['both_correct']}, judge correct / human wrong "
+             f"{cells['judge_correct_human_wrong']}, judge wrong / human correct {cells['judge_wrong_human_correct']}, "
+             f"both wrong {cells['both_wrong']}"]
+    for row in stratum_rows(c):
+        lines.append(f"  {row[0]}: {row[1]} in sheet, {row[2]} reviewed, agreement {row[3]}")
+    lines += [f"  finding: {f}" for f in c.get("findings") or []]
+    lines.append("  " + ppi_line(c))
+    if c.get("n_incomplete"):
+        shown = ", ".join(c["incomplete"][:5]) + (" ..." if c["n_incomplete"] > 5 else "")
+        lines.append(f"  incomplete: {c['n_incomplete']} case(s) not (fully) reviewed, left out: {shown}")
+    if c.get("warning"):
+        lines.append(f"  warning: {c['warning']}")
+    if c.get("manifest_warning"):
+        lines.append(f"  warning: {c['manifest_warning']}")
+    return lines
