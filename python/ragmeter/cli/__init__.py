@@ -61,7 +61,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv and argv[0] == "trec":
         from ragmeter.cli import trec
 
-        return _guarded(lambda: trec.main(argv[1:]))
+        # trec holds nothing to save, so SIGTERM keeps its default (and `signal`, which imports enum, stays out
+        # of its start-up).
+        return _guarded(lambda: trec.main(argv[1:]), catch_sigterm=False)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -113,7 +115,7 @@ def _flush_output(code: int) -> int:
     return code
 
 
-def _guarded(call) -> int:  # type: ignore[no-untyped-def]
+def _guarded(call, catch_sigterm: bool = True) -> int:  # type: ignore[no-untyped-def]
     """Run a command; user errors become one line on stderr and exit status 2.
 
     SIGTERM takes the path of Ctrl-C (a clean stop: the judge's paid replies are kept and what was done is
@@ -121,8 +123,8 @@ def _guarded(call) -> int:  # type: ignore[no-untyped-def]
     """
     from ragmeter._core import RagmeterError
 
-    terminated = []
-    previous = _on_sigterm(terminated)
+    terminated: list = []
+    previous = _on_sigterm(terminated) if catch_sigterm else None
     try:
         return int(call() or 0)
     except RagmeterError as exc:
