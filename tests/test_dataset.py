@@ -276,8 +276,12 @@ def test_check_run_against_golden(tmp_path):
     with pytest.raises(InputError) as info:
         check_run_against_golden(golden, run, run_source=str(run_path))
     msg = str(info.value)
-    assert f"{run_path}:2: id 'ghost-1' is not in the golden set" in msg
-    assert f"{run_path}:3: id 'ghost-2' is not in the golden set" in msg
+    # one line for all of them, naming each with its line
+    assert "\n" not in msg and msg.startswith(f"{run_path}: 2 ids are not in the golden set")
+    assert "'ghost-1' (line 2), 'ghost-2' (line 3)" in msg
+    one = load_run(write(tmp_path / "one.jsonl", [{"id": "ghost-1", "retrieved": []}]))
+    with pytest.raises(InputError, match=r"one.jsonl:1: id 'ghost-1' is not in the golden set$"):
+        check_run_against_golden(golden, one, run_source=str(tmp_path / "one.jsonl"))
     # Golden cases missing from the run are returned, not raised.
     ok = load_run([{"id": "multi-01", "retrieved": []}])
     assert check_run_against_golden(golden, ok) == ["fact-04-frontend-stack", "noanswer"]

@@ -509,8 +509,15 @@ def _ids_from_lines(records: List[Record], label: str) -> bool:
     return True
 
 
+_NOTES_SAID: set = set()
+
+
 def _note(message: str) -> None:
-    """One line on stderr about how an input was read (not an error)."""
+    """One line on stderr about how an input was read (not an error); once per process, however many times a
+    command reads the same input (``score`` reads the golden set again for its audit pointer)."""
+    if message in _NOTES_SAID:
+        return
+    _NOTES_SAID.add(message)
     print(f"ragmeter: note: {message}", file=sys.stderr)
 
 
@@ -1189,6 +1196,20 @@ def _span(frame: pl.DataFrame) -> str:
     return f"{ids[0]} to {ids[-1]}" if len(ids) > 1 else ids[0]
 
 
+def _not_in_golden(extra: pl.DataFrame, run_source: str, golden_source: str, n_golden: int) -> str:
+    """One line for run ids absent from the golden set, however many: the first few with their lines."""
+    ids = extra["id"].to_list()
+    lines = extra["line"].to_list() if "line" in extra.columns else [None] * len(ids)
+    if len(ids) == 1:
+        where = f"{run_source}:{lines[0]}" if lines[0] is not None else run_source
+        return f"{where}: id {ids[0]!r} is not in the golden set"
+    shown = ", ".join(f"{i!r}" + (f" (line {n})" if n is not None else "")
+                      for i, n in zip(ids[:_GROUP_SHOWN], lines[:_GROUP_SHOWN]))
+    more = f" and {len(ids) - _GROUP_SHOWN} more" if len(ids) > _GROUP_SHOWN else ""
+    return (f"{run_source}: {len(ids)} ids are not in the golden set {golden_source} ({n_golden} cases): "
+            f"{shown}{more}; is the run for another golden set?")
+
+
 def check_run_against_golden(golden: pl.DataFrame, run: pl.DataFrame, *, run_source: str = "run",
                              golden_source: str = "golden") -> List[str]:
     """Raise :class:`InputError` listing every run id absent from the golden set.
@@ -1200,11 +1221,8 @@ def check_run_against_golden(golden: pl.DataFrame, run: pl.DataFrame, *, run_sou
     lack them and hold the same lines.
     """
     check_id_sources(golden, run, golden_source, run_source)
-    problems = _Problems(run_source)
     extra = run.filter(~pl.col("id").is_in(golden["id"].implode()))
-    for case_id, line in zip(extra["id"].to_list(), extra["line"].to_list() if "line" in extra.columns else [None] * extra.height):
-        where = f"{run_source}:{line}" if line is not None else run_source
-        problems.add(where, f"id {case_id!r} is not in the golden set")
-    problems.raise_if_any()
+    if extra.height:
+        raise InputError(_not_in_golden(extra, run_source, golden_source, golden.height))
     run_ids = set(run["id"].to_list())
     return [i for i in golden["id"].to_list() if i not in run_ids]

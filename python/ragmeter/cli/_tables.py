@@ -35,6 +35,15 @@ def print_warning(text: str, console: Console) -> None:
         console.print(Text(head, style="yellow") if i == 0 else Text(" " * len(head)), line, sep="")
 
 
+def print_audit_pointer(golden: Any, console: Console) -> None:
+    """One line when the golden set itself would raise audit warnings (its balance, blind spots, labels)."""
+    from ragmeter.audit import audit_pointer
+
+    line = audit_pointer(golden)
+    if line:
+        print_warning(line, console)
+
+
 def _table(title: str, console: Console) -> Table:
     """A table without vertical rules: columns one space apart at 80 columns, two on a wider terminal.
 

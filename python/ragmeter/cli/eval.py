@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragmeter.cli._tables import make_console, print_score
+    from ragmeter.cli._tables import make_console, print_audit_pointer, print_score
     from ragmeter.cli.sweep import parse_thresholds
     from ragmeter.errors import InputError
     from ragmeter.evaluation import run_eval
@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
                                       thresholds=thresholds, repeat=args.repeat,
                                       review_rate=args.review_rate, review_seed=args.review_seed), judge)
     print_score(summary["retrieval"], out_dir=None, console=console)
+    print_audit_pointer(args.golden, console)
     if summary.get("judge"):
         for line in judge_lines(summary["judge"]):
             console.print(line, markup=False, highlight=False)

@@ -22,12 +22,16 @@ def run(args: argparse.Namespace) -> int:
     result = score(args.golden, args.run, k=args.k)
     if args.out:
         result.write(args.out)
+    from ragmeter.cli._tables import make_console, print_audit_pointer, print_score
+
     if args.json:
         from ragmeter._io import strict_json
+        from rich.console import Console
 
         print(strict_json(result.summary))
+        print_audit_pointer(args.golden, Console(stderr=True))  # stdout holds the JSON alone
     else:
-        from ragmeter.cli._tables import print_score
-
-        print_score(result.summary, out_dir=args.out)
+        console = make_console()
+        print_score(result.summary, out_dir=args.out, console=console)
+        print_audit_pointer(args.golden, console)
     return 0
