@@ -387,3 +387,20 @@ def test_rich_tables_fit_80_columns():
     text = console.export_text()
     assert "deepseek" in text and "hr.pdf#12" in text
     assert max(columns(line) for line in text.splitlines()) <= 80
+
+
+def test_score_points_to_the_audit_when_the_golden_set_would_warn(tmp_path):
+    golden = write_jsonl(tmp_path / "golden.jsonl", worked())
+    run = write_jsonl(tmp_path / "run.jsonl", [{"id": case["id"], "retrieved": []} for case in worked()])
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "score", "--golden", str(golden), "--run", str(run)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    def squeezed(text: str) -> str:  # the console folds a long path wherever the line ends
+        return "".join(text.split())
+
+    assert squeezed(f"warning: {audit_warnings_count(golden)} audit warnings (hard_share_low, source_share_low, "
+                    f"empty_cell): ragmeter audit --golden {golden}") in squeezed(proc.stdout)
+    # --json keeps stdout for the JSON alone; the pointer goes to stderr
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "score", "--golden", str(golden), "--run", str(run),
+                           "--json"], capture_output=True, text=True, timeout=120)
+    assert json.loads(proc.stdout)["n_cases"] == 50 and "ragmeter audit --golden" in proc.stderr
