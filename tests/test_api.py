@@ -206,3 +206,27 @@ def test_bad_inputs_are_named():
     with pytest.raises(InputError, match="a dry run writes no results"):
         ragmeter.evaluate(GOLDEN, RUN, judge=ragmeter.judge.JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m",
                                                                         dry_run=True))
+
+
+def test_custom_rubric_metric_through_evaluate_report_compare_and_assertions(monkeypatch):
+    from ragmeter.judge import RubricMetric
+    from ragmeter.testing import assert_scores
+
+    monkeypatch.setenv("RAGMETER_API_KEY", KEY)
+    rubric = RubricMetric("cites_docs", "Does the answer name the document it relies on?", scale=(1, 5),
+                          pass_threshold=4, fields=("question", "answer"))
+    with FakeServer(api_key=KEY) as server:
+        judge = ragmeter.judge.JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", cache=None,
+                                           metrics=["faithfulness"])
+        result = ragmeter.evaluate(GOLDEN, RUN, judge=judge, metrics=["faithfulness", rubric])
+        sent = server.requests
+    assert {"cites_docs_score", "cites_docs_status", "faithfulness_score"} <= set(result.cases.columns)
+    m = result.summary["judge"]["metrics"]["cites_docs"]
+    assert m["n_total"] == 51 and m["n_scored"] + m["n_skipped"] + m["n_failed"] == 51 and sent > 0
+    assert "Cites docs" in result.report_html(n_resamples=200)
+    comp = result.compare(result, gate="cites_docs>=-1pp,cites_docs>=0.99")
+    assert comp.row("cites_docs").n_paired == m["n_scored"]
+    assert comp.failures == [f for f in comp.failures if "cites_docs>=0.99" in f] and len(comp.failures) == 1
+    assert_scores(result, {"cites_docs": ">=0.2"})
+    with pytest.raises(AssertionError, match="cites_docs"):
+        assert_scores(result, {"cites_docs": ">=0.99"})

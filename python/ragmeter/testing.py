@@ -49,7 +49,7 @@ def _holds(actual: float, op: str, value: float) -> bool:
             "==": abs(actual - value) <= eps}[op]
 
 
-def _table(headers: Sequence[str], rows: List[Sequence[str]]) -> str:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
@@ -63,7 +63,7 @@ def score_table(result: Any, metrics: Optional[Sequence[str]] = None) -> List[Tu
     register_custom_metrics(res.cases)
     frame = metric_frame(res.cases)
     names = list(metrics) if metrics is not None else [c for c in frame.columns if c not in ("id", "category")]
-    out = []
+    out: List[Tuple[str, Optional[float], int, int]] = []
     for name in names:
         if name not in METRICS:
             raise ValueError(f"assert_scores: unknown metric {name!r}; known: {', '.join(METRICS)}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +45,7 @@ def test_rubric_scores_on_its_scale_mapped_to_0_1_with_a_pass_rate(server, tmp_p
     # the fake judge gives 4 to answers mentioning blue (c0, c2), 2 otherwise: (4-1)/4 and (2-1)/4
     assert df["score"].to_list() == [0.75, 0.25, 0.75, 0.25]
     assert df["correct"].to_list() == [True, False, True, False]
-    assert json.loads(df["verdicts"][0]) == {"score": 4, "scale": [1, 5], "pass_threshold": 4}
+    assert json.loads(df["verdicts"][0]) == [{"score": 4, "scale": [1, 5], "pass_threshold": 4}]
     assert df["prompt_version"][0].startswith("custom-tone-check@v1-")
     m = res.summary["metrics"]["tone_check"]
     assert m["n_scored"] == 4 and m["mean"] == 0.5 and m["pass_rate"] == 0.5 and m["pass_rate_denominator"] == 4
@@ -239,6 +240,13 @@ def test_metric_file_and_module_from_the_cli(server, tmp_path, api_key):
     summary = json.loads((out / "summary.json").read_text())
     assert "tone_check" in summary["judge"]["metrics"]
     assert "Tone check" in (out / "report.md").read_text()
+    # compare and gate rules know the custom metric like a built-in one
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "compare", str(out), str(out), "--gate",
+                           "tone_check>=-5pp,tone_check>=0.99"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert re.search(r"^tone_check +0\.\d+ +0\.\d+ +\+0\.000", proc.stdout, re.M), proc.stdout
+    assert "ok: tone_check>=-5pp" in proc.stdout and "gate failed: tone_check>=0.99" in proc.stderr
+    assert "unknown metric" not in proc.stderr
     # a rubric file with a bad field: one line naming file, metric and field, exit 2, nothing sent
     bad = tmp_path / "bad.toml"
     bad.write_text('[metrics.tone_check]\ncriteria = "x"\nscale = [1, 5]\npass_treshold = 4\n')

@@ -289,7 +289,7 @@ class RubricMetric:
         lo, hi = self._range()
         passed = None if self.pass_threshold is None else score >= float(self.pass_threshold)
         return MetricResult(score=(score - lo) / (hi - lo), reason=reason, correct=passed,
-                            verdicts={"score": score, "scale": [lo, hi], "pass_threshold": self.pass_threshold})
+                            verdicts=[{"score": score, "scale": [lo, hi], "pass_threshold": self.pass_threshold}])
 
     def check(self, cases: Sequence[Case]) -> None:
         _check_fields(self.name, self.fields, cases)
