@@ -14,6 +14,7 @@ from .cache import Cache, CacheError, cache_key, repair
 from .custom import FunctionMetric, Metric, MetricError, RubricMetric, metric, register
 from .client import ClientConfig, JudgeCallError, JudgeClient, resolve_api_key
 from .cost import Price, PriceTable, estimate_tokens
+from .engine import ParseError
 from .limits import Limits
 from .metrics import DEFAULT_METRICS, METRICS, Case, relevancy_variants
 from .prompts import PROMPTS, detect_language
@@ -27,5 +28,5 @@ __all__ = [
     "ClientConfig", "JudgeClient", "JudgeCallError", "resolve_api_key", "Limits", "Cache", "cache_key",
     "Price", "PriceTable", "estimate_tokens", "RetryPolicy", "Decision", "classify", "next_max_tokens",
     "PROMPTS", "detect_language", "relevancy_variants", "Tally", "JudgeStopped", "CacheError", "repair",
-    "public_endpoint", "RubricMetric", "metric", "Metric", "FunctionMetric", "MetricError", "register",
+    "public_endpoint", "RubricMetric", "metric", "Metric", "FunctionMetric", "MetricError", "register", "ParseError",
 ]
