@@ -230,3 +230,28 @@ def test_custom_rubric_metric_through_evaluate_report_compare_and_assertions(mon
     assert_scores(result, {"cites_docs": ">=0.2"})
     with pytest.raises(AssertionError, match="cites_docs"):
         assert_scores(result, {"cites_docs": ">=0.99"})
+
+
+def test_custom_metric_reads_input_fields_beyond_the_case_fields(monkeypatch, tmp_path):
+    from ragmeter.judge import RubricMetric
+
+    monkeypatch.setenv("RAGMETER_API_KEY", KEY)
+    golden = _records(GOLDEN)
+    for rec in golden[:5]:
+        rec["policy"] = f"policy for {rec['id']}"
+    path = tmp_path / "golden.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in golden), encoding="utf-8")
+    rubric = RubricMetric("follows_policy", "Does the answer follow {policy}?", fields=("answer", "policy"))
+    with FakeServer(api_key=KEY) as server:
+        judge = ragmeter.judge.JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", cache=None, metrics=[rubric])
+        for source in (path, golden):
+            result = ragmeter.evaluate(source, RUN, judge=judge)
+            rows = result.judge.filter(pl.col("id").is_in([r["id"] for r in golden[:5]]))
+            assert set(rows["status"].to_list()) <= {"ok", "skipped"}
+            assert sorted(p["payload"]["policy"] for p in server.log[-rows.filter(pl.col("status") == "ok").height:]) \
+                == sorted(f"policy for {i}" for i in rows.filter(pl.col("status") == "ok")["id"].to_list())
+            others = result.judge.filter(~pl.col("id").is_in([r["id"] for r in golden[:5]]))
+            assert set(others["error_kind"].to_list()) <= {"missing_input", "missing_run"}  # no policy: skipped
+        with pytest.raises(InputError, match="field 'polcy' is in none of the 51 cases"):
+            ragmeter.evaluate(path, RUN, judge=judge,
+                              metrics=[RubricMetric("typo", "x", fields=("answer", "polcy"))])

@@ -125,7 +125,7 @@ def evaluate(
     if judge is not None:
         from ragmeter.judge import run_sync
 
-        records = _judge_records(prepared.joined)
+        records = _with_extra_fields(_judge_records(prepared.joined), judge, golden_in, run_in)
         jr = run_sync(records, judge)
         first, judge_summary = jr.frame(), jr.summary
         frames = [first]
@@ -260,6 +260,50 @@ def _judge_records(joined: pl.DataFrame) -> List[Dict[str, Any]]:
     return [{**row, "contexts": row["contexts"] or []} for row in columns.iter_rows(named=True)]
 
 
+def _with_extra_fields(records: List[Dict[str, Any]], judge: Any, golden: Any, run: Any) -> List[Dict[str, Any]]:
+    """The records with the input fields custom metrics read beyond the case fields (a golden set's ``policy``,
+    a run's ``citations``), taken by id from the golden set, then the run, as given."""
+    from ragmeter.judge.custom import CASE_FIELDS
+    from ragmeter.judge.metrics import BUILTIN_METRICS, METRICS
+
+    wanted = {f for name in judge.metrics if name not in BUILTIN_METRICS
+              for f in getattr(METRICS[name], "fields", ()) if f not in CASE_FIELDS}
+    if not wanted:
+        return records
+    found: Dict[str, Dict[str, Any]] = {}
+    for source in (golden, run):
+        for rec in _raw_records(source):
+            if isinstance(rec, dict) and rec.get("id") is not None:
+                values = {f: rec[f] for f in wanted if rec.get(f) is not None}
+                found.setdefault(str(rec["id"]), {}).update(values)
+    return [{**found.get(str(r["id"]), {}), **r} for r in records]
+
+
+def _raw_records(source: Any) -> List[Any]:
+    """The records of an input as given (the loaders keep only the fields they know); a line that is not JSON
+    was reported by the loader already."""
+    import json
+
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if path.suffix.lower() == ".parquet":
+            return pl.read_parquet(path).to_dicts()
+        out = []
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip() and not line.lstrip().startswith("#"):
+                    try:
+                        out.append(json.loads(line))
+                    except ValueError:
+                        continue
+        return out
+    if isinstance(source, pl.DataFrame):
+        return source.to_dicts()
+    if type(source).__module__.split(".")[0] == "pandas":
+        return pl.from_pandas(source).to_dicts()
+    return list(source) if isinstance(source, (list, tuple)) else []
+
+
 _ESTIMATE_COUNTS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "embedding_tokens")
 
 
@@ -279,7 +323,8 @@ def estimate_eval(golden: Any, run: Any, judge: Any, *, repeat: int = 1,
 
     repeat = _check_repeat(repeat)
     judge = _with_metrics(judge, metrics)
-    records = _judge_records(_prepared_match(as_source(golden, "golden"), as_source(run, "run")).joined)
+    golden_in, run_in = as_source(golden, "golden"), as_source(run, "run")
+    records = _with_extra_fields(_judge_records(_prepared_match(golden_in, run_in).joined), judge, golden_in, run_in)
     first = run_sync(records, replace(judge, dry_run=True)).estimate or {}
     if repeat == 1:
         return {**first, "repeat": 1}
