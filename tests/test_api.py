@@ -255,3 +255,7 @@ def test_custom_metric_reads_input_fields_beyond_the_case_fields(monkeypatch, tm
         with pytest.raises(InputError, match="field 'polcy' is in none of the 51 cases"):
             ragmeter.evaluate(path, RUN, judge=judge,
                               metrics=[RubricMetric("typo", "x", fields=("answer", "polcy"))])
+
+
+def test_repr_is_one_line_that_says_what_it_covers(example):
+    assert repr(example) == "EvalResult(51 cases, hit_rate 0.8 (45/51 scored), judged: no)"

@@ -74,6 +74,12 @@ class EvalResult:
     sweep: Optional[pl.DataFrame] = None  #: the threshold sweep (sweep.parquet) when thresholds were given
     name: Optional[str] = None     #: the title of reports and comparisons
 
+    def __repr__(self) -> str:  # the frames' own reprs would fill a notebook cell
+        judged = sorted(self.judge["metric"].unique().to_list()) if self.judge is not None else []
+        hit = ((self.summary.get("retrieval") or {}).get("overall") or {}).get("hit_rate") or {}
+        return (f"EvalResult({self.cases.height} cases, hit_rate {hit.get('value')} "
+                f"({hit.get('n_scored')}/{hit.get('n_total')} scored), judged: {', '.join(judged) or 'no'})")
+
     # -- writing -------------------------------------------------------------------------------------------
     def write(self, out_dir: Any, *, reports: bool = True) -> Path:
         """Write the results folder ``ragmeter eval`` writes (all of it or nothing; see
