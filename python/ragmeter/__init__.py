@@ -17,7 +17,12 @@ trec_eval's measures, same numbers::
     from ragmeter.trec import evaluate
     evaluate("qrels.txt", "run.txt", ["map", "ndcg_cut.10", "P.5"], complete=True)
 
-Also: ``ragmeter.metrics`` (rank metrics of one ranking), ``ragmeter.judge``
+Retrieval, judge and diagnosis in memory (``ragmeter eval`` without the folder)::
+
+    result = ragmeter.evaluate("golden.jsonl", "run.jsonl", judge=ragmeter.judge.JudgeConfig(...))
+    result.cases, result.summary, result.write("results"), result.compare(baseline, gate="hit>=-2pp")
+
+Also: ``ragmeter.testing`` (pytest assertions), ``ragmeter.metrics`` (rank metrics of one ranking), ``ragmeter.judge``
 (LLM judges on any OpenAI-compatible endpoint), ``ragmeter.errors``. On the
 command line, ``ragmeter demo`` runs the main job on a bundled example and
 ``ragmeter --help`` lists the commands.
@@ -36,12 +41,18 @@ if TYPE_CHECKING:  # neither typing nor importlib is imported at start-up: each 
     from ragmeter import judge as judge
     from ragmeter import metrics as metrics
     from ragmeter import trec as trec
+    from ragmeter import testing as testing
+    from ragmeter.api import EvalResult as EvalResult
+    from ragmeter.evaluation import evaluate as evaluate
     from ragmeter.retrieval import score as score
     from ragmeter.retrieval import sweep as sweep
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "evaluate": ("ragmeter.evaluation", "evaluate"),
+    "EvalResult": ("ragmeter.api", "EvalResult"),
+    "testing": ("ragmeter.testing", None),
     "score": ("ragmeter.retrieval", "score"),
     "sweep": ("ragmeter.retrieval", "sweep"),
     "metrics": ("ragmeter.metrics", None),

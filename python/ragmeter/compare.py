@@ -141,6 +141,22 @@ class Comparison:
     forced: bool = False
     notes: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)  # data problems (non-finite values, ...)
+    #: the gate's verdicts when the comparison was made with a gate (``EvalResult.compare(gate=...)``)
+    gate_results: Optional[List[Any]] = field(default=None, repr=False)
+
+    @property
+    def passed(self) -> bool:
+        """Whether every gate rule held (True without a gate: nothing was asked)."""
+        return all(r.passed for r in self.gate_results or [])
+
+    @property
+    def failures(self) -> List[str]:
+        """The failed gate rules, one sentence each (rule, actual value, limit)."""
+        return [r.detail for r in self.gate_results or [] if not r.passed]
+
+    def to_markdown(self) -> str:
+        """The Markdown summary ``ragmeter compare --out`` writes, with the gate when there is one."""
+        return to_markdown(self, self.gate_results)
 
     def row(self, metric: str, group: str = "overall") -> Optional[MetricDelta]:
         for r in self.rows:
@@ -168,6 +184,7 @@ class Comparison:
     def to_dict(self) -> Dict[str, Any]:
         """Everything as plain data; values that are not finite are ``None`` (strict JSON)."""
         d = asdict(self)
+        d.pop("gate_results", None)  # the gate is reported beside the comparison (see to_json)
         d["outcomes"] = [r.metric for r in self.outcomes()]  # what bare regressions / wins count
         return finite_or_none(d)  # type: ignore[no-any-return]
 

@@ -1226,3 +1226,7 @@ def check_run_against_golden(golden: pl.DataFrame, run: pl.DataFrame, *, run_sou
         raise InputError(_not_in_golden(extra, run_source, golden_source, golden.height))
     run_ids = set(run["id"].to_list())
     return [i for i in golden["id"].to_list() if i not in run_ids]
+
+
+# Data from ragas, DeepEval and Hugging Face datasets (see ragmeter.ecosystem): (golden, run) record lists.
+from ragmeter.ecosystem import from_deepeval, from_hf, from_ragas  # noqa: E402,F401

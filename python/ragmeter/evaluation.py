@@ -1,6 +1,8 @@
 """One evaluation run: retrieval scoring + judging + reports in one folder.
 
-``run_eval(golden, run, out_dir, judge=JudgeConfig(...))`` writes
+``evaluate(golden, run, judge=JudgeConfig(...))`` (``ragmeter.evaluate``) does it in memory and returns an
+:class:`ragmeter.api.EvalResult`; its ``.write(out_dir)`` (and ``run_eval(golden, run, out_dir, ...)``,
+``ragmeter eval``) writes
 
 * ``cases.parquet``: one row per case, the retrieval columns of
   :func:`ragmeter.score` joined with the question, answer, reference, the
@@ -42,11 +44,14 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 import polars as pl
 
 from ragmeter import __version__
+
+if TYPE_CHECKING:
+    from ragmeter.api import EvalResult
 
 RESULTS_FORMAT = 1
 
@@ -78,37 +83,41 @@ def _judge_columns(judge: pl.DataFrame) -> pl.DataFrame:
     return wide
 
 
-def run_eval(
+def evaluate(
     golden: Any,
     run: Any,
-    out_dir: Any,
     *,
     k: int = 5,
     judge: Any = None,
+    metrics: Optional[Sequence[Any]] = None,
     thresholds: Optional[Sequence[float]] = None,
-    reports: bool = True,
     repeat: int = 1,
     review_rate: Optional[float] = None,
     review_seed: Optional[int] = None,
-) -> Dict[str, Any]:
-    """Score, optionally judge (``repeat`` times), write the results folder and the reports; return the summary.
+) -> "EvalResult":
+    """Score, optionally judge (``repeat`` times) and diagnose, in memory; see :class:`ragmeter.api.EvalResult`.
 
-    Everything is written into a temporary folder inside ``out_dir`` and moved into place when all of it was
-    written; ragmeter outputs of an earlier run that this run did not produce are removed (other files stay).
+    ``golden`` and ``run``: paths, Polars/pandas DataFrames, Arrow tables, lists of dicts or a Hugging Face
+    ``datasets.Dataset`` (anything with ``to_arrow()`` / ``to_pandas()``). ``judge``: a
+    :class:`ragmeter.judge.JudgeConfig`; ``metrics`` (names or custom metric objects) replaces its metrics.
+    ``review_rate`` / ``review_seed`` draw the human-review sample (``review_reason`` in ``cases``, see
+    :mod:`ragmeter.calibration`) and are recorded in ``settings.review``. Works from threads and inside a
+    running event loop (Jupyter).
     """
-    from ragmeter._io import results_folder, strict_json, write_frame, write_text
-    from ragmeter._warnings import for_disk, full_list
+    from ragmeter.api import EvalResult, as_source
     from ragmeter.diagnosis import diagnose
     from ragmeter.retrieval import _prepared_match, _score_prepared, _sweep_prepared
 
     repeat = _check_repeat(repeat)
+    judge = _with_metrics(judge, metrics)
     if getattr(judge, "dry_run", False):
         from ragmeter.errors import InputError
 
         raise InputError("a dry run writes no results: use ragmeter.evaluation.estimate_eval (ragmeter eval --dry-run)")
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    golden_in, run_in = as_source(golden, "golden"), as_source(run, "run")
     # Load and match once; scoring, judging and the sweep all start from it.
-    prepared = _prepared_match(golden, run, run_wide=True)
+    prepared = _prepared_match(golden_in, run_in, run_wide=True)
     result = _score_prepared(prepared, k)
     inputs = prepared.joined.select("id", "question", "reference_answer", "answer", "cost", "latency_ms",
                                     "prompt_tokens", "completion_tokens")
@@ -118,7 +127,7 @@ def run_eval(
     if judge is not None:
         from ragmeter.judge import run_sync
 
-        records = _judge_records(prepared.joined)
+        records = _with_extra_fields(_judge_records(prepared.joined), judge, golden_in, run_in)
         jr = run_sync(records, judge)
         first, judge_summary = jr.frame(), jr.summary
         frames = [first]
@@ -134,7 +143,8 @@ def run_eval(
     review = review_settings(review_rate, review_seed)
     cases = cases.with_columns(review_reasons(cases, review["rate"], review["seed"]))
     sweep_table = _sweep_prepared(prepared, list(thresholds), k) if thresholds else None
-    files = _run_files(judge_frame is not None, sweep_table is not None, reports)
+    settings: Dict[str, Any] = {"k": k, "thresholds": list(thresholds) if thresholds else None,
+                                "judge": _judge_settings(judge), "repeat": repeat, "review": review}
     summary = {
         "results_format": RESULTS_FORMAT,
         "tool": "ragmeter",
@@ -145,31 +155,50 @@ def run_eval(
             "golden": {"path": str(golden) if isinstance(golden, (str, Path)) else None, "sha256": _sha256(golden)},
             "run": {"path": str(run) if isinstance(run, (str, Path)) else None, "sha256": _sha256(run)},
         },
-        "settings": {"k": k, "thresholds": list(thresholds) if thresholds else None,
-                     "judge": _judge_settings(judge), "repeat": repeat, "review": review},
+        "settings": settings,
         "retrieval": result.summary,
         "judge": judge_summary,
         **({"repeats": repeats} if repeats is not None else {}),
         "cost": cost_summary(cases, judge_summary, repeats),
         "warnings": result.summary["warnings"],
-        "files": files,
+        "files": _run_files(judge_frame is not None, sweep_table is not None, True),
     }
-    with results_folder(out_dir) as tmp:
-        write_frame(cases, tmp / "cases.parquet")
-        write_frame(result.chunks, tmp / "chunks.parquet")
-        if judge_frame is not None:
-            write_frame(judge_frame, tmp / "judge.parquet")
-        if sweep_table is not None:
-            write_frame(sweep_table, tmp / "sweep.parquet")
-        write_text(tmp / "warnings.json", strict_json(full_list(summary)) + "\n")
-        write_text(tmp / "summary.json", strict_json(for_disk(summary)) + "\n")
-        if reports:
-            from ragmeter.report import write_reports
+    return EvalResult(cases=cases, chunks=result.chunks, judge=judge_frame, summary=summary, sweep=sweep_table)
 
-            write_reports(tmp, name=Path(out_dir).name)
-    if reports:
-        summary["reports"] = {"html": str(Path(out_dir) / "report.html"), "markdown": str(Path(out_dir) / "report.md")}
-    return summary
+
+def _with_metrics(judge: Any, metrics: Optional[Sequence[Any]]) -> Any:
+    if metrics is None:
+        return judge
+    if judge is None:
+        from ragmeter.errors import InputError
+
+        raise InputError("metrics= are judge metrics: pass judge=ragmeter.judge.JudgeConfig(base_url=..., model=...)")
+    from dataclasses import replace
+
+    return replace(judge, metrics=tuple(metrics))
+
+
+def run_eval(
+    golden: Any,
+    run: Any,
+    out_dir: Any,
+    *,
+    k: int = 5,
+    judge: Any = None,
+    thresholds: Optional[Sequence[float]] = None,
+    reports: bool = True,
+    repeat: int = 1,
+    **options: Any,
+) -> Dict[str, Any]:
+    """:func:`evaluate`, then write the results folder and the reports; return the summary.
+
+    Everything is written into a temporary folder inside ``out_dir`` and moved into place when all of it was
+    written; ragmeter outputs of an earlier run that this run did not produce are removed (other files stay).
+    ``options`` are :func:`evaluate`'s other keyword arguments.
+    """
+    result = evaluate(golden, run, k=k, judge=judge, thresholds=thresholds, repeat=repeat, **options)
+    result.write(out_dir, reports=reports)
+    return result.summary
 
 
 def _run_files(judged: bool, swept: bool, reports: bool) -> List[str]:
@@ -235,10 +264,55 @@ def _judge_records(joined: pl.DataFrame) -> List[Dict[str, Any]]:
     return [{**row, "contexts": row["contexts"] or []} for row in columns.iter_rows(named=True)]
 
 
+def _with_extra_fields(records: List[Dict[str, Any]], judge: Any, golden: Any, run: Any) -> List[Dict[str, Any]]:
+    """The records with the input fields custom metrics read beyond the case fields (a golden set's ``policy``,
+    a run's ``citations``), taken by id from the golden set, then the run, as given."""
+    from ragmeter.judge.custom import CASE_FIELDS
+    from ragmeter.judge.metrics import BUILTIN_METRICS, METRICS
+
+    wanted = {f for name in judge.metrics if name not in BUILTIN_METRICS
+              for f in getattr(METRICS[name], "fields", ()) if f not in CASE_FIELDS}
+    if not wanted:
+        return records
+    found: Dict[str, Dict[str, Any]] = {}
+    for source in (golden, run):
+        for rec in _raw_records(source):
+            if isinstance(rec, dict) and rec.get("id") is not None:
+                values = {f: rec[f] for f in wanted if rec.get(f) is not None}
+                found.setdefault(str(rec["id"]), {}).update(values)
+    return [{**found.get(str(r["id"]), {}), **r} for r in records]
+
+
+def _raw_records(source: Any) -> List[Any]:
+    """The records of an input as given (the loaders keep only the fields they know); a line that is not JSON
+    was reported by the loader already."""
+    import json
+
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if path.suffix.lower() == ".parquet":
+            return pl.read_parquet(path).to_dicts()
+        out = []
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip() and not line.lstrip().startswith("#"):
+                    try:
+                        out.append(json.loads(line))
+                    except ValueError:
+                        continue
+        return out
+    if isinstance(source, pl.DataFrame):
+        return source.to_dicts()
+    if type(source).__module__.split(".")[0] == "pandas":
+        return pl.from_pandas(source).to_dicts()
+    return list(source) if isinstance(source, (list, tuple)) else []
+
+
 _ESTIMATE_COUNTS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "embedding_tokens")
 
 
-def estimate_eval(golden: Any, run: Any, judge: Any, *, repeat: int = 1) -> Dict[str, Any]:
+def estimate_eval(golden: Any, run: Any, judge: Any, *, repeat: int = 1,
+                  metrics: Optional[Sequence[Any]] = None) -> Dict[str, Any]:
     """What :func:`run_eval` would spend on the judge (``ragmeter eval --dry-run``); nothing is sent or written.
 
     Repeat 1 may be answered from the cache; repeats 2..N bypass it, so each of them is estimated without the
@@ -249,8 +323,12 @@ def estimate_eval(golden: Any, run: Any, judge: Any, *, repeat: int = 1) -> Dict
     from ragmeter.judge import run_sync
     from ragmeter.retrieval import _prepared_match
 
+    from ragmeter.api import as_source
+
     repeat = _check_repeat(repeat)
-    records = _judge_records(_prepared_match(golden, run).joined)
+    judge = _with_metrics(judge, metrics)
+    golden_in, run_in = as_source(golden, "golden"), as_source(run, "run")
+    records = _with_extra_fields(_judge_records(_prepared_match(golden_in, run_in).joined), judge, golden_in, run_in)
     first = run_sync(records, replace(judge, dry_run=True)).estimate or {}
     if repeat == 1:
         return {**first, "repeat": 1}

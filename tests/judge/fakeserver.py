@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from aiohttp import web
 
-TASK = re.compile(r"^Task: ([a-z-]+) \(prompt (v\d+)\)")
+TASK = re.compile(r"^Task: ([a-z0-9-]+) \(prompt (v[^)]+)\)")
 
 
 def prompt_key(messages: List[Dict[str, str]]) -> str:
@@ -75,6 +75,8 @@ def default_reply(task: str, payload: Dict[str, Any]) -> Dict[str, Any]:
         ctx = " ".join(payload.get("contexts") or []).lower()
         return {"statements": [{"statement": s, "reason": "r", "attributed": int(s.lower() in ctx)}
                                for s in _split(payload.get("reference_answer", ""))]}
+    if task.startswith("custom-"):  # a custom rubric metric: 4 when the payload mentions "blue", else 2
+        return {"reason": "fake rubric verdict", "score": 4 if "blue" in json.dumps(payload).lower() else 2}
     return {"echo": True}
 
 

@@ -61,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter import gate
     from ragmeter.compare import compare, to_json, to_markdown
     from ragmeter.errors import InputError
+    from ragmeter.report.data import register_folder_metrics
 
+    register_folder_metrics(args.base, args.candidate)  # custom judge metrics are gate names like built-in ones
     rules = gate.parse_rules(args.gate) if args.gate is not None else None
     if args.resamples < 100:
         raise InputError(f"--resamples: need at least 100, got {args.resamples}")

@@ -84,6 +84,12 @@ def configure(parser: argparse.ArgumentParser, cases: bool = True) -> None:
     m = parser.add_argument_group("metrics")
     m.add_argument("--metrics", default=",".join(_METRICS), metavar="LIST",
                    help="comma-separated, from " + ",".join(_METRICS) + " (default: all)")
+    m.add_argument("--metric-file", action="append", default=[], metavar="TOML",
+                   help="custom rubric metrics, one [metrics.<name>] table each (criteria, scale, pass_threshold, "
+                        "fields, steps, score_descriptions); added to --metrics")
+    m.add_argument("--metric-module", action="append", default=[], metavar="PY",
+                   help="custom metrics defined in a Python file (RubricMetric objects, @ragmeter.judge.metric "
+                        "functions); added to --metrics")
     m.add_argument("--n-questions", type=int, default=3, metavar="N", help="answer_relevancy questions (default 3)")
     m.add_argument("--relevancy-variant", choices=("hard", "ragas", "soft"), default="ragas",
                    help="answer_relevancy variant put in the score column (all three are kept)")
@@ -184,7 +190,7 @@ def build_config(args: argparse.Namespace) -> Any:
     from ragmeter.errors import InputError
     from ragmeter.judge import JudgeConfig, PriceTable, RetryPolicy
 
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    metrics = with_custom_metrics([m.strip() for m in args.metrics.split(",") if m.strip()], args)
     prices = PriceTable.from_file(args.prices) if args.prices else PriceTable()
     if args.price:
         try:
@@ -215,6 +221,22 @@ def build_config(args: argparse.Namespace) -> Any:
     )
 
 
+def with_custom_metrics(names: List[Any], args: argparse.Namespace) -> List[Any]:
+    """``--metrics`` plus the metrics of ``--metric-file`` / ``--metric-module``: a custom name already in
+    ``--metrics`` takes its place there, the others are appended."""
+    from ragmeter.judge.custom import load_metric_file, load_metric_module
+
+    custom = [m for path in getattr(args, "metric_file", None) or [] for m in load_metric_file(path)]
+    custom += [m for path in getattr(args, "metric_module", None) or [] for m in load_metric_module(path)]
+    out: List[Any] = list(names)
+    for m in custom:
+        if m.name in out:
+            out[out.index(m.name)] = m
+        else:
+            out.append(m)
+    return out
+
+
 def print_estimate(est: Dict[str, Any], n_metrics: int) -> None:
     """Print a dry run's estimate (``ragmeter judge --dry-run``, ``ragmeter eval --dry-run``)."""
     cost = "unknown (no price for this model)" if est.get("cost_usd") is None else f"${est['cost_usd']:.4f}"
@@ -242,6 +264,9 @@ def judge_lines(summary: Dict[str, Any], width: int = 80) -> List[str]:
         scale = " (1-5)" if m.get("scale") == "1-5" else ""
         lines.append(f"  {metric:<17} mean {mean:>5}{scale}  scored {m['n_scored']}/{m['n_total']}  "
                      f"failed {m['n_failed']}  skipped {m['n_skipped']}")
+        if m.get("pass_rate") is not None:
+            lines.append(f"    pass {m['pass_rate']:.1%} ({m['n_pass']} of {m['pass_rate_denominator']} at >= "
+                         f"{m['pass_threshold']:g}; a failed row did not pass)")
         if m.get("correct_rate") is not None:
             lines.append(f"    correct {m['correct_rate']:.1%} ({m['n_correct']} of {m['correct_rate_denominator']}; "
                          f"a failed row is not correct)")

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 from . import prompts as P
 from .engine import Engine, ParseError, RowStats
 
-__all__ = ["Case", "MetricResult", "Skip", "METRICS", "DEFAULT_METRICS", "NO_ANSWER_CATEGORIES",
+__all__ = ["Case", "MetricResult", "Skip", "METRICS", "BUILTIN_METRICS", "metric_scale", "DEFAULT_METRICS", "NO_ANSWER_CATEGORIES",
            "relevancy_variants", "faithfulness_band"]
 
 DEFAULT_METRICS = ("correctness", "faithfulness", "answer_relevancy", "context_precision", "context_recall")
@@ -39,6 +39,7 @@ class Case:
     no_answer: bool = False     #: the corpus holds no answer (from ``no_answer`` or the category)
     system_cost: Optional[float] = None
     missing_run: bool = False   #: the id is in the golden set but not in the run
+    extra: Dict[str, Any] = field(default_factory=dict)  #: the record's other fields (custom metrics read them)
 
     @classmethod
     def from_record(cls, rec: Mapping[str, Any], no_answer_categories: frozenset = NO_ANSWER_CATEGORIES) -> "Case":
@@ -59,7 +60,12 @@ class Case:
             no_answer=no_answer,
             system_cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
             missing_run=bool(rec.get("missing_run", False)),
+            extra={k: v for k, v in rec.items() if k not in _RECORD_FIELDS},
         )
+
+
+_RECORD_FIELDS = frozenset({"id", "question", "reference_answer", "answer", "contexts", "retrieved", "category",
+                            "no_answer", "cost", "system_cost", "missing_run"})
 
 
 def _text_or_none(v: Any) -> Optional[str]:
@@ -351,6 +357,9 @@ class MetricOptions:
     language: str = "auto"                #: auto (from the question), en, zh
 
 
+#: every metric the runner knows, by name: the built-in five and the registered custom ones
+#: (:func:`ragmeter.judge.custom.register`; a bare coroutine ``fn(engine, case, stats, opts)`` works too). One
+#: registration serves the runner, the dry-run estimate and the summary.
 METRICS: Dict[str, Callable[..., Any]] = {
     "correctness": correctness,
     "faithfulness": faithfulness,
@@ -358,6 +367,16 @@ METRICS: Dict[str, Callable[..., Any]] = {
     "context_precision": context_precision,
     "context_recall": context_recall,
 }
+BUILTIN_METRICS = frozenset(METRICS)
+
+
+def metric_scale(name: str) -> str:
+    """The scale of the metric's ``score`` as the summary states it."""
+    if name == "correctness":
+        return "1-5"
+    m = METRICS.get(name)
+    label = getattr(m, "scale_label", None) or getattr(m, "scale", None)
+    return label if isinstance(label, str) else "0-1"
 
 
 def evidence_json(value: Any) -> Optional[str]:

@@ -32,10 +32,11 @@ from .client import ClientConfig, JudgeCallError, JudgeClient
 from .cost import PriceTable, estimate_tokens
 from .engine import Budget, BudgetExceeded, Engine, OutputError, ParseError, RowStats, parse_json_object
 from .limits import Limits
-from .metrics import (DEFAULT_METRICS, METRICS, NO_ANSWER_CATEGORIES, Case, MetricOptions, MetricResult, Skip,
-                      evidence_json, faithfulness_band)
+from .metrics import (BUILTIN_METRICS, DEFAULT_METRICS, METRICS, NO_ANSWER_CATEGORIES, Case, MetricOptions,
+                      MetricResult, Skip, evidence_json, faithfulness_band, metric_scale)
 from . import prompts as P
 from .retry import RetryPolicy
+from .custom import MetricError
 from .stop import Halt, JudgeStopped, RunStop
 from .urls import public_endpoint, split_credentials
 
@@ -74,7 +75,7 @@ DEFAULT_CACHE = ".ragmeter/cache.sqlite"
 class JudgeConfig:
     base_url: str
     model: str
-    metrics: Sequence[str] = DEFAULT_METRICS
+    metrics: Sequence[Any] = DEFAULT_METRICS  #: names, or custom metric objects (registered by name)
     api_key: Optional[str] = field(default=None, repr=False)  #: None: RAGMETER_API_KEY, then OPENAI_API_KEY
     concurrency: int = 8
     rpm: Optional[float] = None
@@ -114,6 +115,9 @@ class JudgeConfig:
         if self.api_key is None and url_key:
             self.api_key = url_key
 
+        from .custom import resolve
+
+        self.metrics = resolve(self.metrics)
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
             raise InputError(f"--metrics: unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
@@ -167,7 +171,9 @@ _PROMPTS_OF = {
 
 
 def _prompt_version(metric: str, embeddings: bool) -> str:
-    ps = _PROMPTS_OF[metric]
+    ps = _PROMPTS_OF.get(metric)
+    if ps is None:  # a custom metric: its own prompts (their versions carry a hash of the text)
+        return ",".join(p.id for p in getattr(METRICS[metric], "prompts", ())) or "custom"
     if metric == "answer_relevancy" and embeddings:
         ps = ps[:1]
     return ",".join(p.id for p in ps)
@@ -312,6 +318,8 @@ async def _judge_one(engine: Engine, case: Case, metric: str, cfg: JudgeConfig, 
             status, error, kind = "failed", exc.message, exc.kind
         except OutputError as exc:
             status, error, kind = "failed", str(exc), "unparsable"
+        except MetricError as exc:  # a custom metric's own code failed on this reply
+            status, error, kind = "failed", str(exc), "metric_error"
     row = _row(case, metric, cfg, stats, lang)
     row.update(status=status, error=engine.client.redact(error), error_kind=kind)
     if result is not None:
@@ -367,7 +375,7 @@ def _metric_summary(metric: str, rs: List[Dict[str, Any]]) -> Dict[str, Any]:
         "n_total": len(rs), "n_scored": len(scored), "n_failed": len(failed), "n_skipped": len(skipped),
         "n_skipped_budget": sum(r.get("error_kind") == "budget" for r in skipped),
         "outcomes": {o: sum(r["outcome"] == o for r in rs) for o in sorted({r["outcome"] for r in rs})},
-        "scale": "1-5" if metric == "correctness" else "0-1",
+        "scale": metric_scale(metric),
         "mean": _mean(scored),
         "failures": _grouped(failed), "skips": _grouped(skipped),
         "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
@@ -378,6 +386,12 @@ def _metric_summary(metric: str, rs: List[Dict[str, Any]]) -> Dict[str, Any]:
         denom = len(ok) + len(failed)
         entry.update(n_correct=n_correct, correct_rate_denominator=denom,
                      correct_rate=round(n_correct / denom, 6) if denom else None)
+    threshold = getattr(METRICS.get(metric), "pass_threshold", None) if metric not in BUILTIN_METRICS else None
+    if threshold is not None:  # a custom metric's pass rate, counted like correct_rate (a failed row did not pass)
+        n_pass = sum(1 for r in ok if r.get("correct"))
+        denom = len(ok) + len(failed)
+        entry.update(pass_threshold=threshold, n_pass=n_pass, pass_rate_denominator=denom,
+                     pass_rate=round(n_pass / denom, 6) if denom else None)
     if metric == "faithfulness":
         entry["band"] = faithfulness_band(entry["mean"])
     if metric == "answer_relevancy":
@@ -442,6 +456,7 @@ async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[
     """
     cfg = _make_config(config, options)
     case_list = _cases(cases, cfg)
+    check_metrics(case_list, cfg)
     prices = cfg.price_table()
     if cfg.budget is not None and prices.lookup(cfg.model) is None:
         from ragmeter.errors import InputError
@@ -474,6 +489,15 @@ async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[
                 tally.notes.append(note)
             else:
                 log.warning("%s", note.lstrip("; "))
+
+
+def check_metrics(case_list: List[Case], cfg: JudgeConfig) -> None:
+    """Raise :class:`~ragmeter.errors.InputError` before any call when a custom metric cannot run on these cases
+    (a field the data lacks, a scoring function that raises on a sample reply)."""
+    for name in cfg.metrics:
+        check = getattr(METRICS[name], "check", None) if name not in BUILTIN_METRICS else None
+        if check is not None:
+            check(case_list)
 
 
 def _keep_unsaved(cache: Cache, cfg: JudgeConfig) -> str:
@@ -647,6 +671,7 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
                 return False
 
     per: Dict[str, Dict[str, int]] = {}
+    unestimated: set = set()  # custom metrics that cannot say what they would send
     calls = cached = pt = ct = ct_max = emb_tokens = 0
 
     def add(metric: str, prompt: P.Prompt, messages: List[Dict[str, str]], out_tokens: int, exact: bool) -> None:
@@ -708,6 +733,13 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
                 msgs = P.CONTEXT_RECALL.messages({"question": case.question, "reference_answer": case.reference_answer,
                                                   "contexts": case.contexts}, lang)
                 add(metric, P.CONTEXT_RECALL, msgs, int(ref_t * 1.3) + 40 * max(1, ref_t // 15), True)
+            elif metric not in BUILTIN_METRICS:
+                planned = getattr(METRICS[metric], "planned_calls", None)
+                if planned is None:
+                    unestimated.add(metric)
+                    continue
+                for prompt, msgs, out_tokens, exact in planned(case, lang):
+                    add(metric, prompt, msgs, out_tokens, exact)
     cost = prices.cost(cfg.model, pt, ct)
     cost_max = prices.cost(cfg.model, pt, ct_max)
     emb_cost = prices.cost(cfg.embeddings_model, emb_tokens, 0) if cfg.embeddings_model else 0.0
@@ -721,5 +753,6 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
         "cost_usd": None if cost is None else round(cost, 6),
         "cost_usd_max": None if cost_max is None else round(cost_max, 6),
         "per_metric": per,
-        "note": "first-step prompts are exact and checked against the cache; later steps are estimated",
+        "note": "first-step prompts are exact and checked against the cache; later steps are estimated"
+                + (f"; not estimated (no planned_calls): {', '.join(sorted(unestimated))}" if unestimated else ""),
     }

@@ -77,6 +77,33 @@ METRICS: Dict[str, Metric] = {
 }
 
 
+def register_custom_metrics(columns: Any) -> List[str]:
+    """Add the custom judge metrics of a cases table (a ``<name>_score`` column with its ``<name>_status``) to
+    :data:`METRICS`, so that reports, compare and gate rules treat them like the built-in ones; return their
+    names. ``columns``: a frame, a schema or column names."""
+    names = list(getattr(columns, "columns", None) or columns)
+    added = []
+    for col in names:
+        if not col.endswith("_status"):
+            continue
+        name = col[: -len("_status")]
+        if name in METRICS or f"{name}_score" not in names:
+            continue
+        METRICS[name] = Metric(name, f"{name}_score", "score", name.replace("_", " ").capitalize(), col)
+        added.append(name)
+    return added
+
+
+def register_folder_metrics(*folders: Any) -> None:
+    """:func:`register_custom_metrics` from the cases.parquet schema of results folders (nothing else is read;
+    a folder that cannot be read is left for :func:`load_results` to report)."""
+    for folder in folders:
+        try:
+            register_custom_metrics(list(pl.read_parquet_schema(Path(folder) / "cases.parquet")))
+        except Exception:  # noqa: BLE001 - load_results says what is wrong with the folder
+            continue
+
+
 @dataclass
 class Results:
     path: Path
@@ -191,6 +218,7 @@ def load_results(directory: Any) -> Results:
     if cases.get_column("id").n_unique() != cases.height:
         raise InputError(f"{root / 'cases.parquet'}: duplicate ids")
     cases = _finite(cases, root / "cases.parquet", warnings)
+    register_custom_metrics(cases)
     judge = _read_parquet(root / "judge.parquet") if _listed(root, "judge.parquet", summary) else None
     if judge is not None:
         absent = [c for c in ("id", "metric", "status") if c not in judge.columns]

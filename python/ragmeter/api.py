@@ -1,0 +1,190 @@
+"""The in-memory evaluation API for platforms and notebooks: ``ragmeter.evaluate(...) -> EvalResult``.
+
+::
+
+    import ragmeter
+    from ragmeter.judge import JudgeConfig, RubricMetric
+
+    result = ragmeter.evaluate("golden.jsonl", "run.jsonl", k=5,
+                               judge=JudgeConfig(base_url="https://api.openai.com/v1", model="gpt-4o-mini"))
+    result.cases                  # Polars: one row per case (retrieval, judge scores, diagnosis)
+    result.summary["retrieval"]["overall"]["hit_rate"]   # {'value': ..., 'n_scored': ..., 'n_total': ...}
+    result.write("results")       # the folder `ragmeter eval --out results` writes
+    html = result.report_html()
+    comp = result.compare(baseline, gate="hit>=-2pp,faithfulness>=-0.02")
+    comp.passed, comp.failures, comp.to_markdown()
+
+An :class:`EvalResult` is also what :meth:`EvalResult.load` reads back from a results folder, so a stored
+baseline compares with a fresh run (see :mod:`ragmeter.testing`).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+import polars as pl
+
+from ragmeter.errors import InputError
+
+__all__ = ["EvalResult", "as_source"]
+
+
+def _is_pandas(value: Any) -> bool:
+    return type(value).__module__.split(".")[0] == "pandas"
+
+
+def as_source(source: Any, name: str) -> Any:
+    """An input the loaders take (a path, a DataFrame, a list of dicts) from what a platform hands over:
+    Arrow tables, Polars lazy frames, dicts of columns, Hugging Face ``datasets.Dataset`` (``to_arrow()`` /
+    ``to_pandas()``), iterables of dicts."""
+    import os
+
+    if isinstance(source, (str, os.PathLike, pl.DataFrame, list, tuple)) or _is_pandas(source):
+        return source
+    if isinstance(source, pl.LazyFrame):
+        return source.collect()
+    if type(source).__module__.split(".")[0] == "pyarrow":
+        return pl.from_arrow(source)
+    for method in ("to_arrow", "to_pandas"):  # Hugging Face datasets and similar table types
+        convert = getattr(source, method, None)
+        if callable(convert):
+            table = convert()
+            return pl.from_arrow(table) if method == "to_arrow" else pl.from_pandas(table)
+    if isinstance(source, Mapping):
+        try:
+            return pl.DataFrame(dict(source))
+        except Exception as exc:  # noqa: BLE001 - polars raises several types for ragged columns
+            raise InputError(f"{name}: a mapping must hold columns of equal length ({exc})") from None
+    if hasattr(source, "__iter__"):
+        return list(source)
+    raise InputError(f"{name}: expected a path, a DataFrame, an Arrow table, a list of dicts or a datasets.Dataset, "
+                     f"got {type(source).__name__}")
+
+
+@dataclass
+class EvalResult:
+    """One evaluation in memory: what a results folder holds, as frames and a dict."""
+
+    cases: pl.DataFrame            #: one row per case (cases.parquet)
+    chunks: pl.DataFrame           #: one row per retrieved chunk (chunks.parquet)
+    judge: Optional[pl.DataFrame]  #: one row per case x metric x repeat (judge.parquet); None when not judged
+    summary: Dict[str, Any]        #: summary.json (with every warning's full case list until written)
+    sweep: Optional[pl.DataFrame] = None  #: the threshold sweep (sweep.parquet) when thresholds were given
+    name: Optional[str] = None     #: the title of reports and comparisons
+
+    def __repr__(self) -> str:  # the frames' own reprs would fill a notebook cell
+        judged = sorted(self.judge["metric"].unique().to_list()) if self.judge is not None else []
+        hit = ((self.summary.get("retrieval") or {}).get("overall") or {}).get("hit_rate") or {}
+        return (f"EvalResult({self.cases.height} cases, hit_rate {hit.get('value')} "
+                f"({hit.get('n_scored')}/{hit.get('n_total')} scored), judged: {', '.join(judged) or 'no'})")
+
+    # -- writing -------------------------------------------------------------------------------------------
+    def write(self, out_dir: Any, *, reports: bool = True) -> Path:
+        """Write the results folder ``ragmeter eval`` writes (all of it or nothing; see
+        :mod:`ragmeter.evaluation`); return its path. ``summary`` then lists the files written."""
+        from ragmeter._io import results_folder, strict_json, write_frame, write_text
+        from ragmeter._warnings import for_disk, full_list
+        from ragmeter.evaluation import _run_files
+
+        out = Path(out_dir)
+        summary = {k: v for k, v in self.summary.items() if k != "reports"}
+        summary["files"] = _run_files(self.judge is not None, self.sweep is not None, reports)
+        with results_folder(out) as tmp:
+            write_frame(self.cases, tmp / "cases.parquet")
+            write_frame(self.chunks, tmp / "chunks.parquet")
+            if self.judge is not None:
+                write_frame(self.judge, tmp / "judge.parquet")
+            if self.sweep is not None:
+                write_frame(self.sweep, tmp / "sweep.parquet")
+            write_text(tmp / "warnings.json", strict_json(full_list(summary)) + "\n")
+            write_text(tmp / "summary.json", strict_json(for_disk(summary)) + "\n")
+            if reports:
+                from ragmeter.report import write_reports
+
+                write_reports(tmp, name=self.name or out.name)
+        if reports:
+            summary["reports"] = {"html": str(out / "report.html"), "markdown": str(out / "report.md")}
+        self.summary = summary
+        return out
+
+    @classmethod
+    def load(cls, directory: Any) -> "EvalResult":
+        """Read a results folder (``ragmeter eval --out``, :meth:`write`) back; errors name what is missing."""
+        from ragmeter.report.data import _read_parquet, load_results
+
+        res = load_results(directory)
+        chunks_path = Path(directory) / "chunks.parquet"
+        chunks = _read_parquet(chunks_path) if chunks_path.is_file() else pl.DataFrame({"id": []}, schema={"id": pl.Utf8})
+        return cls(cases=res.cases, chunks=chunks, judge=res.judge, summary=res.summary, sweep=res.sweep,
+                   name=str(res.path))
+
+    # -- reading ------------------------------------------------------------------------------------------
+    def _results(self, name: Optional[str] = None) -> Any:
+        """The :class:`ragmeter.report.data.Results` of a folder holding this result, built from the frames."""
+        from ragmeter._io import strict_json
+        from ragmeter._warnings import for_disk
+        from ragmeter.report.data import Results, _finite, register_custom_metrics
+
+        warnings: List[Dict[str, Any]] = []
+        cases = _finite(self.cases, Path("cases.parquet"), warnings)
+        register_custom_metrics(cases)
+        cases = cases.with_columns(pl.col("category").cast(pl.Utf8).fill_null("(none)"))
+        judge = _finite(self.judge, Path("judge.parquet"), warnings) if self.judge is not None else None
+        summary = json.loads(strict_json(for_disk(self.summary)))  # exactly what summary.json would hold
+        title = name or self.name or "ragmeter evaluation"
+        return Results(Path(title), cases, summary, judge, self.sweep, warnings=warnings, name=title)
+
+    def report_html(self, *, n_resamples: Optional[int] = None, seed: Optional[int] = None) -> str:
+        """``report.html`` as a string, built from the frames (nothing is written)."""
+        return self._report("html", n_resamples, seed)
+
+    def report_markdown(self, *, n_resamples: Optional[int] = None, seed: Optional[int] = None) -> str:
+        """``report.md`` as a string, built from the frames (nothing is written)."""
+        return self._report("markdown", n_resamples, seed)
+
+    def _report(self, kind: str, n_resamples: Optional[int], seed: Optional[int]) -> str:
+        from ragmeter import stats
+        from ragmeter.report import DEFAULT_REPORT_RESAMPLES, build_readings
+        from ragmeter.report.data import compute_aggregates
+
+        n = DEFAULT_REPORT_RESAMPLES if n_resamples is None else n_resamples
+        seed = stats.DEFAULT_SEED if seed is None else seed
+        results = self._results()
+        aggregates = compute_aggregates(results.cases, n_resamples=n, seed=seed)
+        readings = build_readings(results, n_resamples=n, seed=seed)
+        if kind == "html":
+            from ragmeter.report.html import render_html
+
+            return str(render_html(results, aggregates, readings))
+        from ragmeter.report.markdown import render_markdown
+
+        return str(render_markdown(results, aggregates, readings))
+
+    # -- comparing ----------------------------------------------------------------------------------------
+    def compare(self, baseline: Union["EvalResult", str, Path], *, gate: Optional[str] = None,
+                force: bool = False, n_resamples: int = 10_000, seed: Optional[int] = None) -> Any:
+        """This result (the candidate) against ``baseline`` (an :class:`EvalResult` or a results folder), case by
+        case, as ``ragmeter compare BASE CAND --gate RULES`` does; returns a
+        :class:`ragmeter.compare.Comparison` with ``passed``, ``failures`` and ``to_markdown()``.
+
+        Runs on different golden sets (or retrieval-mode mixes) are refused
+        (:class:`ragmeter.compare.CompareRefused`) unless ``force``."""
+        from ragmeter import gate as gates
+        from ragmeter.compare import CompareRefused, _check, compare_frames
+
+        base = baseline if isinstance(baseline, EvalResult) else EvalResult.load(baseline)
+        b, c = base._results("baseline"), self._results("candidate")
+        rules = gates.parse_rules(gate) if gate is not None else None  # after the metrics are known
+        problems, notes = _check(b, c)
+        if problems and not force:
+            raise CompareRefused("refusing to compare: " + "; ".join(problems)
+                                 + " (pass force=True to compare the common cases anyway)")
+        comp = compare_frames(b.cases, c.cases, base_name=base.name or "baseline",
+                              cand_name=self.name or "candidate", problems=problems, forced=bool(problems),
+                              n_resamples=n_resamples, seed=seed)
+        comp.notes[:0] = notes
+        if rules is not None:
+            comp.gate_results = gates.evaluate(rules, comp)
+        return comp

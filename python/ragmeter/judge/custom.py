@@ -1,0 +1,548 @@
+"""Custom judge metrics on the built-in engine: cache, retries, budget, limits, cost, repeats, dry-run estimates.
+
+Two ways to write one:
+
+* :class:`RubricMetric`: a rubric as data (criteria, optional evaluation steps and per-score descriptions);
+  the judge replies ``{"score": <integer on the scale>, "reason": "..."}``, validated against the scale.
+  The row's ``score`` is the rubric score mapped onto 0-1 (``(s - low) / (high - low)``) so that compare, gates
+  and reports treat it like every other 0-1 metric; the raw score is kept in ``verdicts``, and with a
+  ``pass_threshold`` (on the rubric's own scale) ``correct`` says whether the case passed.
+* :func:`metric`: a decorator for a metric with its own prompt(s), output schema and scoring function.
+  With ``prompt=`` and ``schema=`` the decorated function scores one validated reply: ``fn(reply, case)``;
+  with ``prompts={"step": (instructions, schema), ...}`` it is a coroutine ``fn(ask, case)`` that asks the
+  steps in turn (``await ask("step", payload)``), e.g. decompose-then-verdict.
+
+Either is a :class:`Metric`: pass it in ``JudgeConfig(metrics=[...])`` (or ``ragmeter.evaluate(metrics=...)``)
+or :func:`register` it. A reply that does not match the schema gets the engine's one repair turn, then
+fails as ``unparsable``; a scoring function that raises fails its row as ``metric_error``.
+
+Before any paid call (and in a dry run), :meth:`Metric.check` rejects a metric whose schema is invalid,
+whose fields the data lacks, or whose scoring function raises on a sample reply, naming the metric and the
+field (:class:`ragmeter.errors.InputError`, exit status 2 on the command line).
+
+The prompt text is part of the cache key (the messages are), and its hash is part of the prompt version
+recorded in ``judge.parquet`` (``prompt_version``): edit a rubric and its cached verdicts are not reused.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+import re
+from dataclasses import dataclass, field
+from typing import (Any, Awaitable, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union,
+                    runtime_checkable)
+
+from ragmeter.errors import InputError
+
+from . import prompts as P
+from .client import JudgeCallError
+from .engine import BudgetExceeded, OutputError, ParseError
+from .stop import Halt, JudgeStopped
+from .metrics import METRICS, Case, MetricResult, Skip
+
+__all__ = ["Metric", "RubricMetric", "FunctionMetric", "MetricError", "metric", "register", "resolve",
+           "CASE_FIELDS", "SCHEMA_TYPES"]
+
+#: fields of a case a custom metric may put in its prompt; other fields come from the records (``Case.extra``)
+CASE_FIELDS = ("question", "answer", "reference_answer", "contexts", "category")
+
+#: schema type names -> the Python types a reply's value may have
+SCHEMA_TYPES: Dict[str, Tuple[type, ...]] = {
+    "int": (int,), "integer": (int,), "number": (int, float), "float": (int, float), "bool": (bool,),
+    "boolean": (bool,), "string": (str,), "str": (str,), "list": (list,), "array": (list,), "object": (dict,),
+}
+_PY_TYPES = {int: "int", float: "number", bool: "bool", str: "string", list: "list", dict: "object"}
+_SAMPLE = {"int": 1, "integer": 1, "number": 1.0, "float": 1.0, "bool": True, "boolean": True, "string": "sample",
+           "str": "sample", "list": [], "array": [], "object": {}}
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class MetricError(Exception):
+    """A custom metric's own code failed on a reply (not the judge): the row fails as ``metric_error``."""
+
+
+_ENGINE_OUTCOMES = (Skip, ParseError, MetricError, BudgetExceeded, OutputError, JudgeCallError, Halt, JudgeStopped)
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """What the runner needs of a judge metric besides the built-in five."""
+
+    name: str
+    prompts: Sequence[P.Prompt]   #: every prompt it may send (their ids make ``prompt_version``)
+    fields: Sequence[str]         #: the case fields it reads; a case without one is skipped (missing input)
+    scale: str                    #: the scale of ``score`` as the summary states it, e.g. ``"0-1"``
+    pass_threshold: Optional[float]
+
+    async def __call__(self, engine: Any, case: Case, stats: Any, opts: Any) -> MetricResult: ...
+
+    def check(self, cases: Sequence[Case]) -> None:
+        """Raise :class:`InputError` naming the metric and field when it cannot run on these cases."""
+
+    def planned_calls(self, case: Case, language: str) -> List[Tuple[P.Prompt, List[Dict[str, str]], int, bool]]:
+        """(prompt, messages, expected output tokens, exact) per call it would send, for the dry-run estimate."""
+
+
+# -- shared pieces -----------------------------------------------------------------------------------------
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InputError(f"custom metric name {name!r}: use lower-case letters, digits and _ (starting with a "
+                         "letter), e.g. tone_check")
+    return name
+
+
+def _normalise_schema(metric_name: str, schema: Any, where: str = "schema") -> Dict[str, str]:
+    """``{"key": "int" | int | ...}`` -> ``{"key": "int"}``; an invalid schema names the metric and the field."""
+    if not isinstance(schema, Mapping) or not schema:
+        raise InputError(f"metric {metric_name!r}: {where} must be a non-empty mapping of reply field -> type "
+                         f"({', '.join(sorted(set(_PY_TYPES.values())))})")
+    out: Dict[str, str] = {}
+    for key, kind in schema.items():
+        if isinstance(kind, type):
+            kind = _PY_TYPES.get(kind, kind.__name__)
+        if not isinstance(key, str) or not key or not isinstance(kind, str) or kind not in SCHEMA_TYPES:
+            raise InputError(f"metric {metric_name!r}: {where} field {key!r} has type {kind!r}; choose from "
+                             f"{', '.join(sorted(SCHEMA_TYPES))}")
+        out[key] = kind
+    return out
+
+
+def _validate_reply(schema: Mapping[str, str], reply: Dict[str, Any]) -> Dict[str, Any]:
+    """The reply when it has every schema field with the right type, else :class:`ParseError` (repair turn)."""
+    for key, kind in schema.items():
+        if key not in reply:
+            raise ParseError(f'missing "{key}"')
+        value = reply[key]
+        if isinstance(value, str) and kind in ("int", "integer", "number", "float"):
+            try:  # "4" for 4: a common, harmless slip
+                value = int(value.strip()) if kind in ("int", "integer") else float(value.strip())
+            except ValueError:
+                pass
+        if isinstance(value, bool) and kind not in ("bool", "boolean"):
+            raise ParseError(f'"{key}" must be {kind}, got {value!r}')
+        if kind in ("int", "integer") and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, SCHEMA_TYPES[kind]):
+            raise ParseError(f'"{key}" must be {kind}, got {value!r}')
+        reply = {**reply, key: value}
+    return reply
+
+
+def _schema_line(schema: Mapping[str, str]) -> str:
+    shown = {"int": "<integer>", "integer": "<integer>", "number": "<number>", "float": "<number>",
+             "bool": "<true or false>", "boolean": "<true or false>", "string": '"<text>"', "str": '"<text>"',
+             "list": "[...]", "array": "[...]", "object": "{...}"}
+    return "Schema: {" + ", ".join(f'"{k}": {shown[v]}' for k, v in schema.items()) + "}"
+
+
+def _prompt(metric_name: str, step: Optional[str], version: str, instructions: str) -> P.Prompt:
+    """A versioned prompt whose version carries a hash of its text (``v1-1a2b3c4d``)."""
+    digest = hashlib.sha256(instructions.encode("utf-8")).hexdigest()[:8]
+    name = metric_name.replace("_", "-") + (f"-{step.replace('_', '-')}" if step else "")
+    return P.Prompt(f"custom-{name}", f"{version}-{digest}", instructions)
+
+
+def _case_value(case: Case, name: str) -> Any:
+    return getattr(case, name) if name in CASE_FIELDS else case.extra.get(name)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, (str, list)) and not (value.strip() if isinstance(value, str) else value))
+
+
+def _payload(metric_name: str, case: Case, fields: Sequence[str]) -> Dict[str, Any]:
+    """The fields under evaluation; a case lacking one is skipped (missing input), never judged on half."""
+    out = {}
+    for name in fields:
+        value = _case_value(case, name)
+        if _missing(value):
+            raise Skip(f"the case has no {name} (metric {metric_name})")
+        out[name] = value
+    return out
+
+
+def _check_fields(metric_name: str, fields: Sequence[str], cases: Sequence[Case]) -> None:
+    """Every field is a case field or present in at least one record; else an error before any call."""
+    for name in fields:
+        if name in CASE_FIELDS or not cases:
+            continue
+        if not any(name in c.extra for c in cases):
+            raise InputError(f"metric {metric_name!r}: field {name!r} is in none of the {len(cases)} cases "
+                             f"(case fields: {', '.join(CASE_FIELDS)}; other fields come from the input records)")
+
+
+def _check_placeholders(metric_name: str, text: str, fields: Sequence[str]) -> None:
+    """``{field}`` in a prompt must be one of the metric's fields (the judge sees only those)."""
+    for ref in re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", text):
+        if ref not in fields:
+            raise InputError(f"metric {metric_name!r}: the prompt references field {ref!r}, which is not among "
+                             f"its fields ({', '.join(fields)}); add it to fields or remove the reference")
+
+
+def _to_result(metric_name: str, value: Any, scale: Tuple[float, float]) -> MetricResult:
+    """What a scoring function returned -> a :class:`MetricResult`; a score off the scale is the metric's error."""
+    if isinstance(value, MetricResult):
+        result = value
+    elif isinstance(value, tuple) and len(value) == 2:
+        result = MetricResult(score=value[0], reason=None if value[1] is None else str(value[1]))
+    else:
+        result = MetricResult(score=value)
+    score = result.score
+    if score is None:
+        return MetricResult(**{**result.__dict__, "outcome": "no_score" if result.outcome == "scored" else result.outcome})
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+        raise MetricError(f"metric {metric_name!r}: the scoring function returned {score!r}, not a finite number")
+    if not scale[0] <= score <= scale[1]:
+        raise MetricError(f"metric {metric_name!r}: the scoring function returned {score!r}, outside its scale "
+                          f"{scale[0]:g}-{scale[1]:g}")
+    result.score = float(score)
+    return result
+
+
+def _drive(coro: Any) -> Any:
+    """Run a coroutine that awaits nothing real (sample replies only) to its end, without an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise MetricError("awaits something other than ask(): cannot be checked or estimated without calls")
+
+
+# -- rubric ----------------------------------------------------------------------------------------------
+@dataclass
+class RubricMetric:
+    """A G-Eval-style rubric judged on the engine. ``fields`` are the case fields the judge sees."""
+
+    name: str
+    criteria: str
+    scale: Tuple[int, int] = (1, 5)  # type: ignore[assignment]
+    pass_threshold: Optional[float] = None
+    fields: Sequence[str] = ("question", "answer")
+    steps: Sequence[str] = ()
+    score_descriptions: Mapping[Any, str] = field(default_factory=dict)
+    version: str = "v1"
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        if not isinstance(self.criteria, str) or not self.criteria.strip():
+            raise InputError(f"metric {self.name!r}: criteria must be a non-empty text")
+        lo, hi = self._range()
+        if self.pass_threshold is not None and not lo <= float(self.pass_threshold) <= hi:
+            raise InputError(f"metric {self.name!r}: pass_threshold {self.pass_threshold!r} is outside the scale "
+                             f"{lo}-{hi}")
+        self.fields = tuple(self.fields)
+        if not self.fields:
+            raise InputError(f"metric {self.name!r}: fields must name at least one case field")
+        for key in self.score_descriptions:
+            if str(key).strip().lstrip("-").isdigit() and not lo <= int(str(key)) <= hi:
+                raise InputError(f"metric {self.name!r}: score_descriptions field {key!r} is outside the scale {lo}-{hi}")
+            if not str(key).strip().lstrip("-").isdigit():
+                raise InputError(f"metric {self.name!r}: score_descriptions field {key!r} is not an integer score")
+        self.prompts = (_prompt(self.name, None, self.version, self._instructions()),)
+        _check_placeholders(self.name, self.criteria + "\n".join(self.steps), self.fields)
+
+    def _range(self) -> Tuple[int, int]:
+        scale = tuple(self.scale) if isinstance(self.scale, (list, tuple)) else ()  # type: ignore[arg-type]
+        if (len(scale) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in scale)
+                or not scale[0] < scale[1]):
+            raise InputError(f"metric {self.name!r}: scale must be two integers (low, high) with low < high, "
+                             f"got {self.scale!r}")
+        return int(scale[0]), int(scale[1])
+
+    @property
+    def scale_label(self) -> str:
+        lo, hi = self._range()
+        return f"0-1 (rubric {lo}-{hi})"
+
+    def _instructions(self) -> str:
+        lo, hi = self._range()
+        shown = ", ".join(f'"{f}"' for f in self.fields)
+        parts = [f"Judge the fields {shown} on this criterion:", self.criteria.strip()]
+        if self.steps:
+            parts.append("Evaluation steps:")
+            parts += [f"{i}. {s.strip()}" for i, s in enumerate(self.steps, start=1)]
+        if self.score_descriptions:
+            parts.append("Scores:")
+            parts += [f"{int(str(k))} = {v.strip()}" for k, v in
+                      sorted(self.score_descriptions.items(), key=lambda kv: -int(str(kv[0])))]
+        parts.append(f'"score" is an integer from {lo} (worst) to {hi} (best); "reason" says why in one or two '
+                     "short sentences.")
+        parts.append(f'Schema: {{"reason": "<one or two short sentences>", "score": <integer {lo}-{hi}>}}')
+        return "\n".join(parts)
+
+    def _verdict(self, reply: Dict[str, Any]) -> Tuple[int, Optional[str]]:
+        lo, hi = self._range()
+        score = _validate_reply({"score": "int"}, reply)["score"]
+        if not lo <= score <= hi:
+            raise ParseError(f'"score" must be an integer {lo}-{hi}, got {score!r}')
+        reason = reply.get("reason")
+        return score, None if reason is None else str(reason)
+
+    async def __call__(self, engine: Any, case: Case, stats: Any, opts: Any) -> MetricResult:
+        from .metrics import _language
+
+        payload = _payload(self.name, case, self.fields)
+        score, reason = await engine.ask(self.prompts[0], payload, _language(case, opts.language), self._verdict,
+                                         stats)
+        lo, hi = self._range()
+        passed = None if self.pass_threshold is None else score >= float(self.pass_threshold)
+        return MetricResult(score=(score - lo) / (hi - lo), reason=reason, correct=passed,
+                            verdicts=[{"score": score, "scale": [lo, hi], "pass_threshold": self.pass_threshold}])
+
+    def check(self, cases: Sequence[Case]) -> None:
+        _check_fields(self.name, self.fields, cases)
+
+    def planned_calls(self, case: Case, language: str) -> List[Tuple[P.Prompt, List[Dict[str, str]], int, bool]]:
+        try:
+            payload = _payload(self.name, case, self.fields)
+        except Skip:
+            return []
+        return [(self.prompts[0], self.prompts[0].messages(payload, language), 80, True)]
+
+
+# -- decorator -------------------------------------------------------------------------------------------
+Scorer = Callable[..., Any]
+
+
+@dataclass
+class FunctionMetric:
+    """A metric from :func:`metric`: its prompt(s), their schemas and the user's scoring function."""
+
+    name: str
+    fn: Scorer
+    steps: Dict[str, Tuple[P.Prompt, Dict[str, str]]]
+    fields: Sequence[str] = ("question", "answer")
+    range: Tuple[float, float] = (0.0, 1.0)
+    pass_threshold: Optional[float] = None
+
+    @property
+    def prompts(self) -> Tuple[P.Prompt, ...]:
+        return tuple(p for p, _ in self.steps.values())
+
+    @property
+    def scale(self) -> str:  # type: ignore[override]
+        return f"{self.range[0]:g}-{self.range[1]:g}"
+
+    @property
+    def multi_step(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    async def __call__(self, engine: Any, case: Case, stats: Any, opts: Any) -> MetricResult:
+        from .metrics import _language
+
+        lang = _language(case, opts.language)
+        payload = _payload(self.name, case, self.fields)
+
+        async def ask(step: str, step_payload: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+            prompt, schema = self._step(step)
+            return await engine.ask(prompt, dict(payload if step_payload is None else step_payload), lang,
+                                    lambda d: _validate_reply(schema, d), stats)
+
+        try:
+            if self.multi_step:
+                value = await self.fn(ask, case)
+            else:
+                prompt, schema = next(iter(self.steps.values()))
+                # scored inside validate: a ParseError from the scoring function gets the repair turn too
+                value = await engine.ask(prompt, payload, lang, lambda d: self.fn(_validate_reply(schema, d), case),
+                                         stats)
+        except _ENGINE_OUTCOMES:
+            raise  # the engine's own outcomes: skipped, budget, failed call, unusable reply, a stopping run
+        except Exception as exc:
+            raise MetricError(f"metric {self.name!r}: the scoring function raised {type(exc).__name__}: {exc}") from None
+        return _to_result(self.name, value, self.range)
+
+    def _step(self, step: str) -> Tuple[P.Prompt, Dict[str, str]]:
+        if step not in self.steps:
+            raise MetricError(f"metric {self.name!r}: ask({step!r}) names no prompt; its prompts are "
+                              f"{', '.join(self.steps)}")
+        return self.steps[step]
+
+    def _sample_run(self, case: Case, language: str,
+                    calls: Optional[List[Tuple[P.Prompt, List[Dict[str, str]]]]] = None) -> Any:
+        """Run the scoring function on sample replies (one per schema), recording the calls it would send."""
+        payload = _payload(self.name, case, self.fields)
+
+        async def ask(step: str, step_payload: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+            prompt, schema = self._step(step)
+            if calls is not None:
+                calls.append((prompt, prompt.messages(dict(payload if step_payload is None else step_payload),
+                                                      language)))
+            return {k: _SAMPLE[v] for k, v in schema.items()}
+
+        if self.multi_step:
+            return _drive(self.fn(ask, case))
+        prompt, schema = next(iter(self.steps.values()))
+        if calls is not None:
+            calls.append((prompt, prompt.messages(payload, language)))
+        return self.fn({k: _SAMPLE[v] for k, v in schema.items()}, case)
+
+    def check(self, cases: Sequence[Case]) -> None:
+        _check_fields(self.name, self.fields, cases)
+        case = next((c for c in cases if not c.missing_run and _has_fields(c, self.fields)), None)
+        if case is None:
+            return
+        try:
+            self._sample_run(case, "en")
+        except (ParseError, Skip):
+            pass  # the sample reply was rejected or the case skipped: what a real reply may do too
+        except Exception as exc:
+            raise InputError(f"metric {self.name!r}: the scoring function raised {type(exc).__name__}: {exc} "
+                             f"on a sample reply for case {case.id!r} (checked before any call)") from None
+
+    def planned_calls(self, case: Case, language: str) -> List[Tuple[P.Prompt, List[Dict[str, str]], int, bool]]:
+        calls: List[Tuple[P.Prompt, List[Dict[str, str]]]] = []
+        try:
+            self._sample_run(case, language, calls)
+        except Exception:
+            pass  # the calls recorded so far are what the estimate can know
+        # the first call is built from the case alone (exact); later ones depend on replies (estimated)
+        return [(p, m, 120, i == 0) for i, (p, m) in enumerate(calls)]
+
+
+def _has_fields(case: Case, fields: Sequence[str]) -> bool:
+    return all(not _missing(_case_value(case, f)) for f in fields)
+
+
+def metric(name: Optional[str] = None, *, prompt: Optional[str] = None, schema: Any = None,
+           prompts: Optional[Mapping[str, Tuple[str, Any]]] = None, fields: Sequence[str] = ("question", "answer"),
+           scale: Tuple[float, float] = (0.0, 1.0), pass_threshold: Optional[float] = None,
+           version: str = "v1") -> Callable[[Scorer], FunctionMetric]:
+    """Decorate a scoring function into a :class:`Metric` (see the module docstring)::
+
+        @metric(prompt='Does "answer" cite a source as [n]? Schema: {"cited": <true or false>}',
+                schema={"cited": bool}, fields=("answer",))
+        def cites_sources(reply, case):
+            return 1.0 if reply["cited"] else 0.0
+    """
+    def wrap(fn: Scorer) -> FunctionMetric:
+        metric_name = _check_name(name or getattr(fn, "__name__", None))
+        fields_t = tuple(fields)
+        if not fields_t:
+            raise InputError(f"metric {metric_name!r}: fields must name at least one case field")
+        if (prompt is None) == (prompts is None):
+            raise InputError(f"metric {metric_name!r}: give either prompt= and schema= or prompts={{step: "
+                             "(instructions, schema)}")
+        lo, hi = scale
+        if not lo < hi:
+            raise InputError(f"metric {metric_name!r}: scale must be (low, high) with low < high")
+        steps_in: Mapping[str, Tuple[str, Any]] = prompts if prompts is not None else {"": (prompt, schema)}  # type: ignore[dict-item]
+        steps: Dict[str, Tuple[P.Prompt, Dict[str, str]]] = {}
+        for step, spec in steps_in.items():
+            where = "schema" if not step else f"prompts[{step!r}] schema"
+            if not (isinstance(spec, (tuple, list)) and len(spec) == 2 and isinstance(spec[0], str) and spec[0].strip()):
+                raise InputError(f"metric {metric_name!r}: prompts[{step!r}] must be (instructions, schema)")
+            text, step_schema = spec
+            norm = _normalise_schema(metric_name, step_schema, where)
+            if "schema:" not in text.lower():
+                text = text.rstrip() + "\n" + _schema_line(norm)
+            if prompts is None or len(prompts) == 1 or not step:
+                _check_placeholders(metric_name, text.split("Schema:")[0], fields_t)
+            steps[step] = (_prompt(metric_name, step or None, version, text), norm)
+        if prompts is not None and not inspect.iscoroutinefunction(fn):
+            raise InputError(f"metric {metric_name!r}: with prompts= the function must be async def fn(ask, case)")
+        return FunctionMetric(metric_name, fn, steps, fields_t, (float(lo), float(hi)), pass_threshold)
+
+    return wrap
+
+
+# -- registry --------------------------------------------------------------------------------------------
+def register(m: Any) -> str:
+    """Make ``m`` available by name to the runner, the estimate and the summary; return its name.
+
+    A built-in name cannot be replaced; registering another metric under a name already taken by a custom one
+    replaces it (a re-run in a notebook)."""
+    from .metrics import BUILTIN_METRICS
+
+    name = getattr(m, "name", None)
+    if name in BUILTIN_METRICS:
+        raise InputError(f"metric {name!r}: a built-in metric has that name; choose another")
+    if not isinstance(name, str) or not callable(m):
+        raise InputError(f"metric {m!r}: a custom metric needs a name and must be callable "
+                         "(RubricMetric, @ragmeter.judge.metric or the Metric protocol)")
+    METRICS[name] = m
+    return name
+
+
+def resolve(metrics: Sequence[Union[str, Any]]) -> Tuple[str, ...]:
+    """Metric names and metric objects -> names (objects registered)."""
+    return tuple(m if isinstance(m, str) else register(m) for m in metrics)
+
+
+def rubric_from_mapping(name: str, spec: Mapping[str, Any], where: str) -> RubricMetric:
+    """One rubric of a ``--metric-file`` table; unknown keys are an error naming the field."""
+    known = {"criteria", "scale", "pass_threshold", "fields", "steps", "score_descriptions", "version"}
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise InputError(f"{where}: metric {name!r}: unknown field {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    if "criteria" not in spec:
+        raise InputError(f"{where}: metric {name!r}: field 'criteria' is required")
+    kwargs = dict(spec)
+    for key in ("scale", "fields", "steps"):
+        if key in kwargs:
+            if not isinstance(kwargs[key], list):
+                raise InputError(f"{where}: metric {name!r}: field {key!r} must be a list")
+            kwargs[key] = tuple(kwargs[key])
+    if "score_descriptions" in kwargs and not isinstance(kwargs["score_descriptions"], Mapping):
+        raise InputError(f"{where}: metric {name!r}: field 'score_descriptions' must be a table of score = text")
+    try:
+        return RubricMetric(name=name, **kwargs)
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    except TypeError as exc:
+        raise InputError(f"{where}: metric {name!r}: {exc}") from None
+
+
+def load_metric_file(path: Any) -> List[RubricMetric]:
+    """Rubrics from a TOML file: one ``[metrics.<name>]`` table each (criteria, scale, pass_threshold, ...)."""
+    import sys
+    from pathlib import Path
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.9/3.10
+        import tomli as tomllib
+
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{p}: invalid TOML ({exc})") from None
+    tables = data.get("metrics")
+    if not isinstance(tables, dict) or not tables:
+        raise InputError(f"{p}: no [metrics.<name>] table (each holds criteria = \"...\", scale = [1, 5], ...)")
+    out = []
+    for name, spec in tables.items():
+        if not isinstance(spec, dict):
+            raise InputError(f"{p}: metrics.{name} must be a table")
+        out.append(rubric_from_mapping(name, spec, str(p)))
+    return out
+
+
+def load_metric_module(path: Any) -> List[Any]:
+    """The metrics a Python file defines: every module-level :class:`Metric` object (``RubricMetric``,
+    ``@metric`` functions), in the order defined."""
+    import importlib.util
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: metric module not found")
+    spec = importlib.util.spec_from_file_location(f"ragmeter_user_metrics_{p.stem}", p)
+    if spec is None or spec.loader is None:
+        raise InputError(f"{p}: not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except InputError as exc:
+        raise InputError(f"{p}: {exc}") from None
+    except Exception as exc:
+        raise InputError(f"{p}: importing the metric module raised {type(exc).__name__}: {exc}") from None
+    found = [v for v in vars(module).values() if isinstance(v, (RubricMetric, FunctionMetric))]
+    if not found:
+        raise InputError(f"{p}: defines no metric (a RubricMetric(...) or an @ragmeter.judge.metric function)")
+    return found

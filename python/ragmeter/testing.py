@@ -1,0 +1,119 @@
+"""Assertions for pytest (or any test runner): RAG quality as a test that can fail.
+
+::
+
+    from ragmeter.testing import assert_no_regression, assert_scores
+
+    def test_rag_quality(ragmeter_baseline):          # the fixture: --ragmeter-baseline DIR
+        result = ragmeter.evaluate("golden.jsonl", "run.jsonl", judge=...)
+        assert_scores(result, {"hit": ">=0.7", "faithfulness": ">=0.8"})
+        assert_no_regression(result, ragmeter_baseline, gate="hit>=-2pp,faithfulness>=-3pp")
+
+Both raise :class:`AssertionError` whose message shows the table (every metric asked about, its value, how many
+cases it covers, the rule and whether it held). A metric no case was scored on fails, never passes: an
+unmeasured number is not a pass. ``result`` / ``candidate`` / ``baseline`` are
+:class:`ragmeter.api.EvalResult` objects or results folders (``ragmeter eval --out DIR``).
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+
+__all__ = ["assert_no_regression", "assert_scores", "score_table"]
+
+_RULE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(%?)\s*$")
+
+
+def _result(value: Any) -> Any:
+    from ragmeter.api import EvalResult
+
+    return value if isinstance(value, EvalResult) else EvalResult.load(value)
+
+
+def _parse(metric: str, rule: Union[str, float, int]) -> Tuple[str, float, str]:
+    """``">=0.8"``, ``">= 80%"`` or a bare number (meaning ``>=``) -> (op, value, text)."""
+    if isinstance(rule, (int, float)) and not isinstance(rule, bool):
+        return ">=", float(rule), f">={rule:g}"
+    m = _RULE.match(str(rule))
+    if not m:
+        raise ValueError(f"assert_scores: {metric}: rule {rule!r}: write an operator and a number, e.g. '>=0.8' "
+                         "or '>=80%'")
+    value = float(m.group(2)) / (100.0 if m.group(3) else 1.0)
+    return m.group(1), value, str(rule).strip()
+
+
+def _holds(actual: float, op: str, value: float) -> bool:
+    eps = 1e-12
+    return {">=": actual >= value - eps, "<=": actual <= value + eps, ">": actual > value, "<": actual < value,
+            "==": abs(actual - value) <= eps}[op]
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def score_table(result: Any, metrics: Optional[Sequence[str]] = None) -> List[Tuple[str, Optional[float], int, int]]:
+    """(metric, mean over the scored cases or None, n_scored, n_total) per metric of ``result``."""
+    from ragmeter.report.data import METRICS, metric_frame, register_custom_metrics
+
+    res = _result(result)
+    register_custom_metrics(res.cases)
+    frame = metric_frame(res.cases)
+    names = list(metrics) if metrics is not None else [c for c in frame.columns if c not in ("id", "category")]
+    out: List[Tuple[str, Optional[float], int, int]] = []
+    for name in names:
+        if name not in METRICS:
+            raise ValueError(f"assert_scores: unknown metric {name!r}; known: {', '.join(METRICS)}")
+        if name not in frame.columns:
+            out.append((name, None, 0, res.cases.height))
+            continue
+        col = frame.get_column(name).drop_nulls()
+        out.append((name, float(col.mean()) if col.len() else None, col.len(), frame.height))  # type: ignore[arg-type]
+    return out
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.4f}"
+
+
+def assert_scores(result: Any, rules: Mapping[str, Union[str, float, int]]) -> None:
+    """Assert each metric's mean (over its scored cases) meets its rule, e.g. ``{"faithfulness": ">=0.8"}``."""
+    parsed = {name: _parse(name, rule) for name, rule in rules.items()}
+    rows, failed = [], []
+    for name, value, n_scored, n_total in score_table(result, list(parsed)):
+        op, limit, text = parsed[name]
+        if value is None:
+            ok, verdict = False, "FAILED (no case scored)"
+        else:
+            ok = _holds(value, op, limit)
+            verdict = "ok" if ok else "FAILED"
+        rows.append([name, _fmt(value), f"{n_scored}/{n_total}", text, verdict])
+        if not ok:
+            failed.append(name)
+    if failed:
+        raise AssertionError(f"ragmeter: {len(failed)} of {len(rows)} score rules failed ({', '.join(failed)})\n"
+                             + _table(["metric", "value", "scored", "rule", "result"], rows))
+
+
+def assert_no_regression(candidate: Any, baseline: Any, gate: str, *, force: bool = False,
+                         n_resamples: int = 2_000, seed: Optional[int] = None) -> Any:
+    """Assert ``candidate`` holds every gate rule against ``baseline`` (the rules of ``ragmeter compare --gate``,
+    e.g. ``"hit>=-2pp,faithfulness>=-3pp,regressions<=2"``); return the
+    :class:`ragmeter.compare.Comparison`. The failure message shows the comparison table and each failed rule."""
+    from ragmeter.compare import fmt_ci, fmt_delta, fmt_value, label
+
+    comp = _result(candidate).compare(_result(baseline), gate=gate, force=force, n_resamples=n_resamples, seed=seed)
+    if comp.passed:
+        return comp
+    rows = [[label(r.metric), fmt_value(r.baseline, r.kind), fmt_value(r.candidate, r.kind),
+             fmt_delta(r.delta, r.kind) + (" *" if r.significant else ""), fmt_ci(r), f"{r.n_paired}/{r.n_total}",
+             f"{r.wins}/{r.regressions}"] for r in comp.rows if r.group == "overall"]
+    failures = "\n".join(f"  FAILED: {f}" for f in comp.failures)
+    raise AssertionError(
+        f"ragmeter: {len(comp.failures)} of {len(comp.gate_results)} gate rules failed against the baseline\n"
+        f"{failures}\n"
+        + _table(["metric", "baseline", "candidate", "delta", "95% CI", "paired", "better/worse"], rows)
+        + "\n(* = the 95% interval excludes 0)")
