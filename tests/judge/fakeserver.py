@@ -16,7 +16,7 @@ status (``429``, ``500``, ``503``, ``400``...), or a dict ``{"status": 429,
 "headers": {...}, "body": "..."}``, or ``{"content": "..."}``.
 
 ``GET /v1/models`` (the client's preflight) answers ``models_action``: ``"ok"``
-(a model list), an int status, ``"hang"`` or ``"drop"``; it is counted in
+(a model list), a dict (sent as the JSON body), an int status, ``"hang"`` or ``"drop"``; it is counted in
 ``models_requests``, not in ``requests`` (which counts the POSTs).
 
 Everything is recorded in ``log`` (one dict per request: arrival/finish times,
@@ -156,6 +156,8 @@ class FakeServer:
         if isinstance(action, int):
             body = json.dumps({"error": {"message": f"scripted {action}", "type": "test", "code": action}})
             return web.Response(status=action, text=body, content_type="application/json")
+        if isinstance(action, dict):  # a scripted model list (e.g. with context-window metadata)
+            return web.json_response(action)
         return web.json_response({"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model"}]})
 
     async def _common(self, request: web.Request, kind: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
