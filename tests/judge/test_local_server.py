@@ -36,8 +36,9 @@ def test_context_overflow_5xx_is_final(fast_retry, body):
     assert not d.retry and d.kind == "context_overflow" and "context window" in d.message
 
 
-def test_plain_500_is_still_retried(fast_retry):
-    assert classify(attempt=1, policy=fast_retry, status=500, body='{"error": "worker crashed"}').retry
+@pytest.mark.parametrize("body", ['{"error": "worker crashed"}', "llama_decode returned -1", "llama_decode returned 10"])
+def test_other_500s_are_still_retried(fast_retry, body):
+    assert classify(attempt=1, policy=fast_retry, status=500, body=body).kind == "server"
 
 
 def test_context_overflow_500_is_sent_once(server, fast_retry):
@@ -118,3 +119,12 @@ def test_preset_local_and_explicit_options():
     mixed = _parse("--preset", "local", "--concurrency", "2", "--context-size", "4096")
     assert mixed.concurrency == 2 and mixed.max_tokens == 512 and mixed.context_size == 4096
     assert mixed.client_config().context_size == 4096
+
+
+def test_output_cut_below_the_budget_is_not_doubled(server, fast_retry):
+    # llama.cpp's server lowers max_tokens to what the context leaves and reports finish_reason "length"
+    server.script = [{"content": '{"reason": "la la', "finish_reason": "length", "completion_tokens": 25}] * 4
+    with pytest.raises(JudgeCallError) as ei:
+        chat(server, fast_retry, max_tokens=2000)
+    assert server.requests == 1
+    assert ei.value.kind == "truncated" and "below the budget" in str(ei.value)

@@ -469,13 +469,23 @@ class JudgeClient:
                 record["outcome"] = "empty" if not content.strip() else "truncated"
             nxt = next_max_tokens(state["max_tokens"], cap)
             room = None if self.context_size is None else self.context_size - pt
-            if nxt is not None and room is not None:
+            # a server that cut the output below the budget asked for (llama.cpp's, at a full context) would
+            # cut a larger budget at the same place
+            server_cut = finish == "length" and usage.get("completion_tokens") is not None and ct < state["max_tokens"]
+            if server_cut:
+                nxt = None
+            elif nxt is not None and room is not None:
                 # past the context window a larger budget only makes the server fail after generating
                 nxt = min(nxt, room) if room > state["max_tokens"] else None
             if nxt is None or not choices:
                 why = record["outcome"]
-                limit = "the --max-retry-tokens cap" if room is None or room > state["max_tokens"] else \
-                    f"with the {pt}-token prompt it fills the {self.context_size}-token context window"
+                if server_cut:
+                    limit = f"the server stopped at {ct} tokens, below the budget: the {pt}-token prompt and the " \
+                            f"output fill its context window"
+                elif room is None or room > state["max_tokens"]:
+                    limit = "the --max-retry-tokens cap"
+                else:
+                    limit = f"with the {pt}-token prompt it fills the {self.context_size}-token context window"
                 msg = (f"output {why} at max_tokens={state['max_tokens']} ({limit})"
                        if choices else "response has no choices")
                 raise JudgeCallError(msg, kind=why, attempts=[], raw=content or None,

@@ -15,6 +15,7 @@ import asyncio
 import email.utils
 import json
 import random
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
@@ -31,8 +32,10 @@ QUOTA_CODES = ("insufficient_quota", "billing_hard_limit_reached", "insufficient
 #: Wording that means the same unless the answer says when to come back (some APIs word rate limits so).
 QUOTA_WORDS = ("quota_exceeded", "quota exceeded", "exceeded your current quota")
 #: Wording of a 5xx that means prompt + output did not fit the model's context (llama.cpp answers 500
-#: ``llama_decode returned 1`` after generating for a while): the same request fails the same way again.
-CONTEXT_WORDS = ("llama_decode returned", "context length", "context_length", "n_ctx", "exceed context window",
+#: ``llama_decode returned 1``, no room left in its KV cache, after generating for a while): the same request
+#: fails the same way again. (``llama_decode returned -1`` is a batch it cannot take, not a full context.)
+_LLAMA_DECODE_FULL = re.compile(r"llama_decode returned 1\b")
+CONTEXT_WORDS = ("context length", "context_length", "n_ctx", "exceed context window",
                  "context window", "context size", "maximum context")
 
 
@@ -131,7 +134,7 @@ def _is_quota(status: int, headers: Optional[Mapping[str, str]], body: Optional[
 def is_context_overflow(body: Optional[str]) -> bool:
     """The error body says the request did not fit the model's context window."""
     text = (body or "").lower()
-    return any(words in text for words in CONTEXT_WORDS)
+    return any(words in text for words in CONTEXT_WORDS) or bool(_LLAMA_DECODE_FULL.search(text))
 
 
 def classify(
