@@ -116,7 +116,6 @@ def models(tmp_path_factory) -> Dict[str, Path]:
 
     d = tmp_path_factory.mktemp("gguf")
     return {"scripted": ggufmodels.write_scripted(d / "scripted.gguf"),
-            "scripted_mean": ggufmodels.write_scripted(d / "scripted-mean.gguf", pooling=1),
             "random": ggufmodels.write_random(d / "random.gguf")}
 
 
@@ -126,7 +125,7 @@ def servers(models, tmp_path_factory):
     logs = tmp_path_factory.mktemp("server-logs")
     started: Dict[str, LlamaServer] = {}
     specs = {"scripted": ("scripted", "judge", False), "random": ("random", "judge", False),
-             "embed_mean": ("scripted_mean", "embed", True), "embed_tokens": ("scripted", "embed", True)}
+             "embed_tokens": ("scripted", "embed", True)}
 
     def get(name: str) -> LlamaServer:
         if name not in started:

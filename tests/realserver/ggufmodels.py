@@ -14,7 +14,7 @@ reply through the real server: its tokeniser, chat template, JSON grammar, ``usa
 ``finish_reason``. Trigger words script the failure paths: ``@@LOOP@@`` starts a JSON string that never
 ends (truncated at every budget), ``@@SCHEMA@@`` a JSON object of the wrong shape (the repair turn gets it
 again), ``@@PROSE@@`` a sentence that is not JSON. Prompt text is byte tokens, which all share embedding
-column 0: with mean pooling every text gets the same embedding, so cosine similarity is exactly 1.
+column 0. Served for embeddings, the model has no pooling: one vector per token.
 
 *Random* model (:func:`write_random`): the same tokeniser, Gaussian weights from a fixed seed; what it
 says is arbitrary, which is the point of the failure-path tests.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -49,8 +49,8 @@ REPLIES: Dict[str, dict] = {
                                       {"statement": "c", "reason": "r", "attributed": 0}]},
 }
 #: the scores these replies give on a case with two retrieved chunks (see REPLIES)
-EXPECTED = {"correctness": 4.0, "faithfulness": 0.5, "answer_relevancy_graded": 0.5, "answer_relevancy_cosine": 1.0,
-            "context_precision": 0.5, "context_recall": 2 / 3}
+EXPECTED = {"correctness": 4.0, "faithfulness": 0.5, "answer_relevancy_graded": 0.5, "context_precision": 0.5,
+            "context_recall": 2 / 3}
 #: trigger word in the user message -> (reply text, successor of the reply token: "eos" or "self")
 FAILURES: Dict[str, Tuple[str, str]] = {
     "@@LOOP@@": ('{"reason": "', "loop"),
@@ -95,8 +95,7 @@ def _template(markers: Dict[str, str]) -> str:
     return "".join(parts)
 
 
-def _writer(path: Path, tokens: List[str], types: List[int], template: str,
-            pooling: Optional[int]) -> gguf.GGUFWriter:
+def _writer(path: Path, tokens: List[str], types: List[int], template: str) -> gguf.GGUFWriter:
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name("ragmeter-test")
     w.add_context_length(N_CTX_TRAIN)
@@ -109,8 +108,6 @@ def _writer(path: Path, tokens: List[str], types: List[int], template: str,
     w.add_rope_dimension_count(N_EMBD // N_HEAD)
     w.add_vocab_size(len(tokens))
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    if pooling is not None:
-        w.add_pooling_type(gguf.PoolingType(pooling))
     w.add_tokenizer_model("llama")
     w.add_token_list(tokens)
     w.add_token_scores([0.0] * len(tokens))
@@ -142,12 +139,8 @@ def _finish(w: gguf.GGUFWriter) -> None:
     w.close()
 
 
-def write_scripted(path: Path, pooling: Optional[int] = None) -> Path:
-    """The bigram model whose greedy replies are :data:`REPLIES` (see the module doc).
-
-    ``pooling``: ``gguf.PoolingType`` value for an embeddings server (1 = mean); None leaves it out (one
-    vector per token).
-    """
+def write_scripted(path: Path) -> Path:
+    """The bigram model whose greedy replies are :data:`REPLIES` (see the module doc)."""
     tokens, types = _vocab()
     eos = 2
     successor: Dict[int, int] = {}  # token id -> the token greedy decoding emits after it
@@ -188,7 +181,7 @@ def write_scripted(path: Path, pooling: Optional[int] = None) -> Path:
         embd[tok, 0] = 0.0
         embd[tok, column] = 1.0
         output[nxt, column] = 1.0
-    w = _writer(path, tokens, types, _template(markers), pooling)
+    w = _writer(path, tokens, types, _template(markers))
     _tensors(w, embd, output, {})
     _finish(w)
     return path
@@ -208,7 +201,7 @@ def write_random(path: Path, seed: int = 18) -> Path:
         ("attn_output", (N_EMBD, N_EMBD)), ("ffn_gate", (N_FF, N_EMBD)), ("ffn_up", (N_FF, N_EMBD)),
         ("ffn_down", (N_EMBD, N_FF)))}
     template = "{%- for m in messages -%}{{ m['role'] }}: {{ m['content'] }}\n{% endfor -%}assistant:"
-    w = _writer(path, tokens, types, template, None)
+    w = _writer(path, tokens, types, template)
     _tensors(w, gauss(n_vocab, N_EMBD) * 4.0, gauss(n_vocab, N_EMBD) * 4.0, layer)
     _finish(w)
     return path
