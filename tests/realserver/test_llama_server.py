@@ -13,7 +13,7 @@ import time
 import polars as pl
 import pytest
 
-from conftest import ragmeter, write_cases
+from llamaserver import ragmeter, write_cases
 from ggufmodels import EXPECTED, LOOP_TEXT, REPLIES
 from ragmeter.judge import JudgeCallError
 
