@@ -89,7 +89,7 @@ browser() {
 # tests/realserver: the judge against llama.cpp's server (llama-cpp-python[server], pinned) with models
 # the tests write with gguf. Built from source: GGML_NATIVE=OFF so that the wheel pip caches on one CPU
 # runs on another; LLAVA_BUILD=OFF because the multimodal part is not needed and doubles the build.
-LLAMA_CPP_PYTHON=llama-cpp-python==0.3.16
+LLAMA_CPP_PYTHON_VERSION=0.3.16
 GGUF=gguf==0.19.0
 # the [server] extra's own dependencies, pinned to the versions tests/realserver passed with
 LLAMA_SERVER_DEPS=(fastapi==0.165.0 starlette==1.10.0 uvicorn==0.54.0 sse-starlette==3.7.0 starlette-context==0.3.6
@@ -101,7 +101,8 @@ real_server_wanted() {
 }
 
 real_server_installed() {
-  python3 -c 'import llama_cpp.server.app, gguf' >/dev/null 2>&1
+  python3 -c "import llama_cpp.server.app, gguf, llama_cpp; assert llama_cpp.__version__ == '$LLAMA_CPP_PYTHON_VERSION'" \
+    >/dev/null 2>&1
 }
 
 real_server_install() {
@@ -116,10 +117,10 @@ real_server_install() {
   fi
   mkdir -p target
   local log=target/pip-llama-cpp.log
-  echo "   pip install '$LLAMA_CPP_PYTHON[server]' $GGUF: compiles llama.cpp (about 7 minutes on 2 cores the"
+  echo "   pip install 'llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION' $GGUF: compiles llama.cpp (about 7 minutes on 2 cores the"
   echo "   first time, seconds once pip's cache holds the wheel); full output in $log"
   CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
-    with_progress "$log" python3 -m pip install -v "$LLAMA_CPP_PYTHON[server]" "$GGUF" "${LLAMA_SERVER_DEPS[@]}"
+    with_progress "$log" python3 -m pip install -v "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION" "$GGUF" "${LLAMA_SERVER_DEPS[@]}"
 }
 
 real_server_tests() {

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import TYPE_CHECKING, Dict, List, Tuple
 
 import numpy as np
 
-import gguf
+if TYPE_CHECKING:
+    import gguf
 
 N_EMBD = 64
 N_HEAD = 4
@@ -73,6 +74,8 @@ def _pieces(text: str, taken: set) -> List[str]:
 
 
 def _vocab() -> Tuple[List[str], List[int]]:
+    import gguf
+
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
     types = [gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL] + [gguf.TokenType.BYTE] * 256
     return tokens, [int(t) for t in types]
@@ -95,7 +98,9 @@ def _template(markers: Dict[str, str]) -> str:
     return "".join(parts)
 
 
-def _writer(path: Path, tokens: List[str], types: List[int], template: str) -> gguf.GGUFWriter:
+def _writer(path: Path, tokens: List[str], types: List[int], template: str) -> "gguf.GGUFWriter":
+    import gguf
+
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name("ragmeter-test")
     w.add_context_length(N_CTX_TRAIN)
@@ -120,7 +125,7 @@ def _writer(path: Path, tokens: List[str], types: List[int], template: str) -> g
     return w
 
 
-def _tensors(w: gguf.GGUFWriter, embd: np.ndarray, output: np.ndarray, layer: Dict[str, np.ndarray]) -> None:
+def _tensors(w: "gguf.GGUFWriter", embd: np.ndarray, output: np.ndarray, layer: Dict[str, np.ndarray]) -> None:
     w.add_tensor("token_embd.weight", embd.astype(np.float32))
     w.add_tensor("output_norm.weight", np.ones(N_EMBD, dtype=np.float32))
     w.add_tensor("output.weight", output.astype(np.float32))
@@ -132,7 +137,7 @@ def _tensors(w: gguf.GGUFWriter, embd: np.ndarray, output: np.ndarray, layer: Di
         w.add_tensor(f"blk.0.{name}.weight", layer.get(name, np.zeros(shape)).astype(np.float32))
 
 
-def _finish(w: gguf.GGUFWriter) -> None:
+def _finish(w: "gguf.GGUFWriter") -> None:
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -141,6 +146,8 @@ def _finish(w: gguf.GGUFWriter) -> None:
 
 def write_scripted(path: Path) -> Path:
     """The bigram model whose greedy replies are :data:`REPLIES` (see the module doc)."""
+    import gguf
+
     tokens, types = _vocab()
     eos = 2
     successor: Dict[int, int] = {}  # token id -> the token greedy decoding emits after it
