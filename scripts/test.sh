@@ -6,7 +6,11 @@
 # the end and the exit status is 1 if there was any. Arguments go to pytest.
 #   RAGMETER_SKIP_INSTALL=1   use the ragmeter already installed (no pip install)
 #   RAGMETER_CONFORMANCE_DIR  where trec_eval's test suite is (default ../shared/conformance/trec_eval)
-#   CI=true                   a missing trec_eval suite or browser is a failure, not a skip
+#   CI=true                   a missing trec_eval suite or browser is a failure, not a skip; installs
+#                             llama.cpp's server and runs tests/realserver (never skipped there)
+#   RAGMETER_REAL_SERVER=1    install llama-cpp-python[server] (built from source the first time, a few
+#                             minutes; seconds once pip's cache holds the wheel) and run tests/realserver.
+#                             Without it (and without CI) that suite runs only if the server is installed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,6 +86,51 @@ browser() {
     bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium'
 }
 
+# tests/realserver: the judge against llama.cpp's server (llama-cpp-python[server], pinned) with models
+# the tests write with gguf. Built from source: GGML_NATIVE=OFF so that the wheel pip caches on one CPU
+# runs on another; LLAVA_BUILD=OFF because the multimodal part is not needed and doubles the build.
+LLAMA_CPP_PYTHON_VERSION=0.3.16
+GGUF=gguf==0.19.0
+# the [server] extra's own dependencies, pinned to the versions tests/realserver passed with
+LLAMA_SERVER_DEPS=(fastapi==0.165.0 starlette==1.10.0 uvicorn==0.54.0 sse-starlette==3.7.0 starlette-context==0.3.6
+  pydantic-settings==2.14.1)
+
+real_server_wanted() {
+  in_ci && return 0
+  case "${RAGMETER_REAL_SERVER:-}" in "" | 0 | false) return 1 ;; *) return 0 ;; esac
+}
+
+real_server_installed() {
+  python3 -c "import llama_cpp.server.app, gguf, llama_cpp; assert llama_cpp.__version__ == '$LLAMA_CPP_PYTHON_VERSION'" \
+    >/dev/null 2>&1
+}
+
+real_server_install() {
+  if real_server_installed; then
+    echo "   found llama-cpp-python $(python3 -c 'import llama_cpp; print(llama_cpp.__version__)') and gguf"
+    return 0
+  fi
+  if ! command -v c++ >/dev/null 2>&1; then
+    echo "   no C++ compiler: installing Debian's g++"
+    with_progress target/apt-gxx.log \
+      bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++' || return 1
+  fi
+  mkdir -p target
+  local log=target/pip-llama-cpp.log
+  echo "   pip install 'llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION' $GGUF: compiles llama.cpp (about 7 minutes on 2 cores the"
+  echo "   first time, seconds once pip's cache holds the wheel); full output in $log"
+  CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+    with_progress "$log" python3 -m pip install -v "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION" "$GGUF" "${LLAMA_SERVER_DEPS[@]}"
+}
+
+real_server_tests() {
+  if ! real_server_wanted && ! real_server_installed; then
+    echo "   skipped: llama-cpp-python[server] is not installed (RAGMETER_REAL_SERVER=1 installs it; CI=true always runs this)"
+    return 0
+  fi
+  python3 -m pytest -q tests/realserver
+}
+
 if [ -n "${RAGMETER_SKIP_INSTALL:-}" ]; then
   echo "== install: skipped (RAGMETER_SKIP_INSTALL is set; using $(python3 -c 'import ragmeter; print(ragmeter.__file__)' 2>&1))"
 else
@@ -91,7 +140,11 @@ stage "chromium (report browser test)" browser
 stage "cargo test (ragmeter-core, no Python)" cargo test --quiet -p ragmeter-core
 stage "stub check (python/ragmeter/_core.pyi against the compiled module)" \
   python3 -m mypy.stubtest ragmeter._core --allowlist stubtest-allowlist.txt
-stage "pytest" python3 -m pytest -q "$@"
+stage "pytest" python3 -m pytest -q --ignore=tests/realserver "$@"
+if real_server_wanted; then
+  stage "install llama.cpp's server (tests/realserver)" real_server_install
+fi
+stage "pytest tests/realserver (the judge against llama.cpp's server)" real_server_tests
 
 if ((${#failed[@]})); then
   echo "== FAILED: ${#failed[@]} stage(s):"

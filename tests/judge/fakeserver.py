@@ -13,10 +13,11 @@ else ``"ok"``. Actions: ``"ok"``, ``"malformed"`` (content that is not JSON),
 connection), ``"hang"`` (waits until :meth:`release`), ``"garbage"`` (a 200
 whose body is not JSON), ``"fenced"`` (valid JSON in a code fence), an int
 status (``429``, ``500``, ``503``, ``400``...), or a dict ``{"status": 429,
-"headers": {...}, "body": "..."}``, or ``{"content": "..."}``.
+"headers": {...}, "body": "..."}``, or ``{"content": "..."}`` (optionally with ``finish_reason`` and
+``completion_tokens``; a reply cut at ``length`` bills the whole ``max_tokens`` unless told otherwise).
 
 ``GET /v1/models`` (the client's preflight) answers ``models_action``: ``"ok"``
-(a model list), an int status, ``"hang"`` or ``"drop"``; it is counted in
+(a model list), a dict (sent as the JSON body), an int status, ``"hang"`` or ``"drop"``; it is counted in
 ``models_requests``, not in ``requests`` (which counts the POSTs).
 
 Everything is recorded in ``log`` (one dict per request: arrival/finish times,
@@ -158,6 +159,8 @@ class FakeServer:
         if isinstance(action, int):
             body = json.dumps({"error": {"message": f"scripted {action}", "type": "test", "code": action}})
             return web.Response(status=action, text=body, content_type="application/json")
+        if isinstance(action, dict):  # a scripted model list (e.g. with context-window metadata)
+            return web.json_response(action)
         return web.json_response({"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model"}]})
 
     async def _common(self, request: web.Request, kind: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
@@ -312,6 +315,10 @@ def make_ok_action(action: Action, info: Dict[str, Any], make_ok: Callable[[], A
         message["reasoning_content"] = reasoning
     pt = sum(len(str(v)) for v in info.get("payload", {}).values()) // 4 + 50
     ct = len(content) // 4 + (len(reasoning) // 4 if reasoning else 0) + 1
+    if finish == "length" and info.get("max_tokens"):
+        ct = int(info["max_tokens"])  # as real servers bill a cut output: the whole budget
+    if isinstance(action, dict) and "completion_tokens" in action:
+        ct = int(action["completion_tokens"])
     return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "fake",
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct}}

@@ -50,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--golden G and --run R (or --target TARGET) are required")
     if args.repeat < 1:
         raise InputError("--repeat: must be at least 1")
+    from ragmeter.cli.judge import apply_preset
+
+    apply_preset(args)  # --concurrency and --timeout serve --target's collection too, judged or not
     from ragmeter.calibration import review_settings
 
     review_settings(args.review_rate, args.review_seed)  # a bad rate is an error before anything is judged

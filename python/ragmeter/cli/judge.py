@@ -59,6 +59,29 @@ class MaxFailed:
         return incomplete <= self.value
 
 
+#: option values when neither the command line nor a --preset gives one
+DEFAULTS: Dict[str, Any] = {"concurrency": 8, "timeout": 120.0, "max_tokens": 2000, "max_retry_tokens": 8000,
+                            "retry_attempts": 6}
+#: --preset local: a server on this machine computes one request at a time; concurrent requests only queue there
+#: and time out while it keeps computing the abandoned ones, and a small context cannot take large budgets
+PRESETS: Dict[str, Dict[str, Any]] = {
+    "local": {"concurrency": 1, "timeout": 600.0, "max_tokens": 512, "max_retry_tokens": 2048, "retry_attempts": 3},
+}
+
+
+def apply_preset(args: argparse.Namespace) -> None:
+    """Fill the options left unset from ``--preset`` (if any), then from :data:`DEFAULTS`; explicit values win."""
+    chosen = PRESETS.get(getattr(args, "preset", None) or "", {})
+    for name, default in DEFAULTS.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, chosen.get(name, default))
+
+
+def _default(name: str) -> str:
+    local = PRESETS["local"][name]
+    return f"default {DEFAULTS[name]:g}, --preset local {local:g}"
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C or SIGTERM during judging; the message says how far the run got (printed by ``cli._guarded``)."""
 
@@ -78,7 +101,13 @@ def configure(parser: argparse.ArgumentParser, cases: bool = True) -> None:
     ep.add_argument("--embeddings-model", metavar="M",
                     help="embeddings model for answer_relevancy (default: graded judge comparison, no embeddings)")
     ep.add_argument("--embeddings-base-url", metavar="URL", help="embeddings endpoint (default: --base-url)")
-    ep.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per attempt (default 120)")
+    ep.add_argument("--timeout", type=float, metavar="S", help=f"seconds per attempt ({_default('timeout')})")
+    ep.add_argument("--preset", choices=tuple(PRESETS), help="defaults for a kind of server: local (a llama.cpp, "
+                    "Ollama or vLLM server on this machine): concurrency 1, max-tokens 512, max-retry-tokens 2048, "
+                    "retry-attempts 3, timeout 600; options given explicitly win")
+    ep.add_argument("--context-size", type=int, metavar="N",
+                    help="the judge model's context window in tokens: budget doubling stops there (default: from "
+                         "GET /models when the server says, else unknown)")
     ep.add_argument("--json-mode", choices=("auto", "on", "off"), default="auto",
                     help="request JSON output (auto: dropped if the endpoint rejects it)")
     m = parser.add_argument_group("metrics")
@@ -100,14 +129,15 @@ def configure(parser: argparse.ArgumentParser, cases: bool = True) -> None:
     m.add_argument("--language", choices=("auto", "en", "zh"), default="auto",
                    help="language of generated text (auto: the question's)")
     lim = parser.add_argument_group("limits, retries, budget")
-    lim.add_argument("--concurrency", type=int, default=8, metavar="N", help="concurrent requests (default 8)")
+    lim.add_argument("--concurrency", type=int, metavar="N", help=f"concurrent requests ({_default('concurrency')})")
     lim.add_argument("--rpm", type=float, metavar="N", help="requests per minute")
     lim.add_argument("--tpm", type=float, metavar="N", help="tokens per minute (estimated prompt + max_tokens)")
-    lim.add_argument("--max-tokens", type=int, default=2000, metavar="N", help="judge output budget (default 2000)")
-    lim.add_argument("--max-retry-tokens", type=int, default=8000, metavar="N",
-                     help="cap when doubling the budget after truncated or empty output (default 8000)")
-    lim.add_argument("--retry-attempts", type=int, default=6, metavar="N",
-                     help="attempts per call on 429/5xx/time-outs (default 6)")
+    lim.add_argument("--max-tokens", type=int, metavar="N", help=f"judge output budget ({_default('max_tokens')})")
+    lim.add_argument("--max-retry-tokens", type=int, metavar="N",
+                     help="cap when doubling the budget after truncated or empty output "
+                          f"({_default('max_retry_tokens')})")
+    lim.add_argument("--retry-attempts", type=int, metavar="N",
+                     help=f"attempts per call on 429/5xx/time-outs ({_default('retry_attempts')})")
     lim.add_argument("--retry-base-delay", type=float, default=0.5, metavar="S", help="back-off base (default 0.5)")
     lim.add_argument("--retry-max-delay", type=float, default=30.0, metavar="S", help="back-off cap (default 30)")
     lim.add_argument("--retry-after-cap", type=float, default=60.0, metavar="S",
@@ -190,6 +220,7 @@ def build_config(args: argparse.Namespace) -> Any:
     from ragmeter.errors import InputError
     from ragmeter.judge import JudgeConfig, PriceTable, RetryPolicy
 
+    apply_preset(args)
     metrics = with_custom_metrics([m.strip() for m in args.metrics.split(",") if m.strip()], args)
     prices = PriceTable.from_file(args.prices) if args.prices else PriceTable()
     if args.price:
@@ -216,7 +247,7 @@ def build_config(args: argparse.Namespace) -> Any:
         n_questions=args.n_questions, relevancy_variant=args.relevancy_variant,
         honest_no_answer=not args.strict_no_answer, precision_against=args.precision_against,
         language=args.language, timeout=args.timeout, json_mode=args.json_mode, retry=policy,
-        progress=not args.no_progress and not args.dry_run,
+        progress=not args.no_progress and not args.dry_run, context_size=getattr(args, "context_size", None),
         spill_dir=Path(args.out).resolve().parent, tally=Tally(),
     )
 

@@ -67,6 +67,8 @@ class ClientConfig:
     embeddings_model: Optional[str] = None
     embeddings_base_url: Optional[str] = None  #: defaults to base_url
     preflight: bool = True             #: GET {base_url}/models once before the first request
+    #: the model's context window in tokens (prompt + output); None: from GET /models metadata when it says
+    context_size: Optional[int] = None
 
     def __post_init__(self) -> None:
         if self.json_mode not in ("auto", "on", "off"):
@@ -133,6 +135,46 @@ def _url(text: str) -> Any:
         return text
 
 
+#: statuses with which an endpoint may reject ``response_format`` (llama.cpp's server answers validation errors
+#: with 500, FastAPI-based ones with 422)
+JSON_MODE_REJECTED = frozenset({400, 422, 500})
+#: where /models metadata gives a model's context window: vLLM, OpenRouter and others, LM Studio
+_CONTEXT_FIELDS = ("max_model_len", "context_length", "context_window", "max_context_length")
+
+
+def models_context_size(body: str, model: str) -> Optional[int]:
+    """The context window of ``model`` from a ``GET /models`` body, when the server says (None otherwise).
+
+    Looks at the entry whose id is ``model`` (or the only entry) for ``max_model_len``, ``context_length``,
+    ``context_window``, ``max_context_length`` or ``meta.n_ctx``; ``n_ctx_train`` is the training length, not
+    what the server was started with, and is ignored.
+    """
+    try:
+        data = _json.loads(body)
+    except ValueError:
+        return None
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return None
+    entries = [e for e in entries if isinstance(e, dict)]
+    mine = [e for e in entries if e.get("id") == model] or (entries if len(entries) == 1 else [])
+    for entry in mine[:1]:
+        meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+        for value in [entry.get(k) for k in _CONTEXT_FIELDS] + [meta.get("n_ctx")]:
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
+
+
+def _one_vector(embedding: Any) -> List[float]:
+    """One embedding as floats; a list of vectors (one per token: a model served without pooling) is refused."""
+    if isinstance(embedding, list) and embedding and isinstance(embedding[0], list):
+        raise JudgeCallError(f"the embeddings endpoint must return one vector per input, it returned "
+                             f"{len(embedding)} vectors (one per token?) for one input: serve the embeddings model "
+                             f"with pooling (llama.cpp: --pooling mean)", kind="bad_embeddings", attempts=[])
+    return list(map(float, embedding))
+
+
 class RawJSON(bytes):
     """UTF-8 bytes that are already JSON, spliced into a request body as is."""
 
@@ -153,6 +195,7 @@ class JudgeClient:
         self._first: Dict[str, "asyncio.Event"] = {}  # chat, embeddings: set once the first request came back
         self._key = resolve_api_key(config.api_key)
         self._json = config.json_mode != "off"
+        self.context_size = config.context_size
         self._session: Optional[aiohttp.ClientSession] = None
         self._on_retry = on_retry
         self.stats = ClientStats()
@@ -233,6 +276,8 @@ class JudgeClient:
         if status in (401, 403):
             decision = classify(attempt=1, policy=self.config.policy, status=status, body=self.redact(body))
             self.stop.trip(decision.kind, self.redact(f"{where}: GET /models: {decision.message}") or "")
+        elif status == 200 and self.context_size is None and base == self._chat_base:
+            self.context_size = models_context_size(body, self.config.model)
         # 404/405: the endpoint has no such route; anything else: the real calls will tell
 
     # -- transport -----------------------------------------------------------------------------------
@@ -318,9 +363,10 @@ class JudgeClient:
                         else:
                             record.setdefault("outcome", "ok")
                             return result
-                if (exc is None and status == 400 and self._json and self.config.json_mode == "auto"
+                if (exc is None and status in JSON_MODE_REJECTED and self._json and self.config.json_mode == "auto"
                         and "response_format" in (body or "").lower()):
-                    # the endpoint does not support JSON mode: drop it and resend at once
+                    # the endpoint does not support JSON mode (some servers say so with a 422 or a 500): drop it
+                    # and resend at once
                     self._json = False
                     record["outcome"] = "json_mode_unsupported"
                     transient -= 1
@@ -422,9 +468,25 @@ class JudgeClient:
             else:
                 record["outcome"] = "empty" if not content.strip() else "truncated"
             nxt = next_max_tokens(state["max_tokens"], cap)
+            room = None if self.context_size is None else self.context_size - pt
+            # a server that cut the output below the budget asked for (llama.cpp's, at a full context) would
+            # cut a larger budget at the same place
+            server_cut = finish == "length" and usage.get("completion_tokens") is not None and ct < state["max_tokens"]
+            if server_cut:
+                nxt = None
+            elif nxt is not None and room is not None:
+                # past the context window a larger budget only makes the server fail after generating
+                nxt = min(nxt, room) if room > state["max_tokens"] else None
             if nxt is None or not choices:
                 why = record["outcome"]
-                msg = (f"output {why} at max_tokens={state['max_tokens']} (the --max-retry-tokens cap)"
+                if server_cut:
+                    limit = f"the server stopped at {ct} tokens, below the budget: the {pt}-token prompt and the " \
+                            f"output fill its context window"
+                elif room is None or room > state["max_tokens"]:
+                    limit = "the --max-retry-tokens cap"
+                else:
+                    limit = f"with the {pt}-token prompt it fills the {self.context_size}-token context window"
+                msg = (f"output {why} at max_tokens={state['max_tokens']} ({limit})"
                        if choices else "response has no choices")
                 raise JudgeCallError(msg, kind=why, attempts=[], raw=content or None,
                                      prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
@@ -462,7 +524,7 @@ class JudgeClient:
             if not isinstance(items, list) or len(items) != len(texts):
                 raise JudgeCallError(f"embeddings: expected {len(texts)} vectors", kind="bad_response", attempts=[])
             items = sorted(items, key=lambda d: d.get("index", 0))
-            vectors = [list(map(float, d["embedding"])) for d in items]
+            vectors = [_one_vector(d["embedding"]) for d in items]
             usage = data.get("usage") or {}
             pt = int(usage.get("prompt_tokens") or est)
             self.stats.prompt_tokens += pt

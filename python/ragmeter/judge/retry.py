@@ -15,13 +15,15 @@ import asyncio
 import email.utils
 import json
 import random
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
 from .urls import scrub_urls
 
-__all__ = ["RetryPolicy", "Decision", "classify", "backoff_delay", "parse_retry_after", "next_max_tokens"]
+__all__ = ["RetryPolicy", "Decision", "classify", "is_context_overflow", "backoff_delay", "parse_retry_after",
+           "next_max_tokens"]
 
 #: Statuses retried with back-off. 5xx are all retried except 501 (not implemented).
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
@@ -29,6 +31,12 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 QUOTA_CODES = ("insufficient_quota", "billing_hard_limit_reached", "insufficient_balance", "insufficient balance")
 #: Wording that means the same unless the answer says when to come back (some APIs word rate limits so).
 QUOTA_WORDS = ("quota_exceeded", "quota exceeded", "exceeded your current quota")
+#: Wording of a 5xx that means prompt + output did not fit the model's context (llama.cpp answers 500
+#: ``llama_decode returned 1``, no room left in its KV cache, after generating for a while): the same request
+#: fails the same way again. (``llama_decode returned -1`` is a batch it cannot take, not a full context.)
+_LLAMA_DECODE_FULL = re.compile(r"llama_decode returned 1\b")
+CONTEXT_WORDS = ("context length", "context_length", "n_ctx", "exceed context window",
+                 "context window", "context size", "maximum context")
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,8 @@ class RetryPolicy:
 class Decision:
     retry: bool
     delay: float   #: seconds to wait before the next attempt (0 when not retrying)
-    kind: str      #: rate_limit, server, timeout, connection, bad_response, client, auth, not_found, quota, exhausted
+    kind: str      #: rate_limit, server, timeout, connection, bad_response, client, auth, not_found, quota,
+    #: context_overflow, exhausted
     message: str   #: one line for the user; never contains request headers
     retry_after: Optional[float] = None  #: the server's own hint, before the cap
 
@@ -122,6 +131,12 @@ def _is_quota(status: int, headers: Optional[Mapping[str, str]], body: Optional[
     return status != 429 or (parse_retry_after(headers) is None and "retrydelay" not in text)
 
 
+def is_context_overflow(body: Optional[str]) -> bool:
+    """The error body says the request did not fit the model's context window."""
+    text = (body or "").lower()
+    return any(words in text for words in CONTEXT_WORDS) or bool(_LLAMA_DECODE_FULL.search(text))
+
+
 def classify(
     *,
     attempt: int,
@@ -139,8 +154,10 @@ def classify(
     (the server answered with an error status). Retryable: 408/409/425/429, 5xx
     except 501, time-outs, connection errors and unreadable 200 responses
     (``kind="bad_response"``, passed as ``status=200``). Not retryable:
-    400/401/403/404 and every other 4xx, and quota or credit exhaustion even when
-    sent as 429. When ``attempt`` has reached ``policy.max_attempts`` the
+    400/401/403/404 and every other 4xx, quota or credit exhaustion even when
+    sent as 429, and a 5xx whose body names a context overflow
+    (``kind="context_overflow"``: resending it fails the same way, each attempt as
+    slow as the first). When ``attempt`` has reached ``policy.max_attempts`` the
     decision is not to retry (``kind`` keeps the last cause, the message says
     how many attempts were made).
     """
@@ -176,6 +193,10 @@ def classify(
             kind, retry, message = "not_found", False, f"HTTP 404, wrong --base-url or --model{suffix}"
         elif code == 429:
             kind, retry, message = "rate_limit", True, f"HTTP 429 rate limited{suffix}"
+        elif 500 <= code <= 599 and is_context_overflow(body):
+            kind, retry, message = "context_overflow", False, (
+                f"HTTP {code}, prompt + max_tokens exceed the model's context window (lower --max-tokens and "
+                f"--max-retry-tokens, or give the server a larger context){suffix}")
         elif code in RETRYABLE_STATUS or (500 <= code <= 599 and code != 501):
             kind, retry, message = "server", True, f"HTTP {code}{suffix}"
         else:

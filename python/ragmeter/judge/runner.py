@@ -102,6 +102,7 @@ class JudgeConfig:
     rate_period: float = 1.0
     progress: bool = False
     preflight: bool = True                 #: GET {base_url}/models before the first call (see JudgeClient)
+    context_size: Optional[int] = None     #: the judge model's context window; None: from GET /models if it says
     spill_dir: Union[str, Path, None] = None  #: where paid replies go when the cache cannot be written
     tally: Optional[Tally] = field(default=None, repr=False, compare=False)
 
@@ -130,6 +131,8 @@ class JudgeConfig:
                 raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
         if self.budget is not None and self.budget < 0:
             raise InputError("--budget: must be >= 0")
+        if self.context_size is not None and int(self.context_size) < 1:
+            raise InputError("--context-size: must be at least 1")
 
     def price_table(self) -> PriceTable:
         if isinstance(self.prices, PriceTable):
@@ -141,7 +144,7 @@ class JudgeConfig:
                             temperature=self.temperature, json_mode=self.json_mode,
                             max_retry_tokens=self.max_retry_tokens, policy=self.retry,
                             embeddings_model=self.embeddings_model, embeddings_base_url=self.embeddings_base_url,
-                            preflight=self.preflight)
+                            preflight=self.preflight, context_size=self.context_size)
 
     def metric_options(self) -> MetricOptions:
         return MetricOptions(n_questions=self.n_questions, relevancy_variant=self.relevancy_variant,
