@@ -105,3 +105,22 @@ def test_unjudged_eval_after_a_judged_one_leaves_no_judge_results(tmp_path, serv
     assert "judge cost (USD)</td><td class=\"num\">not judged" in html and "judge rows by status" not in html
     assert 'id="sweep"' not in html
     assert "OK" not in set(pl.read_parquet(out / "cases.parquet")["diagnosis"])
+
+
+def test_json_puts_the_summary_alone_on_stdout_for_eval_judge_and_their_dry_runs(tmp_path, server, api_key):
+    out = tmp_path / "ev"
+    proc = eval_cli("--metrics", "correctness", "--no-cache", "--out", str(out), "--json", server=server)
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)  # the whole of stdout is one JSON document
+    assert printed.pop("reports")["html"].endswith("report.html")  # where they went; not in summary.json itself
+    assert printed == json.loads((out / "summary.json").read_text())
+    assert printed["judge"]["metrics"]["correctness"]["n_total"] == 51
+    estimate = json.loads(eval_cli("--metrics", "correctness", "--no-cache", "--dry-run", "--json",
+                                   server=server).stdout)
+    assert estimate["calls"] == 50 and estimate["n_cases"] == 51  # the case missing from the run sends nothing
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "judge", "--golden", str(EX / "golden.jsonl"),
+                           "--run", str(EX / "run.jsonl"), "--base-url", server.base_url, "--model", "gpt-4o-mini",
+                           "--metrics", "correctness", "--no-cache", "--no-progress", "--json",
+                           "--out", str(tmp_path / "j")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout) == json.loads((tmp_path / "j" / "judge_summary.json").read_text())

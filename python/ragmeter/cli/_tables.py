@@ -17,12 +17,12 @@ _PERCENT = ("hit_rate", "file_hit_rate", "evidence_recall", "all_files_hit_rate"
 PLAIN_WIDTH = 80
 
 
-def make_console() -> Console:
-    """A console for stdout: the terminal's width, or plain text at 80 columns when not a terminal."""
-    console = Console()
+def make_console(stderr: bool = False) -> Console:
+    """A console for stdout (or stderr): the terminal's width, or plain text at 80 columns when not a terminal."""
+    console = Console(stderr=stderr)
     if not console.is_terminal:
         # COLUMNS would widen a pipe's output; a log reads the same everywhere at a fixed width.
-        console = Console(width=PLAIN_WIDTH, no_color=True, highlight=False, emoji=False)
+        console = Console(width=PLAIN_WIDTH, no_color=True, highlight=False, emoji=False, stderr=stderr)
     return console
 
 

@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         from ragmeter.cli.judge import build_config
 
         judge = build_config(args)
-    console = make_console()
+    # With --json, stdout holds the summary alone and every other line goes to stderr.
+    console = make_console(stderr=args.json)
     collected = 0
     if args.target:
         from ragmeter.cli.collect import collect_for_eval
@@ -79,7 +80,13 @@ def run(args: argparse.Namespace) -> int:
         from ragmeter.cli.judge import print_estimate
         from ragmeter.evaluation import estimate_eval
 
-        print_estimate(estimate_eval(args.golden, run, judge, repeat=args.repeat), len(judge.metrics))
+        estimate = estimate_eval(args.golden, run, judge, repeat=args.repeat)
+        if args.json:
+            from ragmeter._io import strict_json
+
+            print(strict_json(estimate))
+        else:
+            print_estimate(estimate, len(judge.metrics))
         return 0
     if judge is None:
         console.print("[yellow]no judge endpoint given: answers are not judged; judge metrics are reported as not measured[/]")
@@ -89,6 +96,12 @@ def run(args: argparse.Namespace) -> int:
     summary = judged(lambda: run_eval(args.golden, run, args.out, k=args.k, judge=judge,
                                       thresholds=thresholds, repeat=args.repeat,
                                       review_rate=args.review_rate, review_seed=args.review_seed), judge)
+    if args.json:
+        from ragmeter._io import strict_json
+
+        print(strict_json(summary))
+        print_audit_pointer(args.golden, console)
+        return max(collected, incomplete_exit(summary.get("judge"), args.max_failed, args.out))
     print_score(summary["retrieval"], out_dir=None, console=console)
     print_audit_pointer(args.golden, console)
     if summary.get("judge"):

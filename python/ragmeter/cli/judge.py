@@ -160,6 +160,8 @@ def configure(parser: argparse.ArgumentParser, cases: bool = True) -> None:
     out.add_argument("--out", default="ragmeter-judge", metavar="DIR",
                      help="writes DIR/judge.parquet and DIR/judge_summary.json (default ragmeter-judge)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("--json", action="store_true",
+                     help="print the summary (or the dry run's estimate) as JSON on stdout, and nothing else there")
     out.add_argument("-v", "--verbose", action="store_true", help="log every retry to stderr")
 
 
@@ -334,6 +336,7 @@ def judged(call: Any, cfg: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragmeter._io import strict_json
     from ragmeter.errors import InputError
     from ragmeter.judge import run_sync
 
@@ -349,10 +352,16 @@ def run(args: argparse.Namespace) -> int:
     metrics = list(cfg.metrics)
     result = judged(lambda: run_sync(records, cfg), cfg)
     if args.dry_run:
-        print_estimate(result.estimate or {}, len(metrics))
+        if args.json:
+            print(strict_json(result.estimate or {}))
+        else:
+            print_estimate(result.estimate or {}, len(metrics))
         return 0
     out = result.write(args.out)
     s = result.summary
+    if args.json:
+        print(strict_json(s))
+        return incomplete_exit(s, args.max_failed, out)
     print(f"wrote {out / 'judge.parquet'} and {out / 'judge_summary.json'}")
     for line in judge_lines(s):
         print(line)
