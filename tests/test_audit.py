@@ -404,3 +404,19 @@ def test_score_points_to_the_audit_when_the_golden_set_would_warn(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "ragmeter", "score", "--golden", str(golden), "--run", str(run),
                            "--json"], capture_output=True, text=True, timeout=120)
     assert json.loads(proc.stdout)["n_cases"] == 50 and "ragmeter audit --golden" in proc.stderr
+
+
+def test_eval_reports_carry_a_golden_set_panel_with_the_audit_warnings(tmp_path):
+    golden = write_jsonl(tmp_path / "golden.jsonl", worked())
+    run = write_jsonl(tmp_path / "run.jsonl", [{"id": case["id"], "retrieved": []} for case in worked()])
+    out = tmp_path / "ev"
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "eval", "--golden", str(golden), "--run", str(run),
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    panel = json.loads((out / "summary.json").read_text(encoding="utf-8"))["golden_set"]
+    assert panel["n"] == 50 and panel["by_category"]["term"]["n"] == 25
+    assert [w["code"] for w in panel["warnings"]] == [w.code for w in ragmeter.audit(golden).warnings]
+    html = (out / "report.html").read_text(encoding="utf-8")
+    box = html.split('<section id="golden-set">')[1].split("</section>")[0]
+    assert "term 25 (50.0%)" in box and "<code>hard_share_low</code>" in box and "<code>empty_cell</code>" in box
+    assert "## Golden set" in (out / "report.md").read_text(encoding="utf-8")

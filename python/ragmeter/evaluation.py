@@ -160,10 +160,23 @@ def evaluate(
         "judge": judge_summary,
         **({"repeats": repeats} if repeats is not None else {}),
         "cost": cost_summary(cases, judge_summary, repeats),
+        "golden_set": _golden_set_panel(golden_in),
         "warnings": result.summary["warnings"],
         "files": _run_files(judge_frame is not None, sweep_table is not None, True),
     }
     return EvalResult(cases=cases, chunks=result.chunks, judge=judge_frame, summary=summary, sweep=sweep_table)
+
+
+def _golden_set_panel(golden: Any) -> Optional[Dict[str, Any]]:
+    """The golden set's balance and audit warnings for the report's panel (``ragmeter audit`` in brief); None
+    when it cannot be audited (no categories, say): ``ragmeter audit`` reports why."""
+    from ragmeter.audit import golden_panel
+    from ragmeter.errors import InputError
+
+    try:
+        return golden_panel(golden)
+    except InputError:
+        return None
 
 
 def _with_metrics(judge: Any, metrics: Optional[Sequence[Any]]) -> Any:

@@ -337,6 +337,33 @@ def _sweep_section(sweep: Optional[pl.DataFrame]) -> str:
     return f'<section id="sweep"><h2>Threshold sweep</h2>{_charts(charts)}</section>'
 
 
+def _golden_set_section(summary: Dict[str, Any]) -> str:
+    """A compact panel on the golden set itself: size, categories, sources, hard share, audit warnings."""
+    panel = summary.get("golden_set")
+    if not isinstance(panel, dict) or not panel.get("n"):
+        return ""
+
+    def shares(groups: Dict[str, Any]) -> str:
+        return ", ".join(f"{esc(name)} {g['n']} ({100 * g['share']:.1f}%)" for name, g in groups.items())
+
+    hard = panel.get("hard") or {}
+    lines = [f"<li>{panel['n']} cases, {panel.get('n_labeled', 0)} labelled for retrieval</li>",
+             f"<li>by category: {shares(panel.get('by_category') or {})}</li>"]
+    sources = {k: v for k, v in (panel.get("by_source") or {}).items() if k != "(none)"}
+    if sources:
+        lines.append(f"<li>by {esc(panel.get('by') or 'source')}: {shares(sources)}</li>")
+    if hard.get("n_total"):
+        lines.append(f"<li>hard cases ({esc(', '.join(hard.get('categories') or []) or 'none')}): "
+                     f"{hard['n']}/{hard['n_total']} = {100 * hard['share']:.1f}%</li>")
+    warnings = panel.get("warnings") or []
+    warn = "".join(f"<li><code>{esc(w.get('code'))}</code> {esc(w.get('message'))}</li>" for w in warnings[:10])
+    advice = ("<p class=\"muted\">ragmeter audit --golden G gives the gap to a target size and checks every "
+              "evidence phrase against the corpus.</p>")
+    return ('<section id="golden-set"><h2>Golden set</h2><ul>' + "".join(lines) + "</ul>"
+            + (f'<p class="warn"><b>{len(warnings)} audit warning(s)</b></p><ul>{warn}</ul>' if warnings else "")
+            + advice + "</section>")
+
+
 def _calibration_section(results: Results) -> str:
     """Judge vs human reviewers (``ragmeter review import``): agreement, kappa, cells, strata, PPI."""
     from ragmeter.report.data import calibration_section
@@ -511,6 +538,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
 
     parts.append(_sweep_section(results.sweep))
     parts.append(_calibration_section(results))
+    parts.append(_golden_set_section(results.summary))
 
     # explorer
     import json as _json

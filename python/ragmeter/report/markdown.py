@@ -89,7 +89,22 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
                   md_table(headers, rows), "",
                   "Repeats 2..N bypass the judge cache; cases, diagnosis and intervals above use repeat 1.", ""]
     lines += _calibration_lines(results)
+    lines += _golden_set_lines(results.summary)
     return "\n".join(lines)
+
+
+def _golden_set_lines(summary: Dict[str, Any]) -> List[str]:
+    """The golden set in brief: size, categories, hard share, audit warnings (``ragmeter audit`` has the rest)."""
+    panel = summary.get("golden_set")
+    if not isinstance(panel, dict) or not panel.get("n"):
+        return []
+    cats = ", ".join(f"{md_escape(name)} {g['n']}" for name, g in (panel.get("by_category") or {}).items())
+    out = ["", "## Golden set", "", f"- {panel['n']} cases, {panel.get('n_labeled', 0)} labelled; by category: {cats}"]
+    hard = panel.get("hard") or {}
+    if hard.get("n_total"):
+        out.append(f"- hard cases: {hard['n']}/{hard['n_total']} = {100 * hard['share']:.1f}%")
+    out += [f"- audit warning `{w.get('code')}`: {md_escape(str(w.get('message')))}" for w in panel.get("warnings") or []]
+    return out
 
 
 def _calibration_lines(results: Results) -> List[str]:
