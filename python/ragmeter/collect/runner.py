@@ -17,7 +17,6 @@ import asyncio
 import concurrent.futures
 import inspect
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -413,12 +412,10 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
 
 # -- summary -----------------------------------------------------------------------------------------------
 def _percentile(values: Sequence[float], q: float) -> Optional[float]:
-    if not values:
-        return None
-    xs = sorted(values)
-    k = (len(xs) - 1) * q
-    lo, hi = math.floor(k), math.ceil(k)
-    return round(xs[lo] + (xs[hi] - xs[lo]) * (k - lo), 3)
+    """The same latency percentile as the judge's summary (linear interpolation, 3 decimals)."""
+    from ragmeter.judge.runner import _percentile as judge_percentile
+
+    return judge_percentile(list(values), q)
 
 
 def mode_change(records: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
