@@ -351,3 +351,26 @@ def test_string_view_texts_are_borrowed_and_validated():
         with pytest.raises(InputError, match="UTF-8|outside|splits"):
             _core.evidence_match_views(*args[:4], np.array([0, 1], np.int64), string_column(["a"]),
                                        np.frombuffer(bad_views, np.uint8), [np.frombuffer(bad_buf, np.uint8)])
+
+
+def test_parquet_texts_regrouped_by_polars_match(tmp_path):
+    # Polars' Parquet reader leaves the pages' 4-byte length prefixes between the
+    # values in its string-view buffers; a 500-byte value's prefix (f4 01 00 00) is
+    # not UTF-8, so only each view's own bytes may be validated.
+    rows = [("文本" * 80 + f" retrieval {i} ", i // 5, f"f{i % 3}.md") for i in range(300)]
+    pl.DataFrame({"text": [r[0] for r in rows], "case": [r[1] for r in rows], "file": [r[2] for r in rows]}).write_parquet(tmp_path / "c.parquet")
+    grouped = pl.read_parquet(tmp_path / "c.parquet").group_by("case", maintain_order=True).agg("file", "text")
+    n = grouped.height
+    phrases = pl.Series([["Retrieval 3"]] * n, dtype=pl.List(pl.String))
+    no_files = pl.Series([[] for _ in range(n)], dtype=pl.List(pl.String))
+    assert _view_list_column_used(grouped["text"])
+    m = match_relevance(no_files, phrases, grouped["file"], grouped["text"], run_wide=True)
+    expected = [ref_found(t, "Retrieval 3") for t, _, _ in rows]
+    assert m.relevant.tolist() == expected and sum(expected) == 11
+    assert m.phrase_in_run.tolist() == [True] * n
+
+
+def _view_list_column_used(texts: pl.Series) -> bool:
+    from ragmeter.evidence import _view_list_column
+
+    return _view_list_column(texts) is not None
