@@ -127,6 +127,20 @@ def test_normalize_equals_reference(text):
     assert normalize_dehyphenated(text) == ref_dehyphenated(text)
 
 
+# Every Unicode block, each as likely as Latin: a 128-code-point range holding
+# at least one assigned character is drawn first, then a character in it.
+_RANGES = [r for r in range(0x110000 // 128) if any(_assigned(chr(c)) for c in range(r * 128, r * 128 + 128))]
+block_chars = st.builds(lambda r, i: chr(_RANGES[r] * 128 + i), st.integers(0, len(_RANGES) - 1), st.integers(0, 127)).filter(_assigned)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=st.one_of(block_chars, st.sampled_from(INTERESTING)), max_size=24))
+def test_normalize_equals_reference_over_every_block(text):
+    # The table-driven fast path against CPython's unicodedata.
+    assert normalize(text) == ref_normalize(text)
+    assert normalize_dehyphenated(text) == ref_dehyphenated(text)
+
+
 @st.composite
 def text_and_phrases(draw):
     text = draw(texts)

@@ -3,29 +3,145 @@
 use unicode_normalization::UnicodeNormalization;
 
 
-/// Characters that NFKC leaves unchanged in every context: NFKC-stable
-/// starters (canonical combining class 0) that are never the second element of
-/// a canonical composition. ASCII also qualifies but may be the *first* element
-/// of one (`e` + U+0301), which the segmenting in [`Normalizer::run`] handles.
-/// The property is checked exhaustively by a unit test.
-#[cfg(test)]
-pub(super) fn is_stable_nonascii(c: char) -> bool {
-    is_stable_code(c as u32)
+use std::sync::OnceLock;
+
+use unicode_normalization::char::{canonical_combining_class, decompose_canonical, decompose_compatible};
+
+/// How the fast path of [`Normalizer::run`] treats a BMP code point.
+///
+/// NFKC of a text is the concatenation of NFKC of its pieces when the text is
+/// cut only before characters with a *composition boundary before* them: the
+/// compatibility decomposition starts with a starter (combining class 0)
+/// that never combines with what precedes it (never a non-initial element
+/// of a canonical decomposition, which covers Hangul vowel and trailing
+/// jamo). Nothing before such a character can reorder or compose with
+/// anything after it. So a character with a boundary before it *and* before
+/// its successor is normalised on its own, from the table.
+const SLOW: u8 = 0;
+/// Boundary before; NFKC, lower-casing, white-space and hyphen rules leave it
+/// as it is (ASCII is always treated so: its case and white space are handled
+/// byte-wise by [`Normalizer::direct`]).
+const COPY: u8 = 1;
+/// Boundary before; alone it normalises to [`Table::mapped`] (pushed through
+/// the per-character rules).
+const MAPPED: u8 = 2;
+
+/// The per-code-point classes of the BMP and, for `MAPPED`, NFKC of the
+/// character alone. Built once per process (tens of milliseconds) from the
+/// same Unicode data the slow path uses, so both agree by construction.
+pub(super) struct Table {
+    class: Vec<u8>,
+    /// For a `MAPPED` code point: `start << 8 | len` into `chars`.
+    map: Vec<u32>,
+    chars: Vec<char>,
+    /// For a `MAPPED` code point whose NFKC has no white space, invisible
+    /// character or hyphen: `start << 8 | len` into `bytes`, the UTF-8 of its
+    /// NFKC already lower-cased (0 otherwise: pushed character by character).
+    plain: Vec<u32>,
+    bytes: Vec<u8>,
+}
+
+impl Table {
+    fn build() -> Table {
+        // Characters that may combine with a preceding one: non-initial
+        // elements of any canonical decomposition (a superset of the second
+        // elements of the primary composites).
+        let mut combines_back = vec![false; 0x11_0000];
+        let mut parts = Vec::new();
+        for y in (0u32..0x11_0000).filter_map(char::from_u32) {
+            parts.clear();
+            decompose_canonical(y, |d| parts.push(d));
+            for &d in parts.iter().skip(1) {
+                combines_back[d as usize] = true;
+            }
+        }
+        let mut class = vec![SLOW; 0x1_0000];
+        let mut map = vec![0u32; 0x1_0000];
+        let mut chars = Vec::new();
+        let mut plain = vec![0u32; 0x1_0000];
+        let mut bytes = Vec::new();
+        for c in (0u32..0x1_0000).filter_map(char::from_u32) {
+            let cp = c as usize;
+            if c.is_ascii() {
+                class[cp] = COPY;
+                continue;
+            }
+            let mut first = None;
+            decompose_compatible(c, |d| {
+                first.get_or_insert(d);
+            });
+            let first = first.expect("a decomposition is never empty");
+            if canonical_combining_class(first) != 0 || combines_back[first as usize] {
+                continue;
+            }
+            let alone: Vec<char> = std::iter::once(c).nfkc().collect();
+            let unchanged = alone == [c]
+                && c.to_lowercase().eq(std::iter::once(c))
+                && !c.is_whitespace()
+                && !is_invisible(c)
+                && c != '\u{2010}'
+                && c != 'ς';
+            if unchanged {
+                class[cp] = COPY;
+            } else {
+                class[cp] = MAPPED;
+                map[cp] = (chars.len() as u32) << 8 | alone.len() as u32;
+                if alone.iter().all(|&a| !a.is_whitespace() && !is_invisible(a) && a != '-' && a != '\u{2010}') {
+                    let lowered: String = alone.iter().flat_map(|&a| if a == 'ς' { 'σ'.to_lowercase() } else { a.to_lowercase() }).collect();
+                    plain[cp] = (bytes.len() as u32) << 8 | lowered.len() as u32;
+                    bytes.extend_from_slice(lowered.as_bytes());
+                }
+                chars.extend(alone);
+            }
+        }
+        Table { class, map, chars, plain, bytes }
+    }
+
+    pub(super) fn get() -> &'static Table {
+        static TABLE: OnceLock<Table> = OnceLock::new();
+        TABLE.get_or_init(Table::build)
+    }
+
+    /// Class and byte length of the character starting at `b[i]` (valid UTF-8).
+    #[inline]
+    fn class_at(&self, b: &[u8], i: usize) -> (u8, usize) {
+        let lead = b[i];
+        match lead {
+            0x00..=0x7F => (COPY, 1),
+            0xC0..=0xDF => (self.class[((lead as usize & 0x1F) << 6) | (b[i + 1] as usize & 0x3F)], 2),
+            0xE0..=0xEF => (self.class[decode3(b, i) as usize], 3),
+            // Outside the BMP: always through NFKC (joins the segment before it).
+            _ => (SLOW, 4),
+        }
+    }
+
+    /// NFKC of a `MAPPED` code point on its own.
+    #[inline]
+    fn mapped(&self, cp: u32) -> &[char] {
+        let m = self.map[cp as usize];
+        let start = (m >> 8) as usize;
+        &self.chars[start..start + (m & 0xFF) as usize]
+    }
+
+    #[cfg(test)]
+    pub(super) fn is_copy(&self, c: char) -> bool {
+        (c as u32) < 0x1_0000 && self.class[c as usize] == COPY
+    }
+
+    #[cfg(test)]
+    pub(super) fn has_boundary_before(&self, c: char) -> bool {
+        (c as u32) < 0x1_0000 && self.class[c as usize] != SLOW
+    }
 }
 
 #[inline]
-fn is_stable_code(cp: u32) -> bool {
-    matches!(cp,
-        0x4E00..=0x9FFF      // CJK Unified Ideographs
-        | 0x3400..=0x4DBF    // CJK Unified Ideographs Extension A
-        | 0xAC00..=0xD7A3    // Hangul syllables (composition with a trailing jamo is covered by the segmenting)
-        | 0x3001..=0x3003    // 、。〃
-        | 0x3008..=0x3011)   // 〈〉《》「」『』【】
+fn decode3(b: &[u8], i: usize) -> u32 {
+    ((b[i] as u32 & 0x0F) << 12) | ((b[i + 1] as u32 & 0x3F) << 6) | (b[i + 2] as u32 & 0x3F)
 }
 
-#[cfg(test)]
-pub(super) fn is_stable(c: char) -> bool {
-    c.is_ascii() || is_stable_nonascii(c)
+#[inline]
+fn decode2(b: &[u8], i: usize) -> u32 {
+    ((b[i] as u32 & 0x1F) << 6) | (b[i + 1] as u32 & 0x3F)
 }
 
 /// Line-break characters (a subset of `White_Space`).
@@ -67,50 +183,84 @@ impl Normalizer {
 
     /// Normalise `text` into `self.out` (cleared first).
     ///
-    /// Fast path: a maximal run of stable characters (ASCII and the CJK ranges
-    /// of `is_stable_nonascii`) is final as it stands, except its last
-    /// character when a non-stable character follows (it may compose with a
-    /// combining mark); such runs are only lower-cased and stripped of white
-    /// space, in bulk. Everything else goes through NFKC in segments that start
-    /// and end at those safe boundaries.
+    /// The text is cut before every character with a composition boundary
+    /// before it (see [`Table`]), into segments of one such character and
+    /// the characters without one that follow it. A one-character segment
+    /// comes from the table: `COPY` characters in maximal runs, lower-cased
+    /// and stripped of white space in bulk by [`Self::direct`], `MAPPED` ones
+    /// from their stored NFKC; longer segments (a base and its combining
+    /// marks, a Hangul syllable and a trailing jamo, anything outside the
+    /// BMP) go through NFKC.
     pub fn run(&mut self, text: &str) {
         self.out.clear();
         self.soft.clear();
         self.state = Some(Hyphen::None);
         self.prev_ws = true; // "no previous character": a leading hyphen is not a line-break hyphen
         self.out.reserve(text.len());
+        let table = Table::get();
         let b = text.as_bytes();
         let n = b.len();
         let mut i = 0;
-        let mut slow_start: Option<usize> = None;
+        // Start of the segment not yet emitted.
+        let mut pending: Option<usize> = None;
         while i < n {
-            let (run_end, last_start) = stable_run(b, i);
-            if run_end == i {
-                // Not a stable character: part of a slow segment.
-                slow_start.get_or_insert(i);
-                i += utf8_len(b[i]);
+            let (class, len) = table.class_at(b, i);
+            if class == SLOW {
+                pending.get_or_insert(i);
+                i += len;
                 continue;
             }
-            // The run is maximal, so a non-stable character (or the end) follows it.
+            if let Some(s) = pending.take() {
+                self.segment(table, text, s, i);
+            }
+            if class == MAPPED {
+                pending = Some(i);
+                i += len;
+                continue;
+            }
+            // A run of COPY characters: all but the last are one-character
+            // segments; the last one waits for what follows it.
+            let (run_end, last_start) = copy_run(table, b, i);
             let direct_end = if run_end == n { n } else { last_start };
             if direct_end > i {
-                if let Some(s) = slow_start.take() {
-                    self.slow(&text[s..i]);
-                }
                 self.direct(&b[i..direct_end]);
             }
             if direct_end < run_end {
-                slow_start.get_or_insert(direct_end);
+                pending = Some(direct_end);
             }
             i = run_end;
         }
-        if let Some(s) = slow_start {
-            self.slow(&text[s..]);
+        if let Some(s) = pending {
+            self.segment(table, text, s, n);
         }
     }
 
-    /// Bytes of stable characters only: lower-case ASCII, drop white space,
-    /// track hyphens; stable non-ASCII bytes are copied (`to_ascii_lowercase`
+    /// Emit the segment `text[s..e]` (it starts at a boundary or at the text start).
+    #[inline]
+    fn segment(&mut self, table: &Table, text: &str, s: usize, e: usize) {
+        let b = text.as_bytes();
+        let (class, len) = table.class_at(b, s);
+        if s + len != e || class == SLOW {
+            self.slow(&text[s..e]);
+        } else if class == COPY {
+            self.direct(&b[s..e]);
+        } else {
+            let cp = if len == 2 { decode2(b, s) } else { decode3(b, s) };
+            let plain = table.plain[cp as usize];
+            if plain != 0 {
+                self.non_space();
+                let start = (plain >> 8) as usize;
+                self.out.extend_from_slice(&table.bytes[start..start + (plain & 0xFF) as usize]);
+            } else {
+                for &c in table.mapped(cp) {
+                    self.push(c);
+                }
+            }
+        }
+    }
+
+    /// Bytes of `COPY` characters only: lower-case ASCII, drop white space,
+    /// track hyphens; other bytes are copied (`to_ascii_lowercase`
     /// leaves bytes >= 0x80 alone). Split at each `-` (the only byte that can
     /// start a line-break hyphen), the pieces go through [`Self::bulk`].
     fn direct(&mut self, s: &[u8]) {
@@ -144,11 +294,25 @@ impl Normalizer {
         let mut w = 0usize;
         // SAFETY: capacity for `rest.len()` more bytes was reserved; at most
         // one byte is written per input byte, and `w <= rest.len()`.
+        // Eight bytes at a time when none is ASCII (CJK text): kept as they are.
         unsafe {
             let dst = self.out.as_mut_ptr().add(len0);
-            for &c in rest {
+            let mut k = 0;
+            while k < rest.len() {
+                if k + 8 <= rest.len() {
+                    let word = (rest.as_ptr().add(k) as *const u64).read_unaligned();
+                    if word & 0x8080_8080_8080_8080 == 0x8080_8080_8080_8080 {
+                        // In bounds: `w <= k` and `k + 8 <= rest.len()`.
+                        (dst.add(w) as *mut u64).write_unaligned(word);
+                        w += 8;
+                        k += 8;
+                        continue;
+                    }
+                }
+                let c = *rest.get_unchecked(k);
                 *dst.add(w) = LOWER[c as usize];
                 w += KEEP[c as usize] as usize;
+                k += 1;
             }
             self.out.set_len(len0 + w);
         }
@@ -277,20 +441,10 @@ static LOWER: [u8; 256] = {
     t
 };
 
+/// The maximal run of `COPY` characters starting at byte `i`: returns its end
+/// and the start of its last character.
 #[inline]
-fn utf8_len(lead: u8) -> usize {
-    match lead {
-        0x00..=0x7F => 1,
-        0xC0..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        _ => 4,
-    }
-}
-
-/// The maximal run of stable characters starting at byte `i`: returns its end
-/// and the start of its last character (both `i` when the run is empty).
-#[inline]
-fn stable_run(b: &[u8], i: usize) -> (usize, usize) {
+fn copy_run(table: &Table, b: &[u8], i: usize) -> (usize, usize) {
     let n = b.len();
     let mut j = i;
     let mut last = i;
@@ -304,20 +458,18 @@ fn stable_run(b: &[u8], i: usize) -> (usize, usize) {
                 continue;
             }
         }
-        let c = b[j];
-        if c < 0x80 {
-            last = j;
-            j += 1;
-        } else if (0xE0..=0xEF).contains(&c) && j + 2 < n {
-            let cp = ((c as u32 & 0x0F) << 12) | ((b[j + 1] as u32 & 0x3F) << 6) | (b[j + 2] as u32 & 0x3F);
-            if !is_stable_code(cp) {
-                break;
-            }
+        // U+4000..U+9FFF (most of CJK) is all COPY (a unit test checks it).
+        if (0xE4..=0xE9).contains(&b[j]) {
             last = j;
             j += 3;
-        } else {
+            continue;
+        }
+        let (class, len) = table.class_at(b, j);
+        if class != COPY {
             break;
         }
+        last = j;
+        j += len;
     }
     (j, last)
 }

@@ -2,7 +2,7 @@
 
 use unicode_normalization::UnicodeNormalization;
 
-use super::normalize::{is_invisible, is_stable, is_stable_nonascii};
+use super::normalize::{is_invisible, Table};
 use super::*;
 
 #[test]
@@ -38,31 +38,55 @@ fn hyphenation() {
 }
 
 #[test]
-fn stable_set_is_really_stable() {
-    use unicode_normalization::char::{canonical_combining_class, decompose_canonical};
-    let stable: Vec<char> = (0u32..0x11_0000).filter_map(char::from_u32).filter(|&c| is_stable_nonascii(c)).collect();
-    for &c in &stable {
+fn table_classes_hold() {
+    use unicode_normalization::char::{canonical_combining_class, compose, decompose_canonical};
+    let table = Table::get();
+    let bmp: Vec<char> = (0u32..0x1_0000).filter_map(char::from_u32).collect();
+    // `copy_run` takes the lead bytes E4..E9 as COPY without a lookup.
+    assert!((0x4000u32..0xA000).filter_map(char::from_u32).all(|c| table.is_copy(c)));
+    for &c in bmp.iter().filter(|&&c| !c.is_ascii() && table.is_copy(c)) {
         let s = c.to_string();
         assert_eq!(s.nfkc().collect::<String>(), s, "{c:?} not NFKC-stable");
         assert_eq!(canonical_combining_class(c), 0);
         assert_eq!(c.to_lowercase().collect::<String>(), s);
-        assert!(!c.is_whitespace());
+        assert!(!c.is_whitespace() && !is_invisible(c) && c != '\u{2010}' && c != 'ς');
     }
-    // Never a non-initial element of a canonical decomposition (so never
-    // the second element of a composition).
+    // A character with a boundary before it is never a non-initial element of
+    // a canonical decomposition, and composes with nothing before it: checked
+    // against every first element of a composition (base letters, composites
+    // that compose further, Hangul LV syllables).
+    let mut firsts: Vec<char> = Vec::new();
     for y in (0u32..0x11_0000).filter_map(char::from_u32) {
         let mut parts = Vec::new();
         decompose_canonical(y, |d| parts.push(d));
+        if parts != [y] {
+            firsts.push(parts[0]);
+            firsts.push(y);
+        }
         for &p in parts.iter().skip(1) {
-            assert!(!is_stable(p), "{p:?} appears inside the decomposition of {y:?}");
+            assert!(!table.has_boundary_before(p), "{p:?} appears inside the decomposition of {y:?}");
+        }
+    }
+    firsts.extend((0..399).filter_map(|i| char::from_u32(0xAC00 + i * 28)));
+    firsts.sort_unstable();
+    firsts.dedup();
+    for &b in bmp.iter().filter(|&&b| table.has_boundary_before(b) && !(0x4E00..=0x9FFF).contains(&(b as u32)) && !(0xAC00..=0xD7A3).contains(&(b as u32))) {
+        for &a in &firsts {
+            assert!(compose(a, b).is_none(), "{a:?} + {b:?} composes");
         }
     }
 }
 
 #[test]
 fn fast_path_equals_plain_nfkc() {
-    // Every stable character next to combining marks, full-width forms and ASCII.
-    let pieces = ["a", "e\u{301}", "\u{301}", "大", "\u{3099}", "か", "Ａ", "\u{2F24}", " ", "\u{3000}", "-", "\n", "가", "\u{11A8}", "Σ", "İ"];
+    // Table characters next to combining marks, backward-combining starters
+    // (Hangul jamo, Indic vowel signs), half-width voiced marks, characters
+    // outside the BMP, full-width forms and ASCII.
+    let pieces = [
+        "a", "e\u{301}", "\u{301}", "大", "\u{3099}", "か", "Ａ", "\u{2F24}", " ", "\u{3000}", "-", "\n", "가", "\u{11A8}", "Σ", "İ",
+        "，", "１", "ｶ", "\u{FF9E}", "\u{0B47}", "\u{0B3E}", "ﬁ", "\u{1161}", "ς", "\u{2010}", "\u{AD}", "😀", "𠀀", "\u{85}", "\u{212B}",
+        "\u{0344}", "①", "\u{1100}", "é", "Ё",
+    ];
     for a in pieces {
         for b in pieces {
             for c in pieces {
@@ -76,6 +100,41 @@ fn fast_path_equals_plain_nfkc() {
                 assert_eq!(normalize(&s), reference, "{s:?}");
             }
         }
+    }
+}
+
+#[test]
+fn fast_path_equals_plain_nfkc_on_a_fixed_sample() {
+    // Pseudo-random strings over every BMP block (one code point drawn per
+    // 128-code-point range) and the supplementary planes' CJK and emoji.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..20_000 {
+        let len = (next() % 12) as usize;
+        let s: String = (0..len)
+            .filter_map(|_| {
+                let r = next();
+                let cp = match r % 8 {
+                    0 => (r >> 8) as u32 % 0x80,
+                    1 => 0x20000 + (r >> 8) as u32 % 0x100,
+                    2 => 0x1F300 + (r >> 8) as u32 % 0x300,
+                    _ => ((r >> 8) as u32 % 0x200) * 0x80 + (r >> 24) as u32 % 0x80,
+                };
+                char::from_u32(cp)
+            })
+            .collect();
+        let reference: String = s
+            .nfkc()
+            .filter(|ch| !ch.is_whitespace() && !is_invisible(*ch))
+            .flat_map(|ch| ch.to_lowercase())
+            .map(|ch| if ch == 'ς' { 'σ' } else { ch })
+            .collect();
+        assert_eq!(normalize(&s), reference, "{s:?}");
     }
 }
 
