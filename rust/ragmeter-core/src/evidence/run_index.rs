@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 /// 4 to 7 bytes): text positions are hashed and tested against a blocked
 /// Bloom filter (two bits in one 64-bit word), and only filter hits look up
 /// the windows' phrases and compare them in full. Long phrases let the scan
-/// probe only every 4th (16..23 bytes) or 8th (>= 24 bytes) position: such a
+/// probe only every 2nd (13..14 bytes), 4th (15..18) or 8th (>= 19 bytes) position: such a
 /// phrase indexes 4 or 8 consecutive windows, one of which starts at a probed
 /// position wherever the phrase occurs. The windows of a phrase are chosen
 /// among its offsets as those shared with the fewest other phrases. Phrases shorter than 4 bytes (rare) go through
@@ -31,11 +31,15 @@ pub struct RunIndex {
     starts: Vec<usize>,
     found: Vec<AtomicBool>,
     remaining: AtomicUsize,
-    /// 8-byte windows probed at every 8th, every 4th and every text position
-    /// (phrases of >= 24, 16..23 and 8..15 bytes), 4-byte windows at every
+    /// 8-byte windows probed at every 8th, 4th, 2nd and every text position
+    /// (phrases of >= 19, 15..18, 13..14 and 8..12 bytes: a phrase of `8 + s - 1`
+    /// bytes or more has `s` consecutive windows; four bytes more leave at
+    /// least five placements to choose the least shared from, which phrases
+    /// with a common prefix need), 4-byte windows at every
     /// position (4..7 bytes).
     w8s8: Window,
     w8s4: Window,
+    w8s2: Window,
     w8: Window,
     w4: Window,
     short: Option<(AhoCorasick, Vec<u32>)>,
@@ -194,6 +198,7 @@ impl RunIndex {
         let n = starts.len() - 1;
         let mut w8s8 = Window::new(8, 8);
         let mut w8s4 = Window::new(8, 4);
+        let mut w8s2 = Window::new(8, 2);
         let mut w8 = Window::new(8, 1);
         let mut w4 = Window::new(4, 1);
         let mut short_pats: Vec<&[u8]> = Vec::new();
@@ -203,10 +208,12 @@ impl RunIndex {
         key_starts.push(0);
         for id in 0..n {
             let pat = &data[starts[id]..starts[id + 1]];
-            if pat.len() >= 24 {
+            if pat.len() >= 19 {
                 w8s8.add(pat, id as u32, &mut keys);
-            } else if pat.len() >= 16 {
+            } else if pat.len() >= 15 {
                 w8s4.add(pat, id as u32, &mut keys);
+            } else if pat.len() >= 13 {
+                w8s2.add(pat, id as u32, &mut keys);
             } else if pat.len() >= 8 {
                 w8.add(pat, id as u32, &mut keys);
             } else if pat.len() >= 4 {
@@ -219,6 +226,7 @@ impl RunIndex {
         }
         w8s8.finish();
         w8s4.finish();
+        w8s2.finish();
         w8.finish();
         w4.finish();
         let short = if short_pats.is_empty() {
@@ -237,6 +245,7 @@ impl RunIndex {
             starts,
             w8s8,
             w8s4,
+            w8s2,
             w8,
             w4,
             short,
@@ -256,9 +265,10 @@ impl RunIndex {
             self.remaining.fetch_sub(1, Ordering::Relaxed);
             let len = self.pattern(id).len();
             let w = match len {
-                24.. => &self.w8s8,
-                16..=23 => &self.w8s4,
-                8..=15 => &self.w8,
+                19.. => &self.w8s8,
+                15..=18 => &self.w8s4,
+                13..=14 => &self.w8s2,
+                8..=12 => &self.w8,
                 4..=7 => &self.w4,
                 _ => return,
             };
@@ -280,7 +290,7 @@ impl RunIndex {
         if self.remaining.load(Ordering::Relaxed) == 0 {
             return;
         }
-        for w in [&self.w8s8, &self.w8s4, &self.w8] {
+        for w in [&self.w8s8, &self.w8s4, &self.w8s2, &self.w8] {
             if !w.bits.is_empty() {
                 self.scan_windows::<8>(w, text);
             }
