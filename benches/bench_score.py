@@ -133,6 +133,144 @@ def measure(golden: Path, run: Path, n_thresholds: int) -> dict:
     }
 
 
+# ---------------------------------------------------------------------------
+# --compare: ragmeter score vs the plain-Python scorer, three text kinds
+# ---------------------------------------------------------------------------
+
+KIND_PLANT = {"ascii": ("evidence{c:06d}x", "evidence{c:06d}X"), "cjk-pdf": ("证据{c:06d}大", "证据{c:06d}⼤"), "mix": ("证据 {c:06d} API", "证据{c:06d}ＡＰＩ")}
+
+
+def generate_kind(dir_: Path, cases: int, chunks: int, kind: str, seed: int = 11) -> None:
+    """A golden set and Parquet run whose chunk texts are of one kind of bench_normalize.py (500 characters)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_normalize import KINDS
+
+    rng = np.random.default_rng(seed)
+    pool = KINDS[kind](rng, 3000)
+    n = cases * chunks
+    idx = rng.integers(0, len(pool), n)
+    texts = [pool[i] for i in idx.tolist()]
+    plant = rng.random(cases) < 0.6
+    where = rng.integers(0, chunks, cases)
+    in_text, in_golden = KIND_PLANT[kind]
+    for c in np.flatnonzero(plant).tolist():
+        i = c * chunks + int(where[c])
+        p = in_text.format(c=c)
+        texts[i] = texts[i][:100] + p + texts[i][100 + len(p):]
+    case_of = np.repeat(np.arange(cases), chunks)
+    rank = np.tile(np.arange(chunks), cases)
+    same_file = (rank % 4 == 0) | (rank == np.repeat(where, chunks))
+    file_no = np.where(same_file, case_of % 1000, (case_of + rank + 1) % 1000)
+    files = pa.array([f"kb/doc{f}.md" for f in file_no.tolist()], pa.large_string())
+    struct = pa.StructArray.from_arrays([files, pa.array(texts, pa.large_string()), pa.array(np.round(rng.random(n), 3))],
+                                        names=["file", "text", "score"])
+    retrieved = pa.LargeListArray.from_arrays(pa.array(np.arange(0, n + 1, chunks, dtype=np.int64)), struct)
+    ids = [f"q{c:06d}" for c in range(cases)]
+    pq.write_table(pa.table({"id": pa.array(ids, pa.large_string()), "retrieved": retrieved}), dir_ / "run.parquet",
+                   compression="zstd", row_group_size=10_000)
+    with (dir_ / "golden.jsonl").open("w", encoding="utf-8") as fh:
+        for c in range(cases):
+            fh.write(json.dumps({"id": ids[c], "question": "q", "expectedFileNames": [f"doc{c % 1000}.md"],
+                                 "expectedEvidence": [in_golden.format(c=c)], "referenceAnswer": "r"}, ensure_ascii=False) + "\n")
+
+
+def plain_python_hits(golden: Path, run: Path, top: int, cases: int) -> list:
+    """The script a user would write: NFKC, drop white space, lower-case, `in`, over the first `top` chunks."""
+    import re
+    import unicodedata
+
+    import polars as pl
+
+    ws = re.compile(r"\s+")
+
+    def norm(t: str) -> str:
+        return ws.sub("", unicodedata.normalize("NFKC", t)).lower()
+
+    gold = {}
+    with golden.open(encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            gold[r["id"]] = ([f.lower() for f in r["expectedFileNames"]], [norm(p) for p in r["expectedEvidence"]])
+    df = pl.read_parquet(run).head(cases)
+    heads = df.select("id", pl.col("retrieved").list.head(top).list.eval(pl.element().struct.field("file")).alias("f"),
+                      pl.col("retrieved").list.head(top).list.eval(pl.element().struct.field("text")).alias("t"))
+    hits = []
+    for cid, fs, ts in zip(heads["id"].to_list(), heads["f"].to_list(), heads["t"].to_list()):
+        exp_files, phrases = gold[cid]
+        first = 0
+        for r, (f, t) in enumerate(zip(fs, ts), start=1):
+            if any(f.lower().endswith("/" + e) or f.lower() == e for e in exp_files):
+                nt = norm(t)
+                if any(p and p in nt for p in phrases):
+                    first = r
+                    break
+        hits.append(0 < first <= 5)
+    return hits
+
+
+def compare_child(mode: str, golden: Path, run: Path, cases: int) -> dict:
+    t0 = time.perf_counter()
+    if mode == "ragmeter":
+        import ragmeter
+
+        t_import = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        res = ragmeter.score(golden, run, k=5)
+        t = time.perf_counter() - t0
+        hits = res.cases["hit"].head(cases).to_list()
+        return {"s": t, "import_s": t_import, "hits": hits, "rss_mb": peak_rss_mb(), "unfound": len(res.summary["unfound_evidence"])}
+    top = 5 if mode == "python-top5" else 10**9
+    hits = plain_python_hits(golden, run, top, cases)
+    return {"s": time.perf_counter() - t0, "hits": hits, "rss_mb": peak_rss_mb()}
+
+
+def compare(args) -> None:
+    kinds = ["ascii", "cjk-pdf", "mix"]
+    rows = []
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = args.data or Path(tmp)
+        for kind in kinds:
+            d = base / f"compare-{kind}-{args.cases}x{args.chunks}"
+            if not (d / "run.parquet").exists():
+                d.mkdir(parents=True, exist_ok=True)
+                generate_kind(d, args.cases, args.chunks, kind)
+            size = os.path.getsize(d / "run.parquet")
+            got = {}
+            for mode, n in (("ragmeter", args.cases), ("python-top5", args.py_cases or args.cases),
+                            ("python-all", args.py_all_cases or args.py_cases or args.cases)):
+                runs = []
+                for _ in range(args.repeat if mode == "ragmeter" else 1):
+                    out = subprocess.run([sys.executable, __file__, "--_compare", mode, str(d / "golden.jsonl"), str(d / "run.parquet"), str(n)],
+                                         check=True, capture_output=True, text=True)
+                    runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+                got[mode] = {"s": [r["s"] * args.cases / n for r in runs], "n": n, "hits": runs[0]["hits"], "rss_mb": runs[0]["rss_mb"]}
+            rm = got["ragmeter"]
+            same = all(rm["hits"][: got[m]["n"]] == got[m]["hits"] for m in ("python-top5", "python-all"))
+            best = min(rm["s"])
+            rows.append(f"| {kind} | {args.cases:,} | {size / 1e6:.0f} MB | {best:.2f} s ({', '.join(f'{x:.2f}' for x in rm['s'])}) "
+                        f"| {rm['rss_mb']:.0f} MB ({rm['rss_mb'] / (size / 1e6):.1f}x) "
+                        f"| {got['python-top5']['s'][0]:.1f} s{'*' if got['python-top5']['n'] < args.cases else ''} | {got['python-top5']['s'][0] / best:.1f}x "
+                        f"| {got['python-all']['s'][0]:.1f} s{'*' if got['python-all']['n'] < args.cases else ''} | {got['python-all']['s'][0] / best:.1f}x "
+                        f"| {'identical' if same else 'DIFFER'} |")
+            print(rows[-1], flush=True)
+    load_after = os.getloadavg()
+    header = ["| text | cases | run.parquet | ragmeter score (runs) | peak RSS (x Parquet) | Python top-5 | speed-up | Python all chunks | speed-up | hits@5 |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    machine = (f"{os.cpu_count()} CPUs (nproc), {cpu_model()}, "
+               f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, Python {platform.python_version()}")
+    cmd = "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
+    note = (f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after. "
+            + ("* the Python scorers ran on the first cases only (--py-cases / --py-all-cases) and their time is scaled "
+               "linearly to all cases; hits are compared on those cases. " if (args.py_cases or args.py_all_cases) else ""))
+    text = "\n".join(header + rows) + "\n\n" + note + "\n"
+    print(text)
+    if not args.no_append:
+        with (Path(__file__).parent / "RESULTS_score.md").open("a", encoding="utf-8") as fh:
+            fh.write(f"\n## {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')} ragmeter score vs plain Python\n\n"
+                     f"Command: `{cmd}`  \nMachine: {machine}\n\n" + text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", type=int, default=100_000)
@@ -143,7 +281,22 @@ def main() -> None:
     ap.add_argument("--data", type=Path, help="keep the generated files here and reuse them when present")
     ap.add_argument("--no-append", action="store_true", help="do not append to benches/RESULTS_score.md")
     ap.add_argument("--_measure", nargs=3, metavar=("GOLDEN", "RUN", "THRESHOLDS"), help=argparse.SUPPRESS)
+    ap.add_argument("--compare", action="store_true",
+                    help="ragmeter score vs the plain-Python scorer (top-5 and all chunks) on three text kinds (default 20,000 cases)")
+    ap.add_argument("--py-cases", type=int, help="with --compare: run the Python scorers on the first N cases only (time scaled)")
+    ap.add_argument("--py-all-cases", type=int, help="with --compare: the same for the all-chunks Python scorer alone")
+    ap.add_argument("--repeat", type=int, default=2, help="with --compare: ragmeter runs per kind")
+    ap.add_argument("--_compare", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args._compare:
+        mode, golden, run, n = args._compare
+        print(json.dumps(compare_child(mode, Path(golden), Path(run), int(n))))
+        return
+    if args.compare:
+        if "--cases" not in sys.argv:
+            args.cases = 20_000
+        compare(args)
+        return
     if args._measure:
         golden, run, n = args._measure
         print(json.dumps(measure(Path(golden), Path(run), int(n))))

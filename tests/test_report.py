@@ -175,14 +175,14 @@ def test_every_input_string_is_escaped(results_dir: Path) -> None:
     assert html.count("<script>") == 1
     assert html.count("<script") == 3
     assert html.count("</script>") == 3
-    assert "PWNED" not in html.split('<script type="application/json" id="case-data">')[0].replace(
+    assert "PWNED" not in html.split('<script type="application/octet-stream" id="case-data">')[0].replace(
         "&lt;script&gt;document.title=&#x27;PWNED&#x27;&lt;/script&gt;", ""
     ).replace("fact&lt;/script&gt;&lt;script&gt;document.title=&#x27;PWNED3&#x27;&lt;/script&gt;", "")
     assert "<i>run</i>" not in html and "&lt;i&gt;run&lt;/i&gt;" in html
     assert "<img" not in html
-    data = html.split('<script type="application/json" id="case-data">')[1].split("</script>")[0]
+    data = html.split('<script type="application/octet-stream" id="case-data">')[1].split("</script>")[0]
     assert "<" not in data and ">" not in data
-    cols = json.loads(data)[0]  # columnar: {column: [value per case]}
+    cols = case_data_of(html)  # columnar: {column: [value per case]}
     assert cols["answer"][0] == INJECT
     assert cols["chunk_text"][0] == [INJECT + " & more"]
     assert cols["chunk_file"][0] == [INJECT_IMG]
@@ -273,8 +273,46 @@ def test_report_on_many_cases_paginates_the_case_explorer(tmp_path: Path) -> Non
     big = pl.concat([cases.with_columns((pl.col("id") + f"-{k}").alias("id")) for k in range(10)])  # 20,000 cases
     d = write_results(tmp_path / "big", big, judge=False)
     html = write_reports(d)["html"].read_text(encoding="utf-8")
-    assert big["id"][19_999] in html
+    assert case_data_of(html)["id"][19_999] == big["id"][19_999]
     assert html.count("<tr") < 2_000, "case rows must be rendered page by page, not all at once"
+
+
+def case_data_of(html: str) -> Dict[str, Any]:
+    """The case explorer's embedded data (gzip + base64 columnar JSON), decoded."""
+    import base64
+    import gzip
+
+    block = html.split('<script type="application/octet-stream" id="case-data">')[1].split("</script>")[0]
+    return json.loads(gzip.decompress(base64.b64decode(block)))[0]
+
+
+def _cjk_cases(n: int, chars: int, seed: int = 3) -> pl.DataFrame:
+    """synth_cases with long Chinese answers and chunk texts (which compress worst)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    pool = np.array([chr(c) for c in range(0x4E00, 0x4E00 + 3000)])
+    texts = ["".join(pool[rng.integers(0, 3000, chars)]) for _ in range(400)]
+    cases = synth_cases(n, seed=seed)
+    pick = rng.integers(0, 400, (n, 5))
+    chunks = [[{"file": f"doc{j}.md", "chunk_id": f"c{j}", "text": texts[pick[i, j]], "score": 0.5, "relevant": j == 0} for j in range(5)]
+              for i in range(n)]
+    return cases.with_columns(pl.Series("answer", [texts[p] for p in pick[:, 0]]),
+                              pl.Series("retrieved", chunks, dtype=cases.schema["retrieved"]))
+
+
+def test_large_report_stays_under_the_size_bound(tmp_path: Path) -> None:
+    # 20,000 cases with 500-character Chinese answers and chunks: the explorer's
+    # cuts are halved until the data fits; every case is still in it.
+    from ragmeter.report import write_reports
+    from ragmeter.report.html import MAX_EXPLORER_BYTES
+
+    cases = _cjk_cases(20_000, 500)
+    html = write_reports(write_results(tmp_path / "big", cases, judge=False))["html"]
+    assert html.stat().st_size < MAX_EXPLORER_BYTES + 2_000_000
+    data = case_data_of(html.read_text(encoding="utf-8"))
+    assert len(data["id"]) == 20_000 and data["id"][-1] == cases["id"][-1]
+    assert 0 < len(data["chunk_text"][0][0]) < 500 and len(data["chunk_text"][0]) >= 1
 
 
 # ------------------------------------------------------------------ headless Chromium
@@ -333,7 +371,9 @@ def _png_size(path: Path) -> tuple:
 
 #: measures the report inside a 390 px frame (headless Chromium keeps a window at least 500 px wide)
 NARROW_PROBE = """<script>
-function measure(){var f=document.getElementById('report'), d=f.contentDocument, w=f.contentWindow;
+function measure(tries){var f=document.getElementById('report'), d=f.contentDocument, w=f.contentWindow;
+tries = tries || 0;  // the explorer renders once its data is decompressed (asynchronously): wait for its rows
+if (!d.querySelectorAll('#case-rows tr').length && tries < 40) { setTimeout(function(){ measure(tries + 1); }, 50); return; }
 document.body.setAttribute('data-result', JSON.stringify({scrollWidth: d.documentElement.scrollWidth,
   bodyScrollWidth: d.body.scrollWidth, innerWidth: w.innerWidth, rows: d.querySelectorAll('#case-rows tr').length,
   svgWidths: Array.prototype.map.call(d.querySelectorAll('svg.chart'), function(s){return s.getBoundingClientRect().width;})}));}

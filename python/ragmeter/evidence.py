@@ -35,6 +35,15 @@ non-empty phrases is unlabelled and has no relevant chunk.
 can be applied afterwards: ``phrase_first_rank`` is the 1-based rank of the
 first chunk *of an expected file* containing the phrase (0 = never), so the
 phrase counts for evidence recall at k when ``0 < rank <= k``.
+
+Every retrieved chunk is normalised and matched, including chunks of files
+the case does not expect and chunks below any k: ``phrase_any_rank`` (the
+phrase was retrieved, from the wrong file), ``phrases_found`` per chunk
+(``chunks.parquet``), the sweep over thresholds and the run-wide "phrase in no
+chunk" check all need them. The texts reach Rust as the Arrow buffers Polars
+holds (string views, no copy and no Python object per row); a run's nested
+``retrieved`` column is split with Polars expressions
+(:func:`retrieved_columns`), never converted to Python lists.
 """
 from __future__ import annotations
 

@@ -1,17 +1,22 @@
 """The self-contained HTML report.
 
 One file, no network: CSS and JavaScript inline, charts as inline SVG drawn in
-Python. The case explorer's data is embedded as JSON in a
-``<script type="application/json">`` block in which ``<``, ``>`` and ``&`` are
-written as ``\\u003c`` / ``\\u003e`` / ``\\u0026`` (so ``</script>`` inside data
-cannot close the block), parsed with ``JSON.parse`` and rendered only through
-``textContent`` (never ``innerHTML``), a page at a time. Everything else taken
-from the inputs is HTML-escaped in Python.
+Python. The case explorer's data is columnar JSON, gzip-compressed and
+base64-encoded in a ``<script type="application/octet-stream">`` block (base64
+has no ``<``, so data cannot close the block), decompressed by the browser's
+own ``DecompressionStream`` (no library), parsed with ``JSON.parse`` and
+rendered only through ``textContent`` (never ``innerHTML``), a page at a time.
+Texts are cut for the explorer so that the file stays under
+:data:`MAX_EXPLORER_BYTES` at any size (the full texts are in the Parquet
+files). Everything else taken from the inputs is HTML-escaped in Python.
 """
 from __future__ import annotations
 
+import base64
 import datetime as _dt
-from typing import Any, Dict, List, Optional
+import gzip
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import polars as pl
@@ -30,15 +35,23 @@ from ragmeter.report.data import (
 )
 from ragmeter.report.svg import PALETTE, bar_chart, esc, hbar_chart, histogram, line_chart
 
-__all__ = ["render_html", "case_json", "json_for_script"]
+__all__ = ["render_html", "case_json", "case_data", "json_for_script", "ExplorerLimits", "explorer_limits"]
 
 #: chunks per case and characters per chunk text embedded in the case explorer
 MAX_CHUNKS = 10
+#: from this many cases on, fewer chunks per case (at least MIN_CHUNKS)
+FULL_CHUNKS_UP_TO = 10_000
+MIN_CHUNKS = 3
 MAX_CHUNK_CHARS = 1500
-MIN_CHUNK_CHARS = 120
+MIN_CHUNK_CHARS = 60
 #: total characters of chunk text embedded (before cutting each chunk)
-CHUNK_TEXT_BUDGET = 30_000_000
+CHUNK_TEXT_BUDGET = 12_000_000
+#: characters of a question, answer, reference or judge reason: at most, and the budget over all cases
 MAX_TEXT_CHARS = 4000
+MIN_TEXT_CHARS = 80
+TEXT_BUDGET = 40_000_000
+#: the compressed explorer data is kept under this size (limits halved until it fits)
+MAX_EXPLORER_BYTES = 18_000_000
 
 DIAGNOSIS_COLORS = {
     "OK": "#4f9d69",
@@ -69,16 +82,58 @@ def _struct_fields(df: pl.DataFrame, column: str) -> List[str]:
     return [f.name for f in getattr(inner, "fields", [])]
 
 
-def case_json(results: Results) -> str:
+@dataclass(frozen=True)
+class ExplorerLimits:
+    """What the case explorer embeds per case: chunks, characters per chunk text and per other text."""
+
+    chunks: int
+    chunk_chars: int
+    text_chars: int
+
+    def halved(self) -> "ExplorerLimits":
+        return ExplorerLimits(max(1, self.chunks // 2), max(20, self.chunk_chars // 2), max(20, self.text_chars // 2))
+
+
+def explorer_limits(n_cases: int) -> ExplorerLimits:
+    """The explorer's cuts for ``n_cases`` cases: budgets shared out over the cases (see the constants)."""
+    n = max(1, n_cases)
+    chunks = MAX_CHUNKS if n <= FULL_CHUNKS_UP_TO else max(MIN_CHUNKS, MAX_CHUNKS * FULL_CHUNKS_UP_TO // n)
+    chunk_chars = min(MAX_CHUNK_CHARS, max(MIN_CHUNK_CHARS, CHUNK_TEXT_BUDGET // (n * chunks)))
+    text_chars = min(MAX_TEXT_CHARS, max(MIN_TEXT_CHARS, TEXT_BUDGET // (n * 8)))
+    return ExplorerLimits(chunks, chunk_chars, text_chars)
+
+
+def chunk_char_limit(n_cases: int) -> int:
+    """Characters kept per chunk text for ``n_cases`` cases (before any halving to fit the size bound)."""
+    return explorer_limits(n_cases).chunk_chars
+
+
+def case_data(results: Results) -> Tuple[str, ExplorerLimits]:
+    """The explorer's data as embedded: gzip-compressed :func:`case_json`, base64; and the cuts used.
+
+    The cuts of :func:`explorer_limits` are halved until the data fits
+    :data:`MAX_EXPLORER_BYTES` (text that compresses badly, such as long
+    CJK answers at 100,000 cases).
+    """
+    limits = explorer_limits(results.cases.height)
+    while True:
+        packed = base64.b64encode(gzip.compress(case_json(results, limits).encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+        if len(packed) <= MAX_EXPLORER_BYTES or limits == limits.halved():
+            return packed, limits
+        limits = limits.halved()
+
+
+def case_json(results: Results, limits: Optional[ExplorerLimits] = None) -> str:
     """The case explorer's data as columnar JSON: ``[{column: [value per case], ...}]``.
 
     Chunks and judge verdicts become list columns (``chunk_text``,
     ``verdict_reason``, ...), so keys are written once, not once per case.
-    Chunk texts are cut to fit a total budget (:data:`CHUNK_TEXT_BUDGET`
-    characters, at least ``MIN_CHUNK_CHARS`` and at most ``MAX_CHUNK_CHARS`` per
-    chunk) so that 100,000 cases still give a file a browser opens.
+    Texts are cut by ``limits`` (default :func:`explorer_limits`): the first
+    chunks of each case, each chunk text and each other text to a number of
+    characters, so that 100,000 cases still give a file a browser opens.
     """
     cases = results.cases
+    limits = limits or explorer_limits(cases.height)
     keep = [
         "id", "category", "diagnosis", "question", "answer", "reference_answer", "answer_correct", "refusal",
         "is_noanswer", "quadrant", "faithfulness_band", "labeled", "hit", "file_hit", "first_relevant_rank",
@@ -95,13 +150,13 @@ def case_json(results: Results) -> str:
         if c == "id":
             e = e.cast(pl.Utf8)
         elif cases.schema[c] == pl.Utf8 and c not in ("category", "diagnosis"):
-            e = e.str.slice(0, MAX_TEXT_CHARS)
+            e = e.str.slice(0, limits.text_chars)
         elif cases.schema[c] in (pl.Float32, pl.Float64):
             e = e.fill_nan(None).round(4)
         exprs.append(e)
     if "retrieved" in cases.columns and isinstance(cases.schema["retrieved"], pl.List):
         fields = _struct_fields(cases, "retrieved")
-        per_chunk = chunk_char_limit(cases.height)
+        per_chunk = limits.chunk_chars
         for f in ("file", "chunk_id", "text", "score", "relevant"):
             if f in fields:
                 el = pl.element().struct.field(f)
@@ -111,7 +166,7 @@ def case_json(results: Results) -> str:
                     el = el.cast(pl.Utf8)
                 elif f == "score":
                     el = el.cast(pl.Float64).round(4)
-                exprs.append(pl.col("retrieved").list.head(MAX_CHUNKS).list.eval(el).alias(f"chunk_{f}"))
+                exprs.append(pl.col("retrieved").list.head(limits.chunks).list.eval(el).alias(f"chunk_{f}"))
     df = cases.select(exprs)
     if results.judge is not None and results.judge.height:
         j = results.judge
@@ -119,7 +174,7 @@ def case_json(results: Results) -> str:
             j = j.filter(pl.col("repeat") == 1)
         cols = [c for c in ("metric", "status", "score", "correct", "reason", "error") if c in j.columns]
         fix = [
-            (pl.col(c).cast(pl.Utf8).str.slice(0, MAX_TEXT_CHARS) if c in ("reason", "error") else pl.col(c)).alias(f"verdict_{c}")
+            (pl.col(c).cast(pl.Utf8).str.slice(0, limits.text_chars) if c in ("reason", "error") else pl.col(c)).alias(f"verdict_{c}")
             for c in cols
         ]
         verdicts = (
@@ -129,12 +184,6 @@ def case_json(results: Results) -> str:
         )
         df = df.join(verdicts, on="id", how="left")
     return df.select(pl.all().implode()).write_json()
-
-
-def chunk_char_limit(n_cases: int) -> int:
-    """Characters kept per chunk text for ``n_cases`` cases (see :func:`case_json`)."""
-    per = CHUNK_TEXT_BUDGET // max(1, n_cases * MAX_CHUNKS)
-    return int(min(MAX_CHUNK_CHARS, max(MIN_CHUNK_CHARS, per)))
 
 
 CSS = """
@@ -159,7 +208,17 @@ th{background:#f3f5f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
 
 JS = r"""
 (function(){
-  var C = JSON.parse(document.getElementById('case-data').textContent)[0];
+  // The case data: gzip + base64 (see ragmeter.report.html), decompressed by the browser itself.
+  var node = document.getElementById('case-data');
+  if (typeof DecompressionStream === 'undefined') {
+    document.getElementById('pageinfo').textContent = 'This browser cannot decompress the case data (DecompressionStream): open the report in a current browser, or read cases.parquet.';
+    return;
+  }
+  var bin = atob(node.textContent.trim()), bytes = new Uint8Array(bin.length);
+  for (var b = 0; b < bin.length; b++) bytes[b] = bin.charCodeAt(b);
+  new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text().then(function(text){ explorer(JSON.parse(text)[0]); });
+})();
+function explorer(C){
   var COLORS = JSON.parse(document.getElementById('diag-colors').textContent);
   var N = C.id.length, PAGE = 50, page = 0, filtered = [], selected = -1;
   function val(k,i){ return (k in C) ? C[k][i] : undefined; }
@@ -222,7 +281,7 @@ JS = r"""
   document.getElementById('prev').addEventListener('click',function(){ if(page>0){page--; render();} });
   document.getElementById('next').addEventListener('click',function(){ if((page+1)*PAGE<filtered.length){page++; render();} });
   apply();
-})();
+}
 """
 
 
@@ -543,6 +602,8 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
     # explorer
     import json as _json
 
+    packed, limits = case_data(results)
+
     parts.append(
         '<section id="explorer"><h2>Case explorer</h2><div class="controls">'
         '<label>category <select id="f-cat"><option value="">all</option></select></label>'
@@ -552,11 +613,11 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         '<span id="pageinfo" class="muted"></span></div>'
         '<div class="tw"><table id="case-table"><thead><tr><th>id</th><th>category</th><th>diagnosis</th><th>hit</th><th>correct</th>'
         "<th>faithfulness</th><th>context precision</th></tr></thead><tbody id=\"case-rows\"></tbody></table></div>"
-        f'<div id="detail"></div><p class="muted">Chunks: the first {MAX_CHUNKS} per case, texts cut at {chunk_char_limit(n)} characters '
-        f"(the full texts are in cases.parquet).</p></section>"
+        f'<div id="detail"></div><p class="muted">Chunks: the first {limits.chunks} per case, texts cut at {limits.chunk_chars} characters; '
+        f"questions, answers and reasons at {limits.text_chars} (the full texts are in cases.parquet).</p></section>"
     )
     parts.append("</main>")
-    parts.append('<script type="application/json" id="case-data">' + json_for_script(case_json(results)) + "</script>")
+    parts.append('<script type="application/octet-stream" id="case-data">' + packed + "</script>")
     parts.append('<script type="application/json" id="diag-colors">' + json_for_script(_json.dumps(DIAGNOSIS_COLORS)) + "</script>")
     parts.append("<script>" + JS + "</script></body></html>")
     _ = PALETTE

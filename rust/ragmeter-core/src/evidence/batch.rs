@@ -1,0 +1,308 @@
+//! Batch relevance over the columns of a whole run, in parallel over cases.
+
+use std::collections::HashSet;
+
+use rayon::prelude::*;
+
+use super::matcher::PhraseMatcher;
+use super::normalize::{file_matches, normalize, normalize_file_name, Normalizer};
+use super::run_index::RunIndex;
+use crate::error::{Error, Result};
+
+
+/// Random access to a column of strings.
+pub trait Strings: Sync {
+    fn len(&self) -> usize;
+    fn get(&self, i: usize) -> &str;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<T: AsRef<str> + Sync> Strings for [T] {
+    fn len(&self) -> usize {
+        <[T]>::len(self)
+    }
+    fn get(&self, i: usize) -> &str {
+        self[i].as_ref()
+    }
+}
+
+impl<T: AsRef<str> + Sync> Strings for Vec<T> {
+    fn len(&self) -> usize {
+        <[T]>::len(self)
+    }
+    fn get(&self, i: usize) -> &str {
+        self[i].as_ref()
+    }
+}
+
+/// Column inputs for [`match_evidence`]. All offsets have `n_cases + 1`
+/// entries, start at 0, never decrease and end at the length of their column.
+pub struct EvidenceBatch<'a, S: Strings + ?Sized> {
+    /// Case `c`'s expected files are `expected_files[file_offsets[c]..file_offsets[c + 1]]`.
+    pub file_offsets: &'a [usize],
+    pub expected_files: &'a S,
+    /// Case `c`'s evidence phrases are `phrases[phrase_offsets[c]..phrase_offsets[c + 1]]`.
+    pub phrase_offsets: &'a [usize],
+    pub phrases: &'a S,
+    /// Case `c`'s retrieved chunks, in rank order, are `chunk_offsets[c]..chunk_offsets[c + 1]`.
+    pub chunk_offsets: &'a [usize],
+    pub chunk_files: &'a S,
+    pub chunk_texts: &'a S,
+}
+
+/// Output of [`match_evidence`]. Ranks are 1-based positions within the case's
+/// retrieved list; 0 means "never". To restrict to the top k, compare a rank
+/// with k (`0 < rank <= k`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EvidenceResult {
+    /// Per case: has expected files or at least one non-empty phrase.
+    pub labeled: Vec<bool>,
+    /// Per chunk: its file is one of the case's expected files (always true when none are given).
+    pub file_match: Vec<bool>,
+    /// Per chunk: number of the case's (non-empty) phrases its text contains, whatever its file.
+    pub phrases_found: Vec<u32>,
+    /// Per chunk: relevant by the rule in the module docs (false in unlabelled cases).
+    pub relevant: Vec<bool>,
+    /// Per phrase: rank of the first chunk *of an expected file* containing it.
+    pub phrase_first_rank: Vec<u32>,
+    /// Per phrase: rank of the first chunk of *any* file containing it.
+    pub phrase_any_rank: Vec<u32>,
+    /// Per phrase: normalises to the empty string (ignored).
+    pub phrase_empty: Vec<bool>,
+    /// Per expected file: rank of the first chunk from that file.
+    pub file_first_rank: Vec<u32>,
+    /// Per phrase: occurs in at least one retrieved chunk of *any* case of the
+    /// batch (false for empty phrases). Filled by [`match_evidence_with`] with
+    /// `run_wide`, empty otherwise.
+    pub phrase_in_run: Vec<bool>,
+}
+
+struct CaseOut {
+    labeled: bool,
+    file_match: Vec<bool>,
+    phrases_found: Vec<u32>,
+    relevant: Vec<bool>,
+    phrase_first_rank: Vec<u32>,
+    phrase_any_rank: Vec<u32>,
+    phrase_empty: Vec<bool>,
+    file_first_rank: Vec<u32>,
+}
+
+fn check_offsets(offsets: &[usize], n_cases: usize, total: usize, name: &str) -> Result<()> {
+    if offsets.len() != n_cases + 1 {
+        return Err(Error::input(format!("{name}: expected {} offsets (cases + 1), got {}", n_cases + 1, offsets.len())));
+    }
+    if offsets[0] != 0 || offsets.windows(2).any(|w| w[0] > w[1]) || offsets[n_cases] != total {
+        return Err(Error::input(format!("{name}: offsets must start at 0, never decrease and end at {total}")));
+    }
+    Ok(())
+}
+
+struct Scratch {
+    norm: Normalizer,
+    dehy: Vec<u8>,
+    pat: Vec<bool>,
+}
+
+fn match_case<S: Strings + ?Sized>(
+    b: &EvidenceBatch<'_, S>,
+    norm_phrases: &[String],
+    c: usize,
+    scratch: &mut Scratch,
+) -> Result<CaseOut> {
+    let files: Vec<String> = (b.file_offsets[c]..b.file_offsets[c + 1])
+        .map(|i| normalize_file_name(b.expected_files.get(i)))
+        .collect();
+    let matcher = PhraseMatcher::from_normalized(norm_phrases[b.phrase_offsets[c]..b.phrase_offsets[c + 1]].iter().map(String::as_str))?;
+    let chunks = b.chunk_offsets[c]..b.chunk_offsets[c + 1];
+    let n_chunks = chunks.len();
+    let has_files = !files.is_empty();
+    let has_phrases = matcher.has_phrases();
+    let labeled = has_files || has_phrases;
+
+    let mut out = CaseOut {
+        labeled,
+        file_match: Vec::with_capacity(n_chunks),
+        phrases_found: Vec::with_capacity(n_chunks),
+        relevant: Vec::with_capacity(n_chunks),
+        phrase_first_rank: vec![0; matcher.len()],
+        phrase_any_rank: vec![0; matcher.len()],
+        phrase_empty: matcher.empty_flags().to_vec(),
+        file_first_rank: vec![0; files.len()],
+    };
+    // First rank per unique pattern (any file / expected file).
+    let n_pat = matcher.patterns_len();
+    let mut pat_any = vec![0u32; n_pat];
+    let mut pat_first = vec![0u32; n_pat];
+
+    for (r, k) in chunks.enumerate() {
+        let rank = (r + 1) as u32;
+        let fm = if has_files {
+            let name = normalize_file_name(b.chunk_files.get(k));
+            let mut any = false;
+            for (j, f) in files.iter().enumerate() {
+                if file_matches(f, &name) {
+                    any = true;
+                    if out.file_first_rank[j] == 0 {
+                        out.file_first_rank[j] = rank;
+                    }
+                }
+            }
+            any
+        } else {
+            true
+        };
+        let mut n_found = 0u32;
+        if has_phrases {
+            scratch.pat.clear();
+            scratch.pat.resize(n_pat, false);
+            scratch.norm.run(b.chunk_texts.get(k));
+            matcher.scan(&scratch.norm.out, &mut scratch.pat);
+            if scratch.norm.has_soft_hyphens() {
+                scratch.norm.dehyphenated_into(&mut scratch.dehy);
+                matcher.scan(&scratch.dehy, &mut scratch.pat);
+            }
+            for (p, &f) in scratch.pat.iter().enumerate() {
+                if f {
+                    n_found += matcher.owners(p).len() as u32;
+                    if pat_any[p] == 0 {
+                        pat_any[p] = rank;
+                    }
+                    if fm && pat_first[p] == 0 {
+                        pat_first[p] = rank;
+                    }
+                }
+            }
+        }
+        out.file_match.push(fm);
+        out.phrases_found.push(n_found);
+        out.relevant.push(labeled && fm && (!has_phrases || n_found > 0));
+    }
+    for p in 0..n_pat {
+        for &o in matcher.owners(p) {
+            out.phrase_any_rank[o as usize] = pat_any[p];
+            out.phrase_first_rank[o as usize] = pat_first[p];
+        }
+    }
+    Ok(out)
+}
+
+/// Decide relevance for every retrieved chunk of every case, in parallel over
+/// cases. See the module docs for the rules and [`EvidenceResult`] for the
+/// outputs.
+pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<EvidenceResult> {
+    match_evidence_with(b, false)
+}
+
+/// [`match_evidence`], and with `run_wide` also
+/// [`EvidenceResult::phrase_in_run`]: which phrases occur in any retrieved
+/// chunk of the whole batch (evidence no chunk of the run contains is often an
+/// annotation slip). Phrases found in their own case's chunks are in the run;
+/// only the others are searched for in all chunk texts, in a second pass that
+/// stops as soon as each of them is found.
+pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool) -> Result<EvidenceResult> {
+    let n_cases = b.chunk_offsets.len().saturating_sub(1);
+    if b.chunk_offsets.is_empty() {
+        return Err(Error::input("chunk offsets: expected cases + 1 entries, got 0"));
+    }
+    check_offsets(b.file_offsets, n_cases, b.expected_files.len(), "expected-file offsets")?;
+    check_offsets(b.phrase_offsets, n_cases, b.phrases.len(), "phrase offsets")?;
+    check_offsets(b.chunk_offsets, n_cases, b.chunk_texts.len(), "chunk offsets")?;
+    if b.chunk_files.len() != b.chunk_texts.len() {
+        return Err(Error::input(format!(
+            "chunk files and chunk texts differ in length ({} vs {})",
+            b.chunk_files.len(),
+            b.chunk_texts.len()
+        )));
+    }
+
+    let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
+    let per_case: Vec<CaseOut> = (0..n_cases)
+        .into_par_iter()
+        .with_min_len(16)
+        .map_init(
+            || Scratch { norm: Normalizer::new(), dehy: Vec::new(), pat: Vec::new() },
+            |scratch, c| match_case(b, &norm_phrases, c, scratch),
+        )
+        .collect::<Result<Vec<_>>>()?;
+
+    let n_chunks = b.chunk_texts.len();
+    let mut res = EvidenceResult {
+        labeled: Vec::with_capacity(n_cases),
+        file_match: Vec::with_capacity(n_chunks),
+        phrases_found: Vec::with_capacity(n_chunks),
+        relevant: Vec::with_capacity(n_chunks),
+        phrase_first_rank: Vec::with_capacity(b.phrases.len()),
+        phrase_any_rank: Vec::with_capacity(b.phrases.len()),
+        phrase_empty: Vec::with_capacity(b.phrases.len()),
+        file_first_rank: Vec::with_capacity(b.expected_files.len()),
+        phrase_in_run: Vec::new(),
+    };
+    for o in per_case {
+        res.labeled.push(o.labeled);
+        res.file_match.extend(o.file_match);
+        res.phrases_found.extend(o.phrases_found);
+        res.relevant.extend(o.relevant);
+        res.phrase_first_rank.extend(o.phrase_first_rank);
+        res.phrase_any_rank.extend(o.phrase_any_rank);
+        res.phrase_empty.extend(o.phrase_empty);
+        res.file_first_rank.extend(o.file_first_rank);
+    }
+    if run_wide {
+        res.phrase_in_run = phrases_in_run(&norm_phrases, &res.phrase_any_rank, b.chunk_texts)?;
+    }
+    Ok(res)
+}
+
+/// Per phrase, does some chunk of the batch contain it? A phrase found in its own
+/// case's chunks (`any_rank > 0`) does, and so does every phrase normalising to
+/// the same text. Only the rest, usually a few annotation slips, are searched for
+/// in all `texts`: a small index, and a pass that ends once all are found. (One
+/// index over all phrases, probed while matching, cost 15x the matching itself
+/// when the phrases share the texts' vocabulary.)
+fn phrases_in_run<S: Strings + ?Sized>(norm_phrases: &[String], any_rank: &[u32], texts: &S) -> Result<Vec<bool>> {
+    let seen: HashSet<&str> = norm_phrases.iter().zip(any_rank).filter(|(_, &r)| r > 0).map(|(p, _)| p.as_str()).collect();
+    let mut pending: Vec<&str> =
+        norm_phrases.iter().map(String::as_str).filter(|p| !p.is_empty() && !seen.contains(p)).collect();
+    pending.sort_unstable();
+    pending.dedup();
+    let mut found_later: HashSet<&str> = HashSet::new();
+    if !pending.is_empty() {
+        let index = RunIndex::from_normalized(&pending)?;
+        scan_texts(&index, texts);
+        found_later.extend(pending.iter().zip(index.phrases_found()).filter(|(_, f)| *f).map(|(p, _)| *p));
+    }
+    Ok(norm_phrases.iter().map(|p| !p.is_empty() && (seen.contains(p.as_str()) || found_later.contains(p.as_str()))).collect())
+}
+
+/// Probe `index` with every text, normalised (and once more without soft hyphens
+/// when it has some), in parallel; texts left once every phrase is found are skipped.
+fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T) {
+    (0..texts.len()).into_par_iter().with_min_len(64).for_each_init(
+        || (Normalizer::new(), Vec::new()),
+        |(norm, dehy), i| {
+            if index.all_found() {
+                return;
+            }
+            norm.run(texts.get(i));
+            index.scan(&norm.out);
+            if norm.has_soft_hyphens() {
+                norm.dehyphenated_into(dehy);
+                index.scan(dehy);
+            }
+        },
+    );
+}
+
+/// For each phrase, does it occur (after normalisation) in at least one of
+/// `texts`? One [`RunIndex`] over all unique phrases, parallel over texts.
+/// Used to flag evidence phrases that no retrieved chunk of a whole run
+/// contains ([`match_evidence_with`] answers the same during matching).
+pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, texts: &T) -> Result<Vec<bool>> {
+    let norms: Vec<String> = (0..phrases.len()).map(|i| normalize(phrases.get(i))).collect();
+    let index = RunIndex::from_normalized(&norms)?;
+    scan_texts(&index, texts);
+    Ok(index.phrases_found())
+}

@@ -1,0 +1,515 @@
+//! Unit tests of the evidence module (the shared vectors are also read by tests/test_evidence.py).
+
+use unicode_normalization::UnicodeNormalization;
+
+use super::normalize::{is_invisible, Table};
+use super::*;
+
+#[test]
+fn basics() {
+    assert_eq!(normalize(""), "");
+    assert_eq!(normalize("  Hello\tWorld \n"), "helloworld");
+    assert_eq!(normalize("⼤模型"), "大模型");
+    assert_eq!(normalize("ＲＡＧ　系统"), "rag系统");
+    assert_eq!(normalize("e\u{301}"), "é");
+    assert_eq!(normalize("E\u{301}Z"), "éz");
+    assert_eq!(normalize("ΟΔΟΣ οδος"), "οδοσοδοσ");
+    assert_eq!(normalize("a\u{200B}b\u{AD}c\u{FEFF}"), "abc");
+    assert_eq!(normalize("ﬁle"), "file");
+    // Hangul: a syllable followed by a trailing jamo composes.
+    assert_eq!(normalize("\u{AC00}\u{11A8}"), "\u{AC01}");
+    assert_eq!(normalize("\u{1100}\u{1161}"), "\u{AC00}");
+}
+
+#[test]
+fn hyphenation() {
+    assert_eq!(normalize("retrie-\nval"), "retrie-val");
+    assert_eq!(normalize_dehyphenated("retrie-\nval").as_deref(), Some("retrieval"));
+    assert_eq!(normalize_dehyphenated("retrie-  \r\n  val"), Some("retrieval".into()));
+    assert_eq!(normalize_dehyphenated("a - \nb"), None); // hyphen after a space
+    assert_eq!(normalize_dehyphenated("a-b"), None);
+    assert_eq!(normalize_dehyphenated("a-\n"), None); // nothing follows
+    assert_eq!(normalize_dehyphenated("a-x\nb"), None);
+    assert_eq!(normalize_dehyphenated("re\u{2010}\ntrieval"), Some("retrieval".into()));
+    assert_eq!(normalize_dehyphenated("re\u{FF0D}\ntrieval"), Some("retrieval".into()));
+    assert_eq!(normalize_dehyphenated("a-\n-\nb"), Some("a-b".into()));
+    let m = PhraseMatcher::new(["retrieval", "state-of-the-art"]).unwrap();
+    assert_eq!(m.found_in("Retrie-\nval is state-of-the-\nart"), vec![true, true]);
+}
+
+#[test]
+fn table_classes_hold() {
+    use unicode_normalization::char::{canonical_combining_class, compose, decompose_canonical};
+    let table = Table::get();
+    let bmp: Vec<char> = (0u32..0x1_0000).filter_map(char::from_u32).collect();
+    // `copy_run` takes the lead bytes E4..E9 as COPY without a lookup.
+    assert!((0x4000u32..0xA000).filter_map(char::from_u32).all(|c| table.is_copy(c)));
+    for &c in bmp.iter().filter(|&&c| !c.is_ascii() && table.is_copy(c)) {
+        let s = c.to_string();
+        assert_eq!(s.nfkc().collect::<String>(), s, "{c:?} not NFKC-stable");
+        assert_eq!(canonical_combining_class(c), 0);
+        assert_eq!(c.to_lowercase().collect::<String>(), s);
+        assert!(!c.is_whitespace() && !is_invisible(c) && c != '\u{2010}' && c != 'ς');
+    }
+    // A character with a boundary before it is never a non-initial element of
+    // a canonical decomposition, and composes with nothing before it: checked
+    // against every first element of a composition (base letters, composites
+    // that compose further, Hangul LV syllables).
+    let mut firsts: Vec<char> = Vec::new();
+    for y in (0u32..0x11_0000).filter_map(char::from_u32) {
+        let mut parts = Vec::new();
+        decompose_canonical(y, |d| parts.push(d));
+        if parts != [y] {
+            firsts.push(parts[0]);
+            firsts.push(y);
+        }
+        for &p in parts.iter().skip(1) {
+            assert!(!table.has_boundary_before(p), "{p:?} appears inside the decomposition of {y:?}");
+        }
+    }
+    firsts.extend((0..399).filter_map(|i| char::from_u32(0xAC00 + i * 28)));
+    firsts.sort_unstable();
+    firsts.dedup();
+    for &b in bmp.iter().filter(|&&b| table.has_boundary_before(b) && !(0x4E00..=0x9FFF).contains(&(b as u32)) && !(0xAC00..=0xD7A3).contains(&(b as u32))) {
+        for &a in &firsts {
+            assert!(compose(a, b).is_none(), "{a:?} + {b:?} composes");
+        }
+    }
+}
+
+#[test]
+fn fast_path_equals_plain_nfkc() {
+    // Table characters next to combining marks, backward-combining starters
+    // (Hangul jamo, Indic vowel signs), half-width voiced marks, characters
+    // outside the BMP, full-width forms and ASCII.
+    let pieces = [
+        "a", "e\u{301}", "\u{301}", "大", "\u{3099}", "か", "Ａ", "\u{2F24}", " ", "\u{3000}", "-", "\n", "가", "\u{11A8}", "Σ", "İ",
+        "，", "１", "ｶ", "\u{FF9E}", "\u{0B47}", "\u{0B3E}", "ﬁ", "\u{1161}", "ς", "\u{2010}", "\u{AD}", "😀", "𠀀", "\u{85}", "\u{212B}",
+        "\u{0344}", "①", "\u{1100}", "é", "Ё",
+    ];
+    for a in pieces {
+        for b in pieces {
+            for c in pieces {
+                let s = format!("{a}{b}{c}");
+                let reference: String = s
+                    .nfkc()
+                    .filter(|ch| !ch.is_whitespace() && !is_invisible(*ch))
+                    .flat_map(|ch| ch.to_lowercase())
+                    .map(|ch| if ch == 'ς' { 'σ' } else { ch })
+                    .collect();
+                assert_eq!(normalize(&s), reference, "{s:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn fast_path_equals_plain_nfkc_on_a_fixed_sample() {
+    // Pseudo-random strings over every BMP block (one code point drawn per
+    // 128-code-point range) and the supplementary planes' CJK and emoji.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..20_000 {
+        let len = (next() % 12) as usize;
+        let s: String = (0..len)
+            .filter_map(|_| {
+                let r = next();
+                let cp = match r % 8 {
+                    0 => (r >> 8) as u32 % 0x80,
+                    1 => 0x20000 + (r >> 8) as u32 % 0x100,
+                    2 => 0x1F300 + (r >> 8) as u32 % 0x300,
+                    _ => ((r >> 8) as u32 % 0x200) * 0x80 + (r >> 24) as u32 % 0x80,
+                };
+                char::from_u32(cp)
+            })
+            .collect();
+        let reference: String = s
+            .nfkc()
+            .filter(|ch| !ch.is_whitespace() && !is_invisible(*ch))
+            .flat_map(|ch| ch.to_lowercase())
+            .map(|ch| if ch == 'ς' { 'σ' } else { ch })
+            .collect();
+        assert_eq!(normalize(&s), reference, "{s:?}");
+    }
+}
+
+#[test]
+fn file_names() {
+    let f = |a: &str, b: &str| file_matches(&normalize_file_name(a), &normalize_file_name(b));
+    assert!(f("Guide.PDF", "docs/guide.pdf"));
+    assert!(f("docs\\guide.pdf", "./docs/guide.pdf"));
+    assert!(f("a/guide.pdf", "/kb/a/guide.pdf"));
+    assert!(!f("a/guide.pdf", "b/guide.pdf"));
+    assert!(!f("guide.pdf", "myguide.pdf"));
+    assert!(!f("", "x"));
+    assert!(f("caf\u{e9}.md", "cafe\u{301}.md"));
+}
+
+#[test]
+fn batch_rules() {
+    // case 0: files + evidence; case 1: evidence only; case 2: files only;
+    // case 3: unlabelled; case 4: only an empty phrase + file.
+    let expected_files = vec!["a.md", "b.md", "c.md", "d.md"];
+    let file_offsets = [0, 2, 2, 3, 3, 4];
+    let phrases = vec!["Alpha Beta", "gamma", "ＤＥＬＴＡ", "   "];
+    let phrase_offsets = [0, 2, 3, 3, 3, 4];
+    let chunk_files = vec!["x/b.md", "a.md", "c.md", "zz.md", "c.md", "q.md", "q.md", "D.md", "e.md"];
+    let chunk_texts = vec!["gamma ray", "alpha\nbeta", "alpha beta", "the delta", "anything", "x", "y", "any", "any"];
+    let chunk_offsets = [0, 3, 4, 6, 7, 9];
+    let b = EvidenceBatch {
+        file_offsets: &file_offsets,
+        expected_files: &expected_files,
+        phrase_offsets: &phrase_offsets,
+        phrases: &phrases,
+        chunk_offsets: &chunk_offsets,
+        chunk_files: &chunk_files,
+        chunk_texts: &chunk_texts,
+    };
+    let r = match_evidence(&b).unwrap();
+    assert_eq!(r.labeled, vec![true, true, true, false, true]);
+    assert_eq!(r.file_match, vec![true, true, false, true, true, false, true, true, false]);
+    assert_eq!(r.relevant, vec![true, true, false, true, true, false, false, true, false]);
+    assert_eq!(r.phrases_found, vec![1, 1, 1, 1, 0, 0, 0, 0, 0]);
+    assert_eq!(r.phrase_first_rank, vec![2, 1, 1, 0]);
+    assert_eq!(r.phrase_any_rank, vec![2, 1, 1, 0]);
+    assert_eq!(r.phrase_empty, vec![false, false, false, true]);
+    assert_eq!(r.file_first_rank, vec![2, 1, 1, 1]);
+
+    let everywhere = phrases_in_texts(&phrases, &chunk_texts).unwrap();
+    assert_eq!(everywhere, vec![true, true, true, false]);
+    assert!(r.phrase_in_run.is_empty());
+    let wide = match_evidence_with(&b, true).unwrap();
+    assert_eq!(wide.phrase_in_run, everywhere);
+    assert_eq!(EvidenceResult { phrase_in_run: Vec::new(), ..wide }, r);
+}
+
+#[test]
+fn run_wide_index_finds_phrases_of_other_cases() {
+    // Case 0's phrases occur only in case 1's chunks and vice versa; every
+    // length class (short automaton, 4-byte and 8-byte windows), a phrase
+    // at the very start and end of a text, a broken line, and a duplicate.
+    let phrases = vec!["ab", "Wxyz", "Kangxi ⼤模型 phrase", "endofthetext", "retrieval", "nowhere at all", "wxyz"];
+    let phrase_offsets = [0, 3, 7];
+    let chunk_texts = vec!["nothing here", "AB wx yz", "kangxi 大模型 PHRASE in the middle", "x endofthetext", "retrie-\nval", "zz"];
+    let chunk_files = vec!["f"; 6];
+    let chunk_offsets = [0, 2, 6];
+    let empty: Vec<&str> = vec![];
+    let b = EvidenceBatch {
+        file_offsets: &[0, 0, 0],
+        expected_files: &empty,
+        phrase_offsets: &phrase_offsets,
+        phrases: &phrases,
+        chunk_offsets: &chunk_offsets,
+        chunk_files: &chunk_files,
+        chunk_texts: &chunk_texts,
+    };
+    let r = match_evidence_with(&b, true).unwrap();
+    assert_eq!(r.phrase_in_run, vec![true, true, true, true, true, false, true]);
+    // Case 0 finds "ab" and "wxyz" in its own second chunk, not the kangxi phrase.
+    assert_eq!(r.phrase_any_rank, vec![2, 2, 0, 2, 3, 0, 0]);
+    assert_eq!(phrases_in_texts(&phrases, &chunk_texts).unwrap(), r.phrase_in_run);
+}
+
+#[test]
+fn run_index_agrees_with_naive_search() {
+    // Many phrases sharing prefixes (the greedy window choice), random texts.
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let alphabet: Vec<char> = "abcde大模型 -\n".chars().collect();
+    let texts: Vec<String> = (0..300)
+        .map(|_| (0..(next() % 120) as usize).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect())
+        .collect();
+    let mut phrases: Vec<String> = (0..400)
+        .map(|_| (0..(1 + next() % 12) as usize).map(|_| alphabet[(next() % 8) as usize]).collect())
+        .collect();
+    phrases.extend((0..200).map(|i| format!("evidence{i:04}")));
+    phrases.push("evidence0007".into());
+    phrases.push(String::new());
+    let norm_texts: Vec<(String, Option<String>)> = texts.iter().map(|t| (normalize(t), normalize_dehyphenated(t))).collect();
+    let naive: Vec<bool> = phrases
+        .iter()
+        .map(|p| {
+            let p = normalize(p);
+            !p.is_empty() && norm_texts.iter().any(|(a, d)| a.contains(&p) || d.as_deref().is_some_and(|d| d.contains(&p)))
+        })
+        .collect();
+    assert!(naive.iter().any(|&f| f) && naive.iter().any(|&f| !f));
+    assert_eq!(phrases_in_texts(&phrases, &texts).unwrap(), naive);
+}
+
+#[test]
+fn bulk_normalisation_matches_char_by_char() {
+    // Long ASCII/CJK runs with hyphens and breaks across the bulk pieces.
+    for s in ["Retrie-\nval  AND  Aug-  \r\n  mented", "abc-\n-\ndef", "-\nx", "大模型-\n大 模 型", "a -\nb", "x-\n", "ABCDEFGHIJKLMNOP-\nQRSTUVWXYZ 0123456789\t"] {
+        let reference: String = s.nfkc().filter(|ch| !ch.is_whitespace()).flat_map(|ch| ch.to_lowercase()).collect();
+        assert_eq!(normalize(s), reference, "{s:?}");
+    }
+    assert_eq!(normalize_dehyphenated("ABCDEFGHIJKLMNOP-\nQRSTUVWXYZ").as_deref(), Some("abcdefghijklmnopqrstuvwxyz"));
+    assert_eq!(normalize_dehyphenated("大模型-\n大 模 型").as_deref(), Some("大模型大模型"));
+    assert_eq!(normalize_dehyphenated("a -\nb"), None);
+}
+
+#[test]
+fn bad_offsets() {
+    let empty: Vec<&str> = vec![];
+    let texts = vec!["a"];
+    let b = EvidenceBatch {
+        file_offsets: &[0, 1],
+        expected_files: &empty,
+        phrase_offsets: &[0, 0],
+        phrases: &empty,
+        chunk_offsets: &[0, 1],
+        chunk_files: &texts,
+        chunk_texts: &texts,
+    };
+    let err = match_evidence(&b).unwrap_err();
+    assert!(err.to_string().contains("expected-file offsets"), "{err}");
+}
+
+#[test]
+fn many_patterns_use_overlapping_search() {
+    let mut phrases: Vec<String> = (0..40).map(|i| format!("zz{i}zz")).collect();
+    phrases.extend(["abc".to_string(), "bcd".to_string(), "b".to_string()]);
+    let m = PhraseMatcher::new(phrases.iter().map(String::as_str)).unwrap();
+    let found = m.found_in("xABcd zz7zz");
+    assert_eq!(found.iter().filter(|&&f| f).count(), 4);
+    assert!(found[7] && found[40] && found[41] && found[42]);
+}
+
+#[test]
+fn duplicate_and_overlapping_phrases() {
+    let m = PhraseMatcher::new(["abc", "ABC", "bcd", "b", "zzz"]).unwrap();
+    assert_eq!(m.found_in("xabcd"), vec![true, true, true, true, false]);
+}
+
+// -- Shared vectors (also read by tests/test_evidence.py) ----------------
+
+const VECTORS: &str = include_str!("../../../../testdata/evidence_vectors.json");
+
+#[test]
+fn shared_vectors() {
+    let root = json::parse(VECTORS).expect("valid JSON");
+    let normalize_cases = root.get("normalize").and_then(json::Value::as_array).expect("normalize list");
+    assert!(normalize_cases.len() >= 5);
+    for case in normalize_cases {
+        let name = case.get("name").and_then(json::Value::as_str).unwrap_or("?");
+        let input = case.get("input").and_then(json::Value::as_str).expect("input");
+        let expected = case.get("expected").and_then(json::Value::as_str).expect("expected");
+        assert_eq!(normalize(input), expected, "vector {name}");
+        let dehy = case.get("dehyphenated").and_then(json::Value::as_str);
+        assert_eq!(normalize_dehyphenated(input).as_deref(), dehy, "vector {name} (dehyphenated)");
+    }
+    let match_cases = root.get("match").and_then(json::Value::as_array).expect("match list");
+    assert!(match_cases.len() >= 5);
+    for case in match_cases {
+        let name = case.get("name").and_then(json::Value::as_str).unwrap_or("?");
+        let text = case.get("text").and_then(json::Value::as_str).expect("text");
+        let phrases: Vec<&str> = case.get("phrases").and_then(json::Value::as_array).expect("phrases").iter().map(|p| p.as_str().expect("phrase")).collect();
+        let found: Vec<bool> = case.get("found").and_then(json::Value::as_array).expect("found").iter().map(|p| p.as_bool().expect("bool")).collect();
+        let m = PhraseMatcher::new(phrases.iter().copied()).unwrap();
+        assert_eq!(m.found_in(text), found, "vector {name}");
+    }
+}
+
+/// A minimal JSON reader, enough for the test vectors (no dependency).
+mod json {
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Value {
+        Null,
+        Bool(bool),
+        Num(f64),
+        Str(String),
+        Arr(Vec<Value>),
+        Obj(Vec<(String, Value)>),
+    }
+
+    impl Value {
+        pub fn get(&self, key: &str) -> Option<&Value> {
+            match self {
+                Value::Obj(kv) => kv.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+                _ => None,
+            }
+        }
+        pub fn as_str(&self) -> Option<&str> {
+            match self {
+                Value::Str(s) => Some(s),
+                _ => None,
+            }
+        }
+        pub fn as_array(&self) -> Option<&Vec<Value>> {
+            match self {
+                Value::Arr(a) => Some(a),
+                _ => None,
+            }
+        }
+        pub fn as_bool(&self) -> Option<bool> {
+            match self {
+                Value::Bool(b) => Some(*b),
+                _ => None,
+            }
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Value, String> {
+        let mut p = Parser { c: s.chars().collect(), i: 0 };
+        let v = p.value()?;
+        p.ws();
+        if p.i != p.c.len() {
+            return Err(format!("trailing data at {}", p.i));
+        }
+        Ok(v)
+    }
+
+    struct Parser {
+        c: Vec<char>,
+        i: usize,
+    }
+
+    impl Parser {
+        fn ws(&mut self) {
+            while self.i < self.c.len() && self.c[self.i].is_ascii_whitespace() {
+                self.i += 1;
+            }
+        }
+        fn peek(&self) -> Option<char> {
+            self.c.get(self.i).copied()
+        }
+        fn eat(&mut self, ch: char) -> Result<(), String> {
+            self.ws();
+            if self.peek() == Some(ch) {
+                self.i += 1;
+                Ok(())
+            } else {
+                Err(format!("expected {ch:?} at {}", self.i))
+            }
+        }
+        fn lit(&mut self, word: &str, v: Value) -> Result<Value, String> {
+            for ch in word.chars() {
+                if self.peek() != Some(ch) {
+                    return Err(format!("bad literal at {}", self.i));
+                }
+                self.i += 1;
+            }
+            Ok(v)
+        }
+        fn value(&mut self) -> Result<Value, String> {
+            self.ws();
+            match self.peek().ok_or("unexpected end")? {
+                '{' => {
+                    self.i += 1;
+                    let mut kv = Vec::new();
+                    self.ws();
+                    if self.peek() == Some('}') {
+                        self.i += 1;
+                        return Ok(Value::Obj(kv));
+                    }
+                    loop {
+                        self.ws();
+                        let k = self.string()?;
+                        self.eat(':')?;
+                        kv.push((k, self.value()?));
+                        self.ws();
+                        match self.peek() {
+                            Some(',') => self.i += 1,
+                            Some('}') => {
+                                self.i += 1;
+                                return Ok(Value::Obj(kv));
+                            }
+                            _ => return Err(format!("expected , or }} at {}", self.i)),
+                        }
+                    }
+                }
+                '[' => {
+                    self.i += 1;
+                    let mut a = Vec::new();
+                    self.ws();
+                    if self.peek() == Some(']') {
+                        self.i += 1;
+                        return Ok(Value::Arr(a));
+                    }
+                    loop {
+                        a.push(self.value()?);
+                        self.ws();
+                        match self.peek() {
+                            Some(',') => self.i += 1,
+                            Some(']') => {
+                                self.i += 1;
+                                return Ok(Value::Arr(a));
+                            }
+                            _ => return Err(format!("expected , or ] at {}", self.i)),
+                        }
+                    }
+                }
+                '"' => Ok(Value::Str(self.string()?)),
+                't' => self.lit("true", Value::Bool(true)),
+                'f' => self.lit("false", Value::Bool(false)),
+                'n' => self.lit("null", Value::Null),
+                _ => {
+                    let start = self.i;
+                    while self.peek().is_some_and(|c| c.is_ascii_digit() || "+-.eE".contains(c)) {
+                        self.i += 1;
+                    }
+                    let s: String = self.c[start..self.i].iter().collect();
+                    s.parse().map(Value::Num).map_err(|_| format!("bad number at {start}"))
+                }
+            }
+        }
+        fn hex4(&mut self) -> Result<u32, String> {
+            let s: String = self.c.get(self.i..self.i + 4).ok_or("short \\u escape")?.iter().collect();
+            self.i += 4;
+            u32::from_str_radix(&s, 16).map_err(|_| format!("bad \\u escape {s}"))
+        }
+        fn string(&mut self) -> Result<String, String> {
+            if self.peek() != Some('"') {
+                return Err(format!("expected string at {}", self.i));
+            }
+            self.i += 1;
+            let mut out = String::new();
+            loop {
+                let ch = self.peek().ok_or("unterminated string")?;
+                self.i += 1;
+                match ch {
+                    '"' => return Ok(out),
+                    '\\' => {
+                        let e = self.peek().ok_or("bad escape")?;
+                        self.i += 1;
+                        match e {
+                            '"' | '\\' | '/' => out.push(e),
+                            'b' => out.push('\u{8}'),
+                            'f' => out.push('\u{c}'),
+                            'n' => out.push('\n'),
+                            'r' => out.push('\r'),
+                            't' => out.push('\t'),
+                            'u' => {
+                                let hi = self.hex4()?;
+                                let code = if (0xD800..0xDC00).contains(&hi) {
+                                    if self.peek() != Some('\\') {
+                                        return Err("lone surrogate".into());
+                                    }
+                                    self.i += 2; // \u
+                                    let lo = self.hex4()?;
+                                    0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                                } else {
+                                    hi
+                                };
+                                out.push(char::from_u32(code).ok_or("bad code point")?);
+                            }
+                            _ => return Err(format!("bad escape \\{e}")),
+                        }
+                    }
+                    _ => out.push(ch),
+                }
+            }
+        }
+    }
+}
