@@ -657,7 +657,7 @@ def _golden_frame(rows: Dict[str, List[Any]]) -> pl.DataFrame:
 
 
 #: Every character Python's ``str.strip()`` removes (for column-wise checks with its semantics).
-_PY_WHITESPACE = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
+_PY_WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())  # U+3000 is the last
 #: Line breaks of ``str.splitlines`` other than LF (UTF-8): files with any take the per-record path.
 _OTHER_LINE_BREAKS = (b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
 #: A whole-file JSON array (read element by element on the per-record path).
