@@ -145,8 +145,8 @@ MSGS = [{"role": "system", "content": "Task: correctness (prompt v1)\nx"},
 CASES = [{"id": f"c{i}", "question": f"q{i}", "reference_answer": f"a{i}", "answer": f"a{i}"} for i in range(120)]
 
 
-def judge(server, control, *, concurrency=16, timeout=10.0, tmp_path=None):
-    return run_sync(CASES, base_url=server.base_url, model="m", metrics=["correctness"], concurrency=concurrency,
+def judge(server, control, *, concurrency=16, timeout=10.0, cases=CASES):
+    return run_sync(cases, base_url=server.base_url, model="m", metrics=["correctness"], concurrency=concurrency,
                     cache=None, rate_control=control, timeout=timeout, retry=RetryPolicy(max_attempts=8))
 
 
@@ -167,19 +167,21 @@ def test_random_429s_lose_no_case_and_pause_nobody_for_the_full_retry_after(serv
 
 
 def test_hidden_bucket_draws_far_fewer_429s_than_the_fixed_policy(server):
-    server.latency = 0.05
-    server.bucket_rps, server.bucket_burst = 20.0, 5.0
-    adaptive = judge(server, "adaptive")
+    # the client's pace (8 in flight, 0.1 s each: 80/s) against a hidden 30/s, as in the benchmark
+    server.latency = 0.1
+    server.bucket_rps, server.bucket_burst = 30.0, 10.0
+    many = [{"id": f"b{i}", "question": f"q{i}", "reference_answer": f"a{i}", "answer": f"a{i}"} for i in range(300)]
+    adaptive = judge(server, "adaptive", concurrency=8, cases=many)
     n_adaptive = server.throttled
     server.throttled, server._tokens = 0, None
-    fixed = judge(server, "fixed")
+    fixed = judge(server, "fixed", concurrency=8, cases=many)
     n_fixed = server.throttled
-    failed = [(r["error_kind"], r["error"]) for r in adaptive.rows + fixed.rows if r["status"] != "ok"]
-    assert not failed, failed[:3]
+    failed = [(r["error_kind"], r["error"]) for r in adaptive.rows if r["status"] != "ok"]
+    assert not failed, failed[:3]  # (the fixed policy may lose some: its pauses end for everyone at once)
     share_adaptive = n_adaptive / adaptive.summary["requests"]
     share_fixed = n_fixed / fixed.summary["requests"]
     assert share_adaptive < 0.6 * share_fixed, (share_adaptive, share_fixed)
-    assert adaptive.summary["rate"]["final_rps"] is not None and adaptive.summary["rate"]["cuts"] >= 1
+    assert adaptive.summary["rate"]["cuts"] >= 1 and adaptive.summary["rate"]["cuts_undone"] == 0
 
 
 def test_serialising_server_lowers_concurrency_instead_of_abandoning_work(server):

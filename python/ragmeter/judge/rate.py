@@ -281,5 +281,6 @@ class RateController:
             "noise_share": round(self.noise, 4), "timeouts": self.timeouts,
             "concurrency": self.concurrency, "min_concurrency": self.min_concurrency,
             "max_concurrency": self.max_concurrency, "others_held_s": round(self.held_s, 3),
-            "note": "final_rps/min_rps null: never limited (no throttle); see ragmeter.judge.rate",
+            "note": "requests/s; final_rps null: not limited at the end (no throttle, or the cuts were undone as "
+                    "noise); min_rps null: never cut. See ragmeter.judge.rate",
         }
