@@ -42,6 +42,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "score": ("ragmeter.retrieval", "score"),
+    "score_batch": ("ragmeter.batch", "score_batch"),  # one Arrow batch (Ray Data's map_batches, Spark)
     "sweep": ("ragmeter.retrieval", "sweep"),
     "metrics": ("ragmeter.metrics", None),
     "trec": ("ragmeter.trec", None),
