@@ -317,6 +317,10 @@ class FakeServer:
             loop.run_until_complete(self._start())
             ready.set()
             loop.run_forever()
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]  # serialised work left behind
+            for t in pending:
+                t.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.run_until_complete(self._runner.cleanup())  # type: ignore[union-attr]
             loop.close()
 
