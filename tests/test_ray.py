@@ -32,3 +32,17 @@ def test_score_dataset_equals_score(cluster):
     assert_frame_equal(res["cases"], whole.cases)
     assert res["overall"] == whole.summary["overall"]
     assert res["by_category"] == whole.summary["by_category"]
+
+
+def test_a_block_with_an_unknown_id_fails_naming_the_batch(cluster):
+    import polars as pl
+
+    from ragmeter.errors import InputError
+    from ragmeter.ray import score_dataset
+
+    run = load_run(EXAMPLE / "run.jsonl").drop("line")
+    run = run.with_columns(pl.when(pl.int_range(pl.len()) == 10).then(pl.lit("no-such-case"))
+                           .otherwise(pl.col("id")).alias("id"))
+    ds = ray.data.from_arrow(run.to_arrow())
+    with pytest.raises(InputError, match=r"(?s)batch of \d+ rows .*no-such-case"):
+        score_dataset(ds, EXAMPLE / "golden.jsonl", batch_size=7)

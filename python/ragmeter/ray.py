@@ -30,9 +30,28 @@ def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int]
                             batch_size=batch_size, zero_copy_batch=True)
     try:
         tables = [ray.get(ref) for ref in scored.to_arrow_refs()]
-    except ray.exceptions.RayTaskError as err:
-        cause = getattr(err, "cause", None)
-        if isinstance(cause, InputError):
-            raise InputError(str(cause)) from None
+    except ray.exceptions.RayError as err:
+        message = _input_error(err, InputError)
+        if message is not None:
+            raise InputError(message) from None
         raise
     return reduce_batches(tables, g, k=k)
+
+
+def _input_error(err: BaseException, kind: type) -> Optional[str]:
+    """The message of the InputError a worker raised, from Ray's wrappers: the exception itself when Ray kept
+    it (a cause), else its text in the wrapper's traceback (Ray Data keeps only that)."""
+    import re
+
+    todo, seen = [err], 0
+    while todo and seen < 20:
+        e = todo.pop()
+        seen += 1
+        if isinstance(e, kind) and not type(e).__module__.startswith("ray"):
+            return str(e)
+        for nxt in (getattr(e, "cause", None), e.__cause__, e.__context__):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))
+    found = re.search(r"InputError: (.*?)(?:\n\s*\n|\Z)", text, re.S)
+    return found.group(1).strip() if found else None
