@@ -7,7 +7,8 @@ in flight. :class:`~ragmeter.judge.limits.Limits` applies its decisions; tests d
 Rate (requests per second), after AWS's SDK "adaptive" retry mode:
 
 * Unlimited until the first throttle (429, 529, or 503 with Retry-After). Then a token bucket, its rate cut to
-  ``beta`` (0.7) times the rate measured at the throttle, regrown along a cubic curve that is back at that
+  ``beta`` (0.7) times the rate at the throttle (the first time: the sending rate measured; later: the
+  bucket's own rate), regrown along a cubic curve that is back at that
   rate after ``recovery`` seconds and probes beyond it afterwards (CUBIC). The regrown rate never exceeds
   twice the measured sending rate (no credit piles up while the client is idle) nor the user's ``--rpm``.
 * One cut per round: only a throttle of a request sent after the last cut, and ``round`` (0.15 s) after it,
@@ -164,8 +165,9 @@ class RateController:
             # concurrency allows at the latency seen is the better estimate of the rate throttled
             pace = self.concurrency / self._lat_ewma if self._lat_ewma else 0.0
             base = max(measured, pace)
-        else:
-            base = min(measured, rate_now)
+        else:  # the bucket's rate, not the sends of the last second: those also fall when the work runs out
+            # (the end of a run), and a cut from them would collapse the rate for the last requests
+            base = rate_now
         self._w_max = max(base, self.min_rate)
         self.rate = max(self.min_rate, self._w_max * self.beta)
         if self.ceiling_rps is not None:
