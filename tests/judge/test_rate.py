@@ -3,9 +3,6 @@
 Speed is measured in benches/judge_policies.py; these tests assert counts (requests, 429s, cuts, pauses)."""
 from __future__ import annotations
 
-import asyncio
-import json
-
 import pytest
 
 from ragmeter.judge import JudgeStopped, Limits, RetryPolicy, run_sync
@@ -140,8 +137,6 @@ def test_concurrency_halves_on_time_outs_and_shrinks_when_answers_queue():
 
 
 # -- against the scripted server --------------------------------------------------------------------------
-MSGS = [{"role": "system", "content": "Task: correctness (prompt v1)\nx"},
-        {"role": "user", "content": json.dumps({"question": "q", "reference_answer": "a", "answer": "a"})}]
 CASES = [{"id": f"c{i}", "question": f"q{i}", "reference_answer": f"a{i}", "answer": f"a{i}"} for i in range(120)]
 
 
