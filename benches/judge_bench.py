@@ -61,9 +61,9 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def start_server(latency: float) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "judge" / "fakeserver.py"), "--latency", str(latency)],
-                            stdout=subprocess.PIPE, text=True)
+def start_server(latency: float, *extra: str) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "judge" / "fakeserver.py"), "--latency", str(latency),
+                             *extra], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     port = int(proc.stdout.readline().strip())
     return proc, port

@@ -54,6 +54,7 @@ _LAZY = {
     "EvalResult": ("ragmeter.api", "EvalResult"),
     "testing": ("ragmeter.testing", None),
     "score": ("ragmeter.retrieval", "score"),
+    "score_batch": ("ragmeter.batch", "score_batch"),  # one Arrow batch (Ray Data's map_batches, Spark)
     "sweep": ("ragmeter.retrieval", "sweep"),
     "metrics": ("ragmeter.metrics", None),
     "trec": ("ragmeter.trec", None),

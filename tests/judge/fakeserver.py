@@ -16,6 +16,14 @@ status (``429``, ``500``, ``503``, ``400``...), or a dict ``{"status": 429,
 "headers": {...}, "body": "..."}``, or ``{"content": "..."}`` (optionally with ``finish_reason`` and
 ``completion_tokens``; a reply cut at ``length`` bills the whole ``max_tokens`` unless told otherwise).
 
+Load modes, applied to requests whose action is ``"ok"`` (for the rate-control tests and
+benchmarks): ``random_429`` (that share of requests answered 429 with ``Retry-After: 1``
+at once, whatever the load; seeded by ``seed``), ``bucket_rps`` (a hidden token bucket of
+that many requests per second, ``bucket_burst`` deep: a request finding it empty is
+answered 429 with ``Retry-After: 1``), ``serialise`` (one request processed at a time,
+like a local server with one slot; a request the client gave up on is still processed to
+the end, as llama.cpp's server does). ``throttled`` counts the 429s these modes sent.
+
 ``GET /v1/models`` (the client's preflight) answers ``models_action``: ``"ok"``
 (a model list), a dict (sent as the JSON body), an int status, ``"hang"`` or ``"drop"``; it is counted in
 ``models_requests``, not in ``requests`` (which counts the POSTs).
@@ -29,6 +37,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import random
 import re
 import sys
 import threading
@@ -93,7 +102,19 @@ Action = Any
 
 class FakeServer:
     def __init__(self, *, latency: float = 0.0, api_key: Optional[str] = None, timeout_sleep: float = 2.0,
-                 record: bool = True) -> None:
+                 record: bool = True, random_429: float = 0.0, bucket_rps: Optional[float] = None,
+                 bucket_burst: Optional[float] = None, serialise: bool = False, seed: int = 0) -> None:
+        self.random_429 = random_429
+        self.bucket_rps = bucket_rps
+        self.bucket_burst = bucket_burst
+        self.serialise = serialise
+        self.throttled = 0
+        self.ok_times: List[float] = []  #: time.time() of every answer that was not a throttle or an error
+        self.abandoned = 0   #: serialised requests whose client had gone when they finished
+        self._rand = random.Random(seed)
+        self._tokens: Optional[float] = None
+        self._refilled = 0.0
+        self._serial: Optional[asyncio.Lock] = None
         self.latency = latency
         self.api_key = api_key
         self.timeout_sleep = timeout_sleep
@@ -192,11 +213,46 @@ class FakeServer:
             self.log.append(info)
         return body, info
 
+    def _load_action(self, action: Action) -> Action:
+        """The load modes: a 429 from the hidden bucket or the random share, else ``action`` unchanged."""
+        if action != "ok":
+            return action
+        if self.bucket_rps:
+            now = time.monotonic()
+            burst = self.bucket_burst if self.bucket_burst is not None else self.bucket_rps
+            if self._tokens is None:
+                self._tokens, self._refilled = burst, now
+            self._tokens = min(burst, self._tokens + (now - self._refilled) * self.bucket_rps)
+            self._refilled = now
+            if self._tokens < 1.0:
+                self.throttled += 1
+                return {"status": 429, "headers": {"Retry-After": "1"}}
+            self._tokens -= 1.0
+        if self.random_429 and self._rand.random() < self.random_429:
+            self.throttled += 1
+            return {"status": 429, "headers": {"Retry-After": "1"}}
+        return action
+
+    async def _serial_work(self) -> None:
+        if self._serial is None:
+            self._serial = asyncio.Lock()
+        async with self._serial:
+            await asyncio.sleep(self.latency)
+
     async def _act(self, request: web.Request, info: Dict[str, Any], make_ok: Callable[[], Dict[str, Any]]):
-        action = self._next_action(info)
+        action = self._load_action(self._next_action(info))
         info["action"] = action if isinstance(action, (str, int)) else json.dumps(action, sort_keys=True)
         try:
-            if self.latency:
+            if isinstance(action, dict) and action.get("status") == 429 and (self.bucket_rps or self.random_429):
+                pass  # a throttle is answered at once
+            elif self.serialise:
+                work = asyncio.ensure_future(self._serial_work())
+                try:
+                    await asyncio.shield(work)  # the client leaving does not stop the work (llama.cpp)
+                except asyncio.CancelledError:
+                    self.abandoned += 1
+                    raise
+            elif self.latency:
                 await asyncio.sleep(self.latency)
             if action == "timeout":
                 await asyncio.sleep(self.timeout_sleep)
@@ -216,6 +272,7 @@ class FakeServer:
                 if body is None:
                     body = json.dumps({"error": {"message": f"scripted {status}", "type": "test", "code": status}})
                 return web.Response(status=status, text=body, headers=headers, content_type="application/json")
+            self.ok_times.append(time.time())
             return web.json_response(make_ok_action(action, info, make_ok))
         finally:
             self.in_flight -= 1
@@ -265,6 +322,10 @@ class FakeServer:
             loop.run_until_complete(self._start())
             ready.set()
             loop.run_forever()
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]  # serialised work left behind
+            for t in pending:
+                t.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.run_until_complete(self._runner.cleanup())  # type: ignore[union-attr]
             loop.close()
 
@@ -328,13 +389,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--random-429", type=float, default=0.0)
+    ap.add_argument("--bucket-rps", type=float, default=None)
+    ap.add_argument("--bucket-burst", type=float, default=None)
+    ap.add_argument("--serialise", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    server = FakeServer(latency=args.latency, record=False)
+    server = FakeServer(latency=args.latency, record=False, random_429=args.random_429, bucket_rps=args.bucket_rps,
+                        bucket_burst=args.bucket_burst, serialise=args.serialise, seed=args.seed)
 
     async def serve() -> None:
+        import signal
+
         await server._start(args.port)
         print(server.port, flush=True)
-        await asyncio.Event().wait()
+        done = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, done.set)
+        await done.wait()
+        # the benchmarks read what the server saw from its last line
+        print(json.dumps({"requests": server.requests, "throttled": server.throttled,
+                          "abandoned": server.abandoned, "ok_times": server.ok_times}), flush=True)
 
     try:
         asyncio.run(serve())

@@ -291,11 +291,12 @@ class JudgeClient:
             data = _json.dumps(rest)[:-1] + b',"messages":' + raw + b"}"
         else:
             data = _json.dumps(payload)
-        async with self.limits.slot(tokens):
+        async with self.limits.slot(tokens) as slot:
             self.stop.check()  # the run may have stopped while this request waited for its slot
             self.stats.requests += 1
             async with self._session.post(url, data=data) as resp:
                 body = (await resp.read()).decode("utf-8", "replace")  # OpenAI-compatible APIs speak UTF-8
+                slot.answer(resp.status, resp.headers)  # the rate controller learns from it (time-outs too)
                 return resp.status, resp.headers, body
 
     async def _call(self, url: Any, build: Callable[[], Dict[str, Any]], tokens: Callable[[], int],
@@ -393,7 +394,7 @@ class JudgeClient:
                 record["retry_in_s"] = round(decision.delay, 4)
                 if decision.retry_after is not None:
                     record["retry_after_s"] = decision.retry_after
-                    self.limits.pause(decision.delay)
+                    self.limits.pause(decision.delay)  # the fixed policy's global pause (adaptive: no-op)
                 self.stats.retries += 1
                 log.info("%s: %s; retrying in %.3fs", what, self.redact(decision.message), decision.delay)
                 if self._on_retry is not None:

@@ -6,37 +6,75 @@ burst per minute, so that no 60-second window ever holds more than ``rpm``
 requests. With ``rpm=600``: 10 at once, then 590 a minute (98.3%), rather than
 600 at once. Tokens per minute use aiolimiter's weighted
 ``acquire`` with the request's estimated tokens (prompt estimate plus
-``max_tokens``) over a one-minute bucket, as providers count them. A 429 with a
-Retry-After pauses every new request, not only the one that was refused.
+``max_tokens``) over a one-minute bucket, as providers count them. These are the
+user's ceilings.
+
+Within them, ``control="adaptive"`` (the default) lets a
+:class:`~ragmeter.judge.rate.RateController` learn the provider's limit: a
+token bucket cut on throttles (429, 529, 503 with Retry-After) and regrown on
+success, and a concurrency lowered when answers queue or time out. A
+throttle's Retry-After holds the other requests only briefly.
+``control="fixed"`` is the policy before it: fixed concurrency, and a response
+with a Retry-After pauses every new request for the full Retry-After.
 """
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Optional
+from collections import deque
+from typing import Any, Callable, Deque, Dict, Mapping, Optional
 
 from aiolimiter import AsyncLimiter
 
-__all__ = ["Limits"]
+from .rate import RateController, is_throttle
+
+__all__ = ["Limits", "RATE_CONTROLS"]
+
+RATE_CONTROLS = ("adaptive", "fixed")
 
 
 class Limits:
     def __init__(self, concurrency: int = 8, rpm: Optional[float] = None, tpm: Optional[float] = None,
-                 period: float = 1.0) -> None:
+                 period: float = 1.0, *, control: str = "adaptive",
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
+        if control not in RATE_CONTROLS:
+            raise ValueError(f"rate control must be one of {', '.join(RATE_CONTROLS)}")
         self.concurrency = concurrency
         self.rpm = rpm
         self.tpm = tpm
-        self._sem = asyncio.Semaphore(concurrency)
+        self.control = control
+        self.controller: Optional[RateController] = (
+            RateController(concurrency, ceiling_rps=rpm / 60.0 if rpm else None, clock=clock)
+            if control == "adaptive" else None)
+        self._gate = _Gate(concurrency)
         self._rpm = _rpm_limiter(rpm, period) if rpm else None
         self._tpm = AsyncLimiter(float(tpm), 60.0) if tpm else None
         self._resume_at = 0.0
         self.in_flight = 0
+        self.throttled = 0   #: throttled answers (429, 529, 503 with Retry-After), either policy
+        self.pauses = 0      #: global pauses (fixed policy)
 
     def pause(self, seconds: float) -> None:
-        """Hold back every new request for ``seconds`` (server asked us to slow down)."""
+        """Fixed policy: hold back every new request for ``seconds`` (the server asked us to slow down).
+
+        The adaptive policy ignores it: its controller already reacted to the answer (see :meth:`_Slot.answer`)."""
+        if self.controller is not None:
+            return
+        self.pauses += 1
         self._resume_at = max(self._resume_at, time.monotonic() + seconds)
+
+    def rate(self) -> Optional[float]:
+        """Requests per second the adaptive bucket allows now; None when not limited (or the fixed policy)."""
+        return None if self.controller is None else self.controller.current_rate()
+
+    def summary(self) -> Dict[str, Any]:
+        """The ``rate`` section of judge_summary.json."""
+        if self.controller is None:
+            return {"policy": "fixed", "final_rps": None, "min_rps": None, "throttled": self.throttled,
+                    "pauses": self.pauses, "concurrency": self.concurrency}
+        return {**self.controller.summary(), "throttled": self.throttled}
 
     async def _wait_resume(self) -> None:
         while True:
@@ -59,30 +97,106 @@ def _rpm_limiter(rpm: float, period: float) -> AsyncLimiter:
     return AsyncLimiter(burst, burst * 60.0 / per_minute)
 
 
-class _Slot:
-    """The async context manager of :meth:`Limits.slot` (a class: cheaper than a generator per request)."""
+class _Gate:
+    """A semaphore whose limit can move (the controller's concurrency); FIFO."""
 
-    __slots__ = ("_limits", "_tokens")
+    __slots__ = ("limit", "held", "_waiters")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self._waiters: Deque["asyncio.Future[None]"] = deque()
+
+    async def acquire(self) -> None:
+        if self.held < self.limit and not self._waiters:
+            self.held += 1
+            return
+        fut: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            await fut
+        except BaseException:
+            if fut.done() and not fut.cancelled():
+                self.release()  # woken and cancelled at once: hand the place on
+            else:
+                try:
+                    self._waiters.remove(fut)
+                except ValueError:
+                    pass
+            raise
+
+    def release(self) -> None:
+        self.held -= 1
+        self.wake()
+
+    def wake(self) -> None:
+        while self._waiters and self.held < self.limit:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                self.held += 1
+                fut.set_result(None)
+
+
+class _Slot:
+    """The async context manager of :meth:`Limits.slot` (a class: cheaper than a generator per request).
+
+    The caller reports the answer with :meth:`answer` (status and headers); a time-out is seen on the way
+    out. Both go to the adaptive controller, which moves the rate and the concurrency."""
+
+    __slots__ = ("_limits", "_tokens", "sent_at", "_reported")
 
     def __init__(self, limits: Limits, tokens: int) -> None:
         self._limits = limits
         self._tokens = tokens
+        self.sent_at = 0.0
+        self._reported = False
 
-    async def __aenter__(self) -> None:
+    async def __aenter__(self) -> "_Slot":
         lim = self._limits
-        await lim._sem.acquire()
+        ctl = lim.controller
+        if ctl is not None and ctl.concurrency != lim._gate.limit:
+            lim._gate.limit = ctl.concurrency
+            lim._gate.wake()
+        await lim._gate.acquire()
         try:
             await lim._wait_resume()
             if lim._tpm is not None and self._tokens > 0:
                 await lim._tpm.acquire(min(float(self._tokens), lim._tpm.max_rate))
             if lim._rpm is not None:
                 await lim._rpm.acquire(1)
+            if ctl is not None:
+                wait = ctl.reserve()  # this request's place in the bucket's schedule
+                if wait > 0:
+                    await asyncio.sleep(wait)
             await lim._wait_resume()
         except BaseException:
-            lim._sem.release()
+            lim._gate.release()
             raise
         lim.in_flight += 1
+        self.sent_at = ctl.sent() if ctl is not None else time.monotonic()
+        return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        self._limits.in_flight -= 1
-        self._limits._sem.release()
+    def answer(self, status: int, headers: Optional[Mapping[str, str]]) -> None:
+        """The server answered ``status``: a throttle cuts the rate, any other answer is a latency sample."""
+        from .retry import parse_retry_after
+
+        lim = self._limits
+        self._reported = True
+        retry_after = parse_retry_after(headers) if status in (429, 503, 529) else None
+        if is_throttle(status, retry_after):
+            lim.throttled += 1
+            if lim.controller is not None:  # a cut also holds the others briefly (the bucket's schedule)
+                lim.controller.throttle(self.sent_at, retry_after)
+        elif lim.controller is not None:
+            lim.controller.answered(self.sent_at, lim.controller.clock() - self.sent_at)
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        lim = self._limits
+        lim.in_flight -= 1
+        if (lim.controller is not None and not self._reported and exc_type is not None
+                and issubclass(exc_type, (asyncio.TimeoutError, TimeoutError))):
+            lim.controller.timed_out(self.sent_at)
+        ctl = lim.controller
+        if ctl is not None and ctl.concurrency != lim._gate.limit:
+            lim._gate.limit = ctl.concurrency
+        lim._gate.release()

@@ -100,6 +100,7 @@ class JudgeConfig:
     json_mode: str = "auto"
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     rate_period: float = 1.0
+    rate_control: str = "adaptive"         #: adaptive (learn the limit, see judge.rate) or fixed (global pause)
     progress: bool = False
     preflight: bool = True                 #: GET {base_url}/models before the first call (see JudgeClient)
     context_size: Optional[int] = None     #: the judge model's context window; None: from GET /models if it says
@@ -133,6 +134,8 @@ class JudgeConfig:
             raise InputError("--budget: must be >= 0")
         if self.context_size is not None and int(self.context_size) < 1:
             raise InputError("--context-size: must be at least 1")
+        if self.rate_control not in ("adaptive", "fixed"):
+            raise InputError("rate_control: choose adaptive or fixed")
 
     def price_table(self) -> PriceTable:
         if isinstance(self.prices, PriceTable):
@@ -289,8 +292,15 @@ class _Progress:
         cost = "$n/a" if engine.cost_usd is None else f"${engine.cost_usd:.4f}"
         counts = [f"{label} {n}" for label, n in (("fail", self.failed), ("skip", self.skipped),
                                                     ("retry", s.retries)) if n]
-        line = " ".join(counts + [f"{_short(s.prompt_tokens + s.completion_tokens)} tok", cost])
+        line = " ".join(counts + _rate_fields(client.limits) + [f"{_short(s.prompt_tokens + s.completion_tokens)} tok",
+                                                               cost])
         self._bar.update(self._task, completed=self.done, line=line)
+
+
+def _rate_fields(limits: Limits) -> List[str]:
+    """The bucket's rate while it limits (``12.5/s``) and the throttled answers (``429 x7``)."""
+    rate = limits.rate()
+    return ([f"{rate:.1f}/s"] if rate is not None else []) + ([f"429 x{limits.throttled}"] if limits.throttled else [])
 
 
 def _short(n: int) -> str:
@@ -430,6 +440,7 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
         "requests": 0 if client is None else client.stats.requests,
         "preflight_requests": 0 if client is None else client.stats.preflight_requests,
         "retries": 0 if client is None else client.stats.retries,
+        "rate": None if client is None else client.limits.summary(),
         "prompt_tokens": 0 if client is None else client.stats.prompt_tokens,
         "completion_tokens": 0 if client is None else client.stats.completion_tokens,
         "judge_cost_usd": None if judge_cost is None else round(judge_cost, 6),
@@ -544,7 +555,7 @@ def _spill(cache: Cache, cfg: JudgeConfig) -> Optional[tuple]:
 
 async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: PriceTable) -> JudgeResult:
     started = time.monotonic()
-    limits = Limits(cfg.concurrency, cfg.rpm, cfg.tpm, period=cfg.rate_period)
+    limits = Limits(cfg.concurrency, cfg.rpm, cfg.tpm, period=cfg.rate_period, control=cfg.rate_control)
     progress = _Progress(cfg.progress, len(case_list) * len(cfg.metrics))
     stop = RunStop()
     client = JudgeClient(cfg.client_config(), limits, stop=stop)

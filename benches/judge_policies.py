@@ -1,0 +1,173 @@
+"""Side by side: the fixed rate policy (global pause on Retry-After) and the adaptive one (judge.rate).
+
+Each scenario runs ``ragmeter.judge.run`` (metric correctness: one call per case) against
+tests/judge/fakeserver.py in its own process: clean; 20% random 429s with ``Retry-After: 1``; a hidden
+server-side token bucket of 30 requests/s (burst 30, ``Retry-After: 1``), no ``--rpm``; a server that
+processes one request at a time (``--timeout`` 2 s, so a deep queue times out). Reported per run: wall
+time, requests, 429s, client CPU, cases lost (rows not ok) and, for the bucket, the rate sustained over the
+middle of the run (completions between 25% and 75% of the cases, over their span).
+
+    python benches/judge_policies.py --runs 3          # writes the section of benches/RESULTS_judge.md
+    python benches/judge_policies.py --cases 100 --no-write
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "benches"))
+
+from judge_bench import loadavg, start_server  # noqa: E402
+
+SCENARIOS = {
+    "clean": [],
+    "random 429 20%": ["--random-429", "0.2"],
+    "hidden bucket 30/s": ["--bucket-rps", "30", "--bucket-burst", "30"],
+    "serialising server": ["--serialise"],
+}
+
+
+def cases(n: int):
+    return [{"id": f"c{i}", "question": f"What colour is product {i}?", "reference_answer": f"Product {i} is blue",
+             "answer": f"Product {i} is blue.", "contexts": [f"product {i} is blue"]} for i in range(n)]
+
+
+def one(scenario: str, policy: str, args: argparse.Namespace, tmp: str, k: int) -> dict:
+    from ragmeter.judge import JudgeStopped, run
+    from ragmeter.judge.retry import RetryPolicy
+
+    proc, port = start_server(args.latency, *SCENARIOS[scenario], "--seed", str(k))
+    ends: list = []
+    try:
+        timeout = 2.0 if scenario == "serialising server" else 30.0
+        t0, c0 = time.monotonic(), time.process_time()
+        try:
+            result = asyncio.run(run(cases(args.cases), base_url=f"http://127.0.0.1:{port}/v1", model="m",
+                                     metrics=["correctness"], concurrency=args.concurrency, timeout=timeout,
+                                     cache=os.path.join(tmp, f"{scenario}-{policy}-{k}.sqlite"),
+                                     rate_control=policy, retry=RetryPolicy(max_attempts=8)))
+        except JudgeStopped as stopped:  # the breaker: time-outs in a row (the run is lost, exit 2)
+            result, why = None, str(stopped).split(";")[0]
+        wall, cpu = time.monotonic() - t0, time.process_time() - c0
+    finally:
+        proc.terminate()
+        tail = proc.stdout.read() if proc.stdout else ""
+        proc.wait(10)
+    seen = json.loads(tail.strip().splitlines()[-1]) if tail.strip() else {}
+    if result is None:
+        return {"wall": wall, "cpu": cpu, "requests": seen.get("requests"), "throttled": seen.get("throttled"),
+                "timeouts": float("nan"), "server_requests": seen.get("requests"), "abandoned": seen.get("abandoned"),
+                "lost": args.cases, "rate": {"stopped": why}, "sustained": middle_rate(seen.get("ok_times") or [])}
+    summ = result.summary
+    rate = summ["rate"]
+    lost = sum(r["status"] != "ok" for r in result.rows)
+    return {"wall": wall, "cpu": cpu, "requests": summ["requests"], "throttled": rate["throttled"],
+            "timeouts": sum(1 for r in result.rows for a in json.loads(r["attempt_log"] or "[]")
+                            if a.get("outcome") == "timeout"),
+            "server_requests": seen.get("requests"), "server_429": seen.get("throttled"),
+            "abandoned": seen.get("abandoned"), "lost": lost, "rate": rate,
+            "sustained": middle_rate(seen.get("ok_times") or [])}
+
+
+def middle_rate(times: list) -> float:
+    """Answers per second between the 25% and the 75% answer (the middle of the run)."""
+    ts = sorted(times)
+    if len(ts) < 8:
+        return float("nan")
+    lo, hi = ts[len(ts) // 4], ts[(3 * len(ts)) // 4]
+    n = (3 * len(ts)) // 4 - len(ts) // 4
+    return n / (hi - lo) if hi > lo else float("nan")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=300)
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(args.runs):
+            for scenario in args.scenarios.split(","):
+                for policy in ("fixed", "adaptive"):
+                    load = loadavg()
+                    r = one(scenario, policy, args, tmp, k)
+                    r["load"] = load
+                    out.setdefault((scenario, policy), []).append(r)
+                    print(f"run {k + 1} {scenario:20s} {policy:8s} load {load}: {r['wall']:.2f} s, "
+                          f"{r['requests']} requests, {r['throttled']} 429s, {r['timeouts']} time-outs, "
+                          f"CPU {r['cpu']:.2f} s, lost {r['lost']}, middle {r['sustained']:.1f}/s, "
+                          f"rate {r['rate']}", file=sys.stderr)
+    text = report(out, args)
+    print(text)
+    if not args.no_write:
+        path = ROOT / "benches" / "RESULTS_judge.md"
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        head = old.split(MARK)[0].rstrip()
+        path.write_text(head + "\n\n" + text + "\n", encoding="utf-8")
+    return 0
+
+
+MARK = "## Rate policies side by side"
+
+
+def _spread(xs: list, fmt: str = "{:.2f}") -> str:
+    xs = [x for x in xs if x == x]
+    if not xs:
+        return "n/a"
+    med = statistics.median(xs)
+    return fmt.format(med) + (f" ({fmt.format(min(xs))}-{fmt.format(max(xs))})" if len(xs) > 1 else "")
+
+
+def report(out: dict, args: argparse.Namespace) -> str:
+    cmd = f"python benches/judge_policies.py{' ' + ' '.join(sys.argv[1:]) if sys.argv[1:] else ''}"
+    runs = max(len(v) for v in out.values())
+    lines = [MARK, "", f"Command: `PYTHONPATH=python {cmd}`", "",
+             f"{args.cases} cases x 1 call (metric correctness), {args.latency * 1000:.0f} ms server latency, "
+             f"concurrency {args.concurrency}, retries up to 8 attempts; the server is tests/judge/fakeserver.py in its "
+             f"own process. {runs} run(s) of each; median (min-max). The serialising server runs with --timeout 2 s.",
+             "", "| scenario | policy | wall s | requests | 429s | time-outs | abandoned by the client | client CPU s "
+             "| cases lost | middle of the run /s | load avg before |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (scenario, policy), rs in out.items():
+        lines.append(f"| {scenario} | {policy} | {_spread([r['wall'] for r in rs])} | "
+                     f"{_spread([r['requests'] for r in rs], '{:.0f}')} | {_spread([r['throttled'] for r in rs], '{:.0f}')} | "
+                     f"{_spread([r['timeouts'] for r in rs], '{:.0f}')} | "
+                     f"{_spread([float(r['abandoned'] or 0) for r in rs], '{:.0f}')} | {_spread([r['cpu'] for r in rs])} | "
+                     f"{_spread([r['lost'] for r in rs], '{:.0f}')} | {_spread([r['sustained'] for r in rs], '{:.1f}')} | "
+                     f"{'; '.join(r['load'] for r in rs)} |")
+    def worst(scenario, policy, key, fn=max):
+        rs = out.get((scenario, policy)) or []
+        return fn(r[key] for r in rs) if rs else float("nan")
+    clean = statistics.median(r["wall"] for r in out.get(("clean", "adaptive"), [{"wall": float("nan")}]))
+    lines += ["", "Targets (issue 17), adaptive policy, worst run:", ""]
+    if ("random 429 20%", "adaptive") in out:
+        w = worst("random 429 20%", "adaptive", "wall")
+        lost = worst("random 429 20%", "adaptive", "lost")
+        lines.append(f"- 20% random 429s: {w:.2f} s = {w / clean:.2f}x the fault-free median {clean:.2f} s "
+                     f"(target <= 1.3x: {'holds' if w <= 1.3 * clean else 'does NOT hold'}); cases lost {lost} "
+                     f"({'holds' if lost == 0 else 'does NOT hold'}).")
+    if ("hidden bucket 30/s", "adaptive") in out:
+        rs = out[("hidden bucket 30/s", "adaptive")]
+        mid = min(r["sustained"] for r in rs)
+        share = max(r["throttled"] / r["requests"] for r in rs)
+        lines.append(f"- hidden 30/s bucket, no --rpm: {mid:.1f}/s sustained over the middle of the run = "
+                     f"{mid / 30:.0%} of 30/s (target >= 90%: {'holds' if mid >= 27 else 'does NOT hold'}); "
+                     f"{share:.1%} of requests answered 429 (target <= 5%: "
+                     f"{'holds' if share <= 0.05 else 'does NOT hold'}).")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Retrieval scoring one Arrow batch at a time, for engines that split the run (Ray Data, Spark).
+
+``score_batch(batch, golden, k=5)`` scores the run rows of one batch against their golden cases and returns
+the per-case columns of :func:`ragmeter.score` (``CASE_COLUMNS`` plus ``missing_from_run`` and
+``n_expected_files``) as a ``pyarrow.Table``. It is a plain module-level function of its arguments (picklable,
+no state kept between calls); the matching and rank metrics run in the Rust core, which releases the GIL.
+Per-case values depend only on the case's own golden and run rows, so the batches' tables concatenated are
+:func:`ragmeter.score`'s per-case table (in another row order).
+
+:func:`reduce_batches` collects the per-case tables and aggregates them once, as :func:`ragmeter.score` does
+(the same numbers, bit for bit). Where collecting is too much, :func:`partial_sums` and :func:`combine`
+reduce sums and counts per batch, never means of means; their sums are correctly rounded (``math.fsum``), so
+the batch order cannot change them, and they agree with the collected aggregates to the last bit or two.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Iterable, List, Optional
+
+import polars as pl
+
+__all__ = ["score_batch", "reduce_batches", "partial_sums", "combine", "AGGREGATE_COLUMNS"]
+
+#: aggregate name -> per-case column (as in ragmeter.retrieval); all_files_hit_rate counts multi-file cases only
+AGGREGATE_COLUMNS = {
+    "hit_rate": "hit", "mrr": "reciprocal_rank", "map": "average_precision", "ndcg": "ndcg",
+    "precision": "precision", "file_hit_rate": "file_hit", "all_files_hit_rate": "all_files_hit",
+    "evidence_recall": "evidence_recall",
+}
+
+
+def _golden_frame(golden: Any) -> pl.DataFrame:
+    from ragmeter.dataset import load_golden
+
+    return load_golden(golden)
+
+
+def score_batch(batch: Any, golden: Any, k: int = 5, *, name: Optional[str] = None) -> Any:
+    """Per-case retrieval columns of the run rows in ``batch`` (a ``pyarrow.Table`` or ``RecordBatch``, a
+    Polars or pandas DataFrame) against ``golden`` (a path, records or a DataFrame; a DataFrame already loaded
+    with :func:`ragmeter.dataset.load_golden` saves reloading it per batch). Golden cases absent from the batch
+    are not scored here: they belong to other batches (see :func:`ragmeter.ray.score_dataset`).
+
+    A batch whose rows are not run rows, or name ids absent from the golden set, raises
+    :class:`~ragmeter.errors.InputError` naming the batch (``name``, else its first id and size).
+    """
+    import pyarrow as pa
+
+    from ragmeter.errors import InputError
+    from ragmeter.retrieval import score
+
+    run = _run_frame(batch)
+    label = name or _label(run)
+    if run.height == 0:
+        return _empty_cases(golden, k)
+    if "id" not in run.columns:
+        raise InputError(f"{label}: no 'id' column (columns: {', '.join(run.columns) or 'none'})")
+    g = golden if isinstance(golden, pl.DataFrame) and "expected_files" in golden.columns else _golden_frame(golden)
+    ids = run["id"].cast(pl.Utf8)
+    try:
+        result = score(g.filter(pl.col("id").is_in(ids.implode())), run, k=k)
+    except InputError as err:
+        raise InputError(f"{label}: {err}") from None
+    return result.cases.to_arrow() if isinstance(result.cases, pl.DataFrame) else pa.table(result.cases)
+
+
+def _run_frame(batch: Any) -> pl.DataFrame:
+    import pyarrow as pa
+
+    if isinstance(batch, pl.DataFrame):
+        return batch
+    if isinstance(batch, pa.RecordBatch):
+        batch = pa.Table.from_batches([batch])
+    if isinstance(batch, pa.Table):
+        return pl.from_arrow(batch)  # type: ignore[return-value]
+    return pl.from_pandas(batch) if hasattr(batch, "to_numpy") else pl.DataFrame(batch)
+
+
+def _label(run: pl.DataFrame) -> str:
+    first = run["id"][0] if "id" in run.columns and run.height else None
+    return f"batch of {run.height} rows" + (f" from id {first!r}" if first is not None else "")
+
+
+def _empty_cases(golden: Any, k: int) -> Any:
+    """The per-case schema with no rows (an empty batch)."""
+    from ragmeter.dataset import load_run
+    from ragmeter.retrieval import score
+
+    g = _golden_frame(golden) if not isinstance(golden, pl.DataFrame) else golden
+    first = g.head(1)
+    cases = score(first, load_run([{"id": first["id"][0], "retrieved": []}]), k=k).cases
+    return cases.clear().to_arrow()
+
+
+def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, Any]]:
+    """Sums and counts of one batch's per-case table, per ``by`` value (and ``None`` for all cases).
+
+    Rows: ``{"group", "n_cases", "n_labeled", "empty_retrievals", "sum_retrieved", and per aggregate
+    "<name>_sum", "<name>_n_scored", "<name>_n_total"}``. Sums are exact (``math.fsum``) so that the order of
+    the batches cannot change the result."""
+    frame = _run_frame(cases)
+    groups: Dict[Any, pl.DataFrame] = {None: frame}
+    if by is not None and frame.height:
+        for key, part in frame.group_by(by):
+            groups[key[0] if isinstance(key, tuple) else key] = part
+    out = []
+    for key, part in groups.items():
+        row: Dict[str, Any] = {"group": key, "n_cases": part.height,
+                               "n_labeled": int(part["labeled"].sum()) if part.height else 0,
+                               "empty_retrievals": int(part["empty_retrieval"].sum()) if part.height else 0,
+                               "sum_retrieved": int(part["n_retrieved"].sum()) if part.height else 0}
+        multi = part["n_expected_files"] >= 2 if part.height else pl.Series([], dtype=pl.Boolean)
+        for name, column in AGGREGATE_COLUMNS.items():
+            values = part[column].cast(pl.Float64) if part.height else pl.Series([], dtype=pl.Float64)
+            total = part.height
+            if name == "all_files_hit_rate" and part.height:
+                values = values.filter(multi)
+                total = int(multi.sum())
+            kept = values.drop_nulls().to_list()
+            row[f"{name}_sum"] = [math.fsum(kept)] if kept else [0.0]
+            row[f"{name}_n_scored"] = len(kept)
+            row[f"{name}_n_total"] = total
+        out.append(row)
+    return out
+
+
+def combine(partials: Iterable[List[Dict[str, Any]]]) -> Dict[Any, Dict[str, Any]]:
+    """Reduce the batches' :func:`partial_sums`: ``{group: {"n_cases", "n_labeled", "empty_retrievals",
+    "mean_retrieved", name: {"value", "n_scored", "n_total"}}}`` (group ``None``: all cases). A mean is the
+    exact sum over every batch divided by the count over every batch; null when nothing is scored."""
+    acc: Dict[Any, Dict[str, Any]] = {}
+    for rows in partials:
+        for row in rows:
+            a = acc.setdefault(row["group"], {"n_cases": 0, "n_labeled": 0, "empty_retrievals": 0,
+                                              "sum_retrieved": 0,
+                                              **{f"{n}_sum": [] for n in AGGREGATE_COLUMNS},
+                                              **{f"{n}_n_scored": 0 for n in AGGREGATE_COLUMNS},
+                                              **{f"{n}_n_total": 0 for n in AGGREGATE_COLUMNS}})
+            for key, value in row.items():
+                if key != "group":
+                    a[key] = a[key] + value
+    out: Dict[Any, Dict[str, Any]] = {}
+    for group, a in acc.items():
+        entry: Dict[str, Any] = {"n_cases": a["n_cases"], "n_labeled": a["n_labeled"],
+                                 "empty_retrievals": a["empty_retrievals"],
+                                 "mean_retrieved": a["sum_retrieved"] / a["n_cases"] if a["n_cases"] else None}
+        for name in AGGREGATE_COLUMNS:
+            n = a[f"{name}_n_scored"]
+            entry[name] = {"value": math.fsum(a[f"{name}_sum"]) / n if n else None, "n_scored": n,
+                           "n_total": a[f"{name}_n_total"]}
+        out[group] = entry
+    return out
+
+
+def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, Any]:
+    """The whole run from the batches' :func:`score_batch` tables: ``{"cases", "overall", "by_category",
+    "missing_from_run"}``. Golden cases in no batch are scored as empty retrievals (as :func:`ragmeter.score`
+    does); an id in two batches is an :class:`~ragmeter.errors.InputError` (it would be counted twice)."""
+    from ragmeter.errors import InputError
+    from ragmeter.retrieval import score
+
+    g = golden if isinstance(golden, pl.DataFrame) and "expected_files" in golden.columns else _golden_frame(golden)
+    frames = [_run_frame(t) for t in tables]
+    frames = [f for f in frames if f.height]
+    seen = pl.concat([f.select("id") for f in frames]) if frames else pl.DataFrame({"id": []}, schema={"id": pl.Utf8})
+    twice = seen.filter(seen["id"].is_duplicated())["id"].unique().sort().to_list()
+    if twice:
+        raise InputError(f"run: id(s) in more than one batch (would be counted twice): {', '.join(twice[:5])}"
+                         + (f" and {len(twice) - 5} more" if len(twice) > 5 else ""))
+    missing = g.filter(~pl.col("id").is_in(seen["id"].implode()))
+    if missing.height:
+        frames.append(score(missing, [{"id": i, "retrieved": []} for i in missing["id"]], k=k).cases.with_columns(
+            pl.lit(True).alias("missing_from_run")))
+    cases = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
+    order = g.select("id").with_row_index("_order")
+    cases = cases.join(order, on="id", how="left").sort("_order").drop("_order")
+    # over the collected per-case columns, as ragmeter.score computes them (bit for bit the same numbers)
+    from ragmeter.retrieval import _nest, aggregate
+
+    overall = _nest(aggregate(cases).to_dicts()[0])
+    by_category = {row["category"]: _nest(row) for row in aggregate(cases, ["category"]).to_dicts()}
+    return {"cases": cases, "overall": overall, "by_category": by_category,
+            "missing_from_run": missing["id"].to_list()}

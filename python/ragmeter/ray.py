@@ -1,0 +1,57 @@
+"""Retrieval scoring of a Ray Dataset of run rows: ``ragmeter.ray.score_dataset(ds, golden, k=5)``.
+
+Each block is scored on the cluster by :func:`ragmeter.score_batch` (``map_batches`` with
+``batch_format="pyarrow"``); the per-case columns come back to the driver and are aggregated once, so the
+numbers are those of :func:`ragmeter.score` on the same data. Install with ``pip install 'ragmeter[ray]'``.
+
+Not here yet: judging with many Ray workers under one shared rate controller (see docs/scale-out.md).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+__all__ = ["score_dataset"]
+
+
+def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int] = 4096) -> Dict[str, Any]:
+    """Score the run rows of the Ray Dataset ``ds`` against ``golden``; returns
+    ``{"cases": polars.DataFrame, "overall", "by_category", "missing_from_run"}`` (see
+    :func:`ragmeter.batch.reduce_batches`). A block that fails (a schema that is not a run, an id absent from the
+    golden set) raises :class:`~ragmeter.errors.InputError` naming the batch; an id in two blocks is refused
+    rather than counted twice."""
+    import ray
+
+    from ragmeter.batch import reduce_batches, score_batch
+    from ragmeter.dataset import load_golden
+    from ragmeter.errors import InputError
+
+    g = load_golden(golden)
+    scored = ds.map_batches(score_batch, fn_kwargs={"golden": g, "k": k}, batch_format="pyarrow",
+                            batch_size=batch_size, zero_copy_batch=True)
+    try:
+        tables = [ray.get(ref) for ref in scored.to_arrow_refs()]
+    except ray.exceptions.RayError as err:
+        message = _input_error(err, InputError)
+        if message is not None:
+            raise InputError(message) from None
+        raise
+    return reduce_batches(tables, g, k=k)
+
+
+def _input_error(err: BaseException, kind: type) -> Optional[str]:
+    """The message of the InputError a worker raised, from Ray's wrappers: the exception itself when Ray kept
+    it (a cause), else its text in the wrapper's traceback (Ray Data keeps only that)."""
+    import re
+
+    todo, seen = [err], 0
+    while todo and seen < 20:
+        e = todo.pop()
+        seen += 1
+        if isinstance(e, kind) and not type(e).__module__.startswith("ray"):
+            return str(e)
+        for nxt in (getattr(e, "cause", None), e.__cause__, e.__context__):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))
+    found = re.search(r"InputError: (.*?)(?:\n\s*\n|\Z)", text, re.S)
+    return found.group(1).strip() if found else None

@@ -1,0 +1,48 @@
+"""ragmeter.ray on a local Ray cluster (started on loopback by the test, stopped after); skipped without ray."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from polars.testing import assert_frame_equal
+
+ray = pytest.importorskip("ray")
+
+import ragmeter  # noqa: E402
+from ragmeter.dataset import load_run  # noqa: E402
+
+EXAMPLE = Path(ragmeter.__file__).parent / "_example"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", ignore_reinit_error=True,
+             log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_score_dataset_equals_score(cluster):
+    from ragmeter.ray import score_dataset
+
+    whole = ragmeter.score(EXAMPLE / "golden.jsonl", EXAMPLE / "run.jsonl")
+    table = load_run(EXAMPLE / "run.jsonl").drop("line").to_arrow()
+    ds = ray.data.from_arrow(table).repartition(4)
+    res = score_dataset(ds, EXAMPLE / "golden.jsonl", batch_size=7)
+    assert_frame_equal(res["cases"], whole.cases)
+    assert res["overall"] == whole.summary["overall"]
+    assert res["by_category"] == whole.summary["by_category"]
+
+
+def test_a_block_with_an_unknown_id_fails_naming_the_batch(cluster):
+    import polars as pl
+
+    from ragmeter.errors import InputError
+    from ragmeter.ray import score_dataset
+
+    run = load_run(EXAMPLE / "run.jsonl").drop("line")
+    run = run.with_columns(pl.when(pl.int_range(pl.len()) == 10).then(pl.lit("no-such-case"))
+                           .otherwise(pl.col("id")).alias("id"))
+    ds = ray.data.from_arrow(run.to_arrow())
+    with pytest.raises(InputError, match=r"(?s)batch of \d+ rows .*no-such-case"):
+        score_dataset(ds, EXAMPLE / "golden.jsonl", batch_size=7)
