@@ -18,7 +18,6 @@ from ragmeter.judge import Cache, JudgeConfig, JudgeStopped, run_sync
 from ragmeter.judge.stop import Breaker
 from ragmeter.judge.urls import public_endpoint, scrub_urls, split_credentials
 
-from conftest import API_KEY
 from evalcli import eval_cli
 from test_cli import cli, write_cases
 
@@ -363,9 +362,9 @@ def test_url_helpers():
     assert "KEY123" not in repr(cfg) and cfg.base_url == "http://h/v1" and cfg.api_key == "KEY123"
 
 
-def test_key_in_the_url_is_used_and_never_shown_or_written(tmp_path, server, monkeypatch):
+def test_key_in_the_url_is_used_and_never_shown_or_written(tmp_path, server, api_key, monkeypatch):
     monkeypatch.delenv("RAGMETER_API_KEY", raising=False)
-    secret = API_KEY  # the server wants it as the bearer key
+    secret = api_key  # the server wants it as the bearer key
     url = server.base_url.replace("http://", f"http://user:{secret}@")
     cases = write_cases(tmp_path / "cases.jsonl", 2)
     args = [sys.executable, "-m", "ragmeter", "judge", "--base-url", url, "--model", "gpt-4o-mini", "--cases",
