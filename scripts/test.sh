@@ -8,6 +8,7 @@
 #   RAGMETER_CONFORMANCE_DIR  where trec_eval's test suite is (default ../shared/conformance/trec_eval)
 #   CI=true                   a missing trec_eval suite or browser is a failure, not a skip; installs
 #                             llama.cpp's server and runs tests/realserver (never skipped there)
+#   RAGMETER_RAY=1            install Ray for tests/test_ray.py (always with CI=true)
 #   RAGMETER_REAL_SERVER=1    install llama-cpp-python[server] (built from source the first time, a few
 #                             minutes; seconds once pip's cache holds the wheel) and run tests/realserver.
 #                             Without it (and without CI) that suite runs only if the server is installed.
@@ -95,6 +96,8 @@ GGUF=gguf==0.19.0
 LLAMA_SERVER_DEPS=(fastapi==0.165.0 starlette==1.10.0 uvicorn==0.54.0 sse-starlette==3.7.0 starlette-context==0.3.6
   pydantic-settings==2.14.1)
 
+RAY_VERSION=2.60.0
+
 real_server_wanted() {
   in_ci && return 0
   case "${RAGMETER_REAL_SERVER:-}" in "" | 0 | false) return 1 ;; *) return 0 ;; esac
@@ -131,6 +134,22 @@ real_server_tests() {
   python3 -m pytest -q tests/realserver
 }
 
+# Ray is large (a few hundred MB): installed for CI or when RAGMETER_RAY=1; elsewhere tests/test_ray.py skips.
+ray_wanted() {
+  in_ci && return 0
+  case "${RAGMETER_RAY:-}" in "" | 0 | false) return 1 ;; *) return 0 ;; esac
+}
+
+ray_install() {
+  if python3 -c "import ray.data" >/dev/null 2>&1; then
+    echo "   found ray $(python3 -c 'import ray; print(ray.__version__)')"
+    return 0
+  fi
+  mkdir -p target
+  echo "   pip install 'ray[data]==$RAY_VERSION' (about 30 s from pip's cache); full output in target/pip-ray.log"
+  with_progress target/pip-ray.log python3 -m pip install "ray[data]==$RAY_VERSION"
+}
+
 if [ -n "${RAGMETER_SKIP_INSTALL:-}" ]; then
   echo "== install: skipped (RAGMETER_SKIP_INSTALL is set; using $(python3 -c 'import ragmeter; print(ragmeter.__file__)' 2>&1))"
 else
@@ -140,6 +159,9 @@ stage "chromium (report browser test)" browser
 stage "cargo test (ragmeter-core, no Python)" cargo test --quiet -p ragmeter-core
 stage "stub check (python/ragmeter/_core.pyi against the compiled module)" \
   python3 -m mypy.stubtest ragmeter._core --allowlist stubtest-allowlist.txt
+if ray_wanted; then
+  stage "install Ray (tests/test_ray.py: scoring on a local Ray cluster)" ray_install
+fi
 stage "pytest" python3 -m pytest -q --ignore=tests/realserver "$@"
 if real_server_wanted; then
   stage "install llama.cpp's server (tests/realserver)" real_server_install
