@@ -70,12 +70,19 @@ def test_assert_no_regression(example, worse, tmp_path):
     assert "Hit@k (chunk)          80.0%     62.2%      -17.8pp *" in text and "45/51" in text
 
 
+def _plugin_installed() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(ep.name == "ragmeter" for ep in entry_points(group="pytest11"))
+
+
 def _pytest(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    # -p loads the plugin as its pytest11 entry point does once ragmeter is installed from this tree
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "ragmeter.pytest_plugin", "-q", "-rs",
-                           "-p", "no:cacheprovider", *args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=300)
+    # An installed ragmeter loads the plugin through its pytest11 entry point; from a bare source tree, -p
+    # loads it the same way (both at once would register it twice).
+    load = [] if _plugin_installed() else ["-p", "ragmeter.pytest_plugin"]
+    return subprocess.run([sys.executable, "-m", "pytest", *load, "-q", "-rs", "-p", "no:cacheprovider", *args],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
 
 
 def test_the_documented_example_test_runs_with_the_plugin(example, tmp_path):
