@@ -198,13 +198,20 @@ def audit_pointer(golden: Any, shown_as: Optional[str] = None) -> Optional[str]:
         found = audit(golden).warnings
     except InputError:
         return None
-    if not found:
+    name = shown_as or (str(golden) if isinstance(golden, (str, Path)) else "G")
+    return pointer_line([w.code for w in found], name)
+
+
+def pointer_line(codes: List[str], golden_name: str) -> Optional[str]:
+    """The pointer's text for warnings already found (``summary["golden_set"]`` of a results folder holds them,
+    so ``eval`` need not audit the golden set a second time); None when there is none."""
+    if not codes:
         return None
     import shlex
 
-    codes = ", ".join(dict.fromkeys(w.code for w in found))
-    name = shown_as or (str(golden) if isinstance(golden, (str, Path)) else "G")
-    return f"{len(found)} audit warning{'s' if len(found) != 1 else ''} ({codes}): ragmeter audit --golden {shlex.quote(name)}"
+    kinds = ", ".join(dict.fromkeys(codes))
+    return (f"{len(codes)} audit warning{'s' if len(codes) != 1 else ''} ({kinds}): "
+            f"ragmeter audit --golden {shlex.quote(golden_name)}")
 
 
 def golden_panel(golden: Any) -> Dict[str, Any]:

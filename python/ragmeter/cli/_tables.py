@@ -35,11 +35,15 @@ def print_warning(text: str, console: Console) -> None:
         console.print(Text(head, style="yellow") if i == 0 else Text(" " * len(head)), line, sep="")
 
 
-def print_audit_pointer(golden: Any, console: Console) -> None:
-    """One line when the golden set itself would raise audit warnings (its balance, blind spots, labels)."""
-    from ragmeter.audit import audit_pointer
+def print_audit_pointer(golden: Any, console: Console, panel: Optional[Dict[str, Any]] = None) -> None:
+    """One line when the golden set itself would raise audit warnings (its balance, blind spots, labels);
+    ``panel`` is an audit already made (``summary["golden_set"]``), else the golden set is audited here."""
+    from ragmeter.audit import audit_pointer, pointer_line
 
-    line = audit_pointer(golden)
+    if panel is not None:
+        line = pointer_line([str(w.get("code")) for w in panel.get("warnings") or []], str(golden))
+    else:
+        line = audit_pointer(golden)
     if line:
         print_warning(line, console)
 

@@ -100,10 +100,10 @@ def run(args: argparse.Namespace) -> int:
         from ragmeter._io import strict_json
 
         print(strict_json(summary))
-        print_audit_pointer(args.golden, console)
+        print_audit_pointer(args.golden, console, summary.get("golden_set"))
         return max(collected, incomplete_exit(summary.get("judge"), args.max_failed, args.out))
     print_score(summary["retrieval"], out_dir=None, console=console)
-    print_audit_pointer(args.golden, console)
+    print_audit_pointer(args.golden, console, summary.get("golden_set"))
     if summary.get("judge"):
         for line in judge_lines(summary["judge"]):
             console.print(line, markup=False, highlight=False)
