@@ -46,7 +46,8 @@ def models(tmp_path_factory) -> Dict[str, Path]:
 
     d = tmp_path_factory.mktemp("gguf")
     return {"scripted": ggufmodels.write_scripted(d / "scripted.gguf"),
-            "random": ggufmodels.write_random(d / "random.gguf")}
+            "random": ggufmodels.write_random(d / "random.gguf"),
+            "embedder": ggufmodels.write_embedder(d / "embedder.gguf")}
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +56,7 @@ def servers(models, tmp_path_factory):
     logs = tmp_path_factory.mktemp("server-logs")
     started: Dict[str, LlamaServer] = {}
     specs = {"scripted": ("scripted", "judge", False), "random": ("random", "judge", False),
-             "embed_tokens": ("scripted", "embed", True)}
+             "embed_tokens": ("scripted", "embed", True), "embed": ("embedder", "embed", True)}
 
     def get(name: str) -> LlamaServer:
         if name not in started:

@@ -16,6 +16,13 @@ ends (truncated at every budget), ``@@SCHEMA@@`` a JSON object of the wrong shap
 again), ``@@PROSE@@`` a sentence that is not JSON. Prompt text is byte tokens, which all share embedding
 column 0. Served for embeddings, the model has no pooling: one vector per token.
 
+*Embedding* model (:func:`write_embedder`): the same tokeniser and Gaussian token embeddings from a fixed
+seed, every other weight zero, ``pooling_type`` MEAN in its GGUF. llama.cpp 0.3.16-era reads that key only
+for some architectures (BERT-like ones, qwen2, qwen3, ...), not for ``llama``, so this one is a ``qwen2``
+network (llama's layout plus zero q/k/v biases). With attention and feed-forward contributing nothing, the
+vector of a text is the mean over its tokens of the RMS-normalised token embeddings
+(:func:`mean_pooled`), which the tests compute from the weights in the file.
+
 *Random* model (:func:`write_random`): the same tokeniser, Gaussian weights from a fixed seed; what it
 says is arbitrary, which is the point of the failure-path tests.
 """
@@ -34,6 +41,7 @@ N_EMBD = 64
 N_HEAD = 4
 N_FF = 64
 N_CTX_TRAIN = 8192
+EPS = 1e-5  #: RMS norm epsilon
 
 #: task (as in the prompt's "Task: NAME" line) -> the judge's reply
 REPLIES: Dict[str, dict] = {
@@ -98,10 +106,11 @@ def _template(markers: Dict[str, str]) -> str:
     return "".join(parts)
 
 
-def _writer(path: Path, tokens: List[str], types: List[int], template: str) -> "gguf.GGUFWriter":
+def _writer(path: Path, tokens: List[str], types: List[int], template: str,
+            arch: str = "llama") -> "gguf.GGUFWriter":
     import gguf
 
-    w = gguf.GGUFWriter(str(path), "llama")
+    w = gguf.GGUFWriter(str(path), arch)
     w.add_name("ragmeter-test")
     w.add_context_length(N_CTX_TRAIN)
     w.add_embedding_length(N_EMBD)
@@ -109,7 +118,7 @@ def _writer(path: Path, tokens: List[str], types: List[int], template: str) -> "
     w.add_feed_forward_length(N_FF)
     w.add_head_count(N_HEAD)
     w.add_head_count_kv(N_HEAD)
-    w.add_layer_norm_rms_eps(1e-5)
+    w.add_layer_norm_rms_eps(EPS)
     w.add_rope_dimension_count(N_EMBD // N_HEAD)
     w.add_vocab_size(len(tokens))
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
@@ -192,6 +201,36 @@ def write_scripted(path: Path) -> Path:
     _tensors(w, embd, output, {})
     _finish(w)
     return path
+
+
+EMBEDDER_SEED = 1818
+
+
+def write_embedder(path: Path) -> Path:
+    """A mean-pooling embedding model (see the module doc); qwen2 because llama ignores ``pooling_type``."""
+    import gguf
+
+    tokens, types = _vocab()
+    rng = np.random.default_rng(EMBEDDER_SEED)
+    w = _writer(path, tokens, types, "{{ messages[0]['content'] }}", arch="qwen2")
+    w.add_pooling_type(gguf.PoolingType.MEAN)
+    _tensors(w, rng.standard_normal((len(tokens), N_EMBD)), np.zeros((len(tokens), N_EMBD)), {})
+    for name in ("attn_q", "attn_k", "attn_v"):
+        w.add_tensor(f"blk.0.{name}.bias", np.zeros(N_EMBD, dtype=np.float32))
+    _finish(w)
+    return path
+
+
+def mean_pooled(path: Path, token_ids: List[int]) -> np.ndarray:
+    """The vector :func:`write_embedder`'s model gives these tokens, from the weights stored in ``path``."""
+    import gguf
+
+    tensors = {t.name: t for t in gguf.GGUFReader(str(path)).tensors}
+    embd = np.asarray(tensors["token_embd.weight"].data, dtype=np.float64)
+    norm = np.asarray(tensors["output_norm.weight"].data, dtype=np.float64)
+    x = embd[token_ids]
+    x = x / np.sqrt((x ** 2).mean(axis=1, keepdims=True) + EPS)
+    return (x * norm).mean(axis=0)
 
 
 def write_random(path: Path, seed: int = 18) -> Path:

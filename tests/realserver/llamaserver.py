@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import List, Optional
 
@@ -64,6 +66,14 @@ class LlamaServer:
             return self.log_path.read_text(errors="replace").count('"POST /v1/')
         except OSError:
             return 0
+
+    def statuses(self, route: str) -> Counter:
+        """HTTP status -> how many ``POST /v1/ROUTE`` requests got it so far (uvicorn's access log)."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return Counter()
+        return Counter(int(m) for m in re.findall(rf'"POST /v1/{re.escape(route)} HTTP/[0-9.]+" (\d{{3}})', text))
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

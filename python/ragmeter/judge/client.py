@@ -509,18 +509,53 @@ class JudgeClient:
             raise
 
     # -- embeddings ----------------------------------------------------------------------------------
+    #: set once a server answered 500 to an embeddings request with several inputs (llama-cpp-python 0.3.16
+    #: puts them in one batch its one-sequence context cannot take): from then on each input goes alone
+    _embed_singly = False
+
     async def embed(self, texts: Sequence[str]) -> EmbedResult:
-        cfg = self.config
-        model = cfg.embeddings_model
+        model = self.config.embeddings_model
         if not model:
             raise ValueError("no embeddings model configured")
         started = time.monotonic()
+        attempts: List[Dict[str, Any]] = []
+        try:
+            if len(texts) > 1 and not self._embed_singly:
+                try:
+                    vectors, tokens = await self._embed_request(model, texts, attempts)
+                    return EmbedResult(vectors, tokens, (time.monotonic() - started) * 1000.0, attempts)
+                except JudgeCallError as err:
+                    # batch_rejected: a 500 about to be retried; a 500 that was the last attempt counts too
+                    if err.kind != "batch_rejected" and not (attempts and attempts[-1].get("status") == 500):
+                        raise
+                    attempts[-1]["outcome"] = "batch_rejected"
+                    self._embed_singly = True
+                    log.info("embeddings: a request with %d inputs was answered 500; sending one input per request "
+                             "from now on", len(texts))
+            vectors, tokens = [], 0
+            for text in texts:
+                one, n = await self._embed_request(model, [text], attempts)
+                vectors += one
+                tokens += n
+            return EmbedResult(vectors, tokens, (time.monotonic() - started) * 1000.0, attempts)
+        except JudgeCallError as err:
+            err.attempts = attempts
+            err.latency_ms = (time.monotonic() - started) * 1000.0
+            raise
+
+    async def _embed_request(self, model: str, texts: Sequence[str],
+                             attempts: List[Dict[str, Any]]) -> tuple[List[List[float]], int]:
+        """One ``POST /embeddings``; with several inputs, a 500 ends it at once as ``batch_rejected``."""
         est = sum(estimate_tokens(t) for t in texts)
+        first = len(attempts)
 
         def build() -> Dict[str, Any]:
+            if len(texts) > 1 and len(attempts) > first and attempts[-1].get("status") == 500:
+                raise JudgeCallError("embeddings: the server answered 500 to several inputs in one request",
+                                     kind="batch_rejected", attempts=[])
             return {"model": model, "input": list(texts)}
 
-        def on_ok(data: Dict[str, Any], record: Dict[str, Any]) -> EmbedResult:
+        def on_ok(data: Dict[str, Any], record: Dict[str, Any]) -> tuple[List[List[float]], int]:
             items = data.get("data")
             if not isinstance(items, list) or len(items) != len(texts):
                 raise JudgeCallError(f"embeddings: expected {len(texts)} vectors", kind="bad_response", attempts=[])
@@ -530,12 +565,6 @@ class JudgeClient:
             pt = int(usage.get("prompt_tokens") or est)
             self.stats.prompt_tokens += pt
             record.update(prompt_tokens=pt)
-            return EmbedResult(vectors, pt, (time.monotonic() - started) * 1000.0, attempts)
+            return vectors, pt
 
-        attempts: List[Dict[str, Any]] = []
-        try:
-            return await self._call(self._embed_url, build, lambda: est, on_ok, "embeddings", attempts)
-        except JudgeCallError as err:
-            err.attempts = attempts
-            err.latency_ms = (time.monotonic() - started) * 1000.0
-            raise
+        return await self._call(self._embed_url, build, lambda: est, on_ok, "embeddings", attempts)
