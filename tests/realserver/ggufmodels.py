@@ -17,11 +17,12 @@ again), ``@@PROSE@@`` a sentence that is not JSON. Prompt text is byte tokens, w
 column 0. Served for embeddings, the model has no pooling: one vector per token.
 
 *Embedding* model (:func:`write_embedder`): the same tokeniser and Gaussian token embeddings from a fixed
-seed, every other weight zero, ``pooling_type`` MEAN in its GGUF. llama.cpp 0.3.16-era reads that key only
-for some architectures (BERT-like ones, qwen2, qwen3, ...), not for ``llama``, so this one is a ``qwen2``
-network (llama's layout plus zero q/k/v biases). With attention and feed-forward contributing nothing, the
-vector of a text is the mean over its tokens of the RMS-normalised token embeddings
-(:func:`mean_pooled`), which the tests compute from the weights in the file.
+seed, every other weight zero, ``pooling_type`` MEAN in its GGUF. The llama.cpp in llama-cpp-python
+0.3.16 reads that key only for some architectures (BERT-like ones, qwen2, qwen3, ...), not for
+``llama``, so this is a ``qwen2`` network (llama's layout plus zero q/k/v biases). With attention and
+feed-forward contributing nothing, the vector of a text is the mean over its tokens of the
+RMS-normalised token embeddings (:func:`mean_pooled`), which the tests compute from the weights in the
+file.
 
 *Random* model (:func:`write_random`): the same tokeniser, Gaussian weights from a fixed seed; what it
 says is arbitrary, which is the point of the failure-path tests.

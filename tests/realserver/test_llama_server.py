@@ -1,7 +1,8 @@
 """``ragmeter judge`` and ``ragmeter eval`` against llama.cpp's server (see conftest.py and ggufmodels.py).
 
-The scripted model gives every built-in metric a known value through the real server; the trigger words
-and the random-weight model drive the failure paths: truncation and budget doubling, the repair turn,
+The scripted model gives every built-in metric a known value through the real server, the embedding model
+answer_relevancy's cosine (computed here from its weights); the trigger words and the random-weight model
+drive the failure paths: truncation and budget doubling, the repair turn,
 unusable output recorded as failed, the context window, a server killed mid-run.
 """
 from __future__ import annotations
