@@ -173,3 +173,33 @@ def test_embeddings(server, fast_retry):
     server.script = [503]
     res = asyncio.run(go())
     assert len(res.vectors) == 2 and len(res.vectors[0]) == 16 and len(res.attempts) == 2
+
+
+def test_a_500_to_several_embedding_inputs_falls_back_to_one_input_per_request(server, fast_retry):
+    """llama-cpp-python's server answers 500 to a multi-input batch; the client resends one input at a time."""
+    server.rules = [(lambda info: info["task"] == "embeddings" and len(info["payload"].get("input") or []) > 1, 500)]
+
+    async def go():
+        cfg = ClientConfig(base_url=server.base_url, model="m", policy=fast_retry, embeddings_model="e")
+        async with JudgeClient(cfg) as client:
+            return await client.embed(["a b", "c"]), await client.embed(["d", "e f"])
+    first, second = asyncio.run(go())
+    assert len(first.vectors) == 2 and len(second.vectors) == 2
+    assert [(a.get("status"), a.get("outcome")) for a in first.attempts][0] == (500, "batch_rejected")
+    assert [a.get("status") for a in first.attempts][1:] == [200, 200]
+    # the fallback is remembered: the second call never sends a batch
+    assert [a.get("status") for a in second.attempts] == [200, 200]
+    sizes = [len(e["payload"]["input"]) for e in server.log]
+    assert sizes == [2, 1, 1, 1, 1]
+
+
+def test_a_500_to_one_embedding_input_is_not_a_batch_fallback(server, fast_retry):
+    server.rules = [(lambda info: info["task"] == "embeddings", 500)]
+
+    async def go():
+        cfg = ClientConfig(base_url=server.base_url, model="m", policy=fast_retry, embeddings_model="e")
+        async with JudgeClient(cfg) as client:
+            return await client.embed(["a b"])
+    with pytest.raises(JudgeCallError):
+        asyncio.run(go())
+    assert all(len(e["payload"]["input"]) == 1 for e in server.log) and len(server.log) == fast_retry.max_attempts
