@@ -171,6 +171,17 @@ def test_ragas_data_evaluates_like_the_original():
     assert hit["n_total"] == len(golden) and 0 < hit["n_scored"] <= hit["n_total"]
 
 
+def test_a_ragas_jsonl_file_loads_directly_through_the_loaders_aliases(tmp_path):
+    dataset = EvaluationDataset(samples=_ragas_samples())
+    path = tmp_path / "ragas.jsonl"
+    dataset.to_jsonl(str(path))
+    from_file = ragmeter.evaluate(path, path)  # one file, read as the golden set and as the run
+    converted = ragmeter.evaluate(*from_ragas(dataset))
+    assert from_file.cases["id"].to_list() == ["line-1", "line-2", "line-3"]  # ragas samples have no ids
+    for column in (*RETRIEVAL, "answer"):
+        assert from_file.cases[column].to_list() == converted.cases[column].to_list(), column
+
+
 def test_a_real_hugging_face_dataset_converts_like_the_ragas_dataset():
     dataset = EvaluationDataset(samples=_ragas_samples())
     hf = dataset.to_hf_dataset()
@@ -183,6 +194,14 @@ def test_a_real_hugging_face_dataset_converts_like_the_ragas_dataset():
     result = ragmeter.evaluate(*from_hf(hf))
     assert result.cases["labeled"].to_list() == [True, False, False]  # unlabelled cases counted, not scored
     assert result.summary["retrieval"]["overall"]["hit_rate"]["n_scored"] == 1
+
+
+def test_evaluate_takes_real_hugging_face_datasets_in_ragmeter_naming():
+    golden, run = _records(EXAMPLE / "golden.jsonl"), _records(EXAMPLE / "run.jsonl")
+    direct = ragmeter.evaluate(golden, run)
+    via = ragmeter.evaluate(datasets.Dataset.from_list(golden), datasets.Dataset.from_list(run))
+    assert via.cases.equals(direct.cases)
+    assert via.summary["retrieval"] == direct.summary["retrieval"]
 
 
 def _deepeval_cases() -> List[Any]:
@@ -252,6 +271,16 @@ def test_bad_conversions_are_named():
         to_ragas([{"id": "a", "question": "Q?"}], [{"id": "stray", "retrieved": []}])
     with pytest.raises(InputError, match=r"retrieved_context_ids has 1 ids for 2 retrieved_contexts"):
         from_ragas([{"user_input": "Q?", "retrieved_contexts": ["a", "b"], "retrieved_context_ids": ["1"]}])
+
+
+def test_the_guard_refuses_before_any_packet_is_sent():
+    before = len(OUTSIDE_CALLS)
+    with pytest.raises(OSError, match="refused"):
+        socket.getaddrinfo("ragmeter-guard-check.invalid", 443)  # refused before the look-up is made
+    assert OUTSIDE_CALLS[before:] == ["('ragmeter-guard-check.invalid',)"]
+    del OUTSIDE_CALLS[before:]
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # loopback stays open
+        socket.create_connection(listener.getsockname(), timeout=5).close()
 
 
 def test_zz_no_call_left_loopback():
