@@ -19,9 +19,9 @@ Mapping: the question, the reference answer and the system's answer map one to o
 become the run's chunks in rank order (``retrieved``, with ``file`` ``"(unknown)"``: these libraries record no
 source file, so file-level metrics are not measured; ``chunk_id`` is ragas' ``retrieved_context_ids`` when given,
 else the rank) and its ``contexts``. DeepEval's ``completion_time`` (seconds) becomes ``latency_ms``, its
-``token_cost`` ``cost`` and its token counts ``prompt_tokens`` / ``completion_tokens``. The ground-truth contexts (ragas
-``reference_contexts``, DeepEval ``context``) become ``expected_evidence``: a retrieved chunk containing one
-is relevant. Without them a case is unlabelled and its retrieval is not scored (counted, never guessed).
+``token_cost`` ``cost`` and its token counts ``prompt_tokens`` / ``completion_tokens``. The ground-truth
+contexts (ragas ``reference_contexts``, DeepEval ``context``) become ``expected_evidence``: a retrieved chunk
+containing one is relevant. Without them a case is unlabelled and its retrieval is not scored (counted, never guessed).
 Ids are taken from an ``id`` column (DeepEval: a golden's ``id``, else ``name``) when there is one, else
 ``case-0001``, ...
 
@@ -140,8 +140,8 @@ def _usage(row: Any, where: str) -> Dict[str, Any]:
     return {k: v for k, v in usage.items() if v is not None}
 
 
-def _convert(rows: Sequence[Any], names: Mapping[str, str], name: str,
-             id_fields: Sequence[str] = ("id",)) -> Tuple[Records, Records]:
+def _convert(rows: Sequence[Any], names: Mapping[str, str], name: str, id_fields: Sequence[str] = ("id",),
+             with_usage: bool = False) -> Tuple[Records, Records]:
     if not rows:
         raise InputError(f"{name}: no samples")
     golden: Records = []
@@ -169,7 +169,7 @@ def _convert(rows: Sequence[Any], names: Mapping[str, str], name: str,
                   "retrieved": [{"file": UNKNOWN_FILE, "chunk_id": chunk_id, "text": text, "score": None}
                                 for chunk_id, text in zip(chunk_ids, contexts)],
                   "contexts": contexts}
-        if names is _DEEPEVAL:
+        if with_usage:
             record.update(_usage(row, where))
         run.append(record)
     return golden, run
@@ -189,7 +189,7 @@ def from_ragas(dataset: Any) -> Tuple[Records, Records]:
 def from_deepeval(test_cases: Any) -> Tuple[Records, Records]:
     """``(golden, run)`` from DeepEval test cases (see the module docstring)."""
     rows = _rows(test_cases, "deepeval test cases")
-    return _convert(rows, _DEEPEVAL, "deepeval test cases", id_fields=("id", "name"))
+    return _convert(rows, _DEEPEVAL, "deepeval test cases", id_fields=("id", "name"), with_usage=True)
 
 
 def from_hf(dataset: Any) -> Tuple[Records, Records]:
