@@ -164,7 +164,7 @@ ecosystem_wanted() {
 
 ecosystem_install() {
   local pins
-  pins=$(python3 -c 'import sys
+  pins=$(python3 -c '
 try:
     import tomllib
 except ImportError:
