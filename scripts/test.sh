@@ -9,6 +9,8 @@
 #   CI=true                   a missing trec_eval suite or browser is a failure, not a skip; installs
 #                             llama.cpp's server and runs tests/realserver (never skipped there)
 #   RAGMETER_RAY=1            install Ray for tests/test_ray.py (always with CI=true)
+#   RAGMETER_ECOSYSTEM=1      install the 'ecosystem' extra (ragas, DeepEval) in target/ecosystem-venv and run
+#                             tests/test_ecosystem_real.py there (always with CI=true; about 2 minutes)
 #   RAGMETER_REAL_SERVER=1    install llama-cpp-python[server] (built from source the first time, a few
 #                             minutes; seconds once pip's cache holds the wheel) and run tests/realserver.
 #                             Without it (and without CI) that suite runs only if the server is installed.
@@ -150,6 +152,46 @@ ray_install() {
   with_progress target/pip-ray.log python3 -m pip install "ray[data]==$RAY_VERSION"
 }
 
+# ragas and DeepEval (the 'ecosystem' extra) go into a venv of their own that sees the shared packages: DeepEval
+# would downgrade rich (a ragmeter dependency) and add four pytest plugins to every test run. The versions are
+# scripts/ecosystem-constraints.txt (a pip freeze of that venv; regenerate it when the extra's pins change).
+ECOSYSTEM_VENV=target/ecosystem-venv
+
+ecosystem_wanted() {
+  in_ci && return 0
+  case "${RAGMETER_ECOSYSTEM:-}" in "" | 0 | false) return 1 ;; *) return 0 ;; esac
+}
+
+ecosystem_install() {
+  local pins
+  pins=$(python3 -c '
+try:
+    import tomllib
+except ImportError:
+    import tomli as tomllib
+print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["ecosystem"]))') || return 1
+  mkdir -p target
+  if [ ! -x "$ECOSYSTEM_VENV/bin/python" ]; then
+    python3 -m venv --system-site-packages "$ECOSYSTEM_VENV" || return 1
+  fi
+  echo "   pip install $(echo $pins) into $ECOSYSTEM_VENV (about 100 s from pip's cache, ~470 MB); full output in"
+  echo "   target/pip-ecosystem.log"
+  # shellcheck disable=SC2086 # one requirement per word
+  with_progress target/pip-ecosystem.log "$ECOSYSTEM_VENV/bin/python" -m pip install -c scripts/ecosystem-constraints.txt $pins &&
+    echo "   installed: $("$ECOSYSTEM_VENV/bin/python" -c 'import importlib.metadata as m; print(", ".join(p + " " + m.version(p) for p in ("ragas", "deepeval", "datasets")))')"
+}
+
+# DeepEval's pytest plugins are turned off: they only add output (tests/test_ecosystem_real.py passes with them).
+ecosystem_tests() {
+  "$ECOSYSTEM_VENV/bin/python" -m pytest -q -p no:deepeval -p no:asyncio -p no:xdist -p no:rerunfailures -p no:repeat \
+    tests/test_ecosystem_real.py
+}
+
+ecosystem_ignore=()
+if ecosystem_wanted; then
+  ecosystem_ignore=(--ignore=tests/test_ecosystem_real.py)  # run in its venv below
+fi
+
 if [ -n "${RAGMETER_SKIP_INSTALL:-}" ]; then
   echo "== install: skipped (RAGMETER_SKIP_INSTALL is set; using $(python3 -c 'import ragmeter; print(ragmeter.__file__)' 2>&1))"
 else
@@ -162,7 +204,14 @@ stage "stub check (python/ragmeter/_core.pyi against the compiled module)" \
 if ray_wanted; then
   stage "install Ray (tests/test_ray.py: scoring on a local Ray cluster)" ray_install
 fi
-stage "pytest" python3 -m pytest -q --ignore=tests/realserver "$@"
+stage "pytest" python3 -m pytest -q --ignore=tests/realserver "${ecosystem_ignore[@]}" "$@"
+if ecosystem_wanted; then
+  n_failed=${#failed[@]}
+  stage "install ragas and DeepEval (the 'ecosystem' extra) in $ECOSYSTEM_VENV" ecosystem_install
+  if ((${#failed[@]} == n_failed)); then
+    stage "pytest tests/test_ecosystem_real.py (the real ragas and DeepEval classes, in $ECOSYSTEM_VENV)" ecosystem_tests
+  fi
+fi
 if real_server_wanted; then
   stage "install llama.cpp's server (tests/realserver)" real_server_install
 fi

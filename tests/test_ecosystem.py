@@ -1,8 +1,8 @@
 """ragas / DeepEval / Hugging Face data into ragmeter (ragmeter.dataset.from_ragas, from_deepeval, from_hf).
 
-The real ragas and DeepEval packages are not installed here (ragas 0.4.3 pulls ~170 MB of LangChain
-dependencies): these tests use stand-ins with the attributes of their classes (ragas ``SingleTurnSample`` /
-``EvaluationDataset.samples``, DeepEval ``LLMTestCase`` / ``EvaluationDataset.test_cases``)."""
+These tests use stand-ins with the attributes of their classes (ragas ``SingleTurnSample`` /
+``EvaluationDataset.samples``, DeepEval ``LLMTestCase`` / ``EvaluationDataset.test_cases``), so that they run
+everywhere; tests/test_ecosystem_real.py does the same with the real packages (the ``ecosystem`` extra)."""
 from __future__ import annotations
 
 import json

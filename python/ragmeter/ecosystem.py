@@ -8,19 +8,27 @@ Each converter returns ``(golden, run)``, two lists of records that every ragmet
 * :func:`from_ragas`: a ragas ``EvaluationDataset`` (its ``samples``), a list of ``SingleTurnSample`` or of
   dicts, or a table (pandas, Polars, Arrow, Hugging Face) with ragas' columns ``user_input``,
   ``retrieved_contexts``, ``response``, ``reference`` and optionally ``reference_contexts``;
-* :func:`from_deepeval`: DeepEval ``LLMTestCase`` objects (``input``, ``actual_output``, ``expected_output``,
-  ``retrieval_context``, ``context``, ``name``) or an ``EvaluationDataset`` holding them (``test_cases``);
+* :func:`from_deepeval`: DeepEval ``LLMTestCase`` or ``Golden`` objects (``input``, ``actual_output``,
+  ``expected_output``, ``retrieval_context``, ``context``, ``name``, ``tags``, ``completion_time``, ``token_cost``,
+  ``input_token_count``, ``output_token_count``) or an ``EvaluationDataset`` holding them (``test_cases``, else
+  ``goldens``);
 * :func:`from_hf`: a Hugging Face ``datasets.Dataset`` (or any table) in ragas' naming, ragas' older naming
   (``question``, ``answer``, ``contexts``, ``ground_truth``) or ragmeter's own.
 
 Mapping: the question, the reference answer and the system's answer map one to one; the retrieved contexts
 become the run's chunks in rank order (``retrieved``, with ``file`` ``"(unknown)"``: these libraries record no
-source file, so file-level metrics are not measured) and its ``contexts``. The ground-truth contexts (ragas
-``reference_contexts``, DeepEval ``context``) become ``expected_evidence``: a retrieved chunk containing one
-is relevant. Without them a case is unlabelled and its retrieval is not scored (counted, never guessed).
-Ids are taken from an ``id`` column (``name`` for DeepEval) when there is one, else ``case-0001``, ...
+source file, so file-level metrics are not measured; ``chunk_id`` is ragas' ``retrieved_context_ids`` when given,
+else the rank) and its ``contexts``. DeepEval's ``completion_time`` (seconds) becomes ``latency_ms``, its
+``token_cost`` ``cost`` and its token counts ``prompt_tokens`` / ``completion_tokens``. The ground-truth
+contexts (ragas ``reference_contexts``, DeepEval ``context``) become ``expected_evidence``: a retrieved chunk
+containing one is relevant. Without them a case is unlabelled and its retrieval is not scored (counted, never guessed).
+Ids are taken from an ``id`` column (DeepEval: a golden's ``id``, else ``name``) when there is one, else
+``case-0001``, ...
 
-Nothing here imports ragas, DeepEval or datasets: their objects are read by attribute.
+:func:`to_ragas` and :func:`to_deepeval` go the other way (a golden set and a run to a ragas
+``EvaluationDataset`` / a list of DeepEval ``LLMTestCase``), keeping every field the other library can hold, so
+that converting back gives the same records. The converters from these libraries read objects by attribute and
+import nothing; the two ``to_`` functions import ragas or DeepEval when called.
 """
 from __future__ import annotations
 
@@ -28,13 +36,13 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ragmeter.errors import InputError
 
-__all__ = ["from_ragas", "from_deepeval", "from_hf"]
+__all__ = ["from_ragas", "from_deepeval", "from_hf", "to_ragas", "to_deepeval"]
 
 Records = List[Dict[str, Any]]
 
 UNKNOWN_FILE = "(unknown)"
 _RAGAS = {"question": "user_input", "answer": "response", "contexts": "retrieved_contexts", "reference": "reference",
-          "evidence": "reference_contexts"}
+          "evidence": "reference_contexts", "context_ids": "retrieved_context_ids"}
 _RAGAS_V01 = {"question": "question", "answer": "answer", "contexts": "contexts", "reference": "ground_truth",
               "evidence": "reference_contexts"}
 _DEEPEVAL = {"question": "input", "answer": "actual_output", "contexts": "retrieval_context",
@@ -47,10 +55,12 @@ def _rows(source: Any, name: str) -> List[Any]:
 
     if isinstance(source, (list, tuple)):
         return list(source)
-    for attr in ("samples", "test_cases"):  # ragas / DeepEval EvaluationDataset
-        items = getattr(source, attr, None)
-        if isinstance(items, (list, tuple)) and items:
-            return list(items)
+    # ragas EvaluationDataset.samples; DeepEval EvaluationDataset.test_cases, else its goldens (which may carry
+    # the system's outputs too)
+    held = [getattr(source, attr, None) for attr in ("samples", "test_cases", "goldens")]
+    held = [items for items in held if isinstance(items, (list, tuple))]
+    if held:
+        return list(next((items for items in held if items), []))
     if isinstance(source, (str, bytes)) or source is None:
         raise InputError(f"{name}: expected a dataset, a table or a list of samples, got {type(source).__name__}")
     from ragmeter.api import as_source
@@ -93,15 +103,52 @@ def _text(value: Any, where: str, field: str, required: bool = False) -> Optiona
     return value
 
 
-def _convert(rows: Sequence[Any], names: Mapping[str, str], name: str, id_field: str = "id") -> Tuple[Records, Records]:
+def _number(value: Any, where: str, field: str) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where}: {field} must be a number, got {type(value).__name__}")
+    return value
+
+
+def _chunk_ids(row: Any, names: Mapping[str, str], contexts: List[str], where: str) -> List[str]:
+    """ragas' ``retrieved_context_ids`` when given (one per context), else the ranks."""
+    field = names.get("context_ids")
+    ids = _texts(_get(row, field), where, field) if field else []
+    if not ids:
+        return [str(rank) for rank in range(1, len(contexts) + 1)]
+    if len(ids) != len(contexts):
+        raise InputError(f"{where}: {field} has {len(ids)} ids for {len(contexts)} {names['contexts']}")
+    return ids
+
+
+def _case_id(row: Any, id_fields: Sequence[str], i: int) -> str:
+    for field in id_fields:
+        raw_id = _get(row, field)
+        if raw_id is not None and raw_id != "":
+            return str(raw_id)
+    return f"case-{i + 1:04d}"
+
+
+def _usage(row: Any, where: str) -> Dict[str, Any]:
+    """DeepEval's latency, cost and token counts in ragmeter's run fields (absent ones left out)."""
+    seconds = _number(_get(row, "completion_time"), where, "completion_time")
+    usage = {"latency_ms": None if seconds is None else seconds * 1000.0,
+             "cost": _number(_get(row, "token_cost"), where, "token_cost"),
+             "prompt_tokens": _number(_get(row, "input_token_count"), where, "input_token_count"),
+             "completion_tokens": _number(_get(row, "output_token_count"), where, "output_token_count")}
+    return {k: v for k, v in usage.items() if v is not None}
+
+
+def _convert(rows: Sequence[Any], names: Mapping[str, str], name: str, id_fields: Sequence[str] = ("id",),
+             with_usage: bool = False) -> Tuple[Records, Records]:
     if not rows:
         raise InputError(f"{name}: no samples")
     golden: Records = []
     run: Records = []
     for i, row in enumerate(rows):
         where = f"{name}[{i}]"
-        raw_id = _get(row, id_field)
-        case_id = f"case-{i + 1:04d}" if raw_id is None or raw_id == "" else str(raw_id)
+        case_id = _case_id(row, id_fields, i)
         contexts = _texts(_get(row, names["contexts"]), where, names["contexts"])
         evidence = _texts(_get(row, names["evidence"]), where, names["evidence"])
         case: Dict[str, Any] = {"id": case_id, "question": _text(_get(row, names["question"]), where,
@@ -113,11 +160,18 @@ def _convert(rows: Sequence[Any], names: Mapping[str, str], name: str, id_field:
         category = _get(row, "category")
         if isinstance(category, str) and category:
             case["category"] = category
+        tags = _texts(_get(row, "tags"), where, "tags")
+        if tags:
+            case["tags"] = tags
         golden.append(case)
-        run.append({"id": case_id, "answer": _text(_get(row, names["answer"]), where, names["answer"]),
-                    "retrieved": [{"file": UNKNOWN_FILE, "chunk_id": str(rank), "text": text, "score": None}
-                                  for rank, text in enumerate(contexts, start=1)],
-                    "contexts": contexts})
+        chunk_ids = _chunk_ids(row, names, contexts, where)
+        record = {"id": case_id, "answer": _text(_get(row, names["answer"]), where, names["answer"]),
+                  "retrieved": [{"file": UNKNOWN_FILE, "chunk_id": chunk_id, "text": text, "score": None}
+                                for chunk_id, text in zip(chunk_ids, contexts)],
+                  "contexts": contexts}
+        if with_usage:
+            record.update(_usage(row, where))
+        run.append(record)
     return golden, run
 
 
@@ -135,7 +189,7 @@ def from_ragas(dataset: Any) -> Tuple[Records, Records]:
 def from_deepeval(test_cases: Any) -> Tuple[Records, Records]:
     """``(golden, run)`` from DeepEval test cases (see the module docstring)."""
     rows = _rows(test_cases, "deepeval test cases")
-    return _convert(rows, _DEEPEVAL, "deepeval test cases", id_field="name")
+    return _convert(rows, _DEEPEVAL, "deepeval test cases", id_fields=("id", "name"), with_usage=True)
 
 
 def from_hf(dataset: Any) -> Tuple[Records, Records]:
@@ -165,3 +219,63 @@ def from_hf(dataset: Any) -> Tuple[Records, Records]:
                                 for r, t in enumerate(contexts, start=1)]
         run.append(rec)
     return golden, run
+
+
+def _joined(golden: Any, run: Any) -> List[Tuple[Dict[str, Any], Dict[str, Any]]]:
+    """``(case, run record)`` pairs in the golden set's order, from any source the loaders take; a case the
+    run lacks pairs with an empty record."""
+    from ragmeter.dataset import load_golden, load_run
+
+    cases = load_golden(golden).to_dicts()
+    records = {r["id"]: r for r in load_run(run).to_dicts()}
+    unknown = sorted(set(records) - {c["id"] for c in cases})
+    if unknown:
+        raise InputError(f"run: {len(unknown)} case(s) not in the golden set: {', '.join(unknown[:5])}")
+    return [(case, records.get(case["id"], {})) for case in cases]
+
+
+def _chunk_texts(record: Mapping[str, Any]) -> List[str]:
+    return [chunk["text"] for chunk in record.get("retrieved") or []]  # the run loader requires the texts
+
+
+def _or_none(values: List[Any]) -> Optional[List[Any]]:
+    return values or None
+
+
+def to_ragas(golden: Any, run: Any) -> Any:
+    """A ragas ``EvaluationDataset`` of ``SingleTurnSample`` from a golden set and a run (needs ``ragas``).
+
+    A sample holds no id, file, score or category: :func:`from_ragas` numbers the cases again
+    (``case-0001``, ...) and gives the chunks ``file`` ``"(unknown)"``; the chunk ids travel in
+    ``retrieved_context_ids``."""
+    from ragas import EvaluationDataset, SingleTurnSample
+
+    samples = []
+    for case, record in _joined(golden, run):
+        texts = _chunk_texts(record)
+        chunk_ids = [chunk["chunk_id"] for chunk in record.get("retrieved") or []]
+        samples.append(SingleTurnSample(
+            user_input=case["question"], reference=case.get("reference_answer"),
+            reference_contexts=_or_none(case.get("expected_evidence") or []), response=record.get("answer"),
+            retrieved_contexts=texts if record else None,
+            retrieved_context_ids=chunk_ids if chunk_ids and None not in chunk_ids else None))
+    return EvaluationDataset(samples=samples)
+
+
+def to_deepeval(golden: Any, run: Any) -> List[Any]:
+    """DeepEval ``LLMTestCase`` objects from a golden set and a run (needs ``deepeval``); the case id is the
+    test case's ``name``. A test case holds no file, chunk id, score or category: :func:`from_deepeval` gives the
+    chunks ``file`` ``"(unknown)"`` and their ranks as ids."""
+    from deepeval.test_case import LLMTestCase
+
+    def seconds(ms: Optional[float]) -> Optional[float]:
+        return None if ms is None else ms / 1000.0
+
+    return [LLMTestCase(name=case["id"], input=case["question"], expected_output=case.get("reference_answer"),
+                        context=_or_none(case.get("expected_evidence") or []), tags=_or_none(case.get("tags") or []),
+                        actual_output=record.get("answer"),
+                        retrieval_context=_or_none(_chunk_texts(record)),
+                        completion_time=seconds(record.get("latency_ms")), token_cost=record.get("cost"),
+                        input_token_count=record.get("prompt_tokens"),
+                        output_token_count=record.get("completion_tokens"))
+            for case, record in _joined(golden, run)]

@@ -57,24 +57,62 @@ def test_rubric_scores_on_its_scale_mapped_to_0_1_with_a_pass_rate(server, tmp_p
 
 
 def test_rubric_fault_matrix_every_row_ok_or_explicit(server, tmp_path, fast_retry):
-    # 429s, 5xx, drops, truncation (budget doubling), malformed (repair) on each key's first two attempts
-    actions = [429, 500, 503, "drop", "truncated", "malformed", "empty", "fenced", "ok",
+    # the built-in metrics' storm (test_runner.test_every_case_ends_ok_or_explicit_failure), with a rubric metric
+    # judged beside a built-in one: the same guarantees must hold for both
+    actions = [429, 500, 503, "timeout", "drop", "empty", "truncated", "malformed", "garbage", "fenced", "ok",
                {"status": 429, "headers": {"retry-after-ms": "5"}}]
-    server.rules = [(lambda info, i=i: int(info["key"][:8], 16) % 10 == i and server.count_by_key[info["key"]] <= 2, a)
+    # each request key misbehaves on its first two attempts, then answers (item 7 always gets a 400)
+    server.rules = [(lambda info, i=i: int(info["key"][:8], 16) % 13 == i and server.count_by_key[info["key"]] <= 2, a)
                     for i, a in enumerate(actions)]
     server.rules.insert(0, (lambda info: "item 7 " in json.dumps(info.get("payload", {})).lower(), 400))
-    res = run_sync(cases(30), cfg(server, tmp_path, fast_retry, max_retry_tokens=4000, concurrency=8, timeout=0.3))
+    res = run_sync(cases(30), cfg(server, tmp_path, fast_retry, max_retry_tokens=4000, concurrency=8, timeout=0.3,
+                                  metrics=[tone(), "correctness"]))
     df = res.frame()
-    assert df.height == 30 and set(df["status"].unique()) <= {"ok", "failed"}
-    failed = df.filter(pl.col("status") == "failed")
-    assert df.filter(pl.col("id") == "c7")["error_kind"].to_list() == ["client"]
-    assert failed["score"].null_count() == failed.height and failed["error"].null_count() == 0
-    assert df.filter(pl.col("status") == "ok")["attempts"].max() >= 3  # retried and recovered
+    assert df.height == 60 and set(df["status"].unique()) <= {"ok", "failed"}
+    scripted = {a if isinstance(a, (int, str)) else json.dumps(a, sort_keys=True) for a in actions} | {400}
+    met = {r["action"] for r in server.log if r["task"] == "custom-tone-check"}
+    assert scripted <= met, scripted - met  # the rubric metric's requests met every fault
+    for name in ("tone_check", "correctness"):
+        sub = df.filter(pl.col("metric") == name)
+        failed, ok = sub.filter(pl.col("status") == "failed"), sub.filter(pl.col("status") == "ok")
+        assert sub["id"].n_unique() == 30, name  # no case lost
+        assert sub.filter(pl.col("id") == "c7")["error_kind"].to_list() == ["client"], name
+        assert failed["score"].null_count() == failed.height, name  # never scored
+        assert failed["error"].null_count() == 0 and failed["error_kind"].null_count() == 0, name
+        assert set(failed["error_kind"].unique()) <= {"client", "empty", "truncated", "unparsable"}, name
+        assert (sub["attempts"] >= 1).all() and ok["attempts"].max() >= 3, name  # retried and recovered
+        m = res.summary["metrics"][name]
+        assert m["n_total"] == 30 and m["n_failed"] == failed.height and m["n_scored"] == ok.height, name
+        assert sum(g["count"] for g in m["failures"].values()) == m["n_failed"], name
+        assert m["mean"] == pytest.approx(ok["score"].mean(), abs=1e-6), name  # a failure is not averaged as 0
     m = res.summary["metrics"]["tone_check"]
-    ok = df.filter(pl.col("status") == "ok")
-    assert m["n_failed"] == failed.height and m["n_scored"] == ok.height
-    assert m["mean"] == pytest.approx(ok["score"].mean(), abs=1e-6)
-    assert m["pass_rate_denominator"] == ok.height + failed.height  # a failed row did not pass
+    assert m["pass_rate_denominator"] == m["n_scored"] + m["n_failed"]  # a failed row did not pass
+    corr = res.summary["metrics"]["correctness"]
+    assert corr["correct_rate_denominator"] == corr["n_scored"] + corr["n_failed"]
+
+
+def test_rubric_repeats_ask_again_and_report_flips(server, tmp_path, fast_retry):
+    from ragmeter.evaluation import evaluate
+
+    asked: dict = {}
+
+    def flipping(payload):  # the third case's verdict flips on the second judgement
+        n = asked[payload["question"]] = asked.get(payload["question"], 0) + 1
+        flip = "item 2?" in payload["question"] and n == 2
+        return {"score": 1 if flip else 5, "reason": "scripted"}
+
+    server.replies["custom-tone-check"] = flipping
+    data = cases(4)
+    golden = [{k: c[k] for k in ("id", "question", "reference_answer", "category")} for c in data]
+    run = [{"id": c["id"], "answer": c["answer"], "retrieved": [{"file": "kb.md", "text": c["contexts"][0]}]}
+           for c in data]
+    result = evaluate(golden, run, judge=cfg(server, tmp_path, fast_retry), repeat=3)
+    judge = result.judge
+    assert judge.height == 3 * 4 and sorted(judge["repeat"].unique().to_list()) == [1, 2, 3]
+    assert set(asked.values()) == {3}  # every repeat asked the judge; none replayed from the cache
+    rep = result.summary["repeats"]["metrics"]["tone_check"]
+    assert rep["n_compared"] == 4 and rep["n_flipped"] == 1 and rep["std"] > 0
+    assert rep["per_repeat"][0] == rep["per_repeat"][2] != rep["per_repeat"][1]
 
 
 def test_truncated_reply_doubles_the_budget(server, tmp_path, fast_retry):
@@ -121,7 +159,7 @@ def test_dry_run_estimates_custom_metrics_and_sends_nothing(server, tmp_path, fa
     assert est["calls"] == 0 and est["cached_calls"] == 4
 
 
-def test_budget_and_repeats_cover_custom_metrics(server, tmp_path, fast_retry):
+def test_budget_covers_custom_metrics(server, tmp_path, fast_retry):
     res = run_sync(cases(6), cfg(server, tmp_path, fast_retry, budget=0.0, prices={"gpt-4o-mini": [0.15, 0.6]}))
     assert [r["error_kind"] for r in res.rows] == ["budget"] * 6 and server.requests == 0
 
@@ -264,3 +302,30 @@ def test_metric_file_and_module_from_the_cli(server, tmp_path, api_key):
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and "metric 'broken': the scoring function raised KeyError" in proc.stderr
     assert server.requests == sent and not (tmp_path / "mod" / "summary.json").exists()
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_bad_custom_metrics_from_the_cli_exit_2_naming_metric_and_field(server, tmp_path, api_key, dry_run):
+    """An invalid schema, a prompt field the data lacks: one line naming the metric and the field, exit 2,
+    nothing sent and nothing written, with or without --dry-run."""
+    golden, run = ROOT / "python/ragmeter/_example/golden.jsonl", ROOT / "python/ragmeter/_example/run.jsonl"
+    env = {"PYTHONPATH": str(ROOT / "python"), "RAGMETER_API_KEY": api_key, "PATH": "/usr/bin:/bin"}
+    base = [sys.executable, "-m", "ragmeter", "eval", "--golden", str(golden), "--run", str(run), "--base-url",
+            server.base_url, "--model", "gpt-4o-mini", "--no-cache"] + (["--dry-run"] if dry_run else [])
+    schema = tmp_path / "schema_metrics.py"
+    schema.write_text("from ragmeter.judge import metric\n"
+                      "@metric(prompt='Rate \"answer\".', schema={'rating': 'decimal'}, fields=('answer',))\n"
+                      "def rated(reply, case):\n    return reply['rating']\n")
+    lacking = tmp_path / "lacking.toml"
+    lacking.write_text('[metrics.policy_check]\ncriteria = "Does the answer follow the policy?"\nscale = [1, 5]\n'
+                       'pass_threshold = 4\nfields = ["answer", "policy"]\n')
+    for option, path, expected in (
+            ("--metric-module", schema, r"metric 'rated'.*field 'rating' has type 'decimal'"),
+            ("--metric-file", lacking, r"metric 'policy_check': field 'policy' is in none of the \d+ cases")):
+        out = tmp_path / f"out-{path.stem}"
+        proc = subprocess.run(base + [option, str(path), "--out", str(out)], capture_output=True, text=True, env=env)
+        assert proc.returncode == 2, (option, proc.stderr)
+        assert re.search(expected, proc.stderr), proc.stderr
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("ragmeter: error:")]
+        assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert server.total_requests == 0 and not (out / "summary.json").exists()
