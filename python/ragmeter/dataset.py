@@ -1229,4 +1229,4 @@ def check_run_against_golden(golden: pl.DataFrame, run: pl.DataFrame, *, run_sou
 
 
 # Data from ragas, DeepEval and Hugging Face datasets (see ragmeter.ecosystem): (golden, run) record lists.
-from ragmeter.ecosystem import from_deepeval, from_hf, from_ragas  # noqa: E402,F401
+from ragmeter.ecosystem import from_deepeval, from_hf, from_ragas, to_deepeval, to_ragas  # noqa: E402,F401
