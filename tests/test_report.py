@@ -175,13 +175,13 @@ def test_every_input_string_is_escaped(results_dir: Path) -> None:
     assert html.count("<script>") == 1
     assert html.count("<script") == 3
     assert html.count("</script>") == 3
-    assert "PWNED" not in html.split('<script type="application/octet-stream" id="case-data">')[0].replace(
+    assert "PWNED" not in html.split('<script type="application/octet-stream" id="case-data"')[0].replace(
         "&lt;script&gt;document.title=&#x27;PWNED&#x27;&lt;/script&gt;", ""
     ).replace("fact&lt;/script&gt;&lt;script&gt;document.title=&#x27;PWNED3&#x27;&lt;/script&gt;", "")
     assert "<i>run</i>" not in html and "&lt;i&gt;run&lt;/i&gt;" in html
     assert "<img" not in html
-    data = html.split('<script type="application/octet-stream" id="case-data">')[1].split("</script>")[0]
-    assert "<" not in data and ">" not in data
+    data = html.split('<script type="application/octet-stream" id="case-data"')[1].split("</script>")[0]
+    assert "<" not in data and data.count(">") == 1  # the tag's own
     cols = case_data_of(html)  # columnar: {column: [value per case]}
     assert cols["answer"][0] == INJECT
     assert cols["chunk_text"][0] == [INJECT + " & more"]
@@ -277,13 +277,33 @@ def test_report_on_many_cases_paginates_the_case_explorer(tmp_path: Path) -> Non
     assert html.count("<tr") < 2_000, "case rows must be rendered page by page, not all at once"
 
 
+CASE_DATA = re.compile(r'<script type="application/octet-stream" id="case-data" data-block="(\d+)">([^<]*)</script>')
+
+
 def case_data_of(html: str) -> Dict[str, Any]:
-    """The case explorer's embedded data (gzip + base64 columnar JSON), decoded."""
+    """The case explorer's embedded data, decoded and put together: ``{column: [value per case]}``.
+
+    The block holds ``"len len ...;"`` then base64 parts of gzip columnar JSON: the index (every case),
+    then the other columns of ``data-block`` cases per part.
+    """
     import base64
     import gzip
 
-    block = html.split('<script type="application/octet-stream" id="case-data">')[1].split("</script>")[0]
-    return json.loads(gzip.decompress(base64.b64decode(block)))[0]
+    block, text = CASE_DATA.search(html).groups()
+    head, packed = text.split(";", 1)
+    sizes = [int(x) for x in head.split(" ")]
+    assert sum(sizes) == len(packed)
+    starts = [sum(sizes[:k]) for k in range(len(sizes) + 1)]
+    parts = [json.loads(gzip.decompress(base64.b64decode(packed[a:b])))[0] for a, b in zip(starts, starts[1:])]
+    cols = dict(parts[0])
+    n = len(cols["id"])
+    assert len(parts) - 1 == -(-n // int(block))  # one detail part per block of cases
+    for detail in parts[1:]:
+        assert all(len(v) == min(int(block), n) or detail is parts[-1] for v in detail.values())
+        for k, v in detail.items():
+            cols.setdefault(k, []).extend(v)
+    assert all(len(v) == n for v in cols.values())
+    return cols
 
 
 def _cjk_cases(n: int, chars: int, seed: int = 3) -> pl.DataFrame:
