@@ -59,7 +59,7 @@ TEXT_BUDGET = 40_000_000
 #: the compressed explorer data is kept under this size (limits halved until it fits)
 MAX_EXPLORER_BYTES = 18_000_000
 #: cases per detail part of the explorer's data: showing a case decompresses its part only
-BLOCK_CASES = 500
+BLOCK_CASES = 2000
 #: the explorer's index: what its table, filters and page count need for every case
 INDEX_COLUMNS = ("id", "category", "diagnosis", "hit", "answer_correct", "faithfulness_score", "context_precision_score")
 
