@@ -20,6 +20,8 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import gzip
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -156,11 +158,20 @@ def case_data(results: Results) -> ExplorerData:
         frame = case_frame(results, limits)
         index = [c for c in INDEX_COLUMNS if c in frame.columns]
         detail = frame.select([c for c in frame.columns if c not in index])
-        parts = [_pack(frame.select(index))]
-        parts += [_pack(detail.slice(start, BLOCK_CASES)) for start in range(0, frame.height, BLOCK_CASES)]
+        pieces = [frame.select(index)] + [detail.slice(start, BLOCK_CASES) for start in range(0, frame.height, BLOCK_CASES)]
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:  # zlib lets go of the GIL
+            parts = list(pool.map(_pack, pieces))
         if sum(map(len, parts)) <= MAX_EXPLORER_BYTES or limits == limits.halved():
             return ExplorerData("".join(parts), tuple(map(len, parts)), BLOCK_CASES, limits)
         limits = limits.halved()
+
+
+def _verdict_column(judge: pl.DataFrame, column: str, limits: ExplorerLimits) -> pl.Expr:
+    if column in ("reason", "error"):
+        return pl.col(column).cast(pl.Utf8).str.slice(0, limits.text_chars)
+    if column == "score" and judge.schema[column].is_numeric():  # as the cases' scores: 4 decimals, not 17 digits
+        return pl.col(column).cast(pl.Float64).fill_nan(None).round(4)
+    return pl.col(column)
 
 
 def case_json(results: Results, limits: Optional[ExplorerLimits] = None) -> str:
@@ -196,6 +207,8 @@ def case_frame(results: Results, limits: Optional[ExplorerLimits] = None) -> pl.
             e = e.cast(pl.Utf8)
         elif cases.schema[c] == pl.Utf8 and c not in ("category", "diagnosis"):
             e = e.str.slice(0, limits.text_chars)
+        elif c == "latency_ms" and cases.schema[c].is_numeric():
+            e = e.cast(pl.Float64).fill_nan(None).round(0).cast(pl.Int64)
         elif cases.schema[c] in (pl.Float32, pl.Float64):
             e = e.fill_nan(None).round(4)
         exprs.append(e)
@@ -218,10 +231,7 @@ def case_frame(results: Results, limits: Optional[ExplorerLimits] = None) -> pl.
         if "repeat" in j.columns:  # repeat runs: the case shows repeat 1's verdicts, as its diagnosis does
             j = j.filter(pl.col("repeat") == 1)
         cols = [c for c in ("metric", "status", "score", "correct", "reason", "error") if c in j.columns]
-        fix = [
-            (pl.col(c).cast(pl.Utf8).str.slice(0, limits.text_chars) if c in ("reason", "error") else pl.col(c)).alias(f"verdict_{c}")
-            for c in cols
-        ]
+        fix = [_verdict_column(j, c, limits).alias(f"verdict_{c}") for c in cols]
         verdicts = (
             j.select([pl.col("id").cast(pl.Utf8), *fix])
             .group_by("id", maintain_order=True)
