@@ -58,10 +58,13 @@ CHUNK_TEXT_BUDGET = 12_000_000
 MAX_TEXT_CHARS = 4000
 MIN_TEXT_CHARS = 80
 TEXT_BUDGET = 40_000_000
-#: the compressed explorer data is kept under this size (limits halved until it fits)
-MAX_EXPLORER_BYTES = 18_000_000
+#: the compressed explorer data is kept under this size (limits halved until it fits): the browser's HTML
+#: parser still scans it, at roughly 50 ms per MB on a busy 2-core machine (benches/RESULTS_report.md)
+MAX_EXPLORER_BYTES = 10_000_000
 #: cases per detail part of the explorer's data: showing a case decompresses its part only
 BLOCK_CASES = 2000
+#: cases compressed to estimate the size of the explorer's data (see case_data)
+SAMPLE_CASES = 2_000
 #: the explorer's index: what its table, filters and page count need for every case
 INDEX_COLUMNS = ("id", "category", "diagnosis", "hit", "answer_correct", "faithfulness_score", "context_precision_score")
 
@@ -145,22 +148,34 @@ def _pack(frame: pl.DataFrame) -> str:
     return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
 
 
+def _packed_parts(results: Results, limits: ExplorerLimits, cases: Optional[pl.DataFrame] = None) -> List[str]:
+    frame = case_frame(results, limits, cases)
+    index = [c for c in INDEX_COLUMNS if c in frame.columns]
+    detail = frame.select([c for c in frame.columns if c not in index])
+    pieces = [frame.select(index)] + [detail.slice(start, BLOCK_CASES) for start in range(0, frame.height, BLOCK_CASES)]
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:  # zlib lets go of the GIL
+        return list(pool.map(_pack, pieces))
+
+
 def case_data(results: Results) -> ExplorerData:
     """The explorer's data: the index part (:data:`INDEX_COLUMNS` of every case), then the other columns in
     parts of :data:`BLOCK_CASES` cases, each gzip-compressed and base64-encoded.
 
     The cuts of :func:`explorer_limits` are halved until the data fits
     :data:`MAX_EXPLORER_BYTES` (text that compresses badly, such as long
-    CJK answers at 100,000 cases).
+    CJK answers at 100,000 cases): first on the estimate from the first
+    :data:`SAMPLE_CASES` cases (compressing every case once per halving is
+    slow at scale), then on the data itself.
     """
-    limits = explorer_limits(results.cases.height)
+    n = results.cases.height
+    limits = explorer_limits(n)
+    if n > 2 * SAMPLE_CASES:
+        sample = results.cases.head(SAMPLE_CASES)
+        while limits != limits.halved() and \
+                sum(map(len, _packed_parts(results, limits, sample))) * n / SAMPLE_CASES > MAX_EXPLORER_BYTES:
+            limits = limits.halved()
     while True:
-        frame = case_frame(results, limits)
-        index = [c for c in INDEX_COLUMNS if c in frame.columns]
-        detail = frame.select([c for c in frame.columns if c not in index])
-        pieces = [frame.select(index)] + [detail.slice(start, BLOCK_CASES) for start in range(0, frame.height, BLOCK_CASES)]
-        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:  # zlib lets go of the GIL
-            parts = list(pool.map(_pack, pieces))
+        parts = _packed_parts(results, limits)
         if sum(map(len, parts)) <= MAX_EXPLORER_BYTES or limits == limits.halved():
             return ExplorerData("".join(parts), tuple(map(len, parts)), BLOCK_CASES, limits)
         limits = limits.halved()
@@ -179,7 +194,7 @@ def case_json(results: Results, limits: Optional[ExplorerLimits] = None) -> str:
     return case_frame(results, limits).select(pl.all().implode()).write_json()
 
 
-def case_frame(results: Results, limits: Optional[ExplorerLimits] = None) -> pl.DataFrame:
+def case_frame(results: Results, limits: Optional[ExplorerLimits] = None, cases: Optional[pl.DataFrame] = None) -> pl.DataFrame:
     """The case explorer's data, one row per case, in the order of the cases.
 
     Chunks and judge verdicts become list columns (``chunk_text``,
@@ -187,9 +202,10 @@ def case_frame(results: Results, limits: Optional[ExplorerLimits] = None) -> pl.
     Texts are cut by ``limits`` (default :func:`explorer_limits`): the first
     chunks of each case, each chunk text and each other text to a number of
     characters, so that 100,000 cases still give a file a browser opens.
+    ``cases``: some of the results' cases (default: all of them).
     """
-    cases = results.cases
-    limits = limits or explorer_limits(cases.height)
+    cases = results.cases if cases is None else cases
+    limits = limits or explorer_limits(results.cases.height)
     keep = [
         "id", "category", "diagnosis", "question", "answer", "reference_answer", "answer_correct", "refusal",
         "is_noanswer", "quadrant", "faithfulness_band", "labeled", "hit", "file_hit", "first_relevant_rank",
