@@ -284,7 +284,7 @@ def case_data_of(html: str) -> Dict[str, Any]:
     """The case explorer's embedded data, decoded and put together: ``{column: [value per case]}``.
 
     The block holds ``"len len ...;"`` then base64 parts of gzip columnar JSON: the index (every case),
-    then the other columns of ``data-block`` cases per part.
+    then the other columns of ``data-block`` cases per part; category and diagnosis are coded.
     """
     import base64
     import gzip
@@ -294,7 +294,10 @@ def case_data_of(html: str) -> Dict[str, Any]:
     sizes = [int(x) for x in head.split(" ")]
     assert sum(sizes) == len(packed)
     starts = [sum(sizes[:k]) for k in range(len(sizes) + 1)]
-    parts = [json.loads(gzip.decompress(base64.b64decode(packed[a:b])))[0] for a, b in zip(starts, starts[1:])]
+    parts = []
+    for a, b in zip(starts, starts[1:]):
+        part, coded = json.loads(gzip.decompress(base64.b64decode(packed[a:b])))
+        parts.append({k: ([None if c is None else coded[k][c] for c in v] if k in coded else v) for k, v in part.items()})
     cols = dict(parts[0])
     n = len(cols["id"])
     assert len(parts) - 1 == -(-n // int(block))  # one detail part per block of cases

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import gzip
+import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -128,8 +129,7 @@ class ExplorerData:
     """The explorer's data as embedded: base64 parts concatenated, and how to cut them apart.
 
     ``parts`` are the lengths in ``packed`` of the index part, then of each detail part (cases
-    ``k * block_cases`` to ``(k + 1) * block_cases - 1``); each part is gzip-compressed
-    :func:`case_json`-shaped JSON of its columns.
+    ``k * block_cases`` to ``(k + 1) * block_cases - 1``); each part is written by :func:`_pack`.
     """
 
     packed: str
@@ -143,8 +143,21 @@ class ExplorerData:
         return " ".join(map(str, self.parts)) + ";" + self.packed
 
 
+#: index columns written as codes into their distinct values (a few names repeated over every case)
+CODED_COLUMNS = ("category", "diagnosis")
+
+
 def _pack(frame: pl.DataFrame) -> str:
-    text = frame.select(pl.all().implode()).write_json() if frame.width else "[{}]"
+    """``[{column: [value per case]}, {coded column: [its values]}]``, gzip-compressed, base64.
+
+    A column of :data:`CODED_COLUMNS` holds, per case, the position of its value in the second object.
+    """
+    coded = [c for c in CODED_COLUMNS if c in frame.columns]
+    frame = frame.with_columns([pl.col(c).cast(pl.Utf8) for c in coded])
+    values = {c: sorted(frame.get_column(c).drop_nulls().unique().to_list()) for c in coded}
+    frame = frame.with_columns([pl.col(c).replace_strict(v, list(range(len(v))), return_dtype=pl.Int32) for c, v in values.items()])
+    text = frame.select(pl.all().implode()).write_json()[:-1] if frame.width else "[{}"
+    text += "," + json.dumps(values, ensure_ascii=False) + "]"
     return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
 
 
@@ -294,7 +307,10 @@ JS = r"""
     var text = packed.substring(starts[k], starts[k + 1]), bytes;
     if (Uint8Array.fromBase64) bytes = Uint8Array.fromBase64(text);
     else { var bin = atob(text); bytes = new Uint8Array(bin.length); for (var b = 0; b < bin.length; b++) bytes[b] = bin.charCodeAt(b); }
-    return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text().then(function(t){ return JSON.parse(t)[0] || {}; });
+    return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text().then(function(t){
+      var d = JSON.parse(t), cols = d[0] || {}, coded = d[1] || {};  // coded columns: positions in their values
+      Object.keys(coded).forEach(function(k){ var v = coded[k]; cols[k] = cols[k].map(function(c){ return c === null ? null : v[c]; }); });
+      return cols; });
   }
   info.textContent = 'reading the case data\u2026';
   // after the summary above has been drawn: the explorer never delays it
@@ -708,8 +724,6 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
     parts.append(_golden_set_section(results.summary))
 
     # explorer
-    import json as _json
-
     data = case_data(results)
     limits = data.limits
 
@@ -728,7 +742,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
     parts.append("</main>")
     parts.append(f'<script type="application/octet-stream" id="case-data" data-block="{data.block_cases}">'
                  + data.embedded() + "</script>")
-    parts.append('<script type="application/json" id="diag-colors">' + json_for_script(_json.dumps(DIAGNOSIS_COLORS)) + "</script>")
+    parts.append('<script type="application/json" id="diag-colors">' + json_for_script(json.dumps(DIAGNOSIS_COLORS)) + "</script>")
     parts.append("<script>" + JS + "</script></body></html>")
     _ = PALETTE
     return "".join(parts)
