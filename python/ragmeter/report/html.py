@@ -63,7 +63,7 @@ TEXT_BUDGET = 40_000_000
 #: parser still scans it, at roughly 50 ms per MB on a busy 2-core machine (benches/RESULTS_report.md)
 MAX_EXPLORER_BYTES = 10_000_000
 #: cases per detail part of the explorer's data: showing a case decompresses its part only
-BLOCK_CASES = 2000
+BLOCK_CASES = 2_000
 #: cases compressed to estimate the size of the explorer's data (see case_data)
 SAMPLE_CASES = 2_000
 #: the explorer's index: what its table, filters and page count need for every case
