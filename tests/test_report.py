@@ -175,13 +175,13 @@ def test_every_input_string_is_escaped(results_dir: Path) -> None:
     assert html.count("<script>") == 1
     assert html.count("<script") == 3
     assert html.count("</script>") == 3
-    assert "PWNED" not in html.split('<script type="application/octet-stream" id="case-data">')[0].replace(
+    assert "PWNED" not in html.split('<script type="application/octet-stream" id="case-data"')[0].replace(
         "&lt;script&gt;document.title=&#x27;PWNED&#x27;&lt;/script&gt;", ""
     ).replace("fact&lt;/script&gt;&lt;script&gt;document.title=&#x27;PWNED3&#x27;&lt;/script&gt;", "")
     assert "<i>run</i>" not in html and "&lt;i&gt;run&lt;/i&gt;" in html
     assert "<img" not in html
-    data = html.split('<script type="application/octet-stream" id="case-data">')[1].split("</script>")[0]
-    assert "<" not in data and ">" not in data
+    data = html.split('<script type="application/octet-stream" id="case-data"')[1].split("</script>")[0]
+    assert "<" not in data and data.count(">") == 1  # the tag's own
     cols = case_data_of(html)  # columnar: {column: [value per case]}
     assert cols["answer"][0] == INJECT
     assert cols["chunk_text"][0] == [INJECT + " & more"]
@@ -277,13 +277,36 @@ def test_report_on_many_cases_paginates_the_case_explorer(tmp_path: Path) -> Non
     assert html.count("<tr") < 2_000, "case rows must be rendered page by page, not all at once"
 
 
+CASE_DATA = re.compile(r'<script type="application/octet-stream" id="case-data" data-block="(\d+)">([^<]*)</script>')
+
+
 def case_data_of(html: str) -> Dict[str, Any]:
-    """The case explorer's embedded data (gzip + base64 columnar JSON), decoded."""
+    """The case explorer's embedded data, decoded and put together: ``{column: [value per case]}``.
+
+    The block holds ``"len len ...;"`` then base64 parts of gzip columnar JSON: the index (every case),
+    then the other columns of ``data-block`` cases per part; category and diagnosis are coded.
+    """
     import base64
     import gzip
 
-    block = html.split('<script type="application/octet-stream" id="case-data">')[1].split("</script>")[0]
-    return json.loads(gzip.decompress(base64.b64decode(block)))[0]
+    block, text = CASE_DATA.search(html).groups()
+    head, packed = text.split(";", 1)
+    sizes = [int(x) for x in head.split(" ")]
+    assert sum(sizes) == len(packed)
+    starts = [sum(sizes[:k]) for k in range(len(sizes) + 1)]
+    parts = []
+    for a, b in zip(starts, starts[1:]):
+        part, coded = json.loads(gzip.decompress(base64.b64decode(packed[a:b])))
+        parts.append({k: ([None if c is None else coded[k][c] for c in v] if k in coded else v) for k, v in part.items()})
+    cols = dict(parts[0])
+    n = len(cols["id"])
+    assert len(parts) - 1 == -(-n // int(block))  # one detail part per block of cases
+    for detail in parts[1:]:
+        assert all(len(v) == min(int(block), n) or detail is parts[-1] for v in detail.values())
+        for k, v in detail.items():
+            cols.setdefault(k, []).extend(v)
+    assert all(len(v) == n for v in cols.values())
+    return cols
 
 
 def _cjk_cases(n: int, chars: int, seed: int = 3) -> pl.DataFrame:
@@ -506,3 +529,80 @@ def test_warnings_box_is_collapsible_and_bounded(tmp_path: Path) -> None:
     box = html.split('<section class="warn" id="warnings">')[1].split("</section>")[0]
     assert box.startswith("<details><summary>Warnings: 2 kind(s)") and box.count("<li>") == 2
     assert "mode_fallback (3)" in box and len(box) < 2000  # an old folder's listing is cut, not pasted whole
+
+
+def test_static_html_does_not_grow_with_the_number_of_cases(tmp_path: Path) -> None:
+    # only the explorer's compressed data scales with the cases; the rest is counts, charts and tables
+    from ragmeter.report import write_reports
+
+    sizes = {}
+    for n in (200, 4000):
+        d = write_results(tmp_path / f"r{n}", synth_cases(n, seed=1), sweep=True)
+        html = write_reports(d, n_resamples=200)["html"].read_text(encoding="utf-8")
+        data = CASE_DATA.search(html).group(2)
+        sizes[n] = (len(html) - len(data), len(data))
+        assert len(case_data_of(html)["id"]) == n
+    (static_small, data_small), (static_big, data_big) = sizes[200], sizes[4000]
+    assert data_big > 10 * data_small  # the data does grow with the cases ...
+    assert abs(static_big - static_small) < 1_000, sizes  # ... the page around it does not (a few digits more)
+
+
+#: types the last case's question into the explorer's search (inside a frame) and reports what it then shows
+SEARCH_PROBE = """<script>
+function probe(tries){var f=document.getElementById('report'), d=f.contentDocument;
+  var info=d.getElementById('pageinfo').textContent, h=d.querySelector('#detail h3'), q=d.getElementById('f-q');
+  tries = tries || 0;
+  if (tries === 0) document.body.setAttribute('data-first', JSON.stringify({info: info, detail: h ? h.textContent : null}));
+  if (!q.value) { q.value = QUERY; q.dispatchEvent(new Event('input')); }
+  else if (/^page 1 \\/ 1 /.test(info) && h && h.textContent === 'Case ' + LAST) {
+    document.body.setAttribute('data-result', JSON.stringify({info: info, detail: d.getElementById('detail').textContent})); return; }
+  if (tries < 200) setTimeout(function(){ probe(tries + 1); }, 50);
+}
+function start(tries){ var d=document.getElementById('report').contentDocument, p=d && d.getElementById('pageinfo');
+  tries = tries || 0;
+  if (p && /^page /.test(p.textContent) && d.querySelector('#detail h3')) probe(0);
+  else if (tries < 200) setTimeout(function(){ start(tries + 1); }, 50); }
+</script>"""
+
+
+def test_explorer_shows_every_case_across_its_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 300 cases in detail parts of 64: the page count covers every case, the first case's detail is read
+    # from the first part, and a search of the questions (in the parts) finds the last case and shows it.
+    import html as html_lib
+
+    from ragmeter.report import html as report_html
+    from ragmeter.report import write_reports
+
+    binary = _chromium()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but no chromium binary was found: install Debian's `chromium` package")
+        pytest.skip("no chromium binary (install Debian's `chromium`; this test is mandatory when CI is set)")
+    monkeypatch.setattr(report_html, "BLOCK_CASES", 64)
+    cases = synth_cases(300, seed=8)
+    report = write_reports(write_results(tmp_path / "r", cases), n_resamples=100)["html"]
+    text = report.read_text(encoding="utf-8")
+    assert len(CASE_DATA.search(text).group(2).split(";")[0].split(" ")) == 1 + 5  # index + ceil(300 / 64) parts
+    proc = _run_chromium(binary, ["--dump-dom", report.resolve().as_uri()], tmp_path)
+    info = re.search(r'id="pageinfo"[^>]*>([^<]*)<', proc.stdout)
+    assert info and info.group(1) == "page 1 / 6 \u00b7 300 of 300 cases", proc.stderr[-2000:]
+    first = cases["id"][0]
+    assert f"<h3>Case {first}</h3>" in proc.stdout and "question 0?" in proc.stdout
+    assert 'id="case-data"' in proc.stdout and len(proc.stdout) < len(text)  # the data left the DOM once read
+
+    last = cases["id"][-1]
+    page = tmp_path / "search.html"
+    page.write_text(
+        '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>'
+        + SEARCH_PROBE.replace("LAST", json.dumps(last)).replace("QUERY", json.dumps("Question 299?"))
+        + '<iframe id="report" onload="start()" style="width:1000px;height:2000px;border:0" srcdoc="'
+        + html_lib.escape(text, quote=True) + '"></iframe></body></html>', encoding="utf-8")
+    proc = _run_chromium(binary, ["--dump-dom", page.as_uri()], tmp_path)
+    first_seen = re.search(r'data-first="([^"]*)"', proc.stdout)
+    found = re.search(r'data-result="([^"]*)"', proc.stdout)
+    assert first_seen and found, proc.stderr[-2000:]
+    assert json.loads(html_lib.unescape(first_seen.group(1)))["info"] == "page 1 / 6 \u00b7 300 of 300 cases"
+    got = json.loads(html_lib.unescape(found.group(1)))
+    assert got["info"] == "page 1 / 1 \u00b7 1 of 300 cases"
+    assert "question 299?" in got["detail"] and "chunk 0 of case 299" in got["detail"]
+    assert "correctness reason for " + last in got["detail"]

@@ -1,20 +1,28 @@
 """The self-contained HTML report.
 
 One file, no network: CSS and JavaScript inline, charts as inline SVG drawn in
-Python. The case explorer's data is columnar JSON, gzip-compressed and
-base64-encoded in a ``<script type="application/octet-stream">`` block (base64
-has no ``<``, so data cannot close the block), decompressed by the browser's
-own ``DecompressionStream`` (no library), parsed with ``JSON.parse`` and
-rendered only through ``textContent`` (never ``innerHTML``), a page at a time.
-Texts are cut for the explorer so that the file stays under
-:data:`MAX_EXPLORER_BYTES` at any size (the full texts are in the Parquet
-files). Everything else taken from the inputs is HTML-escaped in Python.
+Python. The case explorer's data is columnar JSON in gzip-compressed parts,
+base64-encoded, concatenated in one ``<script type="application/octet-stream">``
+block (base64 has no ``<``, so data cannot close the block; the HTML parser
+only scans it, and the script takes it out of the DOM once read). Part 0 is
+the index (the table's columns for every case, decompressed when the page has
+been drawn); each further part holds the details of :data:`BLOCK_CASES` cases
+and is decompressed only when one of its cases is shown (or, for the search,
+once). The browser's own ``DecompressionStream`` does the decompression (no
+library); the data is rendered only through ``textContent`` (never
+``innerHTML``), a page at a time. Texts are cut for the explorer so that the
+file stays under :data:`MAX_EXPLORER_BYTES` at any size (the full texts are in
+the Parquet files). Everything else taken from the inputs is HTML-escaped in
+Python. Only the compressed data grows with the number of cases.
 """
 from __future__ import annotations
 
 import base64
 import datetime as _dt
 import gzip
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -35,7 +43,8 @@ from ragmeter.report.data import (
 )
 from ragmeter.report.svg import PALETTE, bar_chart, esc, hbar_chart, histogram, line_chart
 
-__all__ = ["render_html", "case_json", "case_data", "json_for_script", "ExplorerLimits", "explorer_limits"]
+__all__ = ["render_html", "case_json", "case_frame", "case_data", "json_for_script", "ExplorerData", "ExplorerLimits",
+           "explorer_limits"]
 
 #: chunks per case and characters per chunk text embedded in the case explorer
 MAX_CHUNKS = 10
@@ -50,8 +59,15 @@ CHUNK_TEXT_BUDGET = 12_000_000
 MAX_TEXT_CHARS = 4000
 MIN_TEXT_CHARS = 80
 TEXT_BUDGET = 40_000_000
-#: the compressed explorer data is kept under this size (limits halved until it fits)
-MAX_EXPLORER_BYTES = 18_000_000
+#: the compressed explorer data is kept under this size (limits halved until it fits): the browser's HTML
+#: parser still scans it, at roughly 50 ms per MB on a busy 2-core machine (benches/RESULTS_report.md)
+MAX_EXPLORER_BYTES = 10_000_000
+#: cases per detail part of the explorer's data: showing a case decompresses its part only
+BLOCK_CASES = 2_000
+#: cases compressed to estimate the size of the explorer's data (see case_data)
+SAMPLE_CASES = 2_000
+#: the explorer's index: what its table, filters and page count need for every case
+INDEX_COLUMNS = ("id", "category", "diagnosis", "hit", "answer_correct", "faithfulness_score", "context_precision_score")
 
 DIAGNOSIS_COLORS = {
     "OK": "#4f9d69",
@@ -108,32 +124,101 @@ def chunk_char_limit(n_cases: int) -> int:
     return explorer_limits(n_cases).chunk_chars
 
 
-def case_data(results: Results) -> Tuple[str, ExplorerLimits]:
-    """The explorer's data as embedded: gzip-compressed :func:`case_json`, base64; and the cuts used.
+@dataclass(frozen=True)
+class ExplorerData:
+    """The explorer's data as embedded: base64 parts concatenated, and how to cut them apart.
+
+    ``parts`` are the lengths in ``packed`` of the index part, then of each detail part (cases
+    ``k * block_cases`` to ``(k + 1) * block_cases - 1``); each part is written by :func:`_pack`.
+    """
+
+    packed: str
+    parts: Tuple[int, ...]
+    block_cases: int
+    limits: ExplorerLimits
+
+    def embedded(self) -> str:
+        """The block's text: the part lengths (``"12 34 56;"``, inside the data so that nothing else in the
+        page grows with the number of cases; neither space nor ``;`` is base64), then the parts."""
+        return " ".join(map(str, self.parts)) + ";" + self.packed
+
+
+#: index columns written as codes into their distinct values (a few names repeated over every case)
+CODED_COLUMNS = ("category", "diagnosis")
+
+
+def _pack(frame: pl.DataFrame) -> str:
+    """``[{column: [value per case]}, {coded column: [its values]}]``, gzip-compressed, base64.
+
+    A column of :data:`CODED_COLUMNS` holds, per case, the position of its value in the second object.
+    """
+    coded = [c for c in CODED_COLUMNS if c in frame.columns]
+    frame = frame.with_columns([pl.col(c).cast(pl.Utf8) for c in coded])
+    values = {c: sorted(frame.get_column(c).drop_nulls().unique().to_list()) for c in coded}
+    frame = frame.with_columns([pl.col(c).replace_strict(v, list(range(len(v))), return_dtype=pl.Int32) for c, v in values.items()])
+    text = frame.select(pl.all().implode()).write_json()[:-1] if frame.width else "[{}"
+    text += "," + json.dumps(values, ensure_ascii=False) + "]"
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+
+
+def _packed_parts(results: Results, limits: ExplorerLimits, cases: Optional[pl.DataFrame] = None) -> List[str]:
+    frame = case_frame(results, limits, cases)
+    index = [c for c in INDEX_COLUMNS if c in frame.columns]
+    detail = frame.select([c for c in frame.columns if c not in index])
+    pieces = [frame.select(index)] + [detail.slice(start, BLOCK_CASES) for start in range(0, frame.height, BLOCK_CASES)]
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:  # zlib lets go of the GIL
+        return list(pool.map(_pack, pieces))
+
+
+def case_data(results: Results) -> ExplorerData:
+    """The explorer's data: the index part (:data:`INDEX_COLUMNS` of every case), then the other columns in
+    parts of :data:`BLOCK_CASES` cases, each gzip-compressed and base64-encoded.
 
     The cuts of :func:`explorer_limits` are halved until the data fits
     :data:`MAX_EXPLORER_BYTES` (text that compresses badly, such as long
-    CJK answers at 100,000 cases).
+    CJK answers at 100,000 cases): first on the estimate from the first
+    :data:`SAMPLE_CASES` cases (compressing every case once per halving is
+    slow at scale), then on the data itself.
     """
-    limits = explorer_limits(results.cases.height)
+    n = results.cases.height
+    limits = explorer_limits(n)
+    if n > 2 * SAMPLE_CASES:
+        sample = results.cases.head(SAMPLE_CASES)
+        while limits != limits.halved() and \
+                sum(map(len, _packed_parts(results, limits, sample))) * n / SAMPLE_CASES > MAX_EXPLORER_BYTES:
+            limits = limits.halved()
     while True:
-        packed = base64.b64encode(gzip.compress(case_json(results, limits).encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
-        if len(packed) <= MAX_EXPLORER_BYTES or limits == limits.halved():
-            return packed, limits
+        parts = _packed_parts(results, limits)
+        if sum(map(len, parts)) <= MAX_EXPLORER_BYTES or limits == limits.halved():
+            return ExplorerData("".join(parts), tuple(map(len, parts)), BLOCK_CASES, limits)
         limits = limits.halved()
 
 
+def _verdict_column(judge: pl.DataFrame, column: str, limits: ExplorerLimits) -> pl.Expr:
+    if column in ("reason", "error"):
+        return pl.col(column).cast(pl.Utf8).str.slice(0, limits.text_chars)
+    if column == "score" and judge.schema[column].is_numeric():  # as the cases' scores: 4 decimals, not 17 digits
+        return pl.col(column).cast(pl.Float64).fill_nan(None).round(4)
+    return pl.col(column)
+
+
 def case_json(results: Results, limits: Optional[ExplorerLimits] = None) -> str:
-    """The case explorer's data as columnar JSON: ``[{column: [value per case], ...}]``.
+    """The case explorer's data (:func:`case_frame`) as columnar JSON: ``[{column: [value per case], ...}]``."""
+    return case_frame(results, limits).select(pl.all().implode()).write_json()
+
+
+def case_frame(results: Results, limits: Optional[ExplorerLimits] = None, cases: Optional[pl.DataFrame] = None) -> pl.DataFrame:
+    """The case explorer's data, one row per case, in the order of the cases.
 
     Chunks and judge verdicts become list columns (``chunk_text``,
     ``verdict_reason``, ...), so keys are written once, not once per case.
     Texts are cut by ``limits`` (default :func:`explorer_limits`): the first
     chunks of each case, each chunk text and each other text to a number of
     characters, so that 100,000 cases still give a file a browser opens.
+    ``cases``: some of the results' cases (default: all of them).
     """
-    cases = results.cases
-    limits = limits or explorer_limits(cases.height)
+    cases = results.cases if cases is None else cases
+    limits = limits or explorer_limits(results.cases.height)
     keep = [
         "id", "category", "diagnosis", "question", "answer", "reference_answer", "answer_correct", "refusal",
         "is_noanswer", "quadrant", "faithfulness_band", "labeled", "hit", "file_hit", "first_relevant_rank",
@@ -151,6 +236,8 @@ def case_json(results: Results, limits: Optional[ExplorerLimits] = None) -> str:
             e = e.cast(pl.Utf8)
         elif cases.schema[c] == pl.Utf8 and c not in ("category", "diagnosis"):
             e = e.str.slice(0, limits.text_chars)
+        elif c == "latency_ms" and cases.schema[c].is_numeric():
+            e = e.cast(pl.Float64).fill_nan(None).round(0).cast(pl.Int64)
         elif cases.schema[c] in (pl.Float32, pl.Float64):
             e = e.fill_nan(None).round(4)
         exprs.append(e)
@@ -173,17 +260,14 @@ def case_json(results: Results, limits: Optional[ExplorerLimits] = None) -> str:
         if "repeat" in j.columns:  # repeat runs: the case shows repeat 1's verdicts, as its diagnosis does
             j = j.filter(pl.col("repeat") == 1)
         cols = [c for c in ("metric", "status", "score", "correct", "reason", "error") if c in j.columns]
-        fix = [
-            (pl.col(c).cast(pl.Utf8).str.slice(0, limits.text_chars) if c in ("reason", "error") else pl.col(c)).alias(f"verdict_{c}")
-            for c in cols
-        ]
+        fix = [_verdict_column(j, c, limits).alias(f"verdict_{c}") for c in cols]
         verdicts = (
             j.select([pl.col("id").cast(pl.Utf8), *fix])
             .group_by("id", maintain_order=True)
             .agg([pl.col(f"verdict_{c}") for c in cols])
         )
-        df = df.join(verdicts, on="id", how="left")
-    return df.select(pl.all().implode()).write_json()
+        df = df.join(verdicts, on="id", how="left", maintain_order="left")
+    return df
 
 
 CSS = """
@@ -208,71 +292,111 @@ th{background:#f3f5f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
 
 JS = r"""
 (function(){
-  // The case data: gzip + base64 (see ragmeter.report.html), decompressed by the browser itself.
-  var node = document.getElementById('case-data');
+  // The case data: base64 parts of gzip-compressed JSON (see ragmeter.report.html), decompressed by the browser itself.
+  var node = document.getElementById('case-data'), info = document.getElementById('pageinfo');
   if (typeof DecompressionStream === 'undefined') {
-    document.getElementById('pageinfo').textContent = 'This browser cannot decompress the case data (DecompressionStream): open the report in a current browser, or read cases.parquet.';
+    info.textContent = 'This browser cannot decompress the case data (DecompressionStream): open the report in a current browser, or read cases.parquet.';
     return;
   }
-  var bin = atob(node.textContent.trim()), bytes = new Uint8Array(bin.length);
-  for (var b = 0; b < bin.length; b++) bytes[b] = bin.charCodeAt(b);
-  new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text().then(function(text){ explorer(JSON.parse(text)[0]); });
+  // Kept in a string, out of the DOM: whatever serialises the page (--dump-dom, devtools) would copy megabytes.
+  var packed = node.textContent, head = packed.indexOf(';'), B = Number(node.getAttribute('data-block'));
+  var sizes = packed.substring(0, head).split(' ').map(Number);
+  node.textContent = '';
+  var starts = [head + 1]; for (var k = 0; k < sizes.length; k++) starts.push(starts[k] + sizes[k]);
+  function part(k){
+    var text = packed.substring(starts[k], starts[k + 1]), bytes;
+    if (Uint8Array.fromBase64) bytes = Uint8Array.fromBase64(text);
+    else { var bin = atob(text); bytes = new Uint8Array(bin.length); for (var b = 0; b < bin.length; b++) bytes[b] = bin.charCodeAt(b); }
+    return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text().then(function(t){
+      var d = JSON.parse(t), cols = d[0] || {}, coded = d[1] || {};  // coded columns: positions in their values
+      Object.keys(coded).forEach(function(k){ var v = coded[k]; cols[k] = cols[k].map(function(c){ return c === null ? null : v[c]; }); });
+      return cols; });
+  }
+  info.textContent = 'reading the case data\u2026';
+  // after the summary above has been drawn: the explorer never delays it
+  setTimeout(function(){ part(0).then(function(index){ explorer(index, part, B, sizes.length - 1); }); }, 0);
 })();
-function explorer(C){
+function explorer(IDX, part, B, nBlocks){
   var COLORS = JSON.parse(document.getElementById('diag-colors').textContent);
-  var N = C.id.length, PAGE = 50, page = 0, filtered = [], selected = -1;
-  function val(k,i){ return (k in C) ? C[k][i] : undefined; }
+  var N = IDX.id.length, PAGE = 50, page = 0, filtered = [], selected = -1, generation = 0, blocks = {}, search = null;
+  var info = document.getElementById('pageinfo');
+  function block(b){ if (!blocks[b]) blocks[b] = part(b + 1); return blocks[b]; }
+  // a case's columns: the index's, then those of its detail part
+  function caseOf(i){ return block(Math.floor(i / B)).then(function(D){ var r = i % B;
+    return { has: function(k){ return (k in IDX) || (k in D); }, get: function(k){ return (k in IDX) ? IDX[k][i] : ((k in D) ? D[k][r] : undefined); } }; }); }
+  // the searched texts of every case, read part by part once (without keeping the parts)
+  function searchTexts(){
+    if (search) return search;
+    var out = new Array(N);
+    search = (function next(b){
+      if (b >= nBlocks) return Promise.resolve(out);
+      return part(b + 1).then(function(D){ var q = D.question || [], a = D.answer || [];
+        for (var r = 0; r < B && b * B + r < N; r++) out[b * B + r] = ((q[r] || '') + ' ' + (a[r] || '')).toLowerCase();
+        return next(b + 1); });
+    })(0);
+    return search;
+  }
   function el(tag, cls, text){var e=document.createElement(tag); if(cls) e.className=cls; if(text!==undefined && text!==null) e.textContent=String(text); return e;}
   function fmt(v){ if(v===null||v===undefined) return '\u2014'; if(typeof v==='boolean') return v?'yes':'no'; if(typeof v==='number') return (Math.round(v*1000)/1000).toString(); return String(v);}
+  function idx(k,i){ return (k in IDX) ? IDX[k][i] : undefined; }
   function options(sel, values){ values.forEach(function(v){var o=document.createElement('option'); o.value=v; o.textContent=v; sel.appendChild(o);}); }
   var catSel=document.getElementById('f-cat'), diagSel=document.getElementById('f-diag'), q=document.getElementById('f-q');
-  var cats={}, diags={}; for(var i=0;i<N;i++){ cats[C.category[i]]=1; diags[C.diagnosis[i]]=1; }
+  var cats={}, diags={}; for(var i=0;i<N;i++){ cats[IDX.category[i]]=1; diags[IDX.diagnosis[i]]=1; }
   options(catSel, Object.keys(cats).sort()); options(diagSel, Object.keys(diags).sort());
   function apply(){
-    var c=catSel.value, d=diagSel.value, s=q.value.trim().toLowerCase(); filtered=[];
-    for(var i=0;i<N;i++){
-      if(c && C.category[i]!==c) continue; if(d && C.diagnosis[i]!==d) continue;
-      if(s){ var hay=(String(C.id[i])+' '+(val('question',i)||'')+' '+(val('answer',i)||'')).toLowerCase(); if(hay.indexOf(s)<0) continue; }
-      filtered.push(i); }
-    page=0; render(); if(filtered.length) show(filtered[0]); else clearDetail();
+    var c=catSel.value, d=diagSel.value, s=q.value.trim().toLowerCase(), mine=++generation;
+    if (s) info.textContent = 'searching ' + N + ' cases\u2026';
+    (s ? searchTexts() : Promise.resolve(null)).then(function(texts){
+      if (mine !== generation) return;  // a later filter replaced this one
+      filtered=[];
+      for(var i=0;i<N;i++){
+        if(c && IDX.category[i]!==c) continue; if(d && IDX.diagnosis[i]!==d) continue;
+        if(s && (String(IDX.id[i]).toLowerCase()+' '+(texts[i]||'')).indexOf(s)<0) continue;
+        filtered.push(i); }
+      page=0; render(); if(filtered.length) show(filtered[0]); else clearDetail();
+    });
   }
   function render(){
     var body=document.getElementById('case-rows'); body.textContent='';
     var pages=Math.max(1, Math.ceil(filtered.length/PAGE)); if(page>=pages) page=pages-1;
     filtered.slice(page*PAGE, page*PAGE+PAGE).forEach(function(i){
       var tr=el('tr'); if(selected===i) tr.className='sel';
-      tr.appendChild(el('td',null,C.id[i])); tr.appendChild(el('td',null,C.category[i]));
-      var td=el('td'); var b=el('span','diag',C.diagnosis[i]); b.style.background=COLORS[C.diagnosis[i]]||'#888'; td.appendChild(b); tr.appendChild(td);
-      tr.appendChild(el('td',null,fmt(val('hit',i)))); tr.appendChild(el('td',null,fmt(val('answer_correct',i))));
-      tr.appendChild(el('td',null,fmt(val('faithfulness_score',i)))); tr.appendChild(el('td',null,fmt(val('context_precision_score',i))));
+      tr.appendChild(el('td',null,IDX.id[i])); tr.appendChild(el('td',null,IDX.category[i]));
+      var td=el('td'); var b=el('span','diag',IDX.diagnosis[i]); b.style.background=COLORS[IDX.diagnosis[i]]||'#888'; td.appendChild(b); tr.appendChild(td);
+      tr.appendChild(el('td',null,fmt(idx('hit',i)))); tr.appendChild(el('td',null,fmt(idx('answer_correct',i))));
+      tr.appendChild(el('td',null,fmt(idx('faithfulness_score',i)))); tr.appendChild(el('td',null,fmt(idx('context_precision_score',i))));
       tr.addEventListener('click', function(){ show(i); render(); });
       body.appendChild(tr); });
-    document.getElementById('pageinfo').textContent = 'page '+(page+1)+' / '+pages+' \u00b7 '+filtered.length+' of '+N+' cases';
+    info.textContent = 'page '+(page+1)+' / '+pages+' \u00b7 '+filtered.length+' of '+N+' cases';
   }
   function clearDetail(){ document.getElementById('detail').textContent=''; selected=-1; }
   function field(parent, label, value, pre){ var d=el('div','field'); d.appendChild(el('span','label',label)); if(pre){ d.appendChild(el('div','pre',fmt(value))); } else { d.appendChild(el('span',null,fmt(value))); } parent.appendChild(d); }
   function show(i){
-    selected=i; var det=document.getElementById('detail'); det.textContent='';
-    det.appendChild(el('h3',null,'Case '+C.id[i]));
-    field(det,'Category',C.category[i]); field(det,'Diagnosis',C.diagnosis[i]);
-    if('question' in C) field(det,'Question',C.question[i],true);
-    field(det,'Answer',val('answer',i),true);
-    if('reference_answer' in C) field(det,'Reference answer',C.reference_answer[i],true);
-    field(det,'Correct',val('answer_correct',i)); field(det,'Refusal',val('refusal',i)); field(det,'Quadrant',val('quadrant',i));
-    field(det,'Retrieval', 'hit '+fmt(val('hit',i))+' \u00b7 first relevant rank '+fmt(val('first_relevant_rank',i))+' \u00b7 mode '+fmt(val('retrieval_mode',i)));
+    selected=i;
+    caseOf(i).then(function(C){ if(selected===i) detail(i, C); });
+  }
+  function detail(i, C){
+    var val=C.get, det=document.getElementById('detail'); det.textContent='';
+    det.appendChild(el('h3',null,'Case '+val('id')));
+    field(det,'Category',val('category')); field(det,'Diagnosis',val('diagnosis'));
+    if(C.has('question')) field(det,'Question',val('question'),true);
+    field(det,'Answer',val('answer'),true);
+    if(C.has('reference_answer')) field(det,'Reference answer',val('reference_answer'),true);
+    field(det,'Correct',val('answer_correct')); field(det,'Refusal',val('refusal')); field(det,'Quadrant',val('quadrant'));
+    field(det,'Retrieval', 'hit '+fmt(val('hit'))+' \u00b7 first relevant rank '+fmt(val('first_relevant_rank'))+' \u00b7 mode '+fmt(val('retrieval_mode')));
     var tbl=el('table'); var hr=el('tr'); ['metric','status','score','correct','reason / error'].forEach(function(h){hr.appendChild(el('th',null,h));}); tbl.appendChild(hr);
-    var verdicts=[];
-    if(C.verdict_metric && C.verdict_metric[i]){ var vm=C.verdict_metric[i]; for(var k=0;k<vm.length;k++){ var g=function(f){ var a=C['verdict_'+f]; return a&&a[i]?a[i][k]:null; }; verdicts.push({metric:vm[k],status:g('status'),score:g('score'),correct:g('correct'),reason:g('reason'),error:g('error')}); } }
-    else { ['correctness','faithfulness','answer_relevancy','context_precision','context_recall'].forEach(function(m){ if((m+'_score') in C) verdicts.push({metric:m,status:val(m+'_status',i),score:C[m+'_score'][i]}); }); }
+    var verdicts=[], vm=val('verdict_metric');
+    if(vm){ for(var k=0;k<vm.length;k++){ var g=function(f){ var a=val('verdict_'+f); return a?a[k]:null; }; verdicts.push({metric:vm[k],status:g('status'),score:g('score'),correct:g('correct'),reason:g('reason'),error:g('error')}); } }
+    else { ['correctness','faithfulness','answer_relevancy','context_precision','context_recall'].forEach(function(m){ if(C.has(m+'_score')) verdicts.push({metric:m,status:val(m+'_status'),score:val(m+'_score')}); }); }
     verdicts.forEach(function(v){ var tr=el('tr'); tr.appendChild(el('td',null,v.metric)); tr.appendChild(el('td',null,fmt(v.status))); tr.appendChild(el('td',null,fmt(v.score))); tr.appendChild(el('td',null,fmt(v.correct))); var r=el('td'); r.appendChild(el('div','pre',fmt(v.reason||v.error))); tr.appendChild(r); tbl.appendChild(tr); });
     det.appendChild(el('h4',null,'Judge verdicts')); det.appendChild(tbl);
     det.appendChild(el('h4',null,'Retrieved chunks'));
-    var texts=(C.chunk_text&&C.chunk_text[i])||[];
+    var texts=val('chunk_text')||[], rels=val('chunk_relevant'), files=val('chunk_file'), ids=val('chunk_chunk_id'), scores=val('chunk_score');
     for(var k=0;k<texts.length;k++){
-      var rel=C.chunk_relevant?C.chunk_relevant[i][k]:null;
+      var rel=rels?rels[k]:null;
       var box=el('div','chunk'+(rel?' rel':'')); var head=el('div','head');
       head.appendChild(el('span', rel?'mark-rel':'mark-no', rel?'\u2713 relevant ':(rel===false?'\u2717 not relevant ':'? unlabelled ')));
-      head.appendChild(el('span',null,'#'+(k+1)+' \u00b7 '+fmt(C.chunk_file?C.chunk_file[i][k]:null)+' \u00b7 '+fmt(C.chunk_chunk_id?C.chunk_chunk_id[i][k]:null)+' \u00b7 score '+fmt(C.chunk_score?C.chunk_score[i][k]:null)));
+      head.appendChild(el('span',null,'#'+(k+1)+' \u00b7 '+fmt(files?files[k]:null)+' \u00b7 '+fmt(ids?ids[k]:null)+' \u00b7 score '+fmt(scores?scores[k]:null)));
       box.appendChild(head); box.appendChild(el('div','pre',texts[k])); det.appendChild(box); }
     if(!texts.length) det.appendChild(el('div','muted','no chunks retrieved'));
   }
@@ -600,9 +724,8 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
     parts.append(_golden_set_section(results.summary))
 
     # explorer
-    import json as _json
-
-    packed, limits = case_data(results)
+    data = case_data(results)
+    limits = data.limits
 
     parts.append(
         '<section id="explorer"><h2>Case explorer</h2><div class="controls">'
@@ -614,11 +737,12 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         '<div class="tw"><table id="case-table"><thead><tr><th>id</th><th>category</th><th>diagnosis</th><th>hit</th><th>correct</th>'
         "<th>faithfulness</th><th>context precision</th></tr></thead><tbody id=\"case-rows\"></tbody></table></div>"
         f'<div id="detail"></div><p class="muted">Chunks: the first {limits.chunks} per case, texts cut at {limits.chunk_chars} characters; '
-        f"questions, answers and reasons at {limits.text_chars} (the full texts are in cases.parquet).</p></section>"
+        f"questions, answers and judge reasons at {limits.text_chars} (the full texts are in cases.parquet and judge.parquet).</p></section>"
     )
     parts.append("</main>")
-    parts.append('<script type="application/octet-stream" id="case-data">' + packed + "</script>")
-    parts.append('<script type="application/json" id="diag-colors">' + json_for_script(_json.dumps(DIAGNOSIS_COLORS)) + "</script>")
+    parts.append(f'<script type="application/octet-stream" id="case-data" data-block="{data.block_cases}">'
+                 + data.embedded() + "</script>")
+    parts.append('<script type="application/json" id="diag-colors">' + json_for_script(json.dumps(DIAGNOSIS_COLORS)) + "</script>")
     parts.append("<script>" + JS + "</script></body></html>")
     _ = PALETTE
     return "".join(parts)
