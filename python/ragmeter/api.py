@@ -108,6 +108,8 @@ class EvalResult:
                 from ragmeter.report import write_reports
 
                 write_reports(tmp, name=self.name or out.name)
+        if self.repeats is None and (out / REPEATS_FILE).is_file():
+            (out / REPEATS_FILE).unlink()  # an earlier repeated run's table is not this run's
         if reports:
             summary["reports"] = {"html": str(out / "report.html"), "markdown": str(out / "report.md")}
         self.summary = summary

@@ -38,6 +38,18 @@ repeats together). ``judge.parquet`` holds every repeat's rows with a
 diagnosis use repeat 1, and ``summary.json`` gains a ``repeats`` section
 (see :mod:`ragmeter.repeats`): per metric the mean and spread of the
 per-repeat means and the share of cases whose verdict flips.
+
+A run with *collected* repeats (``ragmeter collect --repeat N``: records with a
+``repeat`` field, 1..N, each id at most once per repeat; read by
+:func:`ragmeter.dataset.load_run_repeats`) is scored and judged repeat by
+repeat, each repeat judged once through the cache. ``cases.parquet``,
+``chunks.parquet``, the sweep, the reports and the ``retrieval`` / ``judge``
+sections stay repeat 1's (every reader of a results folder works unchanged);
+``judge.parquet`` holds every repeat with ``repeat``; ``repeats.parquet`` has
+one row per (case, repeat) with the columns of ``cases.parquet`` (less the
+question and reference) and ``absent_from_repeat``; ``summary.json`` gains
+``collected_repeats`` (:func:`collected_summary`). ``repeat > 1`` on such a run
+is refused: judge repeats and collected repeats are not combined.
 """
 from __future__ import annotations
 

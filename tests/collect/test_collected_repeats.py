@@ -286,3 +286,34 @@ def test_plain_run_writes_the_folder_it_always_did(tmp_path, golden):
     import ragmeter
 
     assert ragmeter.EvalResult.load(tmp_path / "res").repeats is None
+    assert not (tmp_path / "res" / "repeats.parquet").exists()
+
+
+def test_a_judge_failure_in_a_later_repeat_counts_for_max_failed(tmp_path, golden, judge_server):
+    run = _collect(tmp_path, "run.jsonl", VARY_A)
+    # only repeat 3 has the answer "no idea" (fact-2): its correctness call is refused, not retried
+    judge_server.rules.append((lambda info: (info.get("payload") or {}).get("answer") == "no idea", 400))
+    proc = _eval(tmp_path, run, "res", "--base-url", judge_server.base_url, "--model", "gpt-4o-mini",
+                 "--metrics", "correctness", "--no-progress", "--no-cache", "--retry-base-delay", "0.01",
+                 env={"RAGMETER_API_KEY": KEY})
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "1 of 12 judge rows were not judged" in " ".join(proc.stderr.split())
+    summary = _summary(tmp_path / "res")
+    assert summary["judge"]["incomplete"]["rows"] == 0  # repeat 1, the headline, was complete
+    section = summary["collected_repeats"]
+    assert section["judge_incomplete"] == {"rows": 1, "failed": 1, "skipped_budget": 0, "of": 12}
+    correct = section["metrics"]["correct"]
+    assert correct["n_scored"] == [4, 4, 3] and correct["per_repeat"] == [0.75, 0.75, pytest.approx(2 / 3,
+                                                                                                   abs=1e-6)]
+    assert correct["n_flipped"] == 0  # the failed row is unscored, never a wrong answer
+
+
+def test_in_memory_evaluate_of_records_with_repeats(golden):
+    import ragmeter
+
+    rows = [_rec(i, r) for r in (1, 2) for i in RECORDS]
+    rows[4] = {**rows[4], "retrieved": []}  # fact-1, repeat 2
+    result = ragmeter.evaluate(golden, rows)
+    assert result.cases.height == 4 and result.repeats is not None and result.repeats.height == 8
+    hit = result.summary["collected_repeats"]["metrics"]["hit"]
+    assert hit["per_repeat"] == [0.75, 0.5] and (hit["n_flipped"], hit["n_compared"]) == (1, 4)
