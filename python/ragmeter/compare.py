@@ -631,6 +631,10 @@ LEGEND = (
 def flip_lines(comp: Comparison) -> List[str]:
     out = []
     for r in comp.outcomes():
+        if r.p_value is None:  # per-case means over collected repeats: shares, not 0/1 flips
+            out.append(f"{label(r.metric)}: {r.wins} case(s) better, {r.regressions} worse (per-case means over "
+                       f"repeats, so no McNemar test; n = {r.n_paired}).")
+            continue
         if r.better == "lower":
             text = f"{label(r.metric)}: {r.regressions} new, {r.wins} gone"
         else:

@@ -181,7 +181,10 @@ def test_compare_pairs_per_case_means_over_repeats(tmp_path, golden):
     assert mrr["candidate"] == pytest.approx((2 / 3 + 1 + 2 / 3) / 4)
     assert (mrr["wins"], mrr["regressions"]) == (1, 1)
     text = cli("compare", "C", "A", cwd=tmp_path)
-    assert "4 cases x 3 collected repeats, per-case mean" in " ".join(text.stdout.split())
+    said = " ".join(text.stdout.split())
+    assert "4 cases x 3 collected repeats, per-case mean" in said
+    assert "Hit@k (chunk): 0 case(s) better, 1 worse (per-case means over repeats, so no McNemar test" in said
+    assert "p = ," not in said
     gated = cli("compare", "C", "A", "--gate", "hit>=-5pp", cwd=tmp_path)
     assert gated.returncode == 1 and "gate failed" in gated.stderr
 
