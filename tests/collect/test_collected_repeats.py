@@ -320,3 +320,18 @@ def test_in_memory_evaluate_of_records_with_repeats(golden):
     assert result.cases.height == 4 and result.repeats is not None and result.repeats.height == 8
     hit = result.summary["collected_repeats"]["metrics"]["hit"]
     assert hit["per_repeat"] == [0.75, 0.5] and (hit["n_flipped"], hit["n_compared"]) == (1, 4)
+
+
+def test_dry_run_estimates_every_collected_repeat(tmp_path, golden):
+    single = _write_run(tmp_path / "one.jsonl", list(RECORDS.values()))
+    double = _write_run(tmp_path / "two.jsonl", [_rec(i, r) for r in (1, 2) for i in RECORDS])
+    judge = ["--base-url", "http://127.0.0.1:9/v1", "--model", "gpt-4o-mini", "--metrics", "correctness",
+             "--no-cache", "--dry-run", "--json"]
+    one = _eval(tmp_path, single, "res", *judge)
+    two = _eval(tmp_path, double, "res", *judge)
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    a, b = json.loads(one.stdout), json.loads(two.stdout)
+    assert a["calls"] == 4 and b["calls"] == 8 and b["collected_repeats"] == 2
+    assert [r["calls"] for r in b["per_repeat"]] == [4, 4]
+    assert b["cost_usd"] == pytest.approx(2 * a["cost_usd"], rel=1e-6)
+    assert not (tmp_path / "res").exists()
