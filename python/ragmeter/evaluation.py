@@ -378,6 +378,8 @@ def collected_summary(per_repeat: pl.DataFrame, retrieval: List[Dict[str, Any]],
         "n": n,
         "n_cases": int(per_repeat.filter(pl.col("repeat") == 1).height),
         "source": "the run file's repeat column (ragmeter collect --repeat N); each repeat scored and judged once",
+        "headline": f"summary.retrieval, summary.judge, cases.parquet and the reports are repeat 1 of {n}; the mean "
+                    f"over the {n} repeats is metrics.<name>.mean (per-repeat n in n_scored / n_total)",
         "metrics": metrics,
         "retrieval_modes": [r["retrieval_modes"] for r in retrieval],
         "n_absent": int(per_repeat.get_column("absent_from_repeat").sum()),

@@ -126,7 +126,7 @@ def test_eval_scores_and_judges_every_collected_repeat(tmp_path, golden, judge_s
 
     # the headline is repeat 1, and says so
     assert summary["retrieval"]["overall"]["hit_rate"]["value"] == 0.75
-    assert "repeat 1" in section["definitions"]
+    assert "repeat 1 of 3" in section["headline"] and "repeat 1" in section["definitions"]
     cases = pl.read_parquet(res / "cases.parquet")
     assert cases.height == 4 and "repeat" not in cases.columns
     assert cases.sort("id")["hit"].to_list() == [True, True, True, False]
