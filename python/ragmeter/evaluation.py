@@ -116,7 +116,9 @@ def evaluate(
     :class:`ragmeter.judge.JudgeConfig`; ``metrics`` (names or custom metric objects) replaces its metrics.
     ``review_rate`` / ``review_seed`` draw the human-review sample (``review_reason`` in ``cases``, see
     :mod:`ragmeter.calibration`) and are recorded in ``settings.review``. Works from threads and inside a
-    running event loop (Jupyter).
+    running event loop (Jupyter). A run with collected repeats (records with ``repeat``, from ``collect --repeat
+    N``) is scored and judged per repeat: ``EvalResult.repeats`` and ``summary["collected_repeats"]`` (see the
+    module docstring).
     """
     from ragmeter.api import EvalResult, as_source
     from ragmeter.diagnosis import diagnose
@@ -273,8 +275,7 @@ def _evaluate_collected(golden: Any, run: Any, golden_in: Any, collected: List[A
     per_repeat = pl.concat([t.drop("question", "reference_answer").with_columns(
         pl.lit(r, dtype=pl.Int64).alias("repeat")) for r, t in enumerate(tables, start=1)], how="diagonal_relaxed")
     absent = _absent_case_repeats(collected, per_repeat)
-    flagged = pl.col("id").is_in(absent["id"].implode()) & pl.struct("id", "repeat").is_in(
-        absent.select(pl.struct("id", "repeat")).to_series().implode())
+    flagged = pl.struct("id", "repeat").is_in(absent.select(pl.struct("id", "repeat")).to_series().implode())
     per_repeat = per_repeat.with_columns(flagged.alias("absent_from_repeat")).select(
         "id", "repeat", pl.exclude("id", "repeat"))
     section = collected_summary(per_repeat, [res.summary for res, _c in scored], runs, summaries)
@@ -331,6 +332,7 @@ def _repeat_warnings(scored: List[Any], absent: pl.DataFrame) -> List[Dict[str, 
         out.append(warning("repeat_missing_case", "case-repeat(s) absent from the run file while other repeats "
                            "have the case: unscored in those repeats (collected_repeats n_scored)", ids,
                            [f"{i} (repeat {r})" for i, r in zip(ids, reps)]))
+
     def off_mode(result: Any) -> List[Dict[str, Any]]:
         return [w for w in result.summary["warnings"] if w.get("code") == "mode_fallback"]
 
