@@ -73,6 +73,8 @@ class EvalResult:
     summary: Dict[str, Any]        #: summary.json (with every warning's full case list until written)
     sweep: Optional[pl.DataFrame] = None  #: the threshold sweep (sweep.parquet) when thresholds were given
     name: Optional[str] = None     #: the title of reports and comparisons
+    #: one row per (case, collected repeat) (repeats.parquet) when the run holds collected repeats, else None
+    repeats: Optional[pl.DataFrame] = None
 
     def __repr__(self) -> str:  # the frames' own reprs would fill a notebook cell
         judged = sorted(self.judge["metric"].unique().to_list()) if self.judge is not None else []
@@ -86,11 +88,11 @@ class EvalResult:
         :mod:`ragmeter.evaluation`); return its path. ``summary`` then lists the files written."""
         from ragmeter._io import results_folder, strict_json, write_frame, write_text
         from ragmeter._warnings import for_disk, full_list
-        from ragmeter.evaluation import _run_files
+        from ragmeter.evaluation import REPEATS_FILE, _run_files
 
         out = Path(out_dir)
         summary = {k: v for k, v in self.summary.items() if k != "reports"}
-        summary["files"] = _run_files(self.judge is not None, self.sweep is not None, reports)
+        summary["files"] = _run_files(self.judge is not None, self.sweep is not None, reports, self.repeats is not None)
         with results_folder(out) as tmp:
             write_frame(self.cases, tmp / "cases.parquet")
             write_frame(self.chunks, tmp / "chunks.parquet")
@@ -98,12 +100,16 @@ class EvalResult:
                 write_frame(self.judge, tmp / "judge.parquet")
             if self.sweep is not None:
                 write_frame(self.sweep, tmp / "sweep.parquet")
+            if self.repeats is not None:
+                write_frame(self.repeats, tmp / REPEATS_FILE)
             write_text(tmp / "warnings.json", strict_json(full_list(summary)) + "\n")
             write_text(tmp / "summary.json", strict_json(for_disk(summary)) + "\n")
             if reports:
                 from ragmeter.report import write_reports
 
                 write_reports(tmp, name=self.name or out.name)
+        if self.repeats is None and (out / REPEATS_FILE).is_file():
+            (out / REPEATS_FILE).unlink()  # an earlier repeated run's table is not this run's
         if reports:
             summary["reports"] = {"html": str(out / "report.html"), "markdown": str(out / "report.md")}
         self.summary = summary
@@ -112,13 +118,14 @@ class EvalResult:
     @classmethod
     def load(cls, directory: Any) -> "EvalResult":
         """Read a results folder (``ragmeter eval --out``, :meth:`write`) back; errors name what is missing."""
+        from ragmeter.compare import load_repeats
         from ragmeter.report.data import _read_parquet, load_results
 
         res = load_results(directory)
         chunks_path = Path(directory) / "chunks.parquet"
         chunks = _read_parquet(chunks_path) if chunks_path.is_file() else pl.DataFrame({"id": []}, schema={"id": pl.Utf8})
         return cls(cases=res.cases, chunks=chunks, judge=res.judge, summary=res.summary, sweep=res.sweep,
-                   name=str(res.path))
+                   name=str(res.path), repeats=load_repeats(res))
 
     # -- reading ------------------------------------------------------------------------------------------
     def _results(self, name: Optional[str] = None) -> Any:
@@ -183,7 +190,8 @@ class EvalResult:
                                  + " (pass force=True to compare the common cases anyway)")
         comp = compare_frames(b.cases, c.cases, base_name=base.name or "baseline",
                               cand_name=self.name or "candidate", problems=problems, forced=bool(problems),
-                              n_resamples=n_resamples, seed=seed)
+                              n_resamples=n_resamples, seed=seed, base_repeats=base.repeats,
+                              cand_repeats=self.repeats)
         comp.notes[:0] = notes
         if rules is not None:
             comp.gate_results = gates.evaluate(rules, comp)

@@ -34,6 +34,19 @@ records a loud warning instead.
 
 Values that are not finite (NaN, infinity) in a results folder are treated as
 missing (unscored) with a warning.
+
+Collected repeats
+-----------------
+A folder evaluated from a run with collected repeats (``collect --repeat N``;
+``repeats.parquet``, one row per case and repeat) enters the comparison with
+each case's **mean over its repeats** (a case-repeat the run file lacks is left
+out of its case's mean; a case scored in no repeat is unscored). Cases still
+pair by id, so a repeated run compares with another one (any N) or with a
+single run. A rate's per-case mean is then a share (2 of 3 repeats hit), so
+McNemar's test, which needs 0/1 outcomes, is not computed for it (``p_value``
+null) and its MDD is the one for scores; the bootstrap interval holds as
+always. ``base_repeats`` / ``cand_repeats`` say how many repeats each side had
+(1 for a single run).
 """
 from __future__ import annotations
 
@@ -63,6 +76,8 @@ __all__ = [
     "scale",
     "label",
     "OUTCOMES",
+    "load_repeats",
+    "repeat_values",
 ]
 
 EPS = 1e-9
@@ -143,6 +158,8 @@ class Comparison:
     warnings: List[str] = field(default_factory=list)  # data problems (non-finite values, ...)
     #: the gate's verdicts when the comparison was made with a gate (``EvalResult.compare(gate=...)``)
     gate_results: Optional[List[Any]] = field(default=None, repr=False)
+    base_repeats: int = 1  #: collected repeats of the baseline (1: a single run); cases enter as their mean
+    cand_repeats: int = 1  #: collected repeats of the candidate
 
     @property
     def passed(self) -> bool:
@@ -350,10 +367,69 @@ def compare(
     comp = compare_frames(
         base.cases, cand.cases, base_name=str(base.path), cand_name=str(cand.path), problems=problems,
         forced=bool(problems), n_resamples=n_resamples, seed=seed, threads=threads,
+        base_repeats=load_repeats(base), cand_repeats=load_repeats(cand),
     )
     comp.notes[:0] = notes
     comp.warnings[:0] = warnings
     return comp
+
+
+# --------------------------------------------------------------------------- collected repeats
+
+#: the per-(case, repeat) table of a results folder evaluated from a run with collected repeats
+REPEATS_FILE = "repeats.parquet"
+
+
+def load_repeats(results: Any) -> Optional[pl.DataFrame]:
+    """A results folder's ``repeats.parquet`` when its summary.json lists it (a stale file of an earlier run
+    is not read), else None."""
+    from ragmeter.report.data import _read_parquet
+
+    files = results.summary.get("files")
+    path = Path(results.path) / REPEATS_FILE
+    if not (isinstance(files, list) and REPEATS_FILE in files):
+        return None
+    if not path.is_file():
+        raise InputError(f"{path}: listed in summary.json but missing (copy the whole results folder)")
+    frame = _read_parquet(path)
+    absent = [c for c in ("id", "repeat", "category") if c not in frame.columns]
+    if absent:
+        raise InputError(f"{path}: missing column(s) {', '.join(absent)}")
+    if frame.select(pl.struct("id", "repeat").is_duplicated().any()).item():
+        raise InputError(f"{path}: a (id, repeat) pair occurs twice")
+    return frame.with_columns(pl.col("category").cast(pl.Utf8).fill_null("(none)"))
+
+
+def repeat_values(per_repeat: pl.DataFrame) -> pl.DataFrame:
+    """``id``, ``category``, ``repeat`` and one Float64 column per metric (as :func:`_metric_frame`), null where
+    the case is unscored in that repeat, including the case-repeats the run file lacked
+    (``absent_from_repeat``)."""
+    from ragmeter.report.data import register_custom_metrics
+
+    register_custom_metrics(per_repeat)
+    values = _metric_frame(per_repeat).with_columns(per_repeat.get_column("repeat").cast(pl.Int64))
+    if "absent_from_repeat" not in per_repeat.columns:
+        return values
+    absent = per_repeat.get_column("absent_from_repeat").fill_null(False)
+    names = [c for c in values.columns if c not in ("id", "category", "repeat")]
+    return values.with_columns(pl.when(absent).then(None).otherwise(pl.col(c)).alias(c) for c in names)
+
+
+def _case_means(per_repeat: pl.DataFrame) -> pl.DataFrame:
+    """One row per case: each metric's mean over the repeats that scored it (null when none did)."""
+    values = repeat_values(per_repeat)
+    names = [c for c in values.columns if c not in ("id", "category", "repeat")]
+    return values.sort("repeat").group_by("id", maintain_order=True).agg(
+        pl.col("category").first(), *[pl.col(c).mean() for c in names])
+
+
+def _n_repeats(per_repeat: Optional[pl.DataFrame]) -> int:
+    return 1 if per_repeat is None else int(per_repeat.get_column("repeat").n_unique())
+
+
+def _binary(values: np.ndarray) -> bool:
+    seen = values[~np.isnan(values)]
+    return bool(np.isin(seen, (0.0, 1.0)).all())
 
 
 # --------------------------------------------------------------------------- the comparison
@@ -412,8 +488,11 @@ def compare_frames(
     n_resamples: int = 10_000,
     seed: Optional[int] = None,
     threads: Optional[int] = None,
+    base_repeats: Optional[pl.DataFrame] = None,
+    cand_repeats: Optional[pl.DataFrame] = None,
 ) -> Comparison:
-    """Compare two diagnosed cases frames (as loaded by :func:`ragmeter.report.data.load_results`)."""
+    """Compare two diagnosed cases frames (as loaded by :func:`ragmeter.report.data.load_results`); a side with
+    collected repeats (its ``repeats.parquet`` frame) enters with each case's mean over its repeats."""
     from ragmeter import stats
     from ragmeter.report.data import METRICS
 
@@ -426,8 +505,8 @@ def compare_frames(
                 f"{side}: cases.parquet has values that are not finite (NaN or infinity), treated as missing: "
                 + ", ".join(f"{k} in {name}" for name, k in bad.items())
             )
-    mb = _metric_frame(base_cases)
-    mc = _metric_frame(cand_cases)
+    mb = _metric_frame(base_cases) if base_repeats is None else _case_means(base_repeats)
+    mc = _metric_frame(cand_cases) if cand_repeats is None else _case_means(cand_repeats)
     names = [c for c in mb.columns if c not in ("id", "category") and c in mc.columns]
     # the baseline's category decides the group; pair on id
     joined = mb.select(["id", "category", *names]).join(
@@ -439,6 +518,10 @@ def compare_frames(
     cand_v = _values(joined, [f"{x}__c" for x in names], n)
     diff = cand_v - base_v  # NaN where either side is unscored
     notes: List[str] = []
+    for side, per_repeat in ((base_name, base_repeats), (cand_name, cand_repeats)):
+        if per_repeat is not None:
+            notes.append(f"{side}: {_n_repeats(per_repeat)} collected repeats; each case enters with its mean "
+                         "over the repeats that scored it")
     if "correct" in names and not (_judged(base_cases) and _judged(cand_cases)):
         notes.append("correct: not judged in both runs; its cases are the no-answer cases, scored by refusal detection")
     resampled = stats.bootstrap_means(diff, n_resamples=n_resamples, seed=seed, groups=cats, threads=threads) if n and names else {}
@@ -447,6 +530,8 @@ def compare_frames(
     groups = [("overall", np.ones(n, dtype=bool))] + [(g, cats == g) for g in sorted(set(cats.tolist()))]
     for j, name in enumerate(names):
         kind = METRICS[name].kind
+        # a mean over repeats is a share, not a 0/1 outcome: no McNemar test for it
+        paired_outcomes = kind == "rate" and _binary(base_v[:, j]) and _binary(cand_v[:, j])
         sign = -1.0 if better(name) == "lower" else 1.0
         scored_b = ~np.isnan(base_v[:, j])
         scored_c = ~np.isnan(cand_v[:, j])
@@ -465,7 +550,7 @@ def compare_frames(
             wins = int((improvement > EPS).sum())
             regressions = int((improvement < -EPS).sum())
             p_value = None
-            if kind == "rate" and npair:
+            if paired_outcomes and npair:
                 p_value = stats.mcnemar_exact(regressions, wins)
                 mdd = stats.min_detectable_difference_proportion(npair, (wins + regressions) / npair)
             else:
@@ -479,7 +564,8 @@ def compare_frames(
     return Comparison(
         base=base_name, candidate=cand_name, rows=rows, n_base=base_cases.height, n_candidate=cand_cases.height,
         n_paired=n, n_resamples=n_resamples, seed=seed, problems=list(problems or []),
-        forced=forced, notes=notes, warnings=warnings,
+        forced=forced, notes=notes, warnings=warnings, base_repeats=_n_repeats(base_repeats),
+        cand_repeats=_n_repeats(cand_repeats),
     )
 
 
@@ -522,9 +608,14 @@ def _resolution(n: int) -> str:
     return f"{100 / max(n, 1):.3g}"
 
 
+def _cases_text(n: int, repeats: int) -> str:
+    return f"{n} cases" if repeats <= 1 else f"{n} cases x {repeats} collected repeats, per-case mean"
+
+
 def header_sentence(comp: Comparison) -> str:
     return (
-        f"Baseline {comp.base} ({comp.n_base} cases) vs candidate {comp.candidate} ({comp.n_candidate} cases), "
+        f"Baseline {comp.base} ({_cases_text(comp.n_base, comp.base_repeats)}) vs candidate {comp.candidate} "
+        f"({_cases_text(comp.n_candidate, comp.cand_repeats)}), "
         f"{comp.n_paired} paired. Delta = candidate - baseline over cases scored in both; 95% CI: paired bootstrap, "
         f"{comp.n_resamples} resamples, seed {comp.seed}. One case = {_resolution(comp.n_paired)} points."
     )
@@ -540,6 +631,10 @@ LEGEND = (
 def flip_lines(comp: Comparison) -> List[str]:
     out = []
     for r in comp.outcomes():
+        if r.p_value is None:  # per-case means over collected repeats: shares, not 0/1 flips
+            out.append(f"{label(r.metric)}: {r.wins} case(s) better, {r.regressions} worse (per-case means over "
+                       f"repeats, so no McNemar test; n = {r.n_paired}).")
+            continue
         if r.better == "lower":
             text = f"{label(r.metric)}: {r.regressions} new, {r.wins} gone"
         else:
@@ -574,8 +669,8 @@ def to_markdown(comp: Comparison, gate_results: Optional[List[Any]] = None) -> s
     lines.append("## ragmeter compare")
     lines.append("")
     lines.append(
-        f"Baseline {_code(comp.base)} ({comp.n_base} cases) vs candidate {_code(comp.candidate)} "
-        f"({comp.n_candidate} cases), {comp.n_paired} paired. Delta = candidate - baseline over cases scored in both; "
+        f"Baseline {_code(comp.base)} ({_cases_text(comp.n_base, comp.base_repeats)}) vs candidate "
+        f"{_code(comp.candidate)} ({_cases_text(comp.n_candidate, comp.cand_repeats)}), {comp.n_paired} paired. Delta = candidate - baseline over cases scored in both; "
         f"95% CI: paired bootstrap, {comp.n_resamples} resamples, seed {comp.seed}. One case = {_resolution(comp.n_paired)} points."
     )
     lines.append("")

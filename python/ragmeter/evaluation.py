@@ -38,6 +38,18 @@ repeats together). ``judge.parquet`` holds every repeat's rows with a
 diagnosis use repeat 1, and ``summary.json`` gains a ``repeats`` section
 (see :mod:`ragmeter.repeats`): per metric the mean and spread of the
 per-repeat means and the share of cases whose verdict flips.
+
+A run with *collected* repeats (``ragmeter collect --repeat N``: records with a
+``repeat`` field, 1..N, each id at most once per repeat; read by
+:func:`ragmeter.dataset.load_run_repeats`) is scored and judged repeat by
+repeat, each repeat judged once through the cache. ``cases.parquet``,
+``chunks.parquet``, the sweep, the reports and the ``retrieval`` / ``judge``
+sections stay repeat 1's (every reader of a results folder works unchanged);
+``judge.parquet`` holds every repeat with ``repeat``; ``repeats.parquet`` has
+one row per (case, repeat) with the columns of ``cases.parquet`` (less the
+question and reference) and ``absent_from_repeat``; ``summary.json`` gains
+``collected_repeats`` (:func:`collected_summary`). ``repeat > 1`` on such a run
+is refused: judge repeats and collected repeats are not combined.
 """
 from __future__ import annotations
 
@@ -54,6 +66,8 @@ if TYPE_CHECKING:
     from ragmeter.api import EvalResult
 
 RESULTS_FORMAT = 1
+#: one row per (case, collected repeat), when the run holds collected repeats
+REPEATS_FILE = "repeats.parquet"
 
 
 def _sha256(path: Any) -> Optional[str]:
@@ -102,11 +116,13 @@ def evaluate(
     :class:`ragmeter.judge.JudgeConfig`; ``metrics`` (names or custom metric objects) replaces its metrics.
     ``review_rate`` / ``review_seed`` draw the human-review sample (``review_reason`` in ``cases``, see
     :mod:`ragmeter.calibration`) and are recorded in ``settings.review``. Works from threads and inside a
-    running event loop (Jupyter).
+    running event loop (Jupyter). A run with collected repeats (records with ``repeat``, from ``collect --repeat
+    N``) is scored and judged per repeat: ``EvalResult.repeats`` and ``summary["collected_repeats"]`` (see the
+    module docstring).
     """
     from ragmeter.api import EvalResult, as_source
     from ragmeter.diagnosis import diagnose
-    from ragmeter.retrieval import _prepared_match, _score_prepared, _sweep_prepared
+    from ragmeter.retrieval import _prepared_match, _sweep_prepared
 
     repeat = _check_repeat(repeat)
     judge = _with_metrics(judge, metrics)
@@ -116,13 +132,13 @@ def evaluate(
         raise InputError("a dry run writes no results: use ragmeter.evaluation.estimate_eval (ragmeter eval --dry-run)")
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     golden_in, run_in = as_source(golden, "golden"), as_source(run, "run")
+    collected = _collected_repeats(golden_in, run_in, repeat)
+    if collected is not None:
+        return _evaluate_collected(golden, run, golden_in, collected, k=k, judge=judge, thresholds=thresholds,
+                                   review_rate=review_rate, review_seed=review_seed, started=started)
     # Load and match once; scoring, judging and the sweep all start from it.
     prepared = _prepared_match(golden_in, run_in, run_wide=True)
-    result = _score_prepared(prepared, k)
-    inputs = prepared.joined.select("id", "question", "reference_answer", "answer", "cost", "latency_ms",
-                                    "prompt_tokens", "completion_tokens")
-    cases = (result.cases.join(inputs, on="id", how="left")
-             .join(_chunks_per_case(result.chunks), on="id", how="left"))
+    result, cases = _scored_cases(prepared, k)
     judge_frame = judge_summary = repeats = None
     if judge is not None:
         from ragmeter.judge import run_sync
@@ -133,19 +149,51 @@ def evaluate(
         frames = [first]
         if repeat > 1:
             repeats = _repeat_judge(records, judge, repeat, jr.summary, frames)
-        judge_frame = pl.concat([f.with_columns(pl.lit(r, dtype=pl.Int64).alias("repeat"))
-                                 for r, f in enumerate(frames, start=1)], how="vertical_relaxed")
+        judge_frame = _with_repeat_column(frames)
         cases = cases.join(_judge_columns(first), on="id", how="left")
     # The per-case diagnosis is computed here, once; the reports and compare read these columns.
     cases = diagnose(cases)
-    from ragmeter.calibration import review_settings, review_reasons
-
-    review = review_settings(review_rate, review_seed)
-    cases = cases.with_columns(review_reasons(cases, review["rate"], review["seed"]))
+    cases, review = _with_review(cases, review_rate, review_seed)
     sweep_table = _sweep_prepared(prepared, list(thresholds), k) if thresholds else None
+    summary = _summary(golden, run, golden_in, started, k, thresholds, judge, repeat, review, result.summary,
+                       judge_summary, cost_summary(cases, judge_summary, repeats), judge_frame is not None,
+                       sweep_table is not None)
+    if repeats is not None:
+        summary = _insert_after(summary, "judge", "repeats", repeats)
+    return EvalResult(cases=cases, chunks=result.chunks, judge=judge_frame, summary=summary, sweep=sweep_table)
+
+
+def _scored_cases(prepared: Any, k: int) -> Any:
+    """The retrieval result of a prepared match and its per-case table with the run's inputs and chunks."""
+    from ragmeter.retrieval import _score_prepared
+
+    result = _score_prepared(prepared, k)
+    inputs = prepared.joined.select("id", "question", "reference_answer", "answer", "cost", "latency_ms",
+                                    "prompt_tokens", "completion_tokens")
+    cases = (result.cases.join(inputs, on="id", how="left")
+             .join(_chunks_per_case(result.chunks), on="id", how="left"))
+    return result, cases
+
+
+def _with_repeat_column(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    return pl.concat([f.with_columns(pl.lit(r, dtype=pl.Int64).alias("repeat"))
+                      for r, f in enumerate(frames, start=1)], how="vertical_relaxed")
+
+
+def _with_review(cases: pl.DataFrame, rate: Optional[float], seed: Optional[int]) -> Any:
+    from ragmeter.calibration import review_reasons, review_settings
+
+    review = review_settings(rate, seed)
+    return cases.with_columns(review_reasons(cases, review["rate"], review["seed"])), review
+
+
+def _summary(golden: Any, run: Any, golden_in: Any, started: str, k: int, thresholds: Optional[Sequence[float]],
+             judge: Any, repeat: int, review: Dict[str, Any], retrieval: Dict[str, Any],
+             judge_summary: Optional[Dict[str, Any]], cost: Dict[str, Any], judged: bool, swept: bool,
+             repeats_table: bool = False) -> Dict[str, Any]:
     settings: Dict[str, Any] = {"k": k, "thresholds": list(thresholds) if thresholds else None,
                                 "judge": _judge_settings(judge), "repeat": repeat, "review": review}
-    summary = {
+    return {
         "results_format": RESULTS_FORMAT,
         "tool": "ragmeter",
         "version": __version__,
@@ -156,15 +204,199 @@ def evaluate(
             "run": {"path": str(run) if isinstance(run, (str, Path)) else None, "sha256": _sha256(run)},
         },
         "settings": settings,
-        "retrieval": result.summary,
+        "retrieval": retrieval,
         "judge": judge_summary,
-        **({"repeats": repeats} if repeats is not None else {}),
-        "cost": cost_summary(cases, judge_summary, repeats),
+        "cost": cost,
         "golden_set": _golden_set_panel(golden_in),
-        "warnings": result.summary["warnings"],
-        "files": _run_files(judge_frame is not None, sweep_table is not None, True),
+        "warnings": retrieval["warnings"],
+        "files": _run_files(judged, swept, True, repeats_table),
     }
-    return EvalResult(cases=cases, chunks=result.chunks, judge=judge_frame, summary=summary, sweep=sweep_table)
+
+
+def _insert_after(summary: Dict[str, Any], key: str, new_key: str, value: Any) -> Dict[str, Any]:
+    """``summary`` with ``new_key`` right after ``key`` (summary.json reads in the order the sections matter)."""
+    out: Dict[str, Any] = {}
+    for name, item in summary.items():
+        out[name] = item
+        if name == key:
+            out[new_key] = value
+    return out
+
+
+# --------------------------------------------------------------------------- collected repeats
+
+
+def _collected_repeats(golden_in: Any, run_in: Any, repeat: int) -> Optional[List[Any]]:
+    """The run's collected repeats (``collect --repeat N``), checked against the golden set; None for a plain
+    run. ``eval --repeat M`` on such a run is refused: each collected repeat is judged once."""
+    from ragmeter.dataset import check_run_against_golden, load_golden, load_run_repeats
+    from ragmeter.errors import InputError
+
+    collected = load_run_repeats(run_in)
+    if collected is None:
+        return None
+    label = str(run_in) if isinstance(run_in, (str, Path)) else "run"
+    if repeat > 1:
+        raise InputError(f"{label}: holds {len(collected)} collected repeats (collect --repeat), and --repeat "
+                         f"{repeat} would judge each of them {repeat} times: each collected repeat is judged once; "
+                         f"drop --repeat (or evaluate one repeat's records alone to repeat the judge)")
+    golden = load_golden(golden_in)
+    golden_label = str(golden_in) if isinstance(golden_in, (str, Path)) else "golden"
+    for rr in collected:  # ids not in the golden set: named with the file and line, before anything is judged
+        check_run_against_golden(golden, rr.frame, run_source=label, golden_source=golden_label)
+    return collected
+
+
+def _evaluate_collected(golden: Any, run: Any, golden_in: Any, collected: List[Any], *, k: int, judge: Any,
+                        thresholds: Optional[Sequence[float]], review_rate: Optional[float],
+                        review_seed: Optional[int], started: str) -> "EvalResult":
+    """:func:`evaluate` of a run with collected repeats: every repeat scored and judged; cases.parquet, chunks,
+    the sweep and the headline sections are repeat 1's, ``repeats`` holds every (case, repeat) and
+    ``summary["collected_repeats"]`` the spread (see :func:`collected_summary`)."""
+    from ragmeter.api import EvalResult
+    from ragmeter.diagnosis import diagnose
+    from ragmeter.retrieval import _prepared_match, _sweep_prepared
+
+    prepared = [_prepared_match(golden_in, rr.frame, run_wide=True) for rr in collected]
+    scored = [_scored_cases(p, k) for p in prepared]
+    tables = [cases for _result, cases in scored]
+    judge_frame = judge_summary = None
+    runs: List[Dict[str, Any]] = []
+    summaries: List[Dict[str, Any]] = []
+    if judge is not None:
+        records = [_with_extra_fields(_judge_records(p.joined), judge, golden_in, rr.records)
+                   for p, rr in zip(prepared, collected)]
+        frames, summaries = _judge_each_repeat(records, judge)
+        runs = [{"repeat": r, **_run_info(s)} for r, s in enumerate(summaries, start=1)]
+        judge_frame, judge_summary = _with_repeat_column(frames), summaries[0]
+        tables = [t.join(_judge_columns(f), on="id", how="left") for t, f in zip(tables, frames)]
+    tables = [diagnose(t) for t in tables]
+    cases, review = _with_review(tables[0], review_rate, review_seed)
+    per_repeat = pl.concat([t.drop("question", "reference_answer").with_columns(
+        pl.lit(r, dtype=pl.Int64).alias("repeat")) for r, t in enumerate(tables, start=1)], how="diagonal_relaxed")
+    absent = _absent_case_repeats(collected, per_repeat)
+    flagged = pl.struct("id", "repeat").is_in(absent.select(pl.struct("id", "repeat")).to_series().implode())
+    per_repeat = per_repeat.with_columns(flagged.alias("absent_from_repeat")).select(
+        "id", "repeat", pl.exclude("id", "repeat"))
+    section = collected_summary(per_repeat, [res.summary for res, _c in scored], runs, summaries)
+    first = scored[0][0]
+    retrieval = {**first.summary, "warnings": first.summary["warnings"] + _repeat_warnings(scored, absent)}
+    sweep_table = _sweep_prepared(prepared[0], list(thresholds), k) if thresholds else None
+    cost = cost_summary(per_repeat, judge_summary, section)
+    cost["n_repeats"] = len(collected)
+    summary = _summary(golden, run, golden_in, started, k, thresholds, judge, 1, review, retrieval, judge_summary,
+                       cost, judge_frame is not None, sweep_table is not None, repeats_table=True)
+    summary = _insert_after(summary, "judge", "collected_repeats", section)
+    return EvalResult(cases=cases, chunks=first.chunks, judge=judge_frame, summary=summary, sweep=sweep_table,
+                      repeats=per_repeat)
+
+
+def _judge_each_repeat(records: List[List[Dict[str, Any]]], judge: Any) -> Any:
+    """Judge every collected repeat once, through the cache (the same answer is the same question to the
+    judge); one ``budget`` covers all repeats together."""
+    from dataclasses import replace
+
+    from ragmeter.judge import run_sync
+
+    frames, summaries = [], []
+    spent = 0.0
+    for recs in records:
+        cfg = judge
+        if getattr(judge, "budget", None) is not None:
+            cfg = replace(judge, budget=max(0.0, judge.budget - spent))
+        jr = run_sync(recs, cfg)
+        frames.append(jr.frame())
+        summaries.append(jr.summary)
+        spent += jr.summary.get("judge_cost_usd") or 0.0
+    return frames, summaries
+
+
+def _absent_case_repeats(collected: List[Any], per_repeat: pl.DataFrame) -> pl.DataFrame:
+    """(id, repeat) of the cases a repeat lacks while another repeat has them: a ragged run file, not an answer
+    of the system. A case absent from every repeat is missing from the run (an empty retrieval, as always)."""
+    present = pl.concat([rr.frame.select("id").with_columns(pl.lit(r, dtype=pl.Int64).alias("repeat"))
+                         for r, rr in enumerate(collected, start=1)])
+    in_some = present.select("id").unique()
+    return (per_repeat.select("id", "repeat").join(in_some, on="id", how="semi")
+            .join(present, on=["id", "repeat"], how="anti").sort("repeat", "id"))
+
+
+def _repeat_warnings(scored: List[Any], absent: pl.DataFrame) -> List[Dict[str, Any]]:
+    """The warnings the headline (repeat 1) does not carry: cases absent from some repeats, and a retrieval
+    mode that changed in a later repeat."""
+    from ragmeter._warnings import warning
+
+    out = []
+    if absent.height:
+        ids, reps = absent["id"].to_list(), absent["repeat"].to_list()
+        out.append(warning("repeat_missing_case", "case-repeat(s) absent from the run file while other repeats "
+                           "have the case: unscored in those repeats (collected_repeats n_scored)", ids,
+                           [f"{i} (repeat {r})" for i, r in zip(ids, reps)]))
+
+    def off_mode(result: Any) -> List[Dict[str, Any]]:
+        return [w for w in result.summary["warnings"] if w.get("code") == "mode_fallback"]
+
+    first = off_mode(scored[0][0])
+    for r, (result, _cases) in enumerate(scored[1:], start=2):
+        for w in off_mode(result):
+            if not any(w.get("details") == f.get("details") for f in first):  # the same cases as repeat 1: said
+                out.append({**w, "code": "repeat_mode_fallback", "message": f"repeat {r}: {w['message']}",
+                            "repeat": r})
+    return out
+
+
+#: what each collected-repeats statistic is over
+COLLECTED_DEFINITIONS = (
+    "per_repeat: the metric's mean over the cases scored in that repeat (n_scored of n_total; unlabelled cases, "
+    "failed or skipped judge rows and cases absent from a repeat are unscored, never 0 or 1); mean/std(ddof=1)/"
+    "min/max: of the per-repeat means; flip: a case scored in >= 2 repeats whose value differs between them "
+    "(n_flipped of n_compared). summary.retrieval, summary.judge, cases.parquet and the reports are repeat 1; "
+    "repeats.parquet has one row per (case, repeat)"
+)
+
+
+def collected_summary(per_repeat: pl.DataFrame, retrieval: List[Dict[str, Any]], runs: List[Dict[str, Any]],
+                      judge_summaries: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The ``collected_repeats`` section of summary.json: per metric (the names of ``compare`` and gate rules:
+    hit, mrr, ..., correct, every judge metric) the per-repeat means with n_scored / n_total, their spread, and
+    the cases whose outcome differs between repeats (:func:`ragmeter.repeats.spread`)."""
+    from ragmeter.compare import repeat_values
+    from ragmeter.report.data import METRICS
+    from ragmeter.repeats import spread
+
+    n = len(retrieval)
+    values = repeat_values(per_repeat)
+    totals = values.group_by("repeat").len()
+    n_total = dict(zip(totals["repeat"].to_list(), totals["len"].to_list()))
+    metrics: Dict[str, Any] = {}
+    for name in [c for c in values.columns if c not in ("id", "category", "repeat")]:
+        entry = spread(values.select("id", "repeat", name), name, n)
+        if not any(entry["n_scored"]):
+            continue  # e.g. refusal without answerable answered cases, a judge metric nobody scored
+        totals_of = [int(n_total.get(r, 0)) for r in range(1, n + 1)]
+        metrics[name] = {"kind": METRICS[name].kind, "per_repeat": entry.pop("per_repeat"),
+                         "n_scored": entry.pop("n_scored"), "n_total": totals_of, **entry}
+    section: Dict[str, Any] = {
+        "n": n,
+        "n_cases": int(per_repeat.filter(pl.col("repeat") == 1).height),
+        "source": "the run file's repeat column (ragmeter collect --repeat N); each repeat scored and judged once",
+        "headline": f"summary.retrieval, summary.judge, cases.parquet and the reports are repeat 1 of {n}; the mean "
+                    f"over the {n} repeats is metrics.<name>.mean (per-repeat n in n_scored / n_total)",
+        "metrics": metrics,
+        "retrieval_modes": [r["retrieval_modes"] for r in retrieval],
+        "n_absent": int(per_repeat.get_column("absent_from_repeat").sum()),
+        "definitions": COLLECTED_DEFINITIONS,
+    }
+    if runs:
+        section["runs"] = runs
+        section["judge_incomplete"] = _sum_incomplete(judge_summaries)
+    return section
+
+
+def _sum_incomplete(summaries: List[Dict[str, Any]]) -> Dict[str, int]:
+    """The judge's incomplete rows over every repeat (what ``--max-failed`` is checked against)."""
+    keys = ("rows", "failed", "skipped_budget", "of")
+    return {key: sum(int((s.get("incomplete") or {}).get(key) or 0) for s in summaries) for key in keys}
 
 
 def _golden_set_panel(golden: Any) -> Optional[Dict[str, Any]]:
@@ -214,11 +446,12 @@ def run_eval(
     return result.summary
 
 
-def _run_files(judged: bool, swept: bool, reports: bool) -> List[str]:
+def _run_files(judged: bool, swept: bool, reports: bool, repeats: bool = False) -> List[str]:
     """The files of one results folder, as ``summary.json`` lists them."""
     files = ["cases.parquet", "chunks.parquet"]
     files += ["judge.parquet"] if judged else []
     files += ["sweep.parquet"] if swept else []
+    files += [REPEATS_FILE] if repeats else []
     files += ["warnings.json", "summary.json"]
     files += ["report.html", "report.md"] if reports else []
     return files
@@ -341,12 +574,41 @@ def estimate_eval(golden: Any, run: Any, judge: Any, *, repeat: int = 1,
     repeat = _check_repeat(repeat)
     judge = _with_metrics(judge, metrics)
     golden_in, run_in = as_source(golden, "golden"), as_source(run, "run")
+    collected = _collected_repeats(golden_in, run_in, repeat)
+    if collected is not None:
+        estimates = [run_sync(_with_extra_fields(_judge_records(_prepared_match(golden_in, rr.frame).joined), judge,
+                                                 golden_in, rr.records), replace(judge, dry_run=True)).estimate or {}
+                     for rr in collected]
+        return _sum_estimates(estimates)
     records = _with_extra_fields(_judge_records(_prepared_match(golden_in, run_in).joined), judge, golden_in, run_in)
     first = run_sync(records, replace(judge, dry_run=True)).estimate or {}
     if repeat == 1:
         return {**first, "repeat": 1}
     further = run_sync(records, replace(judge, dry_run=True, cache=None)).estimate or {}
     return _combine_estimates(first, further, repeat)
+
+
+def _sum_estimates(estimates: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The estimate of judging every collected repeat once (each through the cache): counts and costs summed
+    (a cost unknown in one repeat is unknown in the total); ``per_repeat`` keeps each repeat's."""
+    def total(name: str) -> Optional[float]:
+        costs = [e.get(name) for e in estimates]
+        return None if any(c is None for c in costs) else round(sum(costs), 6)  # type: ignore[arg-type]
+
+    combined = {**estimates[0], **{name: sum(e.get(name, 0) for e in estimates) for name in _ESTIMATE_COUNTS}}
+    combined["cost_usd"], combined["cost_usd_max"] = total("cost_usd"), total("cost_usd_max")
+    per_metric: Dict[str, Dict[str, Any]] = {}
+    for e in estimates:
+        for metric, m in (e.get("per_metric") or {}).items():
+            into = per_metric.setdefault(metric, {})
+            for name, value in m.items():
+                into[name] = into.get(name, 0) + value
+    combined["per_metric"] = per_metric
+    keep = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd")
+    combined["repeat"] = 1
+    combined["collected_repeats"] = len(estimates)
+    combined["per_repeat"] = [{"repeat": r, **{n: e.get(n) for n in keep}} for r, e in enumerate(estimates, start=1)]
+    return combined
 
 
 def _combine_estimates(first: Dict[str, Any], further: Dict[str, Any], repeat: int) -> Dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import polars as pl
 
-__all__ = ["repeat_summary", "repeat_table", "EPS"]
+__all__ = ["repeat_summary", "repeat_table", "spread", "EPS"]
 
 EPS = 1e-9
 
@@ -36,8 +36,11 @@ def _stats(values: List[Optional[float]]) -> Dict[str, Optional[float]]:
             "min": round(min(xs), 6), "max": round(max(xs), 6)}
 
 
-def _entry(frame: pl.DataFrame, column: str, n_repeats: int) -> Dict[str, Any]:
-    """``frame``: one metric's rows of every repeat (``id``, ``repeat``, value ``column``; null = unscored)."""
+def spread(frame: pl.DataFrame, column: str, n_repeats: int) -> Dict[str, Any]:
+    """One metric across repeats: ``per_repeat`` means over scored cases with ``n_scored``, their mean, std
+    (ddof=1), min and max, and the flips (see the module docstring). ``frame``: the metric's rows of every
+    repeat (``id``, ``repeat`` 1..``n_repeats``, value ``column``; null = unscored). Used for judge repeats and
+    for collected repeats (:mod:`ragmeter.evaluation`)."""
     scored = frame.filter(pl.col(column).is_not_null())
     per = scored.group_by("repeat").agg(pl.col(column).cast(pl.Float64).mean().alias("m"), pl.len().alias("n"))
     means = {int(r): float(m) for r, m in zip(per["repeat"], per["m"])}
@@ -72,9 +75,9 @@ def repeat_summary(frames: Sequence[pl.DataFrame]) -> Dict[str, Any]:
         ok = pl.col("status") == "ok"
         for metric in rows["metric"].unique(maintain_order=True).to_list():
             part = rows.filter(pl.col("metric") == metric)
-            metrics[metric] = _entry(part.with_columns(pl.when(ok).then(pl.col("score")).alias("v")), "v", n)
+            metrics[metric] = spread(part.with_columns(pl.when(ok).then(pl.col("score")).alias("v")), "v", n)
             if metric == "correctness" and "correct" in part.columns:
-                metrics["correct"] = _entry(
+                metrics["correct"] = spread(
                     part.with_columns(pl.when(ok).then(pl.col("correct").cast(pl.Float64)).alias("v")), "v", n)
     return {
         "n": n,

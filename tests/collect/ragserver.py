@@ -11,6 +11,10 @@ is ``modes[0]`` for the first ``degrade_after`` answered cases and ``modes[1]`` 
 ``modes[0]``). ``shape="nested"`` wraps the record the way many services do: ``{"data": {"output": {"text"},
 "docs": [{"page_content", "metadata": {"source", "id"}, "relevance"}]}, "meta": {"mode"}}``.
 
+``records`` replaces the example run (case id -> run record). ``vary`` maps a case id to per-request overrides of
+its record: the n-th request for that case is answered with ``vary[id][n - 1]`` merged into the record (None or
+a short list: the record as it is), so with ``collect --repeat N --concurrency 1`` repeat n gets the n-th entry.
+
 ``requests`` counts the requests per case id (every request, whatever its answer).
 """
 from __future__ import annotations
@@ -35,8 +39,11 @@ def example_records() -> Dict[str, Dict[str, Any]]:
 class RagServer:
     def __init__(self, *, script: Optional[Dict[str, Sequence[Any]]] = None, api_key: Optional[str] = None,
                  modes: Optional[Sequence[str]] = ("hybrid", "bm25"), degrade_after: Optional[int] = None,
-                 shape: str = "run", delay: float = 0.0, timeout_sleep: float = 2.0) -> None:
-        self.records = example_records()
+                 shape: str = "run", delay: float = 0.0, timeout_sleep: float = 2.0,
+                 records: Optional[Dict[str, Dict[str, Any]]] = None,
+                 vary: Optional[Dict[str, Sequence[Optional[Dict[str, Any]]]]] = None) -> None:
+        self.records = example_records() if records is None else dict(records)
+        self.vary = {k: list(v) for k, v in (vary or {}).items()}
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.api_key, self.modes, self.degrade_after = api_key, modes, degrade_after
         self.shape, self.delay, self.timeout_sleep = shape, delay, timeout_sleep
@@ -80,6 +87,7 @@ class RagServer:
         case_id = str(payload.get("id") or payload.get("case") or "")
         with self._lock:
             self.requests[case_id] += 1
+            nth = self.requests[case_id]
             self.bodies.append(payload)
             self.auth_headers.append(request.headers.get("Authorization"))
             queue = self.script.get(case_id)
@@ -100,6 +108,8 @@ class RagServer:
         if action == "wrongshape":
             return web.json_response({"status": "degraded", "detail": "try later"})
         rec = self._record(case_id)
+        overrides = self.vary.get(case_id) or []
+        rec.update(overrides[nth - 1] if nth <= len(overrides) and overrides[nth - 1] else {})
         if action == "empty":
             rec["answer"] = ""
         return web.json_response(self._wrap(rec))

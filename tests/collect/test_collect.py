@@ -279,7 +279,7 @@ def _question(case_id):
     return g.filter(pl.col("id") == case_id)["question"][0]
 
 
-def test_repeat_column_and_eval_does_not_crash(tmp_path):
+def test_repeat_column_and_eval_scores_every_repeat(tmp_path):
     ids = golden_ids()
     with RagServer(modes=None) as s:
         target = write_target(tmp_path / "t.toml", s.url)
@@ -292,8 +292,10 @@ def test_repeat_column_and_eval_does_not_crash(tmp_path):
     proc = cli("eval", "--golden", str(GOLDEN), "--run", "run.jsonl", "--out", "res", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     no_traceback(proc)
-    assert "holds 2 repeats" in " ".join(proc.stdout.split())
+    assert "2 collected repeats" in " ".join(proc.stdout.split())
     assert pl.read_parquet(tmp_path / "res" / "cases.parquet").height == len(ids)
+    per_repeat = pl.read_parquet(tmp_path / "res" / "repeats.parquet")
+    assert sorted(per_repeat.select("id", "repeat").rows()) == sorted((i, r) for i in ids for r in (1, 2))
 
 
 def test_eval_target_equals_collect_then_eval(tmp_path):

@@ -6,6 +6,7 @@ more judge rows failed than ``--max-failed`` allows, 2 when the judge run had to
 from __future__ import annotations
 
 import argparse
+from typing import Any, Optional
 
 from ragmeter.cli.judge import EPILOG  # the same exit statuses
 
@@ -29,7 +30,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-judge", action="store_true", help="score retrieval only, even if an endpoint is given")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="judge every case N times (repeats 2..N bypass the cache) and report the spread per "
-                             "metric and the share of cases whose verdict flips (default 1)")
+                             "metric and the share of cases whose verdict flips (default 1); a run with collected "
+                             "repeats (collect --repeat) is judged once per repeat and refuses --repeat")
     from ragmeter.cli.collect import add_target_options
 
     add_target_options(parser, required=False)  # eval --target: collect into OUT/run.jsonl, then evaluate
@@ -70,9 +72,7 @@ def run(args: argparse.Namespace) -> int:
         from ragmeter.cli.collect import collect_for_eval
 
         collected = collect_for_eval(args, console)
-    from ragmeter.cli.collect import run_for_eval
-
-    run = run_for_eval(args.run, console)
+    run = args.run  # a run with collected repeats (a repeat column) is evaluated repeat by repeat
     from ragmeter.cli.judge import incomplete_exit, judge_lines, judged
     if args.dry_run:
         if judge is None:
@@ -87,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
             print(strict_json(estimate))
         else:
             print_estimate(estimate, len(judge.metrics))
+            if estimate.get("collected_repeats"):
+                print(f"  totals over {estimate['collected_repeats']} collected repeats (collect --repeat), each "
+                      f"judged once through the cache")
         return 0
     if judge is None:
         console.print("[yellow]no judge endpoint given: answers are not judged; judge metrics are reported as not measured[/]")
@@ -101,7 +104,11 @@ def run(args: argparse.Namespace) -> int:
 
         print(strict_json(summary))
         print_audit_pointer(args.golden, console, summary.get("golden_set"))
-        return max(collected, incomplete_exit(summary.get("judge"), args.max_failed, args.out))
+        return max(collected, incomplete_exit(_judge_outcome(summary), args.max_failed, args.out))
+    if summary.get("collected_repeats"):
+        console.print(f"{args.run}: {summary['collected_repeats']['n']} collected repeats (collect --repeat), each "
+                      f"scored{' and judged' if judge is not None else ''}; the tables are repeat 1, the spread "
+                      f"across repeats follows", markup=False, highlight=False)
     print_score(summary["retrieval"], out_dir=None, console=console)
     print_audit_pointer(args.golden, console, summary.get("golden_set"))
     if summary.get("judge"):
@@ -115,11 +122,57 @@ def run(args: argparse.Namespace) -> int:
         console.print("  " + " | ".join(headers), markup=False)
         for row in rows:
             console.print("  " + " | ".join(row), markup=False)
+    if summary.get("collected_repeats"):
+        print_collected(summary["collected_repeats"], console)
     if summary.get("cost"):
         console.print(cost_line(summary["cost"], judged=bool(summary.get("judge"))), markup=False, highlight=False)
     files = summary.get("files") or ["cases.parquet", "summary.json", "report.html", "report.md"]
     console.print(f"wrote {args.out}/: " + ", ".join(files), markup=False, highlight=False)
-    return max(collected, incomplete_exit(summary.get("judge"), args.max_failed, args.out))
+    return max(collected, incomplete_exit(_judge_outcome(summary), args.max_failed, args.out))
+
+
+def _judge_outcome(summary: dict) -> Optional[dict]:
+    """What ``--max-failed`` is checked against: the judge rows of every collected repeat, else the judge's."""
+    section = summary.get("collected_repeats") or {}
+    if summary.get("judge") and section.get("judge_incomplete"):
+        return {"incomplete": section["judge_incomplete"]}
+    return summary.get("judge")
+
+
+def _rate_or_score(kind: str, value: Optional[float], spread: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    if kind == "rate":
+        return f"{100 * value:.1f}" + ("pp" if spread else "%")
+    return f"{value:.3f}"
+
+
+def print_collected(section: dict, console: Any) -> None:
+    """The spread across collected repeats, one row per metric, within 80 columns (a long per-repeat list
+    folds onto further lines, never cut)."""
+    from rich.text import Text
+
+    from ragmeter.cli._tables import _table
+
+    n = section.get("n")
+    table = _table(f"Spread across {n} collected repeats (the tables above are repeat 1)", console)
+    table.add_column("metric", justify="left", overflow="fold")
+    for col in ("mean", "std", "min", "max", "n", "flipped"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("per repeat", justify="left", overflow="fold")
+    for name, e in (section.get("metrics") or {}).items():
+        kind = e.get("kind", "score")
+        scored, totals = e.get("n_scored") or [], e.get("n_total") or []
+        low, high = (min(scored), max(scored)) if scored else (0, 0)
+        count = f"{low}/{max(totals) if totals else 0}" if low == high else f"{low}-{high}/{max(totals)}"
+        flips = "n/a" if e.get("flip_rate") is None else f"{e['n_flipped']}/{e['n_compared']}"
+        table.add_row(name, _rate_or_score(kind, e.get("mean")), _rate_or_score(kind, e.get("std"), spread=True),
+                      _rate_or_score(kind, e.get("min")), _rate_or_score(kind, e.get("max")), count, flips,
+                      " ".join(_rate_or_score(kind, v) for v in e.get("per_repeat") or []))
+    console.print(table)
+    console.print(Text("mean, std (ddof=1; pp = points), min, max: of the per-repeat means. n: cases scored/all "
+                       "per repeat. flipped: cases whose value differs between repeats, of those scored in two or "
+                       "more. Per case and repeat: repeats.parquet.", style="dim"))
 
 
 def cost_line(cost: dict, judged: bool) -> str:
@@ -127,8 +180,9 @@ def cost_line(cost: dict, judged: bool) -> str:
     def usd(v: object) -> str:
         return "n/a" if v is None else f"${v:.4f}"
 
+    unit = f"case-repeats of {cost['n_repeats']} collected repeats" if cost.get("n_repeats") else "cases"
     system = (f"cost: system {usd(cost.get('system_cost_usd'))} "
-              f"({cost.get('n_cases_with_cost')}/{cost.get('n_cases')} cases report one)")
+              f"({cost.get('n_cases_with_cost')}/{cost.get('n_cases')} {unit} report one)")
     if not judged:
         return system + "; not judged"
     share = cost.get("judge_cost_share")
