@@ -26,7 +26,7 @@ __all__ = [
 
 #: every file ragmeter writes into a results folder; only these are ever replaced or removed there
 RESULT_FILES = ("cases.parquet", "chunks.parquet", "judge.parquet", "sweep.parquet", "summary.json",
-                "warnings.json", "report.html", "report.md", "review.parquet")
+                "warnings.json", "report.html", "report.md", "review.parquet", "repeats.parquet")
 
 
 def ensure_folder(out_dir: Any) -> Path:

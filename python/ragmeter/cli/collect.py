@@ -127,39 +127,3 @@ def collect_for_eval(args: argparse.Namespace, console: Any) -> int:
     code = collect_from(args, args.golden, args.run, cache, console)
     console.print(f"collected the run into {args.run}", markup=False, highlight=False)
     return code
-
-
-def run_for_eval(path: Any, console: Any) -> Any:
-    """The run ``eval`` scores: ``path``, or when the file holds several repeats (a ``repeat`` column from
-    ``collect --repeat N``) the records of repeat 1, said so on the console."""
-    from pathlib import Path
-
-    import polars as pl
-
-    p = Path(path)
-    if not p.is_file():
-        return path
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            frame = pl.read_parquet(p)
-            if "repeat" not in frame.columns or frame["repeat"].n_unique() < 2:
-                return path
-            first = frame.filter(pl.col("repeat") == frame["repeat"].min())
-            records: Any = first.drop("repeat")
-            n = frame["repeat"].n_unique()
-        else:
-            import json
-
-            rows = [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines()
-                    if line.strip() and not line.lstrip().startswith(("#", "//"))]
-            repeats = {r.get("repeat") for r in rows if isinstance(r, dict)}
-            if len(repeats) < 2:
-                return path
-            low = min(x for x in repeats if isinstance(x, int))
-            records = [{k: v for k, v in r.items() if k != "repeat"} for r in rows if r.get("repeat") == low]
-            n = len(repeats)
-    except (ValueError, OSError, pl.exceptions.PolarsError):
-        return path  # the loader says what is wrong with the file
-    console.print(f"{p} holds {n} repeats (collect --repeat): eval scores repeat 1 only; scoring the spread "
-                  f"across collected repeats is not implemented yet", markup=False, highlight=False)
-    return records
