@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import polars as pl
 
-__all__ = ["repeat_summary", "repeat_table", "spread", "EPS"]
+__all__ = ["repeat_summary", "repeat_table", "repeat_sections", "spread", "EPS"]
 
 EPS = 1e-9
 
@@ -102,3 +102,18 @@ def repeat_table(repeats: Dict[str, Any]) -> Tuple[List[str], List[List[str]]]:
         rows.append([str(metric), f(e.get("mean")), f(e.get("std")), f"{f(e.get('min'))} .. {f(e.get('max'))}",
                      ", ".join(f(v) for v in e.get("per_repeat") or []), flips])
     return headers, rows
+
+
+def repeat_sections(summary: Dict[str, Any]) -> List[Tuple[str, str, str]]:
+    """The repeat tables a report shows: (summary key, title, note) for judge repeats and collected repeats."""
+    out = []
+    judged = summary.get("repeats")
+    if isinstance(judged, dict) and judged.get("metrics"):
+        out.append(("repeats", f"Repeat runs ({judged.get('n')} judgements per case)",
+                    "Repeats 2..N bypass the judge cache; cases, diagnosis and intervals above use repeat 1."))
+    collected = summary.get("collected_repeats")
+    if isinstance(collected, dict) and collected.get("metrics"):
+        out.append(("collected_repeats", f"Collected repeats ({collected.get('n')} runs of the system per case)",
+                    "Each repeat was collected, scored and judged once; cases, diagnosis and intervals above use "
+                    "repeat 1, and repeats.parquet holds every (case, repeat)."))
+    return out

@@ -147,6 +147,13 @@ def test_eval_scores_and_judges_every_collected_repeat(tmp_path, golden, judge_s
     hit_line = next(line for line in spread_lines if line.startswith("hit "))
     assert hit_line.split() == ["hit", "66.7%", "14.4pp", "50.0%", "75.0%", "4/4", "1/4", "75.0%", "50.0%", "75.0%"]
 
+    # both reports show the spread across the collected repeats
+    html = (res / "report.html").read_text()
+    assert '<section id="collected_repeats">' in html and "Collected repeats (3 runs of the system" in html
+    md = (res / "report.md").read_text()
+    hit_row = next(line for line in md.splitlines() if line.startswith("| hit |"))
+    assert "0.750, 0.500, 0.750" in hit_row and "1/4 (25.0%)" in hit_row
+
 
 def test_compare_pairs_per_case_means_over_repeats(tmp_path, golden):
     a = _collect(tmp_path, "a.jsonl", VARY_A)

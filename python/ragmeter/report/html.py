@@ -690,17 +690,12 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         + (_table(["", "value"], cl_rows) if cl_rows else '<p class="muted">no cost or latency columns</p>')
         + "</div></div></section>"
     )
-    repeats = results.summary.get("repeats")
-    if isinstance(repeats, dict) and repeats.get("metrics"):
-        from ragmeter.repeats import repeat_table
+    from ragmeter.repeats import repeat_sections, repeat_table
 
-        r_headers, r_table = repeat_table(repeats)
-        parts.append(
-            f'<section id="repeats"><h2>Repeat runs ({int(repeats.get("n") or 0)} judgements per case)</h2>'
-            + _table(r_headers, r_table)
-            + '<p class="muted">Repeats 2..N bypass the judge cache; cases, diagnosis and intervals use repeat 1.</p>'
-            + "</section>"
-        )
+    for key, title, note in repeat_sections(results.summary):
+        r_headers, r_table = repeat_table(results.summary[key])
+        parts.append(f'<section id="{key}"><h2>{esc(title)}</h2>' + _table(r_headers, r_table)
+                     + f'<p class="muted">{esc(note)}</p></section>')
 
     # distributions
     mf = metric_frame(cases)

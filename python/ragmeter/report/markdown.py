@@ -80,14 +80,11 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
     elif any(bands.values()):
         lines.append("Faithfulness bands: " + ", ".join(f"{k} {v}" for k, v in bands.items()) + ".")
     lines.append("")
-    repeats = results.summary.get("repeats")
-    if isinstance(repeats, dict) and repeats.get("metrics"):
-        from ragmeter.repeats import repeat_table
+    from ragmeter.repeats import repeat_sections, repeat_table
 
-        headers, rows = repeat_table(repeats)
-        lines += [f"### Repeat runs ({repeats.get('n')} judgements per case)", "",
-                  md_table(headers, rows), "",
-                  "Repeats 2..N bypass the judge cache; cases, diagnosis and intervals above use repeat 1.", ""]
+    for key, title, note in repeat_sections(results.summary):
+        headers, rows = repeat_table(results.summary[key])
+        lines += [f"### {title}", "", md_table(headers, rows), "", note, ""]
     lines += _calibration_lines(results)
     lines += _golden_set_lines(results.summary)
     return "\n".join(lines)
