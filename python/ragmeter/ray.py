@@ -4,27 +4,33 @@ Each block is scored on the cluster by :func:`ragmeter.score_batch` (``map_batch
 ``batch_format="pyarrow"``); the per-case columns come back to the driver and are aggregated once, so the
 numbers are those of :func:`ragmeter.score` on the same data. Install with ``pip install 'ragmeter[ray]'``.
 
-Not here yet: judging with many Ray workers under one shared rate controller (see docs/scale-out.md).
+Judging: ``ragmeter.ray.judge_dataset(ds, config, workers=2)`` judges the rows with many Ray tasks under one
+shared rate controller (a Ray actor holding the token bucket, the budget and the cache writes); see
+:mod:`ragmeter.ray_judge` and docs/scale-out.md.
 """
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-__all__ = ["score_dataset"]
+from ragmeter.ray_judge import connect, judge_dataset
+
+__all__ = ["score_dataset", "judge_dataset", "connect"]
 
 
-def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int] = 4096) -> Dict[str, Any]:
+def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int] = 4096,
+                  address: Optional[str] = None) -> Dict[str, Any]:
     """Score the run rows of the Ray Dataset ``ds`` against ``golden``; returns
     ``{"cases": polars.DataFrame, "overall", "by_category", "missing_from_run"}`` (see
     :func:`ragmeter.batch.reduce_batches`). A block that fails (a schema that is not a run, an id absent from the
     golden set) raises :class:`~ragmeter.errors.InputError` naming the batch; an id in two blocks is refused
-    rather than counted twice."""
+    rather than counted twice. ``address``: the cluster to join when not joined yet (see :func:`connect`)."""
     import ray
 
     from ragmeter.batch import reduce_batches, score_batch
     from ragmeter.dataset import load_golden
     from ragmeter.errors import InputError
 
+    connect(address)
     g = load_golden(golden)
     scored = ds.map_batches(score_batch, fn_kwargs={"golden": g, "k": k}, batch_format="pyarrow",
                             batch_size=batch_size, zero_copy_batch=True)
