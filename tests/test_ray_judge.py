@@ -184,15 +184,19 @@ def test_an_unreachable_cluster_address_is_one_line(tmp_path):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code = ("from ragmeter.ray import judge_dataset\n"
+    code = ("import sys\n"
+            "from ragmeter.ray import judge_dataset, score_dataset\n"
             "from ragmeter.errors import InputError\n"
-            "try:\n"
-            f"    judge_dataset([{{'id': 'a', 'question': 'q', 'answer': 'a'}}], base_url='http://127.0.0.1:9/v1',\n"
-            f"                  model='m', cache=None, address='127.0.0.1:{port}')\n"
-            "except InputError as e:\n"
-            "    print('InputError:', e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "RAY_ADDRESS": ""})
+            "for call in (lambda: judge_dataset([{'id': 'a', 'question': 'q', 'answer': 'a'}], model='m', cache=None,\n"
+            "                                   base_url='http://127.0.0.1:9/v1', address=sys.argv[1]),\n"
+            "             lambda: score_dataset(None, 'golden.jsonl', address=sys.argv[1])):\n"
+            "    try:\n"
+            "        call()\n"
+            "    except InputError as e:\n"
+            "        print('InputError:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code, f"127.0.0.1:{port}"], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "RAY_ADDRESS": ""})
     lines = [line for line in out.stdout.splitlines() if line.strip()]
     assert lines == [f"InputError: ray address 127.0.0.1:{port}: no Ray cluster answers there (Connection refused); "
-                     f"start one with `ray start --head` or pass the address it printed"]
+                     f"start one with `ray start --head` or pass the address it printed"] * 2
+    assert "Traceback" not in out.stderr

@@ -10,7 +10,7 @@ shared rate controller (a Ray actor holding the token bucket, the budget and the
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from ragmeter.ray_judge import connect, judge_dataset
 
@@ -32,6 +32,10 @@ def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int]
 
     connect(address)
     g = load_golden(golden)
+    schema = ds.schema()
+    if schema is not None:  # the union of the blocks' columns: Ray fills a column a block lacks with nulls
+        ds = ds.map_batches(_same_columns, fn_kwargs={"columns": list(schema.names)}, batch_format="pyarrow",
+                            batch_size=None, zero_copy_batch=True)
     scored = ds.map_batches(score_batch, fn_kwargs={"golden": g, "k": k}, batch_format="pyarrow",
                             batch_size=batch_size, zero_copy_batch=True)
     try:
@@ -42,6 +46,24 @@ def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int]
             raise InputError(message) from None
         raise
     return reduce_batches(tables, g, k=k)
+
+
+def _same_columns(block: Any, columns: List[str]) -> Any:
+    """``block`` unchanged when it has the dataset's columns; else an InputError naming the block. Without this
+    check a block lacking ``retrieved`` would reach :func:`~ragmeter.batch.score_batch` merged with another block,
+    its rows silently scored as empty retrievals."""
+    from ragmeter.errors import InputError
+
+    names = list(block.column_names)
+    if set(names) == set(columns):
+        return block
+    first = block.column("id")[0].as_py() if "id" in names and block.num_rows else None
+    label = f"block of {block.num_rows} rows" + (f" from id {first!r}" if first is not None else "")
+    missing = [c for c in columns if c not in names]
+    extra = [c for c in names if c not in columns]
+    raise InputError(f"{label}: its columns differ from the other blocks'"
+                     + (f"; missing {', '.join(map(repr, missing))}" if missing else "")
+                     + (f"; not in the others: {', '.join(map(repr, extra))}" if extra else ""))
 
 
 def _input_error(err: BaseException, kind: type) -> Optional[str]:
