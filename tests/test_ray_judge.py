@@ -200,3 +200,12 @@ def test_an_unreachable_cluster_address_is_one_line(tmp_path):
     assert lines == [f"InputError: ray address 127.0.0.1:{port}: no Ray cluster answers there (Connection refused); "
                      f"start one with `ray start --head` or pass the address it printed"] * 2
     assert "Traceback" not in out.stderr
+
+
+def test_a_refused_key_stops_every_worker_with_its_kind(cluster, server, tmp_path):
+    server.rules = [(lambda info: True, 401)]
+    cfg = config(server, tmp_path / "a.sqlite", metrics=("correctness",))
+    with pytest.raises(JudgeStopped, match=r"batch \d of 4 \(records .*\): .*refused the API key") as caught:
+        judge_dataset(cases(20), cfg, workers=2, batch_size=5)
+    assert caught.value.kind == "auth"
+    assert server.requests <= 2  # each running batch's first request goes alone; the refusal stops the rest

@@ -18,12 +18,13 @@ __all__ = ["score_dataset", "judge_dataset", "connect"]
 
 
 def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int] = 4096,
-                  address: Optional[str] = None) -> Dict[str, Any]:
+                  workers: Optional[int] = None, address: Optional[str] = None) -> Dict[str, Any]:
     """Score the run rows of the Ray Dataset ``ds`` against ``golden``; returns
     ``{"cases": polars.DataFrame, "overall", "by_category", "missing_from_run"}`` (see
     :func:`ragmeter.batch.reduce_batches`). A block that fails (a schema that is not a run, an id absent from the
     golden set) raises :class:`~ragmeter.errors.InputError` naming the batch; an id in two blocks is refused
-    rather than counted twice. ``address``: the cluster to join when not joined yet (see :func:`connect`)."""
+    rather than counted twice. ``workers``: at most that many scoring tasks at once (None: as many as Ray
+    schedules). ``address``: the cluster to join when not joined yet (see :func:`connect`)."""
     import ray
 
     from ragmeter.batch import reduce_batches, score_batch
@@ -37,7 +38,7 @@ def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int]
         ds = ds.map_batches(_same_columns, fn_kwargs={"columns": list(schema.names)}, batch_format="pyarrow",
                             batch_size=None, zero_copy_batch=True)
     scored = ds.map_batches(score_batch, fn_kwargs={"golden": g, "k": k}, batch_format="pyarrow",
-                            batch_size=batch_size, zero_copy_batch=True)
+                            batch_size=batch_size, zero_copy_batch=True, concurrency=workers)
     try:
         tables = [ray.get(ref) for ref in scored.to_arrow_refs()]
     except ray.exceptions.RayError as err:

@@ -309,7 +309,6 @@ async def _judge_records(records: List[Mapping[str, Any]], cfg: Any, controller:
     from ragmeter.judge.client import JudgeClient
     from ragmeter.judge.engine import Engine
     from ragmeter.judge.runner import STOP_GRACE, _cancel, _cases, _judge_one, _until_done_or_stopped
-    from ragmeter.judge.stop import JudgeStopped
 
     cases = _cases(records, cfg)
     stop = _shared_stop(controller)
@@ -340,8 +339,8 @@ async def _judge_records(records: List[Mapping[str, Any]], cfg: Any, controller:
     finally:
         await controller.close_owner.remote(owner)
     errors = [t.exception() for t in tasks if not t.cancelled()]
-    if stop.stopped:
-        raise JudgeStopped(stop.reason or "stopped", stop.kind or "stopped")
+    if stop.stopped:  # said as data: an exception's extra fields (the kind) do not survive Ray's pickling
+        return {"stopped": (stop.kind or "stopped", stop.reason or "stopped")}
     for error in errors:
         if error is not None:
             raise error
@@ -413,10 +412,17 @@ def _dataset_batches(ds: Any, batch_size: int) -> List[_Batch]:
     return batches
 
 
-def _record_batches(records: Sequence[Mapping[str, Any]], cfg: Any, batch_size: int) -> List[_Batch]:
-    from ragmeter.judge.runner import _cases
+def _first_rows(batches: List[_Batch], n: int) -> List[Dict[str, Any]]:
+    """The first ``n`` rows of the dataset as records (a sample for the custom metrics' checks)."""
+    import ray
 
-    _cases(records, cfg)  # ids present and unique, before any call
+    if not batches:
+        return []
+    first = batches[0]
+    return ray.get(first.source).slice(first.span[0], min(n, first.span[1] - first.span[0])).to_pylist()
+
+
+def _record_batches(records: Sequence[Mapping[str, Any]], batch_size: int) -> List[_Batch]:
     return [_Batch(k + 1, list(records[s:s + batch_size]), (s, min(len(records), s + batch_size)),
                    records[s].get("id")) for k, s in enumerate(range(0, len(records), batch_size))]
 
@@ -435,7 +441,7 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
     import ray
 
     from ragmeter.judge.metrics import BUILTIN_METRICS, METRICS
-    from ragmeter.judge.runner import JudgeResult, _make_config, check_metrics, summarize
+    from ragmeter.judge.runner import JudgeResult, _cases, _make_config, check_metrics, summarize
     from ragmeter.judge.stop import JudgeStopped
 
     cfg = replace(_make_config(config, options), tally=None, progress=False)
@@ -448,11 +454,13 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
     connect(address)
     started = time.monotonic()
     records = None if hasattr(data, "to_arrow_refs") else list(data)
-    batches = (_dataset_batches(data, batch_size) if records is None else _record_batches(records, cfg, batch_size))
-    if records is not None:
-        from ragmeter.judge.runner import _cases
-
-        check_metrics(_cases(records, cfg), cfg)
+    if records is None:
+        batches = _dataset_batches(data, batch_size)
+        sample = _first_rows(batches, 100)
+    else:
+        batches = _record_batches(records, batch_size)
+        sample = records
+    check_metrics(_cases(sample, cfg), cfg)  # ids unique; a custom metric that cannot run: before any call
     custom = {m: METRICS[m] for m in cfg.metrics if m not in BUILTIN_METRICS}
     controller = ray.remote(num_cpus=0)(_Controller).remote(cfg)
     try:
@@ -464,9 +472,12 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
         results = _run_batches(batches, cfg, custom, controller, workers, retries)
         state = ray.get(controller.state.remote())
     except JudgeStopped as stopped:
-        written = ray.get(controller.state.remote())["cache_written"]
+        try:
+            written = f"{ray.get(controller.state.remote())['cache_written']} replies of this run are"
+        except ray.exceptions.RayError:  # the controller died: what it committed is there, uncounted
+            written = "the replies committed before it died are"
         kept = ("; no cache: nothing of this run is kept" if cfg.cache is None else
-                f"; {written} replies of this run are in the cache, a rerun with the same cache resumes")
+                f"; {written} in the cache, a rerun with the same cache resumes")
         raise JudgeStopped(f"{stopped}{kept}{_finish(controller)}", stopped.kind) from None
     except BaseException:
         _finish(controller)
@@ -505,7 +516,7 @@ def _run_batches(batches: List[_Batch], cfg: Any, custom: Dict[str, Any], contro
                  retries: int) -> List[Dict[str, Any]]:
     """Run every batch, at most ``workers`` at a time; a batch whose worker died runs again (``retries``)."""
     import ray
-    from ray.exceptions import RayError, RayTaskError
+    from ray.exceptions import RayActorError, RayError, RayTaskError
 
     from ragmeter.judge.stop import JudgeStopped
 
@@ -526,14 +537,16 @@ def _run_batches(batches: List[_Batch], cfg: Any, custom: Dict[str, Any], contro
             for ref in ready:
                 batch, owner = running.pop(ref)
                 try:
-                    results[batch.index] = ray.get(ref)
-                    continue
+                    result = ray.get(ref)
                 except RayTaskError as err:  # the batch's own code raised: the judge stopped, or a bug
                     ray.get(controller.close_owner.remote(owner))
                     cause = _cause(err)
                     if isinstance(cause, InputError):
                         kind = getattr(cause, "kind", "stopped")
                         raise JudgeStopped(f"{batch.label(total)}: {cause}", kind) from None
+                    if isinstance(cause, RayActorError):  # the controller is gone: no limit, no cache writer
+                        raise JudgeStopped(f"{batch.label(total)}: the rate controller actor died "
+                                           f"({_one_line(cause)})", "controller_died") from None
                     raise RuntimeError(f"{batch.label(total)}: {_one_line(err)}") from None
                 except RayError as err:  # the worker died (killed, out of memory, node lost): the batch again
                     ray.get(controller.close_owner.remote(owner))
@@ -545,6 +558,10 @@ def _run_batches(batches: List[_Batch], cfg: Any, custom: Dict[str, Any], contro
                         continue
                     raise JudgeStopped(f"{batch.label(total)}: its worker died {batch.attempts} times (last: "
                                        f"{batch.errors[-1]})", "worker_died") from None
+                if "stopped" in result:  # the endpoint (or another batch) stopped the run
+                    kind, reason = result["stopped"]
+                    raise JudgeStopped(f"{batch.label(total)}: {reason}", kind)
+                results[batch.index] = result
     except BaseException:
         controller.trip.remote("stopped", "another batch failed")
         for ref in running:
