@@ -86,13 +86,17 @@ def bench_judging(args, tmp: Path, rows: list) -> None:
             reference = single.frame().drop("latency_ms", "attempt_log")
             rows.append(("judge", "single machine (ragmeter.judge.run)", k + 1, wall, before, after,
                          f"{single.summary['requests']} requests"))
-            for workers in (1, 2):
-                wall, res, before, after = timed(lambda: judge_dataset(data, cfg(f"ray{workers}-{k}"), workers=workers,
-                                                                       batch_size=args.batch_size))
-                same = res.frame().drop("latency_ms", "attempt_log").equals(reference)
-                rows.append(("judge", f"judge_dataset, {workers} worker{'s' * (workers > 1)}", k + 1, wall, before,
-                             after, f"{res.summary['requests']} requests, max {res.summary['ray']['max_requests_in_flight']}"
-                                    f" in flight; rows {'equal' if same else 'DIFFER'}"))
+            for size in args.batch_sizes:
+                for workers in (1, 2):
+                    name = f"ray{workers}-{size}-{k}"
+                    wall, res, before, after = timed(lambda: judge_dataset(data, cfg(name), workers=workers,
+                                                                           batch_size=size))
+                    same = res.frame().drop("latency_ms", "attempt_log").equals(reference)
+                    rows.append(("judge", f"judge_dataset, {workers} worker{'s' * (workers > 1)}, batches of {size}",
+                                 k + 1, wall, before, after,
+                                 f"{res.summary['requests']} requests, max "
+                                 f"{res.summary['ray']['max_requests_in_flight']} in flight; "
+                                 f"rows {'equal' if same else 'DIFFER'}"))
     finally:
         proc.terminate()
         proc.wait(10)
@@ -110,7 +114,8 @@ def report(args, rows: list, startup: float, startup_load: str) -> str:
         f"generator), Parquet row groups of {args.row_group} cases (so {-(-args.cases // args.row_group)} blocks). "
         f"Judging: {args.judge_cases} cases, metric correctness (one call each), fake server "
         f"(tests/judge/fakeserver.py, own process) with {args.latency * 1000:.0f} ms a request, concurrency "
-        f"{args.concurrency} (one global ceiling across the workers), batches of {args.batch_size} cases.", "",
+        f"{args.concurrency} (one global ceiling across the workers), batches of {' and '.join(map(str, args.batch_sizes))} "
+        f"cases.", "",
         "| task | path | run | wall s | load before | load after | check |", "|---|---|---|---|---|---|---|",
     ]
     for task, path, k, wall, before, after, note in rows:
@@ -133,7 +138,7 @@ def main() -> int:
     ap.add_argument("--judge-cases", type=int, default=300)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--concurrency", type=int, default=16)
-    ap.add_argument("--batch-size", type=int, default=50)
+    ap.add_argument("--batch-sizes", type=int, nargs="+", default=[50, 150], help="cases per judge batch")
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()

@@ -422,9 +422,12 @@ def _first_rows(batches: List[_Batch], n: int) -> List[Dict[str, Any]]:
     return ray.get(first.source).slice(first.span[0], min(n, first.span[1] - first.span[0])).to_pylist()
 
 
-def _record_batches(records: Sequence[Mapping[str, Any]], batch_size: int) -> List[_Batch]:
+def _record_batches(records: Sequence[Any], batch_size: int) -> List[_Batch]:
+    def first_id(rec: Any) -> Any:
+        return rec.get("id") if isinstance(rec, Mapping) else getattr(rec, "id", None)
+
     return [_Batch(k + 1, list(records[s:s + batch_size]), (s, min(len(records), s + batch_size)),
-                   records[s].get("id")) for k, s in enumerate(range(0, len(records), batch_size))]
+                   first_id(records[s])) for k, s in enumerate(range(0, len(records), batch_size))]
 
 
 # -- the run -------------------------------------------------------------------------------------------------
