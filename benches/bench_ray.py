@@ -55,14 +55,22 @@ def bench_scoring(args, tmp: Path, rows: list) -> None:
     from ragmeter.ray import score_dataset
 
     golden, run, _ = generate(tmp, args.cases, args.chunks, args.chars, row_group_size=args.row_group)
+    # Ray reads one Parquet file as one block, whatever its row groups: the same rows in one file per row group,
+    # so that there is something to spread over the workers
+    import pyarrow.parquet as pq
+
+    parts = tmp / "run-parts"
+    parts.mkdir()
+    whole = pq.read_table(run)
+    for i, start in enumerate(range(0, whole.num_rows, args.row_group)):
+        pq.write_table(whole.slice(start, args.row_group), parts / f"part-{i:03d}.parquet", compression="zstd")
     reference = None
     for k in range(args.repeat):
         wall, res, before, after = timed(lambda: ragmeter.score(golden, run))
         reference = res.summary["overall"]
         rows.append(("score", "single machine (ragmeter.score)", k + 1, wall, before, after, ""))
         for workers in (1, 2):
-            # one block per row group (Ray reads one file as one block otherwise: nothing to spread)
-            ds = ray.data.read_parquet(str(run), override_num_blocks=-(-args.cases // args.row_group))
+            ds = ray.data.read_parquet(str(parts))
             wall, res, before, after = timed(lambda: score_dataset(ds, golden, workers=workers))
             same = "aggregates equal" if res["overall"] == reference else "AGGREGATES DIFFER"
             rows.append(("score", f"score_dataset, {workers} worker{'s' * (workers > 1)}", k + 1, wall, before, after,
@@ -111,7 +119,8 @@ def report(args, rows: list, startup: float, startup_load: str) -> str:
         f"(start-up {startup:.1f} s at load {startup_load}, not in the times below). The machine is shared "
         f"with other work: see the load averages (1/5/15 min) beside each number.", "",
         f"Scoring: {args.cases} cases x {args.chunks} chunks of {args.chars} characters (benches/bench_score.py's "
-        f"generator), Parquet row groups of {args.row_group} cases (so {-(-args.cases // args.row_group)} blocks). "
+        f"generator); the single machine reads one Parquet file, Ray the same rows in {-(-args.cases // args.row_group)} "
+        f"files of {args.row_group} cases (one block each). "
         f"Judging: {args.judge_cases} cases, metric correctness (one call each), fake server "
         f"(tests/judge/fakeserver.py, own process) with {args.latency * 1000:.0f} ms a request, concurrency "
         f"{args.concurrency} (one global ceiling across the workers), batches of {' and '.join(map(str, args.batch_sizes))} "
