@@ -119,12 +119,12 @@ def report(args, rows: list, startup: float, startup_load: str) -> str:
         f"(start-up {startup:.1f} s at load {startup_load}, not in the times below). The machine is shared "
         f"with other work: see the load averages (1/5/15 min) beside each number.", "",
         f"Scoring: {args.cases} cases x {args.chunks} chunks of {args.chars} characters (benches/bench_score.py's "
-        f"generator); the single machine reads one Parquet file, Ray the same rows in {-(-args.cases // args.row_group)} "
-        f"files of {args.row_group} cases (one block each). "
+        f"generator); the single machine reads one Parquet file, Ray the same rows in "
+        f"{-(-args.cases // args.row_group)} files of {args.row_group} cases (one block each). "
         f"Judging: {args.judge_cases} cases, metric correctness (one call each), fake server "
         f"(tests/judge/fakeserver.py, own process) with {args.latency * 1000:.0f} ms a request, concurrency "
-        f"{args.concurrency} (one global ceiling across the workers), batches of {' and '.join(map(str, args.batch_sizes))} "
-        f"cases.", "",
+        f"{args.concurrency} (one global ceiling across the workers), batches of "
+        f"{' and '.join(map(str, args.batch_sizes))} cases.", "",
         "| task | path | run | wall s | load before | load after | check |", "|---|---|---|---|---|---|---|",
     ]
     for task, path, k, wall, before, after, note in rows:

@@ -312,10 +312,11 @@ async def _judge_records(records: List[Mapping[str, Any]], cfg: Any, controller:
 
     cases = _cases(records, cfg)
     stop = _shared_stop(controller)
-    client = JudgeClient(cfg.client_config(), _SharedLimits(controller, owner, cfg.concurrency, stop),  # type: ignore[arg-type]
-                         stop=stop)
-    engine = Engine(client, _SharedCache(controller, cfg.cache), cfg.price_table(),  # type: ignore[arg-type]
-                    _SharedBudget(controller, cfg.budget), max_tokens=cfg.max_tokens,  # type: ignore[arg-type]
+    limits: Any = _SharedLimits(controller, owner, cfg.concurrency, stop)  # what the client uses of Limits
+    client = JudgeClient(cfg.client_config(), limits, stop=stop)
+    cache: Any = _SharedCache(controller, cfg.cache)  # what the engine uses of Cache and Budget
+    budget: Any = _SharedBudget(controller, cfg.budget)
+    engine = Engine(client, cache, cfg.price_table(), budget, max_tokens=cfg.max_tokens,
                     refresh_failed=cfg.refresh_failed)
     opts = cfg.metric_options()
     jobs = [(case, metric) for case in cases for metric in cfg.metrics]
@@ -489,11 +490,14 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
     if note:
         log.warning("%s", note.lstrip("; "))
     rows = [row for r in results for row in r["rows"]]
-    if any(row is None for row in rows) or len(rows) != sum((b.span[1] - b.span[0]) for b in batches) * len(cfg.metrics):
+    expected = sum((b.span[1] - b.span[0]) for b in batches) * len(cfg.metrics)
+    if any(row is None for row in rows) or len(rows) != expected:
         raise RuntimeError("judge_dataset: a batch came back without all its rows")  # a bug, never silent
     cases = [_CaseCost(c) for r in results for c in r["system_costs"]]
-    summary = summarize(rows, cases, cfg, _merged_engine(results, state), _merged_client(results, state),  # type: ignore[arg-type]
-                        time.monotonic() - started, _CacheFacts(state["cache_undecodable"]))  # type: ignore[arg-type]
+    engine: Any = _merged_engine(results, state)  # the fields summarize reads, summed over the batches
+    client: Any = _merged_client(results, state)
+    facts: Any = _CacheFacts(state["cache_undecodable"])
+    summary = summarize(rows, cases, cfg, engine, client, time.monotonic() - started, facts)  # type: ignore[arg-type]
     summary["ray"] = {
         "workers": workers, "batches": len(batches), "batch_size": batch_size,
         "retried": [{"batch": b.index, "attempts": b.attempts, "errors": b.errors} for b in batches if b.errors],
