@@ -209,3 +209,15 @@ def test_a_refused_key_stops_every_worker_with_its_kind(cluster, server, tmp_pat
         judge_dataset(cases(20), cfg, workers=2, batch_size=5)
     assert caught.value.kind == "auth"
     assert server.requests <= 2  # each running batch's first request goes alone; the refusal stops the rest
+
+
+def test_one_budget_for_every_worker(cluster, server, tmp_path):
+    cfg = config(server, tmp_path / "b.sqlite", metrics=("correctness",), concurrency=1,
+                 prices={"gpt-4o-mini": (100.0, 100.0)}, max_tokens=100, budget=0.1)
+    res = judge_dataset(cases(20), cfg, workers=2, batch_size=10)
+    statuses = [r["status"] for r in res.rows]
+    assert "skipped" in statuses and "ok" in statuses and "failed" not in statuses
+    assert all(r["error_kind"] == "budget" for r in res.rows if r["status"] == "skipped")
+    # a budget per worker would let each of the two batches spend up to 0.1
+    assert res.summary["budget_reached"] and res.summary["judge_cost_usd"] <= 0.1
+    assert server.requests == statuses.count("ok")
