@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,43 @@ def test_a_block_with_an_unknown_id_fails_naming_the_batch(cluster):
     ds = ray.data.from_arrow(run.to_arrow())
     with pytest.raises(InputError, match=r"(?s)batch of \d+ rows .*no-such-case"):
         score_dataset(ds, EXAMPLE / "golden.jsonl", batch_size=7)
+
+
+def test_a_block_whose_columns_differ_fails_naming_the_block(cluster):
+    from ragmeter.errors import InputError
+    from ragmeter.ray import score_dataset
+
+    run = load_run(EXAMPLE / "run.jsonl").drop("line")
+    ds = ray.data.from_arrow([run.head(10).to_arrow(), run.slice(10).drop("retrieved").to_arrow()])
+    # Ray fills the missing column with nulls when it merges blocks: the rows must not be scored as empty
+    first = run["id"][10]
+    with pytest.raises(InputError, match=rf"block of {run.height - 10} rows from id '{first}': its columns differ "
+                                         r"from the other blocks'; missing 'retrieved'"):
+        score_dataset(ds, EXAMPLE / "golden.jsonl")
+
+
+def dies_once(flag):
+    """A map step that kills its Ray worker process while it holds the first block (once: ``flag`` remembers)."""
+    driver = os.getpid()
+
+    def step(block):
+        if os.getpid() != driver and not flag.exists():
+            flag.write_text("died")
+            os._exit(1)
+        return block
+
+    return step
+
+
+def test_a_worker_that_dies_mid_batch_loses_and_doubles_no_case(cluster, tmp_path):
+    from ragmeter.ray import score_dataset
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this module
+    flag = tmp_path / "died"
+    whole = ragmeter.score(EXAMPLE / "golden.jsonl", EXAMPLE / "run.jsonl")
+    table = load_run(EXAMPLE / "run.jsonl").drop("line").to_arrow()
+    ds = ray.data.from_arrow(table).repartition(3).map_batches(dies_once(flag), batch_format="pyarrow")
+    res = score_dataset(ds, EXAMPLE / "golden.jsonl", batch_size=7)
+    assert flag.exists()  # a worker did die; Ray ran its task again
+    assert_frame_equal(res["cases"], whole.cases)
+    assert res["overall"] == whole.summary["overall"]
