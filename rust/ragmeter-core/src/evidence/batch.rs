@@ -1,7 +1,5 @@
 //! Batch relevance over the columns of a whole run, in parallel over cases.
 
-use std::collections::HashSet;
-
 use rayon::prelude::*;
 
 use super::matcher::PhraseMatcher;
@@ -106,11 +104,14 @@ struct Scratch {
     pat: Vec<bool>,
 }
 
+/// Match case `c`; with `run` also probe the run-wide index with each chunk
+/// text, normalised once for both.
 fn match_case<S: Strings + ?Sized>(
     b: &EvidenceBatch<'_, S>,
     norm_phrases: &[String],
     c: usize,
     scratch: &mut Scratch,
+    run: Option<&RunIndex>,
 ) -> Result<CaseOut> {
     let files: Vec<String> = (b.file_offsets[c]..b.file_offsets[c + 1])
         .map(|i| normalize_file_name(b.expected_files.get(i)))
@@ -155,13 +156,29 @@ fn match_case<S: Strings + ?Sized>(
             true
         };
         let mut n_found = 0u32;
-        if has_phrases {
+        let probe = run.filter(|r| !r.all_found());
+        if has_phrases || probe.is_some() {
+            scratch.norm.run(b.chunk_texts.get(k));
+            let dehyphenated = scratch.norm.has_soft_hyphens();
+            if dehyphenated {
+                scratch.norm.dehyphenated_into(&mut scratch.dehy);
+            }
+            if let Some(r) = probe {
+                r.scan(&scratch.norm.out);
+                if dehyphenated {
+                    r.scan(&scratch.dehy);
+                }
+            }
+            if !has_phrases {
+                out.file_match.push(fm);
+                out.phrases_found.push(0);
+                out.relevant.push(labeled && fm);
+                continue;
+            }
             scratch.pat.clear();
             scratch.pat.resize(n_pat, false);
-            scratch.norm.run(b.chunk_texts.get(k));
             matcher.scan(&scratch.norm.out, &mut scratch.pat);
-            if scratch.norm.has_soft_hyphens() {
-                scratch.norm.dehyphenated_into(&mut scratch.dehy);
+            if dehyphenated {
                 matcher.scan(&scratch.dehy, &mut scratch.pat);
             }
             for (p, &f) in scratch.pat.iter().enumerate() {
@@ -199,9 +216,11 @@ pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<E
 /// [`match_evidence`], and with `run_wide` also
 /// [`EvidenceResult::phrase_in_run`]: which phrases occur in any retrieved
 /// chunk of the whole batch (evidence no chunk of the run contains is often an
-/// annotation slip). Phrases found in their own case's chunks are in the run;
-/// only the others are searched for in all chunk texts, in a second pass that
-/// stops as soon as each of them is found.
+/// annotation slip). Decided in the same pass: each chunk text is normalised
+/// once, matched against its case's phrases and probed with a [`RunIndex`]
+/// over all the batch's phrases. Cases go in batches of growing size, between
+/// which the index drops the phrases already found from its filters
+/// ([`RunIndex::refresh`]).
 pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool) -> Result<EvidenceResult> {
     let n_cases = b.chunk_offsets.len().saturating_sub(1);
     if b.chunk_offsets.is_empty() {
@@ -219,14 +238,26 @@ pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wi
     }
 
     let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
-    let per_case: Vec<CaseOut> = (0..n_cases)
-        .into_par_iter()
-        .with_min_len(16)
-        .map_init(
-            || Scratch { norm: Normalizer::new(), dehy: Vec::new(), pat: Vec::new() },
-            |scratch, c| match_case(b, &norm_phrases, c, scratch),
-        )
-        .collect::<Result<Vec<_>>>()?;
+    let mut run = if run_wide { Some(RunIndex::from_normalized(&norm_phrases)?) } else { None };
+    let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
+    let mut start = 0;
+    while start < n_cases {
+        let end = if run.is_some() { start + run_batch(start) } else { n_cases }.min(n_cases);
+        let index = run.as_ref();
+        let batch = (start..end)
+            .into_par_iter()
+            .with_min_len(16)
+            .map_init(
+                || Scratch { norm: Normalizer::new(), dehy: Vec::new(), pat: Vec::new() },
+                |scratch, c| match_case(b, &norm_phrases, c, scratch, index),
+            )
+            .collect::<Result<Vec<_>>>()?;
+        per_case.extend(batch);
+        if let Some(r) = run.as_mut() {
+            r.refresh();
+        }
+        start = end;
+    }
 
     let n_chunks = b.chunk_texts.len();
     let mut res = EvidenceResult {
@@ -250,32 +281,21 @@ pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wi
         res.phrase_empty.extend(o.phrase_empty);
         res.file_first_rank.extend(o.file_first_rank);
     }
-    if run_wide {
-        res.phrase_in_run = phrases_in_run(&norm_phrases, &res.phrase_any_rank, b.chunk_texts)?;
+    if let Some(r) = run {
+        res.phrase_in_run = r.phrases_found();
     }
     Ok(res)
 }
 
-/// Per phrase, does some chunk of the batch contain it? A phrase found in its own
-/// case's chunks (`any_rank > 0`) does, and so does every phrase normalising to
-/// the same text. Only the rest, usually a few annotation slips, are searched for
-/// in all `texts`: a small index, and a pass that ends once all are found. (One
-/// index over all phrases, probed while matching, cost 15x the matching itself
-/// when the phrases share the texts' vocabulary.)
-fn phrases_in_run<S: Strings + ?Sized>(norm_phrases: &[String], any_rank: &[u32], texts: &S) -> Result<Vec<bool>> {
-    let seen: HashSet<&str> = norm_phrases.iter().zip(any_rank).filter(|(_, &r)| r > 0).map(|(p, _)| p.as_str()).collect();
-    let mut pending: Vec<&str> =
-        norm_phrases.iter().map(String::as_str).filter(|p| !p.is_empty() && !seen.contains(p)).collect();
-    pending.sort_unstable();
-    pending.dedup();
-    let mut found_later: HashSet<&str> = HashSet::new();
-    if !pending.is_empty() {
-        let index = RunIndex::from_normalized(&pending)?;
-        scan_texts(&index, texts);
-        found_later.extend(pending.iter().zip(index.phrases_found()).filter(|(_, f)| *f).map(|(p, _)| *p));
-    }
-    Ok(norm_phrases.iter().map(|p| !p.is_empty() && (seen.contains(p.as_str()) || found_later.contains(p.as_str()))).collect())
+/// Cases matched before the run-wide index is next refreshed, `done` cases
+/// into the batch: small batches first, where most phrases a run shares are
+/// found, then growing by half so that the number of batches stays logarithmic.
+fn run_batch(done: usize) -> usize {
+    (done / 2).clamp(RUN_BATCH_MIN, 1 << 14)
 }
+
+/// The first batches of cases between refreshes of the run-wide index.
+pub(super) const RUN_BATCH_MIN: usize = 256;
 
 /// Probe `index` with every text, normalised (and once more without soft hyphens
 /// when it has some), in parallel; texts left once every phrase is found are skipped.

@@ -24,8 +24,10 @@ use crate::error::{Error, Result};
 /// phrase indexes 4 or 8 consecutive windows, one of which starts at a probed
 /// position wherever the phrase occurs. The windows of a phrase are chosen
 /// among its offsets as those shared with the fewest other phrases. Phrases shorter than 4 bytes (rare) go through
-/// an Aho-Corasick automaton. Phrases already found are skipped, and a text
-/// is not scanned at all once every phrase has been found.
+/// an Aho-Corasick automaton. Phrases already found are skipped, a text
+/// is not scanned at all once every phrase has been found, and
+/// [`RunIndex::refresh`], called between batches of texts, drops the windows
+/// of found phrases from the filters.
 pub struct RunIndex {
     data: Vec<u8>,
     starts: Vec<usize>,
@@ -43,6 +45,8 @@ pub struct RunIndex {
     w8: Window,
     w4: Window,
     short: Option<(AhoCorasick, Vec<u32>)>,
+    /// Phrases found when the filters were last filled (see [`RunIndex::refresh`]).
+    found_at_fill: usize,
     /// Pattern `id`'s window keys are `keys[key_starts[id]..key_starts[id + 1]]`.
     keys: Vec<u64>,
     key_starts: Vec<usize>,
@@ -136,19 +140,28 @@ impl Window {
         }
     }
 
-    /// Size the Bloom filter (about 32 bits per window, at most 2^24 bits) and fill it.
+    /// Count every window's phrases as not found, and fill the Bloom filter.
     fn finish(&mut self) {
-        if self.cands.is_empty() {
-            return;
-        }
-        let words = (self.cands.len() / 2).next_power_of_two().clamp(1024, 1 << 18);
-        self.shift = 64 - words.trailing_zeros();
-        self.bits = vec![0u64; words];
         for c in self.cands.values_mut() {
             *c.live.get_mut() = c.list.len() as u32;
         }
-        let keys: Vec<u64> = self.cands.keys().copied().collect();
-        for k in keys {
+        self.fill_filter();
+    }
+
+    /// Size the Bloom filter for the windows that still have a phrase not found
+    /// (about 32 bits per window, at most 2^24 bits) and fill it; no filter (the
+    /// window is not probed at all) once every phrase behind it is found.
+    fn fill_filter(&mut self) {
+        let live: Vec<u64> = self.cands.iter().filter(|(_, c)| c.live.load(Ordering::Relaxed) > 0).map(|(k, _)| *k).collect();
+        if live.is_empty() {
+            self.bits = Vec::new();
+            self.shift = 64;
+            return;
+        }
+        let words = (live.len() / 2).next_power_of_two().clamp(1024, 1 << 18);
+        self.shift = 64 - words.trailing_zeros();
+        self.bits = vec![0u64; words];
+        for k in live {
             let (w, m) = self.slot(k);
             self.bits[w] |= m;
         }
@@ -249,6 +262,7 @@ impl RunIndex {
             w8,
             w4,
             short,
+            found_at_fill: 0,
             keys,
             key_starts,
             phrase_ids,
@@ -276,6 +290,25 @@ impl RunIndex {
                 if let Some(c) = w.cands.get(k) {
                     c.live.fetch_sub(1, Ordering::Relaxed);
                 }
+            }
+        }
+    }
+
+    /// Between scans (no scan may run meanwhile, hence `&mut`): when many
+    /// phrases were found since the filters were last filled, fill them again
+    /// with the windows of the phrases still to find. Windows of found phrases
+    /// otherwise keep passing the filter and cost a lookup each; where the
+    /// phrases share the texts' vocabulary, that is most text positions.
+    pub fn refresh(&mut self) {
+        let found = self.found.len() - self.remaining.load(Ordering::Relaxed);
+        let left_at_fill = self.found.len() - self.found_at_fill;
+        if found - self.found_at_fill < (left_at_fill / 8).max(1) {
+            return;
+        }
+        self.found_at_fill = found;
+        for w in [&mut self.w8s8, &mut self.w8s4, &mut self.w8s2, &mut self.w8, &mut self.w4] {
+            if !w.bits.is_empty() {
+                w.fill_filter();
             }
         }
     }
