@@ -94,7 +94,6 @@ def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
 def _list_column_with_nulls(values: Any, name: str) -> Tuple[np.ndarray, StringColumn, Optional[np.ndarray]]:
     """:func:`_list_column`, and which flattened values were null (None when none was); nulls become ``""``."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if not isinstance(values, pl.Series):
         values = pl.Series(name, [list(v) if v is not None else [] for v in values], dtype=pl.List(pl.String))
@@ -105,7 +104,7 @@ def _list_column_with_nulls(values: Any, name: str) -> Tuple[np.ndarray, StringC
     arr = values.to_arrow()
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
+    lengths = _list_lengths(values)
     flat = arr.flatten()
     offsets = offsets_from_lengths(lengths)
     if offsets[-1] != len(flat):  # pragma: no cover - defensive
@@ -125,6 +124,12 @@ def _list_column_with_nulls(values: Any, name: str) -> Tuple[np.ndarray, StringC
     return offsets, (str_offsets, data), nulls
 
 
+def _list_lengths(values: pl.Series) -> np.ndarray:
+    """Per row, the length of a list column (0 for a null list), with Polars: pyarrow's compute
+    kernels would cost a few tenths of a second on their first call (and import pandas)."""
+    return values.list.len().fill_null(0).to_numpy()
+
+
 def _view_list_column(values: Any) -> Optional[Tuple[np.ndarray, np.ndarray, list]]:
     """Group offsets, string views and data buffers of a Polars list[str] column,
     as Polars holds them (Arrow string-view layout), with no copy of the text.
@@ -133,7 +138,6 @@ def _view_list_column(values: Any) -> Optional[Tuple[np.ndarray, np.ndarray, lis
     (the caller then takes :func:`_list_column`).
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if not isinstance(values, pl.Series) or values.dtype != pl.List(pl.String):
         return None
@@ -150,8 +154,7 @@ def _view_list_column(values: Any) -> Optional[Tuple[np.ndarray, np.ndarray, lis
     flat = arr.flatten()
     if not pa.types.is_string_view(flat.type) or flat.null_count:
         return None
-    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
-    offsets = offsets_from_lengths(lengths)
+    offsets = offsets_from_lengths(_list_lengths(values))
     if offsets[-1] != len(flat):  # pragma: no cover - defensive
         return None
     bufs = flat.buffers()
