@@ -222,12 +222,7 @@ def _flat_chunk_field(joined: pl.DataFrame, name: str) -> pl.Series:
 
 def _flatten(lists: pl.Series) -> pl.Series:
     """The values of a list column in order (empty and null lists contribute nothing)."""
-    import pyarrow as pa
-
-    arr = lists.to_arrow()
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return pl.Series(lists.name, arr.flatten())
+    return lists.explode(empty_as_null=False, keep_nulls=False)
 
 
 def aggregate(cases: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
