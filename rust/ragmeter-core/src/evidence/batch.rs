@@ -86,6 +86,10 @@ struct CaseOut {
     phrase_any_rank: Vec<u32>,
     phrase_empty: Vec<bool>,
     file_first_rank: Vec<u32>,
+    /// What probing the run-wide index cost ([`RunIndex::scan`]'s work) and
+    /// the normalised bytes it probed.
+    probe_work: usize,
+    probe_bytes: usize,
 }
 
 fn check_offsets(offsets: &[usize], n_cases: usize, total: usize, name: &str) -> Result<()> {
@@ -132,6 +136,8 @@ fn match_case<S: Strings + ?Sized>(
         phrase_any_rank: vec![0; matcher.len()],
         phrase_empty: matcher.empty_flags().to_vec(),
         file_first_rank: vec![0; files.len()],
+        probe_work: 0,
+        probe_bytes: 0,
     };
     // First rank per unique pattern (any file / expected file).
     let n_pat = matcher.patterns_len();
@@ -164,9 +170,11 @@ fn match_case<S: Strings + ?Sized>(
                 scratch.norm.dehyphenated_into(&mut scratch.dehy);
             }
             if let Some(r) = probe {
-                r.scan(&scratch.norm.out);
+                out.probe_work += r.scan(&scratch.norm.out);
+                out.probe_bytes += scratch.norm.out.len();
                 if dehyphenated {
-                    r.scan(&scratch.dehy);
+                    out.probe_work += r.scan(&scratch.dehy);
+                    out.probe_bytes += scratch.dehy.len();
                 }
             }
             if !has_phrases {
@@ -221,7 +229,21 @@ pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<E
 /// over all the batch's phrases. Cases go in batches of growing size, between
 /// which the index drops the phrases already found from its filters
 /// ([`RunIndex::refresh`]).
+///
+/// Where the phrases share the texts' vocabulary (windows of phrases not found
+/// yet occurring everywhere), probing can cost more than normalising the
+/// texts again: once a batch's probes cost more than [`PROBE_BYTES_PER_WORK`]
+/// allows, the remaining cases are matched without probing, and the phrases
+/// neither found by then nor in their own case's chunks are searched for in a
+/// second pass over those cases' texts alone (the earlier texts were probed
+/// with every phrase), which ends once all are found.
 pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool) -> Result<EvidenceResult> {
+    match_probing(b, run_wide, PROBE_BYTES_PER_WORK)
+}
+
+/// [`match_evidence_with`], giving up probing when a batch's probes cost more
+/// than one unit of work per `bytes_per_work` normalised bytes.
+pub(super) fn match_probing<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool, bytes_per_work: usize) -> Result<EvidenceResult> {
     let n_cases = b.chunk_offsets.len().saturating_sub(1);
     if b.chunk_offsets.is_empty() {
         return Err(Error::input("chunk offsets: expected cases + 1 entries, got 0"));
@@ -240,10 +262,13 @@ pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wi
     let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
     let mut run = if run_wide { Some(RunIndex::from_normalized(&norm_phrases)?) } else { None };
     let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
+    // Cases from here on are matched without probing the run-wide index.
+    let mut probed_until = n_cases;
     let mut start = 0;
     while start < n_cases {
-        let end = if run.is_some() { start + run_batch(start) } else { n_cases }.min(n_cases);
-        let index = run.as_ref();
+        let probing = run.is_some() && probed_until == n_cases;
+        let end = if probing { (start + run_batch(start)).min(n_cases) } else { n_cases };
+        let index = if probing { run.as_ref() } else { None };
         let batch = (start..end)
             .into_par_iter()
             .with_min_len(16)
@@ -252,11 +277,26 @@ pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wi
                 |scratch, c| match_case(b, &norm_phrases, c, scratch, index),
             )
             .collect::<Result<Vec<_>>>()?;
-        per_case.extend(batch);
         if let Some(r) = run.as_mut() {
-            r.refresh();
+            if probing {
+                let work: usize = batch.iter().map(|o| o.probe_work).sum();
+                let bytes: usize = batch.iter().map(|o| o.probe_bytes).sum();
+                if work.saturating_mul(bytes_per_work) > bytes {
+                    probed_until = end;
+                }
+                r.refresh();
+            } else {
+                mark_found_in_own_case(r, b.phrase_offsets, start, &batch);
+            }
         }
+        per_case.extend(batch);
         start = end;
+    }
+    if let Some(r) = run.as_mut() {
+        if probed_until < n_cases && !r.all_found() {
+            r.refill();
+            scan_texts(r, b.chunk_texts, b.chunk_offsets[probed_until]..b.chunk_texts.len());
+        }
     }
 
     let n_chunks = b.chunk_texts.len();
@@ -287,6 +327,25 @@ pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wi
     Ok(res)
 }
 
+/// Probing the run-wide index is given up when a batch of cases costs more than
+/// one unit of [`RunIndex::scan`]'s work (a window lookup or a phrase
+/// comparison, a few times the cost of normalising a byte) per this many
+/// normalised bytes: it would then cost about as much as normalising the
+/// texts again.
+pub(super) const PROBE_BYTES_PER_WORK: usize = 4;
+
+/// Mark in `run` the phrases of cases `first..` (`outs`, matched without
+/// probing) found in their own case's chunks.
+fn mark_found_in_own_case(run: &RunIndex, phrase_offsets: &[usize], first: usize, outs: &[CaseOut]) {
+    for (c, o) in (first..).zip(outs) {
+        for (i, &rank) in (phrase_offsets[c]..phrase_offsets[c + 1]).zip(&o.phrase_any_rank) {
+            if rank > 0 {
+                run.mark_found(i);
+            }
+        }
+    }
+}
+
 /// Cases matched before the run-wide index is next refreshed, `done` cases
 /// into the batch: small batches first, where most phrases a run shares are
 /// found, then growing by half so that the number of batches stays logarithmic.
@@ -297,10 +356,10 @@ fn run_batch(done: usize) -> usize {
 /// The first batches of cases between refreshes of the run-wide index.
 pub(super) const RUN_BATCH_MIN: usize = 256;
 
-/// Probe `index` with every text, normalised (and once more without soft hyphens
+/// Probe `index` with the texts `range`, normalised (and once more without soft hyphens
 /// when it has some), in parallel; texts left once every phrase is found are skipped.
-fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T) {
-    (0..texts.len()).into_par_iter().with_min_len(64).for_each_init(
+fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T, range: std::ops::Range<usize>) {
+    range.into_par_iter().with_min_len(64).for_each_init(
         || (Normalizer::new(), Vec::new()),
         |(norm, dehy), i| {
             if index.all_found() {
@@ -323,6 +382,6 @@ fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T) {
 pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, texts: &T) -> Result<Vec<bool>> {
     let norms: Vec<String> = (0..phrases.len()).map(|i| normalize(phrases.get(i))).collect();
     let index = RunIndex::from_normalized(&norms)?;
-    scan_texts(&index, texts);
+    scan_texts(&index, texts, 0..texts.len());
     Ok(index.phrases_found())
 }

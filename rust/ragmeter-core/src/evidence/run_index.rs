@@ -305,7 +305,12 @@ impl RunIndex {
         if found - self.found_at_fill < (left_at_fill / 8).max(1) {
             return;
         }
-        self.found_at_fill = found;
+        self.refill();
+    }
+
+    /// Fill the filters again with the windows of the phrases still to find.
+    pub fn refill(&mut self) {
+        self.found_at_fill = self.found.len() - self.remaining.load(Ordering::Relaxed);
         for w in [&mut self.w8s8, &mut self.w8s4, &mut self.w8s2, &mut self.w8, &mut self.w4] {
             if !w.bits.is_empty() {
                 w.fill_filter();
@@ -318,24 +323,39 @@ impl RunIndex {
         self.remaining.load(Ordering::Relaxed) == 0
     }
 
-    /// Record the phrases occurring in `text` (a normalised text).
-    pub fn scan(&self, text: &[u8]) {
-        if self.remaining.load(Ordering::Relaxed) == 0 {
-            return;
+    /// Record input phrase `i` (an index into the phrases given to
+    /// [`RunIndex::from_normalized`]) as found, e.g. because its own case's
+    /// chunks contain it.
+    pub fn mark_found(&self, i: usize) {
+        let id = self.phrase_ids[i];
+        if id != u32::MAX {
+            self.mark(id);
         }
+    }
+
+    /// Record the phrases occurring in `text` (a normalised text). Returns the
+    /// work beyond the filter tests: window lookups plus phrase comparisons
+    /// (how a caller tells when probing costs more than it saves).
+    pub fn scan(&self, text: &[u8]) -> usize {
+        if self.remaining.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        let mut work = 0;
         for w in [&self.w8s8, &self.w8s4, &self.w8s2, &self.w8] {
             if !w.bits.is_empty() {
-                self.scan_windows::<8>(w, text);
+                work += self.scan_windows::<8>(w, text);
             }
         }
         if !self.w4.bits.is_empty() {
-            self.scan_windows::<4>(&self.w4, text);
+            work += self.scan_windows::<4>(&self.w4, text);
         }
         if let Some((ac, ids)) = &self.short {
             for m in ac.find_overlapping_iter(text) {
+                work += 1;
                 self.mark(ids[m.pattern().as_usize()]);
             }
         }
+        work
     }
 
     /// Test the window at every probed position of `text` against the Bloom
@@ -343,11 +363,12 @@ impl RunIndex {
     /// blocks: hash all and prefetch their filter words, then test them, so
     /// that the cache misses of a large filter overlap instead of queueing.
     #[inline(always)]
-    fn scan_windows<const W: usize>(&self, w: &Window, text: &[u8]) {
+    fn scan_windows<const W: usize>(&self, w: &Window, text: &[u8]) -> usize {
         const BLOCK: usize = 32;
         if text.len() < W {
-            return;
+            return 0;
         }
+        let mut work = 0;
         let bits = w.bits.as_slice();
         let shift = w.shift;
         let stride = w.stride;
@@ -377,29 +398,33 @@ impl RunIndex {
                 let m = (1u64 << ((h >> 26) & 63)) | (1u64 << ((h >> 32) & 63));
                 if word & m == m {
                     let at = i + j * stride;
-                    self.verify(w, key(at), at, text);
+                    work += self.verify(w, key(at), at, text);
                 }
             }
             i += count * stride;
         }
+        work
     }
 
     #[cold]
     #[inline(never)]
-    fn verify(&self, w: &Window, k: u64, i: usize, text: &[u8]) {
-        let Some(cands) = w.cands.get(&k) else { return };
+    fn verify(&self, w: &Window, k: u64, i: usize, text: &[u8]) -> usize {
+        let Some(cands) = w.cands.get(&k) else { return 1 };
         if cands.live.load(Ordering::Relaxed) == 0 {
-            return;
+            return 1;
         }
+        let mut work = 1;
         for &(id, off) in &cands.list {
             let off = off as usize;
             if i < off || self.found[id as usize].load(Ordering::Relaxed) {
                 continue;
             }
+            work += 1;
             if text[i - off..].starts_with(self.pattern(id)) {
                 self.mark(id);
             }
         }
+        work
     }
 
     /// Per input phrase: found in at least one scanned text (false for phrases

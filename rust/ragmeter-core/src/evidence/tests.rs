@@ -299,11 +299,16 @@ fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
         chunk_files: &chunk_files,
         chunk_texts: &chunk_texts,
     };
-    let wide = match_evidence_with(&b, true).unwrap();
     let everywhere = phrases_in_texts(&phrases, &chunk_texts).unwrap();
     assert!(everywhere.iter().any(|&f| f) && everywhere.iter().any(|&f| !f));
-    assert_eq!(wide.phrase_in_run, everywhere);
-    assert_eq!(EvidenceResult { phrase_in_run: Vec::new(), ..wide }, match_evidence(&b).unwrap());
+    let plain = match_evidence(&b).unwrap();
+    // Probing throughout (limit 0), the default limit, and probing given up
+    // after the first batch (limit MAX: the second pass over the later cases).
+    for limit in [0, batch::PROBE_BYTES_PER_WORK, usize::MAX] {
+        let wide = batch::match_probing(&b, true, limit).unwrap();
+        assert_eq!(wide.phrase_in_run, everywhere, "limit {limit}");
+        assert_eq!(EvidenceResult { phrase_in_run: Vec::new(), ..wide }, plain, "limit {limit}");
+    }
 }
 
 #[test]
