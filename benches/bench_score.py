@@ -225,7 +225,7 @@ def compare_child(mode: str, golden: Path, run: Path, cases: int) -> dict:
 
 
 def compare(args) -> None:
-    kinds = ["ascii", "cjk-pdf", "mix"]
+    kinds = args.kinds.split(",")
     rows = []
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
@@ -286,6 +286,7 @@ def main() -> None:
     ap.add_argument("--py-cases", type=int, help="with --compare: run the Python scorers on the first N cases only (time scaled)")
     ap.add_argument("--py-all-cases", type=int, help="with --compare: the same for the all-chunks Python scorer alone")
     ap.add_argument("--repeat", type=int, default=2, help="with --compare: ragmeter runs per kind")
+    ap.add_argument("--kinds", default="ascii,cjk-pdf,mix", help="with --compare: text kinds, comma-separated (default all three)")
     ap.add_argument("--_compare", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._compare:

@@ -318,7 +318,11 @@ def match_relevance(
     With ``run_wide=True`` the result also has ``phrase_in_run``: per phrase,
     does it occur in some retrieved chunk of *any* case (what
     :func:`phrases_in_texts` answers over all chunk texts), decided in the
-    same pass, with each chunk text normalised once.
+    same pass, with each chunk text normalised once: every text is probed with
+    an index over all the batch's phrases while it is matched. Only where
+    probing costs more than normalising again (phrases that share the texts'
+    vocabulary) is it given up for the remaining cases, whose texts are then
+    searched a second time for the phrases found nowhere yet.
 
     A null chunk file means the retriever gave none. Such a chunk of a case
     that expects files is matched on evidence alone: the Rust matcher gets the
