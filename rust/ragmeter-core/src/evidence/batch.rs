@@ -260,7 +260,7 @@ pub(super) fn match_probing<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_w
     }
 
     let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
-    let mut run = if run_wide { Some(RunIndex::from_normalized(&norm_phrases)?) } else { None };
+    let mut run = if run_wide { Some(RunIndex::from_normalized_avoiding(&norm_phrases, &text_sample(b.chunk_texts))?) } else { None };
     let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
     // Cases from here on are matched without probing the run-wide index.
     let mut probed_until = n_cases;
@@ -333,6 +333,20 @@ pub(super) fn match_probing<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_w
 /// normalised bytes: it would then cost about as much as normalising the
 /// texts again.
 pub(super) const PROBE_BYTES_PER_WORK: usize = 4;
+
+/// A few texts spread over the batch, normalised: the windows the run-wide
+/// index should not choose (frequent words).
+fn text_sample<S: Strings + ?Sized>(texts: &S) -> Vec<Vec<u8>> {
+    const SAMPLE: usize = 256;
+    let n = texts.len();
+    let mut norm = Normalizer::new();
+    (0..SAMPLE.min(n))
+        .map(|j| {
+            norm.run(texts.get(j * n / SAMPLE.min(n)));
+            norm.out.clone()
+        })
+        .collect()
+}
 
 /// Mark in `run` the phrases of cases `first..` (`outs`, matched without
 /// probing) found in their own case's chunks.

@@ -5,6 +5,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::FxHashSet;
 
 use crate::error::{Error, Result};
 
@@ -92,6 +93,10 @@ impl Hasher for KeyHasher {
     }
 }
 
+/// What a window seen in the sample of texts counts for, against one phrase
+/// per window shared (see [`RunIndex::from_normalized_avoiding`]).
+const COMMON_COST: usize = 1 << 16;
+
 const WINDOW_SEED: u64 = 0x51_7C_C1_B7_27_22_0A_95;
 
 impl Window {
@@ -115,13 +120,19 @@ impl Window {
 
     /// Index `stride` consecutive windows of `pat`, the run of them shared
     /// with the fewest phrases so far (needs `pat.len() >= width + stride - 1`).
-    fn add(&mut self, pat: &[u8], id: u32, keys: &mut Vec<u64>) {
+    fn add(&mut self, pat: &[u8], id: u32, keys: &mut Vec<u64>, common: &FxHashSet<u64>) {
         let last = pat.len() - self.width + 1 - self.stride;
         let step = (last / 15).max(1);
         let mut best = (usize::MAX, 0usize);
         let mut first = 0;
         loop {
-            let used: usize = (first..first + self.stride).map(|o| self.cands.get(&self.key(pat, o)).map_or(0, |c| c.list.len())).sum();
+            // A window seen in the sample of texts would be probed everywhere: worse than any sharing.
+            let used: usize = (first..first + self.stride)
+                .map(|o| {
+                    let k = self.key(pat, o);
+                    self.cands.get(&k).map_or(0, |c| c.list.len()) + if common.contains(&k) { COMMON_COST } else { 0 }
+                })
+                .sum();
             if used < best.0 {
                 best = (used, first);
                 if used == 0 {
@@ -190,6 +201,24 @@ fn prefetch(bits: &[u64], i: usize) {
 impl RunIndex {
     /// Index `phrases`, each already through [`normalize`].
     pub fn from_normalized<S: AsRef<str>>(phrases: &[S]) -> Result<Self> {
+        Self::from_normalized_avoiding(phrases, &[] as &[&[u8]])
+    }
+
+    /// [`RunIndex::from_normalized`], choosing each phrase's windows among
+    /// those absent from `sample` (a few normalised texts of the run) where it
+    /// can: a window frequent in the texts (a common word) passes the filter
+    /// wherever it occurs, for as long as its phrase is not found.
+    pub fn from_normalized_avoiding<S: AsRef<str>, T: AsRef<[u8]>>(phrases: &[S], sample: &[T]) -> Result<Self> {
+        let mut common: FxHashSet<u64> = FxHashSet::default();
+        for t in sample {
+            let t = t.as_ref();
+            for i in 0..t.len().saturating_sub(3) {
+                common.insert(u32::from_le_bytes(t[i..i + 4].try_into().expect("4 bytes")) as u64);
+                if i + 8 <= t.len() {
+                    common.insert(u64::from_le_bytes(t[i..i + 8].try_into().expect("8 bytes")));
+                }
+            }
+        }
         let mut ids: HashMap<&[u8], u32> = HashMap::with_capacity(phrases.len());
         let mut data = Vec::new();
         let mut starts = vec![0usize];
@@ -222,15 +251,15 @@ impl RunIndex {
         for id in 0..n {
             let pat = &data[starts[id]..starts[id + 1]];
             if pat.len() >= 19 {
-                w8s8.add(pat, id as u32, &mut keys);
+                w8s8.add(pat, id as u32, &mut keys, &common);
             } else if pat.len() >= 15 {
-                w8s4.add(pat, id as u32, &mut keys);
+                w8s4.add(pat, id as u32, &mut keys, &common);
             } else if pat.len() >= 13 {
-                w8s2.add(pat, id as u32, &mut keys);
+                w8s2.add(pat, id as u32, &mut keys, &common);
             } else if pat.len() >= 8 {
-                w8.add(pat, id as u32, &mut keys);
+                w8.add(pat, id as u32, &mut keys, &common);
             } else if pat.len() >= 4 {
-                w4.add(pat, id as u32, &mut keys);
+                w4.add(pat, id as u32, &mut keys, &common);
             } else {
                 short_pats.push(pat);
                 short_ids.push(id as u32);
