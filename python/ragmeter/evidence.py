@@ -93,36 +93,34 @@ def _list_column(values: Any, name: str) -> Tuple[np.ndarray, StringColumn]:
 
 def _list_column_with_nulls(values: Any, name: str) -> Tuple[np.ndarray, StringColumn, Optional[np.ndarray]]:
     """:func:`_list_column`, and which flattened values were null (None when none was); nulls become ``""``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     if not isinstance(values, pl.Series):
         values = pl.Series(name, [list(v) if v is not None else [] for v in values], dtype=pl.List(pl.String))
     if values.dtype == pl.List(pl.Null):
         values = values.cast(pl.List(pl.String))
     if not isinstance(values.dtype, pl.List):
         raise TypeError(f"{name}: expected a list[str] column, got {values.dtype}")
-    arr = values.to_arrow()
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
-    flat = arr.flatten()
-    offsets = offsets_from_lengths(lengths)
+    offsets = offsets_from_lengths(_list_lengths(values))
+    # Polars flattens (pyarrow's flatten is a compute kernel, slow on its first call).
+    flat = values.explode(empty_as_null=False, keep_nulls=False)
     if offsets[-1] != len(flat):  # pragma: no cover - defensive
         raise ValueError(f"{name}: list lengths do not add up to the flattened values")
-    nulls = flat.is_null().to_numpy(zero_copy_only=False) if flat.null_count else None
-    if pa.types.is_large_string(flat.type) and flat.null_count == 0:
-        # Already Arrow large_string without nulls: take the buffers as they are.
-        _validity, off_buf, data_buf = flat.buffers()
-        str_offsets = np.frombuffer(off_buf, dtype=np.int64, count=len(flat) + 1 + flat.offset)[flat.offset :]
-        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    else:
-        str_offsets, data = string_column(flat)
+    nulls = None
+    if flat.null_count():
+        nulls = flat.is_null().to_numpy()
+        if flat.dtype == pl.String:
+            flat = flat.fill_null("")
+    str_offsets, data = string_column(flat)
     # A read-only view over the Arrow buffer (immutable by Arrow's contract):
     # the binding borrows read-only data instead of copying it.
     data = data.view()
     data.flags.writeable = False
     return offsets, (str_offsets, data), nulls
+
+
+def _list_lengths(values: pl.Series) -> np.ndarray:
+    """Per row, the length of a list column (0 for a null list), with Polars: pyarrow's compute
+    kernels would cost a few tenths of a second on their first call (and import pandas)."""
+    return values.list.len().fill_null(0).to_numpy()
 
 
 def _view_list_column(values: Any) -> Optional[Tuple[np.ndarray, np.ndarray, list]]:
@@ -133,7 +131,6 @@ def _view_list_column(values: Any) -> Optional[Tuple[np.ndarray, np.ndarray, lis
     (the caller then takes :func:`_list_column`).
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if not isinstance(values, pl.Series) or values.dtype != pl.List(pl.String):
         return None
@@ -147,12 +144,15 @@ def _view_list_column(values: Any) -> Optional[Tuple[np.ndarray, np.ndarray, lis
         arr = arr.chunk(0)
     if not (pa.types.is_large_list(arr.type) or pa.types.is_list(arr.type)):
         return None
-    flat = arr.flatten()
-    if not pa.types.is_string_view(flat.type) or flat.null_count:
+    # The child values the lists cover (pyarrow's flatten is a compute kernel, slow on its first call).
+    # (From the buffer: pyarrow's to_numpy imports pandas.)
+    list_offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64 if pa.types.is_large_list(arr.type) else np.int32,
+                                 count=len(arr) + 1 + arr.offset)[arr.offset :]
+    offsets = offsets_from_lengths(_list_lengths(values))
+    if not np.array_equal(np.diff(list_offsets), np.diff(offsets)):  # a null list over values
         return None
-    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
-    offsets = offsets_from_lengths(lengths)
-    if offsets[-1] != len(flat):  # pragma: no cover - defensive
+    flat = arr.values.slice(int(list_offsets[0]), int(offsets[-1]))
+    if not pa.types.is_string_view(flat.type) or flat.null_count:
         return None
     bufs = flat.buffers()
     views = np.frombuffer(bufs[1], dtype=np.uint8)[flat.offset * 16 : (flat.offset + len(flat)) * 16] if len(flat) else np.zeros(0, np.uint8)
@@ -318,7 +318,11 @@ def match_relevance(
     With ``run_wide=True`` the result also has ``phrase_in_run``: per phrase,
     does it occur in some retrieved chunk of *any* case (what
     :func:`phrases_in_texts` answers over all chunk texts), decided in the
-    same pass, with each chunk text normalised once.
+    same pass, with each chunk text normalised once: every text is probed with
+    an index over all the batch's phrases while it is matched. Only where
+    probing costs more than normalising again (phrases that share the texts'
+    vocabulary) is it given up for the remaining cases, whose texts are then
+    searched a second time for the phrases found nowhere yet.
 
     A null chunk file means the retriever gave none. Such a chunk of a case
     that expects files is matched on evidence alone: the Rust matcher gets the

@@ -222,12 +222,7 @@ def _flat_chunk_field(joined: pl.DataFrame, name: str) -> pl.Series:
 
 def _flatten(lists: pl.Series) -> pl.Series:
     """The values of a list column in order (empty and null lists contribute nothing)."""
-    import pyarrow as pa
-
-    arr = lists.to_arrow()
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return pl.Series(lists.name, arr.flatten())
+    return lists.explode(empty_as_null=False, keep_nulls=False)
 
 
 def aggregate(cases: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
@@ -274,7 +269,7 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
         "n_labeled": int(cases["labeled"].sum()),
         "resolution_points": (100.0 / n) if n else None,
         "overall": _nest(overall),
-        "by_category": {row["category"]: _nest(row) for row in by_category.to_dicts()},
+        "by_category": dict(zip(by_category["category"].to_list(), _nest_rows(by_category))),
         "retrieval_modes": mode_counts,
         "main_retrieval_mode": main_mode,
         "missing_from_run": missing,
@@ -328,6 +323,24 @@ def _nest(row: Dict[str, Any]) -> Dict[str, Any]:
     for name in _AGGREGATES:
         out[name] = {"value": row[name], "n_scored": row[f"{name}_n_scored"], "n_total": row[f"{name}_n_total"]}
     return out
+
+
+_NEST_BASE = ("n_cases", "n_labeled", "empty_retrievals", "mean_retrieved")
+_NEST_KEYS = [(name, f"{name}_n_scored", f"{name}_n_total") for name in _AGGREGATES]
+
+
+def _nest_rows(frame: pl.DataFrame) -> List[Dict[str, Any]]:
+    """:func:`_nest` of every row of an :func:`aggregate` frame, read column-wise (a run
+    whose ids carry no category prefix has a category per case)."""
+    cols = {c: frame[c].to_list() for c in _NEST_BASE}
+    aggs = [(name, frame[name].to_list(), frame[s].to_list(), frame[t].to_list()) for name, s, t in _NEST_KEYS]
+    rows = []
+    for i in range(frame.height):
+        row: Dict[str, Any] = {c: values[i] for c, values in cols.items()}
+        for name, value, scored, total in aggs:
+            row[name] = {"value": value[i], "n_scored": scored[i], "n_total": total[i]}
+        rows.append(row)
+    return rows
 
 
 def _unfound_evidence(joined: pl.DataFrame, match: Optional[EvidenceMatch] = None) -> List[Dict[str, str]]:

@@ -1,7 +1,5 @@
 //! Batch relevance over the columns of a whole run, in parallel over cases.
 
-use std::collections::HashSet;
-
 use rayon::prelude::*;
 
 use super::matcher::PhraseMatcher;
@@ -88,6 +86,10 @@ struct CaseOut {
     phrase_any_rank: Vec<u32>,
     phrase_empty: Vec<bool>,
     file_first_rank: Vec<u32>,
+    /// What probing the run-wide index cost ([`RunIndex::scan`]'s work) and
+    /// the normalised bytes it probed.
+    probe_work: usize,
+    probe_bytes: usize,
 }
 
 fn check_offsets(offsets: &[usize], n_cases: usize, total: usize, name: &str) -> Result<()> {
@@ -106,11 +108,14 @@ struct Scratch {
     pat: Vec<bool>,
 }
 
+/// Match case `c`; with `run` also probe the run-wide index with each chunk
+/// text, normalised once for both.
 fn match_case<S: Strings + ?Sized>(
     b: &EvidenceBatch<'_, S>,
     norm_phrases: &[String],
     c: usize,
     scratch: &mut Scratch,
+    run: Option<&RunIndex>,
 ) -> Result<CaseOut> {
     let files: Vec<String> = (b.file_offsets[c]..b.file_offsets[c + 1])
         .map(|i| normalize_file_name(b.expected_files.get(i)))
@@ -131,6 +136,8 @@ fn match_case<S: Strings + ?Sized>(
         phrase_any_rank: vec![0; matcher.len()],
         phrase_empty: matcher.empty_flags().to_vec(),
         file_first_rank: vec![0; files.len()],
+        probe_work: 0,
+        probe_bytes: 0,
     };
     // First rank per unique pattern (any file / expected file).
     let n_pat = matcher.patterns_len();
@@ -155,13 +162,31 @@ fn match_case<S: Strings + ?Sized>(
             true
         };
         let mut n_found = 0u32;
-        if has_phrases {
+        let probe = run.filter(|r| !r.all_found());
+        if has_phrases || probe.is_some() {
+            scratch.norm.run(b.chunk_texts.get(k));
+            let dehyphenated = scratch.norm.has_soft_hyphens();
+            if dehyphenated {
+                scratch.norm.dehyphenated_into(&mut scratch.dehy);
+            }
+            if let Some(r) = probe {
+                out.probe_work += r.scan(&scratch.norm.out);
+                out.probe_bytes += scratch.norm.out.len();
+                if dehyphenated {
+                    out.probe_work += r.scan(&scratch.dehy);
+                    out.probe_bytes += scratch.dehy.len();
+                }
+            }
+            if !has_phrases {
+                out.file_match.push(fm);
+                out.phrases_found.push(0);
+                out.relevant.push(labeled && fm);
+                continue;
+            }
             scratch.pat.clear();
             scratch.pat.resize(n_pat, false);
-            scratch.norm.run(b.chunk_texts.get(k));
             matcher.scan(&scratch.norm.out, &mut scratch.pat);
-            if scratch.norm.has_soft_hyphens() {
-                scratch.norm.dehyphenated_into(&mut scratch.dehy);
+            if dehyphenated {
                 matcher.scan(&scratch.dehy, &mut scratch.pat);
             }
             for (p, &f) in scratch.pat.iter().enumerate() {
@@ -199,10 +224,26 @@ pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<E
 /// [`match_evidence`], and with `run_wide` also
 /// [`EvidenceResult::phrase_in_run`]: which phrases occur in any retrieved
 /// chunk of the whole batch (evidence no chunk of the run contains is often an
-/// annotation slip). Phrases found in their own case's chunks are in the run;
-/// only the others are searched for in all chunk texts, in a second pass that
-/// stops as soon as each of them is found.
+/// annotation slip). Decided in the same pass: each chunk text is normalised
+/// once, matched against its case's phrases and probed with a [`RunIndex`]
+/// over all the batch's phrases. Cases go in batches of growing size, between
+/// which the index drops the phrases already found from its filters
+/// ([`RunIndex::refresh`]).
+///
+/// Where the phrases share the texts' vocabulary (windows of phrases not found
+/// yet occurring everywhere), probing can cost more than normalising the
+/// texts again: once a batch's probes cost more than [`PROBE_BYTES_PER_WORK`]
+/// allows, the remaining cases are matched without probing, and the phrases
+/// neither found by then nor in their own case's chunks are searched for in a
+/// second pass over those cases' texts alone (the earlier texts were probed
+/// with every phrase), which ends once all are found.
 pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool) -> Result<EvidenceResult> {
+    match_probing(b, run_wide, PROBE_BYTES_PER_WORK)
+}
+
+/// [`match_evidence_with`], giving up probing when a batch's probes cost more
+/// than one unit of work per `bytes_per_work` normalised bytes.
+pub(super) fn match_probing<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool, bytes_per_work: usize) -> Result<EvidenceResult> {
     let n_cases = b.chunk_offsets.len().saturating_sub(1);
     if b.chunk_offsets.is_empty() {
         return Err(Error::input("chunk offsets: expected cases + 1 entries, got 0"));
@@ -219,14 +260,44 @@ pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wi
     }
 
     let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
-    let per_case: Vec<CaseOut> = (0..n_cases)
-        .into_par_iter()
-        .with_min_len(16)
-        .map_init(
-            || Scratch { norm: Normalizer::new(), dehy: Vec::new(), pat: Vec::new() },
-            |scratch, c| match_case(b, &norm_phrases, c, scratch),
-        )
-        .collect::<Result<Vec<_>>>()?;
+    let mut run = if run_wide { Some(RunIndex::from_normalized_avoiding(&norm_phrases, &text_sample(b.chunk_texts))?) } else { None };
+    let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
+    // Cases from here on are matched without probing the run-wide index.
+    let mut probed_until = n_cases;
+    let mut start = 0;
+    while start < n_cases {
+        let probing = run.is_some() && probed_until == n_cases;
+        let end = if probing { (start + run_batch(start)).min(n_cases) } else { n_cases };
+        let index = if probing { run.as_ref() } else { None };
+        let batch = (start..end)
+            .into_par_iter()
+            .with_min_len(16)
+            .map_init(
+                || Scratch { norm: Normalizer::new(), dehy: Vec::new(), pat: Vec::new() },
+                |scratch, c| match_case(b, &norm_phrases, c, scratch, index),
+            )
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(r) = run.as_mut() {
+            if probing {
+                let work: usize = batch.iter().map(|o| o.probe_work).sum();
+                let bytes: usize = batch.iter().map(|o| o.probe_bytes).sum();
+                if work.saturating_mul(bytes_per_work) > bytes {
+                    probed_until = end;
+                }
+                r.refresh();
+            } else {
+                mark_found_in_own_case(r, b.phrase_offsets, start, &batch);
+            }
+        }
+        per_case.extend(batch);
+        start = end;
+    }
+    if let Some(r) = run.as_mut() {
+        if probed_until < n_cases && !r.all_found() {
+            r.refill();
+            scan_texts(r, b.chunk_texts, b.chunk_offsets[probed_until]..b.chunk_texts.len());
+        }
+    }
 
     let n_chunks = b.chunk_texts.len();
     let mut res = EvidenceResult {
@@ -250,37 +321,59 @@ pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wi
         res.phrase_empty.extend(o.phrase_empty);
         res.file_first_rank.extend(o.file_first_rank);
     }
-    if run_wide {
-        res.phrase_in_run = phrases_in_run(&norm_phrases, &res.phrase_any_rank, b.chunk_texts)?;
+    if let Some(r) = run {
+        res.phrase_in_run = r.phrases_found();
     }
     Ok(res)
 }
 
-/// Per phrase, does some chunk of the batch contain it? A phrase found in its own
-/// case's chunks (`any_rank > 0`) does, and so does every phrase normalising to
-/// the same text. Only the rest, usually a few annotation slips, are searched for
-/// in all `texts`: a small index, and a pass that ends once all are found. (One
-/// index over all phrases, probed while matching, cost 15x the matching itself
-/// when the phrases share the texts' vocabulary.)
-fn phrases_in_run<S: Strings + ?Sized>(norm_phrases: &[String], any_rank: &[u32], texts: &S) -> Result<Vec<bool>> {
-    let seen: HashSet<&str> = norm_phrases.iter().zip(any_rank).filter(|(_, &r)| r > 0).map(|(p, _)| p.as_str()).collect();
-    let mut pending: Vec<&str> =
-        norm_phrases.iter().map(String::as_str).filter(|p| !p.is_empty() && !seen.contains(p)).collect();
-    pending.sort_unstable();
-    pending.dedup();
-    let mut found_later: HashSet<&str> = HashSet::new();
-    if !pending.is_empty() {
-        let index = RunIndex::from_normalized(&pending)?;
-        scan_texts(&index, texts);
-        found_later.extend(pending.iter().zip(index.phrases_found()).filter(|(_, f)| *f).map(|(p, _)| *p));
-    }
-    Ok(norm_phrases.iter().map(|p| !p.is_empty() && (seen.contains(p.as_str()) || found_later.contains(p.as_str()))).collect())
+/// Probing the run-wide index is given up when a batch of cases costs more than
+/// one unit of [`RunIndex::scan`]'s work (a window lookup or a phrase
+/// comparison, a few times the cost of normalising a byte) per this many
+/// normalised bytes: it would then cost about as much as normalising the
+/// texts again.
+pub(super) const PROBE_BYTES_PER_WORK: usize = 4;
+
+/// A few texts spread over the batch, normalised: the windows the run-wide
+/// index should not choose (frequent words).
+fn text_sample<S: Strings + ?Sized>(texts: &S) -> Vec<Vec<u8>> {
+    const SAMPLE: usize = 256;
+    let n = texts.len();
+    let mut norm = Normalizer::new();
+    (0..SAMPLE.min(n))
+        .map(|j| {
+            norm.run(texts.get(j * n / SAMPLE.min(n)));
+            norm.out.clone()
+        })
+        .collect()
 }
 
-/// Probe `index` with every text, normalised (and once more without soft hyphens
+/// Mark in `run` the phrases of cases `first..` (`outs`, matched without
+/// probing) found in their own case's chunks.
+fn mark_found_in_own_case(run: &RunIndex, phrase_offsets: &[usize], first: usize, outs: &[CaseOut]) {
+    for (c, o) in (first..).zip(outs) {
+        for (i, &rank) in (phrase_offsets[c]..phrase_offsets[c + 1]).zip(&o.phrase_any_rank) {
+            if rank > 0 {
+                run.mark_found(i);
+            }
+        }
+    }
+}
+
+/// Cases matched before the run-wide index is next refreshed, `done` cases
+/// into the batch: small batches first, where most phrases a run shares are
+/// found, then growing by half so that the number of batches stays logarithmic.
+fn run_batch(done: usize) -> usize {
+    (done / 2).clamp(RUN_BATCH_MIN, 1 << 14)
+}
+
+/// The first batches of cases between refreshes of the run-wide index.
+pub(super) const RUN_BATCH_MIN: usize = 256;
+
+/// Probe `index` with the texts `range`, normalised (and once more without soft hyphens
 /// when it has some), in parallel; texts left once every phrase is found are skipped.
-fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T) {
-    (0..texts.len()).into_par_iter().with_min_len(64).for_each_init(
+fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T, range: std::ops::Range<usize>) {
+    range.into_par_iter().with_min_len(64).for_each_init(
         || (Normalizer::new(), Vec::new()),
         |(norm, dehy), i| {
             if index.all_found() {
@@ -303,6 +396,6 @@ fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T) {
 pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, texts: &T) -> Result<Vec<bool>> {
     let norms: Vec<String> = (0..phrases.len()).map(|i| normalize(phrases.get(i))).collect();
     let index = RunIndex::from_normalized(&norms)?;
-    scan_texts(&index, texts);
+    scan_texts(&index, texts, 0..texts.len());
     Ok(index.phrases_found())
 }

@@ -5,6 +5,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::FxHashSet;
 
 use crate::error::{Error, Result};
 
@@ -24,8 +25,10 @@ use crate::error::{Error, Result};
 /// phrase indexes 4 or 8 consecutive windows, one of which starts at a probed
 /// position wherever the phrase occurs. The windows of a phrase are chosen
 /// among its offsets as those shared with the fewest other phrases. Phrases shorter than 4 bytes (rare) go through
-/// an Aho-Corasick automaton. Phrases already found are skipped, and a text
-/// is not scanned at all once every phrase has been found.
+/// an Aho-Corasick automaton. Phrases already found are skipped, a text
+/// is not scanned at all once every phrase has been found, and
+/// [`RunIndex::refresh`], called between batches of texts, drops the windows
+/// of found phrases from the filters.
 pub struct RunIndex {
     data: Vec<u8>,
     starts: Vec<usize>,
@@ -43,6 +46,8 @@ pub struct RunIndex {
     w8: Window,
     w4: Window,
     short: Option<(AhoCorasick, Vec<u32>)>,
+    /// Phrases found when the filters were last filled (see [`RunIndex::refresh`]).
+    found_at_fill: usize,
     /// Pattern `id`'s window keys are `keys[key_starts[id]..key_starts[id + 1]]`.
     keys: Vec<u64>,
     key_starts: Vec<usize>,
@@ -88,6 +93,10 @@ impl Hasher for KeyHasher {
     }
 }
 
+/// What a window seen in the sample of texts counts for, against one phrase
+/// per window shared (see [`RunIndex::from_normalized_avoiding`]).
+const COMMON_COST: usize = 1 << 16;
+
 const WINDOW_SEED: u64 = 0x51_7C_C1_B7_27_22_0A_95;
 
 impl Window {
@@ -111,13 +120,19 @@ impl Window {
 
     /// Index `stride` consecutive windows of `pat`, the run of them shared
     /// with the fewest phrases so far (needs `pat.len() >= width + stride - 1`).
-    fn add(&mut self, pat: &[u8], id: u32, keys: &mut Vec<u64>) {
+    fn add(&mut self, pat: &[u8], id: u32, keys: &mut Vec<u64>, common: &FxHashSet<u64>) {
         let last = pat.len() - self.width + 1 - self.stride;
         let step = (last / 15).max(1);
         let mut best = (usize::MAX, 0usize);
         let mut first = 0;
         loop {
-            let used: usize = (first..first + self.stride).map(|o| self.cands.get(&self.key(pat, o)).map_or(0, |c| c.list.len())).sum();
+            // A window seen in the sample of texts would be probed everywhere: worse than any sharing.
+            let used: usize = (first..first + self.stride)
+                .map(|o| {
+                    let k = self.key(pat, o);
+                    self.cands.get(&k).map_or(0, |c| c.list.len()) + if common.contains(&k) { COMMON_COST } else { 0 }
+                })
+                .sum();
             if used < best.0 {
                 best = (used, first);
                 if used == 0 {
@@ -136,19 +151,28 @@ impl Window {
         }
     }
 
-    /// Size the Bloom filter (about 32 bits per window, at most 2^24 bits) and fill it.
+    /// Count every window's phrases as not found, and fill the Bloom filter.
     fn finish(&mut self) {
-        if self.cands.is_empty() {
-            return;
-        }
-        let words = (self.cands.len() / 2).next_power_of_two().clamp(1024, 1 << 18);
-        self.shift = 64 - words.trailing_zeros();
-        self.bits = vec![0u64; words];
         for c in self.cands.values_mut() {
             *c.live.get_mut() = c.list.len() as u32;
         }
-        let keys: Vec<u64> = self.cands.keys().copied().collect();
-        for k in keys {
+        self.fill_filter();
+    }
+
+    /// Size the Bloom filter for the windows that still have a phrase not found
+    /// (about 32 bits per window, at most 2^24 bits) and fill it; no filter (the
+    /// window is not probed at all) once every phrase behind it is found.
+    fn fill_filter(&mut self) {
+        let live: Vec<u64> = self.cands.iter().filter(|(_, c)| c.live.load(Ordering::Relaxed) > 0).map(|(k, _)| *k).collect();
+        if live.is_empty() {
+            self.bits = Vec::new();
+            self.shift = 64;
+            return;
+        }
+        let words = (live.len() / 2).next_power_of_two().clamp(1024, 1 << 18);
+        self.shift = 64 - words.trailing_zeros();
+        self.bits = vec![0u64; words];
+        for k in live {
             let (w, m) = self.slot(k);
             self.bits[w] |= m;
         }
@@ -177,6 +201,24 @@ fn prefetch(bits: &[u64], i: usize) {
 impl RunIndex {
     /// Index `phrases`, each already through [`normalize`].
     pub fn from_normalized<S: AsRef<str>>(phrases: &[S]) -> Result<Self> {
+        Self::from_normalized_avoiding(phrases, &[] as &[&[u8]])
+    }
+
+    /// [`RunIndex::from_normalized`], choosing each phrase's windows among
+    /// those absent from `sample` (a few normalised texts of the run) where it
+    /// can: a window frequent in the texts (a common word) passes the filter
+    /// wherever it occurs, for as long as its phrase is not found.
+    pub fn from_normalized_avoiding<S: AsRef<str>, T: AsRef<[u8]>>(phrases: &[S], sample: &[T]) -> Result<Self> {
+        let mut common: FxHashSet<u64> = FxHashSet::default();
+        for t in sample {
+            let t = t.as_ref();
+            for i in 0..t.len().saturating_sub(3) {
+                common.insert(u32::from_le_bytes(t[i..i + 4].try_into().expect("4 bytes")) as u64);
+                if i + 8 <= t.len() {
+                    common.insert(u64::from_le_bytes(t[i..i + 8].try_into().expect("8 bytes")));
+                }
+            }
+        }
         let mut ids: HashMap<&[u8], u32> = HashMap::with_capacity(phrases.len());
         let mut data = Vec::new();
         let mut starts = vec![0usize];
@@ -209,15 +251,15 @@ impl RunIndex {
         for id in 0..n {
             let pat = &data[starts[id]..starts[id + 1]];
             if pat.len() >= 19 {
-                w8s8.add(pat, id as u32, &mut keys);
+                w8s8.add(pat, id as u32, &mut keys, &common);
             } else if pat.len() >= 15 {
-                w8s4.add(pat, id as u32, &mut keys);
+                w8s4.add(pat, id as u32, &mut keys, &common);
             } else if pat.len() >= 13 {
-                w8s2.add(pat, id as u32, &mut keys);
+                w8s2.add(pat, id as u32, &mut keys, &common);
             } else if pat.len() >= 8 {
-                w8.add(pat, id as u32, &mut keys);
+                w8.add(pat, id as u32, &mut keys, &common);
             } else if pat.len() >= 4 {
-                w4.add(pat, id as u32, &mut keys);
+                w4.add(pat, id as u32, &mut keys, &common);
             } else {
                 short_pats.push(pat);
                 short_ids.push(id as u32);
@@ -249,6 +291,7 @@ impl RunIndex {
             w8,
             w4,
             short,
+            found_at_fill: 0,
             keys,
             key_starts,
             phrase_ids,
@@ -280,29 +323,68 @@ impl RunIndex {
         }
     }
 
+    /// Between scans (no scan may run meanwhile, hence `&mut`): when many
+    /// phrases were found since the filters were last filled, fill them again
+    /// with the windows of the phrases still to find. Windows of found phrases
+    /// otherwise keep passing the filter and cost a lookup each; where the
+    /// phrases share the texts' vocabulary, that is most text positions.
+    pub fn refresh(&mut self) {
+        let found = self.found.len() - self.remaining.load(Ordering::Relaxed);
+        let left_at_fill = self.found.len() - self.found_at_fill;
+        if found - self.found_at_fill < (left_at_fill / 8).max(1) {
+            return;
+        }
+        self.refill();
+    }
+
+    /// Fill the filters again with the windows of the phrases still to find.
+    pub fn refill(&mut self) {
+        self.found_at_fill = self.found.len() - self.remaining.load(Ordering::Relaxed);
+        for w in [&mut self.w8s8, &mut self.w8s4, &mut self.w8s2, &mut self.w8, &mut self.w4] {
+            if !w.bits.is_empty() {
+                w.fill_filter();
+            }
+        }
+    }
+
     /// Every phrase has been found: further texts cannot change the answer.
     pub fn all_found(&self) -> bool {
         self.remaining.load(Ordering::Relaxed) == 0
     }
 
-    /// Record the phrases occurring in `text` (a normalised text).
-    pub fn scan(&self, text: &[u8]) {
-        if self.remaining.load(Ordering::Relaxed) == 0 {
-            return;
+    /// Record input phrase `i` (an index into the phrases given to
+    /// [`RunIndex::from_normalized`]) as found, e.g. because its own case's
+    /// chunks contain it.
+    pub fn mark_found(&self, i: usize) {
+        let id = self.phrase_ids[i];
+        if id != u32::MAX {
+            self.mark(id);
         }
+    }
+
+    /// Record the phrases occurring in `text` (a normalised text). Returns the
+    /// work beyond the filter tests: window lookups plus phrase comparisons
+    /// (how a caller tells when probing costs more than it saves).
+    pub fn scan(&self, text: &[u8]) -> usize {
+        if self.remaining.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        let mut work = 0;
         for w in [&self.w8s8, &self.w8s4, &self.w8s2, &self.w8] {
             if !w.bits.is_empty() {
-                self.scan_windows::<8>(w, text);
+                work += self.scan_windows::<8>(w, text);
             }
         }
         if !self.w4.bits.is_empty() {
-            self.scan_windows::<4>(&self.w4, text);
+            work += self.scan_windows::<4>(&self.w4, text);
         }
         if let Some((ac, ids)) = &self.short {
             for m in ac.find_overlapping_iter(text) {
+                work += 1;
                 self.mark(ids[m.pattern().as_usize()]);
             }
         }
+        work
     }
 
     /// Test the window at every probed position of `text` against the Bloom
@@ -310,11 +392,12 @@ impl RunIndex {
     /// blocks: hash all and prefetch their filter words, then test them, so
     /// that the cache misses of a large filter overlap instead of queueing.
     #[inline(always)]
-    fn scan_windows<const W: usize>(&self, w: &Window, text: &[u8]) {
+    fn scan_windows<const W: usize>(&self, w: &Window, text: &[u8]) -> usize {
         const BLOCK: usize = 32;
         if text.len() < W {
-            return;
+            return 0;
         }
+        let mut work = 0;
         let bits = w.bits.as_slice();
         let shift = w.shift;
         let stride = w.stride;
@@ -344,29 +427,33 @@ impl RunIndex {
                 let m = (1u64 << ((h >> 26) & 63)) | (1u64 << ((h >> 32) & 63));
                 if word & m == m {
                     let at = i + j * stride;
-                    self.verify(w, key(at), at, text);
+                    work += self.verify(w, key(at), at, text);
                 }
             }
             i += count * stride;
         }
+        work
     }
 
     #[cold]
     #[inline(never)]
-    fn verify(&self, w: &Window, k: u64, i: usize, text: &[u8]) {
-        let Some(cands) = w.cands.get(&k) else { return };
+    fn verify(&self, w: &Window, k: u64, i: usize, text: &[u8]) -> usize {
+        let Some(cands) = w.cands.get(&k) else { return 1 };
         if cands.live.load(Ordering::Relaxed) == 0 {
-            return;
+            return 1;
         }
+        let mut work = 1;
         for &(id, off) in &cands.list {
             let off = off as usize;
             if i < off || self.found[id as usize].load(Ordering::Relaxed) {
                 continue;
             }
+            work += 1;
             if text[i - off..].starts_with(self.pattern(id)) {
                 self.mark(id);
             }
         }
+        work
     }
 
     /// Per input phrase: found in at least one scanned text (false for phrases

@@ -248,6 +248,70 @@ fn run_index_agrees_with_naive_search() {
 }
 
 #[test]
+fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
+    // Enough cases for several batches between refreshes of the run index;
+    // phrases of every length class drawn from the texts' own small vocabulary
+    // (most found early, so the refresh drops them), plus phrases found only in
+    // late cases, phrases of cases without chunks, and phrases found nowhere.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let words = ["ab", "rag", "模型", "retrieval", "chunk", "大", "evidence", "x-\ny"];
+    let n_cases = 2 * batch::RUN_BATCH_MIN + 300;
+    let mut chunk_texts = Vec::new();
+    let mut chunk_offsets = vec![0usize];
+    let mut phrases = Vec::new();
+    let mut phrase_offsets = vec![0usize];
+    for c in 0..n_cases {
+        let n_chunks = if c % 97 == 5 { 0 } else { 1 + (next() % 4) as usize };
+        for _ in 0..n_chunks {
+            let n_words = (next() % 12) as usize;
+            let mut t: String = (0..n_words).map(|_| words[(next() % words.len() as u64) as usize]).collect::<Vec<_>>().join(" ");
+            if c > n_cases - 50 && next() % 3 == 0 {
+                t.push_str(&format!(" late{}phrase", c % 7));
+            }
+            chunk_texts.push(t);
+        }
+        chunk_offsets.push(chunk_texts.len());
+        for _ in 0..(next() % 3) {
+            let n_words = 1 + (next() % 3) as usize;
+            phrases.push((0..n_words).map(|_| words[(next() % words.len() as u64) as usize]).collect::<Vec<_>>().join(""));
+        }
+        phrases.push(match c % 5 {
+            0 => format!("Late{}Phrase", c % 7),
+            1 => format!("nowhere{c}"),
+            _ => String::new(),
+        });
+        phrase_offsets.push(phrases.len());
+    }
+    let chunk_files = vec![String::from("f"); chunk_texts.len()];
+    let empty: Vec<String> = vec![];
+    let b = EvidenceBatch {
+        file_offsets: &vec![0; n_cases + 1],
+        expected_files: &empty,
+        phrase_offsets: &phrase_offsets,
+        phrases: &phrases,
+        chunk_offsets: &chunk_offsets,
+        chunk_files: &chunk_files,
+        chunk_texts: &chunk_texts,
+    };
+    let everywhere = phrases_in_texts(&phrases, &chunk_texts).unwrap();
+    assert!(everywhere.iter().any(|&f| f) && everywhere.iter().any(|&f| !f));
+    let plain = match_evidence(&b).unwrap();
+    // Probing throughout (limit 0), the default limit, and probing given up
+    // after the first batch (limit MAX: the second pass over the later cases).
+    for limit in [0, batch::PROBE_BYTES_PER_WORK, usize::MAX] {
+        let wide = batch::match_probing(&b, true, limit).unwrap();
+        assert_eq!(wide.phrase_in_run, everywhere, "limit {limit}");
+        assert_eq!(EvidenceResult { phrase_in_run: Vec::new(), ..wide }, plain, "limit {limit}");
+    }
+}
+
+#[test]
 fn bulk_normalisation_matches_char_by_char() {
     // Long ASCII/CJK runs with hyphens and breaks across the bulk pieces.
     for s in ["Retrie-\nval  AND  Aug-  \r\n  mented", "abc-\n-\ndef", "-\nx", "大模型-\n大 模 型", "a -\nb", "x-\n", "ABCDEFGHIJKLMNOP-\nQRSTUVWXYZ 0123456789\t"] {
