@@ -375,3 +375,22 @@ def test_text_files_in_other_shapes_get_one_line(tmp_path, first_line, shape):
     with pytest.raises(InputError) as info:
         load_golden(path)
     assert str(info.value) == f"{path}: {shape}; golden sets are JSON Lines (one object per line), see README#formats"
+
+
+def test_a_table_with_run_columns_is_validated_by_columns_with_the_same_result():
+    """A Polars/Arrow table whose ``retrieved`` is a list of structs (a Parquet file's or a Ray batch's
+    columns) takes the column path, not one Python dict per row; the run is the same as from the records."""
+    records = [
+        {"id": "a", "retrieved": [{"file": "f.md", "chunk_id": "1", "text": "alpha", "score": 0.5}],
+         "answer": "x", "latency_ms": 12.0},
+        {"id": "b", "retrieved": [{"file": None, "chunk_id": None, "text": "beta", "score": None},
+                                  {"file": "g.md", "chunk_id": "2", "text": "gamma", "score": 0.1}]},
+        {"id": "c", "retrieved": []},
+    ]
+    from_records = load_run(records)
+    from_table = load_run(pl.DataFrame(records))
+    assert from_table.equals(from_records)
+    assert from_table["line"].null_count() == from_table.height  # in-memory input has no lines
+    bad = pl.DataFrame(records).with_columns(pl.Series("id", ["a", "a", "c"]))
+    with pytest.raises(InputError, match=r"row 2: duplicate id 'a' \(first at row 1\)"):
+        load_run(bad)

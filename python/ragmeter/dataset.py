@@ -1005,7 +1005,21 @@ def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
         df = _read_parquet(path)
     except Exception as exc:  # polars raises several types for unreadable files
         raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
-    where = str(path)
+    return _run_from_columns(df, str(path), problems)
+
+
+def _columnar_run(source: Any) -> bool:
+    """An in-memory table that is already a run's columns (an ``id`` and a ``retrieved`` list of structs or
+    strings, as from Parquet or an Arrow batch): validated column by column like a Parquet file, not per row."""
+    if not isinstance(source, pl.DataFrame) or "id" not in source.columns or "retrieved" not in source.columns:
+        return False
+    dtype = source.schema["retrieved"]
+    return isinstance(dtype, pl.List) and (isinstance(dtype.inner, pl.Struct) or dtype.inner == pl.String)
+
+
+def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems) -> pl.DataFrame:
+    """Validate and convert a run's columns (a Parquet file's, or an in-memory table's) without per-row Python;
+    problems are reported as ``where: row N``."""
     schema = df.schema
 
     def at_rows(rows: List[int], message: str) -> None:
@@ -1150,6 +1164,9 @@ def load_run(source: Source, *, name: str = "run") -> pl.DataFrame:
     problems = _Problems(label)
     if _is_path(source) and _is_parquet(Path(source)):
         return _run_from_parquet(Path(source), problems)
+    if _columnar_run(source):
+        # in-memory input has no file lines (see the docstring)
+        return _run_from_columns(source, label, problems).with_columns(pl.lit(None, dtype=pl.Int64).alias("line"))
     records = _records(source, name, problems, "run files")
     _check_not_wrapped(records, source, _RETRIEVED_NAMES, "run files")
     _check_not_swapped(records, label, _RETRIEVED_NAMES, (*_QUESTION_NAMES, *_GOLDEN_ALIASES["expected_evidence"][:2]), "a golden set")
