@@ -24,13 +24,16 @@ benches/judge_policies.py:
   beyond, AWS's constant, so a deep cut is not slow to undo). The regrown rate never exceeds twice the
   measured sending rate (no credit piles up while the client is idle) nor the user's ``--rpm``.
 * Cuts must lower the throttled share. Under a limit ``L`` that depends on the load, the share at rate ``r`` is
-  ``1 - L/r``: from the fastest probe ``(r0, s0)`` of a series of cuts, a probe at a lower ``r`` should show ``max(0, 1 - (1 - s0) r0 / r)``.
-  A share nearer ``s0`` than that says the throttles do not depend on the load (a provider refusing a share
-  of requests at any rate): the series of cuts is undone and the share learnt as noise. From then on the rate
-  is only cut when the recent share rises clearly above the noise.
-* A floor: a cut never takes the rate below ``floor`` (0.75) times the best pass rate a probe measured, so a run of unlucky throttles cannot collapse the rate.
+  ``1 - L/r``: from the fastest probe ``(r0, s0)`` of a series of cuts, the probes at ``r <= 0.8 r0`` should
+  show ``max(0, 1 - (1 - s0) r0 / r)``. A share clearly above that (pooled over the slower probes, 16 sends
+  at least, by 0.06 or two standard errors) says the throttles do not depend on the load (a provider
+  refusing a share of requests at any rate): the series of cuts is undone and the share learnt as noise. From
+  then on the rate is only cut when the recent share rises clearly above the noise.
+* A floor: a cut never takes the rate below ``floor`` (0.6) times the best pass rate measured by a probe
+  throttled more than once (saturated), so a run of unlucky throttles cannot collapse the rate; low enough
+  that a pass rate inflated by what is left of a server's burst does not pin the rate above the limit.
 * One cut per probe: only a throttle of a request sent after the last cut, once ``round`` (0.1 s) and
-  ``probe_sends`` (6) sends have passed since it, can cut again (the ones already in flight answer for the
+  ``probe_sends`` (10) sends have passed since it, can cut again (the ones already in flight answer for the
   old rate).
 * A throttle's Retry-After is honoured in full by the request that got it (the retry layer waits) and, when
   the throttle cuts the rate, briefly (at most ``hold`` seconds) by the other requests: not a global pause.
@@ -61,8 +64,8 @@ def is_throttle(status: Optional[int], retry_after: Optional[float]) -> bool:
 class RateController:
     def __init__(self, concurrency: int = 8, *, ceiling_rps: Optional[float] = None,
                  clock: Callable[[], float] = time.monotonic, beta: float = 0.7, soft_beta: float = 0.9,
-                 recovery: float = 2.0, min_rate: float = 0.5, hold: float = 0.1, floor: float = 0.75,
-                 latency_tolerance: float = 2.0, round: float = 0.1, probe_sends: int = 6) -> None:
+                 recovery: float = 2.0, min_rate: float = 0.5, hold: float = 0.1, floor: float = 0.6,
+                 latency_tolerance: float = 2.0, round: float = 0.1, probe_sends: int = 10) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.clock = clock
@@ -81,11 +84,14 @@ class RateController:
         self._curve_start = -math.inf          #: origin of the cubic regrowth
         self._next_send = -math.inf            #: virtual schedule of the bucket (time the next token is due)
         self._sends: Deque[float] = deque()    #: send times of the last second
+        self._throttled_at: Deque[float] = deque()  #: send times of the throttled requests of the last second
         # the probe: requests sent since the last cut, and how many of them were throttled
         self._probe_sends = 0
         self._probe_throttled = 0
+        self._probe_start: Optional[float] = None  #: the first send after the cut (the others were held)
+        self._probe_ripe: Optional[int] = None  #: sends when the probe was long enough to end at a throttle
         self._ref: Optional[Tuple[float, float]] = None  #: (send rate, share) of the series' fastest probe
-        self._slow = [0, 0, 0.0]               #: sends, throttled and seconds of the probes slower than it
+        self._slow = [0, 0, 0.0, 0]               #: sends until ripe, throttled, seconds, sends of the probes slower than it
         self._best_passed = 0.0                #: the best pass rate a probe measured (reset by noise only)
         self._rate_before_cuts: Optional[float] = None  #: the rate before the first cut of the series
         self._in_series = False
@@ -126,6 +132,11 @@ class RateController:
         sends = self._sends
         sends.append(now)
         self._probe_sends += 1
+        if self._probe_start is None:
+            self._probe_start = now
+        if (self._probe_ripe is None and self._probe_sends >= self.probe_sends
+                and now - self._last_cut >= self.round):
+            self._probe_ripe = self._probe_sends
         while sends[0] < now - 1.0:
             sends.popleft()
         return now
@@ -172,6 +183,9 @@ class RateController:
         """A throttle of the request sent at ``sent_at``; seconds every other request should hold (0: none)."""
         now = self.clock() if now is None else now
         self.throttled += 1
+        self._throttled_at.append(sent_at)
+        while self._throttled_at[0] < now - 1.0:
+            self._throttled_at.popleft()
         self._recent.append(True)
         self._quiet = 0
         if sent_at >= self._last_cut:
@@ -182,25 +196,31 @@ class RateController:
             if not self._over_noise() or (self._lat_ewma is None and len(self._sends) < self.probe_sends):
                 return 0.0  # (a throttle of the very first requests says nothing about the pace to cut from)
             return self._first_cut(now, retry_after)
-        span = now - self._last_cut
-        if span < self.round or self._probe_sends < self.probe_sends or not self._over_noise():
+        if now - self._last_cut < self.round or self._probe_sends < self.probe_sends or not self._over_noise():
             return 0.0
+        ripe = self._probe_ripe or self._probe_sends
+        # the probe's sends are paced at 1/rate from its first: count that first interval too
+        span = max(1e-3, now - (self._probe_start or self._last_cut) + 1.0 / max(self.rate, self.min_rate))
         rate_now = self.current_rate(now) or self.min_rate
         if not self._in_series:  # a new series of cuts, from a bucket regrown since the last one
             self._in_series, self._rate_before_cuts, self._ref = True, rate_now, None
         probe_rate = self._probe_sends / span
-        share = min(1.0, self._probe_throttled / self._probe_sends)
+        # the probe ends at the first throttle once it is long enough (this one): the share is that of the sends
+        # until then, without this throttle (what follows is throttle-free by construction)
+        share = min(1.0, (self._probe_throttled - 1) / ripe)
         passed = max(0.0, (self._probe_sends - self._probe_throttled) / span)
-        if self._is_noise(probe_rate, span):
-            self._undo(self._slow[1] / self._slow[0], now)
+        if self._is_noise(probe_rate, span, ripe):
+            self._undo(self._slow[1] / max(1, self._slow[0]), now)
             return 0.0
         if self._ref is None or probe_rate >= self._ref[0]:
             self._ref = (probe_rate, share)  # the fastest probe of the series: what slower ones are tested against
-            self._slow = [0, 0, 0.0]
-        self._best_passed = max(self._best_passed, passed)
-        # a probe that sent below the bucket's rate (the work running out, a slow start) passed less than the
-        # limit: the share refused, applied to the rate, is then the better estimate
-        estimate = min(rate_now, max(passed, (1.0 - share) * rate_now))
+            self._slow = [0, 0, 0.0, 0]
+        if self._probe_throttled >= 2:  # saturated (throttled before the end): its pass rate is the limit's
+            self._best_passed = max(self._best_passed, passed)
+        if span > 1.0:  # a long probe spans the regrowth: the last second is the one that reached the limit
+            recent = self.measured_rate(now) - sum(1 for t in self._throttled_at if t >= now - 1.0)
+            passed = max(passed, recent)
+        estimate = min(rate_now, passed) if passed > 0 else rate_now
         self.limit_estimate = estimate
         low = max(self.soft_beta * estimate, self.floor * self._best_passed, self.min_rate)
         return self._cut(now, min(estimate, rate_now), min(low, rate_now), retry_after)
@@ -220,7 +240,7 @@ class RateController:
         self._rate_before_cuts = math.inf
         self._in_series = True
         self._ref = None  # what the client sent before: a server's burst may have hidden the limit
-        self._slow = [0, 0, 0.0]
+        self._slow = [0, 0, 0.0, 0]
         return self._cut(now, base, max(self.min_rate, self.beta * base), retry_after)
 
     def _cut(self, now: float, back_to: float, low: float, retry_after: Optional[float]) -> float:
@@ -231,30 +251,32 @@ class RateController:
         self.min_seen = low if self.min_seen is None else min(self.min_seen, low)
         self._last_cut = self._curve_start = now
         self._probe_sends = self._probe_throttled = 0
+        self._probe_start = self._probe_ripe = None
         self.cuts += 1
         hold = min(retry_after or 0.0, self.hold)
         self._next_send = max(self._next_send, now + max(hold, 1.0 / low))
         self.held_s += hold
         return hold
 
-    def _is_noise(self, rate: float, span: float) -> bool:
-        """Whether the probes sent clearly slower than the fastest one of the series show about its share, where
-        a limit that depends on the load would have shown a clearly lower one. The slower probes are pooled
-        (12 sends at least) so that one lucky probe does not decide."""
+    def _is_noise(self, rate: float, span: float, ripe: int) -> bool:
+        """Whether the probes sent clearly slower than the fastest one of the series are throttled clearly more
+        often than a limit that depends on the load allows. The slower probes are pooled (16 sends at least) so
+        that one unlucky probe does not decide."""
         if self._ref is None:
             return False
         r0, s0 = self._ref
-        if rate > 0.9 * r0:
+        if rate > 0.8 * r0:
             return False
         slow = self._slow
-        slow[0] += self._probe_sends
-        slow[1] += self._probe_throttled
+        slow[0] += ripe
+        slow[1] += self._probe_throttled - 1
         slow[2] += span
-        if slow[0] < 12:
+        slow[3] += self._probe_sends
+        if slow[0] < 16:
             return False
-        share, rate = slow[1] / slow[0], slow[0] / slow[2]
+        share, rate = slow[1] / slow[0], slow[3] / slow[2]
         expected = max(0.0, 1.0 - (1.0 - s0) * r0 / max(rate, 1e-9))
-        return s0 - expected >= 0.08 and share >= (s0 + expected) / 2.0
+        return share >= expected + max(0.06, 2.0 * math.sqrt(0.09 / slow[0]))
 
     def _over_noise(self) -> bool:
         """Whether the recent throttled share is clearly above the share learnt as noise (always, with none)."""
@@ -264,13 +286,13 @@ class RateController:
         noise = max(self.noise, min(0.9, self.throttled / max(1, self._answers + self.throttled)))
         n = len(self._recent)
         share = sum(self._recent) / n if n else 0.0
-        margin = max(0.15, 3.0 * math.sqrt(noise * (1.0 - noise) / max(n, 1)))
+        margin = max(0.2, 4.0 * math.sqrt(noise * (1.0 - noise) / max(n, 1)))
         return share > noise + margin
 
     def _end_series(self) -> None:
         self._in_series = False
         self._ref = None
-        self._slow = [0, 0, 0.0]
+        self._slow = [0, 0, 0.0, 0]
         self._rate_before_cuts = None
 
     def _undo(self, share: float, now: float) -> None:
