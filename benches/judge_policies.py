@@ -252,15 +252,16 @@ def report(out: dict, args: argparse.Namespace, cpu_runs: Optional[dict] = None)
                      f"{share:.1%} of requests answered 429 (target <= 5%: "
                      f"{'holds' if share <= 0.05 else 'does NOT hold'}).")
     if cpu_runs:
-        lines += ["", f"Client CPU at --rpm 600 with the progress bar on (stderr on a pseudo-terminal; {args.cpu_calls} "
-                      "calls, concurrency 8, SQLite cache; process time of the client, imports excluded):", "",
+        lines += ["", "Client CPU at --rpm 600 with the progress bar on (stderr on a pseudo-terminal; "
+                      f"{args.cpu_calls} calls, concurrency 8, SQLite cache; process time of the client, imports "
+                      "excluded):", "",
                   "| policy | ms CPU per call | wall s | load avg before |", "|---|---|---|---|"]
         for policy, rs in cpu_runs.items():
             lines.append(f"| {policy} | {_spread([r['ms_per_call'] for r in rs], '{:.3f}')} | "
                          f"{_spread([r['wall'] for r in rs], '{:.1f}')} | {'; '.join(r['load'] for r in rs)} |")
         worst_cpu = max(r["ms_per_call"] for r in cpu_runs.get("adaptive", cpu_runs.get("fixed", [])))
-        lines += ["", f"- client CPU at 600 requests/min, progress bar on, adaptive, worst run: {worst_cpu:.3f} ms per call "
-                      f"(target <= 1 ms: {'holds' if worst_cpu <= 1.0 else 'does NOT hold'})."]
+        lines += ["", "- client CPU at 600 requests/min, progress bar on, adaptive, worst run: "
+                      f"{worst_cpu:.3f} ms per call (target <= 1 ms: {'holds' if worst_cpu <= 1.0 else 'does NOT hold'})."]
     return "\n".join(lines)
 
 

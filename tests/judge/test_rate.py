@@ -256,3 +256,20 @@ def test_progress_line_and_summary_name_the_rate(server):
     assert Limits(4, control="fixed").summary()["policy"] == "fixed"
     with pytest.raises(ValueError):
         Limits(4, control="bogus")
+
+
+@pytest.mark.parametrize("control", ["adaptive", "fixed"])
+def test_cli_rate_control_flag_reaches_judge_summary(tmp_path, server, api_key, control):
+    import json
+
+    from test_cli import cli, write_cases
+
+    server.random_429 = 0.3
+    cases = write_cases(tmp_path / "cases.jsonl", 8)
+    p = cli(tmp_path, server, "--cases", str(cases), "--metrics", "correctness", "--rate-control", control,
+            key=api_key)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    rate = json.loads((tmp_path / "out" / "judge_summary.json").read_text(encoding="utf-8"))["rate"]
+    assert rate["policy"] == control and rate["throttled"] == server.throttled > 0
+    assert ("pauses" in rate) == (control == "fixed")

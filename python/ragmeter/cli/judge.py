@@ -243,7 +243,8 @@ def build_config(args: argparse.Namespace) -> Any:
 
     return JudgeConfig(
         base_url=args.base_url, model=args.model, metrics=metrics, concurrency=args.concurrency, rpm=args.rpm,
-        tpm=args.tpm, rate_control=args.rate_control, max_tokens=args.max_tokens, max_retry_tokens=args.max_retry_tokens,
+        tpm=args.tpm, rate_control=args.rate_control, max_tokens=args.max_tokens,
+        max_retry_tokens=args.max_retry_tokens,
         cache=None if args.no_cache else args.cache, refresh_failed=bool(getattr(args, "refresh_failed", False)),
         budget=args.budget, dry_run=args.dry_run, prices=prices,
         embeddings_model=args.embeddings_model, embeddings_base_url=args.embeddings_base_url,

@@ -395,9 +395,9 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     ``target`` is a TOML file, ``"module:function"``, or a callable ``fn(case)`` (sync or async) that returns a run
     record; ``case`` holds ``id``, ``question``, ``category`` and ``repeat``. ``cache`` is the path of the collect
     cache (None: no cache). ``rate_control``: ``adaptive`` (learn the system's limit) or ``fixed`` (see
-    :class:`ragmeter.judge.limits.Limits`); ``concurrency`` and ``rpm`` are ceilings either way. Raises :class:`InputError` for a bad target or first response and
-    :class:`CollectStopped` when the system refuses the run; otherwise every case is in the result, collected or
-    failed.
+    :class:`ragmeter.judge.limits.Limits`); ``concurrency`` and ``rpm`` are ceilings either way. Raises
+    :class:`InputError` for a bad target or first response and :class:`CollectStopped` when the system refuses
+    the run; otherwise every case is in the result, collected or failed.
     """
     if concurrency < 1:
         raise InputError("--concurrency: must be at least 1")

@@ -91,7 +91,8 @@ class RateController:
         self._probe_start: Optional[float] = None  #: the first send after the cut (the others were held)
         self._probe_ripe: Optional[int] = None  #: sends when the probe was long enough to end at a throttle
         self._ref: Optional[Tuple[float, float]] = None  #: (send rate, share) of the series' fastest probe
-        self._slow = [0, 0, 0.0, 0]               #: sends until ripe, throttled, seconds, sends of the probes slower than it
+        #: the probes slower than it: sends until ripe, throttled, seconds, sends
+        self._slow = [0, 0, 0.0, 0]
         self._best_passed = 0.0                #: the best pass rate a probe measured (reset by noise only)
         self._rate_before_cuts: Optional[float] = None  #: the rate before the first cut of the series
         self._in_series = False

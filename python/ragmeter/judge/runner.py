@@ -579,9 +579,7 @@ async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: Pr
             progress.skipped += row["status"] == "skipped"
             progress.update(client, engine)
 
-    # a case waiting out its Retry-After holds its worker but no request slot: with 20% of requests refused
-    # for 1 s at 80/s, some 20 cases wait at any time, and twice the concurrency would leave slots idle
-    n_workers = max(1, min(len(jobs), cfg.concurrency * 4))
+    n_workers = max(1, min(len(jobs), cfg.concurrency * 2))
     tasks: List["asyncio.Task[None]"] = []
     async with client:
         with progress:
