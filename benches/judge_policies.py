@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
@@ -78,6 +79,75 @@ def one(scenario: str, policy: str, args: argparse.Namespace, tmp: str, k: int) 
             "sustained": middle_rate(seen.get("ok_times") or [])}
 
 
+def cpu_at_600(policy: str, args: argparse.Namespace, tmp: str, k: int) -> dict:
+    """Client CPU per call at --rpm 600 with the progress bar on (stderr on a pseudo-terminal, drained)."""
+    import pty
+    import threading
+
+    from ragmeter.judge import run
+
+    proc, port = start_server(args.latency)
+    master, slave = pty.openpty()
+    drain = threading.Thread(target=lambda: _drain(master), daemon=True)
+    drain.start()
+    saved = sys.stderr
+    sys.stderr = os.fdopen(slave, "w", buffering=1)
+    try:
+        t0, c0 = time.monotonic(), time.process_time()
+        result = asyncio.run(run(cases(args.cpu_calls), base_url=f"http://127.0.0.1:{port}/v1", model="m",
+                                 metrics=["correctness"], concurrency=8, rpm=600, progress=True,
+                                 cache=os.path.join(tmp, f"cpu-{policy}-{k}.sqlite"), rate_control=policy))
+        wall, cpu = time.monotonic() - t0, time.process_time() - c0
+    finally:
+        sys.stderr.close()
+        sys.stderr = saved
+        os.close(master)
+        proc.terminate()
+        proc.wait(10)
+    calls = result.summary["requests"]
+    return {"wall": wall, "cpu": cpu, "calls": calls, "ms_per_call": 1000.0 * cpu / calls}
+
+
+async def paced_floor(base_url: str, n: int, rps: float = 10.0) -> float:
+    """CPU ms per call of bare aiohttp posting a judge request at ``rps`` (no ragmeter code): at 10 calls/s
+    every send is its own event-loop wake-up and loopback round trip, which the kernel charges to the client."""
+    import json
+
+    import aiohttp
+
+    from judge_bench import messages
+
+    data = json.dumps({"model": "m", "messages": messages(0), "max_tokens": 500}).encode()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=12)) as s:
+        async def one() -> None:
+            async with s.post(base_url + "/chat/completions", data=data) as r:
+                json.loads(await r.read())
+        c0 = time.process_time()
+        tasks = []
+        for _ in range(n):
+            tasks.append(asyncio.ensure_future(one()))
+            await asyncio.sleep(1.0 / rps)
+        await asyncio.gather(*tasks)
+        return (time.process_time() - c0) / n * 1000.0
+
+
+def floor_at_600(args: argparse.Namespace) -> float:
+    proc, port = start_server(args.latency)
+    try:
+        return asyncio.run(paced_floor(f"http://127.0.0.1:{port}/v1", args.cpu_calls))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 65536):
+            pass
+    except OSError:
+        pass
+
+
 def middle_rate(times: list) -> float:
     """Answers per second between the 25% and the 75% answer (the middle of the run)."""
     ts = sorted(times)
@@ -96,10 +166,25 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--cpu-calls", type=int, default=300, help="calls of the CPU measure at --rpm 600 (0: skip it)")
     args = ap.parse_args()
     out = {}
+    cpu_runs: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.runs):
+            for policy in ("fixed", "adaptive") if args.cpu_calls else ():
+                load = loadavg()
+                r = cpu_at_600(policy, args, tmp, k)
+                r["load"] = load
+                cpu_runs.setdefault(policy, []).append(r)
+                print(f"run {k + 1} cpu at 600/min {policy:8s} load {load}: {r['calls']} calls in {r['wall']:.1f} s, "
+                      f"CPU {r['cpu']:.2f} s = {r['ms_per_call']:.3f} ms/call", file=sys.stderr)
+            if args.cpu_calls:
+                load = loadavg()
+                bare = {"ms_per_call": floor_at_600(args), "wall": args.cpu_calls / 10.0, "load": load}
+                cpu_runs.setdefault("bare aiohttp, same requests at 10/s", []).append(bare)
+                print(f"run {k + 1} bare aiohttp at 600/min load {load}: {bare['ms_per_call']:.3f} ms/call",
+                      file=sys.stderr)
             for scenario in args.scenarios.split(","):
                 for policy in ("fixed", "adaptive"):
                     load = loadavg()
@@ -110,7 +195,7 @@ def main() -> int:
                           f"{r['requests']} requests, {r['throttled']} 429s, {r['timeouts']} time-outs, "
                           f"CPU {r['cpu']:.2f} s, lost {r['lost']}, middle {r['sustained']:.1f}/s, "
                           f"rate {r['rate']}", file=sys.stderr)
-    text = report(out, args)
+    text = report(out, args, cpu_runs)
     print(text)
     if not args.no_write:
         path = ROOT / "benches" / "RESULTS_judge.md"
@@ -131,7 +216,7 @@ def _spread(xs: list, fmt: str = "{:.2f}") -> str:
     return fmt.format(med) + (f" ({fmt.format(min(xs))}-{fmt.format(max(xs))})" if len(xs) > 1 else "")
 
 
-def report(out: dict, args: argparse.Namespace) -> str:
+def report(out: dict, args: argparse.Namespace, cpu_runs: Optional[dict] = None) -> str:
     cmd = f"python benches/judge_policies.py{' ' + ' '.join(sys.argv[1:]) if sys.argv[1:] else ''}"
     runs = max(len(v) for v in out.values())
     lines = [MARK, "", f"Command: `PYTHONPATH=python {cmd}`", "",
@@ -166,6 +251,17 @@ def report(out: dict, args: argparse.Namespace) -> str:
                      f"{mid / 30:.0%} of 30/s (target >= 90%: {'holds' if mid >= 27 else 'does NOT hold'}); "
                      f"{share:.1%} of requests answered 429 (target <= 5%: "
                      f"{'holds' if share <= 0.05 else 'does NOT hold'}).")
+    if cpu_runs:
+        lines += ["", "Client CPU at --rpm 600 with the progress bar on (stderr on a pseudo-terminal; "
+                      f"{args.cpu_calls} calls, concurrency 8, SQLite cache; process time of the client, imports "
+                      "excluded):", "",
+                  "| policy | ms CPU per call | wall s | load avg before |", "|---|---|---|---|"]
+        for policy, rs in cpu_runs.items():
+            lines.append(f"| {policy} | {_spread([r['ms_per_call'] for r in rs], '{:.3f}')} | "
+                         f"{_spread([r['wall'] for r in rs], '{:.1f}')} | {'; '.join(r['load'] for r in rs)} |")
+        worst_cpu = max(r["ms_per_call"] for r in cpu_runs.get("adaptive", cpu_runs.get("fixed", [])))
+        lines += ["", "- client CPU at 600 requests/min, progress bar on, adaptive, worst run: "
+                      f"{worst_cpu:.3f} ms per call (target <= 1 ms: {'holds' if worst_cpu <= 1.0 else 'does NOT hold'})."]
     return "\n".join(lines)
 
 

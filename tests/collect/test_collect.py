@@ -409,3 +409,24 @@ def test_unreachable_system_is_exit_2_at_once(tmp_path):
     assert proc.returncode == 2 and "cannot reach the system" in proc.stderr and "check url" in proc.stderr
     no_traceback(proc)
     assert time.monotonic() - started < 30 and not (tmp_path / "run.jsonl").exists()
+
+
+def test_the_rate_controller_sees_every_outcome_of_collect(tmp_path):
+    ids = golden_ids()
+    throttle = {"status": 429, "headers": {"Retry-After": "0"}}
+    script = {i: [throttle] for i in ids}  # every case refused once, then answered
+    script[C] = [throttle, "timeout", "timeout"]
+    runs = {}
+    for control in ("adaptive", "fixed"):
+        with RagServer(script={k: list(v) for k, v in script.items()}, timeout_sleep=1.0, modes=None) as s:
+            target = write_target(tmp_path / "t.toml", s.url)
+            result = ragmeter.collect(GOLDEN, target=target, timeout=0.3, policy=FAST, concurrency=8,
+                                      rate_control=control)
+        runs[control] = result.summary["rate"]
+        assert result.summary["n_failed"] == 1  # C: past its three attempts
+    adaptive, fixed = runs["adaptive"], runs["fixed"]
+    assert adaptive["policy"] == "adaptive" and adaptive["throttled"] == len(ids)
+    assert adaptive["timeouts"] == 2 and adaptive["min_concurrency"] < 8  # a time-out halves the concurrency
+    assert fixed["policy"] == "fixed" and fixed["throttled"] == fixed["pauses"] == len(ids)
+    with pytest.raises(InputError):
+        ragmeter.collect(GOLDEN, target=target, rate_control="bogus")

@@ -93,6 +93,50 @@ def test_a_hidden_limit_is_learnt_and_kept():
     assert ctl.current_rate() < 45
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_random_throttles_never_collapse_the_rate(seed):
+    # issue 17's first target at the controller's scale: 80 requests/s, 20% refused whatever the rate
+    import random
+
+    rnd = random.Random(seed)
+    clock = Clock()
+    ctl = RateController(16, clock=clock)
+    steady(ctl, clock, 80.0, 0.2)
+    sent = steady(ctl, clock, 80.0, 6.0, lambda i, t: rnd.random() < 0.2)
+    assert ctl.undone >= 1 or ctl.cuts <= 2  # the cuts are undone (or there were hardly any)
+    # the floor: never far below what passed (before it, one run fell to 2.8/s)
+    assert ctl.min_seen is None or ctl.min_seen >= 0.2 * 80
+    assert sent >= 0.6 * 80 * 6
+    last = steady(ctl, clock, 80.0, 2.0, lambda i, t: rnd.random() < 0.2)
+    assert last >= 0.85 * 80 * 2  # and the client is back at its own pace
+
+
+def bucket_server(rate: float, burst: float):
+    """A hidden token bucket (the server's): throttles whatever it cannot take, at once."""
+    tokens = {"n": burst, "t": 0.0}
+
+    def throttled(i, t):
+        tokens["n"] = min(burst, tokens["n"] + (t - tokens["t"]) * rate)
+        tokens["t"] = t
+        if tokens["n"] < 1:
+            return True
+        tokens["n"] -= 1
+        return False
+    return throttled
+
+
+@pytest.mark.parametrize("burst", [1.0, 10.0, 30.0])
+def test_a_hidden_bucket_with_a_burst_is_found_with_few_throttles(burst):
+    # issue 17's second target at the controller's scale: a client pacing 80/s against a hidden 30/s
+    clock = Clock()
+    ctl = RateController(16, clock=clock)
+    steady(ctl, clock, 80.0, 0.2)  # the first answers (the client's first request goes alone)
+    sent = steady(ctl, clock, 80.0, 10.0, bucket_server(30.0, burst))
+    assert ctl.throttled <= 0.05 * sent, (ctl.throttled, sent)
+    assert sent >= 0.85 * 30 * 10  # (a bucket without a burst refuses every overshoot: 88% here, 99% with one)
+    assert ctl.undone == 0 and 27 <= ctl.limit_estimate <= 33
+
+
 def test_load_independent_throttles_are_learnt_as_noise_and_the_cuts_undone():
     import random
 
@@ -153,6 +197,7 @@ def test_random_429s_lose_no_case_and_pause_nobody_for_the_full_retry_after(serv
     rate = adaptive.summary["rate"]
     assert rate["policy"] == "adaptive" and rate["throttled"] == server.throttled > 0
     assert rate["others_held_s"] <= 0.1 * rate["cuts"] + 1e-9  # the others held briefly, never 1 s per 429
+    assert rate["cuts"] <= 2 or rate["cuts_undone"] >= 1  # cuts that did not lower the share are undone
     server.throttled = 0
     fixed = judge(server, "fixed")
     assert all(r["status"] == "ok" for r in fixed.rows)
@@ -176,6 +221,7 @@ def test_hidden_bucket_draws_far_fewer_429s_than_the_fixed_policy(server):
     share_adaptive = n_adaptive / adaptive.summary["requests"]
     share_fixed = n_fixed / fixed.summary["requests"]
     assert share_adaptive < 0.6 * share_fixed, (share_adaptive, share_fixed)
+    assert share_adaptive <= 0.07  # (issue 17's target on the benchmark's scale: 5%; 3.5-3.9% here)
     assert adaptive.summary["rate"]["cuts"] >= 1 and adaptive.summary["rate"]["cuts_undone"] == 0
 
 
@@ -201,10 +247,29 @@ def test_progress_line_and_summary_name_the_rate(server):
 
     limits = Limits(4)
     assert _rate_fields(limits) == []
-    limits.controller.throttle(limits.controller.sent(), retry_after=1.0)
+    ctl = limits.controller
+    ctl.answered(ctl.sent(), 0.2)  # a throttle before any answer says nothing about the pace: no cut
+    ctl.throttle(ctl.sent(), retry_after=1.0)
     limits.throttled = 3
     fields = _rate_fields(limits)
     assert fields[0].endswith("/s") and fields[1] == "429 x3"
     assert Limits(4, control="fixed").summary()["policy"] == "fixed"
     with pytest.raises(ValueError):
         Limits(4, control="bogus")
+
+
+@pytest.mark.parametrize("control", ["adaptive", "fixed"])
+def test_cli_rate_control_flag_reaches_judge_summary(tmp_path, server, api_key, control):
+    import json
+
+    from test_cli import cli, write_cases
+
+    server.random_429 = 0.3
+    cases = write_cases(tmp_path / "cases.jsonl", 8)
+    p = cli(tmp_path, server, "--cases", str(cases), "--metrics", "correctness", "--rate-control", control,
+            key=api_key)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    rate = json.loads((tmp_path / "out" / "judge_summary.json").read_text(encoding="utf-8"))["rate"]
+    assert rate["policy"] == control and rate["throttled"] == server.throttled > 0
+    assert ("pauses" in rate) == (control == "fixed")

@@ -26,6 +26,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="RUN", help="run file to write: .jsonl, or .parquet")
     parser.add_argument("--concurrency", type=int, default=8, metavar="N", help="concurrent calls (default 8)")
     parser.add_argument("--rpm", type=float, metavar="N", help="requests per minute (default: no limit)")
+    from ragmeter.cli.judge import add_rate_control
+
+    add_rate_control(parser)
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="collect N runs of the golden set (a 'repeat' column, 1..N; default 1)")
     parser.add_argument("--cache", default=None, metavar="PATH",
@@ -54,7 +57,7 @@ def collect_from(args: argparse.Namespace, golden: str, out: Any, cache: Any, co
     result = collect(golden, args.target, out, concurrency=args.concurrency, rpm=getattr(args, "collect_rpm", None),
                      repeat=getattr(args, "collect_repeat", 1), cache=cache, timeout=args.collect_timeout,
                      refresh=bool(getattr(args, "refresh", False)), expect_mode=getattr(args, "expect_mode", None),
-                     policy=policy)
+                     policy=policy, rate_control=getattr(args, "rate_control", "adaptive"))
     for line in summary_lines(result.summary):
         console.print(line, markup=False, highlight=False)
     return incomplete_exit(result, out)

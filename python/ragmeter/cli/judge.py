@@ -132,6 +132,7 @@ def configure(parser: argparse.ArgumentParser, cases: bool = True) -> None:
     lim.add_argument("--concurrency", type=int, metavar="N", help=f"concurrent requests ({_default('concurrency')})")
     lim.add_argument("--rpm", type=float, metavar="N", help="requests per minute")
     lim.add_argument("--tpm", type=float, metavar="N", help="tokens per minute (estimated prompt + max_tokens)")
+    add_rate_control(lim)
     lim.add_argument("--max-tokens", type=int, metavar="N", help=f"judge output budget ({_default('max_tokens')})")
     lim.add_argument("--max-retry-tokens", type=int, metavar="N",
                      help="cap when doubling the budget after truncated or empty output "
@@ -242,7 +243,8 @@ def build_config(args: argparse.Namespace) -> Any:
 
     return JudgeConfig(
         base_url=args.base_url, model=args.model, metrics=metrics, concurrency=args.concurrency, rpm=args.rpm,
-        tpm=args.tpm, max_tokens=args.max_tokens, max_retry_tokens=args.max_retry_tokens,
+        tpm=args.tpm, rate_control=args.rate_control, max_tokens=args.max_tokens,
+        max_retry_tokens=args.max_retry_tokens,
         cache=None if args.no_cache else args.cache, refresh_failed=bool(getattr(args, "refresh_failed", False)),
         budget=args.budget, dry_run=args.dry_run, prices=prices,
         embeddings_model=args.embeddings_model, embeddings_base_url=args.embeddings_base_url,
@@ -252,6 +254,15 @@ def build_config(args: argparse.Namespace) -> Any:
         progress=not args.no_progress and not args.dry_run, context_size=getattr(args, "context_size", None),
         spill_dir=Path(args.out).resolve().parent, tally=Tally(),
     )
+
+
+def add_rate_control(group: Any) -> None:
+    """``--rate-control``, shared by judge, eval and collect."""
+    group.add_argument("--rate-control", choices=("adaptive", "fixed"), default="adaptive",
+                       help="adaptive (default): learn the provider's limit, a request rate cut on 429/529 and "
+                            "regrown on success, fewer requests in flight when a server queues or times out; "
+                            "fixed: the concurrency as given, every 429's Retry-After pauses all new requests. "
+                            "--rpm, --tpm and --concurrency are ceilings either way (docs/scale-out.md)")
 
 
 def with_custom_metrics(names: List[Any], args: argparse.Namespace) -> List[Any]:

@@ -69,6 +69,7 @@ class _Options:
     timeout: float
     refresh: bool
     policy: RetryPolicy
+    rate_control: str = "adaptive"
 
 
 class _Run:
@@ -76,7 +77,7 @@ class _Run:
 
     def __init__(self, target: Union[HttpTarget, CallableTarget], opts: _Options, cache: Any, repeats: int) -> None:
         self.target, self.opts, self.cache, self.repeats = target, opts, cache, repeats
-        self.limits = _limits(opts.concurrency, opts.rpm)
+        self.limits = _limits(opts.concurrency, opts.rpm, opts.rate_control)
         self.stop = RunStop()
         self.breaker = Breaker()
         self.session: Any = None
@@ -90,11 +91,14 @@ class _Run:
         self.jobs = 0
 
 
-def _limits(concurrency: int, rpm: Optional[float]) -> Any:
-    """The one place collect builds the judge's rate limits (concurrency, requests per minute)."""
-    from ragmeter.judge.limits import Limits
+def _limits(concurrency: int, rpm: Optional[float], control: str = "adaptive") -> Any:
+    """The one place collect builds the judge's rate limits (concurrency, requests per minute, and the rate
+    control: adaptive learns the system's limit from what :func:`_attempt` reports, see ragmeter.judge.rate)."""
+    from ragmeter.judge.limits import RATE_CONTROLS, Limits
 
-    return Limits(concurrency=concurrency, rpm=rpm)
+    if control not in RATE_CONTROLS:
+        raise InputError(f"--rate-control: choose {' or '.join(RATE_CONTROLS)}, not {control!r}")
+    return Limits(concurrency=concurrency, rpm=rpm, control=control)
 
 
 # -- one call ----------------------------------------------------------------------------------------------
@@ -177,9 +181,12 @@ def _stop_message(run: _Run, kind: str, status: Optional[int], message: str, cas
     return f"{where}: {message} (case {case_id})"
 
 
-async def _attempt(run: _Run, case: Dict[str, Any]) -> Tuple[Optional[int], Any, Any, Optional[BaseException], float]:
-    """One attempt inside a limits slot: (status, headers, body or returned value, exception, latency ms)."""
-    async with run.limits.slot():
+async def _attempt(run: _Run, case: Dict[str, Any],
+                   waited: bool = False) -> Tuple[Optional[int], Any, Any, Optional[BaseException], float]:
+    """One attempt inside a limits slot: (status, headers, body or returned value, exception, latency ms). The
+    outcome (an HTTP status, or a time-out) goes to the rate controller. ``waited``: the attempt follows a
+    Retry-After waited out, and goes ahead of first attempts."""
+    async with run.limits.slot(retry=waited) as slot:
         if run.stop.stopped:
             raise Halt(run.stop.reason)
         run.requests += 1
@@ -187,10 +194,14 @@ async def _attempt(run: _Run, case: Dict[str, Any]) -> Tuple[Optional[int], Any,
         try:
             if isinstance(run.target, HttpTarget):
                 status, headers, body = await _send_http(run, case)
+                slot.answer(status, headers)
                 return status, headers, body, None, (time.monotonic() - t0) * 1000.0
             value = await _call_python(run, case)
+            slot.answer(200, None)
             return 200, None, value, None, (time.monotonic() - t0) * 1000.0
         except (asyncio.TimeoutError, OSError) as exc:
+            if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+                slot.timed_out()
             return None, None, None, exc, (time.monotonic() - t0) * 1000.0
         except Exception as exc:  # aiohttp errors; or whatever a callable raised (a failed case)
             return None, None, None, exc, (time.monotonic() - t0) * 1000.0
@@ -199,11 +210,11 @@ async def _attempt(run: _Run, case: Dict[str, Any]) -> Tuple[Optional[int], Any,
 async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
     """The system's reply to ``case``: ``{"response" or "record", "latency_ms"}``, or ``{"error", ...}``."""
     run.calls += 1
-    call, transient, empty_asked = run.calls, 0, False
+    call, transient, empty_asked, waited = run.calls, 0, False, False
     started = time.monotonic()
     while True:
         transient += 1
-        status, headers, body, exc, latency = await _attempt(run, case)
+        status, headers, body, exc, latency = await _attempt(run, case, waited)
         if status is not None and isinstance(run.target, HttpTarget):
             run.breaker.answered()
         if exc is None and status == 200:
@@ -253,8 +264,9 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
         if not decision.retry:
             return {"error": decision.message, "error_kind": decision.kind, "attempts": transient,
                     "latency_ms": round((time.monotonic() - started) * 1000.0, 3)}
-        if decision.retry_after is not None:
-            run.limits.pause(decision.delay)
+        waited = decision.retry_after is not None
+        if waited:
+            run.limits.pause(decision.delay)  # the fixed policy's global pause (adaptive: no-op)
         if decision.delay > 0:
             await asyncio.sleep(decision.delay)
 
@@ -377,14 +389,15 @@ def _golden_cases(golden: Any) -> List[Dict[str, Any]]:
 def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, concurrency: int = 8,
             rpm: Optional[float] = None, repeat: int = 1, cache: Union[str, Path, None] = None,
             timeout: float = 60.0, refresh: bool = False, expect_mode: Optional[str] = None,
-            policy: Optional[RetryPolicy] = None) -> CollectResult:
+            policy: Optional[RetryPolicy] = None, rate_control: str = "adaptive") -> CollectResult:
     """Call ``target`` once per golden case (``repeat`` times) and return (and write to ``out``) the run.
 
     ``target`` is a TOML file, ``"module:function"``, or a callable ``fn(case)`` (sync or async) that returns a run
     record; ``case`` holds ``id``, ``question``, ``category`` and ``repeat``. ``cache`` is the path of the collect
-    cache (None: no cache). Raises :class:`InputError` for a bad target or first response and
-    :class:`CollectStopped` when the system refuses the run; otherwise every case is in the result, collected or
-    failed.
+    cache (None: no cache). ``rate_control``: ``adaptive`` (learn the system's limit) or ``fixed`` (see
+    :class:`ragmeter.judge.limits.Limits`); ``concurrency`` and ``rpm`` are ceilings either way. Raises
+    :class:`InputError` for a bad target or first response and :class:`CollectStopped` when the system refuses
+    the run; otherwise every case is in the result, collected or failed.
     """
     if concurrency < 1:
         raise InputError("--concurrency: must be at least 1")
@@ -394,7 +407,7 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
         raise InputError("--timeout: must be positive")
     resolved = resolve_target(target)
     cases = _golden_cases(golden)
-    opts = _Options(concurrency, rpm, float(timeout), refresh, policy or RetryPolicy())
+    opts = _Options(concurrency, rpm, float(timeout), refresh, policy or RetryPolicy(), rate_control)
     run = _Run(resolved, opts, open_cache(None if cache is None else str(cache)), repeat)
     started = time.monotonic()
     try:
@@ -457,7 +470,7 @@ def _summarise(records: List[Dict[str, Any]], run: _Run, n_cases: int, repeat: i
         "latency_ms": {"p50": _percentile([r["latency_ms"] for r in ok], 0.5),
                        "p95": _percentile([r["latency_ms"] for r in ok], 0.95), "n": len(ok)},
         "system_cost_usd": round(sum(costs), 8) if costs else None, "n_with_cost": len(costs),
-        "seconds": round(seconds, 3),
+        "seconds": round(seconds, 3), "rate": run.limits.summary(),
     }
     warnings = []
     change = mode_change(records)

@@ -281,7 +281,8 @@ class JudgeClient:
         # 404/405: the endpoint has no such route; anything else: the real calls will tell
 
     # -- transport -----------------------------------------------------------------------------------
-    async def _post(self, url: Any, payload: Dict[str, Any], tokens: int):  # type: ignore[no-untyped-def]
+    async def _post(self, url: Any, payload: Dict[str, Any], tokens: int,  # type: ignore[no-untyped-def]
+                    retry: bool = False):
         if self._session is None:
             await self.open()
         assert self._session is not None
@@ -291,7 +292,7 @@ class JudgeClient:
             data = _json.dumps(rest)[:-1] + b',"messages":' + raw + b"}"
         else:
             data = _json.dumps(payload)
-        async with self.limits.slot(tokens) as slot:
+        async with self.limits.slot(tokens, retry=retry) as slot:
             self.stop.check()  # the run may have stopped while this request waited for its slot
             self.stats.requests += 1
             async with self._session.post(url, data=data) as resp:
@@ -333,7 +334,10 @@ class JudgeClient:
                 body = None
                 exc: Optional[BaseException] = None
                 try:
-                    status, headers, body = await self._post(url, payload, tokens())
+                    # after a Retry-After waited out, ahead of the first attempts (not after a time-out: a
+                    # queueing server would see the same requests again first)
+                    waited = len(attempts) > 1 and "retry_after_s" in attempts[-2]
+                    status, headers, body = await self._post(url, payload, tokens(), retry=waited)
                 except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as e:
                     exc = e
                 finally:

@@ -83,12 +83,15 @@ class Limits:
                 return
             await asyncio.sleep(wait)
 
-    def slot(self, tokens: int = 0) -> "_Slot":
+    def slot(self, tokens: int = 0, *, retry: bool = False) -> "_Slot":
         """Hold one request slot: wait for concurrency, pauses, the rpm and tpm buckets.
 
-        Use as ``async with limits.slot(tokens):``.
+        Use as ``async with limits.slot(tokens) as slot:`` and report the outcome with ``slot.answer(status,
+        headers)`` or ``slot.timed_out()``. ``retry=True`` (an attempt after a throttle's Retry-After) goes
+        ahead of the first attempts waiting for a place: a case that waited out a Retry-After is not queued
+        again behind new cases, which would lengthen the end of a run by a queue's depth per retry.
         """
-        return _Slot(self, tokens)
+        return _Slot(self, tokens, retry)
 
 
 def _rpm_limiter(rpm: float, period: float) -> AsyncLimiter:
@@ -98,7 +101,7 @@ def _rpm_limiter(rpm: float, period: float) -> AsyncLimiter:
 
 
 class _Gate:
-    """A semaphore whose limit can move (the controller's concurrency); FIFO."""
+    """A semaphore whose limit can move (the controller's concurrency); FIFO, except that a retry may go first."""
 
     __slots__ = ("limit", "held", "_waiters")
 
@@ -107,12 +110,16 @@ class _Gate:
         self.held = 0
         self._waiters: Deque["asyncio.Future[None]"] = deque()
 
-    async def acquire(self) -> None:
+    async def acquire(self, first: bool = False) -> None:
+        """Wait for a place; ``first``: ahead of the others waiting."""
         if self.held < self.limit and not self._waiters:
             self.held += 1
             return
         fut: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
-        self._waiters.append(fut)
+        if first:
+            self._waiters.appendleft(fut)
+        else:
+            self._waiters.append(fut)
         try:
             await fut
         except BaseException:
@@ -140,14 +147,17 @@ class _Gate:
 class _Slot:
     """The async context manager of :meth:`Limits.slot` (a class: cheaper than a generator per request).
 
-    The caller reports the answer with :meth:`answer` (status and headers); a time-out is seen on the way
-    out. Both go to the adaptive controller, which moves the rate and the concurrency."""
+    The caller reports the answer with :meth:`answer` (status and headers), or a time-out with
+    :meth:`timed_out`; a time-out raised through the ``async with`` is seen on the way out. They go to the
+    adaptive controller, which moves the rate and the concurrency. Any other failure (a dropped connection)
+    is reported by nothing: it says nothing about the rate."""
 
-    __slots__ = ("_limits", "_tokens", "sent_at", "_reported")
+    __slots__ = ("_limits", "_tokens", "_retry", "sent_at", "_reported")
 
-    def __init__(self, limits: Limits, tokens: int) -> None:
+    def __init__(self, limits: Limits, tokens: int, retry: bool = False) -> None:
         self._limits = limits
         self._tokens = tokens
+        self._retry = retry
         self.sent_at = 0.0
         self._reported = False
 
@@ -157,7 +167,7 @@ class _Slot:
         if ctl is not None and ctl.concurrency != lim._gate.limit:
             lim._gate.limit = ctl.concurrency
             lim._gate.wake()
-        await lim._gate.acquire()
+        await lim._gate.acquire(self._retry)
         try:
             await lim._wait_resume()
             if lim._tpm is not None and self._tokens > 0:
@@ -175,6 +185,16 @@ class _Slot:
         lim.in_flight += 1
         self.sent_at = ctl.sent() if ctl is not None else time.monotonic()
         return self
+
+    def timed_out(self) -> None:
+        """The request got no answer within its time-out (for callers that catch the time-out inside the slot;
+        one raised through the ``async with`` is seen on the way out)."""
+        lim = self._limits
+        if self._reported:
+            return
+        self._reported = True
+        if lim.controller is not None:
+            lim.controller.timed_out(self.sent_at)
 
     def answer(self, status: int, headers: Optional[Mapping[str, str]]) -> None:
         """The server answered ``status``: a throttle cuts the rate, any other answer is a latency sample."""

@@ -4,21 +4,37 @@
 with the time it happened, from an injected ``clock``, and decides the request rate and the number of requests
 in flight. :class:`~ragmeter.judge.limits.Limits` applies its decisions; tests drive it with a fake clock.
 
-Rate (requests per second), after AWS's SDK "adaptive" retry mode:
+The public API (what :class:`~ragmeter.judge.limits.Limits`, or an actor shared by many workers, calls):
+``reserve()`` before sending (seconds to wait), ``sent()`` when the request goes out (its send time),
+then exactly one of ``answered(sent_at, latency)``, ``throttle(sent_at, retry_after)`` or
+``timed_out(sent_at)``; ``current_rate()`` and ``concurrency`` are the decisions, ``summary()`` the report.
+
+Rate (requests per second), after AWS's SDK "adaptive" retry mode, with two changes measured in
+benches/judge_policies.py:
 
 * Unlimited until the first throttle (429, 529, or 503 with Retry-After). Then a token bucket, its rate cut to
-  ``beta`` (0.7) times the rate at the throttle (the first time: the sending rate measured; later: the
-  bucket's own rate), regrown along a cubic curve that is back at that
-  rate after ``recovery`` seconds and probes beyond it afterwards (CUBIC). The regrown rate never exceeds
-  twice the measured sending rate (no credit piles up while the client is idle) nor the user's ``--rpm``.
-* One cut per round: only a throttle of a request sent after the last cut, and ``round`` (0.15 s) after it,
-  can cut again (the ones already in flight answer for the old rate).
-* Cuts must lower the throttled share. Shares are counted in windows of ``window`` seconds (8 answers at
-  least). Under a limit ``L`` that depends on the load, the share at rate ``r`` is ``1 - L/r``. When a
-  window sent at ``undo_below`` (0.6) of the rate of the series' fastest window is throttled nearer
-  that window's share than this model predicts, the throttles do not depend on the load (a provider that
-  refuses a share of requests at any rate): the cuts are undone and the share is learnt as noise. From then
-  on the rate is only cut when the recent share rises clearly above the noise.
+  ``beta`` (0.7) times the pace the client had (the first time there is nothing better to go on; a throttle of
+  the very first requests, before any answer, cuts nothing).
+* A probe after every cut: the requests sent since the cut, and which of them were throttled (throttles come
+  back at once, so this is known while the others are still in flight). Their *pass rate* (requests sent
+  minus those throttled, per second) is the limit if it depends on the load: a hidden bucket of 30/s passes
+  30/s whatever is sent. The next cut goes to ``soft_beta`` (0.9) times that estimate rather than a blind
+  ``beta`` of the rate, and the rate regrows along a cubic curve that is back at the estimate after
+  ``recovery`` (2) seconds and probes beyond it afterwards (CUBIC; at least 0.4 (t - recovery)^3 requests/s
+  beyond, AWS's constant, so a deep cut is not slow to undo). The regrown rate never exceeds twice the
+  measured sending rate (no credit piles up while the client is idle) nor the user's ``--rpm``.
+* Cuts must lower the throttled share. Under a limit ``L`` that depends on the load, the share at rate ``r`` is
+  ``1 - L/r``: from the fastest probe ``(r0, s0)`` of a series of cuts, the probes at ``r <= 0.8 r0`` should
+  show ``max(0, 1 - (1 - s0) r0 / r)``. A share clearly above that (pooled over the slower probes, 16 sends
+  at least, by 0.06 or two standard errors) says the throttles do not depend on the load (a provider
+  refusing a share of requests at any rate): the series of cuts is undone and the share learnt as noise. From
+  then on the rate is only cut when the recent share rises clearly above the noise.
+* A floor: a cut never takes the rate below ``floor`` (0.6) times the best pass rate measured by a probe
+  throttled more than once (saturated), so a run of unlucky throttles cannot collapse the rate; low enough
+  that a pass rate inflated by what is left of a server's burst does not pin the rate above the limit.
+* One cut per probe: only a throttle of a request sent after the last cut, once ``round`` (0.1 s) and
+  ``probe_sends`` (10) sends have passed since it, can cut again (the ones already in flight answer for the
+  old rate).
 * A throttle's Retry-After is honoured in full by the request that got it (the retry layer waits) and, when
   the throttle cuts the rate, briefly (at most ``hold`` seconds) by the other requests: not a global pause.
 
@@ -47,39 +63,42 @@ def is_throttle(status: Optional[int], retry_after: Optional[float]) -> bool:
 
 class RateController:
     def __init__(self, concurrency: int = 8, *, ceiling_rps: Optional[float] = None,
-                 clock: Callable[[], float] = time.monotonic, beta: float = 0.7, recovery: float = 1.0,
-                 min_rate: float = 0.5, window: float = 0.5, hold: float = 0.1,
-                 latency_tolerance: float = 2.0, undo_below: float = 0.6,
-                 round: float = 0.15) -> None:
+                 clock: Callable[[], float] = time.monotonic, beta: float = 0.7, soft_beta: float = 0.9,
+                 recovery: float = 2.0, min_rate: float = 0.5, hold: float = 0.1, floor: float = 0.6,
+                 latency_tolerance: float = 2.0, round: float = 0.1, probe_sends: int = 10) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.clock = clock
         self.max_concurrency = concurrency
         self.ceiling_rps = ceiling_rps
-        self.beta, self.recovery, self.min_rate = beta, recovery, min_rate
-        self.window, self.hold, self.latency_tolerance = window, hold, latency_tolerance
-        self.undo_below = undo_below
-        self.round = round
+        self.beta, self.soft_beta, self.recovery, self.min_rate = beta, soft_beta, recovery, min_rate
+        self.hold, self.floor, self.latency_tolerance = hold, floor, latency_tolerance
+        self.round, self.probe_sends = round, probe_sends
         # rate
         self.rate: Optional[float] = None      #: requests/s of the token bucket; None: not limited
         self.min_seen: Optional[float] = None  #: the lowest rate applied
-        self._w_max = 0.0                      #: the rate measured at the last cut
+        self.limit_estimate: Optional[float] = None  #: the pass rate of the last probe that cut
+        self._w_max = 0.0                      #: the rate the cubic curve is back at after ``recovery``
+        self._w_low = 0.0                      #: the rate it starts from (just after the cut)
         self._last_cut = -math.inf             #: a throttle of a request sent before this cannot cut again
         self._curve_start = -math.inf          #: origin of the cubic regrowth
         self._next_send = -math.inf            #: virtual schedule of the bucket (time the next token is due)
-        self._sends: Deque[float] = deque()
-        self.noise = 0.0                       #: throttled share learnt as load-independent
-        # windows of answers: (throttled, answers) now, in the previous window, and whether a cut happened
-        self._win_start: Optional[float] = None
-        self._win = [0, 0]
-        self._win_sends = 0
-        #: since the series of cuts began: the fastest window's (share, send rate)
-        self._series: Optional[Tuple[float, float]] = None
-        self._series_start = math.inf
+        self._sends: Deque[float] = deque()    #: send times of the last second
+        self._throttled_at: Deque[float] = deque()  #: send times of the throttled requests of the last second
+        # the probe: requests sent since the last cut, and how many of them were throttled
+        self._probe_sends = 0
+        self._probe_throttled = 0
+        self._probe_start: Optional[float] = None  #: the first send after the cut (the others were held)
+        self._probe_ripe: Optional[int] = None  #: sends when the probe was long enough to end at a throttle
+        self._ref: Optional[Tuple[float, float]] = None  #: (send rate, share) of the series' fastest probe
+        #: the probes slower than it: sends until ripe, throttled, seconds, sends
+        self._slow = [0, 0, 0.0, 0]
+        self._best_passed = 0.0                #: the best pass rate a probe measured (reset by noise only)
+        self._rate_before_cuts: Optional[float] = None  #: the rate before the first cut of the series
+        self._in_series = False
         self._quiet = 0                        #: answers in a row without a throttle
-        self._cut_in_window = False
-        self._rate_before_cuts: Optional[float] = None  #: the rate before the first cut of the current series
         self._recent: Deque[bool] = deque(maxlen=50)
+        self.noise = 0.0                       #: throttled share learnt as load-independent
         # concurrency
         self.concurrency = concurrency
         self.min_concurrency = concurrency
@@ -90,6 +109,7 @@ class RateController:
         self._grow_credit = 0.0
         # counts (judge_summary.json's rate section)
         self.throttled = 0
+        self._answers = 0                      #: answers that were not throttles
         self.timeouts = 0
         self.cuts = 0
         self.undone = 0
@@ -104,16 +124,22 @@ class RateController:
             return max(0.0, self._next_send - now)
         # a burst of at most one second's worth after idling, then paced at 1/rate
         start = max(self._next_send, now - 1.0)
-        self._next_send = max(start, now - 1.0) + 1.0 / rate
+        self._next_send = start + 1.0 / rate
         return max(0.0, start - now)
 
     def sent(self, now: Optional[float] = None) -> float:
         """Record a request going out now; returns the send time (to pass back with its answer)."""
         now = self.clock() if now is None else now
-        self._sends.append(now)
-        self._win_sends += 1
-        while self._sends and self._sends[0] < now - 1.0:
-            self._sends.popleft()
+        sends = self._sends
+        sends.append(now)
+        self._probe_sends += 1
+        if self._probe_start is None:
+            self._probe_start = now
+        if (self._probe_ripe is None and self._probe_sends >= self.probe_sends
+                and now - self._last_cut >= self.round):
+            self._probe_ripe = self._probe_sends
+        while sends[0] < now - 1.0:
+            sends.popleft()
         return now
 
     def measured_rate(self, now: float) -> float:
@@ -132,9 +158,11 @@ class RateController:
         now = self.clock() if now is None else now
         t = now - self._curve_start
         k = self.recovery
-        scale = self._w_max * (1.0 - self.beta) / (k ** 3) if k > 0 else 0.0
+        scale = (self._w_max - self._w_low) / (k ** 3) if k > 0 else 0.0
+        if t > k:  # beyond the old rate: at least AWS's absolute probing speed, whatever the depth of the cut
+            scale = max(scale, 0.4)
         grown = self._w_max + scale * (t - k) ** 3
-        cap = max(2.0 * self.measured_rate(now), self.min_rate, self._w_max * self.beta)
+        cap = max(2.0 * self.measured_rate(now), self.min_rate, self._w_low)
         rate = max(self.min_rate, min(grown, cap))
         if self.ceiling_rps is not None:
             rate = min(rate, self.ceiling_rps)
@@ -145,41 +173,58 @@ class RateController:
     def answered(self, sent_at: float, latency: float, now: Optional[float] = None) -> None:
         """A non-throttled answer (any status but a throttle) that took ``latency`` seconds."""
         now = self.clock() if now is None else now
-        self._count(now, throttled=False)
+        self._recent.append(False)
+        self._answers += 1
+        self._quiet += 1
+        if self._quiet >= 30 and self._in_series:
+            self._end_series()  # 30 answers in a row without a throttle: the limit, if any, is found
         self._latency(sent_at, latency, now)
 
     def throttle(self, sent_at: float, retry_after: Optional[float] = None, now: Optional[float] = None) -> float:
         """A throttle of the request sent at ``sent_at``; seconds every other request should hold (0: none)."""
         now = self.clock() if now is None else now
         self.throttled += 1
-        self._count(now, throttled=True)
-        if sent_at < self._last_cut or now - self._last_cut < self.round or not self._over_noise():
+        self._throttled_at.append(sent_at)
+        while self._throttled_at[0] < now - 1.0:
+            self._throttled_at.popleft()
+        self._recent.append(True)
+        self._quiet = 0
+        if sent_at >= self._last_cut:
+            self._probe_throttled += 1
+        else:
+            return 0.0  # sent before the last cut: it answers for the old rate
+        if self.rate is None:
+            if not self._over_noise() or (self._lat_ewma is None and len(self._sends) < self.probe_sends):
+                return 0.0  # (a throttle of the very first requests says nothing about the pace to cut from)
+            return self._first_cut(now, retry_after)
+        if now - self._last_cut < self.round or self._probe_sends < self.probe_sends or not self._over_noise():
             return 0.0
-        rate_now = self.current_rate(now)
-        measured = self.measured_rate(now)
-        if self._series is None:
-            self._rate_before_cuts = rate_now if rate_now is not None else math.inf
-            self._series = (0.0, 0.0)
-            self._series_start = now
-        if rate_now is None:  # the first cut: early in a run the last second holds few sends; the pace the
-            # concurrency allows at the latency seen is the better estimate of the rate throttled
-            pace = self.concurrency / self._lat_ewma if self._lat_ewma else 0.0
-            base = max(measured, pace)
-        else:  # the bucket's rate, not the sends of the last second: those also fall when the work runs out
-            # (the end of a run), and a cut from them would collapse the rate for the last requests
-            base = rate_now
-        self._w_max = max(base, self.min_rate)
-        self.rate = max(self.min_rate, self._w_max * self.beta)
-        if self.ceiling_rps is not None:
-            self.rate = min(self.rate, self.ceiling_rps)
-        self.min_seen = self.rate if self.min_seen is None else min(self.min_seen, self.rate)
-        self._last_cut = self._curve_start = now
-        self._cut_in_window = True
-        self.cuts += 1
-        hold = min(retry_after or 0.0, self.hold)
-        self._next_send = max(self._next_send, now + max(hold, 1.0 / self.rate))
-        self.held_s += hold
-        return hold
+        ripe = self._probe_ripe or self._probe_sends
+        # the probe's sends are paced at 1/rate from its first: count that first interval too
+        span = max(1e-3, now - (self._probe_start or self._last_cut) + 1.0 / max(self.rate, self.min_rate))
+        rate_now = self.current_rate(now) or self.min_rate
+        if not self._in_series:  # a new series of cuts, from a bucket regrown since the last one
+            self._in_series, self._rate_before_cuts, self._ref = True, rate_now, None
+        probe_rate = self._probe_sends / span
+        # the probe ends at the first throttle once it is long enough (this one): the share is that of the sends
+        # until then, without this throttle (what follows is throttle-free by construction)
+        share = min(1.0, (self._probe_throttled - 1) / ripe)
+        passed = max(0.0, (self._probe_sends - self._probe_throttled) / span)
+        if self._is_noise(probe_rate, span, ripe):
+            self._undo(self._slow[1] / max(1, self._slow[0]), now)
+            return 0.0
+        if self._ref is None or probe_rate >= self._ref[0]:
+            self._ref = (probe_rate, share)  # the fastest probe of the series: what slower ones are tested against
+            self._slow = [0, 0, 0.0, 0]
+        if self._probe_throttled >= 2:  # saturated (throttled before the end): its pass rate is the limit's
+            self._best_passed = max(self._best_passed, passed)
+        if span > 1.0:  # a long probe spans the regrowth: the last second is the one that reached the limit
+            recent = self.measured_rate(now) - sum(1 for t in self._throttled_at if t >= now - 1.0)
+            passed = max(passed, recent)
+        estimate = min(rate_now, passed) if passed > 0 else rate_now
+        self.limit_estimate = estimate
+        low = max(self.soft_beta * estimate, self.floor * self._best_passed, self.min_rate)
+        return self._cut(now, min(estimate, rate_now), min(low, rate_now), retry_after)
 
     def timed_out(self, sent_at: float, now: Optional[float] = None) -> None:
         """The request sent at ``sent_at`` got no answer within the time-out: halve the concurrency."""
@@ -188,64 +233,84 @@ class RateController:
         self._shrink(sent_at, now, 0.5)
 
     # -- internals --------------------------------------------------------------------------------------
+    def _first_cut(self, now: float, retry_after: Optional[float]) -> float:
+        """The first throttle: the pace the client had, times ``beta``. Early in a run the last second holds
+        few sends; the pace the concurrency allows at the latency seen is then the better estimate."""
+        pace = self.concurrency / self._lat_ewma if self._lat_ewma else 0.0
+        base = max(self.measured_rate(now), pace, self.min_rate)
+        self._rate_before_cuts = math.inf
+        self._in_series = True
+        self._ref = None  # what the client sent before: a server's burst may have hidden the limit
+        self._slow = [0, 0, 0.0, 0]
+        return self._cut(now, base, max(self.min_rate, self.beta * base), retry_after)
+
+    def _cut(self, now: float, back_to: float, low: float, retry_after: Optional[float]) -> float:
+        if self.ceiling_rps is not None:
+            low, back_to = min(low, self.ceiling_rps), min(back_to, self.ceiling_rps)
+        self._w_max, self._w_low = max(back_to, low), low
+        self.rate = low
+        self.min_seen = low if self.min_seen is None else min(self.min_seen, low)
+        self._last_cut = self._curve_start = now
+        self._probe_sends = self._probe_throttled = 0
+        self._probe_start = self._probe_ripe = None
+        self.cuts += 1
+        hold = min(retry_after or 0.0, self.hold)
+        self._next_send = max(self._next_send, now + max(hold, 1.0 / low))
+        self.held_s += hold
+        return hold
+
+    def _is_noise(self, rate: float, span: float, ripe: int) -> bool:
+        """Whether the probes sent clearly slower than the fastest one of the series are throttled clearly more
+        often than a limit that depends on the load allows. The slower probes are pooled (16 sends at least) so
+        that one unlucky probe does not decide."""
+        if self._ref is None:
+            return False
+        r0, s0 = self._ref
+        if rate > 0.8 * r0:
+            return False
+        slow = self._slow
+        slow[0] += ripe
+        slow[1] += self._probe_throttled - 1
+        slow[2] += span
+        slow[3] += self._probe_sends
+        if slow[0] < 16:
+            return False
+        share, rate = slow[1] / slow[0], slow[3] / slow[2]
+        expected = max(0.0, 1.0 - (1.0 - s0) * r0 / max(rate, 1e-9))
+        return share >= expected + max(0.06, 2.0 * math.sqrt(0.09 / slow[0]))
+
     def _over_noise(self) -> bool:
         """Whether the recent throttled share is clearly above the share learnt as noise (always, with none)."""
         if self.noise <= 0.0:
             return True
+        # the noise learnt, or the run's share since if higher (it has more answers behind it)
+        noise = max(self.noise, min(0.9, self.throttled / max(1, self._answers + self.throttled)))
         n = len(self._recent)
         share = sum(self._recent) / n if n else 0.0
-        margin = max(0.15, 3.0 * math.sqrt(self.noise * (1.0 - self.noise) / max(n, 1)))
-        return share > self.noise + margin
+        margin = max(0.2, 4.0 * math.sqrt(noise * (1.0 - noise) / max(n, 1)))
+        return share > noise + margin
 
-    def _count(self, now: float, throttled: bool) -> None:
-        self._recent.append(throttled)
-        self._quiet = 0 if throttled else self._quiet + 1
-        if self._win_start is None:
-            self._win_start = now
-        elif now - self._win_start >= self.window and self._win[1] >= 8:  # 8 answers at least: a share
-            self._close_window(now)
-        self._win[0] += throttled
-        self._win[1] += 1
-
-    def _close_window(self, now: float) -> None:
-        """Test a series of cuts. Under a limit that depends on the load, the share at rate ``r`` is ``1 - L/r``:
-        from the fastest window ``(s, r0)`` begun after the first cut, a window sent at ``r <= undo_below * r0`` should show
-        ``max(0, 1 - (1 - s) r0 / r)``. A share nearer ``s`` than that says the throttles are not ours to
-        cure: noise."""
-        thr, n = self._win
-        span = max(now - (self._win_start or now), 1e-9)
-        rate = self._win_sends / span
-        if self._series is not None:
-            share = thr / n
-            s_ref, r_ref = self._series
-            if (self._win_start or 0.0) < self._series_start:
-                pass  # begun before the first cut: a server's burst may have hidden the limit
-            elif r_ref <= 0 or rate > r_ref:
-                self._series = (share, rate)  # the fastest window of the series
-            elif rate <= self.undo_below * r_ref and share > 0.05:
-                expected = max(0.0, 1.0 - (1.0 - s_ref) * r_ref / max(rate, 1e-9))
-                if share >= (s_ref + expected) / 2.0:
-                    self._undo(share, now)
-        if self._quiet >= 30:
-            self._series = None  # 30 answers in a row without a throttle end a series of cuts
-            self._rate_before_cuts = None
-        self._cut_in_window = False
-        self._win = [0, 0]
-        self._win_sends = 0
-        self._win_start = now
+    def _end_series(self) -> None:
+        self._in_series = False
+        self._ref = None
+        self._slow = [0, 0, 0.0, 0]
+        self._rate_before_cuts = None
 
     def _undo(self, share: float, now: float) -> None:
         """The cuts did not lower the throttled share: undo them and learn the share as noise."""
-        self.noise = max(self.noise, min(share, 0.9))
+        answers = self._answers + self.throttled
+        overall = self.throttled / answers if answers else share  # the run's share: the most answers to go on
+        self.noise = max(self.noise, min(max(share, overall), 0.9))
         before = self._rate_before_cuts
         if before is None or math.isinf(before):
             self.rate = None
-        else:
+        else:  # back on the plateau of a curve at the old rate, probing beyond it as before
             self.rate = self._w_max = before
-            self._curve_start = now - self.recovery  # on the plateau of the curve, at the old rate
+            self._w_low = self.soft_beta * before
+            self._curve_start = now - self.recovery
         self._next_send = -math.inf
-        self._rate_before_cuts = None
-        self._series = None
+        self._best_passed = 0.0
+        self._end_series()
         self.undone += 1
 
     def _latency(self, sent_at: float, latency: float, now: float) -> None:
@@ -275,14 +340,17 @@ class RateController:
     def summary(self) -> Dict[str, Any]:
         """The ``rate`` section of judge_summary.json."""
         rate = self.current_rate()
+        est = self.limit_estimate
         return {
             "policy": "adaptive",
             "final_rps": None if rate is None else round(rate, 3),
             "min_rps": None if self.min_seen is None else round(self.min_seen, 3),
+            "limit_estimate_rps": None if est is None or self.rate is None else round(est, 3),
             "throttled": self.throttled, "cuts": self.cuts, "cuts_undone": self.undone,
             "noise_share": round(self.noise, 4), "timeouts": self.timeouts,
             "concurrency": self.concurrency, "min_concurrency": self.min_concurrency,
             "max_concurrency": self.max_concurrency, "others_held_s": round(self.held_s, 3),
             "note": "requests/s; final_rps null: not limited at the end (no throttle, or the cuts were undone as "
-                    "noise); min_rps null: never cut. See ragmeter.judge.rate",
+                    "noise); min_rps null: never cut; limit_estimate_rps: the pass rate of the last probe that "
+                    "cut (the provider's limit, if it depends on the load). See ragmeter.judge.rate",
         }
