@@ -99,10 +99,11 @@ class _Controller:
         return None
 
     # slots: the public protocol of Limits.slot (enter, answer, exit), held across two calls
-    async def acquire(self, owner: str, tokens: int) -> Tuple[Optional[int], Optional[str], Optional[str]]:
+    async def acquire(self, owner: str, tokens: int,
+                      retry: bool = False) -> Tuple[Optional[int], Optional[str], Optional[str]]:
         if self.stop is not None:
             return None, self.stop[0], self.stop[1]
-        slot = self.limits.slot(tokens)
+        slot = self.limits.slot(tokens, retry=retry)
         await slot.__aenter__()
         if self.stop is not None or owner in self.closed:  # stopped, or its worker gone while it waited
             await slot.__aexit__(None, None, None)
@@ -121,8 +122,9 @@ class _Controller:
         slot = held[1]
         if status is not None:
             slot.answer(status, headers or {})
-        error = TimeoutError if timed_out else None
-        await slot.__aexit__(error, None, None)
+        elif timed_out:
+            slot.timed_out()
+        await slot.__aexit__(None, None, None)
 
     async def close_owner(self, owner: str) -> int:
         """A worker's batch is over (or its process died): give back every slot it still holds."""
@@ -182,19 +184,21 @@ class _SharedLimits:
         self.concurrency = concurrency
         self.stop = stop
 
-    def slot(self, tokens: int = 0) -> "_SharedSlot":
-        return _SharedSlot(self, tokens)
+    def slot(self, tokens: int = 0, *, retry: bool = False) -> "_SharedSlot":
+        return _SharedSlot(self, tokens, retry)
 
     def pause(self, seconds: float) -> None:
         self.controller.pause.remote(seconds)
 
 
 class _SharedSlot:
-    __slots__ = ("_limits", "_tokens", "_ticket", "_status", "_headers")
+    __slots__ = ("_limits", "_tokens", "_retry", "_ticket", "_status", "_headers", "_timed_out")
 
-    def __init__(self, limits: _SharedLimits, tokens: int) -> None:
+    def __init__(self, limits: _SharedLimits, tokens: int, retry: bool = False) -> None:
         self._limits = limits
         self._tokens = tokens
+        self._retry = retry
+        self._timed_out = False
         self._ticket: Optional[int] = None
         self._status: Optional[int] = None
         self._headers: Optional[Dict[str, str]] = None
@@ -203,20 +207,23 @@ class _SharedSlot:
         from ragmeter.judge.stop import Halt
 
         lim = self._limits
-        ticket, kind, reason = await lim.controller.acquire.remote(lim.owner, self._tokens)
+        ticket, kind, reason = await lim.controller.acquire.remote(lim.owner, self._tokens, self._retry)
         if ticket is None:
             lim.stop.trip(kind or "stopped", reason or "stopped")
             raise Halt(reason or "stopped")
         self._ticket = ticket
         return self
 
+    def timed_out(self) -> None:
+        self._timed_out = True
+
     def answer(self, status: int, headers: Optional[Mapping[str, str]]) -> None:
         self._status = status
         self._headers = {str(k): str(v) for k, v in headers.items()} if headers else None
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        timed_out = (self._status is None and exc_type is not None
-                     and issubclass(exc_type, (asyncio.TimeoutError, TimeoutError)))
+        timed_out = self._status is None and (self._timed_out or (
+            exc_type is not None and issubclass(exc_type, (asyncio.TimeoutError, TimeoutError))))
         await self._limits.controller.release.remote(self._ticket, self._status, self._headers, timed_out)
 
 
