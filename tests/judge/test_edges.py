@@ -128,6 +128,14 @@ def test_breaker_rule():
         assert not b.failed(7)  # one call alone never trips it (its own retries decide)
     assert b.failed(8)
 
+    # once the endpoint has answered in this run, two hung attempts per call are not enough (the end of a run
+    # may hold only the calls whose requests hang); a third failure of one call is
+    b.answered()
+    assert not b.failed(1) and not b.failed(2) and not b.failed(1) and not b.failed(2)
+    assert b.failed(1)
+    fresh = Breaker()
+    assert not fresh.failed(1) and not fresh.failed(2) and fresh.failed(1)  # never answered: two suffice
+
 
 def test_one_flaky_call_does_not_trip_the_breaker(server, tmp_path, fast_retry):
     server.script = ["drop", "drop", "drop"]  # the first call fails three times, then recovers

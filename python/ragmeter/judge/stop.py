@@ -69,20 +69,28 @@ class Breaker:
     ``per_call`` (2) times (its retry, after back-off, failed too), with no answer from the endpoint in between.
     A dead or unreachable endpoint fails every call in flight and every retry; one flaky connection fails one
     call, and the other calls' answers reset the count. A rerun resumes from the cache either way.
+
+    Once the endpoint has answered in this run, one call must have failed ``per_call + 1`` times: at the end of
+    a run the only calls left may be the few whose requests hang, with nothing else in flight to answer in
+    between, and two hung attempts each would read a live endpoint as a dead one. An endpoint that dies
+    mid-run still trips it within a retry more.
     """
 
     def __init__(self, min_calls: int = 2, per_call: int = 2) -> None:
         self.min_calls = max(1, min_calls)
         self.per_call = max(1, per_call)
         self.failures = 0
+        self.ever_answered = False
         self._by_call: Dict[int, int] = {}
 
     def answered(self) -> None:
         self.failures = 0
+        self.ever_answered = True
         self._by_call.clear()
 
     def failed(self, call: int) -> bool:
         """Record one transport failure of call ``call``; True when the breaker trips."""
         self.failures += 1
         self._by_call[call] = self._by_call.get(call, 0) + 1
-        return len(self._by_call) >= self.min_calls and max(self._by_call.values()) >= self.per_call
+        per_call = self.per_call + (1 if self.ever_answered else 0)
+        return len(self._by_call) >= self.min_calls and max(self._by_call.values()) >= per_call
