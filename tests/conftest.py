@@ -52,3 +52,14 @@ def conformance() -> Path:
             pytest.fail(f"CI is set but trec_eval's test suite is not at {d} (set RAGMETER_CONFORMANCE_DIR)")
         pytest.skip(_missing_suite_reason())
     return d
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A local Ray cluster on loopback for one test module, stopped after it (tests/test_ray*.py)."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", ignore_reinit_error=True,
+             log_to_driver=False)
+    yield
+    ray.shutdown()

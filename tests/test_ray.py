@@ -19,15 +19,7 @@ from ragmeter.dataset import load_run  # noqa: E402
 EXAMPLE = Path(ragmeter.__file__).parent / "_example"
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", ignore_reinit_error=True,
-             log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
-def test_score_dataset_equals_score(cluster):
+def test_score_dataset_equals_score(ray_cluster):
     from ragmeter.ray import score_dataset
 
     whole = ragmeter.score(EXAMPLE / "golden.jsonl", EXAMPLE / "run.jsonl")
@@ -39,7 +31,7 @@ def test_score_dataset_equals_score(cluster):
     assert res["by_category"] == whole.summary["by_category"]
 
 
-def test_a_block_with_an_unknown_id_fails_naming_the_batch(cluster):
+def test_a_block_with_an_unknown_id_fails_naming_the_batch(ray_cluster):
     import polars as pl
 
     from ragmeter.errors import InputError
@@ -53,7 +45,7 @@ def test_a_block_with_an_unknown_id_fails_naming_the_batch(cluster):
         score_dataset(ds, EXAMPLE / "golden.jsonl", batch_size=7)
 
 
-def test_a_block_whose_columns_differ_fails_naming_the_block(cluster):
+def test_a_block_whose_columns_differ_fails_naming_the_block(ray_cluster):
     from ragmeter.errors import InputError
     from ragmeter.ray import score_dataset
 
@@ -79,7 +71,7 @@ def dies_once(flag):
     return step
 
 
-def test_a_worker_that_dies_mid_batch_loses_and_doubles_no_case(cluster, tmp_path):
+def test_a_worker_that_dies_mid_batch_loses_and_doubles_no_case(ray_cluster, tmp_path):
     from ragmeter.ray import score_dataset
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this module

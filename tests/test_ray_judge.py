@@ -36,14 +36,6 @@ RUN_DEPENDENT = ["latency_ms", "attempt_log", "cached", "cached_calls", "calls",
                  "completion_tokens", "cost_usd"]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", ignore_reinit_error=True,
-             log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 @pytest.fixture()
 def server():
     s = FakeServer(timeout_sleep=1.0)
@@ -72,7 +64,7 @@ def summary_numbers(summary):
             for m, entry in summary["metrics"].items()}
 
 
-def test_rows_equal_the_single_machine_run_and_a_rerun_sends_nothing(cluster, server, tmp_path):
+def test_rows_equal_the_single_machine_run_and_a_rerun_sends_nothing(ray_cluster, server, tmp_path):
     data = cases(24)
     single = run_sync(data, config(server, tmp_path / "single.sqlite"))
     sent_single = server.requests
@@ -94,7 +86,7 @@ def test_rows_equal_the_single_machine_run_and_a_rerun_sends_nothing(cluster, se
     assert_frame_equal(again.frame().drop(RUN_DEPENDENT), res.frame().drop(RUN_DEPENDENT))
 
 
-def test_one_concurrency_ceiling_holds_across_two_workers(cluster, server, tmp_path):
+def test_one_concurrency_ceiling_holds_across_two_workers(ray_cluster, server, tmp_path):
     server.latency = 0.05
     res = judge_dataset(cases(24), config(server, tmp_path / "c.sqlite", concurrency=3, metrics=("correctness",)),
                         workers=2, batch_size=6)
@@ -104,7 +96,7 @@ def test_one_concurrency_ceiling_holds_across_two_workers(cluster, server, tmp_p
     assert res.summary["ray"]["max_requests_in_flight"] <= 3
 
 
-def test_one_rpm_ceiling_holds_across_two_workers(cluster, server, tmp_path):
+def test_one_rpm_ceiling_holds_across_two_workers(ray_cluster, server, tmp_path):
     # rpm 120: a burst of 2, then one request every ~0.51 s for both workers together (one worker's own limiter
     # each would let 4 go at once and finish in half the time)
     res = judge_dataset(cases(10), config(server, tmp_path / "r.sqlite", rpm=120, metrics=("correctness",)),
@@ -132,7 +124,7 @@ def dying_metric(flag: Path, always: bool = False):
     return dies_once
 
 
-def test_a_worker_that_dies_mid_batch_loses_no_row_and_pays_nothing_twice(cluster, server, tmp_path):
+def test_a_worker_that_dies_mid_batch_loses_no_row_and_pays_nothing_twice(ray_cluster, server, tmp_path):
     flag = tmp_path / "died.flag"
     cfg = config(server, tmp_path / "d.sqlite", metrics=("correctness", dying_metric(flag)), concurrency=2)
     res = judge_dataset(cases(12), cfg, workers=2, batch_size=6, retries=1)
@@ -153,7 +145,7 @@ def test_a_worker_that_dies_mid_batch_loses_no_row_and_pays_nothing_twice(cluste
     assert_frame_equal(again.frame().drop(RUN_DEPENDENT), frame.drop(RUN_DEPENDENT))
 
 
-def test_a_worker_that_keeps_dying_stops_the_run_naming_its_batch(cluster, server, tmp_path):
+def test_a_worker_that_keeps_dying_stops_the_run_naming_its_batch(ray_cluster, server, tmp_path):
     cfg = config(server, tmp_path / "k.sqlite", metrics=(dying_metric(tmp_path / "flag", always=True),))
     with pytest.raises(JudgeStopped, match=r"batch 1 of 2 \(records 0-5, first id 'c00'\): its worker died 2 times"
                                            r".*replies of this run are in the cache") as caught:
@@ -161,7 +153,7 @@ def test_a_worker_that_keeps_dying_stops_the_run_naming_its_batch(cluster, serve
     assert caught.value.kind == "worker_died"
 
 
-def test_a_block_whose_schema_differs_names_the_batch_before_any_call(cluster, server, tmp_path):
+def test_a_block_whose_schema_differs_names_the_batch_before_any_call(ray_cluster, server, tmp_path):
     good = pl.DataFrame(cases(4)).to_arrow()
     other = pl.DataFrame(cases(8)[4:]).rename({"answer": "response"}).to_arrow()
     ds = ray.data.from_arrow([good, other])
@@ -171,7 +163,7 @@ def test_a_block_whose_schema_differs_names_the_batch_before_any_call(cluster, s
     assert server.requests == 0 and server.models_requests == 0
 
 
-def test_an_id_in_two_blocks_is_refused_naming_both(cluster, server, tmp_path):
+def test_an_id_in_two_blocks_is_refused_naming_both(ray_cluster, server, tmp_path):
     ds = ray.data.from_arrow([pl.DataFrame(cases(4)).to_arrow(), pl.DataFrame(cases(4)[2:]).to_arrow()])
     with pytest.raises(InputError, match=r"batch 2 of 2 .*id 'c02' is also in batch 1 of 2"):
         judge_dataset(ds, config(server, tmp_path / "t.sqlite"), workers=2)
@@ -202,7 +194,7 @@ def test_an_unreachable_cluster_address_is_one_line(tmp_path):
     assert "Traceback" not in out.stderr
 
 
-def test_a_refused_key_stops_every_worker_with_its_kind(cluster, server, tmp_path):
+def test_a_refused_key_stops_every_worker_with_its_kind(ray_cluster, server, tmp_path):
     server.rules = [(lambda info: True, 401)]
     cfg = config(server, tmp_path / "a.sqlite", metrics=("correctness",))
     with pytest.raises(JudgeStopped, match=r"batch \d of 4 \(records .*\): .*refused the API key") as caught:
@@ -211,7 +203,7 @@ def test_a_refused_key_stops_every_worker_with_its_kind(cluster, server, tmp_pat
     assert server.requests <= 2  # each running batch's first request goes alone; the refusal stops the rest
 
 
-def test_one_budget_for_every_worker(cluster, server, tmp_path):
+def test_one_budget_for_every_worker(ray_cluster, server, tmp_path):
     cfg = config(server, tmp_path / "b.sqlite", metrics=("correctness",), concurrency=1,
                  prices={"gpt-4o-mini": (100.0, 100.0)}, max_tokens=100, budget=0.1)
     res = judge_dataset(cases(20), cfg, workers=2, batch_size=10)

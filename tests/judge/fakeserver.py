@@ -385,6 +385,20 @@ def make_ok_action(action: Action, info: Dict[str, Any], make_ok: Callable[[], A
             "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct}}
 
 
+#: every fault the scripted server can play, for the storm tests
+STORM_ACTIONS = [429, 500, 503, "timeout", "drop", "empty", "truncated", "malformed", "garbage", "fenced", "ok",
+                 {"status": 429, "headers": {"retry-after-ms": "5"}}]
+
+
+def storm(server: "FakeServer") -> list:
+    """Each request key misbehaves (one of STORM_ACTIONS, by key) on its first two attempts, then answers;
+    item 7 always gets a 400. Returns the actions."""
+    server.rules = [(lambda info, i=i: int(info["key"][:8], 16) % 13 == i and server.count_by_key[info["key"]] <= 2, a)
+                    for i, a in enumerate(STORM_ACTIONS)]
+    server.rules.insert(0, (lambda info: "item 7 " in json.dumps(info.get("payload", {})).lower(), 400))
+    return STORM_ACTIONS
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0)

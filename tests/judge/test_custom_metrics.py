@@ -10,6 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from fakeserver import storm  # noqa: E402 (tests/judge is on sys.path: conftest.py)
+
 from ragmeter.errors import InputError
 from ragmeter.judge import JudgeConfig, JudgeStopped, RubricMetric, metric, run_sync
 from ragmeter.judge.metrics import METRICS
@@ -59,12 +61,7 @@ def test_rubric_scores_on_its_scale_mapped_to_0_1_with_a_pass_rate(server, tmp_p
 def test_rubric_fault_matrix_every_row_ok_or_explicit(server, tmp_path, fast_retry):
     # the built-in metrics' storm (test_runner.test_every_case_ends_ok_or_explicit_failure), with a rubric metric
     # judged beside a built-in one: the same guarantees must hold for both
-    actions = [429, 500, 503, "timeout", "drop", "empty", "truncated", "malformed", "garbage", "fenced", "ok",
-               {"status": 429, "headers": {"retry-after-ms": "5"}}]
-    # each request key misbehaves on its first two attempts, then answers (item 7 always gets a 400)
-    server.rules = [(lambda info, i=i: int(info["key"][:8], 16) % 13 == i and server.count_by_key[info["key"]] <= 2, a)
-                    for i, a in enumerate(actions)]
-    server.rules.insert(0, (lambda info: "item 7 " in json.dumps(info.get("payload", {})).lower(), 400))
+    actions = storm(server)
     res = run_sync(cases(30), cfg(server, tmp_path, fast_retry, max_retry_tokens=4000, concurrency=8, timeout=0.3,
                                   metrics=[tone(), "correctness"]))
     df = res.frame()

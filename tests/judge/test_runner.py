@@ -13,6 +13,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from fakeserver import storm  # noqa: E402 (tests/judge is on sys.path: conftest.py)
+
 from ragmeter.judge import Cache, JudgeConfig, cache_key, run, run_sync
 
 REQUIRED = ["id", "metric", "status", "score", "correct", "reason", "error", "attempts", "prompt_tokens",
@@ -58,12 +60,7 @@ def test_all_rows_ok_and_columns(server, tmp_path, fast_retry):
 
 def test_every_case_ends_ok_or_explicit_failure(server, tmp_path, fast_retry):
     # a storm of misbehaviour across 40 cases x 5 metrics
-    actions = [429, 500, 503, "timeout", "drop", "empty", "truncated", "malformed", "garbage", "fenced", "ok",
-               {"status": 429, "headers": {"retry-after-ms": "5"}}]
-    # each request key misbehaves on its first two attempts, then answers (item 7 always gets a 400)
-    server.rules = [(lambda info, i=i: int(info["key"][:8], 16) % 13 == i and server.count_by_key[info["key"]] <= 2, a)
-                    for i, a in enumerate(actions)]
-    server.rules.insert(0, (lambda info: "item 7 " in json.dumps(info.get("payload", {})).lower(), 400))
+    storm(server)
     res = run_sync(cases(40), cfg(server, tmp_path, fast_retry, max_retry_tokens=4000, concurrency=16, timeout=0.3))
     df = res.frame()
     assert df.height == 200
