@@ -134,3 +134,41 @@ def test_worst_first_rule() -> None:
     shown, n_more = worst_first(items, lambda r: r[1], lambda r: r[2], limit=3)
     assert [r[0] for r in shown] == ["d", "c", "a"] and n_more == 2  # lowest, more cases first, no value last
     assert worst_first(items, lambda r: r[1], lambda r: r[2], limit=5) == (items, 0)
+
+
+def test_report_shows_a_bounded_category_section(big: Path, tmp_path: Path) -> None:
+    from ragmeter.report import write_reports
+    from ragmeter.report.data import REPORT_CATEGORIES
+
+    proc = _ragmeter(["score", "--golden", "golden.jsonl", "--run", "run.jsonl", "--out", str(tmp_path / "r")], big)
+    assert proc.returncode == 0, proc.stderr
+    paths = write_reports(tmp_path / "r", n_resamples=200)
+    markdown = paths["markdown"].read_text(encoding="utf-8")
+    html = paths["html"].read_text(encoding="utf-8")
+    sentence = f"{REPORT_CATEGORIES} of {N_CASES:,} categories shown: the {REPORT_CATEGORIES} of lowest Hit@k (chunk)"
+    assert sentence in markdown and sentence in html
+    section = markdown.split("### Per category")[1].split("###")[0]
+    rows = [line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| c0")]
+    assert rows == [f"c{i:05d}" for i in range(N_CASES) if i % 3][:REPORT_CATEGORIES]
+
+
+def test_small_reports_keep_every_category(tmp_path: Path) -> None:
+    import polars as pl
+
+    from ragmeter import stats
+    from ragmeter.report.data import REPORT_CATEGORIES, compute_aggregates, metric_frame
+
+    _write_inputs(tmp_path, REPORT_CATEGORIES)
+    assert _ragmeter(["score", "--golden", "golden.jsonl", "--run", "run.jsonl", "--out", "r"], tmp_path).returncode == 0
+    cases = pl.read_parquet(tmp_path / "r" / "cases.parquet")
+    got = compute_aggregates(cases, n_resamples=200, seed=3)
+    assert len(got["by_category"]) == REPORT_CATEGORIES and got["category_rule"] is None
+    # what the reports computed before the bound: every category of the same resamples
+    mf = metric_frame(cases)
+    values = mf.select(got["metrics"]).to_numpy().astype(float)
+    cats = mf.get_column("category").to_numpy().astype(str)
+    res = stats.bootstrap_means(values, n_resamples=200, seed=3, groups=cats)
+    for cat in sorted(set(cats.tolist())):
+        for j, name in enumerate(got["metrics"]):
+            want = stats.Aggregate.from_resamples(values[cats == cat, j], res[cat][:, j]).to_dict()
+            assert got["by_category"][cat][name] == want
