@@ -260,6 +260,9 @@ def _cli() -> list:
     import shutil
 
     script = shutil.which("ragmeter")
+    if script and "/shims/" in script:  # pyenv's shim is a bash script that finds the real one (0.1 s here)
+        found = subprocess.run(["pyenv", "which", "ragmeter"], capture_output=True, text=True)
+        script = found.stdout.strip() if found.returncode == 0 else script
     return [script] if script else [sys.executable, "-m", "ragmeter"]
 
 

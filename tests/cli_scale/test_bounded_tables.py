@@ -172,3 +172,20 @@ def test_small_reports_keep_every_category(tmp_path: Path) -> None:
         for j, name in enumerate(got["metrics"]):
             want = stats.Aggregate.from_resamples(values[cats == cat, j], res[cat][:, j]).to_dict()
             assert got["by_category"][cat][name] == want
+
+
+def test_audit_tables_are_bounded_and_the_json_complete(tmp_path: Path) -> None:
+    from ragmeter.audit.render import MAX_ROWS as AUDIT_ROWS
+
+    n = 500
+    golden = [{"id": f"c{i:05d}", "question": "q?", "category": f"k{i:05d}", "source": f"s{i % 3}",
+               "expectedFileNames": ["a.md"], "expectedEvidence": ["p"]} for i in range(n)]
+    (tmp_path / "golden.jsonl").write_text("".join(json.dumps(r) + "\n" for r in golden), encoding="utf-8")
+    proc = _ragmeter(["audit", "--golden", "golden.jsonl", "--out", "a"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    shown = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("k0")]
+    assert shown == [f"k{i:05d}" for i in range(AUDIT_ROWS)] * 2  # the distribution, then category x source
+    assert proc.stdout.count(f"... and {n - AUDIT_ROWS:,} more categor") == 2
+    _assert_fits(proc.stdout)
+    written = json.loads((tmp_path / "a" / "audit.json").read_text(encoding="utf-8"))
+    assert len(written["by_category"]) == n and len(written["cross"]) == n
