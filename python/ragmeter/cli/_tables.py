@@ -32,8 +32,10 @@ def worst_first(items: Sequence[T], value: Callable[[T], Optional[float]], size:
     return [items[i] for i in order[:limit]], len(items) - limit
 
 
-def _worst_key(value: Optional[float], size: int, position: int) -> Tuple[int, float, int, int]:
-    return (value is None, 0.0 if value is None else value, -size, position)
+def _worst_key(value: Optional[float], size: int, position: int) -> Tuple[bool, float, int, int]:
+    if value is None or value != value:  # NaN sorts nowhere: it goes with the unscored
+        return (True, 0.0, -size, position)
+    return (False, float(value), -size, position)
 
 
 def print_more(n_more: int, noun: str, where: Optional[str], shown: str, console: Console) -> None:
