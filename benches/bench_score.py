@@ -28,20 +28,26 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-ALPHABET = np.frombuffer("abcdefghijklmnopqrstuvwxyz     ".encode(), dtype=np.uint8)
+# numpy and pyarrow are imported where data is generated: the timed child processes (the plain-Python scorers
+# above all) pay only for what they use themselves.
+ALPHABET = "abcdefghijklmnopqrstuvwxyz     "
 
 
-def make_texts(n: int, chars: int, rng: np.random.Generator) -> pa.Array:
-    data = ALPHABET[rng.integers(0, len(ALPHABET), size=n * chars, dtype=np.int64)]
+def make_texts(n: int, chars: int, rng):  # type: ignore[no-untyped-def]
+    import numpy as np
+    import pyarrow as pa
+
+    alphabet = np.frombuffer(ALPHABET.encode(), dtype=np.uint8)
+    data = alphabet[rng.integers(0, len(alphabet), size=n * chars, dtype=np.int64)]
     offsets = np.arange(0, (n + 1) * chars, chars, dtype=np.int64)
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data.tobytes()))
 
 
 def generate(dir_: Path, cases: int, chunks: int, chars: int, seed: int = 7, row_group_size: int = 10_000) -> tuple:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     rng = np.random.default_rng(seed)
     n = cases * chunks
     texts = make_texts(n, chars, rng)
@@ -104,6 +110,7 @@ def cpu_model() -> str:
 
 def measure(golden: Path, run: Path, n_thresholds: int) -> dict:
     """Score and sweep in this (fresh) process; returns timings and peak RSS."""
+    import numpy as np
     import polars as pl
 
     import ragmeter
@@ -142,6 +149,10 @@ KIND_PLANT = {"ascii": ("evidence{c:06d}x", "evidence{c:06d}X"), "cjk-pdf": ("è¯
 
 def generate_kind(dir_: Path, cases: int, chunks: int, kind: str, seed: int = 11) -> None:
     """A golden set and Parquet run whose chunk texts are of one kind of bench_normalize.py (500 characters)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_normalize import KINDS
 
@@ -225,10 +236,54 @@ def compare_child(mode: str, golden: Path, run: Path, cases: int) -> dict:
     return {"s": time.perf_counter() - t0, "hits": hits, "rss_mb": peak_rss_mb()}
 
 
+def _child(argv: list) -> tuple:
+    """Run ``argv`` in a fresh process: (exit status, stdout, wall seconds, peak RSS in MB of that child alone).
+
+    ``os.wait4`` gives the child's own rusage (``RUSAGE_CHILDREN`` would be the maximum over every child so far).
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(map(str, argv))}: exit status {proc.returncode}\n{errors[-2000:]}")
+    return proc.returncode, text, wall, usage.ru_maxrss / 1024
+
+
+def _cli() -> list:
+    """The ``ragmeter`` command as users run it (the console script, else ``python -m ragmeter``)."""
+    import shutil
+
+    script = shutil.which("ragmeter")
+    if script and "/shims/" in script:  # pyenv's shim is a bash script that finds the real one (0.1 s here)
+        found = subprocess.run(["pyenv", "which", "ragmeter"], capture_output=True, text=True)
+        script = found.stdout.strip() if found.returncode == 0 else script
+    return [script] if script else [sys.executable, "-m", "ragmeter"]
+
+
+def _cli_hits(out_dir: Path, cases: int) -> list:
+    import polars as pl
+
+    return pl.read_parquet(out_dir / "cases.parquet", columns=["hit"])["hit"].head(cases).to_list()
+
+
+def _runs(values: list, fmt: str = "{:.2f}") -> str:
+    return ", ".join(fmt.format(v) for v in values)
+
+
 def compare(args) -> None:
+    """Per text kind: the command ``ragmeter score --golden G --run R --out DIR`` end to end (a fresh process:
+    interpreter start, imports, scoring, the four files, the tables), the in-process ``ragmeter.score`` API,
+    and the two plain-Python scorers (each in a fresh process too)."""
     kinds = args.kinds.split(",")
     rows = []
     load_before = os.getloadavg()
+    cli = _cli()
     with tempfile.TemporaryDirectory() as tmp:
         base = args.data or Path(tmp)
         for kind in kinds:
@@ -237,38 +292,61 @@ def compare(args) -> None:
                 d.mkdir(parents=True, exist_ok=True)
                 generate_kind(d, args.cases, args.chunks, kind)
             size = os.path.getsize(d / "run.parquet")
+            golden, run = d / "golden.jsonl", d / "run.parquet"
             got = {}
             for mode, n in (("ragmeter", args.cases), ("python-top5", args.py_cases or args.cases),
                             ("python-all", args.py_all_cases or args.py_cases or args.cases)):
                 runs = []
                 for _ in range(args.repeat if mode == "ragmeter" else 1):
-                    out = subprocess.run([sys.executable, __file__, "--_compare", mode, str(d / "golden.jsonl"), str(d / "run.parquet"), str(n)],
-                                         check=True, capture_output=True, text=True)
-                    runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-                got[mode] = {"s": [r["s"] * args.cases / n for r in runs], "n": n, "hits": runs[0]["hits"], "rss_mb": runs[0]["rss_mb"]}
+                    _, out, wall, rss = _child([sys.executable, __file__, "--_compare", mode, str(golden), str(run), str(n)])
+                    r = json.loads(out.strip().splitlines()[-1])
+                    # Fixed costs (interpreter, imports) are paid once whatever N: only the scoring is scaled.
+                    r["wall"] = wall - r["s"] + r["s"] * args.cases / n
+                    r["child_rss"] = rss
+                    runs.append(r)
+                got[mode] = {"s": [r["s"] * args.cases / n for r in runs], "wall": [r["wall"] for r in runs], "n": n,
+                             "hits": runs[0]["hits"], "rss_mb": runs[0]["child_rss"]}
+            cli_wall, cli_rss = [], []
+            for i in range(args.repeat):
+                out_dir = Path(tmp) / f"cli-{kind}-{i}"
+                _, _, wall, rss = _child(cli + ["score", "--golden", str(golden), "--run", str(run), "--out", str(out_dir)])
+                cli_wall.append(wall)
+                cli_rss.append(rss)
+                cli_hits = _cli_hits(out_dir, args.cases)
             rm = got["ragmeter"]
-            same = all(rm["hits"][: got[m]["n"]] == got[m]["hits"] for m in ("python-top5", "python-all"))
-            best = min(rm["s"])
-            rows.append(f"| {kind} | {args.cases:,} | {size / 1e6:.0f} MB | {best:.2f} s ({', '.join(f'{x:.2f}' for x in rm['s'])}) "
-                        f"| {rm['rss_mb']:.0f} MB ({rm['rss_mb'] / (size / 1e6):.1f}x) "
-                        f"| {got['python-top5']['s'][0]:.1f} s{'*' if got['python-top5']['n'] < args.cases else ''} | {got['python-top5']['s'][0] / best:.1f}x "
-                        f"| {got['python-all']['s'][0]:.1f} s{'*' if got['python-all']['n'] < args.cases else ''} | {got['python-all']['s'][0] / best:.1f}x "
+            same = all(rm["hits"][: got[m]["n"]] == got[m]["hits"] for m in ("python-top5", "python-all")) \
+                and cli_hits == rm["hits"]
+            best, best_api = min(cli_wall), min(rm["s"])
+            star = lambda m: "*" if got[m]["n"] < args.cases else ""  # noqa: E731
+            rows.append(f"| {kind} | {args.cases:,} | {size / 1e6:.0f} MB | **{best:.2f} s** ({_runs(cli_wall)}) "
+                        f"| {max(cli_rss):.0f} MB ({max(cli_rss) / (size / 1e6):.1f}x) "
+                        f"| {best_api:.2f} s ({_runs(rm['s'])}) | {rm['rss_mb']:.0f} MB "
+                        f"| {got['python-top5']['wall'][0]:.1f} s{star('python-top5')} | {got['python-top5']['wall'][0] / best:.1f}x "
+                        f"| {got['python-all']['wall'][0]:.1f} s{star('python-all')} | {got['python-all']['wall'][0] / best:.1f}x "
                         f"| {'identical' if same else 'DIFFER'} |")
             print(rows[-1], flush=True)
     load_after = os.getloadavg()
-    header = ["| text | cases | run.parquet | ragmeter score (runs) | peak RSS (x Parquet) | Python top-5 | speed-up | Python all chunks | speed-up | hits@5 |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    header = ["| text | cases | run.parquet | `ragmeter score --out` (runs) | its peak RSS (x Parquet) "
+              "| `ragmeter.score()` API (runs) | API process RSS | Python top-5 | speed-up | Python all chunks "
+              "| speed-up | hits@5 |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     machine = (f"{os.cpu_count()} CPUs (nproc), {cpu_model()}, "
                f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, Python {platform.python_version()}")
     cmd = "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
     note = (f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after. "
-            + ("* the Python scorers ran on the first cases only (--py-cases / --py-all-cases) and their time is scaled "
-               "linearly to all cases; hits are compared on those cases. " if (args.py_cases or args.py_all_cases) else ""))
+            f"`ragmeter score --out`: the command `{' '.join(Path(c).name for c in cli)} score --golden G --run R --out DIR` "
+            "in a fresh process, wall clock from start to exit (interpreter, imports, scoring, the four files, the "
+            "tables on a pipe), peak RSS of that process (os.wait4). The API column is `ragmeter.score(G, R)` alone "
+            "in its own process (imports excluded). The Python scorers: wall clock of their own fresh process "
+            "(interpreter, imports, reading, scoring); speed-ups are Python's wall clock over the command's best. "
+            "Hits: the command's cases.parquet, the API's and each Python scorer's, case by case. "
+            + ("* the Python scorers ran on the first cases only (--py-cases / --py-all-cases): their scoring time is "
+               "scaled linearly to all cases (their start-up is not) and hits are compared on those cases. " if (args.py_cases or args.py_all_cases) else ""))
     text = "\n".join(header + rows) + "\n\n" + note + "\n"
     print(text)
     if not args.no_append:
         with (Path(__file__).parent / "RESULTS_score.md").open("a", encoding="utf-8") as fh:
-            fh.write(f"\n## {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')} ragmeter score vs plain Python\n\n"
+            fh.write(f"\n## {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')} ragmeter score (the command) vs plain Python\n\n"
                      f"Command: `{cmd}`  \nMachine: {machine}\n\n" + text)
 
 
@@ -314,6 +392,8 @@ def main() -> None:
             d.mkdir(parents=True, exist_ok=True)
             generate(d, args.cases, args.chunks, args.chars, row_group_size=args.row_group_size)
         gen = time.perf_counter() - t0
+        import pyarrow.parquet as pq
+
         meta = pq.ParquetFile(run).metadata
         text_bytes = args.cases * args.chunks * args.chars  # one byte per character except the planted phrases
         load_before = os.getloadavg()

@@ -10,6 +10,9 @@ from typing import Any, Dict, List, Optional
 
 WIDTH = 80
 NAME = 20  # widest value name shown in a table
+#: rows of a table on the terminal (the first ones, in the audit's order); audit.md and --json hold them all.
+#: The same bound as the other commands' tables (ragmeter.cli._tables.MAX_ROWS).
+MAX_ROWS = 20
 
 
 def columns(text: str) -> int:
@@ -144,6 +147,18 @@ def _wrapped(lines: List[str]) -> List[str]:
     return out
 
 
+def _bounded(rows: List[Any]) -> List[Any]:
+    return rows[:MAX_ROWS]
+
+
+def more_line(n_rows: int, noun: str) -> Optional[str]:
+    """What a table left out of ``n_rows``, counted (ASCII dots: an ellipsis character marks a cut name)."""
+    if n_rows <= MAX_ROWS:
+        return None
+    return (f"... and {n_rows - MAX_ROWS:,} more {noun} (all with --json or in --out DIR/audit.json); shown: the first "
+            f"{MAX_ROWS}")
+
+
 def _plain_table(header: List[str], rows: List[List[str]]) -> List[str]:
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
@@ -159,10 +174,13 @@ def plain(d: Dict[str, Any]) -> str:
     for key, label in (("by_category", "category"), ("by_source", d["by"])):
         head = [label, "n", "share"] + (["target", "needed"] if d["gap"] else [])
         rows = [r if d["gap"] else r[:3] for r in share_rows(d, key)]
-        lines += _plain_table(head, rows) + [""]
+        more = more_line(len(rows), f"{label} values")
+        lines += _plain_table(head, _bounded(rows)) + (wrap(more) if more else []) + [""]
     for block in cross_blocks(d):
-        rows = [[_name(c)] + [str(d["cross"][c][s]) if d["cross"][c][s] else "·" for s in block] for c in d["cross"]]
-        lines += [f"category x {d['by']} (· = no case)"] + _plain_table(["category"] + [_name(s) for s in block], rows) + [""]
+        rows = [[_name(c)] + [str(d["cross"][c][s]) if d["cross"][c][s] else "·" for s in block] for c in _bounded(list(d["cross"]))]
+        more = more_line(len(d["cross"]), "categories")
+        lines += [f"category x {d['by']} (· = no case)"] + _plain_table(["category"] + [_name(s) for s in block], rows)
+        lines += (wrap(more) if more else []) + [""]
     lines += _wrapped(summary_lines(d)) + [""] + warning_lines(d)
     return "\n".join(lines)
 
@@ -176,21 +194,29 @@ def rich(d: Dict[str, Any], console: Any) -> None:
         table = Table(title_justify="left")
         for i, col in enumerate([label, "n", "share"] + (["target", "needed"] if d["gap"] else [])):
             table.add_column(col, justify="left" if i == 0 else "right")
-        for r in share_rows(d, key):
+        rows = share_rows(d, key)
+        for r in _bounded(rows):
             table.add_row(*(r if d["gap"] else r[:3]))
         console.print(table)
+        _print_more(more_line(len(rows), f"{label} values"), console)
     for block in cross_blocks(d):
         table = Table(title=f"category x {d['by']} (· = no case)", title_justify="left")
         table.add_column("category")
         for s in block:
             table.add_column(_name(s), justify="right")
-        for c in d["cross"]:
+        for c in _bounded(list(d["cross"])):
             table.add_row(_name(c), *(str(d["cross"][c][s]) if d["cross"][c][s] else "[red]·[/]" for s in block))
         console.print(table)
+        _print_more(more_line(len(d["cross"]), "categories"), console)
     for line in _wrapped(summary_lines(d)):
         console.print(line, markup=False, highlight=False)
     for line in warning_lines(d):
         console.print(line, markup=False, highlight=False, style="yellow" if d["warnings"] else "green")
+
+
+def _print_more(line: Optional[str], console: Any) -> None:
+    if line:
+        console.print(line, markup=False, highlight=False)
 
 
 def markdown(d: Dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ terminal (a pipe, a file, a CI log) is plain text 80 columns wide.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from rich import box
 from rich.console import Console
@@ -15,6 +15,36 @@ from rich.text import Text
 
 _PERCENT = ("hit_rate", "file_hit_rate", "evidence_recall", "all_files_hit_rate")
 PLAIN_WIDTH = 80
+#: a table of categories (or any list that grows with the data) prints at most this many of them; the rest is
+#: counted on one line under the table and is complete in the files written
+MAX_ROWS = 20
+
+T = TypeVar("T")
+
+
+def worst_first(items: Sequence[T], value: Callable[[T], Optional[float]], size: Callable[[T], int],
+                limit: int = MAX_ROWS) -> Tuple[List[T], int]:
+    """``items`` unchanged when there are at most ``limit``; else the ``limit`` with the lowest ``value`` (more
+    cases first among equal values, then the given order; no value last), and how many were left out."""
+    if len(items) <= limit:
+        return list(items), 0
+    order = sorted(range(len(items)), key=lambda i: _worst_key(value(items[i]), size(items[i]), i))
+    return [items[i] for i in order[:limit]], len(items) - limit
+
+
+def _worst_key(value: Optional[float], size: int, position: int) -> Tuple[bool, float, int, int]:
+    if value is None or value != value:  # NaN sorts nowhere: it goes with the unscored
+        return (True, 0.0, -size, position)
+    return (False, float(value), -size, position)
+
+
+def print_more(n_more: int, noun: str, where: Optional[str], shown: str, console: Console) -> None:
+    """``... and 19,980 more categories (all in DIR/summary.json); shown: ...``: what a bounded table left out,
+    counted, and which rows it kept; without ``where`` (nothing written) the line says how to get them all.
+    ASCII dots: rich marks a cut cell with an ellipsis character, and this line is no cut."""
+    if n_more:
+        where_all = f"(all in {where})" if where else "(all with --out or --json)"
+        console.print(Text(f"... and {n_more:,} more {noun} {where_all}; shown: {shown}"))
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -65,14 +95,20 @@ def _value(agg: Dict[str, Any], key: str) -> str:
     return f"{100 * v:.1f}%" if key in _PERCENT else f"{v:.3f}"
 
 
-def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console: Optional[Console] = None) -> None:
+def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console: Optional[Console] = None,
+                more_in: Optional[str] = None) -> None:
+    """The retrieval table: the overall row and every category, or at most :data:`MAX_ROWS` of them (the lowest
+    Hit@k) with a count of the rest, which ``more_in`` (default ``out_dir/summary.json``) holds."""
+    more_in = more_in or (f"{out_dir}/summary.json" if out_dir else None)
     console = console or make_console()
     k = summary["k"]
+    categories, n_more = worst_first(list(summary["by_category"].items()), lambda c: c[1]["hit_rate"]["value"],
+                                     lambda c: c[1]["hit_rate"]["n_total"])
     table = _table(f"Retrieval at k={k} (chunk level unless marked)", console)
     table.add_column("category", justify="left", overflow="fold")
     for col in ("n", f"Hit@{k}", f"fHit@{k}", "MRR", "MAP", "NDCG", "EvRec", f"AllF@{k}", "empty"):
         table.add_column(col, justify="right", no_wrap=True)
-    rows = [("ALL", summary["overall"])] + list(summary["by_category"].items())
+    rows = [("ALL", summary["overall"])] + categories
     for i, (name, agg) in enumerate(rows):
         all_files = agg["all_files_hit_rate"]
         table.add_row(
@@ -82,6 +118,8 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
             str(agg["empty_retrievals"]), style="bold" if name == "ALL" else None, end_section=i == 0,
         )
     console.print(table)
+    print_more(n_more, "categories", more_in, f"the {len(categories)} of lowest Hit@{k}, more cases first among "
+               "equals", console)
     console.print(f"n: labelled/all cases. Hit: a relevant chunk (expected file and evidence phrase) in the top "
                   f"{k}. fHit: file level, some expected file in the top {k}. EvRec: evidence recall. AllF: every "
                   f"expected file in the top {k}, over the cases expecting two or more (their count). empty: nothing "
@@ -106,14 +144,16 @@ def _gap(overall: Dict[str, Any]) -> Optional[float]:
     return None if f is None or c is None else 100 * (f - c)
 
 
-def print_sweep(table: Any, k: int, console: Optional[Console] = None) -> None:
+def print_sweep(table: Any, k: int, console: Optional[Console] = None, more_in: Optional[str] = None) -> None:
+    """The sweep table: every category at every threshold, or at most :data:`MAX_ROWS` categories (the lowest
+    Hit@k at the first threshold, the same ones at every threshold) with a count of the rest."""
     console = console or make_console()
     t = _table(f"Threshold sweep (keep score >= t, then the top {k})", console)
     t.add_column("t", justify="right", no_wrap=True)
     t.add_column("category", justify="left", overflow="fold")
     for col in (f"Hit@{k}", "MRR", "n", "empty", "kept"):
         t.add_column(col, justify="right", no_wrap=True)
-    rows = list(table.iter_rows(named=True))
+    rows, n_more = _bounded_sweep(list(table.iter_rows(named=True)))
     for i, row in enumerate(rows):
         hit = "—" if row["hit_rate"] is None else f"{100 * row['hit_rate']:.1f}%"
         mrr = "—" if row["mrr"] is None else f"{row['mrr']:.3f}"
@@ -122,5 +162,18 @@ def print_sweep(table: Any, k: int, console: Optional[Console] = None) -> None:
         t.add_row(f"{row['threshold']:g}", row["category"], hit, mrr, f"{row['n_scored']}/{row['n_total']}",
                   str(row["empty_retrievals"]), f"{row['mean_kept']:.2f}", style=style, end_section=last_of_threshold)
     console.print(t)
+    if n_more:
+        print_more(n_more, "categories at each threshold", more_in, f"the {MAX_ROWS} of lowest Hit@{k} at "
+                   f"t={rows[0]['threshold']:g}, more cases first among equals, at every t", console)
     console.print(f"t: threshold. n: labelled/all cases. empty: cases left with no chunk. kept: mean chunks kept "
                   f"(at most {k}).", style="dim", highlight=False)
+
+
+def _bounded_sweep(rows: List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], int]:
+    """The sweep's rows for at most :data:`MAX_ROWS` categories (and ALL), and how many categories were left out."""
+    first = [r for r in rows if r["threshold"] == rows[0]["threshold"] and r["category"] != "ALL"] if rows else []
+    shown, n_more = worst_first(first, lambda r: r["hit_rate"], lambda r: r["n_total"])
+    if not n_more:
+        return rows, 0
+    keep = {r["category"] for r in shown} | {"ALL"}
+    return [r for r in rows if r["category"] in keep], n_more

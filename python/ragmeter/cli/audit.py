@@ -43,8 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
+    from ragmeter._io import strict_json
     from ragmeter.audit import audit, render
 
     hard = args.hard.split(",") if args.hard is not None else None
@@ -56,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
         from ragmeter._io import atomic_outputs
 
         with atomic_outputs(args.out) as tmp:
-            (tmp / "audit.json").write_text(json.dumps(d, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            (tmp / "audit.json").write_text(strict_json(d) + "\n", encoding="utf-8")
             (tmp / "audit.md").write_text(render.markdown(d), encoding="utf-8")
     if args.json:
-        print(json.dumps(d, indent=2, ensure_ascii=False))
+        print(strict_json(d))
     elif sys.stdout.isatty():
         from rich.console import Console
 

@@ -169,15 +169,22 @@ def render(comp: Any, gate_results: Optional[List[Any]] = None, console: Any = N
 
 
 def _per_category(comp: Any, console: Any, say: Any) -> None:
+    """One table per key metric: every category, or at most ``MAX_ROWS`` (the largest drop in the metric's
+    direction, then the rest by the same order) with a count of the others."""
+    from ragmeter.cli._tables import MAX_ROWS, print_more, worst_first
     from ragmeter.compare import fmt_ci, fmt_delta, fmt_value, label
 
     key = [m for m in ("hit", "correct", "faithfulness") if m in comp.metrics]
-    if not comp.groups:
+    groups = comp.groups
+    if not groups:
         return
+    rows = {(r.metric, r.group): r for r in comp.rows}  # comp.row() scans every row: quadratic in categories
     for m in key:
+        shown, n_more = worst_first(groups, lambda g: _signed_delta(rows.get((m, g))),
+                                    lambda g: rows[(m, g)].n_paired if (m, g) in rows else 0)
         table = _table(f"{label(m)} per category", ["category", "baseline", "candidate", "delta", "95% CI", "n"])
-        for g in comp.groups:
-            r = comp.row(m, g)
+        for g in shown:
+            r = rows.get((m, g))
             if r is None or not r.n_paired:
                 table.add_row(g, "n/a", "n/a", "n/a", "n/a", f"0/{r.n_total if r else 0}")
                 continue
@@ -186,3 +193,12 @@ def _per_category(comp: Any, console: Any, say: Any) -> None:
                           f"{r.n_paired}/{r.n_total}")
         say("")
         console.print(table)
+        print_more(n_more, "categories", None, f"the {MAX_ROWS} that lost most (in the metric's direction), more "
+                   "paired cases first among equals", console)
+
+
+def _signed_delta(r: Any) -> Optional[float]:
+    """The delta with its sign in the metric's direction (negative = worse); None when no case is paired."""
+    if r is None or not r.n_paired or r.delta is None or r.delta != r.delta:
+        return None
+    return -r.delta if r.better == "lower" else r.delta

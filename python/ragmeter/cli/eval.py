@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"{args.run}: {summary['collected_repeats']['n']} collected repeats (collect --repeat), each "
                       f"scored{' and judged' if judge is not None else ''}; the tables are repeat 1, the spread "
                       f"across repeats follows", markup=False, highlight=False)
-    print_score(summary["retrieval"], out_dir=None, console=console)
+    print_score(summary["retrieval"], out_dir=None, console=console, more_in=f"{args.out}/summary.json")
     print_audit_pointer(args.golden, console, summary.get("golden_set"))
     if summary.get("judge"):
         for line in judge_lines(summary["judge"]):

@@ -61,5 +61,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         from ragmeter.cli._tables import print_sweep
 
-        print_sweep(table, args.k)
+        print_sweep(table, args.k, more_in=args.out)
     return 0

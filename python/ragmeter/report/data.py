@@ -34,6 +34,7 @@ __all__ = [
     "not_judged_metrics",
     "judge_failures",
     "compute_aggregates",
+    "more_categories_line",
 ]
 
 #: results-folder format understood by this version; summary.json may carry
@@ -268,10 +269,22 @@ def metric_frame(cases: pl.DataFrame, names: Optional[List[str]] = None) -> pl.D
     return cases.select(exprs)
 
 
+#: the reports show at most this many categories (the lowest headline metric, more cases first among equals)
+REPORT_CATEGORIES = 30
+#: the metric that picks the categories a bounded report shows: the first of these the cases have
+HEADLINE_METRICS = ("hit", "correct", "faithfulness")
+
+
 def compute_aggregates(
-    cases: pl.DataFrame, *, n_resamples: int = 10_000, seed: Optional[int] = None
+    cases: pl.DataFrame, *, n_resamples: int = 10_000, seed: Optional[int] = None,
+    max_categories: Optional[int] = REPORT_CATEGORIES,
 ) -> Dict[str, Any]:
-    """Per metric, overall and per category: value, n_scored, n_total, 95% interval."""
+    """Per metric, overall and per category: value, n_scored, n_total, 95% interval.
+
+    With more than ``max_categories`` categories, ``by_category`` holds only that many (the lowest mean of the
+    headline metric, see :func:`shown_categories`): ``n_categories`` counts them all and ``category_rule`` says
+    which were kept. Resampling every one of 20,000 categories would hold 20,000 resample tables.
+    """
     from ragmeter import stats
 
     seed = stats.DEFAULT_SEED if seed is None else seed
@@ -279,19 +292,68 @@ def compute_aggregates(
     names = [c for c in mf.columns if c not in ("id", "category")]
     values = mf.select(names).to_numpy().astype(np.float64) if names else np.zeros((mf.height, 0))
     cats = mf.get_column("category").to_numpy().astype(str)
-    out: Dict[str, Any] = {"metrics": names, "overall": {}, "by_category": {}}
+    out: Dict[str, Any] = {"metrics": names, "overall": {}, "by_category": {}, "n_categories": 0,
+                           "category_rule": None}
     if not names or mf.height == 0:
         return out
-    res = stats.bootstrap_means(values, n_resamples=n_resamples, seed=seed, groups=cats)
+    labels, codes = np.unique(cats, return_inverse=True)
+    out["n_categories"] = len(labels)
+    kept = shown_categories(values, names, codes, len(labels), max_categories)
+    if len(kept) < len(labels):
+        out["category_rule"] = f"the {len(kept)} of lowest {METRICS[_headline(names)].label}, more cases first among equals"
+        groups = np.where(np.isin(codes, kept), cats, _other_label(labels))
+    else:
+        groups = cats
+    res = stats.bootstrap_means(values, n_resamples=n_resamples, seed=seed, groups=groups)
     for j, name in enumerate(names):
         out["overall"][name] = stats.Aggregate.from_resamples(values[:, j], res[None][:, j]).to_dict()
-    for cat in sorted(set(cats.tolist())):
-        sel = cats == cat
+    for g in sorted(kept, key=lambda g: labels[g]):
+        sel = codes == g
+        cat = str(labels[g])
         out["by_category"][cat] = {
             name: stats.Aggregate.from_resamples(values[sel, j], res[cat][:, j]).to_dict()
             for j, name in enumerate(names)
         }
     return out
+
+
+def more_categories_line(aggregates: Dict[str, Any]) -> Optional[str]:
+    """The sentence a report puts over a per-category table that does not show every category."""
+    shown, total = len(aggregates.get("by_category") or {}), aggregates.get("n_categories") or 0
+    if total <= shown:
+        return None
+    return (f"{shown} of {total:,} categories shown: {aggregates['category_rule']}. The {total - shown:,} others "
+            "are in cases.parquet (column category) and, for retrieval, in summary.json.")
+
+
+def _headline(names: List[str]) -> str:
+    return next((m for m in HEADLINE_METRICS if m in names), names[0])
+
+
+def shown_categories(values: np.ndarray, names: List[str], codes: np.ndarray, n_labels: int,
+                     limit: Optional[int]) -> List[int]:
+    """The category codes a report shows: all of them, or the ``limit`` of lowest mean headline metric (the
+    cases it scores; more cases first among equals, then by name; categories it scores in no case last)."""
+    if limit is None or n_labels <= limit:
+        return list(range(n_labels))
+    column = values[:, names.index(_headline(names))]
+    scored = ~np.isnan(column)
+    n_scored = np.bincount(codes[scored], minlength=n_labels)
+    sums = np.bincount(codes[scored], weights=column[scored], minlength=n_labels)
+    sizes = np.bincount(codes, minlength=n_labels)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(n_scored > 0, sums / np.maximum(n_scored, 1), np.inf)
+    order = np.lexsort((np.arange(n_labels), -sizes, means))  # last key first: mean, then size, then name
+    return [int(g) for g in order[:limit]]
+
+
+def _other_label(labels: np.ndarray) -> str:
+    """A group name for the categories not shown, unlike any category's."""
+    other = "\x00other"
+    taken = set(labels.tolist())
+    while other in taken:
+        other += "\x00"
+    return other
 
 
 def percentile(values: np.ndarray, q: float) -> Optional[float]:

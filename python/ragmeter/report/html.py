@@ -38,6 +38,7 @@ from ragmeter.report.data import (
     judge_row_totals,
     metric_frame,
     metric_label,
+    more_categories_line,
     not_judged_metrics,
     retrieval_modes,
 )
@@ -574,6 +575,11 @@ def _calibration_section(results: Results) -> str:
     )
 
 
+def _more_categories_html(aggregates: Dict[str, Any]) -> str:
+    line = more_categories_line(aggregates)
+    return f'<p class="muted">{esc(line)}</p>' if line else ""
+
+
 def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str, Any]) -> str:
     """The whole report as one HTML string."""
     cases = results.cases
@@ -630,7 +636,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
             row.append(f"{fmt_value(agg['value'], METRICS[name].kind)} ({agg['n_scored']}/{agg['n_total']})")
         cat_rows.append(row)
     parts.append(
-        '<section id="categories"><h2>Per category</h2>' + _charts(charts)
+        '<section id="categories"><h2>Per category</h2>' + _more_categories_html(aggregates) + _charts(charts)
         + _table(["category"] + [metric_label(x, results) for x in shown], cat_rows)
         + "</section>"
     )

@@ -10,6 +10,7 @@ from ragmeter.report.data import (
     judge_failures,
     judge_row_totals,
     metric_label,
+    more_categories_line,
     not_judged_metrics,
 )
 
@@ -57,7 +58,9 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
                 agg = aggregates["by_category"][cat][name]
                 row.append(f"{fmt_value(agg['value'], METRICS[name].kind)} ({agg['n_scored']}/{agg['n_total']})")
             cat_rows.append(row)
-        lines += ["### Per category", "", md_table(["category"] + [metric_label(x, results) for x in shown], cat_rows), ""]
+        more = more_categories_line(aggregates)
+        lines += ["### Per category", ""] + ([more, ""] if more else [])
+        lines += [md_table(["category"] + [metric_label(x, results) for x in shown], cat_rows), ""]
     diag = readings["diagnosis"]["diagnosis"]
     lines += ["### Diagnosis", "", md_table(["diagnosis", "cases", "share"], [
         [d, str(diag[d]), f"{100 * diag[d] / max(n, 1):.1f}%"] for d in DIAGNOSES if diag.get(d)
