@@ -605,24 +605,41 @@ async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: Pr
     rows: List[Optional[Dict[str, Any]]] = [None] * len(jobs)
     queue = iter(range(len(jobs)))
 
-    async def worker() -> None:
-        for j in queue:
-            if stop.stopped:
-                return
-            _, case, metric = jobs[j]
-            row = await _judge_one(engine, case, metric, cfg, opts)
-            rows[j] = row
-            progress.done += 1
-            progress.failed += row["status"] == "failed"
-            progress.skipped += row["status"] == "skipped"
-            progress.update(client, engine)
-
     n_workers = max(1, min(len(jobs), cfg.concurrency * 2))
     tasks: List["asyncio.Task[None]"] = []
+    alive = [0]
+
+    async def worker() -> None:
+        alive[0] += 1
+        try:
+            for j in queue:
+                if stop.stopped:
+                    return
+                _, case, metric = jobs[j]
+                row = await _judge_one(engine, case, metric, cfg, opts)
+                rows[j] = row
+                progress.done += 1
+                progress.failed += row["status"] == "failed"
+                progress.skipped += row["status"] == "skipped"
+                progress.update(client, engine)
+                if alive[0] - client.throttle_waits > n_workers:
+                    return  # a stand-in whose Retry-After wait is over
+        finally:
+            alive[0] -= 1
+
+    def stand_in() -> None:
+        # A case waiting out a Retry-After holds its worker for the whole wait, and under load-independent 429s
+        # a share of the workers is always waiting: the slots would go idle while cases are left. Lend the
+        # wait a worker (at most ``n_workers`` more in all, so the cases in flight stay bounded).
+        busy = alive[0] - client.throttle_waits
+        if busy < n_workers and alive[0] < 2 * n_workers and not stop.stopped:
+            tasks.append(asyncio.ensure_future(worker()))
+
+    client.on_throttle_wait = stand_in
     async with client:
         with progress:
             try:
-                tasks = [asyncio.ensure_future(worker()) for _ in range(n_workers)]
+                tasks.extend(asyncio.ensure_future(worker()) for _ in range(n_workers))
                 await _until_done_or_stopped(tasks, stop, min(cfg.timeout, STOP_GRACE))
             finally:
                 await _cancel(tasks)  # an interrupt: every worker stops before the session and the cache close
@@ -645,7 +662,14 @@ async def _until_done_or_stopped(tasks: List["asyncio.Task[None]"], stop: RunSto
     """Wait for the workers; once the run is stopped, give the calls in flight ``grace`` seconds to come back
     (their replies are paid for and get cached; none when the endpoint is unreachable), then cancel the rest. A
     worker failing for any other reason (a bug) cancels the others at once."""
-    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    while True:  # (the list grows while it is waited on: stand-ins for cases waiting out a Retry-After)
+        live = [t for t in tasks if not t.done()]
+        if not live:
+            return
+        done, pending = await asyncio.wait(live, return_when=asyncio.FIRST_EXCEPTION)
+        if pending or any(not t.cancelled() and t.exception() is not None for t in done):
+            break
+    pending = {t for t in tasks if not t.done()}
     if not pending:
         return
     if stop.stopped and stop.kind != "unreachable":
