@@ -20,12 +20,15 @@ benches/judge_policies.py:
   minus those throttled, per second) is the limit if it depends on the load: a hidden bucket of 30/s passes
   30/s whatever is sent. The next cut goes to ``soft_beta`` (0.9) times that estimate rather than a blind
   ``beta`` of the rate, and the rate regrows along a cubic curve that is back at the estimate after
-  ``recovery`` (2) seconds and probes beyond it afterwards (CUBIC; at least 0.4 (t - recovery)^3 requests/s
-  beyond, AWS's constant, so a deep cut is not slow to undo). The regrown rate never exceeds twice the
+  ``recovery`` (2) seconds, stays there ``plateau`` (2) more seconds (each probe beyond a measured limit costs
+  a few throttles), then probes beyond it (CUBIC; at least 0.4 (t - recovery - plateau)^3 requests/s beyond,
+  AWS's constant, so a deep cut is not slow to undo). The regrown rate never exceeds twice the
   measured sending rate (no credit piles up while the client is idle) nor the user's ``--rpm``.
 * Cuts must lower the throttled share. Under a limit ``L`` that depends on the load, the share at rate ``r`` is
-  ``1 - L/r``: from the fastest probe ``(r0, s0)`` of a series of cuts, the probes at ``r <= 0.8 r0`` should
-  show ``max(0, 1 - (1 - s0) r0 / r)``. A share clearly above that (pooled over the slower probes, 16 sends
+  ``1 - L/r``: from the fastest probe ``(r0, s0)`` of a series of cuts (for the first cut: the second before
+  it, at the client's own pace), the probes at ``r <= 0.85 r0`` should show ``max(0, 1 - (1 - s0) r0 / r)``,
+  summed probe by probe. A share clearly above that, and not clearly above ``s0`` (a share that rose at the
+  slower rate says a server's burst was spent before the cut, not noise) (pooled over the slower probes, 16 sends
   at least, by 0.06 or two standard errors) says the throttles do not depend on the load (a provider
   refusing a share of requests at any rate): the series of cuts is undone and the share learnt as noise. From
   then on the rate is only cut when the recent share rises clearly above the noise.
@@ -37,6 +40,8 @@ benches/judge_policies.py:
   old rate).
 * A throttle's Retry-After is honoured in full by the request that got it (the retry layer waits) and, when
   the throttle cuts the rate, briefly (at most ``hold`` seconds) by the other requests: not a global pause.
+  A cut redraws the bucket's schedule (``schedule`` counts the redraws): requests that reserved a send time
+  at the old rate reserve again (:class:`~ragmeter.judge.limits.Limits`) instead of going out at the old pace.
 
 Concurrency (requests in flight), for servers that queue (a local server processing one request at a time):
 
