@@ -198,6 +198,9 @@ class JudgeClient:
         self.context_size = config.context_size
         self._session: Optional[aiohttp.ClientSession] = None
         self._on_retry = on_retry
+        #: called when a call starts waiting out a Retry-After (the runner lends the wait's worker a stand-in)
+        self.on_throttle_wait: Optional[Callable[[], None]] = None
+        self.throttle_waits = 0  #: calls waiting out a Retry-After now
         self.stats = ClientStats()
         self._chat_base = config.base_url.rstrip("/")
         self._embed_base = (config.embeddings_base_url or config.base_url).rstrip("/")
@@ -403,7 +406,15 @@ class JudgeClient:
                 log.info("%s: %s; retrying in %.3fs", what, self.redact(decision.message), decision.delay)
                 if self._on_retry is not None:
                     self._on_retry(record)
-                if decision.delay > 0:
+                if decision.delay > 0 and decision.retry_after is not None:
+                    self.throttle_waits += 1
+                    try:
+                        if self.on_throttle_wait is not None:
+                            self.on_throttle_wait()
+                        await asyncio.sleep(decision.delay)
+                    finally:
+                        self.throttle_waits -= 1
+                elif decision.delay > 0:
                     await asyncio.sleep(decision.delay)
         finally:
             if probing:  # it never got to send: let the others go

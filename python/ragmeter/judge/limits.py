@@ -174,10 +174,14 @@ class _Slot:
                 await lim._tpm.acquire(min(float(self._tokens), lim._tpm.max_rate))
             if lim._rpm is not None:
                 await lim._rpm.acquire(1)
-            if ctl is not None:
+            while ctl is not None:
+                schedule = ctl.schedule
                 wait = ctl.reserve()  # this request's place in the bucket's schedule
-                if wait > 0:
-                    await asyncio.sleep(wait)
+                if wait <= 0:
+                    break
+                await asyncio.sleep(wait)
+                if ctl.schedule == schedule:
+                    break  # (a cut while it waited: its place was at the old rate, it takes a new one)
             await lim._wait_resume()
         except BaseException:
             lim._gate.release()

@@ -20,12 +20,15 @@ benches/judge_policies.py:
   minus those throttled, per second) is the limit if it depends on the load: a hidden bucket of 30/s passes
   30/s whatever is sent. The next cut goes to ``soft_beta`` (0.9) times that estimate rather than a blind
   ``beta`` of the rate, and the rate regrows along a cubic curve that is back at the estimate after
-  ``recovery`` (2) seconds and probes beyond it afterwards (CUBIC; at least 0.4 (t - recovery)^3 requests/s
-  beyond, AWS's constant, so a deep cut is not slow to undo). The regrown rate never exceeds twice the
+  ``recovery`` (2) seconds, stays there ``plateau`` (2) more seconds (each probe beyond a measured limit costs
+  a few throttles), then probes beyond it (CUBIC; at least 0.4 (t - recovery - plateau)^3 requests/s beyond,
+  AWS's constant, so a deep cut is not slow to undo). The regrown rate never exceeds twice the
   measured sending rate (no credit piles up while the client is idle) nor the user's ``--rpm``.
 * Cuts must lower the throttled share. Under a limit ``L`` that depends on the load, the share at rate ``r`` is
-  ``1 - L/r``: from the fastest probe ``(r0, s0)`` of a series of cuts, the probes at ``r <= 0.8 r0`` should
-  show ``max(0, 1 - (1 - s0) r0 / r)``. A share clearly above that (pooled over the slower probes, 16 sends
+  ``1 - L/r``: from the fastest probe ``(r0, s0)`` of a series of cuts (for the first cut: the second before
+  it, at the client's own pace), the probes at ``r <= 0.85 r0`` should show ``max(0, 1 - (1 - s0) r0 / r)``,
+  summed probe by probe. A share clearly above that, and not clearly above ``s0`` (a share that rose at the
+  slower rate says a server's burst was spent before the cut, not noise) (pooled over the slower probes, 16 sends
   at least, by 0.06 or two standard errors) says the throttles do not depend on the load (a provider
   refusing a share of requests at any rate): the series of cuts is undone and the share learnt as noise. From
   then on the rate is only cut when the recent share rises clearly above the noise.
@@ -37,6 +40,8 @@ benches/judge_policies.py:
   old rate).
 * A throttle's Retry-After is honoured in full by the request that got it (the retry layer waits) and, when
   the throttle cuts the rate, briefly (at most ``hold`` seconds) by the other requests: not a global pause.
+  A cut redraws the bucket's schedule (``schedule`` counts the redraws): requests that reserved a send time
+  at the old rate reserve again (:class:`~ragmeter.judge.limits.Limits`) instead of going out at the old pace.
 
 Concurrency (requests in flight), for servers that queue (a local server processing one request at a time):
 
@@ -65,7 +70,8 @@ class RateController:
     def __init__(self, concurrency: int = 8, *, ceiling_rps: Optional[float] = None,
                  clock: Callable[[], float] = time.monotonic, beta: float = 0.7, soft_beta: float = 0.9,
                  recovery: float = 2.0, min_rate: float = 0.5, hold: float = 0.1, floor: float = 0.6,
-                 latency_tolerance: float = 2.0, round: float = 0.1, probe_sends: int = 10) -> None:
+                 latency_tolerance: float = 2.0, round: float = 0.1, probe_sends: int = 10,
+                 plateau: float = 2.0) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.clock = clock
@@ -73,7 +79,7 @@ class RateController:
         self.ceiling_rps = ceiling_rps
         self.beta, self.soft_beta, self.recovery, self.min_rate = beta, soft_beta, recovery, min_rate
         self.hold, self.floor, self.latency_tolerance = hold, floor, latency_tolerance
-        self.round, self.probe_sends = round, probe_sends
+        self.round, self.probe_sends, self.plateau = round, probe_sends, plateau
         # rate
         self.rate: Optional[float] = None      #: requests/s of the token bucket; None: not limited
         self.min_seen: Optional[float] = None  #: the lowest rate applied
@@ -82,6 +88,7 @@ class RateController:
         self._w_low = 0.0                      #: the rate it starts from (just after the cut)
         self._last_cut = -math.inf             #: a throttle of a request sent before this cannot cut again
         self._curve_start = -math.inf          #: origin of the cubic regrowth
+        self._plateau = 0.0                    #: seconds the curve stays at the limit estimate before probing on
         self._next_send = -math.inf            #: virtual schedule of the bucket (time the next token is due)
         self._sends: Deque[float] = deque()    #: send times of the last second
         self._throttled_at: Deque[float] = deque()  #: send times of the throttled requests of the last second
@@ -90,9 +97,12 @@ class RateController:
         self._probe_throttled = 0
         self._probe_start: Optional[float] = None  #: the first send after the cut (the others were held)
         self._probe_ripe: Optional[int] = None  #: sends when the probe was long enough to end at a throttle
-        self._ref: Optional[Tuple[float, float]] = None  #: (send rate, share) of the series' fastest probe
-        #: the probes slower than it: sends until ripe, throttled, seconds, sends
-        self._slow = [0, 0, 0.0, 0]
+        #: (send rate, share, sends) of the series' fastest probe (or of the second before the first cut)
+        self._ref: Optional[Tuple[float, float, int]] = None
+        #: the probes slower than it: sends until ripe, throttled, seconds, sends, throttles a load limit explains
+        self._slow = [0, 0, 0.0, 0, 0.0]
+        #: the reference second before the first cut: [start, refused, sends], while it is the reference
+        self._pre: Optional[list] = None
         self._best_passed = 0.0                #: the best pass rate a probe measured (reset by noise only)
         self._rate_before_cuts: Optional[float] = None  #: the rate before the first cut of the series
         self._in_series = False
@@ -112,6 +122,9 @@ class RateController:
         self._answers = 0                      #: answers that were not throttles
         self.timeouts = 0
         self.cuts = 0
+        #: changes whenever the bucket's schedule is redrawn (a cut, an undo): a request that reserved its send
+        #: time before must reserve again rather than go out at the old pace
+        self.schedule = 0
         self.undone = 0
         self.held_s = 0.0
 
@@ -161,6 +174,7 @@ class RateController:
         scale = (self._w_max - self._w_low) / (k ** 3) if k > 0 else 0.0
         if t > k:  # beyond the old rate: at least AWS's absolute probing speed, whatever the depth of the cut
             scale = max(scale, 0.4)
+            t = max(k, t - self._plateau)  # a measured limit is held a while before it is probed again
         grown = self._w_max + scale * (t - k) ** 3
         cap = max(2.0 * self.measured_rate(now), self.min_rate, self._w_low)
         rate = max(self.min_rate, min(grown, cap))
@@ -192,6 +206,10 @@ class RateController:
         if sent_at >= self._last_cut:
             self._probe_throttled += 1
         else:
+            pre = self._pre
+            if pre is not None and self._ref is not None and sent_at >= pre[0] and self._ref[2] == pre[2]:
+                pre[1] += 1  # one more of the reference second's requests refused (the first cut came at its first)
+                self._ref = (self._ref[0], min(1.0, pre[1] / pre[2]), pre[2])
             return 0.0  # sent before the last cut: it answers for the old rate
         if self.rate is None:
             if not self._over_noise() or (self._lat_ewma is None and len(self._sends) < self.probe_sends):
@@ -214,8 +232,8 @@ class RateController:
             self._undo(self._slow[1] / max(1, self._slow[0]), now)
             return 0.0
         if self._ref is None or probe_rate >= self._ref[0]:
-            self._ref = (probe_rate, share)  # the fastest probe of the series: what slower ones are tested against
-            self._slow = [0, 0, 0.0, 0]
+            self._ref = (probe_rate, share, ripe)  # the series' fastest probe: what slower ones are tested against
+            self._slow = [0, 0, 0.0, 0, 0.0]
         if self._probe_throttled >= 2:  # saturated (throttled before the end): its pass rate is the limit's
             self._best_passed = max(self._best_passed, passed)
         if span > 1.0:  # a long probe spans the regrowth: the last second is the one that reached the limit
@@ -224,7 +242,7 @@ class RateController:
         estimate = min(rate_now, passed) if passed > 0 else rate_now
         self.limit_estimate = estimate
         low = max(self.soft_beta * estimate, self.floor * self._best_passed, self.min_rate)
-        return self._cut(now, min(estimate, rate_now), min(low, rate_now), retry_after)
+        return self._cut(now, min(estimate, rate_now), min(low, rate_now), retry_after, plateau=self.plateau)
 
     def timed_out(self, sent_at: float, now: Optional[float] = None) -> None:
         """The request sent at ``sent_at`` got no answer within the time-out: halve the concurrency."""
@@ -240,22 +258,32 @@ class RateController:
         base = max(self.measured_rate(now), pace, self.min_rate)
         self._rate_before_cuts = math.inf
         self._in_series = True
-        self._ref = None  # what the client sent before: a server's burst may have hidden the limit
-        self._slow = [0, 0, 0.0, 0]
+        # the second before the cut is the first reference: a share of refusals that stays the same at the slower
+        # rate is noise. (A server's burst may have hidden a limit then: the share rises at the slower rate, which
+        # the noise test does not take for noise.)
+        sends = len(self._sends)  # (measured_rate dropped the sends older than a second)
+        thrown = sum(1 for t in self._throttled_at if t >= now - 1.0)
+        self._ref = (base, min(1.0, thrown / sends), sends) if sends >= self.probe_sends else None
+        self._pre = [now - 1.0, thrown, sends] if self._ref is not None else None
+        self._slow = [0, 0, 0.0, 0, 0.0]
         return self._cut(now, base, max(self.min_rate, self.beta * base), retry_after)
 
-    def _cut(self, now: float, back_to: float, low: float, retry_after: Optional[float]) -> float:
+    def _cut(self, now: float, back_to: float, low: float, retry_after: Optional[float],
+             plateau: float = 0.0) -> float:
         if self.ceiling_rps is not None:
             low, back_to = min(low, self.ceiling_rps), min(back_to, self.ceiling_rps)
         self._w_max, self._w_low = max(back_to, low), low
         self.rate = low
         self.min_seen = low if self.min_seen is None else min(self.min_seen, low)
         self._last_cut = self._curve_start = now
+        self._plateau = plateau
         self._probe_sends = self._probe_throttled = 0
         self._probe_start = self._probe_ripe = None
         self.cuts += 1
         hold = min(retry_after or 0.0, self.hold)
-        self._next_send = max(self._next_send, now + max(hold, 1.0 / low))
+        # the send times reserved at the old rate are void: those requests reserve again (see ``schedule``)
+        self._next_send = now + max(hold, 1.0 / low)
+        self.schedule += 1
         self.held_s += hold
         return hold
 
@@ -265,19 +293,24 @@ class RateController:
         that one unlucky probe does not decide."""
         if self._ref is None:
             return False
-        r0, s0 = self._ref
-        if rate > 0.8 * r0:
+        r0, s0, n0 = self._ref
+        if rate > 0.85 * r0:  # (a probe's measured rate runs a little above the bucket's: 0.7x shows as 0.75-0.8x)
             return False
         slow = self._slow
         slow[0] += ripe
         slow[1] += self._probe_throttled - 1
         slow[2] += span
         slow[3] += self._probe_sends
+        # what a limit that depends on the load lets through at this probe's rate, counted probe by probe (pooling
+        # the rates would hide a fast probe's expected refusals)
+        slow[4] += ripe * max(0.0, 1.0 - (1.0 - s0) * r0 / max(rate, 1e-9))
         if slow[0] < 16:
             return False
-        share, rate = slow[1] / slow[0], slow[3] / slow[2]
-        expected = max(0.0, 1.0 - (1.0 - s0) * r0 / max(rate, 1e-9))
-        return share >= expected + max(0.06, 2.0 * math.sqrt(0.09 / slow[0]))
+        share, expected = slow[1] / slow[0], slow[4] / slow[0]
+        # noise keeps its share at any rate; a share that rose clearly says a burst was spent, not noise
+        pooled = (slow[1] + s0 * n0) / (slow[0] + n0)
+        rise = max(0.1, 2.5 * math.sqrt(pooled * (1.0 - pooled) * (1.0 / slow[0] + 1.0 / max(1, n0))))
+        return expected + max(0.06, 2.0 * math.sqrt(0.09 / slow[0])) <= share <= s0 + rise
 
     def _over_noise(self) -> bool:
         """Whether the recent throttled share is clearly above the share learnt as noise (always, with none)."""
@@ -293,7 +326,7 @@ class RateController:
     def _end_series(self) -> None:
         self._in_series = False
         self._ref = None
-        self._slow = [0, 0, 0.0, 0]
+        self._slow = [0, 0, 0.0, 0, 0.0]
         self._rate_before_cuts = None
 
     def _undo(self, share: float, now: float) -> None:
@@ -308,7 +341,9 @@ class RateController:
             self.rate = self._w_max = before
             self._w_low = self.soft_beta * before
             self._curve_start = now - self.recovery
+            self._plateau = 0.0
         self._next_send = -math.inf
+        self.schedule += 1
         self._best_passed = 0.0
         self._end_series()
         self.undone += 1
