@@ -25,9 +25,10 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
-from ragmeter._columns import offsets_from_lengths
-from ragmeter.dataset import ParquetRun, check_run_against_golden, load_golden
+from ragmeter._columns import offsets_from_lengths, string_column
+from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
 from ragmeter.evidence import EvidenceMatch, mark_no_file_in_run, match_relevance, phrases_in_texts, retrieved_columns
 from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tables
 
@@ -39,7 +40,7 @@ _CHUNK_FIELDS = ("file", "chunk_id", "score")
 class _Slice:
     """What is kept of one matched slice: its cases' golden positions, the match and the chunks' fields."""
 
-    def __init__(self, positions: np.ndarray, match: EvidenceMatch, fields: pl.DataFrame) -> None:
+    def __init__(self, positions: np.ndarray, match: EvidenceMatch, fields: Any) -> None:
         self.positions = positions
         self.match = match
         self.fields = fields
@@ -54,16 +55,16 @@ def score_parquet(golden: Any, run: Path, k: int) -> ScoreResult:
     distinct = _DistinctTexts(budget=max(run.stat().st_size // 2, 16 << 20))
     slices: List[_Slice] = []
     run_rows: List[pl.DataFrame] = []
-    for _first, frame in reader:
-        run_rows.append(frame.select("id", "line", "id_from_line", "retrieval_mode"))
+    for batch, frame in reader:
+        run_rows.append(_detached(frame.select("id", "line", "id_from_line", "retrieval_mode")))
         if reader.problems or frame.height == 0:
             continue  # reader.finish() raises them
         position = frame.select("id").join(positions, on="id", how="left", maintain_order="left")["_position"]
         if position.null_count():
             continue  # ids not in the golden set: check_run_against_golden raises
-        slices.append(_match_slice(g, frame, position.to_numpy().astype(np.int64), distinct))
+        slices.append(_match_slice(g, batch, frame, position.to_numpy().astype(np.int64), distinct))
     reader.finish()
-    run_frame = pl.concat(run_rows) if run_rows else pl.DataFrame(schema={"id": pl.String, "line": pl.Int64,
+    run_frame = pl.from_arrow(pa.concat_tables(run_rows)) if run_rows else pl.DataFrame(schema={"id": pl.String, "line": pl.Int64,
                                                                            "id_from_line": pl.Boolean,
                                                                            "retrieval_mode": pl.String})
     missing = check_run_against_golden(g, run_frame, run_source=str(run), golden_source=golden_name)
@@ -78,15 +79,39 @@ def score_parquet(golden: Any, run: Path, k: int) -> ScoreResult:
                                chunk_source=_ChunkSource(reader, joined["id"], assembled))
 
 
-def _match_slice(g: pl.DataFrame, frame: pl.DataFrame, position: np.ndarray, distinct: "_DistinctTexts") -> _Slice:
-    files, texts = retrieved_columns(frame["retrieved"])
-    match = match_relevance(g["expected_files"].gather(position), g["expected_evidence"].gather(position), files,
-                            texts, no_file_in_run=False)
+def _match_slice(g: pl.DataFrame, batch: Any, frame: pl.DataFrame, position: np.ndarray,
+                 distinct: "_DistinctTexts") -> _Slice:
     fields = frame.select(pl.col("retrieved").list.eval(pl.element().struct.field(name)).alias(name)
                           for name in _CHUNK_FIELDS)
+    files = fields["file"]
     fields = fields.select(pl.col(name).explode(empty_as_null=False, keep_nulls=False) for name in _CHUNK_FIELDS)
-    distinct.add(texts.explode(empty_as_null=False, keep_nulls=False))
+    fields = _detached(fields)
+    texts, flat = _texts_for_rust(batch, frame)
+    match = match_relevance(g["expected_files"].gather(position), g["expected_evidence"].gather(position), files,
+                            texts, no_file_in_run=False)
+    distinct.add(flat)
     return _Slice(position, match, fields)
+
+
+def _detached(frame: pl.DataFrame) -> Any:
+    """``frame`` as a pyarrow table of its own buffers. Columns read from a slice share its Arrow buffers, and
+    any one of them keeps the whole slice (its texts) alive, so what is kept of a slice is copied."""
+    table = frame.to_arrow(compat_level=pl.CompatLevel.oldest())
+    return table.take(pa.array(np.arange(table.num_rows, dtype=np.int64)))
+
+
+def _texts_for_rust(batch: Any, frame: pl.DataFrame) -> Tuple[Any, pl.Series]:
+    """The slice's chunk texts for :func:`match_relevance` (Arrow buffers when the batch allows) and flat."""
+    arrow = arrow_chunk_texts(batch, frame)
+    if arrow is None:
+        texts = retrieved_columns(frame["retrieved"])[1]
+        flat = texts.explode(empty_as_null=False, keep_nulls=False).to_arrow(compat_level=pl.CompatLevel.oldest())
+        return texts, flat.combine_chunks() if hasattr(flat, "combine_chunks") else flat
+    offsets, values = arrow
+    column = string_column(values)
+    data = column[1].view()
+    data.flags.writeable = False  # immutable Arrow buffer: borrowed by the binding, not copied
+    return (offsets, (column[0], data)), values
 
 
 # ---------------------------------------------------------------------------
@@ -145,7 +170,7 @@ def _assemble(g: pl.DataFrame, slices: List[_Slice], missing: List[str]) -> _Ass
         phrases_found=cat("phrases_found")[chunk_index], phrase_first_rank=cat("phrase_first_rank")[phrase_index],
         phrase_any_rank=cat("phrase_any_rank")[phrase_index], phrase_empty=cat("phrase_empty")[phrase_index],
         file_first_rank=cat("file_first_rank")[file_index], file_unknown=file_unknown, file_placeholder=placeholder)
-    fields = pl.concat([s.fields for s in slices]) if slices else pl.DataFrame(
+    fields = pl.from_arrow(pa.concat_tables([s.fields for s in slices])) if slices else pl.DataFrame(
         schema={"file": pl.String, "chunk_id": pl.String, "score": pl.Float64})
     in_order = np.array_equal(chunk_index, np.arange(len(chunk_index)))
     if not in_order:
@@ -165,40 +190,48 @@ class _DistinctTexts:
     """Every distinct chunk text of a run, kept once while its slices are read, up to ``budget`` bytes.
 
     Texts are told apart by a 64-bit hash and then compared in full: a text whose hash equals another's is
-    kept as well, so no text of the run is left out, whatever the hashes.
+    kept as well, so no text of the run is left out, whatever the hashes. The kept texts are copied out of
+    the slice (a gather in Polars would keep the slice's whole text buffer alive).
     """
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self.keys = np.zeros(0, np.uint64)  # sorted hashes of the kept texts
         self.rows = np.zeros(0, np.int64)  # the kept text of keys[i] is self.kept[rows[i]]
+        self.parts: List[Any] = []  # compact pyarrow arrays
         self.kept = pl.Series("text", [], dtype=pl.String)
         self.size = 0
         self.overflow = False
 
-    def add(self, texts: pl.Series) -> None:
-        if self.overflow or texts.len() == 0:
+    def add(self, values: Any) -> None:
+        """Keep the texts of ``values`` (a pyarrow string array) not kept yet."""
+        if self.overflow or len(values) == 0:
             return
+        texts = pl.Series("text", values)
         hashes = texts.hash(seed=0).to_numpy()
         unique, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
         firsts = texts.gather(first)
-        collided = texts.filter(texts != firsts.gather(inverse))  # same hash as an earlier text, other text
+        # same hash as an earlier text of the slice, another text
+        keep = np.flatnonzero((texts != firsts.gather(inverse.ravel())).fill_null(False).to_numpy())
         at = np.minimum(np.searchsorted(self.keys, unique), max(len(self.keys) - 1, 0))
         known = (self.keys[at] == unique) if len(self.keys) else np.zeros(len(unique), bool)
         if known.any():
             seen = firsts.filter(pl.Series(known))
-            collided = pl.concat([collided, seen.filter(seen != self.kept.gather(self.rows[at[known]]))])
-        new = firsts.filter(pl.Series(~known))
-        self.size += int(new.str.len_bytes().sum() or 0) + int(collided.str.len_bytes().sum() or 0)
+            differ = (seen != self.kept.gather(self.rows[at[known]])).fill_null(False).to_numpy()
+            keep = np.concatenate([keep, first[known][differ]])
+        new = first[~known]
+        taken = values.take(np.concatenate([new, keep]).astype(np.int64))  # a compact copy
+        self.size += int(taken.nbytes)
         if self.size > self.budget:
             self.overflow = True
-            self.kept = self.kept.clear()
+            self.parts, self.kept = [], self.kept.clear()
             return
         keys = np.concatenate([self.keys, unique[~known]])
         rows = np.concatenate([self.rows, np.arange(len(self.kept), len(self.kept) + len(new), dtype=np.int64)])
         sort = np.argsort(keys, kind="stable")
         self.keys, self.rows = keys[sort], rows[sort]
-        self.kept = pl.concat([self.kept, new, collided], rechunk=False)
+        self.parts.append(taken)
+        self.kept = pl.concat([self.kept, pl.Series("text", taken)], rechunk=False)
 
 
 def _check_run_wide(assembled: _Assembled, g: pl.DataFrame, distinct: _DistinctTexts, reader: ParquetRun) -> None:
@@ -225,8 +258,7 @@ def _texts_again(reader: ParquetRun) -> Iterator[pl.Series]:
 
 def _slice_texts(reader: ParquetRun, batch: Any, first_row: int) -> pl.Series:
     """The chunk texts of one slice in order, as the scoring pass read them."""
-    frame = reader.frame(batch, first_row, record=False)
-    return retrieved_columns(frame["retrieved"])[1].explode(empty_as_null=False, keep_nulls=False)
+    return pl.Series("text", _texts_for_rust(batch, reader.frame(batch, first_row, record=False))[1])
 
 
 # ---------------------------------------------------------------------------

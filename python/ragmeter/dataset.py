@@ -1182,7 +1182,7 @@ class ParquetRun:
     """A Parquet run read slice by slice (a few thousand rows at a time, whatever its row groups), each slice
     validated as :func:`load_run` validates the whole file, so that the chunk texts never all sit in memory.
 
-    Iterate for ``(first_row, frame)`` pairs (frames as :func:`load_run` returns them, ``contexts`` null);
+    Iterate for ``(pyarrow batch, frame)`` pairs (frames as :func:`load_run` returns them, ``contexts`` null);
     problems of the values are collected in ``problems``; :meth:`finish` then adds the duplicate ids (which
     span slices) and raises every problem at once, as :func:`load_run` would have.
     """
@@ -1213,20 +1213,22 @@ class ParquetRun:
                 self._ids_from_lines = bool(column["id_from_line"].all())
 
     def batches(self, columns: Optional[List[str]] = None) -> Iterator[Tuple[int, Any]]:
-        """``(first_row, pyarrow.RecordBatch)`` of the file's rows, in order."""
+        """``(first_row, pyarrow.RecordBatch)`` of the file's rows, in order; the next slice is decoded on
+        another thread while the caller works on this one (pyarrow decodes a column on one thread)."""
         first = 1
         try:
-            for batch in self._file.iter_batches(batch_size=self.batch_rows, columns=columns, use_threads=True):
+            for batch in _read_ahead(self._file.iter_batches(batch_size=self.batch_rows, columns=columns,
+                                                             use_threads=True)):
                 yield first, batch
                 first += batch.num_rows
         except (OSError, ValueError, TypeError, ArithmeticError) as exc:  # pyarrow's errors for corrupt pages
             raise InputError(f"{self.path}: cannot read as Parquet: {exc}") from None
 
-    def __iter__(self) -> Iterator[Tuple[int, pl.DataFrame]]:
+    def __iter__(self) -> Iterator[Tuple[Any, pl.DataFrame]]:
         seen = False
         for first, batch in self.batches():
             seen = True
-            yield first, self.frame(batch, first)
+            yield batch, self.frame(batch, first)
         if not seen:  # no rows: the columns' types are still checked
             self.frame(self._file.schema_arrow.empty_table(), 1)
 
@@ -1250,6 +1252,79 @@ class ParquetRun:
         if self._ids:
             check_duplicate_ids(pl.concat(self._ids), self.where, self.problems)
         self.problems.raise_if_any()
+
+
+def arrow_chunk_texts(batch: Any, frame: pl.DataFrame) -> Optional[Tuple[Any, Any]]:
+    """The chunk texts of a Parquet slice straight from its Arrow batch (no copy): ``(group offsets, texts)``,
+    texts a pyarrow string array, for the rows of ``frame`` (the slice as :meth:`ParquetRun.frame` read it).
+    None when the batch's layout is not the plain one (the caller then takes the texts from ``frame``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    name = next((n for n in _RETRIEVED_NAMES if n in batch.schema.names), None)
+    if name is None or frame.height != batch.num_rows:
+        return None
+    column = batch.column(name)
+    large = pa.types.is_large_list(column.type)
+    if not (large or pa.types.is_list(column.type)):
+        return None
+    child = column.values
+    if pa.types.is_struct(child.type):
+        if child.type.get_field_index("text") < 0:
+            return None
+        child = child.field("text")
+    if not (pa.types.is_large_string(child.type) or pa.types.is_string(child.type)):
+        return None
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64 if large else np.int32,
+                            count=len(column) + 1 + column.offset)[column.offset:].astype(np.int64)
+    lengths = frame["retrieved"].list.len().to_numpy()
+    if not np.array_equal(np.diff(offsets), lengths):  # a null list over values: take the frame's
+        return None
+    texts = child.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    return offsets - offsets[0], texts
+
+
+def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """``items``, each produced on a helper thread while the previous one is used (one item ahead);
+    an exception of the producer is raised here, and closing the generator stops the producer."""
+    import queue
+    import threading
+
+    slots: "queue.Queue[Tuple[str, Any]]" = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        slots.put(("item", item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            slots.put(("end", None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            slots.put(("error", exc))
+
+    worker = threading.Thread(target=produce, name="ragmeter-parquet-read", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, value = slots.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        while worker.is_alive():
+            try:
+                slots.get_nowait()
+            except queue.Empty:
+                worker.join(0.05)
 
 
 def _slice_ids(df: pl.DataFrame) -> pl.Series:

@@ -311,7 +311,9 @@ def match_relevance(
     """Decide relevance for every retrieved chunk of every case, in Rust.
 
     All four arguments are per-case list[str] columns of the same length
-    (Polars Series, or sequences of lists): the case's expected files, its
+    (Polars Series, or sequences of lists; ``chunk_texts`` may also be
+    ``(group offsets, (offsets, data))`` in Arrow layout, the data borrowed
+    when read-only): the case's expected files, its
     evidence phrases, and the file and text of each retrieved chunk in rank
     order (``chunk_files[i]`` and ``chunk_texts[i]`` must have equal lengths;
     see :func:`retrieved_columns`). Null lists count as empty.
@@ -342,11 +344,15 @@ def match_relevance(
     chunk_offsets, cfiles, file_nulls = _list_column_with_nulls(chunk_files, "chunk_files")
     file_offsets, files = _list_column(expected_files, "expected_files")
     phrase_offsets, phrases = _list_column(expected_evidence, "expected_evidence")
-    views = _view_list_column(chunk_texts)
-    if views is not None:
-        text_offsets = views[0]
+    views = None
+    if _is_split_list(chunk_texts):  # (group offsets, (offsets, data)): already in Arrow layout
+        text_offsets, texts = chunk_texts
     else:
-        text_offsets, texts = _list_column(chunk_texts, "chunk_texts")
+        views = _view_list_column(chunk_texts)
+        if views is not None:
+            text_offsets = views[0]
+        else:
+            text_offsets, texts = _list_column(chunk_texts, "chunk_texts")
     n = len(chunk_offsets) - 1
     if not (len(file_offsets) - 1 == len(phrase_offsets) - 1 == n == len(text_offsets) - 1):
         raise ValueError("match_relevance: all columns must have one row per case")
@@ -379,6 +385,11 @@ def match_relevance(
     if placeholders is not None:
         _mark_unknown_files(match, placeholders[1], placeholders[2])
     return match
+
+
+def _is_split_list(value: Any) -> bool:
+    """A list[str] column given as ``(group offsets, (offsets, data))`` numpy arrays."""
+    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], np.ndarray) and isinstance(value[1], tuple)
 
 
 def _placeholder_files(expected_files: pl.Series, chunk_offsets: np.ndarray, cfiles: StringColumn,
