@@ -97,7 +97,14 @@ def _detached(frame: pl.DataFrame) -> Any:
     """``frame`` as a pyarrow table of its own buffers. Columns read from a slice share its Arrow buffers, and
     any one of them keeps the whole slice (its texts) alive, so what is kept of a slice is copied."""
     table = frame.to_arrow(compat_level=pl.CompatLevel.oldest())
-    return table.take(pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    return pa.table([_copied(column.combine_chunks()) for column in table.columns], names=table.column_names)
+
+
+def _copied(array: Any) -> Any:
+    """A flat Arrow array with its buffers copied into memory of its own (numpy's, outside the Arrow pool, where
+    small buffers kept for the whole run would pin the pool's large freed blocks)."""
+    buffers = [None if b is None else pa.py_buffer(np.frombuffer(b, np.uint8).copy()) for b in array.buffers()]
+    return pa.Array.from_buffers(array.type, len(array), buffers, null_count=array.null_count, offset=array.offset)
 
 
 def _texts_for_rust(batch: Any, frame: pl.DataFrame) -> Tuple[Any, pl.Series]:

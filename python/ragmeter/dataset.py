@@ -1174,7 +1174,7 @@ def check_duplicate_ids(ids: pl.Series, where: str, problems: _Problems) -> None
 
 #: Text per slice of a Parquet run read by :func:`iter_parquet_run`: about this many bytes of chunk text,
 #: whatever the file's row groups.
-PARQUET_SLICE_BYTES = 48 << 20
+PARQUET_SLICE_BYTES = 32 << 20
 _SLICE_ROWS = (256, 8192)
 
 
