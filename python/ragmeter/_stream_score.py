@@ -205,7 +205,6 @@ class _DistinctTexts:
         self.budget = budget
         self.keys = np.zeros(0, np.uint64)  # sorted hashes of the kept texts
         self.rows = np.zeros(0, np.int64)  # the kept text of keys[i] is self.kept[rows[i]]
-        self.parts: List[Any] = []  # compact pyarrow arrays
         self.kept = pl.Series("text", [], dtype=pl.String)
         self.size = 0
         self.overflow = False
@@ -215,30 +214,31 @@ class _DistinctTexts:
         if self.overflow or len(values) == 0:
             return
         texts = pl.Series("text", values)
-        hashes = texts.hash(seed=0).to_numpy()
-        unique, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-        firsts = texts.gather(first)
-        # same hash as an earlier text of the slice, another text
-        keep = np.flatnonzero((texts != firsts.gather(inverse.ravel())).fill_null(False).to_numpy())
-        at = np.minimum(np.searchsorted(self.keys, unique), max(len(self.keys) - 1, 0))
-        known = (self.keys[at] == unique) if len(self.keys) else np.zeros(len(unique), bool)
-        if known.any():
-            seen = firsts.filter(pl.Series(known))
-            differ = (seen != self.kept.gather(self.rows[at[known]])).fill_null(False).to_numpy()
-            keep = np.concatenate([keep, first[known][differ]])
-        new = first[~known]
-        taken = values.take(np.concatenate([new, keep]).astype(np.int64))  # a compact copy
-        self.size += int(taken.nbytes)
-        if self.size > self.budget:
-            self.overflow = True
-            self.parts, self.kept = [], self.kept.clear()
-            return
-        keys = np.concatenate([self.keys, unique[~known]])
-        rows = np.concatenate([self.rows, np.arange(len(self.kept), len(self.kept) + len(new), dtype=np.int64)])
-        sort = np.argsort(keys, kind="stable")
-        self.keys, self.rows = keys[sort], rows[sort]
-        self.parts.append(taken)
-        self.kept = pl.concat([self.kept, pl.Series("text", taken)], rechunk=False)
+        firsts = texts.filter(texts.is_first_distinct())  # exact: Polars compares the texts of equal hashes
+        hashes = firsts.hash(seed=0).to_numpy()
+        at = np.minimum(np.searchsorted(self.keys, hashes), max(len(self.keys) - 1, 0))
+        known = (self.keys[at] == hashes) if len(self.keys) else np.zeros(len(hashes), bool)
+        keep = ~known
+        if known.any():  # the same hash as a kept text: kept as well unless it is that text
+            index = np.flatnonzero(known)
+            same = (firsts.gather(index) == self.kept.gather(self.rows[at[index]])).fill_null(False).to_numpy()
+            keep[index[~same]] = True
+        # new hashes go in the index; a text whose hash was taken is only kept (it is searched all the same)
+        new_key = keep & ~known
+        if keep.any():
+            order = np.concatenate([np.flatnonzero(new_key), np.flatnonzero(keep & known)])
+            taken = firsts.gather(order).to_arrow(compat_level=pl.CompatLevel.oldest())  # a compact copy
+            self.size += int(taken.nbytes)
+            if self.size > self.budget:
+                self.overflow = True
+                self.kept = self.kept.clear()
+                return
+            n_new = int(new_key.sum())
+            keys = np.concatenate([self.keys, hashes[new_key]])
+            rows = np.concatenate([self.rows, np.arange(len(self.kept), len(self.kept) + n_new, dtype=np.int64)])
+            sort = np.argsort(keys, kind="stable")
+            self.keys, self.rows = keys[sort], rows[sort]
+            self.kept = pl.concat([self.kept, pl.Series("text", taken)], rechunk=False)
 
 
 def _check_run_wide(assembled: _Assembled, g: pl.DataFrame, distinct: _DistinctTexts, reader: ParquetRun) -> None:
