@@ -358,15 +358,12 @@ _NEST_KEYS = [(name, f"{name}_n_scored", f"{name}_n_total") for name in _AGGREGA
 def _nest_rows(frame: pl.DataFrame) -> List[Dict[str, Any]]:
     """:func:`_nest` of every row of an :func:`aggregate` frame, read column-wise (a run
     whose ids carry no category prefix has a category per case)."""
-    cols = {c: frame[c].to_list() for c in _NEST_BASE}
-    aggs = [(name, frame[name].to_list(), frame[s].to_list(), frame[t].to_list()) for name, s, t in _NEST_KEYS]
-    rows = []
-    for i in range(frame.height):
-        row: Dict[str, Any] = {c: values[i] for c, values in cols.items()}
-        for name, value, scored, total in aggs:
-            row[name] = {"value": value[i], "n_scored": scored[i], "n_total": total[i]}
-        rows.append(row)
-    return rows
+    columns = [frame[c].to_list() for c in _NEST_BASE]
+    for name, scored, total in _NEST_KEYS:
+        columns.append([{"value": v, "n_scored": s, "n_total": t}
+                        for v, s, t in zip(frame[name].to_list(), frame[scored].to_list(), frame[total].to_list())])
+    keys = (*_NEST_BASE, *(name for name, _s, _t in _NEST_KEYS))
+    return [dict(zip(keys, values)) for values in zip(*columns)]
 
 
 def _unfound_evidence(joined: pl.DataFrame, match: Optional[EvidenceMatch] = None) -> List[Dict[str, str]]:
