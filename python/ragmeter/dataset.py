@@ -1023,7 +1023,7 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
     problems are reported as ``where: row N``.
 
     ``batch``: ``df`` is one slice of a file whose row ``first_row`` is its first row (see
-    :func:`iter_parquet_run`): problems of its values are collected, not raised, duplicate ids are left to the
+    :class:`ParquetRun`): problems of its values are collected, not raised, duplicate ids are left to the
     caller (they span slices), ``contexts`` is left null and ``ids_from_lines`` says whether the whole file's
     ``id_from_line`` column said so. Problems of the columns' types are raised at once either way.
     """
@@ -1172,7 +1172,7 @@ def check_duplicate_ids(ids: pl.Series, where: str, problems: _Problems) -> None
             first[case_id] = r
 
 
-#: Text per slice of a Parquet run read by :func:`iter_parquet_run`: about this many bytes of chunk text,
+#: Text per slice of a Parquet run read by :class:`ParquetRun`: about this many bytes of chunk text,
 #: whatever the file's row groups.
 PARQUET_SLICE_BYTES = 32 << 20
 _SLICE_ROWS = (256, 8192)
