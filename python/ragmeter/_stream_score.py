@@ -306,35 +306,30 @@ class _ChunkSource:
         return marks.insert_column(4, texts.alias("text"))
 
     def write(self, path: Path) -> None:
-        """Write the chunk table as Parquet, slice by slice when the run is in golden order."""
-        from ragmeter._io import write_frame
+        """Write the chunk table as Parquet, slice by slice when the run is in golden order (Polars' writer,
+        fed by an IO source: a few times faster than pyarrow's ParquetWriter on the texts)."""
+        from polars.io.plugins import register_io_source
+
+        from ragmeter._io import _write_error, write_frame
 
         if self.assembled.chunk_order is not None:
             write_frame(self.frame(), path)
             return
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from ragmeter._io import _write_error
-
         marks = self._marks()
-        try:
-            writer: Optional[pq.ParquetWriter] = None
-            start = 0
+        written = [0]
+
+        def parts(with_columns: Any, predicate: Any, n_rows: Any, batch_size: Any) -> Iterator[pl.DataFrame]:
             for texts in self._texts():
-                part = marks.slice(start, texts.len()).insert_column(4, texts.alias("text"))
-                table = part.to_arrow(compat_level=pl.CompatLevel.oldest())
-                if writer is None:
-                    writer = pq.ParquetWriter(path, table.schema, compression="zstd")
-                writer.write_table(table)
-                start += texts.len()
-            if writer is None:
-                write_frame(marks.insert_column(4, pl.Series("text", [], dtype=pl.String)), path)
-            else:
-                writer.close()
-        except (OSError, pa.ArrowException) as exc:
+                part = marks.slice(written[0], texts.len()).insert_column(4, texts.alias("text"))
+                written[0] += texts.len()
+                yield part if with_columns is None else part.select(with_columns)
+
+        schema = marks.clear().insert_column(4, pl.Series("text", [], dtype=pl.String)).schema
+        try:
+            register_io_source(io_source=parts, schema=schema).sink_parquet(path)
+        except (OSError, pl.exceptions.PolarsError) as exc:
             raise _write_error(exc, path) from None
-        if start != marks.height:
+        if written[0] != marks.height:
             from ragmeter.errors import InputError
 
             raise InputError(f"{self.reader.path}: changed while it was being scored (read it again)")
