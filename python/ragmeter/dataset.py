@@ -1017,14 +1017,22 @@ def _columnar_run(source: Any) -> bool:
     return isinstance(dtype, pl.List) and (isinstance(dtype.inner, pl.Struct) or dtype.inner == pl.String)
 
 
-def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems) -> pl.DataFrame:
+def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, first_row: int = 1,
+                      ids_from_lines: Optional[bool] = None, batch: bool = False) -> pl.DataFrame:
     """Validate and convert a run's columns (a Parquet file's, or an in-memory table's) without per-row Python;
-    problems are reported as ``where: row N``."""
+    problems are reported as ``where: row N``.
+
+    ``batch``: ``df`` is one slice of a file whose row ``first_row`` is its first row (see
+    :class:`ParquetRun`): problems of its values are collected, not raised, duplicate ids are left to the
+    caller (they span slices), ``contexts`` is left null and ``ids_from_lines`` says whether the whole file's
+    ``id_from_line`` column said so. Problems of the columns' types are raised at once either way.
+    """
     schema = df.schema
+    offset = first_row - 1
 
     def at_rows(rows: List[int], message: str) -> None:
         for r in rows:
-            problems.add(f"{where}: row {r + 1}", message)
+            problems.add(f"{where}: row {r + 1 + offset}", message)
 
     # Usage may be a struct column or flattened columns.
     if "usage" in schema:
@@ -1044,11 +1052,13 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems) -> pl.D
 
     exprs: List[pl.Expr] = []
     from_lines = "id_from_line" in schema and schema["id_from_line"] == pl.Boolean and bool(df["id_from_line"].all())
+    if ids_from_lines is not None:
+        from_lines = ids_from_lines
     if "id" not in schema:
         # A column that looks like a misnamed id is an error; otherwise rows are numbered.
         _check_field_present([(f"{where}: row 1", 1, dict.fromkeys(schema))], "id", _ID_NAMES, where)
         from_lines = True
-        ids = pl.format("line-{}", pl.int_range(1, df.height + 1, dtype=pl.Int64))
+        ids = pl.format("line-{}", pl.int_range(first_row, df.height + first_row, dtype=pl.Int64))
         df = df.with_columns(ids.alias("id"))
         _note(f"{where}: no ids; each case is named by its row number (line-1, line-2, ...), "
               f"which joins it only to a file that has no ids either")
@@ -1114,24 +1124,22 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems) -> pl.D
         df = df.with_columns(pl.col("retrieved").fill_null(pl.lit([], dtype=RETRIEVED_DTYPE)))
         bad = pl.col("retrieved").list.eval(pl.element().struct.field("text").is_null()).list.any()
         at_rows(_rows_where(df, bad), "a retrieved chunk has no 'text'")
-    dup = _rows_where(df, pl.col("id").is_duplicated() & pl.col("id").is_not_null())
-    if dup:
-        first: Dict[str, int] = {}
-        ids = df["id"].gather(dup).to_list()
-        for r, case_id in zip(dup, ids):
-            if case_id in first:
-                problems.add(f"{where}: row {r + 1}", f"duplicate id {case_id!r} (first at row {first[case_id] + 1})")
-            else:
-                first[case_id] = r
-    problems.raise_if_any()
+    if batch:
+        if problems:
+            return pl.DataFrame(schema=RUN_SCHEMA)  # the caller raises once every slice is read
+    else:
+        check_duplicate_ids(df["id"], where, problems)
+        problems.raise_if_any()
 
     n = df.height
     out = []
     for name, dtype in RUN_SCHEMA.items():
         if name == "line":
-            out.append(pl.int_range(1, n + 1, dtype=pl.Int64).alias("line"))
+            out.append(pl.int_range(first_row, n + first_row, dtype=pl.Int64).alias("line"))
         elif name == "id_from_line":
             out.append(pl.lit(from_lines).alias("id_from_line"))
+        elif name == "contexts" and batch:
+            out.append(pl.lit(None, dtype=dtype).alias(name))  # the texts are read for scoring, not kept
         elif name == "contexts" and "contexts" not in df.schema:
             out.append(pl.col("retrieved").list.eval(pl.element().struct.field("text")).alias("contexts"))
         elif name in df.schema:
@@ -1139,6 +1147,8 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems) -> pl.D
         else:
             out.append(pl.lit(None, dtype=dtype).alias(name))
     df = df.select(out)
+    if batch:
+        return df
     # Missing contexts in some rows default to that row's retrieved texts.
     return df.with_columns(
         pl.when(pl.col("contexts").is_null())
@@ -1146,6 +1156,183 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems) -> pl.D
         .otherwise(pl.col("contexts"))
         .alias("contexts")
     ) if df["contexts"].null_count() else df
+
+
+def check_duplicate_ids(ids: pl.Series, where: str, problems: _Problems) -> None:
+    """Add ``where: row N: duplicate id ...`` for each repeated id of a run's ``id`` column (row 1 first)."""
+    dup = ids.is_duplicated() & ids.is_not_null()
+    if not dup.any():
+        return
+    rows = dup.arg_true().to_list()
+    first: Dict[str, int] = {}
+    for r, case_id in zip(rows, ids.gather(rows).to_list()):
+        if case_id in first:
+            problems.add(f"{where}: row {r + 1}", f"duplicate id {case_id!r} (first at row {first[case_id] + 1})")
+        else:
+            first[case_id] = r
+
+
+#: Text per slice of a Parquet run read by :class:`ParquetRun`: about this many bytes of chunk text,
+#: whatever the file's row groups.
+PARQUET_SLICE_BYTES = 32 << 20
+_SLICE_ROWS = (256, 8192)
+
+
+class ParquetRun:
+    """A Parquet run read slice by slice (a few thousand rows at a time, whatever its row groups), each slice
+    validated as :func:`load_run` validates the whole file, so that the chunk texts never all sit in memory.
+
+    Iterate for ``(pyarrow batch, frame)`` pairs (frames as :func:`load_run` returns them, ``contexts`` null);
+    problems of the values are collected in ``problems``; :meth:`finish` then adds the duplicate ids (which
+    span slices) and raises every problem at once, as :func:`load_run` would have.
+    """
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow.parquet as pq
+
+        self.path = path
+        self.where = str(path)
+        self.problems = _Problems(self.where)
+        if not path.exists():
+            raise InputError(f"{path}: no such file")
+        try:
+            self._file = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for unreadable files
+            raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
+        meta = self._file.metadata
+        self.n_rows = meta.num_rows
+        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        per_row = size / self.n_rows if self.n_rows else 1
+        self.batch_rows = int(min(max(PARQUET_SLICE_BYTES // max(per_row, 1), _SLICE_ROWS[0]), _SLICE_ROWS[1]))
+        self._ids: List[pl.Series] = []
+        names = self._file.schema_arrow.names
+        self._ids_from_lines: Optional[bool] = None
+        if "id_from_line" in names:
+            column = pl.from_arrow(self._file.read(columns=["id_from_line"]))
+            if isinstance(column, pl.DataFrame) and column.schema["id_from_line"] == pl.Boolean:
+                self._ids_from_lines = bool(column["id_from_line"].all())
+
+    def batches(self, columns: Optional[List[str]] = None) -> Iterator[Tuple[int, Any]]:
+        """``(first_row, pyarrow.RecordBatch)`` of the file's rows, in order; the next slice is decoded on
+        another thread while the caller works on this one (pyarrow decodes a column on one thread)."""
+        first = 1
+        try:
+            for batch in _read_ahead(self._file.iter_batches(batch_size=self.batch_rows, columns=columns,
+                                                             use_threads=True)):
+                yield first, batch
+                first += batch.num_rows
+        except (OSError, ValueError, TypeError, ArithmeticError) as exc:  # pyarrow's errors for corrupt pages
+            raise InputError(f"{self.path}: cannot read as Parquet: {exc}") from None
+
+    def __iter__(self) -> Iterator[Tuple[Any, pl.DataFrame]]:
+        seen = False
+        for first, batch in self.batches():
+            seen = True
+            yield batch, self.frame(batch, first)
+        if not seen:  # no rows: the columns' types are still checked
+            self.frame(self._file.schema_arrow.empty_table(), 1)
+
+    def frame(self, batch: Any, first_row: int, record: bool = True) -> pl.DataFrame:
+        """One slice as :func:`load_run`'s frame (empty when it has problems; :meth:`finish` raises them).
+        ``record=False``: a slice read again, whose problems and ids were recorded the first time."""
+        df = pl.from_arrow(batch)
+        assert isinstance(df, pl.DataFrame)
+        # Problems of the types are the same in every slice and raised at the first; those of the values
+        # are collected over all slices.
+        local = _Problems(self.where)
+        frame = _run_from_columns(df, self.where, local, first_row=first_row, ids_from_lines=self._ids_from_lines,
+                                  batch=True)
+        if record:
+            self.problems.items += local.items
+            self._ids.append(_slice_ids(df) if self.problems else frame["id"])
+        return frame
+
+    def finish(self) -> None:
+        """Raise every problem of the file (duplicate ids included) in one :class:`InputError`."""
+        if self._ids:
+            check_duplicate_ids(pl.concat(self._ids), self.where, self.problems)
+        self.problems.raise_if_any()
+
+
+def arrow_chunk_texts(batch: Any, frame: pl.DataFrame) -> Optional[Tuple[Any, Any]]:
+    """The chunk texts of a Parquet slice straight from its Arrow batch (no copy): ``(group offsets, texts)``,
+    texts a pyarrow string array, for the rows of ``frame`` (the slice as :meth:`ParquetRun.frame` read it).
+    None when the batch's layout is not the plain one (the caller then takes the texts from ``frame``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    name = next((n for n in _RETRIEVED_NAMES if n in batch.schema.names), None)
+    if name is None or frame.height != batch.num_rows:
+        return None
+    column = batch.column(name)
+    large = pa.types.is_large_list(column.type)
+    if not (large or pa.types.is_list(column.type)):
+        return None
+    child = column.values
+    if pa.types.is_struct(child.type):
+        if child.type.get_field_index("text") < 0:
+            return None
+        child = child.field("text")
+    if not (pa.types.is_large_string(child.type) or pa.types.is_string(child.type)):
+        return None
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64 if large else np.int32,
+                            count=len(column) + 1 + column.offset)[column.offset:].astype(np.int64)
+    lengths = frame["retrieved"].list.len().to_numpy()
+    if not np.array_equal(np.diff(offsets), lengths):  # a null list over values: take the frame's
+        return None
+    texts = child.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    return offsets - offsets[0], texts
+
+
+def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """``items``, each produced on a helper thread while the previous one is used (one item ahead);
+    an exception of the producer is raised here, and closing the generator stops the producer."""
+    import queue
+    import threading
+
+    slots: "queue.Queue[Tuple[str, Any]]" = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        slots.put(("item", item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            slots.put(("end", None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            slots.put(("error", exc))
+
+    worker = threading.Thread(target=produce, name="ragmeter-parquet-read", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, value = slots.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        while worker.is_alive():
+            try:
+                slots.get_nowait()
+            except queue.Empty:
+                worker.join(0.05)
+
+
+def _slice_ids(df: pl.DataFrame) -> pl.Series:
+    """The ids of a slice that has problems, for the duplicate-id check (as the whole-file check sees them)."""
+    names = [n for n in _ID_NAMES if n in df.columns]
+    if not names or not (df.schema[names[0]] == pl.String or df.schema[names[0]].is_integer()):
+        return pl.Series("id", [None] * df.height, dtype=pl.String)
+    return df[names[0]].cast(pl.String).alias("id")
 
 
 def load_run(source: Source, *, name: str = "run") -> pl.DataFrame:

@@ -306,11 +306,14 @@ def match_relevance(
     chunk_texts: Any,
     *,
     run_wide: bool = False,
+    no_file_in_run: Optional[bool] = None,
 ) -> EvidenceMatch:
     """Decide relevance for every retrieved chunk of every case, in Rust.
 
     All four arguments are per-case list[str] columns of the same length
-    (Polars Series, or sequences of lists): the case's expected files, its
+    (Polars Series, or sequences of lists; ``chunk_texts`` may also be
+    ``(group offsets, (offsets, data))`` in Arrow layout, the data borrowed
+    when read-only): the case's expected files, its
     evidence phrases, and the file and text of each retrieved chunk in rank
     order (``chunk_files[i]`` and ``chunk_texts[i]`` must have equal lengths;
     see :func:`retrieved_columns`). Null lists count as empty.
@@ -332,18 +335,24 @@ def match_relevance(
     ``files``; the placeholder chunks' ``file_match``) are then unknown, not a
     miss or a hit. When no chunk of the batch has a file, that holds for every
     case expecting files, empty retrievals included. A case that expects files but has no evidence phrase cannot
-    be decided from such a chunk: it comes back unlabelled, nothing relevant.
+    be decided from such a chunk: it comes back unlabelled, nothing relevant. ``no_file_in_run`` says whether
+    that holds when these chunks are one slice of a run (default: decided from these chunks; see
+    :func:`mark_no_file_in_run` for the whole run).
     """
     if not isinstance(expected_files, pl.Series):
         expected_files = pl.Series("expected_files", [list(v) if v is not None else [] for v in expected_files], dtype=pl.List(pl.String))
     chunk_offsets, cfiles, file_nulls = _list_column_with_nulls(chunk_files, "chunk_files")
     file_offsets, files = _list_column(expected_files, "expected_files")
     phrase_offsets, phrases = _list_column(expected_evidence, "expected_evidence")
-    views = _view_list_column(chunk_texts)
-    if views is not None:
-        text_offsets = views[0]
+    views = None
+    if _is_split_list(chunk_texts):  # (group offsets, (offsets, data)): already in Arrow layout
+        text_offsets, texts = chunk_texts
     else:
-        text_offsets, texts = _list_column(chunk_texts, "chunk_texts")
+        views = _view_list_column(chunk_texts)
+        if views is not None:
+            text_offsets = views[0]
+        else:
+            text_offsets, texts = _list_column(chunk_texts, "chunk_texts")
     n = len(chunk_offsets) - 1
     if not (len(file_offsets) - 1 == len(phrase_offsets) - 1 == n == len(text_offsets) - 1):
         raise ValueError("match_relevance: all columns must have one row per case")
@@ -352,7 +361,8 @@ def match_relevance(
         raise ValueError(f"match_relevance: case {bad} has a different number of chunk files and chunk texts")
     placeholders = None
     if file_nulls is not None:
-        placeholders = _placeholder_files(expected_files, chunk_offsets, cfiles, file_nulls)
+        placeholders = _placeholder_files(expected_files, chunk_offsets, cfiles, file_nulls,
+                                          bool(file_nulls.all()) if no_file_in_run is None else no_file_in_run)
         cfiles = placeholders[0]
     if views is not None:
         out = _core.evidence_match_views(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, views[1], views[2], run_wide=run_wide)
@@ -377,8 +387,13 @@ def match_relevance(
     return match
 
 
+def _is_split_list(value: Any) -> bool:
+    """A list[str] column given as ``(group offsets, (offsets, data))`` numpy arrays."""
+    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], np.ndarray) and isinstance(value[1], tuple)
+
+
 def _placeholder_files(expected_files: pl.Series, chunk_offsets: np.ndarray, cfiles: StringColumn,
-                       file_nulls: np.ndarray) -> Tuple[StringColumn, np.ndarray, np.ndarray]:
+                       file_nulls: np.ndarray, no_file: bool) -> Tuple[StringColumn, np.ndarray, np.ndarray]:
     """Chunk files with each null of a case expecting files replaced by that case's first expected file.
 
     Returns the new column, which chunks got a placeholder, and which cases have one.
@@ -397,7 +412,7 @@ def _placeholder_files(expected_files: pl.Series, chunk_offsets: np.ndarray, cfi
     offsets, data = cfiles
     current = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
     filled = pc.if_else(pa.array(replaced), placeholder, current)
-    if file_nulls.all():
+    if no_file:
         # No chunk of the batch has a file (a retriever without files): file-level results are
         # unknown for every case expecting files, an empty retrieval's included.
         unknown = first.is_valid().to_numpy(zero_copy_only=False)
@@ -416,6 +431,15 @@ def _mark_unknown_files(match: EvidenceMatch, replaced: np.ndarray, unknown: np.
         match.relevant = match.relevant & ~undecided[match._case_index(match.chunk_offsets)]
     match.file_unknown = unknown
     match.file_placeholder = replaced
+
+
+def mark_no_file_in_run(match: EvidenceMatch, expected_files: pl.Series) -> None:
+    """The whole run's chunks have no file: file-level results are unknown for every case expecting files
+    (empty retrievals included), as :func:`match_relevance` decides over a whole run; for a match assembled
+    from slices matched with ``no_file_in_run=False``."""
+    unknown = expected_files.list.first().is_not_null().to_numpy()
+    replaced = match.file_placeholder if match.file_placeholder is not None else np.zeros(len(match.relevant), bool)
+    _mark_unknown_files(match, replaced, unknown)
 
 
 def phrases_in_texts(phrases: Any, texts: Any) -> np.ndarray:

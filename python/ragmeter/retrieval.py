@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -125,26 +126,49 @@ def _prepared_match(golden: Any, run: Any, *, run_wide: bool = False) -> _Prepar
 
 
 def score(golden: Any, run: Any, k: int = 5) -> ScoreResult:
-    """Score retrieval per case at cut-off ``k``; see the module docs for definitions."""
+    """Score retrieval per case at cut-off ``k``; see the module docs for definitions.
+
+    A Parquet run (a path) is read a slice of rows at a time (:mod:`ragmeter._stream_score`): its chunk
+    texts are matched and let go, never all in memory; ``chunks`` and :meth:`ScoreResult.write` read them
+    again from the file. Other runs are loaded whole.
+    """
+    from ragmeter.dataset import _is_parquet, _is_path
+
+    if _is_path(run) and _is_parquet(Path(run)):
+        from ragmeter._stream_score import score_parquet
+
+        return score_parquet(golden, Path(run), k)
     return _score_prepared(_prepared_match(golden, run, run_wide=True), k)
 
 
-def _score_prepared(prepared: _PreparedMatch, k: int) -> ScoreResult:
-    """:func:`score` on inputs already loaded and matched (``run_wide=True``)."""
+def _check_k(k: int) -> None:
     if k < 1:
         from ragmeter.errors import InputError
 
         raise InputError(f"k must be a positive integer, got {k}")
-    joined, match = prepared.joined, prepared.match
-    cases = _case_table(joined, match, k)
-    chunks = _chunk_table(joined, match)
-    by_category = aggregate(cases, ["category"])
-    summary = _summary(cases, by_category, joined, k, prepared.missing, match)
-    _add_input_notes(summary, joined, match)
+
+
+def _score_prepared(prepared: _PreparedMatch, k: int) -> ScoreResult:
+    """:func:`score` on inputs already loaded and matched (``run_wide=True``)."""
+    _check_k(k)
+    cases, by_category, summary = _score_tables(prepared, k)
+    chunks = _chunk_table(prepared.joined, prepared.match)
     return ScoreResult(cases=cases, by_category=by_category, summary=summary, chunks=chunks)
 
 
-def _add_input_notes(summary: Dict[str, Any], joined: pl.DataFrame, match: EvidenceMatch) -> None:
+def _score_tables(prepared: _PreparedMatch, k: int, chunk_files_null: Optional[int] = None) -> tuple:
+    """Per-case table, per-category table and summary of a prepared match (``chunk_files_null``: how many
+    retrieved chunks have no file, when ``prepared.joined`` holds no ``retrieved`` column)."""
+    joined, match = prepared.joined, prepared.match
+    cases = _case_table(joined, match, k)
+    by_category = aggregate(cases, ["category"])
+    summary = _summary(cases, by_category, joined, k, prepared.missing, match)
+    _add_input_notes(summary, joined, match, chunk_files_null)
+    return cases, by_category, summary
+
+
+def _add_input_notes(summary: Dict[str, Any], joined: pl.DataFrame, match: EvidenceMatch,
+                     chunk_files_null: Optional[int] = None) -> None:
     """Record how the inputs were read where it changes what the numbers mean."""
     unknown = _file_unknown(match)
     ids = joined["id"].filter(pl.Series(unknown)).to_list()
@@ -153,7 +177,9 @@ def _add_input_notes(summary: Dict[str, Any], joined: pl.DataFrame, match: Evide
     if ids:
         from ragmeter._warnings import warning
 
-        any_file = _flat_chunk_field(joined, "file").null_count() < int(match.chunk_offsets[-1])
+        if chunk_files_null is None:
+            chunk_files_null = _flat_chunk_field(joined, "file").null_count()
+        any_file = chunk_files_null < int(match.chunk_offsets[-1])
         what = "have retrieved items without a file" if any_file else "are in a run that gives no file for any retrieved item"
         summary["warnings"].insert(0, warning(
             "no_file", f"case(s) expecting files {what}: matched on evidence alone, file-level metrics not scored "
@@ -332,15 +358,12 @@ _NEST_KEYS = [(name, f"{name}_n_scored", f"{name}_n_total") for name in _AGGREGA
 def _nest_rows(frame: pl.DataFrame) -> List[Dict[str, Any]]:
     """:func:`_nest` of every row of an :func:`aggregate` frame, read column-wise (a run
     whose ids carry no category prefix has a category per case)."""
-    cols = {c: frame[c].to_list() for c in _NEST_BASE}
-    aggs = [(name, frame[name].to_list(), frame[s].to_list(), frame[t].to_list()) for name, s, t in _NEST_KEYS]
-    rows = []
-    for i in range(frame.height):
-        row: Dict[str, Any] = {c: values[i] for c, values in cols.items()}
-        for name, value, scored, total in aggs:
-            row[name] = {"value": value[i], "n_scored": scored[i], "n_total": total[i]}
-        rows.append(row)
-    return rows
+    columns = [frame[c].to_list() for c in _NEST_BASE]
+    for name, scored, total in _NEST_KEYS:
+        columns.append([{"value": v, "n_scored": s, "n_total": t}
+                        for v, s, t in zip(frame[name].to_list(), frame[scored].to_list(), frame[total].to_list())])
+    keys = (*_NEST_BASE, *(name for name, _s, _t in _NEST_KEYS))
+    return [dict(zip(keys, values)) for values in zip(*columns)]
 
 
 def _unfound_evidence(joined: pl.DataFrame, match: Optional[EvidenceMatch] = None) -> List[Dict[str, str]]:

@@ -1,0 +1,367 @@
+"""``ragmeter.score`` on a Parquet run, a slice of rows at a time.
+
+The run is read with :class:`ragmeter.dataset.ParquetRun` (a few thousand rows per slice, whatever the
+file's row groups; every slice validated as :func:`ragmeter.dataset.load_run` validates the whole file,
+every problem of every slice reported at once at the end). Each slice is matched in Rust and only what the
+metrics and ``chunks.parquet`` need is kept: per chunk its file, chunk id, score and relevance marks, not
+its text. The slices' matches are then put in the golden set's order as one :class:`EvidenceMatch`, and the
+tables and summary are those of :func:`ragmeter.retrieval._score_prepared`, so the results are the ones
+the whole run loaded at once gives.
+
+The run-wide "phrase found in no chunk" check needs every chunk text of the run, and a phrase's own case may
+be in a later slice than the chunk that holds it. A phrase found in its own case's chunks is in the run;
+the others are searched for, once at the end, in every *distinct* chunk text of the run, kept while the
+slices are read (runs retrieve the same chunks for many questions). When the distinct texts would pass
+half the Parquet file's size, they are let go and the texts are read a second time from the file for
+that search instead.
+
+``chunks.parquet`` is written from a second read of the texts, slice by slice, when the run lists its cases
+in the golden set's order; otherwise (and for :attr:`ScoreResult.chunks`) the chunk table is built in memory.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator, List, Optional, Tuple
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from ragmeter._columns import offsets_from_lengths, string_column
+from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
+from ragmeter.evidence import EvidenceMatch, mark_no_file_in_run, match_relevance, phrases_in_texts, retrieved_columns
+from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tables
+
+__all__ = ["score_parquet"]
+
+_CHUNK_FIELDS = ("file", "chunk_id", "score")
+
+
+class _Slice:
+    """What is kept of one matched slice: its cases' golden positions, the match and the chunks' fields."""
+
+    def __init__(self, positions: np.ndarray, match: EvidenceMatch, fields: Any) -> None:
+        self.positions = positions
+        self.match = match
+        self.fields = fields
+
+
+def score_parquet(golden: Any, run: Path, k: int) -> ScoreResult:
+    """:func:`ragmeter.score` of a Parquet run read slice by slice (see the module docs)."""
+    g = load_golden(golden)
+    golden_name = str(golden) if isinstance(golden, str) or hasattr(golden, "__fspath__") else "golden"
+    reader = ParquetRun(run)
+    positions = g.select("id").with_row_index("_position")
+    distinct = _DistinctTexts(budget=max(run.stat().st_size // 2, 16 << 20))
+    slices: List[_Slice] = []
+    run_rows: List[pl.DataFrame] = []
+    for batch, frame in reader:
+        run_rows.append(_detached(frame.select("id", "line", "id_from_line", "retrieval_mode")))
+        if reader.problems or frame.height == 0:
+            continue  # reader.finish() raises them
+        position = frame.select("id").join(positions, on="id", how="left", maintain_order="left")["_position"]
+        if position.null_count():
+            continue  # ids not in the golden set: check_run_against_golden raises
+        slices.append(_match_slice(g, batch, frame, position.to_numpy().astype(np.int64), distinct))
+    reader.finish()
+    run_frame = pl.from_arrow(pa.concat_tables(run_rows)) if run_rows else pl.DataFrame(schema={"id": pl.String, "line": pl.Int64,
+                                                                           "id_from_line": pl.Boolean,
+                                                                           "retrieval_mode": pl.String})
+    missing = check_run_against_golden(g, run_frame, run_source=str(run), golden_source=golden_name)
+    joined = g.join(run_frame.select("id", "retrieval_mode"), on="id", how="left", maintain_order="left").with_columns(
+        pl.col("id").is_in(pl.Series(missing, dtype=pl.Utf8).implode()).alias("missing_from_run"))
+    assembled = _assemble(g, slices, missing)
+    _check_run_wide(assembled, g, distinct, reader)
+    _check_k(k)
+    prepared = _PreparedMatch(joined=joined, missing=missing, match=assembled.match)
+    cases, by_category, summary = _score_tables(prepared, k, assembled.files_null)
+    return StreamedScoreResult(cases=cases, by_category=by_category, summary=summary,
+                               chunk_source=_ChunkSource(reader, joined["id"], assembled))
+
+
+def _match_slice(g: pl.DataFrame, batch: Any, frame: pl.DataFrame, position: np.ndarray,
+                 distinct: "_DistinctTexts") -> _Slice:
+    fields = frame.select(pl.col("retrieved").list.eval(pl.element().struct.field(name)).alias(name)
+                          for name in _CHUNK_FIELDS)
+    files = fields["file"]
+    fields = fields.select(pl.col(name).explode(empty_as_null=False, keep_nulls=False) for name in _CHUNK_FIELDS)
+    fields = _detached(fields)
+    texts, flat = _texts_for_rust(batch, frame)
+    match = match_relevance(g["expected_files"].gather(position), g["expected_evidence"].gather(position), files,
+                            texts, no_file_in_run=False)
+    distinct.add(flat)
+    return _Slice(position, match, fields)
+
+
+def _detached(frame: pl.DataFrame) -> Any:
+    """``frame`` as a pyarrow table of its own buffers. Columns read from a slice share its Arrow buffers, and
+    any one of them keeps the whole slice (its texts) alive, so what is kept of a slice is copied."""
+    table = frame.to_arrow(compat_level=pl.CompatLevel.oldest())
+    return pa.table([_copied(column.combine_chunks()) for column in table.columns], names=table.column_names)
+
+
+def _copied(array: Any) -> Any:
+    """A flat Arrow array with its buffers copied into memory of its own (numpy's, outside the Arrow pool, where
+    small buffers kept for the whole run would pin the pool's large freed blocks)."""
+    buffers = [None if b is None else pa.py_buffer(np.frombuffer(b, np.uint8).copy()) for b in array.buffers()]
+    return pa.Array.from_buffers(array.type, len(array), buffers, null_count=array.null_count, offset=array.offset)
+
+
+def _texts_for_rust(batch: Any, frame: pl.DataFrame) -> Tuple[Any, pl.Series]:
+    """The slice's chunk texts for :func:`match_relevance` (Arrow buffers when the batch allows) and flat."""
+    arrow = arrow_chunk_texts(batch, frame)
+    if arrow is None:
+        texts = retrieved_columns(frame["retrieved"])[1]
+        flat = texts.explode(empty_as_null=False, keep_nulls=False).to_arrow(compat_level=pl.CompatLevel.oldest())
+        return texts, flat.combine_chunks() if hasattr(flat, "combine_chunks") else flat
+    offsets, values = arrow
+    column = string_column(values)
+    data = column[1].view()
+    data.flags.writeable = False  # immutable Arrow buffer: borrowed by the binding, not copied
+    return (offsets, (column[0], data)), values
+
+
+# ---------------------------------------------------------------------------
+# The slices' matches as one match, in golden order
+# ---------------------------------------------------------------------------
+
+
+class _Assembled:
+    def __init__(self, match: EvidenceMatch, fields: pl.DataFrame, chunk_order: Optional[np.ndarray],
+                 files_null: int) -> None:
+        self.match = match
+        self.fields = fields  # per chunk, golden order
+        self.chunk_order = chunk_order  # per chunk (golden order), its index in the file's order; None: the same
+        self.files_null = files_null
+
+
+def _regroup(offsets: np.ndarray, order: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Indices that put the groups of ``offsets`` (source order) in the order ``order``, and their new offsets."""
+    lengths = np.diff(offsets)[order]
+    new = offsets_from_lengths(lengths)
+    index = np.arange(new[-1], dtype=np.int64) - np.repeat(new[:-1] - offsets[:-1][order], lengths)
+    return index, new
+
+
+def _assemble(g: pl.DataFrame, slices: List[_Slice], missing: List[str]) -> _Assembled:
+    parts = [s.match for s in slices]
+    positions = [s.positions for s in slices]
+    if missing:  # golden cases absent from the run: empty retrievals
+        where = g.select("id").with_row_index("_position").filter(pl.col("id").is_in(pl.Series(missing).implode()))
+        position = where["_position"].to_numpy().astype(np.int64)
+        empty = pl.Series([[]] * len(position), dtype=pl.List(pl.String))
+        parts.append(match_relevance(g["expected_files"].gather(position), g["expected_evidence"].gather(position),
+                                     empty, empty, no_file_in_run=False))
+        positions.append(position)
+    source = np.concatenate(positions) if positions else np.zeros(0, np.int64)
+    order = np.argsort(source, kind="stable")  # golden case i is source case order[i]
+    if len(order) != g.height or not np.array_equal(source[order], np.arange(g.height)):  # pragma: no cover
+        raise AssertionError("streamed scoring: the run's cases do not cover the golden set once each")
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([getattr(m, name) for m in parts])
+
+    chunk_index, chunk_offsets = _regroup(offsets_from_lengths(np.concatenate([np.diff(m.chunk_offsets) for m in parts])), order)
+    phrase_index, phrase_offsets = _regroup(offsets_from_lengths(np.concatenate([np.diff(m.phrase_offsets) for m in parts])), order)
+    file_index, file_offsets = _regroup(offsets_from_lengths(np.concatenate([np.diff(m.file_offsets) for m in parts])), order)
+    file_unknown = None
+    placeholder = None
+    if any(m.file_unknown is not None for m in parts):
+        file_unknown = np.concatenate([m.file_unknown if m.file_unknown is not None else np.zeros(m.n_cases, bool)
+                                       for m in parts])[order]
+        placeholder = np.concatenate([m.file_placeholder if m.file_placeholder is not None
+                                      else np.zeros(len(m.relevant), bool) for m in parts])[chunk_index]
+    match = EvidenceMatch(
+        labeled=cat("labeled")[order], chunk_offsets=chunk_offsets, phrase_offsets=phrase_offsets,
+        file_offsets=file_offsets, file_match=cat("file_match")[chunk_index], relevant=cat("relevant")[chunk_index],
+        phrases_found=cat("phrases_found")[chunk_index], phrase_first_rank=cat("phrase_first_rank")[phrase_index],
+        phrase_any_rank=cat("phrase_any_rank")[phrase_index], phrase_empty=cat("phrase_empty")[phrase_index],
+        file_first_rank=cat("file_first_rank")[file_index], file_unknown=file_unknown, file_placeholder=placeholder)
+    fields = pl.from_arrow(pa.concat_tables([s.fields for s in slices])) if slices else pl.DataFrame(
+        schema={"file": pl.String, "chunk_id": pl.String, "score": pl.Float64})
+    in_order = np.array_equal(chunk_index, np.arange(len(chunk_index)))
+    if not in_order:
+        fields = fields[chunk_index]
+    files_null = fields["file"].null_count()
+    if files_null and files_null == fields.height:
+        mark_no_file_in_run(match, g["expected_files"])
+    return _Assembled(match, fields, None if in_order else chunk_index, files_null)
+
+
+# ---------------------------------------------------------------------------
+# The run-wide check
+# ---------------------------------------------------------------------------
+
+
+class _DistinctTexts:
+    """Every distinct chunk text of a run, kept once while its slices are read, up to ``budget`` bytes.
+
+    Texts are told apart by a 64-bit hash and then compared in full: a text whose hash equals another's is
+    kept as well, so no text of the run is left out, whatever the hashes. The kept texts are copied out of
+    the slice (a gather in Polars would keep the slice's whole text buffer alive).
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.keys = np.zeros(0, np.uint64)  # sorted hashes of the kept texts
+        self.rows = np.zeros(0, np.int64)  # the kept text of keys[i] is self.kept[rows[i]]
+        self.kept = pl.Series("text", [], dtype=pl.String)
+        self.size = 0
+        self.overflow = False
+
+    def add(self, values: Any) -> None:
+        """Keep the texts of ``values`` (a pyarrow string array) not kept yet."""
+        if self.overflow or len(values) == 0:
+            return
+        texts = pl.Series("text", values)
+        firsts = texts.filter(texts.is_first_distinct())  # exact: Polars compares the texts of equal hashes
+        hashes = firsts.hash(seed=0).to_numpy()
+        at = np.minimum(np.searchsorted(self.keys, hashes), max(len(self.keys) - 1, 0))
+        known = (self.keys[at] == hashes) if len(self.keys) else np.zeros(len(hashes), bool)
+        keep = ~known
+        if known.any():  # the same hash as a kept text: kept as well unless it is that text
+            index = np.flatnonzero(known)
+            same = (firsts.gather(index) == self.kept.gather(self.rows[at[index]])).fill_null(False).to_numpy()
+            keep[index[~same]] = True
+        # new hashes go in the index; a text whose hash was taken is only kept (it is searched all the same)
+        new_key = keep & ~known
+        if keep.any():
+            order = np.concatenate([np.flatnonzero(new_key), np.flatnonzero(keep & known)])
+            taken = firsts.gather(order).to_arrow(compat_level=pl.CompatLevel.oldest())  # a compact copy
+            self.size += int(taken.nbytes)
+            if self.size > self.budget:
+                self.overflow = True
+                self.kept = self.kept.clear()
+                return
+            n_new = int(new_key.sum())
+            keys = np.concatenate([self.keys, hashes[new_key]])
+            rows = np.concatenate([self.rows, np.arange(len(self.kept), len(self.kept) + n_new, dtype=np.int64)])
+            sort = np.argsort(keys, kind="stable")
+            self.keys, self.rows = keys[sort], rows[sort]
+            self.kept = pl.concat([self.kept, pl.Series("text", taken)], rechunk=False)
+
+
+def _check_run_wide(assembled: _Assembled, g: pl.DataFrame, distinct: _DistinctTexts, reader: ParquetRun) -> None:
+    """Set ``phrase_in_run``: found in the own case's chunks, or else in some chunk text of the run."""
+    match = assembled.match
+    in_run = match.phrase_any_rank > 0
+    candidates = np.flatnonzero(~in_run)
+    if len(candidates):
+        phrases = g["expected_evidence"].explode(empty_as_null=False, keep_nulls=False).gather(candidates).fill_null("")
+        found = np.zeros(len(candidates), bool)
+        for texts in ([distinct.kept] if not distinct.overflow else _texts_again(reader)):
+            if texts.len():
+                found |= np.asarray(phrases_in_texts(phrases, texts), dtype=bool)
+            if found.all():
+                break
+        in_run[candidates] = found
+    match.phrase_in_run = in_run
+
+
+def _texts_again(reader: ParquetRun) -> Iterator[pl.Series]:
+    for first, batch in reader.batches():
+        yield _slice_texts(reader, batch, first)
+
+
+def _slice_texts(reader: ParquetRun, batch: Any, first_row: int) -> pl.Series:
+    """The chunk texts of one slice in order, as the scoring pass read them."""
+    return pl.Series("text", _texts_for_rust(batch, reader.frame(batch, first_row, record=False))[1])
+
+
+# ---------------------------------------------------------------------------
+# The chunk table, from a second read of the texts
+# ---------------------------------------------------------------------------
+
+
+class _ChunkSource:
+    def __init__(self, reader: ParquetRun, ids: pl.Series, assembled: _Assembled) -> None:
+        self.reader = reader
+        self.ids = ids  # per case, golden order
+        self.assembled = assembled
+
+    def _marks(self) -> pl.DataFrame:
+        """Every column of the chunk table but the text, in golden order."""
+        match = self.assembled.match
+        lengths = np.diff(match.chunk_offsets)
+        case = np.repeat(np.arange(len(lengths)), lengths)
+        rank = np.arange(len(case), dtype=np.int64) - np.repeat(match.chunk_offsets[:-1], lengths) + 1
+        file_match = pl.Series("file_match", match.file_match.astype(bool))
+        if match.file_placeholder is not None:  # a chunk without a file: unknown, not a match
+            file_match = file_match.set(pl.Series(match.file_placeholder), None)
+        return pl.DataFrame([self.ids.gather(case).alias("id"), pl.Series("rank", rank, dtype=pl.Int64),
+                             self.assembled.fields["file"], self.assembled.fields["chunk_id"],
+                             self.assembled.fields["score"], pl.Series("relevant", match.relevant.astype(bool)),
+                             file_match])
+
+    def _texts(self) -> Iterator[pl.Series]:
+        for first, batch in self.reader.batches():
+            yield _slice_texts(self.reader, batch, first)
+
+    def frame(self) -> pl.DataFrame:
+        """The whole chunk table in memory (texts included)."""
+        marks = self._marks()
+        texts = pl.concat(list(self._texts())) if marks.height else pl.Series("text", [], dtype=pl.String)
+        if self.assembled.chunk_order is not None:
+            texts = texts.gather(self.assembled.chunk_order)
+        return marks.insert_column(4, texts.alias("text"))
+
+    def write(self, path: Path) -> None:
+        """Write the chunk table as Parquet, slice by slice when the run is in golden order (Polars' writer,
+        fed by an IO source: a few times faster than pyarrow's ParquetWriter on the texts)."""
+        from polars.io.plugins import register_io_source
+
+        from ragmeter._io import _write_error, write_frame
+
+        if self.assembled.chunk_order is not None:
+            write_frame(self.frame(), path)
+            return
+        marks = self._marks()
+        written = [0]
+
+        def parts(with_columns: Any, predicate: Any, n_rows: Any, batch_size: Any) -> Iterator[pl.DataFrame]:
+            for texts in self._texts():
+                part = marks.slice(written[0], texts.len()).insert_column(4, texts.alias("text"))
+                written[0] += texts.len()
+                yield part if with_columns is None else part.select(with_columns)
+
+        schema = marks.clear().insert_column(4, pl.Series("text", [], dtype=pl.String)).schema
+        try:
+            register_io_source(io_source=parts, schema=schema).sink_parquet(path)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise _write_error(exc, path) from None
+        if written[0] != marks.height:
+            from ragmeter.errors import InputError
+
+            raise InputError(f"{self.reader.path}: changed while it was being scored (read it again)")
+
+
+class StreamedScoreResult(ScoreResult):
+    """A :class:`ScoreResult` whose chunk table is read from the run file when asked for (see the module docs)."""
+
+    def __init__(self, cases: pl.DataFrame, by_category: pl.DataFrame, summary: Any, chunk_source: _ChunkSource) -> None:
+        self.cases = cases
+        self.by_category = by_category
+        self.summary = summary
+        self._chunk_source = chunk_source
+        self._chunks: Optional[pl.DataFrame] = None
+
+    @property  # type: ignore[override]
+    def chunks(self) -> pl.DataFrame:
+        if self._chunks is None:
+            self._chunks = self._chunk_source.frame()
+        return self._chunks
+
+    def write(self, out_dir: Any) -> None:
+        """:meth:`ScoreResult.write`, with ``chunks.parquet`` written slice by slice from the run file."""
+        from ragmeter._io import results_folder, strict_json, write_frame, write_text
+        from ragmeter._warnings import for_disk, full_list
+
+        files = ["cases.parquet", "chunks.parquet", "warnings.json", "summary.json"]
+        with results_folder(out_dir) as tmp:
+            write_frame(self.cases, tmp / "cases.parquet")
+            if self._chunks is not None:
+                write_frame(self._chunks, tmp / "chunks.parquet")
+            else:
+                self._chunk_source.write(tmp / "chunks.parquet")
+            write_text(tmp / "warnings.json", strict_json(full_list(self.summary)) + "\n")
+            write_text(tmp / "summary.json", strict_json({**for_disk(self.summary), "files": files}) + "\n")

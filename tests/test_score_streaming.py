@@ -1,0 +1,225 @@
+"""``ragmeter.score`` on a Parquet run reads it slice by slice (ragmeter._stream_score): the same results and
+the same input errors as the whole run loaded at once, whatever the slicing."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import ragmeter
+from ragmeter import _stream_score, dataset
+from ragmeter.dataset import load_run
+from ragmeter.errors import InputError
+from ragmeter.retrieval import _prepared_match, _score_prepared
+
+WORDS = ["alpha", "beta", "gamma", "delta", "retrie-\nval", "React 18", "ＲＡＧ１", "⼤模型", "state-of-the-\nart",
+         "1.5~2", "naïve", "ΣΟΦΙΑΣ", "x"]
+
+
+@pytest.fixture
+def tiny_slices(monkeypatch):
+    """Slices of 1 to 3 rows, so that every run below spans many."""
+    monkeypatch.setattr(dataset, "PARQUET_SLICE_BYTES", 1)
+    monkeypatch.setattr(dataset, "_SLICE_ROWS", (3, 3))
+
+
+def _texts(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def make_case_files(tmp_path: Path, seed: int, *, n: int = 40, shuffle: bool = False, missing: int = 0,
+                    null_files: str = "some", repeat_texts: bool = True) -> tuple:
+    """A golden set and a Parquet run with the shapes the scorer must keep apart: phrases found only in
+    another case's chunks (the run-wide check across slices), found nowhere, empty phrases, chunks without
+    a file, empty retrievals, cases missing from the run, the same chunk text in many cases."""
+    rng = random.Random(seed)
+    pool = [_texts(rng, rng.randint(1, 8)) for _ in range(15)]
+    golden, run = [], []
+    for c in range(n):
+        phrases = [rng.choice(["alpha beta", "retrieval", "ＲＡＧ1", "大模型", "1.5-2", f"only{c}", " ", "σοφιας",
+                               f"other{(c + 7) % n}"]) for _ in range(rng.randint(0, 3))]
+        files = [f"doc{c % 5}.md"] if rng.random() < 0.8 else []
+        golden.append({"id": f"cat{c % 3}-{c:03d}", "question": "q", "expectedFileNames": files,
+                       "expectedEvidence": phrases, "referenceAnswer": "r" if c % 4 else None})
+        chunks = []
+        for r in range(rng.randint(0, 5)):
+            text = rng.choice(pool) if repeat_texts else _texts(rng, 6)
+            if rng.random() < 0.2:
+                text += f" other{c} only{(c + 1) % n}"
+            file = None if (null_files == "all" or (null_files == "some" and rng.random() < 0.15)) else f"kb/doc{rng.randint(0, 5)}.md"
+            chunks.append({"file": file, "chunk_id": f"c{r}" if rng.random() < 0.5 else None, "text": text,
+                           "score": round(rng.random(), 3) if rng.random() < 0.9 else None})
+        run.append({"id": golden[-1]["id"], "retrieved": chunks,
+                    "retrieval_mode": "hybrid" if rng.random() < 0.9 else "bm25"})
+    run = run[missing:]
+    if shuffle:
+        rng.shuffle(run)
+    golden_path = tmp_path / f"golden-{seed}.jsonl"
+    golden_path.write_text("".join(json.dumps(g, ensure_ascii=False) + "\n" for g in golden), encoding="utf-8")
+    run_path = tmp_path / f"run-{seed}.parquet"
+    schema = {"id": pl.String, "retrieval_mode": pl.String,
+              "retrieved": pl.List(pl.Struct({"file": pl.String, "chunk_id": pl.String, "text": pl.String,
+                                              "score": pl.Float64}))}
+    pl.DataFrame(run, schema=schema).write_parquet(run_path)
+    return golden_path, run_path
+
+
+def whole_run(golden: Path, run: Path, k: int = 5):
+    """The run loaded at once (the path every other kind of run takes)."""
+    return _score_prepared(_prepared_match(golden, run, run_wide=True), k)
+
+
+def assert_same(streamed, whole) -> None:
+    assert isinstance(streamed, _stream_score.StreamedScoreResult)
+    assert_frame_equal(streamed.cases, whole.cases)
+    assert_frame_equal(streamed.by_category, whole.by_category)
+    assert_frame_equal(streamed.chunks, whole.chunks)
+    assert json.dumps(streamed.summary, default=str) == json.dumps(whole.summary, default=str)
+
+
+@pytest.mark.parametrize("seed,options", [
+    (1, {}), (2, {"shuffle": True}), (3, {"missing": 5}), (4, {"null_files": "all"}), (5, {"null_files": "none"}),
+    (6, {"repeat_texts": False, "shuffle": True, "missing": 3}), (7, {"null_files": "all", "missing": 4}),
+])
+def test_streamed_score_equals_the_whole_run(tmp_path, tiny_slices, seed, options):
+    golden, run = make_case_files(tmp_path, seed, **options)
+    whole = whole_run(golden, run)
+    assert_same(ragmeter.score(golden, run), whole)
+    assert whole.summary["unfound_evidence"] or options.get("null_files") == "all"  # the check has work to do
+    assert_same(ragmeter.score(golden, run, k=2), whole_run(golden, run, k=2))
+
+
+def test_the_run_wide_check_sees_texts_of_earlier_and_later_slices(tmp_path, tiny_slices):
+    golden = tmp_path / "g.jsonl"
+    rows = [{"id": f"q{i}", "question": "q", "expectedFileNames": ["a.md"], "expectedEvidence": [f"phrase {i}"]}
+            for i in range(9)]
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # Case i's phrase is only in a chunk of case (i + 4) % 9: in another slice, before or after its own.
+    run_rows = [{"id": f"q{i}", "retrieved": [{"file": "b.md", "text": f"...phrase {(i - 4) % 9}...", "score": 1.0}]}
+                for i in range(8)]  # q8 is missing: its chunk would hold phrase 4
+    run = tmp_path / "r.parquet"
+    pl.DataFrame(run_rows).write_parquet(run)
+    result = ragmeter.score(golden, run)
+    assert [u["id"] for u in result.summary["unfound_evidence"]] == ["q4"]
+    assert_same(result, whole_run(golden, run))
+
+
+def test_texts_with_equal_hashes_are_all_searched(tmp_path, tiny_slices, monkeypatch):
+    golden, run = make_case_files(tmp_path, 8)
+    whole = whole_run(golden, run)
+    real_hash = pl.Series.hash
+    monkeypatch.setattr(pl.Series, "hash", lambda self, seed=0: real_hash(self, seed) * 0)  # every text collides
+    assert_same(ragmeter.score(golden, run), whole)
+
+
+def test_too_many_distinct_texts_are_read_again_from_the_file(tmp_path, tiny_slices, monkeypatch):
+    golden, run = make_case_files(tmp_path, 9, repeat_texts=False)
+    whole = whole_run(golden, run)
+    seen = []
+    real = _stream_score._texts_again
+
+    def spy(reader):
+        seen.append(True)
+        return real(reader)
+
+    monkeypatch.setattr(_stream_score, "_texts_again", spy)
+    monkeypatch.setattr(_stream_score._DistinctTexts, "__init__",
+                        lambda self, budget: real_init(self, 64))
+    assert_same(ragmeter.score(golden, run), whole)
+    assert seen
+
+
+real_init = _stream_score._DistinctTexts.__init__
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_written_folder_equals_the_whole_runs(tmp_path, tiny_slices, shuffle):
+    golden, run = make_case_files(tmp_path, 10, shuffle=shuffle, missing=2)
+    streamed = ragmeter.score(golden, run)
+    streamed.write(tmp_path / "streamed")
+    whole_run(golden, run).write(tmp_path / "whole")
+    for name in ("cases.parquet", "chunks.parquet"):
+        assert_frame_equal(pl.read_parquet(tmp_path / "streamed" / name), pl.read_parquet(tmp_path / "whole" / name))
+    for name in ("summary.json", "warnings.json"):
+        assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
+
+
+def _error(call) -> str:
+    with pytest.raises(InputError) as info:
+        call()
+    return str(info.value)
+
+
+BAD_RUNS = {
+    "schema": {"id": ["a"], "retrieved": ["not a list"], "cost": ["cheap"]},
+    "rows": {"id": ["a", "b", "a", None, "c", "", "a"],
+             "retrieved": [[{"file": "x", "text": "t"}], [{"file": "y", "text": None}], [], [], [{"file": "z", "text": None}], [], []]},
+    "field": {"id": ["a"], "retrieved": [[{"file": "x", "text": 3}]]},
+    "qid": {"qid": ["a"], "retrieved": [[{"file": "x", "text": "t"}]]},
+    "many": {"id": [None] * 60 + ["b"], "retrieved": [[]] * 61},
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_RUNS))
+def test_bad_parquet_runs_get_the_errors_of_the_whole_file(tmp_path, tiny_slices, name):
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"id": "a", "question": "q", "expectedEvidence": ["t"]}) + "\n")
+    run = tmp_path / f"{name}.parquet"
+    pl.DataFrame(BAD_RUNS[name]).write_parquet(run)
+    expected = _error(lambda: load_run(run))
+    assert _error(lambda: ragmeter.score(golden, run)) == expected
+    assert f"{run}" in expected
+
+
+def test_run_ids_absent_from_the_golden_set_and_ids_from_lines(tmp_path, tiny_slices):
+    golden = tmp_path / "g.jsonl"
+    golden.write_text("".join(json.dumps({"id": i, "question": "q", "expectedEvidence": ["t"]}) + "\n" for i in "ab"))
+    run = tmp_path / "r.parquet"
+    pl.DataFrame({"id": ["a", "ghost", "b", "ghost2"], "retrieved": [[{"file": "x", "text": "t"}]] * 4}).write_parquet(run)
+    assert _error(lambda: ragmeter.score(golden, run)) == _error(lambda: whole_run(golden, run))
+    noid = tmp_path / "noid.parquet"
+    pl.DataFrame({"retrieved": [[{"file": "x", "text": "t"}]] * 4}).write_parquet(noid)
+    assert _error(lambda: ragmeter.score(golden, noid)) == _error(lambda: whole_run(golden, noid))
+
+
+def test_an_unreadable_or_empty_parquet_run(tmp_path, tiny_slices):
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"id": "a", "question": "q", "expectedEvidence": ["t"]}) + "\n")
+    fake = tmp_path / "fake.parquet"
+    fake.write_text("not parquet")
+    assert _error(lambda: ragmeter.score(golden, fake)).startswith(f"{fake}: cannot read as Parquet")
+    assert _error(lambda: ragmeter.score(golden, tmp_path / "nope.parquet")) == f"{tmp_path / 'nope.parquet'}: no such file"
+    empty = tmp_path / "empty.parquet"
+    pl.DataFrame({"id": [], "retrieved": []}, schema={"id": pl.String, "retrieved": pl.List(pl.String)}).write_parquet(empty)
+    assert_same(ragmeter.score(golden, empty), whole_run(golden, empty))
+    wrong = tmp_path / "wrong.parquet"
+    pl.DataFrame({"id": [], "retrieved": []}, schema={"id": pl.String, "retrieved": pl.Int64}).write_parquet(wrong)
+    assert _error(lambda: ragmeter.score(golden, wrong)) == _error(lambda: load_run(wrong))
+
+
+def test_plain_text_chunks_and_renamed_columns(tmp_path, tiny_slices):
+    golden = tmp_path / "g.jsonl"
+    golden.write_text("".join(json.dumps({"id": f"q{i}", "question": "q", "expectedEvidence": ["retrieval"]}) + "\n"
+                              for i in range(5)))
+    run = tmp_path / "r.parquet"
+    pl.DataFrame({"case_id": [f"q{i}" for i in range(5)],
+                  "retrieved_contexts": [["retrie-\nval here", "no"], [], ["x"], ["RETRIEVAL"], ["a", "b", "c"]]}).write_parquet(run)
+    streamed = ragmeter.score(golden, run)
+    assert_same(streamed, whole_run(golden, run))
+    assert streamed.cases["hit"].to_list() == [True, False, False, True, False]
+
+
+def test_kept_columns_do_not_hold_the_slices(tmp_path, tiny_slices):
+    """What is kept of a slice is copied out of it: a column read zero-copy would keep its texts alive."""
+    golden, run = make_case_files(tmp_path, 11)
+    reader = dataset.ParquetRun(run)
+    batch, frame = next(iter(reader))
+    kept = _stream_score._detached(frame.select("id", "line"))
+    assert all(not np.shares_memory(np.frombuffer(b, np.uint8), np.frombuffer(c, np.uint8))
+               for col in kept.columns for chunk in col.chunks for b in chunk.buffers() if b is not None and b.size
+               for src in batch.columns for c in src.buffers() if c is not None and c.size)
