@@ -191,3 +191,61 @@ def test_missing_files_message(tmp_path: Path) -> None:
     synth_cases(4).write_parquet(d / "cases.parquet")
     with pytest.raises(InputError, match="missing summary.json"):
         compare(d, d)
+
+
+def test_vectorised_percentiles_equal_percentile_interval() -> None:
+    from ragmeter.compare import _percentiles
+
+    rng = np.random.default_rng(1)
+    for trial in range(300):
+        a = rng.normal(size=(int(rng.integers(1, 300)), 3, 2))
+        if trial % 3 == 0:
+            a = np.round(a, 1)  # ties
+        a[rng.random(a.shape) < rng.random() * 0.9] = np.nan
+        out = _percentiles(a)
+        for g in range(3):
+            for j in range(2):
+                lo, hi = stats.percentile_interval(a[:, g, j])
+                if lo is None:
+                    assert np.isnan(out[:, g, j]).all()
+                else:
+                    assert (out[0, g, j], out[1, g, j]) == (lo, hi)  # to the last bit
+
+
+def test_many_categories_resampled_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragmeter.compare as cmp
+    from ragmeter.diagnosis import diagnose
+
+    ids = [f"c{i % 40:02d}-{i:04d}" for i in range(400)]  # 40 categories of 10 cases
+    base = synth_cases(400, seed=30, ids=ids).with_columns(pl.col("id").str.split("-").list.first().alias("category"))
+    rng = np.random.default_rng(2)
+    moved = (pl.col("faithfulness_score") + pl.Series(rng.normal(0.05, 0.05, 400))).clip(0, 1)
+    # category c00 unchanged: every delta 0, an interval of [0, 0] without resampling
+    cand = base.with_columns(pl.when(pl.col("category") == "c00").then(pl.col("faithfulness_score")).otherwise(moved)
+                             .alias("faithfulness_score"))
+    frames = [diagnose(x) for x in (base, cand)]
+    whole = compare_frames(*frames, n_resamples=400, seed=1)
+    monkeypatch.setattr(cmp, "RESAMPLE_BYTES", 400 * 8 * 30 * 6)  # a few categories per call
+    blocked = compare_frames(*frames, n_resamples=400, seed=1)
+    assert any("resamples of blocks of categories" in n for n in blocked.notes)
+    assert not any("blocks" in n for n in whole.notes)
+    assert len(blocked.groups) == 40 and blocked.groups == whole.groups
+    for r in whole.rows:
+        b = blocked.row(r.metric, r.group)
+        assert b is not None
+        # everything but the interval is computed from the data, the same either way
+        assert (b.delta, b.n_paired, b.n_total, b.wins, b.regressions, b.mdd) == \
+               (r.delta, r.n_paired, r.n_total, r.wins, r.regressions, r.mdd)
+        if r.ci_low is None:
+            assert b.ci_low is None
+        elif r.group == "overall":
+            # the overall interval: the same resamples (sums in another order: float rounding only)
+            assert (b.ci_low, b.ci_high) == (pytest.approx(r.ci_low, rel=1e-6), pytest.approx(r.ci_high, rel=1e-6))
+        else:
+            assert b.ci_low <= b.delta + 1e-12 and b.delta - 1e-12 <= b.ci_high
+            width = r.ci_high - r.ci_low
+            assert abs((b.ci_high - b.ci_low) - width) <= 0.5 * width + 1e-9  # another draw, a like width
+    same = blocked.row("faithfulness", "c00")
+    assert same is not None and (same.delta, same.ci_low, same.ci_high) == (0, 0, 0) and same.n_paired > 0
+    f = blocked.row("faithfulness", "c07")
+    assert f is not None and f.n_total == 10 and f.ci_low is not None and f.ci_low < f.delta < f.ci_high  # resampled

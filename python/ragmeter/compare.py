@@ -176,10 +176,16 @@ class Comparison:
         return to_markdown(self, self.gate_results)
 
     def row(self, metric: str, group: str = "overall") -> Optional[MetricDelta]:
-        for r in self.rows:
-            if r.metric == metric and r.group == group:
-                return r
-        return None
+        # an index, rebuilt when rows changed: a scan per lookup made 20,000-category reports quadratic
+        key = (id(self.rows), len(self.rows))
+        cached = self.__dict__.get("_row_index")
+        if cached is None or cached[0] != key:
+            index: Dict[Tuple[str, str], MetricDelta] = {}
+            for r in self.rows:
+                index.setdefault((r.metric, r.group), r)
+            cached = (key, index)
+            self.__dict__["_row_index"] = cached
+        return cached[1].get((metric, group))
 
     @property
     def metrics(self) -> List[str]:
@@ -494,10 +500,26 @@ def _group_rows(cats: np.ndarray) -> List[Tuple[str, np.ndarray]]:
 
 
 def _percentiles(resampled: np.ndarray) -> np.ndarray:
-    """95% percentile intervals along the first axis (NaN resamples ignored; NaN where none is left)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: its interval is NaN, i.e. none
-        return np.nanpercentile(resampled, [2.5, 97.5], axis=0)
+    """95% percentile intervals along the first axis, NaN resamples ignored, NaN where none is left: numpy's
+    linear method (what ``np.percentile`` of the scored resamples gives), vectorised over the other axes
+    (``np.nanpercentile`` loops over them in Python)."""
+    ordered = np.sort(resampled, axis=0)  # NaN sorts last
+    count = (~np.isnan(resampled)).sum(axis=0)
+    out = np.full((2,) + resampled.shape[1:], np.nan)
+    has = count > 0
+    alpha = (1.0 - 0.95) / 2.0  # as stats.percentile_interval computes it, to the last bit
+    for i, q in enumerate(np.true_divide([100 * alpha, 100 * (1 - alpha)], 100)):
+        pos = q * (np.maximum(count, 1) - 1)
+        below = np.floor(pos).astype(np.int64)
+        above = np.minimum(below + 1, np.maximum(count - 1, 0))
+        lo = np.take_along_axis(ordered, below[None], axis=0)[0]
+        hi = np.take_along_axis(ordered, above[None], axis=0)[0]
+        frac = pos - below
+        step = hi - lo
+        # numpy's own interpolation, so the bounds equal np.percentile's to the last bit
+        value = np.where(frac >= 0.5, hi - step * (1 - frac), lo + step * frac)
+        out[i] = np.where(has, value, np.nan)
+    return out
 
 
 def _delta_intervals(
@@ -511,7 +533,9 @@ def _delta_intervals(
     thousands of categories that is gigabytes (20,000 categories, 10 metrics:
     16 GB). Past RESAMPLE_BYTES the categories are resampled in blocks of whole
     categories (each block its own seeded resamples of its cases), the overall
-    interval from the whole set; below it, one call exactly as before.
+    interval from the whole set, and a category whose deltas are all equal gets
+    that value as its interval without resampling; below it, one call exactly as
+    before.
     """
     from ragmeter import stats
 
@@ -521,16 +545,30 @@ def _delta_intervals(
         res = stats.bootstrap_means(diff, n_resamples=n_resamples, seed=seed, groups=cats, threads=threads)
         return [_percentiles(res[None if i == 0 else g]) for i, (g, _) in enumerate(groups)], False
     out = [_percentiles(stats.bootstrap_means(diff, n_resamples=n_resamples, seed=seed, threads=threads)[None])]
+    fixed = {i: _constant_interval(diff[rows]) for i, (_, rows) in enumerate(groups) if i}
+    varying = [i for i, interval in fixed.items() if interval is None]
     per_block = max(1, RESAMPLE_BYTES // per_group - 1)
-    categories = groups[1:]
-    for b in range(0, len(categories), per_block):
-        block = categories[b:b + per_block]
-        rows = np.concatenate([r for _, r in block])
+    for b in range(0, len(varying), per_block):
+        block = varying[b:b + per_block]
+        rows = np.concatenate([groups[i][1] for i in block])
         part = stats.bootstrap_means(diff[rows], n_resamples=n_resamples, seed=seed + 1 + b // per_block,
                                      groups=cats[rows], threads=threads)
-        stacked = _percentiles(np.stack([part[g] for g, _ in block], axis=1))
-        out.extend(stacked[:, i, :] for i in range(len(block)))
+        stacked = _percentiles(np.stack([part[groups[i][0]] for i in block], axis=1))
+        fixed.update((i, stacked[:, j, :]) for j, i in enumerate(block))
+    out.extend(fixed[i] for i in range(1, len(groups)))
     return out, True
+
+
+def _constant_interval(deltas: np.ndarray) -> Optional[np.ndarray]:
+    """``[[c], [c]]`` per metric when every scored delta of a category is the same ``c`` (NaN: none scored),
+    None when some metric varies. Every resample's mean is then ``c``: no resampling needed (thousands of
+    one-case categories would otherwise cost minutes)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: NaN, i.e. no interval
+        low, high = np.nanmin(deltas, axis=0), np.nanmax(deltas, axis=0)
+    if not np.array_equal(low, high, equal_nan=True):
+        return None
+    return np.stack([low, low])
 
 
 def compare_frames(
