@@ -577,3 +577,87 @@ mod json {
         }
     }
 }
+
+/// The line-break-hyphen rule written the plain way on the NFKC characters
+/// (as the Python reference's regular expression states it).
+fn plain_dehyphenated(s: &str) -> Option<String> {
+    let c: Vec<char> = s.nfkc().collect();
+    let line_break = |ch: char| matches!(ch, '\n' | '\u{0B}' | '\u{0C}' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}');
+    let mut kept = String::new();
+    let mut any = false;
+    let mut i = 0;
+    while i < c.len() {
+        if matches!(c[i], '-' | '\u{2010}') && i > 0 && !c[i - 1].is_whitespace() {
+            let mut j = i + 1;
+            while j < c.len() && c[j].is_whitespace() && !line_break(c[j]) {
+                j += 1;
+            }
+            if j < c.len() && line_break(c[j]) {
+                while j < c.len() && c[j].is_whitespace() {
+                    j += 1;
+                }
+                if j < c.len() {
+                    any = true;
+                    i = j;
+                    continue;
+                }
+            }
+        }
+        kept.push(c[i]);
+        i += 1;
+    }
+    // Dropping the hyphen does not normalise again (a mark after the break stays apart).
+    any.then(|| kept.chars().filter(|ch| !ch.is_whitespace() && !is_invisible(*ch)).flat_map(|ch| ch.to_lowercase()).map(|ch| if ch == 'ς' { 'σ' } else { ch }).collect())
+}
+
+#[test]
+fn block_paths_equal_plain_nfkc_on_long_mixed_texts() {
+    // Long ASCII runs (the 16-byte blocks), CJK runs, hyphens and breaks at
+    // every offset, and characters without a composition boundary right after
+    // a block or a run, through one reused normaliser.
+    let pieces = [
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        "the Quick brown fox\tjumps over",
+        "0123456789abcdef",
+        "    \r\n  ",
+        "-",
+        "-\n",
+        "- \n ",
+        "\u{2010}\n",
+        "e\u{301}",
+        "\u{301}",
+        "\u{3099}",
+        "大模型检索增强生成",
+        "⼤⼈",
+        "ＡＢＣ１２３",
+        "，。：（）",
+        "가\u{11A8}",
+        "😀",
+        "ς Σ",
+        "\u{AD}\u{200B}",
+        "\u{3000}",
+        "x",
+        " ",
+        "\n",
+    ];
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut norm = Normalizer::new();
+    let mut dehy = Vec::new();
+    for _ in 0..30_000 {
+        let len = (next() % 14) as usize;
+        let s: String = (0..len).map(|_| pieces[next() as usize % pieces.len()]).collect();
+        norm.run(&s);
+        assert_eq!(std::str::from_utf8(&norm.out).unwrap(), plain_normalize(&s), "{s:?}");
+        let got = norm.has_soft_hyphens().then(|| {
+            norm.dehyphenated_into(&mut dehy);
+            String::from_utf8(dehy.clone()).unwrap()
+        });
+        assert_eq!(got, plain_dehyphenated(&s), "{s:?}");
+    }
+}
