@@ -210,11 +210,13 @@ impl Normalizer {
             let lead = b[i];
             if lead < 0x80 {
                 if self.state == Some(Hyphen::None) && i + 16 <= n {
+                    let prev_ws = self.prev_ws;
                     let j = self.ascii_blocks(b, i);
                     if j > i {
                         // Before the last byte: no hyphen pending, `prev_ws` from the byte before it.
                         let last_kept = KEEP[b[j - 1] as usize] as usize;
-                        mark = Mark { input: j - 1, out: self.out.len() - last_kept, soft: self.soft.len(), state: Some(Hyphen::None), prev_ws: !KEEP[b[j - 2] as usize] };
+                        let prev_ws = if j - 1 > i { !KEEP[b[j - 2] as usize] } else { prev_ws };
+                        mark = Mark { input: j - 1, out: self.out.len() - last_kept, soft: self.soft.len(), state: Some(Hyphen::None), prev_ws };
                         i = j;
                         continue;
                     }
@@ -236,7 +238,7 @@ impl Normalizer {
                     // Before the last ideograph: no white space or hyphen pending.
                     mark = Mark { input: j - 3, out: self.out.len() + (j - 3 - i), soft: self.soft.len(), state: Some(Hyphen::None), prev_ws: false };
                 }
-                self.out.extend_from_slice(&b[i..j]);
+                append(&mut self.out, &b[i..j]);
                 i = j;
                 continue;
             }
@@ -258,7 +260,7 @@ impl Normalizer {
                 COPY => {
                     mark = self.mark(i);
                     self.non_space();
-                    self.out.extend_from_slice(&b[i..i + len]);
+                    append(&mut self.out, &b[i..i + len]);
                     i += len;
                 }
                 _ => {
@@ -278,7 +280,7 @@ impl Normalizer {
         if plain != 0 {
             self.non_space();
             let start = (plain >> 8) as usize;
-            self.out.extend_from_slice(&table.bytes[start..start + (plain & 0xFF) as usize]);
+            append(&mut self.out, &table.bytes[start..start + (plain & 0xFF) as usize]);
         } else {
             for &c in table.mapped(cp) {
                 self.push(c);
@@ -299,10 +301,10 @@ impl Normalizer {
         self.prev_ws = m.prev_ws;
     }
 
-    /// Sixteen ASCII bytes at a time from `b[i..]`, as long as a block
-    /// holds no `-` (call with no hyphen pending): lower-cased, white space
-    /// dropped. With no hyphen pending and none in the block, white space
-    /// changes nothing but `prev_ws`. Returns where it stopped.
+    /// ASCII bytes from `b[i..]` up to a `-` or a non-ASCII byte, sixteen at
+    /// a time (call with no hyphen pending and 16 bytes left): lower-cased,
+    /// white space dropped. With no hyphen pending and none read, white
+    /// space changes nothing but `prev_ws`. Returns where it stopped.
     #[inline]
     fn ascii_blocks(&mut self, b: &[u8], i: usize) -> usize {
         self.out.reserve(b.len() - i);
@@ -471,9 +473,10 @@ static COMPACT: [[u8; 8]; 256] = {
     t
 };
 
-/// Normalise 16-byte blocks of ASCII without `-` from `b[i..]` into `dst`:
-/// lower-cased, ASCII white space dropped. Returns where it stopped and how
-/// many bytes it wrote.
+/// Normalise ASCII without `-` from `b[i..]` into `dst`, in 16-byte blocks
+/// (the SSSE3 version also takes the part of the last block before a `-` or
+/// a non-ASCII byte): lower-cased, ASCII white space dropped. Returns where
+/// it stopped and how many bytes it wrote.
 ///
 /// # Safety
 /// `dst` must have room for `b.len() - i` bytes (a block writes at most 16
@@ -504,16 +507,19 @@ unsafe fn ascii_run_ssse3(b: &[u8], mut i: usize, dst: *mut u8) -> (usize, usize
     let eight = _mm_set1_epi8(8);
     while i + 16 <= n {
         // SAFETY: `i + 16 <= n`; writes stay within the caller's room (see `ascii_run`).
-        unsafe {
+        let take = unsafe {
             let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
-            if _mm_movemask_epi8(v) | _mm_movemask_epi8(_mm_cmpeq_epi8(v, hyphen)) != 0 {
-                break;
+            let stop = (_mm_movemask_epi8(v) | _mm_movemask_epi8(_mm_cmpeq_epi8(v, hyphen))) as u32;
+            // The bytes before the first non-ASCII byte or `-` (all sixteen when none).
+            let take = if stop == 0 { 16 } else { stop.trailing_zeros() as usize };
+            if take == 0 {
+                return (i, w);
             }
-            // Bytes are ASCII here, so signed comparisons order them correctly.
+            // Signed comparisons order the ASCII bytes taken correctly.
             let ws = _mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_and_si128(_mm_cmpgt_epi8(v, below_tab), _mm_cmplt_epi8(v, above_cr)));
             let upper = _mm_and_si128(_mm_cmpgt_epi8(v, below_a), _mm_cmplt_epi8(v, above_z));
             let low = _mm_or_si128(v, _mm_and_si128(upper, case_bit));
-            let keep = !(_mm_movemask_epi8(ws) as u32) & 0xFFFF;
+            let keep = !(_mm_movemask_epi8(ws) as u32) & ((1u32 << take) - 1);
             if keep == 0xFFFF {
                 _mm_storeu_si128(dst.add(w) as *mut __m128i, low);
                 w += 16;
@@ -526,8 +532,12 @@ unsafe fn ascii_run_ssse3(b: &[u8], mut i: usize, dst: *mut u8) -> (usize, usize
                 _mm_storel_epi64(dst.add(w) as *mut __m128i, _mm_shuffle_epi8(low, idx1));
                 w += k1.count_ones() as usize;
             }
+            take
+        };
+        i += take;
+        if take < 16 {
+            break;
         }
-        i += 16;
     }
     (i, w)
 }
@@ -548,6 +558,42 @@ unsafe fn ascii_run_portable(b: &[u8], mut i: usize, dst: *mut u8) -> (usize, us
         i += 16;
     }
     (i, w)
+}
+
+/// `out.extend_from_slice(src)` for the short pieces the normaliser copies
+/// (a run of ideographs, one character): overlapping word copies instead of
+/// a call to `memcpy`.
+#[inline(always)]
+fn append(out: &mut Vec<u8>, src: &[u8]) {
+    let len = src.len();
+    if len > 32 {
+        out.extend_from_slice(src);
+        return;
+    }
+    out.reserve(len);
+    let at = out.len();
+    // SAFETY: `len` bytes of room were reserved; every read is within `src`
+    // (each pair of copies covers `0..len` from both ends, for the `len` range
+    // it is used for), every write within `at..at + len`.
+    unsafe {
+        let d = out.as_mut_ptr().add(at);
+        let s = src.as_ptr();
+        if len >= 16 {
+            (d as *mut u128).write_unaligned((s as *const u128).read_unaligned());
+            (d.add(len - 16) as *mut u128).write_unaligned((s.add(len - 16) as *const u128).read_unaligned());
+        } else if len >= 8 {
+            (d as *mut u64).write_unaligned((s as *const u64).read_unaligned());
+            (d.add(len - 8) as *mut u64).write_unaligned((s.add(len - 8) as *const u64).read_unaligned());
+        } else if len >= 4 {
+            (d as *mut u32).write_unaligned((s as *const u32).read_unaligned());
+            (d.add(len - 4) as *mut u32).write_unaligned((s.add(len - 4) as *const u32).read_unaligned());
+        } else {
+            for k in 0..len {
+                *d.add(k) = *s.add(k);
+            }
+        }
+        out.set_len(at + len);
+    }
 }
 
 /// Normalise a text for evidence matching: NFKC, drop white space (and the
