@@ -629,6 +629,19 @@ pub fn normalize_dehyphenated(text: &str) -> Option<String> {
 /// Canonical form of a file name for comparison: NFC, trimmed, `\` to `/`,
 /// leading `./` removed, trailing `/` removed, lower-cased.
 pub fn normalize_file_name(name: &str) -> String {
+    if name.is_ascii() {
+        // NFC leaves ASCII as it is: no per-character normalisation (this runs once per chunk).
+        let mut s = name.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\u{0B}').replace('\\', "/");
+        let mut from = 0;
+        while s[from..].starts_with("./") {
+            from += 2;
+        }
+        let end = s[from..].trim_end_matches('/').len() + from;
+        s.truncate(end);
+        s.drain(..from);
+        s.make_ascii_lowercase();
+        return s;
+    }
     let s: String = name.trim().nfc().map(|c| if c == '\\' { '/' } else { c }).collect();
     let mut s = s.as_str();
     while let Some(rest) = s.strip_prefix("./") {

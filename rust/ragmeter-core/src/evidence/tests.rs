@@ -148,6 +148,18 @@ fn file_names() {
     assert!(!f("guide.pdf", "myguide.pdf"));
     assert!(!f("", "x"));
     assert!(f("caf\u{e9}.md", "cafe\u{301}.md"));
+    // The ASCII shortcut equals the general rule.
+    let general = |name: &str| {
+        let s: String = name.trim().nfc().map(|c| if c == '\\' { '/' } else { c }).collect();
+        let mut s = s.as_str();
+        while let Some(rest) = s.strip_prefix("./") {
+            s = rest;
+        }
+        s.trim_end_matches('/').to_lowercase()
+    };
+    for name in ["", " ", "\u{0B}./A/B.PDF/\t", "././x", ".\\Docs\\G.md", "./", "//", "a//", " \r\n./\u{0C}", "Kb/./X.TXT", "..//y"] {
+        assert_eq!(normalize_file_name(name), general(name), "{name:?}");
+    }
 }
 
 #[test]
@@ -274,6 +286,12 @@ fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
             if c > n_cases - 50 && next() % 3 == 0 {
                 t.push_str(&format!(" late{}phrase", c % 7));
             }
+            if c < 100 && next() % 3 == 0 {
+                t.push_str(&format!(" early{}word", c % 11));
+            }
+            if (260..300).contains(&c) && next() % 3 == 0 {
+                t.push_str(&format!(" mid{}token", c % 13));
+            }
             chunk_texts.push(t);
         }
         chunk_offsets.push(chunk_texts.len());
@@ -284,6 +302,11 @@ fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
         phrases.push(match c % 5 {
             0 => format!("Late{}Phrase", c % 7),
             1 => format!("nowhere{c}"),
+            // Found only in the texts of cases matched long before.
+            2 if c > 300 => format!("Early{} Word", c % 11),
+            // Found only in earlier texts of the same batch (after a switch to
+            // probing for orphans after the first batch: the last pass).
+            3 if (400..500).contains(&c) => format!("Mid{} Token", c % 13),
             _ => String::new(),
         });
         phrase_offsets.push(phrases.len());
@@ -302,12 +325,16 @@ fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
     let everywhere = phrases_in_texts(&phrases, &chunk_texts).unwrap();
     assert!(everywhere.iter().any(|&f| f) && everywhere.iter().any(|&f| !f));
     let plain = match_evidence(&b).unwrap();
-    // Probing throughout (limit 0), the default limit, and probing given up
-    // after the first batch (limit MAX: the second pass over the later cases).
+    // Probing with every phrase throughout (limit 0), the default limits, and
+    // probing with every phrase given up after the first batch (limit MAX),
+    // then probing for the orphans throughout, given up after one batch, or
+    // at the default limit (the last pass covers what was not probed).
     for limit in [0, batch::PROBE_BYTES_PER_WORK, usize::MAX] {
-        let wide = batch::match_probing(&b, true, limit).unwrap();
-        assert_eq!(wide.phrase_in_run, everywhere, "limit {limit}");
-        assert_eq!(EvidenceResult { phrase_in_run: Vec::new(), ..wide }, plain, "limit {limit}");
+        for orphan_limit in [0, batch::PROBE_BYTES_PER_WORK, usize::MAX] {
+            let wide = batch::match_probing(&b, true, limit, orphan_limit).unwrap();
+            assert_eq!(wide.phrase_in_run, everywhere, "limit {limit}, {orphan_limit}");
+            assert_eq!(EvidenceResult { phrase_in_run: Vec::new(), ..wide }, plain, "limit {limit}, {orphan_limit}");
+        }
     }
 }
 
