@@ -141,6 +141,18 @@ def test_normalize_equals_reference_over_every_block(text):
     assert normalize_dehyphenated(text) == ref_dehyphenated(text)
 
 
+# Long ASCII runs (the normaliser takes ASCII sixteen bytes at a time) and CJK
+# runs, next to characters from every block and the interesting ones.
+_RUNS = st.sampled_from(["The Quick Brown Fox ", "ABCDEFGHIJKLMNOPQRSTUV", "retrieval\taugmented\n", "0123456789abcdefXYZ", "大模型检索增强生成", "-\n", " \r\n "])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(_RUNS, block_chars, st.sampled_from(INTERESTING)), max_size=30).map("".join))
+def test_normalize_equals_reference_on_long_runs(text):
+    assert normalize(text) == ref_normalize(text)
+    assert normalize_dehyphenated(text) == ref_dehyphenated(text)
+
+
 @st.composite
 def text_and_phrases(draw):
     text = draw(texts)

@@ -23,7 +23,7 @@ impl StrColumn {
         if offsets.windows(2).any(|w| w[0] > w[1]) || offsets[0] < 0 || *offsets.last().unwrap() as usize > data.len() {
             return Err(bad("offsets are not monotone or point past the data"));
         }
-        if std::str::from_utf8(&data).is_err() {
+        if simdutf8::basic::from_utf8(&data).is_err() {
             return Err(bad("data is not valid UTF-8"));
         }
         // A UTF-8 continuation byte (0b10xx_xxxx) never starts a character.

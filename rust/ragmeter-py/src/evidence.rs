@@ -61,7 +61,7 @@ impl Texts<'_> {
         let ok = (0..o.len() - 1)
             .into_par_iter()
             .with_min_len(256)
-            .all(|i| std::str::from_utf8(&self.data[o[i] as usize..o[i + 1] as usize]).is_ok());
+            .all(|i| simdutf8::basic::from_utf8(&self.data[o[i] as usize..o[i + 1] as usize]).is_ok());
         if !ok {
             return Err(bad("data is not valid UTF-8 (or an offset splits a character)"));
         }
@@ -128,7 +128,7 @@ impl ViewTexts<'_> {
         let first_bad = (0..self.views.len() / 16)
             .into_par_iter()
             .with_min_len(256)
-            .find_first(|&i| !self.bytes(i).is_some_and(|b| std::str::from_utf8(b).is_ok()));
+            .find_first(|&i| !self.bytes(i).is_some_and(|b| simdutf8::basic::from_utf8(b).is_ok()));
         if let Some(i) = first_bad {
             let what = if self.bytes(i).is_some() { "is not valid UTF-8" } else { "points outside its buffer" };
             return Err(bad(format!("value {i} {what}")));

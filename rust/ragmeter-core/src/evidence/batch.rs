@@ -4,7 +4,7 @@ use rayon::prelude::*;
 
 use super::matcher::PhraseMatcher;
 use super::normalize::{file_matches, normalize, normalize_file_name, Normalizer};
-use super::run_index::RunIndex;
+use super::run_index::{RunIndex, Seen};
 use crate::error::{Error, Result};
 
 
@@ -225,25 +225,98 @@ pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<E
 /// [`EvidenceResult::phrase_in_run`]: which phrases occur in any retrieved
 /// chunk of the whole batch (evidence no chunk of the run contains is often an
 /// annotation slip). Decided in the same pass: each chunk text is normalised
-/// once, matched against its case's phrases and probed with a [`RunIndex`]
-/// over all the batch's phrases. Cases go in batches of growing size, between
-/// which the index drops the phrases already found from its filters
-/// ([`RunIndex::refresh`]).
+/// once, matched against its case's phrases and probed with a [`RunIndex`].
+/// Cases go in batches of growing size, between which the index drops the
+/// phrases already found from its filters ([`RunIndex::refresh`]).
 ///
-/// Where the phrases share the texts' vocabulary (windows of phrases not found
-/// yet occurring everywhere), probing can cost more than normalising the
-/// texts again: once a batch's probes cost more than [`PROBE_BYTES_PER_WORK`]
-/// allows, the remaining cases are matched without probing, and the phrases
-/// neither found by then nor in their own case's chunks are searched for in a
-/// second pass over those cases' texts alone (the earlier texts were probed
-/// with every phrase), which ends once all are found.
+/// The index first holds all the batch's phrases. Where the phrases share the
+/// texts' vocabulary (windows of phrases not found yet occurring everywhere),
+/// probing with it can cost more than normalising the texts again: once a
+/// batch's probes cost more than [`PROBE_BYTES_PER_WORK`] allows, the later
+/// batches are probed only with the *orphans*: the phrases of the cases
+/// matched so far that neither their own case's chunks nor any probed text
+/// contain (an index over them, rebuilt when new ones appear). An orphan first
+/// seen in a batch after that switch was not looked for in the texts between
+/// the switch and the end of its batch; the orphans still not found at the end
+/// are searched for in those texts alone, in a last pass that ends once all
+/// are found. (Should probing for the orphans cost too much as well, the rest
+/// is matched without probing and the last pass covers every text after the
+/// switch.)
 pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool) -> Result<EvidenceResult> {
-    match_probing(b, run_wide, PROBE_BYTES_PER_WORK)
+    match_probing(b, run_wide, PROBE_BYTES_PER_WORK, PROBE_BYTES_PER_WORK)
 }
 
-/// [`match_evidence_with`], giving up probing when a batch's probes cost more
-/// than one unit of work per `bytes_per_work` normalised bytes.
-pub(super) fn match_probing<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool, bytes_per_work: usize) -> Result<EvidenceResult> {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    /// With the index over every phrase.
+    All,
+    /// With an index over the orphans found so far.
+    Orphans,
+    /// Not at all.
+    Off,
+}
+
+/// Phrases of matched cases found in no probed text yet (see
+/// [`match_evidence_with`]), and the index over them.
+struct Orphans {
+    /// Input phrase index, and the case up to which (from the switch on) the
+    /// texts were not probed for it.
+    listed: Vec<(usize, usize)>,
+    /// Per pattern id of the run index: listed already.
+    seen: Vec<bool>,
+    /// The index over the orphans not found when it was built, and the input
+    /// phrase index of each of its phrases.
+    index: Option<(RunIndex, Vec<usize>)>,
+    /// `listed.len()` when the index was built.
+    built_with: usize,
+}
+
+impl Orphans {
+    /// List the phrases of `phrases` not found in `run`, as not looked for in
+    /// texts before case `uncovered_until`.
+    fn list(&mut self, run: &RunIndex, phrases: std::ops::Range<usize>, uncovered_until: usize) {
+        for i in phrases {
+            if run.is_unfound(i) {
+                let id = run.pattern_of(i).expect("an unfound phrase is not empty") as usize;
+                if !self.seen[id] {
+                    self.seen[id] = true;
+                    self.listed.push((i, uncovered_until));
+                }
+            }
+        }
+    }
+
+    /// Record in `run` what the orphan index found.
+    fn transfer(&self, run: &RunIndex) {
+        if let Some((index, owners)) = &self.index {
+            for (found, &i) in index.phrases_found().iter().zip(owners) {
+                if *found {
+                    run.mark_found(i);
+                }
+            }
+        }
+    }
+
+    /// An index over the listed orphans `run` has not found (`None` when there are none).
+    fn build(run: &RunIndex, listed: impl Iterator<Item = usize>, norm_phrases: &[String], common: &Seen) -> Result<Option<(RunIndex, Vec<usize>)>> {
+        let owners: Vec<usize> = listed.filter(|&i| run.is_unfound(i)).collect();
+        if owners.is_empty() {
+            return Ok(None);
+        }
+        let phrases: Vec<&str> = owners.iter().map(|&i| norm_phrases[i].as_str()).collect();
+        Ok(Some((RunIndex::from_normalized_with(&phrases, common)?, owners)))
+    }
+}
+
+/// [`match_evidence_with`], giving up probing with all phrases when a
+/// batch's probes cost more than one unit of work per `bytes_per_work`
+/// normalised bytes, and probing with the orphans at `orphan_bytes_per_work`.
+pub(super) fn match_probing<S: Strings + ?Sized>(
+    b: &EvidenceBatch<'_, S>,
+    run_wide: bool,
+    bytes_per_work: usize,
+    orphan_bytes_per_work: usize,
+) -> Result<EvidenceResult> {
     let n_cases = b.chunk_offsets.len().saturating_sub(1);
     if b.chunk_offsets.is_empty() {
         return Err(Error::input("chunk offsets: expected cases + 1 entries, got 0"));
@@ -260,15 +333,21 @@ pub(super) fn match_probing<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_w
     }
 
     let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
-    let mut run = if run_wide { Some(RunIndex::from_normalized_avoiding(&norm_phrases, &text_sample(b.chunk_texts))?) } else { None };
+    let common = if run_wide { Seen::of(&text_sample(b.chunk_texts)) } else { Seen::empty() };
+    let mut run = if run_wide { Some(RunIndex::from_normalized_with(&norm_phrases, &common)?) } else { None };
+    let mut orphans = Orphans { listed: Vec::new(), seen: vec![false; run.as_ref().map_or(0, RunIndex::patterns)], index: None, built_with: 0 };
     let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
-    // Cases from here on are matched without probing the run-wide index.
-    let mut probed_until = n_cases;
+    let mut mode = if run_wide { Probe::All } else { Probe::Off };
+    // Cases from here on were not probed with every phrase.
+    let mut switched_at = n_cases;
     let mut start = 0;
     while start < n_cases {
-        let probing = run.is_some() && probed_until == n_cases;
-        let end = if probing { (start + run_batch(start)).min(n_cases) } else { n_cases };
-        let index = if probing { run.as_ref() } else { None };
+        let end = if mode == Probe::Off { n_cases } else { (start + run_batch(start)).min(n_cases) };
+        let index = match mode {
+            Probe::All => run.as_ref(),
+            Probe::Orphans => orphans.index.as_ref().map(|(index, _)| index),
+            Probe::Off => None,
+        };
         let batch = (start..end)
             .into_par_iter()
             .with_min_len(16)
@@ -278,24 +357,47 @@ pub(super) fn match_probing<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_w
             )
             .collect::<Result<Vec<_>>>()?;
         if let Some(r) = run.as_mut() {
-            if probing {
-                let work: usize = batch.iter().map(|o| o.probe_work).sum();
-                let bytes: usize = batch.iter().map(|o| o.probe_bytes).sum();
-                if work.saturating_mul(bytes_per_work) > bytes {
-                    probed_until = end;
+            let work: usize = batch.iter().map(|o| o.probe_work).sum();
+            let bytes: usize = batch.iter().map(|o| o.probe_bytes).sum();
+            mark_found_in_own_case(r, b.phrase_offsets, start, &batch);
+            match mode {
+                Probe::All => {
+                    if work.saturating_mul(bytes_per_work) > bytes {
+                        switched_at = end;
+                        mode = Probe::Orphans;
+                        // Every text so far was probed with these.
+                        orphans.list(r, 0..b.phrase_offsets[end], end);
+                    } else {
+                        r.refresh();
+                    }
                 }
-                r.refresh();
-            } else {
-                mark_found_in_own_case(r, b.phrase_offsets, start, &batch);
+                Probe::Orphans => {
+                    orphans.transfer(r);
+                    orphans.list(r, b.phrase_offsets[start]..b.phrase_offsets[end], end);
+                    if work.saturating_mul(orphan_bytes_per_work) > bytes {
+                        mode = Probe::Off;
+                    }
+                }
+                Probe::Off => orphans.list(r, b.phrase_offsets[start]..b.phrase_offsets[end], end),
+            }
+            if mode == Probe::Orphans && orphans.listed.len() > orphans.built_with {
+                orphans.index = Orphans::build(r, orphans.listed.iter().map(|&(i, _)| i), &norm_phrases, &common)?;
+                orphans.built_with = orphans.listed.len();
             }
         }
         per_case.extend(batch);
         start = end;
     }
     if let Some(r) = run.as_mut() {
-        if probed_until < n_cases && !r.all_found() {
-            r.refill();
-            scan_texts(r, b.chunk_texts, b.chunk_offsets[probed_until]..b.chunk_texts.len());
+        let mut unfound = orphans.listed.iter().filter(|&&(i, _)| r.is_unfound(i)).peekable();
+        // Once probing was off, no orphan was looked for in the texts after it.
+        let last = if mode == Probe::Off && unfound.peek().is_some() { n_cases } else { unfound.map(|&(_, until)| until).max().unwrap_or(0) };
+        if last > switched_at {
+            if let Some((index, owners)) = Orphans::build(r, orphans.listed.iter().map(|&(i, _)| i), &norm_phrases, &common)? {
+                scan_texts(&index, b.chunk_texts, b.chunk_offsets[switched_at]..b.chunk_offsets[last]);
+                orphans.index = Some((index, owners));
+                orphans.transfer(r);
+            }
         }
     }
 

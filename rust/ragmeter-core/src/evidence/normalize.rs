@@ -185,138 +185,138 @@ impl Normalizer {
     ///
     /// The text is cut before every character with a composition boundary
     /// before it (see [`Table`]), into segments of one such character and
-    /// the characters without one that follow it. A one-character segment
-    /// comes from the table: `COPY` characters in maximal runs, lower-cased
-    /// and stripped of white space in bulk by [`Self::direct`], `MAPPED` ones
-    /// from their stored NFKC; longer segments (a base and its combining
-    /// marks, a Hangul syllable and a trailing jamo, anything outside the
-    /// BMP) go through NFKC.
+    /// the characters without one that follow it. Characters with a boundary
+    /// are emitted as soon as they are read, from the table: ASCII sixteen
+    /// bytes at a time where it can ([`Self::ascii_blocks`]), runs of CJK
+    /// ideographs copied whole, other `COPY` characters copied, `MAPPED` ones
+    /// from their stored NFKC. A character without a boundary (a combining
+    /// mark, a trailing Hangul jamo, anything outside the BMP) undoes the
+    /// output of the boundary character before it (see [`Mark`]) and sends
+    /// that segment through NFKC.
     pub fn run(&mut self, text: &str) {
         self.out.clear();
         self.soft.clear();
         self.state = Some(Hyphen::None);
         self.prev_ws = true; // "no previous character": a leading hyphen is not a line-break hyphen
-        self.out.reserve(text.len());
+        self.out.reserve(text.len() + 16);
         let table = Table::get();
         let b = text.as_bytes();
         let n = b.len();
+        // Where the segment of the last character with a boundary starts:
+        // the text start until one is read.
+        let mut mark = self.mark(0);
         let mut i = 0;
-        // Start of the segment not yet emitted.
-        let mut pending: Option<usize> = None;
         while i < n {
-            let (class, len) = table.class_at(b, i);
-            if class == SLOW {
-                pending.get_or_insert(i);
-                i += len;
-                continue;
-            }
-            if let Some(s) = pending.take() {
-                self.segment(table, text, s, i);
-            }
-            if class == MAPPED {
-                pending = Some(i);
-                i += len;
-                continue;
-            }
-            // A run of COPY characters: all but the last are one-character
-            // segments; the last one waits for what follows it.
-            let (run_end, last_start) = copy_run(table, b, i);
-            let direct_end = if run_end == n { n } else { last_start };
-            if direct_end > i {
-                self.direct(&b[i..direct_end]);
-            }
-            if direct_end < run_end {
-                pending = Some(direct_end);
-            }
-            i = run_end;
-        }
-        if let Some(s) = pending {
-            self.segment(table, text, s, n);
-        }
-    }
-
-    /// Emit the segment `text[s..e]` (it starts at a boundary or at the text start).
-    #[inline]
-    fn segment(&mut self, table: &Table, text: &str, s: usize, e: usize) {
-        let b = text.as_bytes();
-        let (class, len) = table.class_at(b, s);
-        if s + len != e || class == SLOW {
-            self.slow(&text[s..e]);
-        } else if class == COPY {
-            self.direct(&b[s..e]);
-        } else {
-            let cp = if len == 2 { decode2(b, s) } else { decode3(b, s) };
-            let plain = table.plain[cp as usize];
-            if plain != 0 {
-                self.non_space();
-                let start = (plain >> 8) as usize;
-                self.out.extend_from_slice(&table.bytes[start..start + (plain & 0xFF) as usize]);
-            } else {
-                for &c in table.mapped(cp) {
-                    self.push(c);
-                }
-            }
-        }
-    }
-
-    /// Bytes of `COPY` characters only: lower-case ASCII, drop white space,
-    /// track hyphens; other bytes are copied (`to_ascii_lowercase`
-    /// leaves bytes >= 0x80 alone). Split at each `-` (the only byte that can
-    /// start a line-break hyphen), the pieces go through [`Self::bulk`].
-    fn direct(&mut self, s: &[u8]) {
-        let mut rest = s;
-        while let Some(p) = memchr::memchr(b'-', rest) {
-            self.bulk(&rest[..p]);
-            self.push_ascii(b'-');
-            rest = &rest[p + 1..];
-        }
-        self.bulk(rest);
-    }
-
-    /// Stable bytes without `-`: leading white space through the state
-    /// machine, then the first non-space settles the hyphen state (a pending
-    /// line-break hyphen is recorded), after which the state stays `None`
-    /// whatever white space follows, so the rest is a branch-free copy of the
-    /// lower-cased non-space bytes.
-    fn bulk(&mut self, s: &[u8]) {
-        let mut j = 0;
-        while j < s.len() && !KEEP[s[j] as usize] {
-            self.push_ascii(s[j]);
-            j += 1;
-        }
-        if j == s.len() {
-            return;
-        }
-        self.non_space();
-        let rest = &s[j..];
-        let len0 = self.out.len();
-        self.out.reserve(rest.len());
-        let mut w = 0usize;
-        // SAFETY: capacity for `rest.len()` more bytes was reserved; at most
-        // one byte is written per input byte, and `w <= rest.len()`.
-        // Eight bytes at a time when none is ASCII (CJK text): kept as they are.
-        unsafe {
-            let dst = self.out.as_mut_ptr().add(len0);
-            let mut k = 0;
-            while k < rest.len() {
-                if k + 8 <= rest.len() {
-                    let word = (rest.as_ptr().add(k) as *const u64).read_unaligned();
-                    if word & 0x8080_8080_8080_8080 == 0x8080_8080_8080_8080 {
-                        // In bounds: `w <= k` and `k + 8 <= rest.len()`.
-                        (dst.add(w) as *mut u64).write_unaligned(word);
-                        w += 8;
-                        k += 8;
+            let lead = b[i];
+            if lead < 0x80 {
+                if self.state == Some(Hyphen::None) && i + 16 <= n {
+                    let prev_ws = self.prev_ws;
+                    let j = self.ascii_blocks(b, i);
+                    if j > i {
+                        // Before the last byte: no hyphen pending, `prev_ws` from the byte before it.
+                        let last_kept = KEEP[b[j - 1] as usize] as usize;
+                        let prev_ws = if j - 1 > i { !KEEP[b[j - 2] as usize] } else { prev_ws };
+                        mark = Mark { input: j - 1, out: self.out.len() - last_kept, soft: self.soft.len(), state: Some(Hyphen::None), prev_ws };
+                        i = j;
                         continue;
                     }
                 }
-                let c = *rest.get_unchecked(k);
-                *dst.add(w) = LOWER[c as usize];
-                w += KEEP[c as usize] as usize;
-                k += 1;
+                mark = self.mark(i);
+                self.push_ascii(lead);
+                i += 1;
+                continue;
             }
-            self.out.set_len(len0 + w);
+            if (0xE4..=0xE9).contains(&lead) {
+                // U+4000..U+9FFF (most of CJK) is all COPY (a unit test checks it).
+                let mut j = i + 3;
+                while j < n && (0xE4..=0xE9).contains(&b[j]) {
+                    j += 3;
+                }
+                mark = self.mark(i);
+                self.non_space();
+                if j - i > 3 {
+                    // Before the last ideograph: no white space or hyphen pending.
+                    mark = Mark { input: j - 3, out: self.out.len() + (j - 3 - i), soft: self.soft.len(), state: Some(Hyphen::None), prev_ws: false };
+                }
+                append(&mut self.out, &b[i..j]);
+                i = j;
+                continue;
+            }
+            let (class, len) = table.class_at(b, i);
+            match class {
+                SLOW => {
+                    let mut j = i + len;
+                    while j < n {
+                        let (c, l) = table.class_at(b, j);
+                        if c != SLOW {
+                            break;
+                        }
+                        j += l;
+                    }
+                    self.restore(&mark);
+                    self.slow(&text[mark.input..j]);
+                    i = j;
+                }
+                COPY => {
+                    mark = self.mark(i);
+                    self.non_space();
+                    append(&mut self.out, &b[i..i + len]);
+                    i += len;
+                }
+                _ => {
+                    mark = self.mark(i);
+                    let cp = if len == 2 { decode2(b, i) } else { decode3(b, i) };
+                    self.mapped(table, cp);
+                    i += len;
+                }
+            }
         }
-        self.prev_ws = !KEEP[*rest.last().expect("non-empty") as usize];
+    }
+
+    /// Emit the NFKC of the `MAPPED` code point `cp`, alone.
+    #[inline]
+    fn mapped(&mut self, table: &Table, cp: u32) {
+        let plain = table.plain[cp as usize];
+        if plain != 0 {
+            self.non_space();
+            let start = (plain >> 8) as usize;
+            append(&mut self.out, &table.bytes[start..start + (plain & 0xFF) as usize]);
+        } else {
+            for &c in table.mapped(cp) {
+                self.push(c);
+            }
+        }
+    }
+
+    #[inline]
+    fn mark(&self, input: usize) -> Mark {
+        Mark { input, out: self.out.len(), soft: self.soft.len(), state: self.state, prev_ws: self.prev_ws }
+    }
+
+    #[inline]
+    fn restore(&mut self, m: &Mark) {
+        self.out.truncate(m.out);
+        self.soft.truncate(m.soft);
+        self.state = m.state;
+        self.prev_ws = m.prev_ws;
+    }
+
+    /// ASCII bytes from `b[i..]` up to a `-` or a non-ASCII byte, sixteen at
+    /// a time (call with no hyphen pending and 16 bytes left): lower-cased,
+    /// white space dropped. With no hyphen pending and none read, white
+    /// space changes nothing but `prev_ws`. Returns where it stopped.
+    #[inline]
+    fn ascii_blocks(&mut self, b: &[u8], i: usize) -> usize {
+        self.out.reserve(b.len() - i);
+        let len0 = self.out.len();
+        // SAFETY: room for `b.len() - i` more bytes was reserved.
+        let (end, written) = unsafe { ascii_run(b, i, self.out.as_mut_ptr().add(len0)) };
+        // SAFETY: `ascii_run` wrote the first `written` of them.
+        unsafe { self.out.set_len(len0 + written) };
+        if end > i {
+            self.prev_ws = !KEEP[b[end - 1] as usize];
+        }
+        end
     }
 
     /// True when the last text had at least one line-break hyphen.
@@ -417,8 +417,7 @@ impl Normalizer {
     }
 }
 
-/// Bytes kept by [`Normalizer::bulk`]: anything but ASCII white space
-/// (non-ASCII bytes there belong to stable characters).
+/// Bytes kept by the ASCII blocks: anything but ASCII white space.
 static KEEP: [bool; 256] = {
     let mut t = [true; 256];
     t[b' ' as usize] = false;
@@ -441,37 +440,160 @@ static LOWER: [u8; 256] = {
     t
 };
 
-/// The maximal run of `COPY` characters starting at byte `i`: returns its end
-/// and the start of its last character.
-#[inline]
-fn copy_run(table: &Table, b: &[u8], i: usize) -> (usize, usize) {
-    let n = b.len();
-    let mut j = i;
-    let mut last = i;
-    while j < n {
-        // Eight ASCII bytes at a time.
-        if j + 8 <= n {
-            let w = u64::from_le_bytes(b[j..j + 8].try_into().expect("8 bytes"));
-            if w & 0x8080_8080_8080_8080 == 0 {
-                j += 8;
-                last = j - 1;
-                continue;
+/// Where the segment of the last character with a composition boundary
+/// before it starts, and the normaliser's state before that character: what
+/// [`Normalizer::run`] restores when a character without a boundary follows.
+#[derive(Clone, Copy)]
+struct Mark {
+    input: usize,
+    out: usize,
+    soft: usize,
+    state: Option<Hyphen>,
+    prev_ws: bool,
+}
+
+/// For each 8-bit keep mask, the positions of its set bits in order (the
+/// shuffle that packs the kept bytes of eight to the front).
+#[cfg(target_arch = "x86_64")]
+static COMPACT: [[u8; 8]; 256] = {
+    let mut t = [[0u8; 8]; 256];
+    let mut m = 0;
+    while m < 256 {
+        let mut k = 0;
+        let mut bit = 0;
+        while bit < 8 {
+            if m & (1 << bit) != 0 {
+                t[m][k] = bit as u8;
+                k += 1;
             }
+            bit += 1;
         }
-        // U+4000..U+9FFF (most of CJK) is all COPY (a unit test checks it).
-        if (0xE4..=0xE9).contains(&b[j]) {
-            last = j;
-            j += 3;
-            continue;
-        }
-        let (class, len) = table.class_at(b, j);
-        if class != COPY {
+        m += 1;
+    }
+    t
+};
+
+/// Normalise ASCII without `-` from `b[i..]` into `dst`, in 16-byte blocks
+/// (the SSSE3 version also takes the part of the last block before a `-` or
+/// a non-ASCII byte): lower-cased, ASCII white space dropped. Returns where
+/// it stopped and how many bytes it wrote.
+///
+/// # Safety
+/// `dst` must have room for `b.len() - i` bytes (a block writes at most 16
+/// bytes past the bytes kept before it, so never past what was read).
+unsafe fn ascii_run(b: &[u8], i: usize, dst: *mut u8) -> (usize, usize) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("ssse3") {
+        // SAFETY: the CPU has SSSE3; the caller's guarantee is passed on.
+        return unsafe { ascii_run_ssse3(b, i, dst) };
+    }
+    // SAFETY: as above.
+    unsafe { ascii_run_portable(b, i, dst) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "ssse3")]
+unsafe fn ascii_run_ssse3(b: &[u8], mut i: usize, dst: *mut u8) -> (usize, usize) {
+    use std::arch::x86_64::*;
+    let n = b.len();
+    let mut w = 0;
+    let space = _mm_set1_epi8(b' ' as i8);
+    let below_tab = _mm_set1_epi8(0x08);
+    let above_cr = _mm_set1_epi8(0x0E);
+    let hyphen = _mm_set1_epi8(b'-' as i8);
+    let below_a = _mm_set1_epi8(b'A' as i8 - 1);
+    let above_z = _mm_set1_epi8(b'Z' as i8 + 1);
+    let case_bit = _mm_set1_epi8(0x20);
+    let eight = _mm_set1_epi8(8);
+    while i + 16 <= n {
+        // SAFETY: `i + 16 <= n`; writes stay within the caller's room (see `ascii_run`).
+        let take = unsafe {
+            let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+            let stop = (_mm_movemask_epi8(v) | _mm_movemask_epi8(_mm_cmpeq_epi8(v, hyphen))) as u32;
+            // The bytes before the first non-ASCII byte or `-` (all sixteen when none).
+            let take = if stop == 0 { 16 } else { stop.trailing_zeros() as usize };
+            if take == 0 {
+                return (i, w);
+            }
+            // Signed comparisons order the ASCII bytes taken correctly.
+            let ws = _mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_and_si128(_mm_cmpgt_epi8(v, below_tab), _mm_cmplt_epi8(v, above_cr)));
+            let upper = _mm_and_si128(_mm_cmpgt_epi8(v, below_a), _mm_cmplt_epi8(v, above_z));
+            let low = _mm_or_si128(v, _mm_and_si128(upper, case_bit));
+            let keep = !(_mm_movemask_epi8(ws) as u32) & ((1u32 << take) - 1);
+            if keep == 0xFFFF {
+                _mm_storeu_si128(dst.add(w) as *mut __m128i, low);
+                w += 16;
+            } else if keep != 0 {
+                let (k0, k1) = ((keep & 0xFF) as usize, (keep >> 8) as usize);
+                let idx0 = _mm_loadl_epi64(COMPACT[k0].as_ptr() as *const __m128i);
+                let idx1 = _mm_add_epi8(_mm_loadl_epi64(COMPACT[k1].as_ptr() as *const __m128i), eight);
+                _mm_storel_epi64(dst.add(w) as *mut __m128i, _mm_shuffle_epi8(low, idx0));
+                w += k0.count_ones() as usize;
+                _mm_storel_epi64(dst.add(w) as *mut __m128i, _mm_shuffle_epi8(low, idx1));
+                w += k1.count_ones() as usize;
+            }
+            take
+        };
+        i += take;
+        if take < 16 {
             break;
         }
-        last = j;
-        j += len;
     }
-    (j, last)
+    (i, w)
+}
+
+unsafe fn ascii_run_portable(b: &[u8], mut i: usize, dst: *mut u8) -> (usize, usize) {
+    let n = b.len();
+    let mut w = 0;
+    while i + 16 <= n {
+        let block = &b[i..i + 16];
+        if block.iter().any(|&c| c >= 0x80 || c == b'-') {
+            break;
+        }
+        for &c in block {
+            // SAFETY: at most one byte written per byte read (see `ascii_run`).
+            unsafe { *dst.add(w) = LOWER[c as usize] };
+            w += KEEP[c as usize] as usize;
+        }
+        i += 16;
+    }
+    (i, w)
+}
+
+/// `out.extend_from_slice(src)` for the short pieces the normaliser copies
+/// (a run of ideographs, one character): overlapping word copies instead of
+/// a call to `memcpy`.
+#[inline(always)]
+fn append(out: &mut Vec<u8>, src: &[u8]) {
+    let len = src.len();
+    if len > 32 {
+        out.extend_from_slice(src);
+        return;
+    }
+    out.reserve(len);
+    let at = out.len();
+    // SAFETY: `len` bytes of room were reserved; every read is within `src`
+    // (each pair of copies covers `0..len` from both ends, for the `len` range
+    // it is used for), every write within `at..at + len`.
+    unsafe {
+        let d = out.as_mut_ptr().add(at);
+        let s = src.as_ptr();
+        if len >= 16 {
+            (d as *mut u128).write_unaligned((s as *const u128).read_unaligned());
+            (d.add(len - 16) as *mut u128).write_unaligned((s.add(len - 16) as *const u128).read_unaligned());
+        } else if len >= 8 {
+            (d as *mut u64).write_unaligned((s as *const u64).read_unaligned());
+            (d.add(len - 8) as *mut u64).write_unaligned((s.add(len - 8) as *const u64).read_unaligned());
+        } else if len >= 4 {
+            (d as *mut u32).write_unaligned((s as *const u32).read_unaligned());
+            (d.add(len - 4) as *mut u32).write_unaligned((s.add(len - 4) as *const u32).read_unaligned());
+        } else {
+            for k in 0..len {
+                *d.add(k) = *s.add(k);
+            }
+        }
+        out.set_len(at + len);
+    }
 }
 
 /// Normalise a text for evidence matching: NFKC, drop white space (and the
@@ -507,6 +629,19 @@ pub fn normalize_dehyphenated(text: &str) -> Option<String> {
 /// Canonical form of a file name for comparison: NFC, trimmed, `\` to `/`,
 /// leading `./` removed, trailing `/` removed, lower-cased.
 pub fn normalize_file_name(name: &str) -> String {
+    if name.is_ascii() {
+        // NFC leaves ASCII as it is: no per-character normalisation (this runs once per chunk).
+        let mut s = name.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\u{0B}').replace('\\', "/");
+        let mut from = 0;
+        while s[from..].starts_with("./") {
+            from += 2;
+        }
+        let end = s[from..].trim_end_matches('/').len() + from;
+        s.truncate(end);
+        s.drain(..from);
+        s.make_ascii_lowercase();
+        return s;
+    }
     let s: String = name.trim().nfc().map(|c| if c == '\\' { '/' } else { c }).collect();
     let mut s = s.as_str();
     while let Some(rest) = s.strip_prefix("./") {

@@ -5,7 +5,6 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use aho_corasick::{AhoCorasick, MatchKind};
-use rustc_hash::FxHashSet;
 
 use crate::error::{Error, Result};
 
@@ -93,6 +92,63 @@ impl Hasher for KeyHasher {
     }
 }
 
+/// The windows of the sample of texts, as a bit set of their hashes (a
+/// false positive only makes a window look common: a worse choice, never a
+/// wrong answer). A hash set took longer than the matching of a small run.
+pub(super) struct Seen {
+    bits: Vec<u64>,
+}
+
+impl Seen {
+    const SHIFT: u32 = 64 - 21;
+
+    fn new() -> Self {
+        Seen { bits: vec![0; 1 << (21 - 6)] }
+    }
+
+    /// No windows (for a run without the run-wide check).
+    pub(super) fn empty() -> Self {
+        Seen { bits: Vec::new() }
+    }
+
+    /// The 4- and 8-byte windows of `sample` (a few normalised texts of the run).
+    pub(super) fn of<T: AsRef<[u8]>>(sample: &[T]) -> Self {
+        if sample.is_empty() {
+            return Seen::empty();
+        }
+        let mut common = Seen::new();
+        for t in sample {
+            let t = t.as_ref();
+            for i in 0..t.len().saturating_sub(3) {
+                common.insert(u32::from_le_bytes(t[i..i + 4].try_into().expect("4 bytes")) as u64);
+                if i + 8 <= t.len() {
+                    common.insert(u64::from_le_bytes(t[i..i + 8].try_into().expect("8 bytes")));
+                }
+            }
+        }
+        common
+    }
+
+    #[inline]
+    fn slot(key: u64) -> (usize, u64) {
+        let h = (key ^ 0x6A09_E667_F3BC_C909).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> Self::SHIFT;
+        ((h >> 6) as usize, 1 << (h & 63))
+    }
+
+    fn insert(&mut self, key: u64) {
+        let (w, m) = Self::slot(key);
+        self.bits[w] |= m;
+    }
+
+    fn contains(&self, key: &u64) -> bool {
+        if self.bits.is_empty() {
+            return false;
+        }
+        let (w, m) = Self::slot(*key);
+        self.bits[w] & m != 0
+    }
+}
+
 /// What a window seen in the sample of texts counts for, against one phrase
 /// per window shared (see [`RunIndex::from_normalized_avoiding`]).
 const COMMON_COST: usize = 1 << 16;
@@ -120,7 +176,7 @@ impl Window {
 
     /// Index `stride` consecutive windows of `pat`, the run of them shared
     /// with the fewest phrases so far (needs `pat.len() >= width + stride - 1`).
-    fn add(&mut self, pat: &[u8], id: u32, keys: &mut Vec<u64>, common: &FxHashSet<u64>) {
+    fn add(&mut self, pat: &[u8], id: u32, keys: &mut Vec<u64>, common: &Seen) {
         let last = pat.len() - self.width + 1 - self.stride;
         let step = (last / 15).max(1);
         let mut best = (usize::MAX, 0usize);
@@ -209,16 +265,11 @@ impl RunIndex {
     /// can: a window frequent in the texts (a common word) passes the filter
     /// wherever it occurs, for as long as its phrase is not found.
     pub fn from_normalized_avoiding<S: AsRef<str>, T: AsRef<[u8]>>(phrases: &[S], sample: &[T]) -> Result<Self> {
-        let mut common: FxHashSet<u64> = FxHashSet::default();
-        for t in sample {
-            let t = t.as_ref();
-            for i in 0..t.len().saturating_sub(3) {
-                common.insert(u32::from_le_bytes(t[i..i + 4].try_into().expect("4 bytes")) as u64);
-                if i + 8 <= t.len() {
-                    common.insert(u64::from_le_bytes(t[i..i + 8].try_into().expect("8 bytes")));
-                }
-            }
-        }
+        Self::from_normalized_with(phrases, &Seen::of(sample))
+    }
+
+    /// [`RunIndex::from_normalized_avoiding`] with the sample's windows already collected.
+    pub(super) fn from_normalized_with<S: AsRef<str>>(phrases: &[S], common: &Seen) -> Result<Self> {
         let mut ids: HashMap<&[u8], u32> = HashMap::with_capacity(phrases.len());
         let mut data = Vec::new();
         let mut starts = vec![0usize];
@@ -251,15 +302,15 @@ impl RunIndex {
         for id in 0..n {
             let pat = &data[starts[id]..starts[id + 1]];
             if pat.len() >= 19 {
-                w8s8.add(pat, id as u32, &mut keys, &common);
+                w8s8.add(pat, id as u32, &mut keys, common);
             } else if pat.len() >= 15 {
-                w8s4.add(pat, id as u32, &mut keys, &common);
+                w8s4.add(pat, id as u32, &mut keys, common);
             } else if pat.len() >= 13 {
-                w8s2.add(pat, id as u32, &mut keys, &common);
+                w8s2.add(pat, id as u32, &mut keys, common);
             } else if pat.len() >= 8 {
-                w8.add(pat, id as u32, &mut keys, &common);
+                w8.add(pat, id as u32, &mut keys, common);
             } else if pat.len() >= 4 {
-                w4.add(pat, id as u32, &mut keys, &common);
+                w4.add(pat, id as u32, &mut keys, common);
             } else {
                 short_pats.push(pat);
                 short_ids.push(id as u32);
@@ -454,6 +505,24 @@ impl RunIndex {
             }
         }
         work
+    }
+
+    /// Number of distinct non-empty phrases (pattern ids are `0..patterns()`).
+    pub fn patterns(&self) -> usize {
+        self.found.len()
+    }
+
+    /// Input phrase `i`: non-empty and not found yet.
+    pub fn is_unfound(&self, i: usize) -> bool {
+        let id = self.phrase_ids[i];
+        id != u32::MAX && !self.found[id as usize].load(Ordering::Relaxed)
+    }
+
+    /// Input phrase `i`'s pattern id (`None` for an empty phrase): equal
+    /// normalised phrases share one.
+    pub fn pattern_of(&self, i: usize) -> Option<u32> {
+        let id = self.phrase_ids[i];
+        (id != u32::MAX).then_some(id)
     }
 
     /// Per input phrase: found in at least one scanned text (false for phrases

@@ -148,6 +148,18 @@ fn file_names() {
     assert!(!f("guide.pdf", "myguide.pdf"));
     assert!(!f("", "x"));
     assert!(f("caf\u{e9}.md", "cafe\u{301}.md"));
+    // The ASCII shortcut equals the general rule.
+    let general = |name: &str| {
+        let s: String = name.trim().nfc().map(|c| if c == '\\' { '/' } else { c }).collect();
+        let mut s = s.as_str();
+        while let Some(rest) = s.strip_prefix("./") {
+            s = rest;
+        }
+        s.trim_end_matches('/').to_lowercase()
+    };
+    for name in ["", " ", "\u{0B}./A/B.PDF/\t", "././x", ".\\Docs\\G.md", "./", "//", "a//", " \r\n./\u{0C}", "Kb/./X.TXT", "..//y"] {
+        assert_eq!(normalize_file_name(name), general(name), "{name:?}");
+    }
 }
 
 #[test]
@@ -274,6 +286,12 @@ fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
             if c > n_cases - 50 && next() % 3 == 0 {
                 t.push_str(&format!(" late{}phrase", c % 7));
             }
+            if c < 100 && next() % 3 == 0 {
+                t.push_str(&format!(" early{}word", c % 11));
+            }
+            if (260..300).contains(&c) && next() % 3 == 0 {
+                t.push_str(&format!(" mid{}token", c % 13));
+            }
             chunk_texts.push(t);
         }
         chunk_offsets.push(chunk_texts.len());
@@ -284,6 +302,11 @@ fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
         phrases.push(match c % 5 {
             0 => format!("Late{}Phrase", c % 7),
             1 => format!("nowhere{c}"),
+            // Found only in the texts of cases matched long before.
+            2 if c > 300 => format!("Early{} Word", c % 11),
+            // Found only in earlier texts of the same batch (after a switch to
+            // probing for orphans after the first batch: the last pass).
+            3 if (400..500).contains(&c) => format!("Mid{} Token", c % 13),
             _ => String::new(),
         });
         phrase_offsets.push(phrases.len());
@@ -302,12 +325,16 @@ fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
     let everywhere = phrases_in_texts(&phrases, &chunk_texts).unwrap();
     assert!(everywhere.iter().any(|&f| f) && everywhere.iter().any(|&f| !f));
     let plain = match_evidence(&b).unwrap();
-    // Probing throughout (limit 0), the default limit, and probing given up
-    // after the first batch (limit MAX: the second pass over the later cases).
+    // Probing with every phrase throughout (limit 0), the default limits, and
+    // probing with every phrase given up after the first batch (limit MAX),
+    // then probing for the orphans throughout, given up after one batch, or
+    // at the default limit (the last pass covers what was not probed).
     for limit in [0, batch::PROBE_BYTES_PER_WORK, usize::MAX] {
-        let wide = batch::match_probing(&b, true, limit).unwrap();
-        assert_eq!(wide.phrase_in_run, everywhere, "limit {limit}");
-        assert_eq!(EvidenceResult { phrase_in_run: Vec::new(), ..wide }, plain, "limit {limit}");
+        for orphan_limit in [0, batch::PROBE_BYTES_PER_WORK, usize::MAX] {
+            let wide = batch::match_probing(&b, true, limit, orphan_limit).unwrap();
+            assert_eq!(wide.phrase_in_run, everywhere, "limit {limit}, {orphan_limit}");
+            assert_eq!(EvidenceResult { phrase_in_run: Vec::new(), ..wide }, plain, "limit {limit}, {orphan_limit}");
+        }
     }
 }
 
@@ -575,5 +602,89 @@ mod json {
                 }
             }
         }
+    }
+}
+
+/// The line-break-hyphen rule written the plain way on the NFKC characters
+/// (as the Python reference's regular expression states it).
+fn plain_dehyphenated(s: &str) -> Option<String> {
+    let c: Vec<char> = s.nfkc().collect();
+    let line_break = |ch: char| matches!(ch, '\n' | '\u{0B}' | '\u{0C}' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}');
+    let mut kept = String::new();
+    let mut any = false;
+    let mut i = 0;
+    while i < c.len() {
+        if matches!(c[i], '-' | '\u{2010}') && i > 0 && !c[i - 1].is_whitespace() {
+            let mut j = i + 1;
+            while j < c.len() && c[j].is_whitespace() && !line_break(c[j]) {
+                j += 1;
+            }
+            if j < c.len() && line_break(c[j]) {
+                while j < c.len() && c[j].is_whitespace() {
+                    j += 1;
+                }
+                if j < c.len() {
+                    any = true;
+                    i = j;
+                    continue;
+                }
+            }
+        }
+        kept.push(c[i]);
+        i += 1;
+    }
+    // Dropping the hyphen does not normalise again (a mark after the break stays apart).
+    any.then(|| kept.chars().filter(|ch| !ch.is_whitespace() && !is_invisible(*ch)).flat_map(|ch| ch.to_lowercase()).map(|ch| if ch == 'ς' { 'σ' } else { ch }).collect())
+}
+
+#[test]
+fn block_paths_equal_plain_nfkc_on_long_mixed_texts() {
+    // Long ASCII runs (the 16-byte blocks), CJK runs, hyphens and breaks at
+    // every offset, and characters without a composition boundary right after
+    // a block or a run, through one reused normaliser.
+    let pieces = [
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        "the Quick brown fox\tjumps over",
+        "0123456789abcdef",
+        "    \r\n  ",
+        "-",
+        "-\n",
+        "- \n ",
+        "\u{2010}\n",
+        "e\u{301}",
+        "\u{301}",
+        "\u{3099}",
+        "大模型检索增强生成",
+        "⼤⼈",
+        "ＡＢＣ１２３",
+        "，。：（）",
+        "가\u{11A8}",
+        "😀",
+        "ς Σ",
+        "\u{AD}\u{200B}",
+        "\u{3000}",
+        "x",
+        " ",
+        "\n",
+    ];
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut norm = Normalizer::new();
+    let mut dehy = Vec::new();
+    for _ in 0..30_000 {
+        let len = (next() % 14) as usize;
+        let s: String = (0..len).map(|_| pieces[next() as usize % pieces.len()]).collect();
+        norm.run(&s);
+        assert_eq!(std::str::from_utf8(&norm.out).unwrap(), plain_normalize(&s), "{s:?}");
+        let got = norm.has_soft_hyphens().then(|| {
+            norm.dehyphenated_into(&mut dehy);
+            String::from_utf8(dehy.clone()).unwrap()
+        });
+        assert_eq!(got, plain_dehyphenated(&s), "{s:?}");
     }
 }
