@@ -108,17 +108,21 @@ fn plain_normalize(s: &str) -> String {
         .collect()
 }
 
-#[test]
-fn fast_path_equals_plain_nfkc_on_a_fixed_sample() {
-    // Pseudo-random strings over every BMP block (one code point drawn per
-    // 128-code-point range) and the supplementary planes' CJK and emoji.
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
+/// A seeded xorshift64 stream: reproducible pseudo-random test inputs without a crate.
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state
-    };
+    }
+}
+
+#[test]
+fn fast_path_equals_plain_nfkc_on_a_fixed_sample() {
+    // Pseudo-random strings over every BMP block (one code point drawn per
+    // 128-code-point range) and the supplementary planes' CJK and emoji.
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
     for _ in 0..20_000 {
         let len = (next() % 12) as usize;
         let s: String = (0..len)
@@ -230,13 +234,7 @@ fn run_wide_index_finds_phrases_of_other_cases() {
 #[test]
 fn run_index_agrees_with_naive_search() {
     // Many phrases sharing prefixes (the greedy window choice), random texts.
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
     let alphabet: Vec<char> = "abcde大模型 -\n".chars().collect();
     let texts: Vec<String> = (0..300)
         .map(|_| (0..(next() % 120) as usize).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect())
@@ -265,13 +263,7 @@ fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
     // phrases of every length class drawn from the texts' own small vocabulary
     // (most found early, so the refresh drops them), plus phrases found only in
     // late cases, phrases of cases without chunks, and phrases found nowhere.
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
     let words = ["ab", "rag", "模型", "retrieval", "chunk", "大", "evidence", "x-\ny"];
     let n_cases = 2 * batch::RUN_BATCH_MIN + 300;
     let mut chunk_texts = Vec::new();
@@ -667,13 +659,7 @@ fn block_paths_equal_plain_nfkc_on_long_mixed_texts() {
         " ",
         "\n",
     ];
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
     let mut norm = Normalizer::new();
     let mut dehy = Vec::new();
     for _ in 0..30_000 {
