@@ -294,8 +294,7 @@ class _ChunkSource:
                              file_match])
 
     def _texts(self) -> Iterator[pl.Series]:
-        for first, batch in self.reader.batches():
-            yield _slice_texts(self.reader, batch, first)
+        return _texts_again(self.reader)
 
     def frame(self) -> pl.DataFrame:
         """The whole chunk table in memory (texts included)."""
@@ -351,17 +350,9 @@ class StreamedScoreResult(ScoreResult):
             self._chunks = self._chunk_source.frame()
         return self._chunks
 
-    def write(self, out_dir: Any) -> None:
-        """:meth:`ScoreResult.write`, with ``chunks.parquet`` written slice by slice from the run file."""
-        from ragmeter._io import results_folder, strict_json, write_frame, write_text
-        from ragmeter._warnings import for_disk, full_list
-
-        files = ["cases.parquet", "chunks.parquet", "warnings.json", "summary.json"]
-        with results_folder(out_dir) as tmp:
-            write_frame(self.cases, tmp / "cases.parquet")
-            if self._chunks is not None:
-                write_frame(self._chunks, tmp / "chunks.parquet")
-            else:
-                self._chunk_source.write(tmp / "chunks.parquet")
-            write_text(tmp / "warnings.json", strict_json(full_list(self.summary)) + "\n")
-            write_text(tmp / "summary.json", strict_json({**for_disk(self.summary), "files": files}) + "\n")
+    def _write_chunks(self, path: Path) -> None:
+        """``chunks.parquet`` slice by slice from the run file, unless the table is already in memory."""
+        if self._chunks is not None:
+            super()._write_chunks(path)
+        else:
+            self._chunk_source.write(path)

@@ -85,9 +85,15 @@ class ScoreResult:
         files = ["cases.parquet", "chunks.parquet", "warnings.json", "summary.json"]
         with results_folder(out_dir) as tmp:
             write_frame(self.cases, tmp / "cases.parquet")
-            write_frame(self.chunks, tmp / "chunks.parquet")
+            self._write_chunks(tmp / "chunks.parquet")
             write_text(tmp / "warnings.json", strict_json(full_list(self.summary)) + "\n")
             write_text(tmp / "summary.json", strict_json({**for_disk(self.summary), "files": files}) + "\n")
+
+
+    def _write_chunks(self, path: Path) -> None:
+        from ragmeter._io import write_frame
+
+        write_frame(self.chunks, path)
 
 
 def _prepare(golden: Any, run: Any) -> tuple:
