@@ -40,7 +40,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import polars as pl
 
@@ -566,15 +566,29 @@ def _opt_int(value: Any, field: str, where: str, problems: _Problems) -> Optiona
     return value
 
 
-def _check_duplicates(ids: List[Tuple[Optional[str], str]], problems: _Problems) -> None:
+def _check_duplicates(ids: List[Tuple[Optional[str], str]], problems: _Problems) -> bool:
+    """Add ``where: duplicate id ...`` for each repeated id; True when there was one."""
     first: Dict[str, str] = {}
+    found = False
     for case_id, where in ids:
         if case_id is None:
             continue
         if case_id in first:
             problems.add(where, f"duplicate id {case_id!r} (first at {first[case_id]})")
+            found = True
         else:
             first[case_id] = where
+    return found
+
+
+def refuse_collected_repeats(where: str, repeats: Iterable[Any]) -> None:
+    """Raise one line for a run collected with ``collect --repeat N`` given where one run is read: its ids
+    repeat once per repeat, and a ``duplicate id`` per row would hide why. Called only when ids repeat."""
+    numbers = {r for r in repeats if r is not None}
+    if len(numbers) > 1:
+        raise InputError(f"{where}: a run collected with repeats ('repeat' takes {len(numbers)} values), where one "
+                         f"run is read: `ragmeter eval --run` scores and judges every repeat; for this command keep "
+                         f"the records of one repeat")
 
 
 def _label(source: Any, name: str) -> str:
@@ -1128,7 +1142,8 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
         if problems:
             return pl.DataFrame(schema=RUN_SCHEMA)  # the caller raises once every slice is read
     else:
-        check_duplicate_ids(df["id"], where, problems)
+        if check_duplicate_ids(df["id"], where, problems) and "repeat" in df.columns:
+            refuse_collected_repeats(where, df["repeat"].unique().to_list())
         problems.raise_if_any()
 
     n = df.height
@@ -1158,11 +1173,12 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
     ) if df["contexts"].null_count() else df
 
 
-def check_duplicate_ids(ids: pl.Series, where: str, problems: _Problems) -> None:
-    """Add ``where: row N: duplicate id ...`` for each repeated id of a run's ``id`` column (row 1 first)."""
+def check_duplicate_ids(ids: pl.Series, where: str, problems: _Problems) -> bool:
+    """Add ``where: row N: duplicate id ...`` for each repeated id of a run's ``id`` column (row 1 first); True
+    when there was one."""
     dup = ids.is_duplicated() & ids.is_not_null()
     if not dup.any():
-        return
+        return False
     rows = dup.arg_true().to_list()
     first: Dict[str, int] = {}
     for r, case_id in zip(rows, ids.gather(rows).to_list()):
@@ -1170,6 +1186,7 @@ def check_duplicate_ids(ids: pl.Series, where: str, problems: _Problems) -> None
             problems.add(f"{where}: row {r + 1}", f"duplicate id {case_id!r} (first at row {first[case_id] + 1})")
         else:
             first[case_id] = r
+    return True
 
 
 #: Text per slice of a Parquet run read by :class:`ParquetRun`: about this many bytes of chunk text,
@@ -1249,8 +1266,9 @@ class ParquetRun:
 
     def finish(self) -> None:
         """Raise every problem of the file (duplicate ids included) in one :class:`InputError`."""
-        if self._ids:
-            check_duplicate_ids(pl.concat(self._ids), self.where, self.problems)
+        if self._ids and check_duplicate_ids(pl.concat(self._ids), self.where, self.problems) \
+                and "repeat" in self._file.schema_arrow.names:
+            refuse_collected_repeats(self.where, self._file.read(columns=["repeat"]).column(0).unique().to_pylist())
         self.problems.raise_if_any()
 
 
@@ -1362,7 +1380,8 @@ def load_run(source: Source, *, name: str = "run") -> pl.DataFrame:
     df, seen = _run_from_records(records, problems, _ids_from_lines(records, label))
     if _is_path(source) and not seen and not problems:
         problems.add(label, "no cases (the file has only comments)")
-    _check_duplicates(seen, problems)
+    if _check_duplicates(seen, problems):
+        refuse_collected_repeats(label, (rec.get("repeat") for _w, _l, rec in records))
     problems.raise_if_any()
     return df
 

@@ -253,6 +253,36 @@ def test_combining_judge_repeats_with_collected_repeats_is_refused(tmp_path, gol
     assert not (tmp_path / "res").exists()
 
 
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+@pytest.mark.parametrize("command", ["score", "judge"])
+def test_score_and_judge_of_a_collected_run_say_repeats_not_duplicate_ids(tmp_path, golden, command, suffix):
+    rows = [_rec(i, r) for r in (1, 2, 3) for i in RECORDS]
+    run = tmp_path / f"run.{suffix}"
+    if suffix == "jsonl":
+        _write_run(run, rows)
+    else:
+        pl.DataFrame(rows).write_parquet(run)
+    extra = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m"] if command == "judge" else []
+    proc = cli(command, "--golden", str(golden), "--run", str(run), "--out", "res", *extra, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"ragmeter: error: {run}: a run collected with repeats ('repeat' takes 3 values)")
+    assert "ragmeter eval --run" in lines[0] and "duplicate id" not in lines[0]
+    assert not (tmp_path / "res").exists()
+
+
+def test_a_plain_run_with_a_duplicate_id_still_names_both_rows(tmp_path, golden):
+    rows = [_rec("fact-1", None), _rec("fact-2", None), _rec("fact-1", None)]
+    for suffix in ("jsonl", "parquet"):
+        run = tmp_path / f"run.{suffix}"
+        _write_run(run, rows) if suffix == "jsonl" else pl.DataFrame(rows).write_parquet(run)
+        proc = cli("score", "--golden", str(golden), "--run", str(run), "--out", "res", cwd=tmp_path)
+        assert proc.returncode == 2
+        where = "run.jsonl:3" if suffix == "jsonl" else "run.parquet: row 3"
+        assert where in proc.stderr and "duplicate id 'fact-1'" in proc.stderr, proc.stderr
+
+
 def test_case_missing_from_one_repeat_warns_and_is_unscored_there(tmp_path, golden):
     rows = [_rec(i, r) for r in (1, 2, 3) for i in RECORDS if not (r == 2 and i == "fact-2")]
     run = _write_run(tmp_path / "run.jsonl", rows)
