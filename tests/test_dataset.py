@@ -394,3 +394,29 @@ def test_a_table_with_run_columns_is_validated_by_columns_with_the_same_result()
     bad = pl.DataFrame(records).with_columns(pl.Series("id", ["a", "a", "c"]))
     with pytest.raises(InputError, match=r"row 2: duplicate id 'a' \(first at row 1\)"):
         load_run(bad)
+
+
+_SPELLING_BASE = [{"id": f"c{i}", "retrieved": [{"file": "a.md", "text": "x y"}], "answer": "a", "latency_ms": 10.0}
+                  for i in range(3)]
+
+
+def _run_in_three_forms(tmp_path, rows):
+    """The same records as JSON Lines, as Parquet and as an in-memory table (the column path)."""
+    frame = pl.DataFrame(rows)
+    frame.write_parquet(tmp_path / "t.parquet")
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return {"jsonl": tmp_path / "t.jsonl", "parquet": tmp_path / "t.parquet", "frame": frame}
+
+
+@pytest.mark.parametrize("form", ["jsonl", "parquet", "frame"])
+def test_two_spellings_of_a_run_field_are_read_alike_by_rows_and_by_columns(tmp_path, form):
+    # the second spelling fills where the first is null; where both hold different values the row is named
+    rows = [{**r, "latency_ms": None if i == 0 else r["latency_ms"], "latencyMs": 7.0 if i == 0 else 10.0}
+            for i, r in enumerate(_SPELLING_BASE)]
+    assert load_run(_run_in_three_forms(tmp_path, rows)[form])["latency_ms"].to_list() == [7.0, 10.0, 10.0]
+    rows = [{**r, "response": "b" if i == 2 else "a"} for i, r in enumerate(_SPELLING_BASE)]
+    with pytest.raises(InputError) as err:
+        load_run(_run_in_three_forms(tmp_path, rows)[form])
+    where = {"jsonl": "t.jsonl:3:", "parquet": "t.parquet: row 3:", "frame": "run: row 3:"}[form]
+    assert str(err.value).startswith(str(tmp_path / where) if form != "frame" else where), str(err.value)
+    assert "both 'answer' and 'response' given with different values" in str(err.value)

@@ -40,7 +40,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import polars as pl
 
@@ -977,6 +977,28 @@ def _numeric(dtype: Any) -> bool:
     return dtype.is_numeric() and dtype != pl.Boolean
 
 
+def _one_spelling(df: pl.DataFrame, names: Sequence[str], where: str, problems: _Problems,
+                  at_rows: Callable[[List[int], str], None]) -> pl.DataFrame:
+    """``df`` with the spellings of one field (``names``, canonical first) as one column under the canonical
+    name: per row the first spelling that is not null, as :func:`_pick` takes it from a record, and a row
+    where two spellings hold different values is a problem there, as it is for a record."""
+    present = [n for n in names if n in df.columns]
+    if not present:
+        return df
+    first = present[0]
+    try:
+        for other in present[1:]:
+            differ = pl.col(first).is_not_null() & pl.col(other).is_not_null() & (pl.col(first) != pl.col(other))
+            at_rows(_rows_where(df, differ), f"both {first!r} and {other!r} given with different values")
+        if len(present) > 1:
+            df = df.with_columns(pl.coalesce([pl.col(n) for n in present]).alias(first))
+    except pl.exceptions.PolarsError:  # types that cannot be compared cannot hold the same value either
+        problems.add(where, f"both columns {first!r} and {other!r} given, of types {df.schema[first]} and "
+                            f"{df.schema[other]}; keep one")
+    df = df.drop(present[1:])
+    return df.rename({first: names[0]}) if first != names[0] else df
+
+
 def _rows_where(df: pl.DataFrame, mask: pl.Expr) -> List[int]:
     return df.with_row_index("__row").filter(mask)["__row"].to_list()
 
@@ -1059,9 +1081,7 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
             problems.add(where, f"column 'usage' has type {schema['usage']}, expected a struct of prompt_tokens, completion_tokens")
         df = df.drop("usage")
     for names in (*_RUN_ALIASES.values(), _ID_NAMES, _RETRIEVED_NAMES, _ANSWER_NAMES):
-        for alt in names[1:]:
-            if alt in df.schema and names[0] not in df.schema:
-                df = df.rename({alt: names[0]})
+        df = _one_spelling(df, names, where, problems, at_rows)
     schema = df.schema
 
     exprs: List[pl.Expr] = []
