@@ -203,3 +203,21 @@ def test_a_500_to_one_embedding_input_is_not_a_batch_fallback(server, fast_retry
     with pytest.raises(JudgeCallError):
         asyncio.run(go())
     assert all(len(e["payload"]["input"]) == 1 for e in server.log) and len(server.log) == fast_retry.max_attempts
+
+
+def test_a_server_failing_every_embeddings_request_is_not_taken_for_a_batch_limit(server, fast_retry):
+    """A 500 that single inputs get too is the server failing: the call fails, and once the server is back
+    the next call sends its inputs in one request again (the one-input fallback is kept only when it worked)."""
+    down = {"now": True}
+    server.rules = [(lambda info: info["task"] == "embeddings" and down["now"], 500)]
+
+    async def go():
+        cfg = ClientConfig(base_url=server.base_url, model="m", policy=fast_retry, embeddings_model="e")
+        async with JudgeClient(cfg) as client:
+            with pytest.raises(JudgeCallError):
+                await client.embed(["a b", "c"])
+            down["now"] = False
+            return await client.embed(["d", "e f"])
+    second = asyncio.run(go())
+    assert len(second.vectors) == 2 and [a.get("status") for a in second.attempts] == [200]
+    assert len(server.log[-1]["payload"]["input"]) == 2

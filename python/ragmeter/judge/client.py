@@ -524,8 +524,10 @@ class JudgeClient:
             raise
 
     # -- embeddings ----------------------------------------------------------------------------------
-    #: set once a server answered 500 to an embeddings request with several inputs (llama-cpp-python 0.3.16
-    #: puts them in one batch its one-sequence context cannot take): from then on each input goes alone
+    #: set once a server answered 500 to an embeddings request with several inputs and then took the same
+    #: inputs one per request (llama-cpp-python 0.3.16 puts them in one batch its one-sequence context cannot
+    #: take): from then on each input goes alone. A 500 that single inputs get as well is the server failing,
+    #: and the next case tries several inputs again.
     _embed_singly = False
 
     async def embed(self, texts: Sequence[str]) -> EmbedResult:
@@ -544,14 +546,15 @@ class JudgeClient:
                     if err.kind != "batch_rejected" and not (attempts and attempts[-1].get("status") == 500):
                         raise
                     attempts[-1]["outcome"] = "batch_rejected"
-                    self._embed_singly = True
-                    log.info("embeddings: a request with %d inputs was answered 500; sending one input per request "
-                             "from now on", len(texts))
+                    log.info("embeddings: a request with %d inputs was answered 500; sending them one per request",
+                             len(texts))
             vectors, tokens = [], 0
             for text in texts:
                 one, n = await self._embed_request(model, [text], attempts)
                 vectors += one
                 tokens += n
+            if len(texts) > 1 and not self._embed_singly:
+                self._embed_singly = True  # the batch was refused and single inputs were not: the batch was why
             return EmbedResult(vectors, tokens, (time.monotonic() - started) * 1000.0, attempts)
         except JudgeCallError as err:
             err.attempts = attempts
