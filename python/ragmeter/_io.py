@@ -256,18 +256,25 @@ def _one_line_members(members: List[Any]) -> Optional[List[str]]:
     import numpy as np
 
     options = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-    try:
-        # compact JSON has no raw line break, so one joins the members and splits them apart again
-        text = b"\n".join([orjson.dumps(member, default=_numpy_item, option=options) for member in members])
-    except (orjson.JSONEncodeError, ValueError):
-        return None
-    if b"\\" in text:  # without escapes every '"' opens or closes a string
-        return None
-    data = np.frombuffer(text, dtype=np.uint8)
-    inside = (np.cumsum(data == ord('"'), dtype=np.uint8) & 1).view(bool)  # wraps past 255: parity is kept
-    if np.any(inside & ((data == ord(",")) | (data == ord(":")))):
-        return None
-    return text.replace(b",", b", ").replace(b":", b": ").decode("utf-8").split("\n")
+    texts: List[str] = []
+    for start in range(0, len(members), _MEMBERS_AT_ONCE):  # a few MB of text at a time, not the whole document
+        try:
+            # compact JSON has no raw line break, so one joins the members and splits them apart again
+            text = b"\n".join([orjson.dumps(member, default=_numpy_item, option=options)
+                               for member in members[start:start + _MEMBERS_AT_ONCE]])
+        except (orjson.JSONEncodeError, ValueError):
+            return None
+        if b"\\" in text:  # without escapes every '"' opens or closes a string
+            return None
+        data = np.frombuffer(text, dtype=np.uint8)
+        inside = (np.cumsum(data == ord('"'), dtype=np.uint8) & 1).view(bool)  # wraps past 255: parity is kept
+        if np.any(inside & ((data == ord(",")) | (data == ord(":")))):
+            return None
+        texts += text.replace(b",", b", ").replace(b":", b": ").decode("utf-8").split("\n")
+    return texts
+
+
+_MEMBERS_AT_ONCE = 4096
 
 
 def _numpy_item(obj: Any) -> Any:

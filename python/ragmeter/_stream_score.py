@@ -109,7 +109,7 @@ def _match_slice(g: pl.DataFrame, batch: Any, frame: pl.DataFrame, position: np.
     match = match_relevance(g["expected_files"].gather(position), g["expected_evidence"].gather(position), files,
                             texts, no_file_in_run=False)
     if spool is not None:
-        spool.add(position, _chunk_table(frame["id"], match, chunk_fields, pl.Series("text", flat)))
+        spool.add(position, _chunk_table(frame["id"], match, chunk_fields, _text_series(flat)))
     distinct.add(flat)
     return _Slice(position, match, fields)
 
@@ -286,7 +286,13 @@ def _texts_again(reader: ParquetRun) -> Iterator[pl.Series]:
 
 def _slice_texts(reader: ParquetRun, batch: Any, first_row: int) -> pl.Series:
     """The chunk texts of one slice in order, as the scoring pass read them."""
-    return pl.Series("text", _texts_for_rust(batch, reader.frame(batch, first_row, record=False))[1])
+    return _text_series(_texts_for_rust(batch, reader.frame(batch, first_row, record=False))[1])
+
+
+def _text_series(values: Any) -> pl.Series:
+    """A pyarrow string array as a Series named ``text``, by way of a record batch: ``pl.Series(name, array)``
+    imports ``pyarrow.compute`` (0.15 s of the command's start) for a check that only dictionary arrays need."""
+    return pl.from_arrow(pa.record_batch([values], names=["text"])).to_series()
 
 
 # ---------------------------------------------------------------------------
