@@ -102,16 +102,13 @@ def _match_slice(g: pl.DataFrame, batch: Any, frame: pl.DataFrame, position: np.
                           for name in _CHUNK_FIELDS)
     files = fields["file"]
     fields = fields.select(pl.col(name).explode(empty_as_null=False, keep_nulls=False) for name in _CHUNK_FIELDS)
-    if spool is not None:
-        chunk_fields = fields
-    fields = _detached(fields)
     texts, flat = _texts_for_rust(batch, frame)
     match = match_relevance(g["expected_files"].gather(position), g["expected_evidence"].gather(position), files,
                             texts, no_file_in_run=False)
     if spool is not None:
-        spool.add(position, _chunk_table(frame["id"], match, chunk_fields, _text_series(flat)))
+        spool.add(position, _chunk_table(frame["id"], match, fields, _text_series(flat)))
     distinct.add(flat)
-    return _Slice(position, match, fields)
+    return _Slice(position, match, _detached(fields))
 
 
 def _detached(frame: pl.DataFrame) -> Any:
