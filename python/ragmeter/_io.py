@@ -190,6 +190,8 @@ def strict_json(value: Any, *, indent: Optional[int] = 2, default: Optional[Call
     Written by the C encoder: with ``indent`` the outer levels are indented (to :data:`EXPANDED_DEPTH`) and a
     value that is a member of a large container (over :data:`EXPANDED_MEMBERS` members) or nested deeper is
     written on one line, so a small document reads as ``json.dumps(indent=2)`` and a large one stays fast.
+    The members of a large container are written by orjson when it can (:func:`_one_line_members`), in the
+    same layout; numbers may then be spelled differently (``0.00001`` for ``1e-05``), never with another value.
     """
     try:
         return _dumps(value, indent, default)
@@ -222,6 +224,13 @@ def _indented(value: Any, encode: Callable[[Any], str], step: str, depth: int, o
     flat = len(value) > EXPANDED_MEMBERS
     inner = "\n" + step * (depth + 1)
     out.append("{" if is_dict else "[")
+    if flat:
+        texts = _one_line_members(list(value.values()) if is_dict else list(value))
+        if texts is not None:
+            keys = [_key(key, encode) + ": " for key in value] if is_dict else [""] * len(texts)
+            out.append(inner + ("," + inner).join([key + text for key, text in zip(keys, texts)]))
+            out.append("\n" + step * depth + ("}" if is_dict else "]"))
+            return
     for i, member in enumerate(value.items() if is_dict else value):
         out.append(inner if i == 0 else "," + inner)
         if is_dict:
@@ -232,6 +241,46 @@ def _indented(value: Any, encode: Callable[[Any], str], step: str, depth: int, o
         else:
             _indented(member, encode, step, depth + 1, out)
     out.append("\n" + step * depth + ("}" if is_dict else "]"))
+
+
+def _one_line_members(members: List[Any]) -> Optional[List[str]]:
+    """Each member as one line of JSON, as the C encoder writes it (``", "`` and ``": "`` between items), by
+    orjson: a tenth of the time on a 20,000-category summary. None when orjson cannot say the same: a value it
+    has no type for (numpy scalars aside: their Python value, as :func:`strict_json`) or writes as another
+    value (a date, a dataclass), an integer past 64 bits, a string with an escape, or a comma or colon inside
+    a string (the separators are spaced by replacing every ``,`` and ``:``, exact only without those)."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - a dependency
+        return None
+    import numpy as np
+
+    options = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+    texts: List[str] = []
+    for start in range(0, len(members), _MEMBERS_AT_ONCE):  # a few MB of text at a time, not the whole document
+        try:
+            # compact JSON has no raw line break, so one joins the members and splits them apart again
+            text = b"\n".join([orjson.dumps(member, default=_numpy_item, option=options)
+                               for member in members[start:start + _MEMBERS_AT_ONCE]])
+        except (orjson.JSONEncodeError, ValueError):
+            return None
+        if b"\\" in text:  # without escapes every '"' opens or closes a string
+            return None
+        data = np.frombuffer(text, dtype=np.uint8)
+        inside = (np.cumsum(data == ord('"'), dtype=np.uint8) & 1).view(bool)  # wraps past 255: parity is kept
+        if np.any(inside & ((data == ord(",")) | (data == ord(":")))):
+            return None
+        texts += text.replace(b",", b", ").replace(b":", b": ").decode("utf-8").split("\n")
+    return texts
+
+
+_MEMBERS_AT_ONCE = 4096
+
+
+def _numpy_item(obj: Any) -> Any:
+    if hasattr(obj, "dtype") and hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
 def _key(key: Any, encode: Callable[[Any], str]) -> str:

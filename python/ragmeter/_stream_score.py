@@ -15,11 +15,18 @@ slices are read (runs retrieve the same chunks for many questions). When the dis
 half the Parquet file's size, they are let go and the texts are read a second time from the file for
 that search instead.
 
-``chunks.parquet`` is written from a second read of the texts, slice by slice, when the run lists its cases
-in the golden set's order; otherwise (and for :attr:`ScoreResult.chunks`) the chunk table is built in memory.
+``chunks.parquet``: when the caller names its file before scoring (:func:`ragmeter.retrieval.score_into`,
+``ragmeter score --out``), each slice's chunk rows are written while the slice is in memory (:class:`_ChunkSpool`)
+and the file is kept if the run lists its cases in the golden set's order and the whole-run marks equal the
+slices' (they differ only for a run that gives no file for any chunk); otherwise, and for
+:meth:`ScoreResult.write`, the texts are read a second time, slice by slice when the run is in golden order,
+else the chunk table is built in memory (as for :attr:`ScoreResult.chunks`).
 """
 from __future__ import annotations
 
+import os
+import queue
+import threading
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Tuple
 
@@ -46,8 +53,9 @@ class _Slice:
         self.fields = fields
 
 
-def score_parquet(golden: Any, run: Path, k: int) -> ScoreResult:
-    """:func:`ragmeter.score` of a Parquet run read slice by slice (see the module docs)."""
+def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = None) -> ScoreResult:
+    """:func:`ragmeter.score` of a Parquet run read slice by slice (see the module docs). ``chunks_to``: the
+    chunk table is written there while the slices are read, when it can be (see the module docs)."""
     g = load_golden(golden)
     golden_name = str(golden) if isinstance(golden, str) or hasattr(golden, "__fspath__") else "golden"
     reader = ParquetRun(run)
@@ -55,15 +63,22 @@ def score_parquet(golden: Any, run: Path, k: int) -> ScoreResult:
     distinct = _DistinctTexts(budget=max(run.stat().st_size // 2, 16 << 20))
     slices: List[_Slice] = []
     run_rows: List[pl.DataFrame] = []
-    for batch, frame in reader:
-        run_rows.append(_detached(frame.select("id", "line", "id_from_line", "retrieval_mode")))
-        if reader.problems or frame.height == 0:
-            continue  # reader.finish() raises them
-        position = frame.select("id").join(positions, on="id", how="left", maintain_order="left")["_position"]
-        if position.null_count():
-            continue  # ids not in the golden set: check_run_against_golden raises
-        slices.append(_match_slice(g, batch, frame, position.to_numpy().astype(np.int64), distinct))
-    reader.finish()
+    spool = _ChunkSpool(chunks_to) if chunks_to is not None else None
+    try:
+        for batch, frame in reader:
+            run_rows.append(_detached(frame.select("id", "line", "id_from_line", "retrieval_mode")))
+            if reader.problems or frame.height == 0:
+                continue  # reader.finish() raises them
+            position = frame.select("id").join(positions, on="id", how="left", maintain_order="left")["_position"]
+            if position.null_count():
+                continue  # ids not in the golden set: check_run_against_golden raises
+            slices.append(_match_slice(g, batch, frame, position.to_numpy().astype(np.int64), distinct, spool))
+        reader.finish()
+        if spool is not None:
+            spool.close()
+    finally:
+        if spool is not None:
+            spool.stop()
     run_frame = pl.from_arrow(pa.concat_tables(run_rows)) if run_rows else pl.DataFrame(schema={"id": pl.String, "line": pl.Int64,
                                                                            "id_from_line": pl.Boolean,
                                                                            "retrieval_mode": pl.String})
@@ -75,22 +90,25 @@ def score_parquet(golden: Any, run: Path, k: int) -> ScoreResult:
     _check_k(k)
     prepared = _PreparedMatch(joined=joined, missing=missing, match=assembled.match)
     cases, by_category, summary = _score_tables(prepared, k, assembled.files_null)
-    return StreamedScoreResult(cases=cases, by_category=by_category, summary=summary,
-                               chunk_source=_ChunkSource(reader, joined["id"], assembled))
+    source = _ChunkSource(reader, joined["id"], assembled)
+    spooled = chunks_to if spool is not None and spool.kept(source) else None
+    return StreamedScoreResult(cases=cases, by_category=by_category, summary=summary, chunk_source=source,
+                               spooled=spooled)
 
 
 def _match_slice(g: pl.DataFrame, batch: Any, frame: pl.DataFrame, position: np.ndarray,
-                 distinct: "_DistinctTexts") -> _Slice:
+                 distinct: "_DistinctTexts", spool: Optional["_ChunkSpool"] = None) -> _Slice:
     fields = frame.select(pl.col("retrieved").list.eval(pl.element().struct.field(name)).alias(name)
                           for name in _CHUNK_FIELDS)
     files = fields["file"]
     fields = fields.select(pl.col(name).explode(empty_as_null=False, keep_nulls=False) for name in _CHUNK_FIELDS)
-    fields = _detached(fields)
     texts, flat = _texts_for_rust(batch, frame)
     match = match_relevance(g["expected_files"].gather(position), g["expected_evidence"].gather(position), files,
                             texts, no_file_in_run=False)
+    if spool is not None:
+        spool.add(position, _chunk_table(frame["id"], match, fields, _text_series(flat)))
     distinct.add(flat)
-    return _Slice(position, match, fields)
+    return _Slice(position, match, _detached(fields))
 
 
 def _detached(frame: pl.DataFrame) -> Any:
@@ -265,12 +283,160 @@ def _texts_again(reader: ParquetRun) -> Iterator[pl.Series]:
 
 def _slice_texts(reader: ParquetRun, batch: Any, first_row: int) -> pl.Series:
     """The chunk texts of one slice in order, as the scoring pass read them."""
-    return pl.Series("text", _texts_for_rust(batch, reader.frame(batch, first_row, record=False))[1])
+    return _text_series(_texts_for_rust(batch, reader.frame(batch, first_row, record=False))[1])
+
+
+def _text_series(values: Any) -> pl.Series:
+    """A pyarrow string array as a Series named ``text``, by way of a record batch: ``pl.Series(name, array)``
+    imports ``pyarrow.compute`` (0.15 s of the command's start) for a check that only dictionary arrays need."""
+    return pl.from_arrow(pa.record_batch([values], names=["text"])).to_series()
 
 
 # ---------------------------------------------------------------------------
-# The chunk table, from a second read of the texts
+# The chunk table: while the slices are read, or from a second read of the texts
 # ---------------------------------------------------------------------------
+
+
+def _chunk_table(ids: pl.Series, match: EvidenceMatch, fields: pl.DataFrame,
+                 texts: Optional[pl.Series] = None) -> pl.DataFrame:
+    """The chunk table of ``match``'s cases (``ids`` one per case): every column, the text only when given."""
+    lengths = np.diff(match.chunk_offsets)
+    case = np.repeat(np.arange(len(lengths)), lengths)
+    rank = np.arange(len(case), dtype=np.int64) - np.repeat(match.chunk_offsets[:-1], lengths) + 1
+    file_match = pl.Series("file_match", match.file_match.astype(bool))
+    if match.file_placeholder is not None:  # a chunk without a file: unknown, not a match
+        file_match = file_match.set(pl.Series(match.file_placeholder), None)
+    columns = [ids.gather(case).alias("id"), pl.Series("rank", rank, dtype=pl.Int64), fields["file"],
+               fields["chunk_id"], fields["score"], pl.Series("relevant", match.relevant.astype(bool)), file_match]
+    if texts is not None:
+        columns.insert(4, texts.alias("text"))
+    return pl.DataFrame(columns)
+
+
+class _ChunkSpool:
+    """``chunks.parquet`` written while the run is scored: each slice's chunk rows, texts included, go to
+    Polars' Parquet writer (the one :meth:`_ChunkSource.write` uses, on a thread of its own so that the scoring
+    stays in the main thread, where Ctrl-C and SIGTERM are seen), fed through a short queue (a slice or two in
+    memory). Only a run in golden order can be written this way; :meth:`kept` says whether the file is the
+    chunk table, and removes it if not."""
+
+    _DONE = object()
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.in_order = True  # every slice so far came after the previous one in the golden set
+        self._last = -1
+        self._rows = 0
+        self._marks: List[pl.DataFrame] = []  # relevant and file_match of the rows written, to check at the end
+        self._schema: Optional[pl.Schema] = None
+        self._queue: "queue.Queue[Any]" = queue.Queue(maxsize=1)
+        self._stopped = threading.Event()
+        self._error: Optional[BaseException] = None
+        self._thread: Optional[threading.Thread] = None
+
+    def add(self, positions: np.ndarray, part: pl.DataFrame) -> None:
+        """Write the chunk rows of one slice (its cases at golden ``positions``)."""
+        if not self.in_order:
+            return
+        if len(positions) and (positions[0] <= self._last or np.any(np.diff(positions) <= 0)):
+            self._give_up()
+            return
+        if len(positions):
+            self._last = int(positions[-1])
+        if self._schema is None:
+            self._start(part.schema)
+        elif part.schema != self._schema:
+            self._give_up()
+            return
+        self._marks.append(part.select("relevant", "file_match"))
+        self._rows += part.height
+        self._put(part)
+
+    def close(self) -> None:
+        """Wait for the writer to finish the file (a failed write raises, naming the file)."""
+        if self._thread is not None:
+            self._put(self._DONE)
+            self._ended()
+
+    def stop(self) -> None:
+        """End the writer (after :meth:`close`, or when scoring failed: the file is then incomplete)."""
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def kept(self, source: "_ChunkSource") -> bool:
+        """Is the file written the chunk table of ``source`` (the same rows, columns and marks)? If not, it is
+        removed and the table is written again from the texts (:meth:`_ChunkSource.write`)."""
+        if self._schema is not None and self.in_order and source.assembled.chunk_order is None:
+            marks = source._marks()
+            written = {name: dtype for name, dtype in self._schema.items() if name != "text"}
+            if (marks.height == self._rows and dict(marks.schema) == written
+                    and marks.select("relevant", "file_match").equals(pl.concat(self._marks), null_equal=True)):
+                return True
+        self.path.unlink(missing_ok=True)
+        return False
+
+    def _start(self, schema: pl.Schema) -> None:
+        self._schema = schema
+        self._thread = threading.Thread(target=self._write, name="ragmeter-chunks", daemon=True)
+        self._thread.start()
+
+    def _give_up(self) -> None:
+        """Stop writing: the slices are not in golden order (or not of one schema); :meth:`kept` removes the file."""
+        self.in_order = False
+        self._marks = []
+        self.stop()
+
+    def _put(self, item: Any) -> None:
+        """Hand ``item`` to the writer, waiting while it is a slice behind; a writer that failed raises its error."""
+        assert self._thread is not None
+        while self._thread.is_alive():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+        self._ended()
+
+    def _ended(self) -> None:
+        """Join the writer's thread; raise its error if it had one."""
+        assert self._thread is not None
+        self._thread.join()
+        self._thread = None
+        if self._error is not None:
+            raise self._error
+
+    def _write(self) -> None:
+        from polars.io.plugins import register_io_source
+
+        from ragmeter._io import _write_error
+
+        assert self._schema is not None
+        try:
+            register_io_source(io_source=self._parts, schema=self._schema).sink_parquet(self.path)
+        except _Stopped:
+            pass
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            self._error = _write_error(exc, self.path)
+        except BaseException as exc:  # noqa: BLE001 - raised in the main thread by close()
+            self._error = exc
+
+    def _parts(self, with_columns: Any, predicate: Any, n_rows: Any, batch_size: Any) -> Iterator[pl.DataFrame]:
+        while True:
+            try:
+                part = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                if self._stopped.is_set():
+                    raise _Stopped() from None
+                continue
+            if part is self._DONE:
+                return
+            yield part if with_columns is None else part.select(with_columns)
+
+
+class _Stopped(Exception):
+    """The writer of a :class:`_ChunkSpool` was stopped before the last slice (scoring failed or gave up)."""
 
 
 class _ChunkSource:
@@ -281,17 +447,7 @@ class _ChunkSource:
 
     def _marks(self) -> pl.DataFrame:
         """Every column of the chunk table but the text, in golden order."""
-        match = self.assembled.match
-        lengths = np.diff(match.chunk_offsets)
-        case = np.repeat(np.arange(len(lengths)), lengths)
-        rank = np.arange(len(case), dtype=np.int64) - np.repeat(match.chunk_offsets[:-1], lengths) + 1
-        file_match = pl.Series("file_match", match.file_match.astype(bool))
-        if match.file_placeholder is not None:  # a chunk without a file: unknown, not a match
-            file_match = file_match.set(pl.Series(match.file_placeholder), None)
-        return pl.DataFrame([self.ids.gather(case).alias("id"), pl.Series("rank", rank, dtype=pl.Int64),
-                             self.assembled.fields["file"], self.assembled.fields["chunk_id"],
-                             self.assembled.fields["score"], pl.Series("relevant", match.relevant.astype(bool)),
-                             file_match])
+        return _chunk_table(self.ids, self.assembled.match, self.assembled.fields)
 
     def _texts(self) -> Iterator[pl.Series]:
         return _texts_again(self.reader)
@@ -337,12 +493,14 @@ class _ChunkSource:
 class StreamedScoreResult(ScoreResult):
     """A :class:`ScoreResult` whose chunk table is read from the run file when asked for (see the module docs)."""
 
-    def __init__(self, cases: pl.DataFrame, by_category: pl.DataFrame, summary: Any, chunk_source: _ChunkSource) -> None:
+    def __init__(self, cases: pl.DataFrame, by_category: pl.DataFrame, summary: Any, chunk_source: _ChunkSource,
+                 spooled: Optional[Path] = None) -> None:
         self.cases = cases
         self.by_category = by_category
         self.summary = summary
         self._chunk_source = chunk_source
         self._chunks: Optional[pl.DataFrame] = None
+        self._spooled = spooled  # chunks.parquet, written while scoring (score_parquet's chunks_to)
 
     @property  # type: ignore[override]
     def chunks(self) -> pl.DataFrame:
@@ -351,8 +509,13 @@ class StreamedScoreResult(ScoreResult):
         return self._chunks
 
     def _write_chunks(self, path: Path) -> None:
-        """``chunks.parquet`` slice by slice from the run file, unless the table is already in memory."""
-        if self._chunks is not None:
+        """``chunks.parquet``: the file written while scoring (moved there the first time), else slice by slice
+        from the run file, unless the table is already in memory."""
+        spooled, self._spooled = self._spooled, None
+        if spooled is not None and spooled.is_file():
+            if spooled != path:
+                os.replace(spooled, path)
+        elif self._chunks is not None:
             super()._write_chunks(path)
         else:
             self._chunk_source.write(path)

@@ -39,7 +39,7 @@ from ragmeter import _core
 from ragmeter.dataset import check_run_against_golden, load_golden, load_run
 from ragmeter.evidence import EvidenceMatch, match_relevance, phrases_in_texts, retrieved_columns
 
-__all__ = ["score", "sweep", "ScoreResult", "CASE_COLUMNS", "aggregate"]
+__all__ = ["score", "score_into", "sweep", "ScoreResult", "CASE_COLUMNS", "aggregate"]
 
 CASE_COLUMNS = [
     "id", "category", "labeled", "hit", "first_relevant_rank", "reciprocal_rank", "average_precision",
@@ -79,16 +79,21 @@ class ScoreResult:
     def write(self, out_dir: Any) -> None:
         """Write ``cases.parquet``, ``chunks.parquet``, ``summary.json`` and ``warnings.json`` (all or
         nothing; ragmeter outputs of an earlier run in ``out_dir`` are removed, other files kept)."""
-        from ragmeter._io import results_folder, strict_json, write_frame, write_text
+        from ragmeter._io import results_folder
+
+        with results_folder(out_dir) as tmp:
+            self._write_files(tmp)
+
+    def _write_files(self, folder: Path) -> None:
+        """The four files of :meth:`write`, in ``folder`` (a results folder's temporary area)."""
+        from ragmeter._io import strict_json, write_frame, write_text
         from ragmeter._warnings import for_disk, full_list
 
         files = ["cases.parquet", "chunks.parquet", "warnings.json", "summary.json"]
-        with results_folder(out_dir) as tmp:
-            write_frame(self.cases, tmp / "cases.parquet")
-            self._write_chunks(tmp / "chunks.parquet")
-            write_text(tmp / "warnings.json", strict_json(full_list(self.summary)) + "\n")
-            write_text(tmp / "summary.json", strict_json({**for_disk(self.summary), "files": files}) + "\n")
-
+        write_frame(self.cases, folder / "cases.parquet")
+        self._write_chunks(folder / "chunks.parquet")
+        write_text(folder / "warnings.json", strict_json(full_list(self.summary)) + "\n")
+        write_text(folder / "summary.json", strict_json({**for_disk(self.summary), "files": files}) + "\n")
 
     def _write_chunks(self, path: Path) -> None:
         from ragmeter._io import write_frame
@@ -138,12 +143,29 @@ def score(golden: Any, run: Any, k: int = 5) -> ScoreResult:
     texts are matched and let go, never all in memory; ``chunks`` and :meth:`ScoreResult.write` read them
     again from the file. Other runs are loaded whole.
     """
+    return _score(golden, run, k)
+
+
+def score_into(golden: Any, run: Any, out_dir: Any, k: int = 5) -> ScoreResult:
+    """:func:`score`, then :meth:`ScoreResult.write` into ``out_dir`` (what ``ragmeter score --out`` does); the
+    results folder is opened first, so that a Parquet run's ``chunks.parquet`` is written while it is scored
+    instead of from a second read of its texts. All or nothing, as :meth:`ScoreResult.write`: a run that
+    cannot be scored leaves ``out_dir`` as it was."""
+    from ragmeter._io import results_folder
+
+    with results_folder(out_dir) as tmp:
+        result = _score(golden, run, k, chunks_to=tmp / "chunks.parquet")
+        result._write_files(tmp)
+    return result
+
+
+def _score(golden: Any, run: Any, k: int, chunks_to: Optional[Path] = None) -> ScoreResult:
     from ragmeter.dataset import _is_parquet, _is_path
 
     if _is_path(run) and _is_parquet(Path(run)):
         from ragmeter._stream_score import score_parquet
 
-        return score_parquet(golden, Path(run), k)
+        return score_parquet(golden, Path(run), k, chunks_to=chunks_to)
     return _score_prepared(_prepared_match(golden, run, run_wide=True), k)
 
 

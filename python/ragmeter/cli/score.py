@@ -17,11 +17,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragmeter.retrieval import score
+    from ragmeter.retrieval import score, score_into
 
-    result = score(args.golden, args.run, k=args.k)
     if args.out:
-        result.write(args.out)
+        result = score_into(args.golden, args.run, args.out, k=args.k)
+    else:
+        result = score(args.golden, args.run, k=args.k)
     from ragmeter.cli._tables import make_console, print_audit_pointer, print_score
 
     if args.json:
