@@ -1,7 +1,10 @@
 """Judging on Ray: many worker tasks, one rate controller. ``ragmeter.ray.judge_dataset(data, config, workers=2)``.
 
-The rows are cut into batches (slices of a Ray Dataset's blocks, or of a list of records). Each batch is judged by
-one Ray task running the judge engine of :mod:`ragmeter.judge.runner` unchanged: the same prompts, retries,
+The rows are cut into batches (slices of a Ray Dataset's blocks, or of a list of records). ``workers`` long-lived
+Ray actors pull the batches from one queue, two in hand each (the next one fills the slots the tail of the last
+one leaves), on one HTTP session each: the endpoint is checked (``GET /models``) and probed (its first request
+alone) once per worker, not once per batch. Each batch runs the judge engine of :mod:`ragmeter.judge.runner`
+unchanged: the same prompts, retries,
 repair turn, budget doubling and row statuses, so the rows equal those of ``ragmeter.judge.run`` on the same
 data (but for latencies and what came from the cache). What the workers share lives in one Ray actor, the
 *controller*:
@@ -13,9 +16,14 @@ data (but for latencies and what came from the cache). What the workers share li
 * the judge cache, whose only writer it is (workers read through it too, so it need not be on their node);
 * the budget, and the run's stop (a refused key seen by one worker stops them all).
 
-Failures. A worker that dies (its process killed, its node lost) loses its attempt, never a row: the batch is run
-again (``retries`` times), and the replies committed before the death are replayed from the cache, not paid
-again. A batch still failing, or a worker stopped by the endpoint, ends the run with
+Failures. A worker that dies (its process killed, its node lost) loses its attempts, never a row: the batches it
+held are run again by a new worker (``retries`` times), and the replies committed before the death are replayed
+from the cache, not paid again. A controller that dies stops the run (:class:`~ragmeter.judge.stop.JudgeStopped`,
+kind ``controller_died``, exit status 2): without it there is no shared limit, budget or cache writer, and a new one
+would not know what the old one had spent. Each worker stops at its next ask; a reply it received whose commit the
+controller did not acknowledge goes back to the driver, which writes it to the cache (the controller runs on the
+driver's node, so the cache path is the driver's file); the error names the unfinished batches, and a rerun with
+the same cache pays for nothing twice. A batch still failing, or a worker stopped by the endpoint, ends the run with
 :class:`~ragmeter.judge.stop.JudgeStopped` naming the batch. Before any call, every block's columns are compared
 and a block whose schema differs, or an id in two batches, is an :class:`~ragmeter.errors.InputError` naming the
 batch. An address where no cluster answers is one :class:`~ragmeter.errors.InputError` line.
@@ -548,23 +556,24 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
         raise InputError(f"--budget needs a price for model {cfg.model!r}: pass --price IN,OUT or --prices FILE")
     connect(address)
     started = time.monotonic()
+    custom = {m: METRICS[m] for m in cfg.metrics if m not in BUILTIN_METRICS}
     records = None if hasattr(data, "to_arrow_refs") else list(data)
-    if records is None:
+    if records is None:  # before the workers take their CPUs: reading the dataset needs some
         batches = _dataset_batches(data, batch_size)
         sample = _first_rows(batches, 100)
     else:
         batches = _record_batches(records, batch_size)
         sample = records
     check_metrics(_cases(sample, cfg), cfg)  # ids unique; a custom metric that cannot run: before any call
-    custom = {m: METRICS[m] for m in cfg.metrics if m not in BUILTIN_METRICS}
     controller = _start_controller(cfg)
+    crew = _Run(cfg, custom, controller, workers, retries)  # the workers start while the cache opens
     try:
         opened = ray.get(controller.open.remote())
         if opened is not None:
             from ragmeter.judge.cache import CacheError
 
             raise CacheError(opened)
-        results = _Run(batches, cfg, custom, controller, workers, retries).run()
+        results = crew.run(batches)
         try:
             state = ray.get(controller.state.remote())
         except ray.exceptions.RayActorError as err:
@@ -581,6 +590,8 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
     except BaseException:
         _finish(controller)
         raise
+    finally:
+        crew.close()
     note = _finish(controller)
     if note:
         log.warning("%s", note.lstrip("; "))
@@ -656,15 +667,15 @@ class _Run:
     :data:`DEPTH` in hand); a worker that dies gives its batches back (each run again up to ``retries`` times) and
     a new actor takes its place."""
 
-    def __init__(self, batches: List[_Batch], cfg: Any, custom: Dict[str, Any], controller: Any, workers: int,
-                 retries: int) -> None:
+    def __init__(self, cfg: Any, custom: Dict[str, Any], controller: Any, workers: int, retries: int) -> None:
         import ray
 
         self.actor_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0,
                                       max_concurrency=DEPTH)(_Worker)
-        self.batches, self.total = batches, len(batches)
         self.cfg, self.custom, self.controller, self.retries = cfg, custom, controller, retries
-        self.todo = sorted(batches, key=lambda b: -b.index)  # a stack: the first batch on top
+        self.batches: List[_Batch] = []
+        self.total = 0
+        self.todo: List[_Batch] = []
         self.running: Dict[Any, Tuple[_Batch, str, _Hand]] = {}
         self.starting: Dict[Any, _Hand] = {}
         self.crew: List[_Hand] = []
@@ -673,11 +684,13 @@ class _Run:
         for _ in range(workers):
             self.hire()
 
-    def run(self) -> List[Dict[str, Any]]:
+    def run(self, batches: List[_Batch]) -> List[Dict[str, Any]]:
         import ray
 
         from ragmeter.judge.stop import JudgeStopped
 
+        self.batches, self.total = batches, len(batches)
+        self.todo = sorted(batches, key=lambda b: -b.index)  # a stack: the first batch on top
         try:
             while self.todo or self.running:
                 self.dispatch()
@@ -694,10 +707,14 @@ class _Run:
             self.controller.trip.remote("stopped", "another batch failed")
             self.wind_down()
             raise
-        finally:
-            for hand in self.crew:
-                ray.kill(hand.actor)
         return [self.results[b.index] for b in self.batches]
+
+    def close(self) -> None:
+        import ray
+
+        for hand in self.crew:
+            ray.kill(hand.actor)
+        self.crew = []
 
     # -- workers and batches
     def hire(self) -> None:
