@@ -339,11 +339,16 @@ class _Progress:
 def fit_cells(text: str, width: int) -> str:
     """``text`` cut to ``width`` terminal cells: a wide (CJK) character takes two, and one that would be cut in
     half is left out (a line longer than the terminal wraps, and the carriage return then redraws only its end)."""
-    from rich.cells import cell_len, set_cell_size
+    from rich.cells import cell_len, get_character_cell_size
 
     if cell_len(text) <= width:
         return text
-    return set_cell_size(text, width).rstrip(" ")
+    used = 0
+    for i, char in enumerate(text):
+        used += get_character_cell_size(char)
+        if used > width:
+            return text[:i]
+    return text
 
 
 def _rate_fields(limits: Limits) -> List[str]:
