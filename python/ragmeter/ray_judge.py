@@ -36,7 +36,7 @@ import logging
 import time
 from array import array
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Type
 
 from ragmeter.errors import InputError
 
@@ -300,7 +300,7 @@ class _SharedBudget:
             self.controller.budget_settle.remote(estimate, actual)
 
 
-def _actor_died() -> type:
+def _actor_died() -> Type[BaseException]:
     from ray.exceptions import RayActorError
 
     return RayActorError
@@ -310,7 +310,7 @@ def _actor_died() -> type:
 CONTROLLER_DIED = "controller_died"
 
 
-def _controller_died(stop: Any, exc: BaseException) -> None:
+def _controller_died(stop: Any, exc: BaseException) -> NoReturn:
     """The controller is gone (no limits, no cache writer, no budget): stop this worker."""
     from ragmeter.judge.stop import Halt
 
@@ -670,7 +670,7 @@ class _Run:
     def __init__(self, cfg: Any, custom: Dict[str, Any], controller: Any, workers: int, retries: int) -> None:
         import ray
 
-        self.actor_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0,
+        self.actor_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0,  # type: ignore[call-overload]
                                       max_concurrency=DEPTH)(_Worker)
         self.cfg, self.custom, self.controller, self.retries = cfg, custom, controller, retries
         self.batches: List[_Batch] = []
