@@ -320,7 +320,8 @@ def report(out: dict, args: argparse.Namespace, cpu_runs: Optional[dict] = None)
              f"{args.cases} cases x 1 call (metric correctness), {args.latency * 1000:.0f} ms server latency, "
              f"concurrency {args.concurrency}, retries up to 8 attempts; the server is tests/judge/fakeserver.py in its "
              f"own process. {runs} run(s) of each; median (min-max). The serialising server runs with --timeout 2 s.",
-             "", _ragas_line(out, args), "", "| scenario | policy | wall s | requests | 429s | time-outs | abandoned by the client | client CPU s "
+             "", _ragas_line(out, args),
+             "", "| scenario | policy | wall s | requests | 429s | time-outs | abandoned by the client | client CPU s "
              "| cases lost | middle of the run /s | load avg before |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (scenario, policy), rs in out.items():
         lines.append(f"| {scenario} | {policy} | {_spread([r['wall'] for r in rs])} | "

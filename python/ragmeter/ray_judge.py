@@ -842,7 +842,8 @@ class _Run:
         left = [b.index for b in self.batches if b.index not in self.results]
         if not left:
             return "every batch had finished (its replies are in the cache)"
-        return f"unfinished: batch{'es' * (len(left) > 1)} {_ranges(left)} of {self.total} (none of their rows is returned)"
+        return (f"unfinished: batch{'es' * (len(left) > 1)} {_ranges(left)} of {self.total} "
+                f"(none of their rows is returned)")
 
 
 def _ranges(numbers: List[int]) -> str:
@@ -867,8 +868,8 @@ def _write_unacknowledged(entries: List[Tuple[str, Dict[str, Any], str, str]], c
     try:
         cache: Any = Cache(cfg.cache)
     except CacheError:
-        cache = _Facts(unsaved=[(k, _json.dumps(v).decode("utf-8"), p, m, time.time()) for k, v, p, m in unique.values()],
-                       written=0)
+        rows = [(k, _json.dumps(v).decode("utf-8"), p, m, time.time()) for k, v, p, m in unique.values()]
+        cache = _Facts(unsaved=rows, written=0)
     else:
         with cache:
             for key, value, prompt, model in unique.values():
