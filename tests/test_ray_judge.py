@@ -271,3 +271,34 @@ def test_a_controller_that_dies_stops_the_run_keeping_every_paid_reply(ray_clust
     assert again.summary["calls"] == 36 - paid  # the rest is replayed, nothing is lost
     assert frame["cached"].sum() == paid
     assert server.requests == 36 and set(server.count_by_key.values()) == {1}  # nothing was sent twice
+
+
+def test_sibling_clients_share_one_session_and_one_endpoint_check(server):
+    """What a worker actor does for its batches (no cluster needed): one GET /models, one lone first request, one
+    session that outlives the batches' clients; each batch its own statistics."""
+    import asyncio
+
+    from ragmeter.judge import Limits
+    from ragmeter.judge.client import ClientConfig, JudgeClient
+
+    server.latency = 0.05
+
+    async def main():
+        base = JudgeClient(ClientConfig(base_url=server.base_url, model="gpt-4o-mini", api_key="sk-unused"),
+                           Limits(4))
+        await base.check_endpoint()
+        batches = [base.sibling(Limits(4)) for _ in range(2)]
+        msgs = [{"role": "user", "content": "Task: correctness (prompt v1)"}, {"role": "user", "content": "{}"}]
+        await asyncio.gather(*(b.chat(msgs, max_tokens=50) for b in batches for _ in range(3)))
+        for b in batches:
+            await b.close()
+        assert base._session is not None and not base._session.closed  # the worker's session outlives them
+        await base.close()
+        return base, batches
+
+    base, batches = asyncio.run(main())
+    assert server.models_requests == 1 and base.stats.preflight_requests == 1
+    assert [b.stats.requests for b in batches] == [3, 3] and server.requests == 6
+    assert all(b.stats.preflight_requests == 0 for b in batches)
+    first, *rest = sorted(server.log, key=lambda r: r["t_in"])
+    assert first["t_out"] <= min(r["t_in"] for r in rest)  # one lone first request for both batches, not one each
