@@ -533,13 +533,15 @@ def _record_batches(records: Sequence[Any], batch_size: int) -> List[_Batch]:
 # -- the run -------------------------------------------------------------------------------------------------
 def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size: int = 64, retries: int = 1,
                   address: Optional[str] = None, **options: Any) -> Any:
-    """Judge the rows of ``data`` (a Ray Dataset, or a list of records) with ``workers`` Ray tasks under one
+    """Judge the rows of ``data`` (a Ray Dataset, or a list of records) with ``workers`` Ray actors under one
     shared rate controller; returns a :class:`~ragmeter.judge.runner.JudgeResult` whose rows and summary are
     those of :func:`ragmeter.judge.run_sync` on the same rows (in the same order), with a ``ray`` section.
 
     ``config`` is a :class:`~ragmeter.judge.JudgeConfig` (or pass its options as keywords); ``rpm``, ``tpm``,
-    ``concurrency`` and ``budget`` are totals across every worker. ``batch_size``: rows per task. ``retries``:
-    how many times a batch whose worker died is run again. ``address``: the cluster to join when not joined yet.
+    ``concurrency`` and ``budget`` are totals across every worker. ``batch_size``: rows per batch (a worker
+    holds two at once). ``retries``: how many times a batch whose worker died is run again. A controller that
+    dies raises :class:`~ragmeter.judge.stop.JudgeStopped` of kind ``controller_died`` (see the module's doc).
+    ``address``: the cluster to join when not joined yet.
     """
     import ray
 
