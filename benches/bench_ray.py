@@ -2,6 +2,7 @@
 
     python benches/bench_ray.py                       # --repeat 2; writes benches/RESULTS_ray.md
     python benches/bench_ray.py --cases 5000 --judge-cases 100 --no-write
+    python benches/bench_ray.py --only judge --no-write   # the judging half only
 
 In one run, side by side on the same data:
 
@@ -149,6 +150,7 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[50, 150], help="cases per judge batch")
     ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--only", choices=("score", "judge"), help="run one of the two parts")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
 
@@ -161,8 +163,10 @@ def main() -> int:
     rows: list = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            bench_scoring(args, Path(tmp), rows)
-            bench_judging(args, Path(tmp), rows)
+            if args.only in (None, "score"):
+                bench_scoring(args, Path(tmp), rows)
+            if args.only in (None, "judge"):
+                bench_judging(args, Path(tmp), rows)
     finally:
         ray.shutdown()
     text = report(args, rows, startup, startup_load)

@@ -69,6 +69,180 @@ def start_server(latency: float, *extra: str) -> tuple[subprocess.Popen, int]:
     return proc, port
 
 
+# -- ragas side by side (benches/judge_policies.py runs it in every scenario when ragas is installed) ------------
+#: where ragas lives: its own venv that sees the shared packages (scripts/test.sh, RAGMETER_ECOSYSTEM=1, builds it)
+ECOSYSTEM_VENVS = [Path(p) for p in os.environ.get("RAGMETER_ECOSYSTEM_VENV", "").split(os.pathsep) if p] + [
+    ROOT / "target" / "ecosystem-venv", Path("/work/main/target/ecosystem-venv")]
+#: the ragas metric run: one verdict per case, as ragmeter's correctness (faithfulness would be two calls a case)
+RAGAS_METRIC = "AspectCritic (strictness 1: one call a case, a 0/1 verdict)"
+
+
+def ragas_python() -> tuple[str | None, str]:
+    """(python of a venv where ``import ragas`` works, its version) or (None, why not)."""
+    for venv in ECOSYSTEM_VENVS:
+        python = venv / "bin" / "python"
+        if not python.exists():
+            continue
+        probe = subprocess.run([str(python), "-c", "import ragas; print(ragas.__version__)"], capture_output=True,
+                               text=True, timeout=120, env={**os.environ, **RAGAS_ENV})
+        if probe.returncode == 0:
+            return str(python), probe.stdout.strip()
+    return None, ("ragas is not installed: no venv with it at " + ", ".join(map(str, ECOSYSTEM_VENVS))
+                  + " (RAGMETER_ECOSYSTEM=1 bash scripts/test.sh builds target/ecosystem-venv)")
+
+
+#: no telemetry, no hub, no tracing; the key is a dummy (the server is local)
+RAGAS_ENV = {"RAGAS_DO_NOT_TRACK": "true", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+             "LANGCHAIN_TRACING_V2": "false", "OPENAI_API_KEY": "sk-dummy-local"}
+
+
+def start_ragas_server(latency: float, *extra: str) -> tuple[subprocess.Popen, int]:
+    """tests/judge/fakeserver.py's server (the same latency, 429s, bucket and serialising modes) answering ragas's
+    prompts, in its own process: ``python benches/judge_bench.py --serve-ragas ...``."""
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve-ragas", "--latency", str(latency),
+                             *extra], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, int(proc.stdout.readline().strip())
+
+
+def ragas_reply(prompt: str) -> dict:
+    """A well-formed answer to a ragas prompt, from the input it ends with (``input: {...}\nOutput: ``): an
+    AspectCritic verdict, or faithfulness's statements and their verdicts."""
+    import json
+    import re
+
+    start = prompt.rfind("input: ")
+    try:
+        data = json.loads(prompt[start + len("input: "):prompt.rfind("Output:")]) if start >= 0 else {}
+    except ValueError:
+        data = {}
+    text = json.dumps(data).lower()
+    if "statements" in data and "context" in data:  # faithfulness, NLI over the statements
+        return {"statements": [{"statement": st, "reason": "r", "verdict": int(st.lower() in text)}
+                               for st in data["statements"]]}
+    if "StatementGeneratorOutput" in prompt:
+        return {"statements": [x.strip() for x in re.split(r"[.!?]+", data.get("answer", "")) if x.strip()]}
+    return {"reason": "fake verdict", "verdict": int("blue" in text)}
+
+
+def serve_ragas(argv: list) -> int:
+    import argparse as ap_
+
+    sys.path.insert(0, str(ROOT / "tests" / "judge"))
+    import fakeserver
+
+    class RagasServer(fakeserver.FakeServer):
+        async def _chat(self, request):  # type: ignore[no-untyped-def]
+            body, info = await self._common(request, "chat")
+            prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
+            return await self._act(request, info, lambda: __import__("json").dumps(ragas_reply(prompt)))
+
+    parser = ap_.ArgumentParser()
+    for flag in ("--latency", "--random-429"):
+        parser.add_argument(flag, type=float, default=0.0)
+    parser.add_argument("--bucket-rps", type=float, default=None)
+    parser.add_argument("--bucket-burst", type=float, default=None)
+    parser.add_argument("--serialise", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    a = parser.parse_args(argv)
+    fakeserver.FakeServer = RagasServer  # fakeserver.main builds "FakeServer": this one
+    return fakeserver.main(["--latency", str(a.latency), "--random-429", str(a.random_429), "--seed", str(a.seed)]
+                           + (["--bucket-rps", str(a.bucket_rps)] if a.bucket_rps is not None else [])
+                           + (["--bucket-burst", str(a.bucket_burst)] if a.bucket_burst is not None else [])
+                           + (["--serialise"] if a.serialise else []))
+
+
+def loopback_guard() -> list:
+    """Refuse, and record, every connection and name look-up beyond loopback (ragas must send nothing outside)."""
+    import ipaddress
+    import socket
+
+    outside: list = []
+    connect, connect_ex, getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+
+    def check(address) -> None:  # type: ignore[no-untyped-def]
+        if not isinstance(address, tuple) or address[0] in (None, "", "localhost"):
+            return
+        try:
+            if ipaddress.ip_address(str(address[0]).split("%")[0]).is_loopback:
+                return
+        except ValueError:
+            pass
+        outside.append(repr(address[:2]))
+        raise OSError(f"judge_bench: connection to {address!r} refused (loopback only)")
+
+    socket.socket.connect = lambda self, a: (check(a), connect(self, a))[1]  # type: ignore[method-assign]
+    socket.socket.connect_ex = lambda self, a: (check(a), connect_ex(self, a))[1]  # type: ignore[method-assign]
+    socket.getaddrinfo = lambda host, *x, **k: (check((host,)), getaddrinfo(host, *x, **k))[1]  # type: ignore
+    return outside
+
+
+def ragas_child(argv: list) -> int:
+    """In the ecosystem venv: ragas's evaluate() on N cases against ``--base-url``; one JSON line on stdout."""
+    import argparse as ap_
+    import json
+    import math
+    import warnings
+
+    parser = ap_.ArgumentParser()
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--cases", type=int, default=300)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--timeout", type=float, default=30.0)
+    a = parser.parse_args(argv)
+    os.environ.update(RAGAS_ENV)
+    os.environ["OPENAI_BASE_URL"] = a.base_url
+    outside = loopback_guard()
+    warnings.simplefilter("ignore")
+    from langchain_openai import ChatOpenAI
+    from ragas import EvaluationDataset, SingleTurnSample, evaluate
+    from ragas.llms import LangchainLLMWrapper
+    from ragas.metrics import AspectCritic
+    from ragas.run_config import RunConfig
+
+    samples = [SingleTurnSample(user_input=f"What colour is product {i}?", response=f"Product {i} is blue.",
+                                reference=f"Product {i} is blue", retrieved_contexts=[f"product {i} is blue"])
+               for i in range(a.cases)]
+    # the openai client's own retries (Retry-After honoured) under ragas's: 8 attempts in all, as ragmeter's runs
+    llm = LangchainLLMWrapper(ChatOpenAI(model="gpt-4o-mini", base_url=a.base_url, api_key="sk-dummy-local",
+                                         timeout=a.timeout, max_retries=7))
+    metric = AspectCritic(name="correct", definition="Is the response correct given the reference?", llm=llm)
+    t0, c0 = time.monotonic(), time.process_time()
+    result = evaluate(EvaluationDataset(samples=samples), metrics=[metric], llm=llm, show_progress=False,
+                      run_config=RunConfig(max_workers=a.concurrency, timeout=max(a.timeout, 30.0), max_retries=1),
+                      raise_exceptions=False)
+    wall, cpu = time.monotonic() - t0, time.process_time() - c0
+    scores = [s.get("correct") for s in result.scores]
+    scored = sum(1 for v in scores if isinstance(v, (int, float)) and not math.isnan(v))
+    print(json.dumps({"wall": wall, "cpu": cpu, "scored": scored, "cases": a.cases, "outside_calls": outside}))
+    return 0
+
+
+def run_ragas(python: str, latency: float, extra: list, cases: int, concurrency: int, timeout: float) -> dict:
+    """One ragas run against a fresh server of the scenario ``extra``: what the child measured and what the server
+    saw (requests, 429s, answer times)."""
+    import json
+
+    proc, port = start_ragas_server(latency, *extra)
+    try:
+        child = subprocess.run([python, str(Path(__file__).resolve()), "--ragas-child", "--base-url",
+                                f"http://127.0.0.1:{port}/v1", "--cases", str(cases), "--concurrency",
+                                str(concurrency), "--timeout", str(timeout)], capture_output=True, text=True,
+                               timeout=1800, env={**os.environ, **RAGAS_ENV})
+    finally:
+        proc.terminate()
+        tail = proc.stdout.read() if proc.stdout else ""
+        proc.wait(10)
+    seen = json.loads(tail.strip().splitlines()[-1]) if tail.strip() else {}
+    lines = child.stdout.strip().splitlines()
+    if child.returncode != 0 or not lines:
+        raise RuntimeError(f"ragas run failed (exit {child.returncode}): {child.stderr.strip()[-2000:]}")
+    out = json.loads(lines[-1])
+    out.update(server_requests=seen.get("requests"), server_429=seen.get("throttled"),
+               abandoned=seen.get("abandoned"), ok_times=seen.get("ok_times") or [])
+    return out
+
+
 def messages(i: int):
     from ragmeter.judge.prompts import CORRECTNESS
 
@@ -167,6 +341,10 @@ def one_run(args: argparse.Namespace, base: str, tmp: str, k: int) -> dict:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--serve-ragas"]:
+        return serve_ragas(sys.argv[2:])
+    if sys.argv[1:2] == ["--ragas-child"]:
+        return ragas_child(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--rpm", type=float, default=600)

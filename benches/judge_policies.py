@@ -1,4 +1,4 @@
-"""Side by side: the fixed rate policy (global pause on Retry-After) and the adaptive one (judge.rate).
+"""Side by side: the fixed rate policy (global pause on Retry-After), the adaptive one (judge.rate), and ragas.
 
 Each scenario runs ``ragmeter.judge.run`` (metric correctness: one call per case) against
 tests/judge/fakeserver.py in its own process: clean; 20% random 429s with ``Retry-After: 1``; a hidden
@@ -9,6 +9,10 @@ middle of the run (completions between 25% and 75% of the cases, over their span
 
     python benches/judge_policies.py --runs 3          # writes the section of benches/RESULTS_judge.md
     python benches/judge_policies.py --cases 100 --no-write
+    python benches/judge_policies.py --runs 2 --cpu-calls 0 --no-write   # the scenarios only
+
+ragas runs when a venv with it is found (target/ecosystem-venv, or RAGMETER_ECOSYSTEM_VENV): see
+benches/judge_bench.py (ragas_python, run_ragas); the report says so when it is absent.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "benches"))
 
-from judge_bench import loadavg, start_server  # noqa: E402
+from judge_bench import RAGAS_METRIC, loadavg, ragas_python, run_ragas, start_server  # noqa: E402
 
 SCENARIOS = {
     "clean": [],
@@ -77,6 +81,16 @@ def one(scenario: str, policy: str, args: argparse.Namespace, tmp: str, k: int) 
             "server_requests": seen.get("requests"), "server_429": seen.get("throttled"),
             "abandoned": seen.get("abandoned"), "lost": lost, "rate": rate,
             "sustained": middle_rate(seen.get("ok_times") or [])}
+
+
+def one_ragas(scenario: str, python: str, args: argparse.Namespace, k: int) -> dict:
+    """ragas's evaluate() on the same cases against the same scenario and seed (its own venv, its own process)."""
+    timeout = 2.0 if scenario == "serialising server" else 30.0
+    r = run_ragas(python, args.latency, SCENARIOS[scenario] + ["--seed", str(k)], args.cases, args.concurrency,
+                  timeout)
+    return {"wall": r["wall"], "cpu": r["cpu"], "requests": r["server_requests"], "throttled": r["server_429"],
+            "timeouts": float("nan"), "abandoned": r["abandoned"], "lost": r["cases"] - r["scored"],
+            "rate": {"outside_calls": r["outside_calls"]}, "sustained": middle_rate(r["ok_times"])}
 
 
 def cpu_at_600(policy: str, args: argparse.Namespace, tmp: str, k: int) -> dict:
@@ -200,7 +214,12 @@ def main() -> int:
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--cpu-calls", type=int, default=300, help="calls of the CPU measure at --rpm 600 (0: skip it)")
+    ap.add_argument("--no-ragas", action="store_true", help="leave ragas out even when its venv is there")
     args = ap.parse_args()
+    ragas, ragas_version = (None, "left out (--no-ragas)") if args.no_ragas else ragas_python()
+    args.ragas_note = (f"ragas {ragas_version} ({ragas}), metric {RAGAS_METRIC}" if ragas else
+                       f"ragas: not run, {ragas_version}")
+    print(args.ragas_note, file=sys.stderr)
     out = {}
     cpu_runs: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -228,6 +247,14 @@ def main() -> int:
                           f"{r['requests']} requests, {r['throttled']} 429s, {r['timeouts']} time-outs, "
                           f"CPU {r['cpu']:.2f} s, lost {r['lost']}, middle {r['sustained']:.1f}/s, "
                           f"rate {r['rate']}", file=sys.stderr)
+                if ragas:
+                    load = loadavg()
+                    r = one_ragas(scenario, ragas, args, k)
+                    r["load"] = load
+                    out.setdefault((scenario, f"ragas {ragas_version}"), []).append(r)
+                    print(f"run {k + 1} {scenario:20s} ragas    load {load}: {r['wall']:.2f} s, {r['requests']} "
+                          f"requests, {r['throttled']} 429s, CPU {r['cpu']:.2f} s, lost {r['lost']}, middle "
+                          f"{r['sustained']:.1f}/s, outside calls {len(r['rate']['outside_calls'])}", file=sys.stderr)
     text = report(out, args, cpu_runs)
     print(text)
     if not args.no_write:
@@ -272,6 +299,20 @@ def _bound_lines(out: dict, args: argparse.Namespace, clean: float) -> list:
     return lines
 
 
+def _ragas_line(out: dict, args: argparse.Namespace) -> str:
+    note = getattr(args, "ragas_note", "ragas: not run")
+    ragas = [r for (_, policy), rs in out.items() if policy.startswith("ragas") for r in rs]
+    if not ragas:
+        return note + "."
+    outside = sum(len(r["rate"]["outside_calls"]) for r in ragas)
+    return (f"{note}: ragas's evaluate() in its own process from that venv, against the same server (tests/judge/"
+            f"fakeserver.py's modes, answering ragas's prompts: benches/judge_bench.py --serve-ragas) with the same "
+            f"seed, max_workers {args.concurrency}, the OpenAI client's retries (Retry-After honoured; 8 attempts in "
+            f"all), the same time-out; a dummy key and OPENAI_BASE_URL on loopback. Connections or look-ups beyond "
+            f"loopback attempted by ragas (refused and counted): {outside}. Its time-outs are not counted (n/a); "
+            f"its 429s and requests are the server's counts; cases lost = cases without a score (NaN).")
+
+
 def report(out: dict, args: argparse.Namespace, cpu_runs: Optional[dict] = None) -> str:
     cmd = f"python benches/judge_policies.py{' ' + ' '.join(sys.argv[1:]) if sys.argv[1:] else ''}"
     runs = max(len(v) for v in out.values())
@@ -279,6 +320,7 @@ def report(out: dict, args: argparse.Namespace, cpu_runs: Optional[dict] = None)
              f"{args.cases} cases x 1 call (metric correctness), {args.latency * 1000:.0f} ms server latency, "
              f"concurrency {args.concurrency}, retries up to 8 attempts; the server is tests/judge/fakeserver.py in its "
              f"own process. {runs} run(s) of each; median (min-max). The serialising server runs with --timeout 2 s.",
+             "", _ragas_line(out, args),
              "", "| scenario | policy | wall s | requests | 429s | time-outs | abandoned by the client | client CPU s "
              "| cases lost | middle of the run /s | load avg before |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (scenario, policy), rs in out.items():

@@ -133,7 +133,7 @@ def test_a_worker_that_dies_mid_batch_loses_no_row_and_pays_nothing_twice(ray_cl
     assert frame.height == 12 * 2 and frame.select("id", "metric").is_unique().all()
     assert frame["status"].to_list() == ["ok"] * 24
     assert [r["batch"] for r in res.summary["ray"]["retried"]] == [1]
-    assert "WorkerCrashedError" in res.summary["ray"]["retried"][0]["errors"][0]
+    assert "ActorDiedError" in res.summary["ray"]["retried"][0]["errors"][0]  # its worker actor died
     # the reply whose scoring killed the worker had been committed: the retry replayed it
     dying = [r for r in server.log if r["task"] == "custom-dies-once" and "Item 3 is red" in json.dumps(r["payload"])]
     assert len(dying) == 1
@@ -213,3 +213,92 @@ def test_one_budget_for_every_worker(ray_cluster, server, tmp_path):
     # a budget per worker would let each of the two batches spend up to 0.1
     assert res.summary["budget_reached"] and res.summary["judge_cost_usd"] <= 0.1
     assert server.requests == statuses.count("ok")
+
+
+def controller_killing_metric(flag: Path):
+    """A custom metric that kills the run's controller actor (rate bucket, cache writer, budget) when it scores case
+    c03, the first time only, and waits until it is dead; the replies in flight meanwhile reach the worker with
+    nobody left to commit them."""
+
+    @metric(name="kills_controller", prompt='Rate "answer". Schema: {"score": <integer>}', schema={"score": int},
+            fields=("answer",))
+    def kills_controller(reply, case):
+        if case.id == "c03" and os.getpid() != DRIVER_PID and not flag.exists():
+            import time
+
+            from ragmeter.ray_judge import CONTROLLER_NAME
+
+            flag.write_text("killed")
+            name = next(n for n in ray.util.list_named_actors() if n.startswith(CONTROLLER_NAME))
+            controller = ray.get_actor(name)
+            ray.kill(controller)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                try:
+                    ray.get(controller.state.remote(), timeout=1)
+                except ray.exceptions.RayActorError:
+                    break
+                except ray.exceptions.GetTimeoutError:
+                    pass
+            time.sleep(0.3)  # the requests in flight are answered meanwhile
+        return reply["score"] / 5
+
+    return kills_controller
+
+
+def test_a_controller_that_dies_stops_the_run_keeping_every_paid_reply(ray_cluster, server, tmp_path):
+    from ragmeter.judge.cache import Cache
+
+    server.latency = 0.1
+    cache = tmp_path / "dead.sqlite"
+    cfg = config(server, cache, metrics=("correctness", controller_killing_metric(tmp_path / "killed.flag")))
+    with pytest.raises(JudgeStopped, match=r"^the rate controller actor died \(ActorDiedError: .*\); unfinished: "
+                                           r"batch(es)? [0-9, -]+ of 3 \(none of their rows is returned\); \d+ paid "
+                                           r"replies it had not acknowledged were written to the cache by the "
+                                           r"driver; the replies committed before it died are in the cache, a rerun "
+                                           r"with the same cache resumes$") as caught:
+        judge_dataset(cases(18), cfg, workers=2, batch_size=6)
+    assert caught.value.kind == "controller_died" and caught.value.exit_code == 2
+    assert "\n" not in str(caught.value)
+    paid = server.requests
+    assert 0 < paid < 18 * 2
+    with Cache(cache) as kept:
+        assert len(kept) == paid  # every reply the endpoint sent is in the cache: the controller's and the driver's
+
+    again = judge_dataset(cases(18), cfg, workers=2, batch_size=6)
+    frame = again.frame()
+    assert frame["status"].to_list() == ["ok"] * 36 and frame.select("id", "metric").is_unique().all()
+    assert again.summary["calls"] == 36 - paid  # the rest is replayed, nothing is lost
+    assert frame["cached"].sum() == paid
+    assert server.requests == 36 and set(server.count_by_key.values()) == {1}  # nothing was sent twice
+
+
+def test_sibling_clients_share_one_session_and_one_endpoint_check(server):
+    """What a worker actor does for its batches (no cluster needed): one GET /models, one lone first request, one
+    session that outlives the batches' clients; each batch its own statistics."""
+    import asyncio
+
+    from ragmeter.judge import Limits
+    from ragmeter.judge.client import ClientConfig, JudgeClient
+
+    server.latency = 0.05
+
+    async def main():
+        base = JudgeClient(ClientConfig(base_url=server.base_url, model="gpt-4o-mini", api_key="sk-unused"),
+                           Limits(4))
+        await base.check_endpoint()
+        batches = [base.sibling(Limits(4)) for _ in range(2)]
+        msgs = [{"role": "user", "content": "Task: correctness (prompt v1)"}, {"role": "user", "content": "{}"}]
+        await asyncio.gather(*(b.chat(msgs, max_tokens=50) for b in batches for _ in range(3)))
+        for b in batches:
+            await b.close()
+        assert base._session is not None and not base._session.closed  # the worker's session outlives them
+        await base.close()
+        return base, batches
+
+    base, batches = asyncio.run(main())
+    assert server.models_requests == 1 and base.stats.preflight_requests == 1
+    assert [b.stats.requests for b in batches] == [3, 3] and server.requests == 6
+    assert all(b.stats.preflight_requests == 0 for b in batches)
+    first, *rest = sorted(server.log, key=lambda r: r["t_in"])
+    assert first["t_out"] <= min(r["t_in"] for r in rest)  # one lone first request for both batches, not one each

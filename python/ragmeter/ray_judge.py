@@ -1,7 +1,10 @@
 """Judging on Ray: many worker tasks, one rate controller. ``ragmeter.ray.judge_dataset(data, config, workers=2)``.
 
-The rows are cut into batches (slices of a Ray Dataset's blocks, or of a list of records). Each batch is judged by
-one Ray task running the judge engine of :mod:`ragmeter.judge.runner` unchanged: the same prompts, retries,
+The rows are cut into batches (slices of a Ray Dataset's blocks, or of a list of records). ``workers`` long-lived
+Ray actors pull the batches from one queue, two in hand each (the next one fills the slots the tail of the last
+one leaves), on one HTTP session each: the endpoint is checked (``GET /models``) and probed (its first request
+alone) once per worker, not once per batch. Each batch runs the judge engine of :mod:`ragmeter.judge.runner`
+unchanged: the same prompts, retries,
 repair turn, budget doubling and row statuses, so the rows equal those of ``ragmeter.judge.run`` on the same
 data (but for latencies and what came from the cache). What the workers share lives in one Ray actor, the
 *controller*:
@@ -13,9 +16,14 @@ data (but for latencies and what came from the cache). What the workers share li
 * the judge cache, whose only writer it is (workers read through it too, so it need not be on their node);
 * the budget, and the run's stop (a refused key seen by one worker stops them all).
 
-Failures. A worker that dies (its process killed, its node lost) loses its attempt, never a row: the batch is run
-again (``retries`` times), and the replies committed before the death are replayed from the cache, not paid
-again. A batch still failing, or a worker stopped by the endpoint, ends the run with
+Failures. A worker that dies (its process killed, its node lost) loses its attempts, never a row: the batches it
+held are run again by a new worker (``retries`` times), and the replies committed before the death are replayed
+from the cache, not paid again. A controller that dies stops the run (:class:`~ragmeter.judge.stop.JudgeStopped`,
+kind ``controller_died``, exit status 2): without it there is no shared limit, budget or cache writer, and a new one
+would not know what the old one had spent. Each worker stops at its next ask; a reply it received whose commit the
+controller did not acknowledge goes back to the driver, which writes it to the cache (the controller runs on the
+driver's node, so the cache path is the driver's file); the error names the unfinished batches, and a rerun with
+the same cache pays for nothing twice. A batch still failing, or a worker stopped by the endpoint, ends the run with
 :class:`~ragmeter.judge.stop.JudgeStopped` naming the batch. Before any call, every block's columns are compared
 and a block whose schema differs, or an id in two batches, is an :class:`~ragmeter.errors.InputError` naming the
 batch. An address where no cluster answers is one :class:`~ragmeter.errors.InputError` line.
@@ -28,7 +36,7 @@ import logging
 import time
 from array import array
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Type
 
 from ragmeter.errors import InputError
 
@@ -207,7 +215,7 @@ class _SharedSlot:
         from ragmeter.judge.stop import Halt
 
         lim = self._limits
-        ticket, kind, reason = await lim.controller.acquire.remote(lim.owner, self._tokens, self._retry)
+        ticket, kind, reason = await _ask(lim.stop, lim.controller.acquire.remote(lim.owner, self._tokens, self._retry))
         if ticket is None:
             lim.stop.trip(kind or "stopped", reason or "stopped")
             raise Halt(reason or "stopped")
@@ -224,25 +232,29 @@ class _SharedSlot:
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         timed_out = self._status is None and (self._timed_out or (
             exc_type is not None and issubclass(exc_type, (asyncio.TimeoutError, TimeoutError))))
-        await self._limits.controller.release.remote(self._ticket, self._status, self._headers, timed_out)
+        try:
+            await self._limits.controller.release.remote(self._ticket, self._status, self._headers, timed_out)
+        except _actor_died():  # the controller is gone, and its slots with it; the caller stops on its next ask
+            pass
 
 
 class _SharedCache:
-    """What the engine uses of its cache; the controller's cache behind it."""
+    """What the engine uses of its cache; the controller's cache behind it. A reply whose commit the controller
+    did not acknowledge (it died) is kept in :attr:`unacknowledged` for the driver to write."""
 
-    def __init__(self, controller: Any, path: Any) -> None:
+    def __init__(self, controller: Any, path: Any, stop: Any) -> None:
         self.controller = controller
         self.path = path
+        self.stop = stop
         self.written = 0
         self.undecodable = 0
         self.unsaved: List[Any] = []
+        self.unacknowledged: List[Tuple[str, Dict[str, Any], str, str]] = []  #: (key, value, prompt, model)
 
     def get(self, key: str) -> Optional[dict]:
-        import ray
-
         if self.path is None:
             return None
-        return ray.get(self.controller.cache_get.remote(key))  # the engine asks synchronously; a loopback hop
+        return _ask_now(self.stop, self.controller.cache_get.remote(key))  # the engine asks synchronously
 
     def contains(self, key: str) -> bool:
         return self.get(key) is not None
@@ -254,7 +266,11 @@ class _SharedCache:
 
         if self.path is None:
             return
-        error = await self.controller.cache_commit.remote(key, dict(value), prompt, model)
+        try:
+            error = await self.controller.cache_commit.remote(key, dict(value), prompt, model)
+        except _actor_died() as exc:  # paid for and maybe not written: the driver writes it (a rewrite is harmless)
+            self.unacknowledged.append((key, dict(value), prompt, model))
+            _controller_died(self.stop, exc)
         if error is not None:
             raise CacheWriteError(Path(self.path), OSError(0, error))
         self.written += 1
@@ -266,23 +282,59 @@ class _SharedCache:
 class _SharedBudget:
     """What the engine uses of its budget; one budget for every worker, at the controller."""
 
-    def __init__(self, controller: Any, limit: Optional[float]) -> None:
+    def __init__(self, controller: Any, limit: Optional[float], stop: Any) -> None:
         self.controller = controller
         self.limit = limit
+        self.stop = stop
         self.reached = False
 
     def reserve(self, estimate: float) -> bool:
-        import ray
-
         if self.limit is None:
             return True
-        ok = bool(ray.get(self.controller.budget_reserve.remote(estimate)))
+        ok = bool(_ask_now(self.stop, self.controller.budget_reserve.remote(estimate)))
         self.reached = self.reached or not ok
         return ok
 
     def settle(self, estimate: float, actual: Optional[float]) -> None:
         if self.limit is not None:
             self.controller.budget_settle.remote(estimate, actual)
+
+
+def _actor_died() -> Type[BaseException]:
+    from ray.exceptions import RayActorError
+
+    return RayActorError
+
+
+#: the stop kind of a run whose controller actor died (its message names the unfinished batches)
+CONTROLLER_DIED = "controller_died"
+
+
+def _controller_died(stop: Any, exc: BaseException) -> NoReturn:
+    """The controller is gone (no limits, no cache writer, no budget): stop this worker."""
+    from ragmeter.judge.stop import Halt
+
+    reason = f"the rate controller actor died ({_one_line(exc)})"
+    stop.trip(CONTROLLER_DIED, reason)
+    raise Halt(reason) from None
+
+
+async def _ask(stop: Any, ref: Any) -> Any:
+    """The answer of an awaited controller call; a dead controller stops the worker."""
+    try:
+        return await ref
+    except _actor_died() as exc:
+        _controller_died(stop, exc)
+
+
+def _ask_now(stop: Any, ref: Any) -> Any:
+    """The answer of a blocking controller call (the engine asks its cache and budget synchronously)."""
+    import ray
+
+    try:
+        return ray.get(ref)
+    except _actor_died() as exc:
+        _controller_died(stop, exc)
 
 
 def _shared_stop(controller: Any) -> Any:
@@ -294,70 +346,110 @@ def _shared_stop(controller: Any) -> Any:
         def trip(self, kind: str, reason: str) -> None:
             first = self.reason is None
             super().trip(kind, reason)
-            if first:
+            if first and kind != CONTROLLER_DIED:
                 controller.trip.remote(kind, reason)
 
     return SharedStop()
 
 
-# -- one batch, in a worker --------------------------------------------------------------------------------
-def _judge_batch(rows: Any, span: Tuple[int, int], cfg: Any, custom: Dict[str, Any], controller: Any,
-                 owner: str) -> Dict[str, Any]:
-    """Judge the records ``rows`` (an Arrow table sliced to ``span``, or records) as the runner would."""
-    from ragmeter.judge.metrics import METRICS
-
-    METRICS.update(custom)  # custom metrics travel with the task (they are registered in the driver only)
-    if hasattr(rows, "slice"):
-        rows = rows.slice(span[0], span[1] - span[0]).to_pylist()
-    return asyncio.run(_judge_records(rows, cfg, controller, owner))
+# -- the workers: long-lived actors, one HTTP session each ---------------------------------------------------
+#: batches a worker holds at once: the next one fills its slots while the tail of the one before finishes
+DEPTH = 2
 
 
-async def _judge_records(records: List[Mapping[str, Any]], cfg: Any, controller: Any, owner: str) -> Dict[str, Any]:
-    from ragmeter.judge.client import JudgeClient
-    from ragmeter.judge.engine import Engine
-    from ragmeter.judge.runner import STOP_GRACE, _cancel, _cases, _judge_one, _until_done_or_stopped
+class _Worker:
+    """A Ray actor judging batch after batch on one event loop and one HTTP session: the endpoint is checked
+    (``GET /models``) and probed (its first request alone) once per worker, not once per batch. It holds up to
+    :data:`DEPTH` batches at once; each batch has its own engine, statistics and controller slots (its owner)."""
 
-    cases = _cases(records, cfg)
-    stop = _shared_stop(controller)
-    limits: Any = _SharedLimits(controller, owner, cfg.concurrency, stop)  # what the client uses of Limits
-    client = JudgeClient(cfg.client_config(), limits, stop=stop)
-    cache: Any = _SharedCache(controller, cfg.cache)  # what the engine uses of Cache and Budget
-    budget: Any = _SharedBudget(controller, cfg.budget)
-    engine = Engine(client, cache, cfg.price_table(), budget, max_tokens=cfg.max_tokens,
-                    refresh_failed=cfg.refresh_failed)
-    opts = cfg.metric_options()
-    jobs = [(case, metric) for case in cases for metric in cfg.metrics]
-    out: List[Optional[Dict[str, Any]]] = [None] * len(jobs)
-    queue = iter(range(len(jobs)))
+    def __init__(self, cfg: Any, custom: Dict[str, Any], controller: Any) -> None:
+        from ragmeter.judge.metrics import METRICS
 
-    async def worker() -> None:
-        for j in queue:
-            if stop.stopped:
-                return
-            out[j] = await _judge_one(engine, jobs[j][0], jobs[j][1], cfg, opts)
+        METRICS.update(custom)  # custom metrics travel with the actor (they are registered in the driver only)
+        self.cfg = cfg
+        self.controller = controller
+        self.stop = _shared_stop(controller)
+        self.client: Any = None
+        self.opening: Optional["asyncio.Future[None]"] = None
+        self.preflight_reported = 0
 
-    tasks: List["asyncio.Task[None]"] = []
-    try:
-        async with client:
+    def ready(self) -> int:
+        import os
+
+        return os.getpid()
+
+    async def _open(self) -> None:
+        from ragmeter.judge.client import JudgeClient
+
+        if self.opening is None:  # the first batch opens the session; a second one held at once waits for it
+            limits: Any = _SharedLimits(self.controller, "session", self.cfg.concurrency, self.stop)
+            self.client = JudgeClient(self.cfg.client_config(), limits, stop=self.stop)
+            self.opening = asyncio.ensure_future(self.client.check_endpoint())
+        await asyncio.shield(self.opening)
+
+    async def judge(self, rows: Any, span: Tuple[int, int], owner: str) -> Dict[str, Any]:
+        """Judge the records ``rows`` (an Arrow table sliced to ``span``, or records) as the runner would."""
+        from ragmeter.judge.stop import Halt
+
+        if hasattr(rows, "slice"):
+            rows = rows.slice(span[0], span[1] - span[0]).to_pylist()
+        try:
+            await self._open()
+        except Halt:
+            pass  # the endpoint refused (the stop says why): the batch reports it below, nothing sent
+        try:
+            if self.stop.stopped:
+                return {"stopped": (self.stop.kind or "stopped", self.stop.reason or "stopped"), "unacknowledged": []}
+            return await self._judge_records(rows, owner)
+        finally:
             try:
-                tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(len(jobs), cfg.concurrency * 2)))]
-                await _until_done_or_stopped(tasks, stop, min(cfg.timeout, STOP_GRACE))
-            finally:
-                await _cancel(tasks)
-    finally:
-        await controller.close_owner.remote(owner)
-    errors = [t.exception() for t in tasks if not t.cancelled()]
-    if stop.stopped:  # said as data: an exception's extra fields (the kind) do not survive Ray's pickling
-        return {"stopped": (stop.kind or "stopped", stop.reason or "stopped")}
-    for error in errors:
-        if error is not None:
-            raise error
-    s = client.stats
-    return {"rows": out, "system_costs": [c.system_cost for c in cases],
-            "engine": {"cost_usd": engine.cost_usd, "calls": engine.calls, "cached_calls": engine.cached_calls,
-                       "refreshed": engine.refreshed, "call_latencies": list(engine.call_latencies)},
-            "client": {"requests": s.requests, "preflight_requests": s.preflight_requests, "retries": s.retries,
-                       "prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens}}
+                await self.controller.close_owner.remote(owner)
+            except _actor_died():
+                pass
+
+    async def _judge_records(self, records: List[Mapping[str, Any]], owner: str) -> Dict[str, Any]:
+        from ragmeter.judge.engine import Engine
+        from ragmeter.judge.runner import STOP_GRACE, _cancel, _cases, _judge_one, _until_done_or_stopped
+
+        cfg, controller, stop = self.cfg, self.controller, self.stop
+        cases = _cases(records, cfg)
+        client = self.client.sibling(_SharedLimits(controller, owner, cfg.concurrency, stop))
+        cache = _SharedCache(controller, cfg.cache, stop)  # what the engine uses of Cache and Budget
+        budget: Any = _SharedBudget(controller, cfg.budget, stop)
+        engine = Engine(client, cache, cfg.price_table(), budget, max_tokens=cfg.max_tokens,  # type: ignore[arg-type]
+                        refresh_failed=cfg.refresh_failed)
+        opts = cfg.metric_options()
+        jobs = [(case, metric) for case in cases for metric in cfg.metrics]
+        out: List[Optional[Dict[str, Any]]] = [None] * len(jobs)
+        queue = iter(range(len(jobs)))
+
+        async def worker() -> None:
+            for j in queue:
+                if stop.stopped:
+                    return
+                out[j] = await _judge_one(engine, jobs[j][0], jobs[j][1], cfg, opts)
+
+        tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(len(jobs), cfg.concurrency * 2)))]
+        try:
+            await _until_done_or_stopped(tasks, stop, min(cfg.timeout, STOP_GRACE))
+        finally:
+            await _cancel(tasks)
+        errors = [t.exception() for t in tasks if not t.cancelled()]
+        if stop.stopped:  # said as data: an exception's extra fields (the kind) do not survive Ray's pickling
+            return {"stopped": (stop.kind or "stopped", stop.reason or "stopped"),
+                    "unacknowledged": cache.unacknowledged}
+        for error in errors:
+            if error is not None:
+                raise error
+        s = client.stats
+        preflight = self.client.stats.preflight_requests - self.preflight_reported  # counted once, by one batch
+        self.preflight_reported += preflight
+        return {"rows": out, "system_costs": [c.system_cost for c in cases],
+                "engine": {"cost_usd": engine.cost_usd, "calls": engine.calls, "cached_calls": engine.cached_calls,
+                           "refreshed": engine.refreshed, "call_latencies": list(engine.call_latencies)},
+                "client": {"requests": s.requests, "preflight_requests": s.preflight_requests + preflight,
+                           "retries": s.retries, "prompt_tokens": s.prompt_tokens,
+                           "completion_tokens": s.completion_tokens}}
 
 
 # -- batches ---------------------------------------------------------------------------------------------
@@ -441,13 +533,15 @@ def _record_batches(records: Sequence[Any], batch_size: int) -> List[_Batch]:
 # -- the run -------------------------------------------------------------------------------------------------
 def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size: int = 64, retries: int = 1,
                   address: Optional[str] = None, **options: Any) -> Any:
-    """Judge the rows of ``data`` (a Ray Dataset, or a list of records) with ``workers`` Ray tasks under one
+    """Judge the rows of ``data`` (a Ray Dataset, or a list of records) with ``workers`` Ray actors under one
     shared rate controller; returns a :class:`~ragmeter.judge.runner.JudgeResult` whose rows and summary are
     those of :func:`ragmeter.judge.run_sync` on the same rows (in the same order), with a ``ray`` section.
 
     ``config`` is a :class:`~ragmeter.judge.JudgeConfig` (or pass its options as keywords); ``rpm``, ``tpm``,
-    ``concurrency`` and ``budget`` are totals across every worker. ``batch_size``: rows per task. ``retries``:
-    how many times a batch whose worker died is run again. ``address``: the cluster to join when not joined yet.
+    ``concurrency`` and ``budget`` are totals across every worker. ``batch_size``: rows per batch (a worker
+    holds two at once). ``retries``: how many times a batch whose worker died is run again. A controller that
+    dies raises :class:`~ragmeter.judge.stop.JudgeStopped` of kind ``controller_died`` (see the module's doc).
+    ``address``: the cluster to join when not joined yet.
     """
     import ray
 
@@ -464,24 +558,29 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
         raise InputError(f"--budget needs a price for model {cfg.model!r}: pass --price IN,OUT or --prices FILE")
     connect(address)
     started = time.monotonic()
+    custom = {m: METRICS[m] for m in cfg.metrics if m not in BUILTIN_METRICS}
     records = None if hasattr(data, "to_arrow_refs") else list(data)
-    if records is None:
+    if records is None:  # before the workers take their CPUs: reading the dataset needs some
         batches = _dataset_batches(data, batch_size)
         sample = _first_rows(batches, 100)
     else:
         batches = _record_batches(records, batch_size)
         sample = records
     check_metrics(_cases(sample, cfg), cfg)  # ids unique; a custom metric that cannot run: before any call
-    custom = {m: METRICS[m] for m in cfg.metrics if m not in BUILTIN_METRICS}
-    controller = ray.remote(num_cpus=0)(_Controller).remote(cfg)
+    controller = _start_controller(cfg)
+    crew = _Run(cfg, custom, controller, workers, retries)  # the workers start while the cache opens
     try:
         opened = ray.get(controller.open.remote())
         if opened is not None:
             from ragmeter.judge.cache import CacheError
 
             raise CacheError(opened)
-        results = _run_batches(batches, cfg, custom, controller, workers, retries)
-        state = ray.get(controller.state.remote())
+        results = crew.run(batches)
+        try:
+            state = ray.get(controller.state.remote())
+        except ray.exceptions.RayActorError as err:
+            raise JudgeStopped(f"the rate controller actor died ({_one_line(err)}) after every batch had finished "
+                               f"(their replies are in the cache)", CONTROLLER_DIED) from None
     except JudgeStopped as stopped:
         try:
             written = f"{ray.get(controller.state.remote())['cache_written']} replies of this run are"
@@ -493,6 +592,8 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
     except BaseException:
         _finish(controller)
         raise
+    finally:
+        crew.close()
     note = _finish(controller)
     if note:
         log.warning("%s", note.lstrip("; "))
@@ -515,6 +616,28 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
     return JudgeResult(rows=rows, summary=summary)
 
 
+#: the name of a run's controller actor starts so (``ray list actors`` shows it; a test kills it by that name)
+CONTROLLER_NAME = "ragmeter-judge-controller"
+
+
+def _start_controller(cfg: Any) -> Any:
+    """The controller actor, on the driver's node: the cache path is a path of the driver's machine, and the
+    driver writes there itself what the controller did not acknowledge should it die."""
+    import os
+
+    import ray
+
+    options: Dict[str, Any] = {"name": f"{CONTROLLER_NAME}-{os.getpid()}-{time.time_ns()}"}
+    try:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
+                                                                        soft=False)
+    except Exception:  # a Ray client connection has no node of its own: anywhere
+        pass
+    return ray.remote(num_cpus=0, max_restarts=0)(_Controller).options(**options).remote(cfg)
+
+
 def _finish(controller: Any) -> str:
     import ray
 
@@ -526,63 +649,239 @@ def _finish(controller: Any) -> str:
         ray.kill(controller)
 
 
-def _run_batches(batches: List[_Batch], cfg: Any, custom: Dict[str, Any], controller: Any, workers: int,
-                 retries: int) -> List[Dict[str, Any]]:
-    """Run every batch, at most ``workers`` at a time; a batch whose worker died runs again (``retries``)."""
-    import ray
-    from ray.exceptions import RayActorError, RayError, RayTaskError
+@dataclass(eq=False)
+class _Hand:
+    """One worker actor as the driver sees it."""
 
-    from ragmeter.judge.stop import JudgeStopped
+    actor: Any
+    number: int
+    ready: bool = False
+    dead: bool = False
+    held: int = 0
 
-    task = ray.remote(num_cpus=1, max_retries=0)(_judge_batch)
-    total = len(batches)
-    todo = list(reversed(batches))
-    running: Dict[Any, Tuple[_Batch, str]] = {}
-    results: Dict[int, Dict[str, Any]] = {}
+
+class _ControllerDied(Exception):
+    """Internal: the controller actor is gone; the run winds down and says which batches are unfinished."""
+
+
+class _Run:
+    """The driver's side of the batches: ``workers`` long-lived actors, each pulling batches from one queue (up to
+    :data:`DEPTH` in hand); a worker that dies gives its batches back (each run again up to ``retries`` times) and
+    a new actor takes its place."""
+
+    def __init__(self, cfg: Any, custom: Dict[str, Any], controller: Any, workers: int, retries: int) -> None:
+        import ray
+
+        self.actor_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0,  # type: ignore[call-overload]
+                                      max_concurrency=DEPTH)(_Worker)
+        self.cfg, self.custom, self.controller, self.retries = cfg, custom, controller, retries
+        self.batches: List[_Batch] = []
+        self.total = 0
+        self.todo: List[_Batch] = []
+        self.running: Dict[Any, Tuple[_Batch, str, _Hand]] = {}
+        self.starting: Dict[Any, _Hand] = {}
+        self.crew: List[_Hand] = []
+        self.results: Dict[int, Dict[str, Any]] = {}
+        self.unacknowledged: List[Tuple[str, Dict[str, Any], str, str]] = []
+        for _ in range(workers):
+            self.hire()
+
+    def run(self, batches: List[_Batch]) -> List[Dict[str, Any]]:
+        import ray
+
+        from ragmeter.judge.stop import JudgeStopped
+
+        self.batches, self.total = batches, len(batches)
+        self.todo = sorted(batches, key=lambda b: -b.index)  # a stack: the first batch on top
+        try:
+            while self.todo or self.running:
+                self.dispatch()
+                ready, _ = ray.wait(list(self.running) + list(self.starting), num_returns=1)
+                if ready[0] in self.starting:
+                    self.started(ready[0])
+                else:
+                    self.finished(ready[0])
+        except _ControllerDied as died:
+            self.wind_down()
+            raise JudgeStopped(f"{died}; {self.unfinished()}{_write_unacknowledged(self.unacknowledged, self.cfg)}",
+                               CONTROLLER_DIED) from None
+        except BaseException:
+            self.controller.trip.remote("stopped", "another batch failed")
+            self.wind_down()
+            raise
+        return [self.results[b.index] for b in self.batches]
+
+    def close(self) -> None:
+        import ray
+
+        for hand in self.crew:
+            ray.kill(hand.actor)
+        self.crew = []
+
+    # -- workers and batches
+    def hire(self) -> None:
+        hand = _Hand(self.actor_class.remote(self.cfg, self.custom, self.controller), len(self.crew) + 1)
+        self.crew.append(hand)
+        self.starting[hand.actor.ready.remote()] = hand
+
+    def dispatch(self) -> None:
+        """An idle worker always gets a batch; a busy one a second to hold only when none is left waiting for a
+        worker still starting (two batches to one worker while the other is still importing would idle it)."""
+        for depth in range(1, DEPTH + 1):
+            for hand in self.crew:
+                if not self.todo:
+                    return
+                if (hand.ready and not hand.dead and hand.held < depth
+                        and (depth == 1 or len(self.todo) > len(self.starting))):
+                    self.send(hand, self.todo.pop())
+
+    def send(self, hand: _Hand, batch: _Batch) -> None:
+        batch.attempts += 1
+        owner = f"b{batch.index}a{batch.attempts}"
+        self.running[hand.actor.judge.remote(batch.source, batch.span, owner)] = (batch, owner, hand)
+        hand.held += 1
+
+    def started(self, ref: Any) -> None:
+        import ray
+        from ray.exceptions import RayError
+
+        from ragmeter.judge.stop import JudgeStopped
+
+        hand = self.starting.pop(ref)
+        try:
+            ray.get(ref)
+        except RayError as err:
+            raise JudgeStopped(f"judge worker {hand.number} could not start ({_one_line(err)})",
+                               "worker_died") from None
+        hand.ready = True
+
+    def finished(self, ref: Any) -> None:
+        import ray
+        from ray.exceptions import RayActorError, RayError, RayTaskError
+
+        from ragmeter.judge.stop import JudgeStopped
+
+        batch, owner, hand = self.running.pop(ref)
+        hand.held -= 1
+        label = batch.label(self.total)
+        try:
+            result = ray.get(ref)
+        except RayTaskError as err:  # the batch's own code raised: a bug, or an input error found late
+            self.release(owner)
+            cause = _cause(err)
+            if isinstance(cause, InputError):
+                raise JudgeStopped(f"{label}: {cause}", getattr(cause, "kind", "stopped")) from None
+            if isinstance(cause, RayActorError):
+                raise _ControllerDied(f"the rate controller actor died ({_one_line(cause)})") from None
+            raise RuntimeError(f"{label}: {_one_line(err)}") from None
+        except RayError as err:  # the worker died (killed, out of memory, node lost)
+            self.lost(hand, (batch, owner, hand), err)
+            return
+        self.unacknowledged.extend(result.get("unacknowledged", ()))
+        if "stopped" in result:  # the endpoint (or another batch) stopped the run
+            kind, reason = result["stopped"]
+            if kind == CONTROLLER_DIED:
+                raise _ControllerDied(reason)
+            raise JudgeStopped(f"{label}: {reason}", kind)
+        self.results[batch.index] = result
+
+    def lost(self, hand: _Hand, first: Tuple[_Batch, str, _Hand], err: BaseException) -> None:
+        """A worker died: every batch it held goes back to the queue (in batch order, so the first one is the one
+        named if it has died too often), and a new worker takes its place."""
+        import ray
+
+        from ragmeter.judge.stop import JudgeStopped
+
+        ray.kill(hand.actor)  # dead already, or unreachable for good: either way it sends nothing more
+        hand.dead = True
+        held = [first] + [self.running.pop(r) for r in [r for r, v in self.running.items() if v[2] is hand]]
+        hand.held = 0
+        self.hire()
+        why = _one_line(err)
+        for batch, owner, _ in sorted(held, key=lambda h: h[0].index):
+            self.release(owner)
+            batch.errors.append(why)
+            if batch.attempts > self.retries:
+                raise JudgeStopped(f"{batch.label(self.total)}: its worker died {batch.attempts} times (last: "
+                                   f"{why})", "worker_died") from None
+            log.warning("%s: its worker died (%s); running it again (attempt %d of %d)", batch.label(self.total),
+                        why, batch.attempts + 1, self.retries + 1)
+            self.todo.append(batch)
+        self.todo.sort(key=lambda b: -b.index)
+
+    def release(self, owner: str) -> None:
+        """Give back the controller slots of a batch attempt that is over."""
+        import ray
+        from ray.exceptions import RayActorError
+
+        try:
+            ray.get(self.controller.close_owner.remote(owner))
+        except RayActorError as err:
+            raise _ControllerDied(f"the rate controller actor died ({_one_line(err)})") from None
+
+    # -- the end of a stopped run
+    def wind_down(self) -> None:
+        """Give the batches still running the stop's grace to come back (their workers stop at their next ask of
+        the controller), keeping the paid replies the controller did not acknowledge."""
+        import ray
+
+        from ragmeter.judge.runner import STOP_GRACE
+
+        refs = list(self.running)
+        if not refs:
+            return
+        done, _ = ray.wait(refs, num_returns=len(refs), timeout=min(self.cfg.timeout, STOP_GRACE) + 5.0)
+        for ref in done:
+            try:
+                result = ray.get(ref)
+            except Exception:  # its worker died or failed: nothing of it to keep
+                continue
+            self.unacknowledged.extend(result.get("unacknowledged", ()))
+            if "rows" in result:
+                self.results[self.running[ref][0].index] = result
+
+    def unfinished(self) -> str:
+        left = [b.index for b in self.batches if b.index not in self.results]
+        if not left:
+            return "every batch had finished (its replies are in the cache)"
+        return (f"unfinished: batch{'es' * (len(left) > 1)} {_ranges(left)} of {self.total} "
+                f"(none of their rows is returned)")
+
+
+def _ranges(numbers: List[int]) -> str:
+    """[1, 2, 3, 5] -> "1-3, 5"."""
+    out: List[str] = []
+    for _, run in itertools.groupby(enumerate(numbers), key=lambda p: p[1] - p[0]):
+        values = [v for _, v in run]
+        out.append(str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}")
+    return ", ".join(out)
+
+
+def _write_unacknowledged(entries: List[Tuple[str, Dict[str, Any], str, str]], cfg: Any) -> str:
+    """Write the paid replies whose commit the dead controller did not acknowledge (the driver is the only writer
+    left; a reply it had written is written again, the same); "; what became of them"."""
+    from ragmeter.judge import _json
+    from ragmeter.judge.cache import Cache, CacheError, CacheWriteError
+    from ragmeter.judge.runner import _keep_unsaved
+
+    unique = {key: (key, value, prompt, model) for key, value, prompt, model in entries}
+    if not unique or cfg.cache is None:
+        return ""
     try:
-        while todo or running:
-            while todo and len(running) < workers:
-                batch = todo.pop()
-                batch.attempts += 1
-                owner = f"b{batch.index}a{batch.attempts}"
-                ref = task.remote(batch.source, batch.span, cfg, custom, controller, owner)
-                running[ref] = (batch, owner)
-            ready, _ = ray.wait(list(running), num_returns=1)
-            for ref in ready:
-                batch, owner = running.pop(ref)
+        cache: Any = Cache(cfg.cache)
+    except CacheError:
+        rows = [(k, _json.dumps(v).decode("utf-8"), p, m, time.time()) for k, v, p, m in unique.values()]
+        cache = _Facts(unsaved=rows, written=0)
+    else:
+        with cache:
+            for key, value, prompt, model in unique.values():
                 try:
-                    result = ray.get(ref)
-                except RayTaskError as err:  # the batch's own code raised: the judge stopped, or a bug
-                    ray.get(controller.close_owner.remote(owner))
-                    cause = _cause(err)
-                    if isinstance(cause, InputError):
-                        kind = getattr(cause, "kind", "stopped")
-                        raise JudgeStopped(f"{batch.label(total)}: {cause}", kind) from None
-                    if isinstance(cause, RayActorError):  # the controller is gone: no limit, no cache writer
-                        raise JudgeStopped(f"{batch.label(total)}: the rate controller actor died "
-                                           f"({_one_line(cause)})", "controller_died") from None
-                    raise RuntimeError(f"{batch.label(total)}: {_one_line(err)}") from None
-                except RayError as err:  # the worker died (killed, out of memory, node lost): the batch again
-                    ray.get(controller.close_owner.remote(owner))
-                    batch.errors.append(_one_line(err))
-                    if batch.attempts <= retries:
-                        log.warning("%s: its worker died (%s); running it again (attempt %d of %d)",
-                                    batch.label(total), batch.errors[-1], batch.attempts + 1, retries + 1)
-                        todo.append(batch)
-                        continue
-                    raise JudgeStopped(f"{batch.label(total)}: its worker died {batch.attempts} times (last: "
-                                       f"{batch.errors[-1]})", "worker_died") from None
-                if "stopped" in result:  # the endpoint (or another batch) stopped the run
-                    kind, reason = result["stopped"]
-                    raise JudgeStopped(f"{batch.label(total)}: {reason}", kind)
-                results[batch.index] = result
-    except BaseException:
-        controller.trip.remote("stopped", "another batch failed")
-        for ref in running:
-            ray.cancel(ref)
-        ray.wait(list(running), num_returns=len(running), timeout=min(cfg.timeout, 10.0))
-        raise
-    return [results[b.index] for b in batches]
+                    cache.put(key, value, prompt=prompt, model=model)
+                except CacheWriteError:  # kept in cache.unsaved, spilled below
+                    pass
+    written = (f"; {cache.written} paid replies it had not acknowledged were written to the cache by the driver"
+               if cache.written else "")
+    return written + _keep_unsaved(cache, cfg)
 
 
 def _cause(err: BaseException) -> Optional[BaseException]:

@@ -374,3 +374,38 @@ def test_a_case_waiting_out_a_retry_after_does_not_hold_back_the_others(server, 
     assert len(retried_at) == 2 and len(others) == len(few) - 2
     if control == "adaptive":  # (the fixed policy pauses every request for the full Retry-After)
         assert max(others) < min(retried_at), order
+
+
+def test_the_progress_line_is_cut_to_the_terminal_width_in_cells(monkeypatch):
+    import os
+    import shutil
+
+    from rich.cells import cell_len
+
+    from ragmeter.judge.runner import _Progress, fit_cells
+
+    progress = _Progress(False, 300)
+    progress.done, progress.failed = 12, 1
+    full = progress.line()
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((30, 24)))
+    cut = progress.line()
+    assert len(full) > 29 and cut == full[:29]  # one column left free: the cursor never wraps the line
+    # a wide (CJK) character takes two cells; one that would be cut in half is left out
+    assert fit_cells("判断结果 ok", 5) == "判断"
+    assert fit_cells("ab判断", 3) == "ab" and cell_len(fit_cells("ab判断", 4)) == 4
+    assert fit_cells("判断", 4) == "判断" and fit_cells("abc", 10) == "abc"
+
+
+def test_judge_summary_json_is_strict_json(tmp_path):
+    import json
+
+    from ragmeter.judge.runner import JudgeResult
+
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    summary = {"n_rows": 0, "metrics": {"custom": {"mean": float("nan"), "max": float("inf")}}, "note": "ok"}
+    out = JudgeResult(rows=[], summary=summary).write(tmp_path / "out")
+    text = (out / "judge_summary.json").read_text(encoding="utf-8")
+    assert json.loads(text, parse_constant=refuse) == {"n_rows": 0, "metrics": {"custom": {"mean": None, "max": None}},
+                                                       "note": "ok"}

@@ -197,6 +197,7 @@ class JudgeClient:
         self._json = config.json_mode != "off"
         self.context_size = config.context_size
         self._session: Optional[aiohttp.ClientSession] = None
+        self._borrowed = False  # the session is another client's (see sibling): closing leaves it open
         self._on_retry = on_retry
         #: called when a call starts waiting out a Retry-After (the runner lends the wait's worker a stand-in)
         self.on_throttle_wait: Optional[Callable[[], None]] = None
@@ -232,8 +233,27 @@ class JudgeClient:
 
     async def close(self) -> None:
         if self._session is not None:
-            await self._session.close()
+            if not self._borrowed:
+                await self._session.close()
             self._session = None
+
+    async def check_endpoint(self) -> None:
+        """GET {base_url}/models now (once per client, as before the first call); a fatal answer trips the stop
+        and raises :class:`~ragmeter.judge.stop.Halt`."""
+        await self.open()
+        await self._preflight(self._chat_base)
+
+    def sibling(self, limits: Any, *, stop: Optional[RunStop] = None) -> "JudgeClient":
+        """A client for another batch of the same run on this client's open session: its own limits, stats and
+        breaker; this client's endpoint checks (GET /models once, the first request alone) and what they learnt
+        (the context size). Closing it leaves the session open. Call :meth:`check_endpoint` first."""
+        if self._session is None:
+            raise RuntimeError("JudgeClient.sibling: open the client first")
+        other = JudgeClient(self.config, limits, stop=self.stop if stop is None else stop)
+        other._session, other._borrowed = self._session, True
+        other._preflights, other._first = self._preflights, self._first
+        other.context_size = self.context_size
+        return other
 
     def redact(self, text: Optional[str]) -> Optional[str]:
         """Mask the API key wherever it appears (a server may echo it in an error body), and drop the

@@ -201,7 +201,7 @@ class JudgeResult:
 
     def write(self, out_dir: Union[str, Path]) -> Path:
         """``judge.parquet`` and ``judge_summary.json`` in ``out_dir``, both or neither (nothing half-written)."""
-        from ragmeter._io import atomic_outputs
+        from ragmeter._io import atomic_outputs, strict_json
 
         out = Path(out_dir)
         frame = self.frame()
@@ -212,8 +212,9 @@ class JudgeResult:
                 raise
             except Exception as exc:  # polars reports a failed write (a full disk) as its own error type
                 raise OSError(f"cannot write {out / 'judge.parquet'}: {exc}") from None
-            (tmp / "judge_summary.json").write_text(json.dumps(self.summary, indent=2, ensure_ascii=False) + "\n",
-                                                    encoding="utf-8")
+            # strict: a NaN or an infinity (a custom metric's score, a ratio of nothing) is null, which every
+            # JSON parser reads; json.dumps would write NaN
+            (tmp / "judge_summary.json").write_text(strict_json(self.summary) + "\n", encoding="utf-8")
         return out
 
 
@@ -332,7 +333,22 @@ class _Progress:
         clock = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
         text = " ".join(["judge", bar, f"{self.done}/{self.total}"] + counts + rest + [clock])
         width = shutil.get_terminal_size((80, 24)).columns
-        return text[:max(20, width - 1)]
+        return fit_cells(text, max(20, width - 1))
+
+
+def fit_cells(text: str, width: int) -> str:
+    """``text`` cut to ``width`` terminal cells: a wide (CJK) character takes two, and one that would be cut in
+    half is left out (a line longer than the terminal wraps, and the carriage return then redraws only its end)."""
+    from rich.cells import cell_len, get_character_cell_size
+
+    if cell_len(text) <= width:
+        return text
+    used = 0
+    for i, char in enumerate(text):
+        used += get_character_cell_size(char)
+        if used > width:
+            return text[:i]
+    return text
 
 
 def _rate_fields(limits: Limits) -> List[str]:
