@@ -110,8 +110,8 @@ def test_the_run_wide_check_sees_texts_of_earlier_and_later_slices(tmp_path, tin
 
 
 def test_repeated_and_nearly_equal_texts_are_all_checked(tmp_path, tiny_slices):
-    # A slice checks a text repeated in it once; texts that differ only where the Rust side samples no bytes
-    # for its key (bytes 20..24 of 200) are still told apart, in one slice or across slices.
+    # The same text in many cases and slices, and texts that differ from it in four bytes only, each holding
+    # the phrase of a case in another slice (before or after its own).
     base = "a" * 200
     golden = tmp_path / "g.jsonl"
     rows = [{"id": f"q{i}", "question": "q", "expectedFileNames": ["a.md"], "expectedEvidence": [f"qz{i}q"]}

@@ -2,7 +2,6 @@
 
 use rayon::prelude::*;
 
-use super::copies::first_copies;
 use super::matcher::PhraseMatcher;
 use super::normalize::{file_matches, normalize, normalize_file_name, Normalizer};
 use super::run_index::{RunIndex, Seen};
@@ -127,23 +126,14 @@ struct Scratch {
     pat: Vec<bool>,
 }
 
-/// The run-wide index to probe, and per chunk text whether to probe it at
-/// all: false for a later copy of an earlier text (see [`first_copies`]),
-/// which cannot hold a phrase its first copy did not.
-#[derive(Clone, Copy)]
-struct Probing<'r> {
-    index: &'r RunIndex,
-    first_copy: &'r [bool],
-}
-
 /// Match case `c`; with `run` also probe the run-wide index with each chunk
-/// text (first copies only), normalised once for both.
+/// text, normalised once for both.
 fn match_case<S: Strings + ?Sized>(
     b: &EvidenceBatch<'_, S>,
     norm_phrases: &[String],
     c: usize,
     scratch: &mut Scratch,
-    run: Option<Probing<'_>>,
+    run: Option<&RunIndex>,
 ) -> Result<CaseOut> {
     let files: Vec<String> = (b.file_offsets[c]..b.file_offsets[c + 1])
         .map(|i| normalize_file_name(b.expected_files.get(i)))
@@ -190,7 +180,7 @@ fn match_case<S: Strings + ?Sized>(
             true
         };
         let mut n_found = 0u32;
-        let probe = run.filter(|r| r.first_copy[k] && !r.index.all_found()).map(|r| r.index);
+        let probe = run.filter(|r| !r.all_found());
         if has_phrases || probe.is_some() {
             scratch.norm.run(b.chunk_texts.get(k));
             let dehyphenated = scratch.norm.has_soft_hyphens();
@@ -351,7 +341,6 @@ pub(super) fn match_probing<S: Strings + ?Sized>(
     let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
     let common = if run_wide { Seen::of(&text_sample(b.chunk_texts)) } else { Seen::empty() };
     let mut run = if run_wide { Some(RunIndex::from_normalized_with(&norm_phrases, &common)?) } else { None };
-    let first_copy = if run_wide { first_copies(b.chunk_texts, 0..b.chunk_texts.len()) } else { Vec::new() };
     let mut orphans = Orphans { listed: Vec::new(), seen: vec![false; run.as_ref().map_or(0, RunIndex::patterns)], index: None, built_with: 0 };
     let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
     let mut mode = if run_wide { Probe::All } else { Probe::Off };
@@ -365,7 +354,7 @@ pub(super) fn match_probing<S: Strings + ?Sized>(
             Probe::Orphans => orphans.index.as_ref().map(|(index, _)| index),
             Probe::Off => None,
         };
-        let batch = match_cases(b, &norm_phrases, start..end, index.map(|index| Probing { index, first_copy: &first_copy }))?;
+        let batch = match_cases(b, &norm_phrases, start..end, index)?;
         if let Some(r) = run.as_mut() {
             let work: usize = batch.iter().map(|o| o.probe_work).sum();
             let bytes: usize = batch.iter().map(|o| o.probe_bytes).sum();
@@ -404,7 +393,7 @@ pub(super) fn match_probing<S: Strings + ?Sized>(
         let last = if mode == Probe::Off && unfound.peek().is_some() { n_cases } else { unfound.map(|&(_, until)| until).max().unwrap_or(0) };
         if last > switched_at {
             if let Some((index, owners)) = Orphans::build(r, orphans.listed.iter().map(|&(i, _)| i), &norm_phrases, &common)? {
-                scan_texts(&index, b.chunk_texts, b.chunk_offsets[switched_at]..b.chunk_offsets[last], &first_copy);
+                scan_texts(&index, b.chunk_texts, b.chunk_offsets[switched_at]..b.chunk_offsets[last]);
                 orphans.index = Some((index, owners));
                 orphans.transfer(r);
             }
@@ -423,7 +412,7 @@ fn match_cases<S: Strings + ?Sized>(
     b: &EvidenceBatch<'_, S>,
     norm_phrases: &[String],
     cases: std::ops::Range<usize>,
-    run: Option<Probing<'_>>,
+    run: Option<&RunIndex>,
 ) -> Result<Vec<CaseOut>> {
     cases
         .into_par_iter()
@@ -508,13 +497,12 @@ fn run_batch(done: usize) -> usize {
 pub(super) const RUN_BATCH_MIN: usize = 256;
 
 /// Probe `index` with the texts `range`, normalised (and once more without soft hyphens
-/// when it has some), in parallel; later copies of a text (`first_copy[i]` false) and
-/// texts left once every phrase is found are skipped.
-fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T, range: std::ops::Range<usize>, first_copy: &[bool]) {
+/// when it has some), in parallel; texts left once every phrase is found are skipped.
+fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T, range: std::ops::Range<usize>) {
     range.into_par_iter().with_min_len(64).for_each_init(
         || (Normalizer::new(), Vec::new()),
         |(norm, dehy), i| {
-            if !first_copy[i] || index.all_found() {
+            if index.all_found() {
                 return;
             }
             norm.run(texts.get(i));
@@ -534,7 +522,7 @@ fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T, range: std::ops:
 pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, texts: &T) -> Result<Vec<bool>> {
     let norms: Vec<String> = (0..phrases.len()).map(|i| normalize(phrases.get(i))).collect();
     let index = RunIndex::from_normalized(&norms)?;
-    scan_texts(&index, texts, 0..texts.len(), &first_copies(texts, 0..texts.len()));
+    scan_texts(&index, texts, 0..texts.len());
     Ok(index.phrases_found())
 }
 
@@ -543,7 +531,7 @@ pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, t
 /// in some retrieved chunk of any batch. Built once from all the golden set's
 /// phrases; [`RunPhrases::match_batch`] matches a batch like
 /// [`match_evidence`] and probes the index with each chunk text in the same
-/// pass (first copies only, see [`first_copies`]); nothing of a batch's texts
+/// pass; nothing of a batch's texts
 /// is kept. Phrases found in their own case's chunks are dropped from the
 /// index as the batches go, so later texts are probed with fewer phrases.
 pub struct RunPhrases {
@@ -585,12 +573,11 @@ impl RunPhrases {
             self.index = Some(RunIndex::from_normalized_with(&self.phrases, &Seen::of(&text_sample(b.chunk_texts)))?);
         }
         let run = self.index.as_mut().expect("built above");
-        let first_copy = first_copies(b.chunk_texts, 0..b.chunk_texts.len());
         let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
         let mut start = 0;
         while start < n_cases {
             let end = (start + run_batch(start)).min(n_cases);
-            let probing = (!run.all_found()).then_some(Probing { index: &*run, first_copy: &first_copy });
+            let probing = (!run.all_found()).then_some(&*run);
             let batch = match_cases(b, &norm_phrases, start..end, probing)?;
             mark_found_in_own_case(run, Some(ids), b.phrase_offsets, start, &batch);
             run.refresh();
