@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 /// walks failure links through a large, cache-missing automaton), so phrases
 /// of 8 bytes or more are indexed by 8-byte *windows* (4 bytes for phrases of
 /// 4 to 7 bytes): text positions are hashed and tested against a blocked
-/// Bloom filter (three bits in one 64-bit word), and only filter hits look up
+/// Bloom filter (two bits in one 64-bit word), and only filter hits look up
 /// the windows' phrases and compare them in full. Long phrases let the scan
 /// probe only every 2nd (13..14 bytes), 4th (15..18) or 8th (>= 19 bytes) position: such a
 /// phrase indexes 4 or 8 consecutive windows, one of which starts at a probed
@@ -216,7 +216,7 @@ impl Window {
     }
 
     /// Size the Bloom filter for the windows that still have a phrase not found
-    /// (about 64 / [`WINDOWS_PER_WORD`] bits per window, at most 2^24 bits) and fill it; no filter (the
+    /// (about 32 bits per window, at most 2^24 bits) and fill it; no filter (the
     /// window is not probed at all) once every phrase behind it is found.
     fn fill_filter(&mut self) {
         let live: Vec<u64> = self.cands.iter().filter(|(_, c)| c.live.load(Ordering::Relaxed) > 0).map(|(k, _)| *k).collect();
@@ -225,7 +225,7 @@ impl Window {
             self.shift = 64;
             return;
         }
-        let words = (live.len() / WINDOWS_PER_WORD).next_power_of_two().clamp(1024, 1 << 18);
+        let words = (live.len() / 2).next_power_of_two().clamp(1024, 1 << 18);
         self.shift = 64 - words.trailing_zeros();
         self.bits = vec![0u64; words];
         for k in live {
@@ -237,19 +237,8 @@ impl Window {
     #[inline]
     fn slot(&self, key: u64) -> (usize, u64) {
         let h = Self::hash(key);
-        ((h >> self.shift) as usize, filter_mask(h))
+        ((h >> self.shift) as usize, (1u64 << ((h >> 26) & 63)) | (1u64 << ((h >> 32) & 63)))
     }
-}
-
-/// About this many windows share a word of a Bloom filter: a filter small
-/// enough to stay in the L2 cache, which every probe reads (three bits per
-/// window keep the false hits under about 1%).
-const WINDOWS_PER_WORD: usize = 8;
-
-/// The three bits of a window's filter word (from hash bits the word's index does not use).
-#[inline(always)]
-fn filter_mask(h: u64) -> u64 {
-    (1u64 << ((h >> 26) & 63)) | (1u64 << ((h >> 32) & 63)) | (1u64 << ((h >> 38) & 63))
 }
 
 /// Hint the CPU to fetch `bits[i]` into the cache.
@@ -486,7 +475,7 @@ impl RunIndex {
             for (j, &h) in hashes.iter().enumerate().take(count) {
                 // SAFETY: `h >> shift < bits.len()` (`bits.len() == 1 << (64 - shift)`).
                 let word = unsafe { *bits.get_unchecked((h >> shift) as usize) };
-                let m = filter_mask(h);
+                let m = (1u64 << ((h >> 26) & 63)) | (1u64 << ((h >> 32) & 63));
                 if word & m == m {
                     let at = i + j * stride;
                     work += self.verify(w, key(at), at, text);
