@@ -462,7 +462,7 @@ class RunPhrases:
 
     Built once from the golden set's ``expected_evidence`` column; each slice's :func:`match_relevance` call
     given it (``run_index=``, ``run_cases=``) checks that slice's chunk texts against it in Rust while matching
-    them (a text repeated within the slice once), and keeps none of them. Phrases found in their own case's
+    them (each text normalised once for both), and keeps none of them. Phrases found in their own case's
     chunks leave the index as the slices go. :meth:`phrase_in_run` is, per phrase of the golden set
     (flattened, golden order), what :func:`phrases_in_texts` over every chunk text of those slices answers.
     """

@@ -531,9 +531,12 @@ pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, t
 /// in some retrieved chunk of any batch. Built once from all the golden set's
 /// phrases; [`RunPhrases::match_batch`] matches a batch like
 /// [`match_evidence`] and probes the index with each chunk text in the same
-/// pass; nothing of a batch's texts
-/// is kept. Phrases found in their own case's chunks are dropped from the
-/// index as the batches go, so later texts are probed with fewer phrases.
+/// pass (normalised once for both); nothing of a batch's texts is kept.
+/// Phrases found in their own case's chunks are dropped from the index as the
+/// batches go, so later texts are probed with fewer phrases. Unlike
+/// [`match_evidence_with`], probing is never given up (a later batch's texts
+/// are gone by the end): where the phrases share the texts' vocabulary, the
+/// check costs what probing with every phrase not found yet costs.
 pub struct RunPhrases {
     phrases: Vec<String>,
     /// Built on the first batch, from a sample of its texts ([`Seen`]).
