@@ -2,6 +2,7 @@
 
 use rayon::prelude::*;
 
+use super::copies::Probed;
 use super::matcher::PhraseMatcher;
 use super::normalize::{file_matches, normalize, normalize_file_name, Normalizer};
 use super::run_index::{RunIndex, Seen};
@@ -126,6 +127,14 @@ struct Scratch {
     pat: Vec<bool>,
 }
 
+/// The run-wide index to probe and, when given, the texts of the batch
+/// probed so far: a later copy of a text is not probed again (see [`Probed`]).
+#[derive(Clone, Copy)]
+struct Probing<'r> {
+    index: &'r RunIndex,
+    probed: Option<&'r Probed>,
+}
+
 /// Match case `c`; with `run` also probe the run-wide index with each chunk
 /// text, normalised once for both.
 fn match_case<S: Strings + ?Sized>(
@@ -133,7 +142,7 @@ fn match_case<S: Strings + ?Sized>(
     norm_phrases: &[String],
     c: usize,
     scratch: &mut Scratch,
-    run: Option<&RunIndex>,
+    run: Option<Probing<'_>>,
 ) -> Result<CaseOut> {
     let files: Vec<String> = (b.file_offsets[c]..b.file_offsets[c + 1])
         .map(|i| normalize_file_name(b.expected_files.get(i)))
@@ -180,9 +189,10 @@ fn match_case<S: Strings + ?Sized>(
             true
         };
         let mut n_found = 0u32;
-        let probe = run.filter(|r| !r.all_found());
+        let probe = run.filter(|r| !r.index.all_found());
         if has_phrases || probe.is_some() {
             scratch.norm.run(b.chunk_texts.get(k));
+            let probe = probe.filter(|r| r.probed.map_or(true, |p| p.first(b.chunk_texts, k))).map(|r| r.index);
             let dehyphenated = scratch.norm.has_soft_hyphens();
             if dehyphenated {
                 scratch.norm.dehyphenated_into(&mut scratch.dehy);
@@ -354,7 +364,7 @@ pub(super) fn match_probing<S: Strings + ?Sized>(
             Probe::Orphans => orphans.index.as_ref().map(|(index, _)| index),
             Probe::Off => None,
         };
-        let batch = match_cases(b, &norm_phrases, start..end, index)?;
+        let batch = match_cases(b, &norm_phrases, start..end, index.map(|index| Probing { index, probed: None }))?;
         if let Some(r) = run.as_mut() {
             let work: usize = batch.iter().map(|o| o.probe_work).sum();
             let bytes: usize = batch.iter().map(|o| o.probe_bytes).sum();
@@ -412,7 +422,7 @@ fn match_cases<S: Strings + ?Sized>(
     b: &EvidenceBatch<'_, S>,
     norm_phrases: &[String],
     cases: std::ops::Range<usize>,
-    run: Option<&RunIndex>,
+    run: Option<Probing<'_>>,
 ) -> Result<Vec<CaseOut>> {
     cases
         .into_par_iter()
@@ -531,7 +541,8 @@ pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, t
 /// in some retrieved chunk of any batch. Built once from all the golden set's
 /// phrases; [`RunPhrases::match_batch`] matches a batch like
 /// [`match_evidence`] and probes the index with each chunk text in the same
-/// pass (normalised once for both); nothing of a batch's texts is kept.
+/// pass (normalised once for both; a text repeated in the batch is probed
+/// once, see [`Probed`]); nothing of a batch's texts is kept.
 /// Phrases found in their own case's chunks are dropped from the index as the
 /// batches go, so later texts are probed with fewer phrases. Unlike
 /// [`match_evidence_with`], probing is never given up (a later batch's texts
@@ -576,11 +587,13 @@ impl RunPhrases {
             self.index = Some(RunIndex::from_normalized_with(&self.phrases, &Seen::of(&text_sample(b.chunk_texts)))?);
         }
         let run = self.index.as_mut().expect("built above");
+        // Runs retrieve the same chunks for many questions: probe each text of the batch once.
+        let probed = Probed::new();
         let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
         let mut start = 0;
         while start < n_cases {
             let end = (start + run_batch(start)).min(n_cases);
-            let probing = (!run.all_found()).then_some(&*run);
+            let probing = (!run.all_found()).then_some(Probing { index: &*run, probed: Some(&probed) });
             let batch = match_cases(b, &norm_phrases, start..end, probing)?;
             mark_found_in_own_case(run, Some(ids), b.phrase_offsets, start, &batch);
             run.refresh();

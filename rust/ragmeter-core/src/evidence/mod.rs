@@ -49,6 +49,7 @@
 //! rayon.
 
 mod batch;
+mod copies;
 mod matcher;
 mod normalize;
 mod run_index;

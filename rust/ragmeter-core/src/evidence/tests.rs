@@ -676,6 +676,24 @@ fn block_paths_equal_plain_nfkc_on_long_mixed_texts() {
 }
 
 #[test]
+fn probed_texts_are_told_apart_by_their_bytes() {
+    let texts = vec!["alpha", "beta", "alpha", "gamma", "beta", "alpha", ""];
+    let asked = |probed: &copies::Probed| (0..texts.len()).map(|i| probed.first(&texts, i)).collect::<Vec<_>>();
+    assert_eq!(asked(&copies::Probed::new()), vec![true, true, false, true, false, false, true]);
+    // Every text with the same hash: a text unlike the first of its hash is probed (again), never skipped.
+    assert_eq!(asked(&copies::Probed::with_hash(|_| 7)), vec![true, true, false, true, true, false, true]);
+    // The same text asked twice is the first of its kind both times.
+    let probed = copies::Probed::with_hash(|_| 7);
+    assert!(probed.first(&texts, 3));
+    assert!(probed.first(&texts, 3));
+    let long: Vec<String> = (0..40).map(|i| format!("{}{}", "x".repeat(64), i % 13)).collect();
+    let probed = copies::Probed::new();
+    let first: Vec<bool> = (0..long.len()).map(|i| probed.first(&long, i)).collect();
+    assert_eq!(first, (0..40).map(|i| i < 13).collect::<Vec<_>>());
+    assert_ne!(copies::content_hash(long[0].as_bytes()), copies::content_hash(long[1].as_bytes()));
+}
+
+#[test]
 fn a_phrase_only_in_a_text_nearly_equal_to_a_repeated_one_is_found() {
     let base = "a".repeat(200);
     let mut t = base.clone().into_bytes();
