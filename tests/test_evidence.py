@@ -16,6 +16,7 @@ from ragmeter import _core
 from ragmeter._columns import string_column
 from ragmeter.errors import InputError
 from ragmeter.evidence import (
+    RunPhrases,
     match_relevance,
     normalize,
     normalize_dehyphenated,
@@ -335,6 +336,42 @@ def test_run_wide_flags_equal_reference(cases):
     assert plain.phrase_in_run is None
     for name in ("labeled", "file_match", "relevant", "phrases_found", "phrase_first_rank", "phrase_any_rank", "phrase_empty", "file_first_rank"):
         assert getattr(m, name).tolist() == getattr(plain, name).tolist(), name
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches(), st.data())
+def test_run_phrases_over_slices_equal_reference(cases, data):
+    # The cases in a shuffled order, matched in slices with one RunPhrases index: each slice matches as alone,
+    # and the index ends with every phrase found in some chunk of any slice.
+    cols = [pl.Series([c[i] for c in cases], dtype=pl.List(pl.String)) for i in range(4)]
+    order = np.array(data.draw(st.permutations(range(len(cases)))), dtype=np.int64)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(cases)), max_size=3)))
+    index = RunPhrases(cols[1])
+    for part in np.split(order, cuts):
+        sliced = [col.gather(part) for col in cols]
+        m = match_relevance(*sliced, run_index=index, run_cases=part)
+        plain = match_relevance(*sliced)
+        assert m.phrase_in_run is None
+        for name in ("labeled", "relevant", "phrases_found", "phrase_first_rank", "phrase_any_rank", "phrase_empty"):
+            assert getattr(m, name).tolist() == getattr(plain, name).tolist(), name
+    all_texts = [t for c in cases for t in c[3]]
+    assert index.phrase_in_run().tolist() == [any(ref_found(t, p) for t in all_texts) for c in cases for p in c[1]]
+
+
+def test_run_phrases_refuse_cases_they_do_not_hold():
+    evidence = pl.Series([["alpha"], ["beta", "gamma"]], dtype=pl.List(pl.String))
+    index = RunPhrases(evidence)
+    assert index.phrase_ids(np.array([1, 0])).tolist() == [1, 2, 0]
+    one = [["f"]], [["alpha beta"]]
+    with pytest.raises(InputError, match="run phrases"):
+        match_relevance([[]], evidence.gather([1]), *one, run_index=index, run_cases=np.array([0]))
+    with pytest.raises(ValueError, match="run_cases"):
+        match_relevance([[]], evidence.gather([0]), *one, run_index=index)
+    with pytest.raises(ValueError, match="exclude"):
+        match_relevance([[]], evidence.gather([0]), *one, run_wide=True, run_index=index, run_cases=np.array([0]))
+    assert index.phrase_in_run().tolist() == [False, False, False]
+    match_relevance([[]], evidence.gather([0]), *one, run_index=index, run_cases=np.array([0]))
+    assert index.phrase_in_run().tolist() == [True, True, False]
 
 
 def test_run_wide_finds_other_cases_phrases_in_every_length_class():

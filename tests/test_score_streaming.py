@@ -109,32 +109,38 @@ def test_the_run_wide_check_sees_texts_of_earlier_and_later_slices(tmp_path, tin
     assert_same(result, whole_run(golden, run))
 
 
-def test_texts_with_equal_hashes_are_all_searched(tmp_path, tiny_slices, monkeypatch):
-    golden, run = make_case_files(tmp_path, 8)
-    whole = whole_run(golden, run)
-    real_hash = pl.Series.hash
-    monkeypatch.setattr(pl.Series, "hash", lambda self, seed=0: real_hash(self, seed) * 0)  # every text collides
-    assert_same(ragmeter.score(golden, run), whole)
+def test_repeated_and_nearly_equal_texts_are_all_checked(tmp_path, tiny_slices):
+    # The same text in many cases and slices, and texts that differ from it in four bytes only, each holding
+    # the phrase of a case in another slice (before or after its own).
+    base = "a" * 200
+    golden = tmp_path / "g.jsonl"
+    rows = [{"id": f"q{i}", "question": "q", "expectedFileNames": ["a.md"], "expectedEvidence": [f"qz{i}q"]}
+            for i in range(7)]
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    texts = [base, base[:20] + "qz4q" + base[24:], base, base[:20] + "qz0q" + base[24:], base, base,
+             base[:20] + "qz6q" + base[24:]]
+    run_rows = [{"id": f"q{i}", "retrieved": [{"file": "b.md", "text": base, "score": 1.0},
+                                              {"file": "b.md", "text": texts[i], "score": 0.5}]} for i in range(7)]
+    run = tmp_path / "r.parquet"
+    pl.DataFrame(run_rows).write_parquet(run)
+    result = ragmeter.score(golden, run)
+    assert sorted(u["id"] for u in result.summary["unfound_evidence"]) == ["q1", "q2", "q3", "q5"]
+    assert_same(result, whole_run(golden, run))
 
 
-def test_too_many_distinct_texts_are_read_again_from_the_file(tmp_path, tiny_slices, monkeypatch):
+def test_the_run_wide_check_keeps_no_text(tmp_path, tiny_slices, monkeypatch):
+    """The slices' texts go through the index as they are matched: nothing reads them again for the check."""
     golden, run = make_case_files(tmp_path, 9, repeat_texts=False)
     whole = whole_run(golden, run)
-    seen = []
-    real = _stream_score._texts_again
 
-    def spy(reader):
-        seen.append(True)
-        return real(reader)
+    def no_second_read(reader):
+        raise AssertionError("texts read again")
 
-    monkeypatch.setattr(_stream_score, "_texts_again", spy)
-    monkeypatch.setattr(_stream_score._DistinctTexts, "__init__",
-                        lambda self, budget: real_init(self, 64))
-    assert_same(ragmeter.score(golden, run), whole)
-    assert seen
-
-
-real_init = _stream_score._DistinctTexts.__init__
+    monkeypatch.setattr(_stream_score, "_texts_again", no_second_read)
+    streamed = ragmeter.score(golden, run)
+    assert_frame_equal(streamed.cases, whole.cases)
+    assert json.dumps(streamed.summary, default=str) == json.dumps(whole.summary, default=str)
+    assert whole.summary["unfound_evidence"]
 
 
 @pytest.mark.parametrize("shuffle", [False, True])

@@ -31,12 +31,16 @@ def evidence_match(
     chunk_files: _StrColumn,
     chunk_texts: _StrColumn,
     run_wide: bool = False,
+    run_index: Optional[RunPhraseIndex] = None,
+    run_phrases: Optional[npt.NDArray[np.int64]] = None,
 ) -> dict[str, np.ndarray]:
     """Keys: labeled (bool, per case); file_match, relevant (bool) and
     phrases_found (uint32) per chunk; phrase_first_rank, phrase_any_rank
     (uint32, 1-based, 0 = never) and phrase_empty (bool) per phrase;
     file_first_rank (uint32) per expected file; with run_wide, also
-    phrase_in_run (bool) per phrase: found in some chunk of any case."""
+    phrase_in_run (bool) per phrase: found in some chunk of any case. With
+    run_index and run_phrases (per phrase, its index in run_index), the chunk
+    texts are checked against run_index instead (see RunPhraseIndex)."""
     ...
 def evidence_match_views(
     file_offsets: npt.NDArray[np.int64],
@@ -48,11 +52,24 @@ def evidence_match_views(
     text_views: npt.NDArray[np.uint8],
     text_buffers: list[npt.NDArray[np.uint8]],
     run_wide: bool = False,
+    run_index: Optional[RunPhraseIndex] = None,
+    run_phrases: Optional[npt.NDArray[np.int64]] = None,
 ) -> dict[str, np.ndarray]:
     """evidence_match with the chunk texts in Arrow string-view layout (16-byte
     views, no nulls, and their data buffers), borrowed when read-only."""
     ...
 def evidence_phrases_in_texts(phrases: _StrColumn, texts: _StrColumn) -> npt.NDArray[np.bool_]: ...
+
+@final
+class RunPhraseIndex:
+    """The run-wide check of a run matched a slice at a time: built from every
+    evidence phrase of the golden set; each evidence_match* call given it
+    checks its chunk texts against it while matching them."""
+    def __new__(cls, phrases: _StrColumn) -> RunPhraseIndex: ...
+    def __len__(self) -> int: ...
+    def phrase_in_run(self) -> npt.NDArray[np.bool_]:
+        """Per phrase: found in some chunk text matched with this index so far."""
+        ...
 
 # --- rank metrics and trec_eval (rust/ragmeter-py/src/trec.rs) -------------
 

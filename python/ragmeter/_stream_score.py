@@ -9,11 +9,9 @@ tables and summary are those of :func:`ragmeter.retrieval._score_prepared`, so t
 the whole run loaded at once gives.
 
 The run-wide "phrase found in no chunk" check needs every chunk text of the run, and a phrase's own case may
-be in a later slice than the chunk that holds it. A phrase found in its own case's chunks is in the run;
-the others are searched for, once at the end, in every *distinct* chunk text of the run, kept while the
-slices are read (runs retrieve the same chunks for many questions). When the distinct texts would pass
-half the Parquet file's size, they are let go and the texts are read a second time from the file for
-that search instead.
+be in a later slice than the chunk that holds it: a :class:`ragmeter.evidence.RunPhrases` index over every
+phrase of the golden set lives across the slices, and each slice's chunk texts are checked against it in
+Rust while they are matched. No text is kept from one slice to the next.
 
 ``chunks.parquet``: when the caller names its file before scoring (:func:`ragmeter.retrieval.score_into`,
 ``ragmeter score --out``), each slice's chunk rows are written while the slice is in memory (:class:`_ChunkSpool`)
@@ -36,7 +34,7 @@ import pyarrow as pa
 
 from ragmeter._columns import offsets_from_lengths, string_column
 from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
-from ragmeter.evidence import EvidenceMatch, mark_no_file_in_run, match_relevance, phrases_in_texts, retrieved_columns
+from ragmeter.evidence import EvidenceMatch, RunPhrases, mark_no_file_in_run, match_relevance, retrieved_columns
 from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tables
 
 __all__ = ["score_parquet"]
@@ -60,7 +58,7 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
     golden_name = str(golden) if isinstance(golden, str) or hasattr(golden, "__fspath__") else "golden"
     reader = ParquetRun(run)
     positions = g.select("id").with_row_index("_position")
-    distinct = _DistinctTexts(budget=max(run.stat().st_size // 2, 16 << 20))
+    run_phrases = RunPhrases(g["expected_evidence"])
     slices: List[_Slice] = []
     run_rows: List[pl.DataFrame] = []
     spool = _ChunkSpool(chunks_to) if chunks_to is not None else None
@@ -72,7 +70,7 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
             position = frame.select("id").join(positions, on="id", how="left", maintain_order="left")["_position"]
             if position.null_count():
                 continue  # ids not in the golden set: check_run_against_golden raises
-            slices.append(_match_slice(g, batch, frame, position.to_numpy().astype(np.int64), distinct, spool))
+            slices.append(_match_slice(g, batch, frame, position.to_numpy().astype(np.int64), run_phrases, spool))
         reader.finish()
         if spool is not None:
             spool.close()
@@ -86,7 +84,7 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
     joined = g.join(run_frame.select("id", "retrieval_mode"), on="id", how="left", maintain_order="left").with_columns(
         pl.col("id").is_in(pl.Series(missing, dtype=pl.Utf8).implode()).alias("missing_from_run"))
     assembled = _assemble(g, slices, missing)
-    _check_run_wide(assembled, g, distinct, reader)
+    assembled.match.phrase_in_run = run_phrases.phrase_in_run()
     _check_k(k)
     prepared = _PreparedMatch(joined=joined, missing=missing, match=assembled.match)
     cases, by_category, summary = _score_tables(prepared, k, assembled.files_null)
@@ -97,17 +95,16 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
 
 
 def _match_slice(g: pl.DataFrame, batch: Any, frame: pl.DataFrame, position: np.ndarray,
-                 distinct: "_DistinctTexts", spool: Optional["_ChunkSpool"] = None) -> _Slice:
+                 run_phrases: RunPhrases, spool: Optional["_ChunkSpool"] = None) -> _Slice:
     fields = frame.select(pl.col("retrieved").list.eval(pl.element().struct.field(name)).alias(name)
                           for name in _CHUNK_FIELDS)
     files = fields["file"]
     fields = fields.select(pl.col(name).explode(empty_as_null=False, keep_nulls=False) for name in _CHUNK_FIELDS)
     texts, flat = _texts_for_rust(batch, frame)
     match = match_relevance(g["expected_files"].gather(position), g["expected_evidence"].gather(position), files,
-                            texts, no_file_in_run=False)
+                            texts, no_file_in_run=False, run_index=run_phrases, run_cases=position)
     if spool is not None:
         spool.add(position, _chunk_table(frame["id"], match, fields, _text_series(flat)))
-    distinct.add(flat)
     return _Slice(position, match, _detached(fields))
 
 
@@ -207,73 +204,8 @@ def _assemble(g: pl.DataFrame, slices: List[_Slice], missing: List[str]) -> _Ass
 
 
 # ---------------------------------------------------------------------------
-# The run-wide check
+# The texts read again
 # ---------------------------------------------------------------------------
-
-
-class _DistinctTexts:
-    """Every distinct chunk text of a run, kept once while its slices are read, up to ``budget`` bytes.
-
-    Texts are told apart by a 64-bit hash and then compared in full: a text whose hash equals another's is
-    kept as well, so no text of the run is left out, whatever the hashes. The kept texts are copied out of
-    the slice (a gather in Polars would keep the slice's whole text buffer alive).
-    """
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.keys = np.zeros(0, np.uint64)  # sorted hashes of the kept texts
-        self.rows = np.zeros(0, np.int64)  # the kept text of keys[i] is self.kept[rows[i]]
-        self.kept = pl.Series("text", [], dtype=pl.String)
-        self.size = 0
-        self.overflow = False
-
-    def add(self, values: Any) -> None:
-        """Keep the texts of ``values`` (a pyarrow string array) not kept yet."""
-        if self.overflow or len(values) == 0:
-            return
-        texts = pl.Series("text", values)
-        firsts = texts.filter(texts.is_first_distinct())  # exact: Polars compares the texts of equal hashes
-        hashes = firsts.hash(seed=0).to_numpy()
-        at = np.minimum(np.searchsorted(self.keys, hashes), max(len(self.keys) - 1, 0))
-        known = (self.keys[at] == hashes) if len(self.keys) else np.zeros(len(hashes), bool)
-        keep = ~known
-        if known.any():  # the same hash as a kept text: kept as well unless it is that text
-            index = np.flatnonzero(known)
-            same = (firsts.gather(index) == self.kept.gather(self.rows[at[index]])).fill_null(False).to_numpy()
-            keep[index[~same]] = True
-        # new hashes go in the index; a text whose hash was taken is only kept (it is searched all the same)
-        new_key = keep & ~known
-        if keep.any():
-            order = np.concatenate([np.flatnonzero(new_key), np.flatnonzero(keep & known)])
-            taken = firsts.gather(order).to_arrow(compat_level=pl.CompatLevel.oldest())  # a compact copy
-            self.size += int(taken.nbytes)
-            if self.size > self.budget:
-                self.overflow = True
-                self.kept = self.kept.clear()
-                return
-            n_new = int(new_key.sum())
-            keys = np.concatenate([self.keys, hashes[new_key]])
-            rows = np.concatenate([self.rows, np.arange(len(self.kept), len(self.kept) + n_new, dtype=np.int64)])
-            sort = np.argsort(keys, kind="stable")
-            self.keys, self.rows = keys[sort], rows[sort]
-            self.kept = pl.concat([self.kept, pl.Series("text", taken)], rechunk=False)
-
-
-def _check_run_wide(assembled: _Assembled, g: pl.DataFrame, distinct: _DistinctTexts, reader: ParquetRun) -> None:
-    """Set ``phrase_in_run``: found in the own case's chunks, or else in some chunk text of the run."""
-    match = assembled.match
-    in_run = match.phrase_any_rank > 0
-    candidates = np.flatnonzero(~in_run)
-    if len(candidates):
-        phrases = g["expected_evidence"].explode(empty_as_null=False, keep_nulls=False).gather(candidates).fill_null("")
-        found = np.zeros(len(candidates), bool)
-        for texts in ([distinct.kept] if not distinct.overflow else _texts_again(reader)):
-            if texts.len():
-                found |= np.asarray(phrases_in_texts(phrases, texts), dtype=bool)
-            if found.all():
-                break
-        in_run[candidates] = found
-    match.phrase_in_run = in_run
 
 
 def _texts_again(reader: ParquetRun) -> Iterator[pl.Series]:

@@ -64,6 +64,7 @@ __all__ = [
     "phrases_in_texts",
     "retrieved_columns",
     "EvidenceMatch",
+    "RunPhrases",
 ]
 
 
@@ -307,6 +308,8 @@ def match_relevance(
     *,
     run_wide: bool = False,
     no_file_in_run: Optional[bool] = None,
+    run_index: Optional["RunPhrases"] = None,
+    run_cases: Optional[np.ndarray] = None,
 ) -> EvidenceMatch:
     """Decide relevance for every retrieved chunk of every case, in Rust.
 
@@ -326,6 +329,10 @@ def match_relevance(
     probing costs more than normalising again (phrases that share the texts'
     vocabulary) is it given up for the remaining cases, whose texts are then
     searched a second time for the phrases found nowhere yet.
+
+    With ``run_index`` (a :class:`RunPhrases` over the golden set's phrases) and ``run_cases`` (the golden
+    position of each of these cases), these chunk texts are checked against that index instead, in the same
+    pass: how a run matched a slice at a time gets its run-wide check.
 
     A null chunk file means the retriever gave none. Such a chunk of a case
     that expects files is matched on evidence alone: the Rust matcher gets the
@@ -364,10 +371,17 @@ def match_relevance(
         placeholders = _placeholder_files(expected_files, chunk_offsets, cfiles, file_nulls,
                                           bool(file_nulls.all()) if no_file_in_run is None else no_file_in_run)
         cfiles = placeholders[0]
+    run: dict = {}
+    if run_index is not None:
+        if run_cases is None:
+            raise ValueError("match_relevance: run_index needs run_cases (the golden position of each case)")
+        run = {"run_index": run_index._index, "run_phrases": run_index.phrase_ids(np.asarray(run_cases, dtype=np.int64))}
     if views is not None:
-        out = _core.evidence_match_views(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, views[1], views[2], run_wide=run_wide)
+        out = _core.evidence_match_views(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, views[1], views[2],
+                                         run_wide=run_wide, **run)
     else:
-        out = _core.evidence_match(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, texts, run_wide=run_wide)
+        out = _core.evidence_match(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, texts,
+                                   run_wide=run_wide, **run)
     match = EvidenceMatch(
         labeled=out["labeled"],
         chunk_offsets=chunk_offsets,
@@ -440,6 +454,32 @@ def mark_no_file_in_run(match: EvidenceMatch, expected_files: pl.Series) -> None
     unknown = expected_files.list.first().is_not_null().to_numpy()
     replaced = match.file_placeholder if match.file_placeholder is not None else np.zeros(len(match.relevant), bool)
     _mark_unknown_files(match, replaced, unknown)
+
+
+class RunPhrases:
+    """The run-wide check of a run matched a slice at a time: which of a golden set's evidence phrases occur in
+    some retrieved chunk of any slice.
+
+    Built once from the golden set's ``expected_evidence`` column; each slice's :func:`match_relevance` call
+    given it (``run_index=``, ``run_cases=``) checks that slice's chunk texts against it in Rust while matching
+    them (each text normalised once for both), and keeps none of them. Phrases found in their own case's
+    chunks leave the index as the slices go. :meth:`phrase_in_run` is, per phrase of the golden set
+    (flattened, golden order), what :func:`phrases_in_texts` over every chunk text of those slices answers.
+    """
+
+    def __init__(self, expected_evidence: pl.Series) -> None:
+        self._offsets, phrases = _list_column(expected_evidence, "expected_evidence")
+        self._index = _core.RunPhraseIndex(phrases)
+
+    def phrase_ids(self, cases: np.ndarray) -> np.ndarray:
+        """The golden set's phrase numbers of the cases at golden positions ``cases``, case after case."""
+        lengths = np.diff(self._offsets)[cases]
+        starts = np.repeat(self._offsets[:-1][cases] - offsets_from_lengths(lengths)[:-1], lengths)
+        return (starts + np.arange(int(lengths.sum()), dtype=np.int64)).astype(np.int64)
+
+    def phrase_in_run(self) -> np.ndarray:
+        """Per phrase of the golden set: found in some chunk text of the slices matched so far."""
+        return np.asarray(self._index.phrase_in_run(), dtype=bool)
 
 
 def phrases_in_texts(phrases: Any, texts: Any) -> np.ndarray:

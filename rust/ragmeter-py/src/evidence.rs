@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 
 use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
@@ -166,7 +167,7 @@ fn borrow_or_copy<'a>(a: &'a PyReadonlyArray1<'_, u8>) -> PyResult<Cow<'a, [u8]>
 /// (`text_views`: uint8, 16 bytes per text, no nulls; `text_buffers`: the
 /// uint8 data buffers), as Polars stores them: no copy of the texts.
 #[pyfunction]
-#[pyo3(signature = (file_offsets, expected_files, phrase_offsets, phrases, chunk_offsets, chunk_files, text_views, text_buffers, run_wide = false))]
+#[pyo3(signature = (file_offsets, expected_files, phrase_offsets, phrases, chunk_offsets, chunk_files, text_views, text_buffers, run_wide = false, run_index = None, run_phrases = None))]
 #[allow(clippy::too_many_arguments)]
 fn evidence_match_views<'py>(
     py: Python<'py>,
@@ -179,6 +180,8 @@ fn evidence_match_views<'py>(
     text_views: PyReadonlyArray1<'py, u8>,
     text_buffers: Vec<PyReadonlyArray1<'py, u8>>,
     run_wide: bool,
+    run_index: Option<Bound<'py, RunPhraseIndex>>,
+    run_phrases: Option<PyReadonlyArray1<'py, i64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut texts = ViewTexts {
         views: borrow_or_copy(&text_views)?,
@@ -191,8 +194,33 @@ fn evidence_match_views<'py>(
         (phrase_offsets, phrases),
         (chunk_offsets, chunk_files),
         &mut texts,
-        run_wide,
+        run_mode(run_wide, run_index, run_phrases)?,
     )
+}
+
+/// How a match takes part in the run-wide check.
+enum RunMode<'py> {
+    None,
+    /// `phrase_in_run` over this batch alone.
+    Batch,
+    /// Record in a [`RunPhraseIndex`] what the batch's texts contain; its
+    /// phrase `i` is the index's phrase `ids[i]`.
+    Index(Bound<'py, RunPhraseIndex>, Vec<usize>),
+}
+
+fn run_mode<'py>(run_wide: bool, index: Option<Bound<'py, RunPhraseIndex>>, ids: Option<PyReadonlyArray1<'py, i64>>) -> PyResult<RunMode<'py>> {
+    match (index, ids) {
+        (None, None) => Ok(if run_wide { RunMode::Batch } else { RunMode::None }),
+        (Some(_), Some(_)) if run_wide => Err(PyValueError::new_err("run_wide and run_index exclude each other")),
+        (Some(index), Some(ids)) => {
+            let ids = ids.as_slice()?;
+            if ids.iter().any(|&i| i < 0) {
+                return Err(PyValueError::new_err("run_phrases: indices must not be negative"));
+            }
+            Ok(RunMode::Index(index, ids.iter().map(|&i| i as usize).collect()))
+        }
+        _ => Err(PyValueError::new_err("run_index and run_phrases go together")),
+    }
 }
 
 /// Texts that are checked (UTF-8, bounds) once, with the GIL released.
@@ -221,7 +249,7 @@ fn match_chunk_texts<'py, T: ChunkTexts>(
     phrases: OffsetsAndStrings<'py>,
     chunks: OffsetsAndStrings<'py>,
     texts: &mut T,
-    run_wide: bool,
+    run: RunMode<'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let expected_files = small(files.1, "expected_files")?;
     let phrase_strings = small(phrases.1, "phrases")?;
@@ -229,24 +257,61 @@ fn match_chunk_texts<'py, T: ChunkTexts>(
     let file_offsets = extract_offsets(files.0, expected_files.len(), "file_offsets")?;
     let phrase_offsets = extract_offsets(phrases.0, phrase_strings.len(), "phrase_offsets")?;
     let chunk_offsets = extract_offsets(chunks.0, chunk_files.len(), "chunk_offsets")?;
+    let run_wide = matches!(run, RunMode::Batch);
+    let (mut index, ids) = match run {
+        RunMode::Index(index, ids) => (Some(index.try_borrow_mut()?), ids),
+        _ => (None, Vec::new()),
+    };
+    let index = index.as_deref_mut().map(|i| &mut i.inner);
     let result = py
         .allow_threads(|| {
             texts.check("chunk_texts")?;
-            evidence::match_evidence_with::<dyn Strings>(
-                &EvidenceBatch {
-                    file_offsets: &file_offsets,
-                    expected_files: &expected_files,
-                    phrase_offsets: &phrase_offsets,
-                    phrases: &phrase_strings,
-                    chunk_offsets: &chunk_offsets,
-                    chunk_files: &chunk_files,
-                    chunk_texts: &*texts,
-                },
-                run_wide,
-            )
+            let batch: EvidenceBatch<'_, dyn Strings> = EvidenceBatch {
+                file_offsets: &file_offsets,
+                expected_files: &expected_files,
+                phrase_offsets: &phrase_offsets,
+                phrases: &phrase_strings,
+                chunk_offsets: &chunk_offsets,
+                chunk_files: &chunk_files,
+                chunk_texts: &*texts,
+            };
+            match index {
+                Some(index) => index.match_batch(&batch, &ids),
+                None => evidence::match_evidence_with(&batch, run_wide),
+            }
         })
         .map_err(to_py_err)?;
     result_dict(py, result, run_wide)
+}
+
+/// RunPhraseIndex(phrases): the run-wide check of a run matched a slice at a
+/// time. Built from every evidence phrase of the golden set (`(offsets,
+/// data)`, flattened in golden order); each `evidence_match*` call given it
+/// (with `run_phrases`, the index of each of the call's phrases here) probes
+/// it with the call's chunk texts while matching them, keeping none of them.
+/// `phrase_in_run()` then says, per phrase, whether some chunk of those calls
+/// contains it.
+#[pyclass(module = "ragmeter._core")]
+pub struct RunPhraseIndex {
+    inner: evidence::RunPhrases,
+}
+
+#[pymethods]
+impl RunPhraseIndex {
+    #[new]
+    fn new(py: Python<'_>, phrases: StrArrays<'_>) -> PyResult<Self> {
+        let phrases = small(phrases, "phrases")?;
+        Ok(RunPhraseIndex { inner: py.allow_threads(|| evidence::RunPhrases::new(&phrases)) })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Per phrase: found in some chunk text matched with this index so far.
+    fn phrase_in_run<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<bool>> {
+        PyArray1::from_vec(py, self.inner.found())
+    }
 }
 
 fn result_dict(py: Python<'_>, result: evidence::EvidenceResult, run_wide: bool) -> PyResult<Bound<'_, PyDict>> {
@@ -299,8 +364,10 @@ fn evidence_normalize_file_name(name: &str) -> String {
 /// `phrase_empty` (bool); per expected file `file_first_rank` (uint32). With
 /// `run_wide=True` also `phrase_in_run` (bool, per phrase): the phrase occurs
 /// in some chunk of any case (each chunk text is normalised once for both).
+/// With `run_index` (a [`RunPhraseIndex`]) and `run_phrases` (int64, per
+/// phrase its index there) the texts are checked against that index instead.
 #[pyfunction]
-#[pyo3(signature = (file_offsets, expected_files, phrase_offsets, phrases, chunk_offsets, chunk_files, chunk_texts, run_wide = false))]
+#[pyo3(signature = (file_offsets, expected_files, phrase_offsets, phrases, chunk_offsets, chunk_files, chunk_texts, run_wide = false, run_index = None, run_phrases = None))]
 #[allow(clippy::too_many_arguments)]
 fn evidence_match<'py>(
     py: Python<'py>,
@@ -312,6 +379,8 @@ fn evidence_match<'py>(
     chunk_files: StrArrays<'py>,
     chunk_texts: StrArrays<'py>,
     run_wide: bool,
+    run_index: Option<Bound<'py, RunPhraseIndex>>,
+    run_phrases: Option<PyReadonlyArray1<'py, i64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut texts = texts(&chunk_texts)?;
     match_chunk_texts(
@@ -320,7 +389,7 @@ fn evidence_match<'py>(
         (phrase_offsets, phrases),
         (chunk_offsets, chunk_files),
         &mut texts,
-        run_wide,
+        run_mode(run_wide, run_index, run_phrases)?,
     )
 }
 
@@ -346,5 +415,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(evidence_match, m)?)?;
     m.add_function(wrap_pyfunction!(evidence_match_views, m)?)?;
     m.add_function(wrap_pyfunction!(evidence_phrases_in_texts, m)?)?;
+    m.add_class::<RunPhraseIndex>()?;
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 use rayon::prelude::*;
 
+use super::copies::Probed;
 use super::matcher::PhraseMatcher;
 use super::normalize::{file_matches, normalize, normalize_file_name, Normalizer};
 use super::run_index::{RunIndex, Seen};
@@ -102,10 +103,36 @@ fn check_offsets(offsets: &[usize], n_cases: usize, total: usize, name: &str) ->
     Ok(())
 }
 
+/// The offsets and lengths of `b`'s columns agree (`n_cases` cases).
+fn check_batch<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, n_cases: usize) -> Result<()> {
+    if b.chunk_offsets.is_empty() {
+        return Err(Error::input("chunk offsets: expected cases + 1 entries, got 0"));
+    }
+    check_offsets(b.file_offsets, n_cases, b.expected_files.len(), "expected-file offsets")?;
+    check_offsets(b.phrase_offsets, n_cases, b.phrases.len(), "phrase offsets")?;
+    check_offsets(b.chunk_offsets, n_cases, b.chunk_texts.len(), "chunk offsets")?;
+    if b.chunk_files.len() != b.chunk_texts.len() {
+        return Err(Error::input(format!(
+            "chunk files and chunk texts differ in length ({} vs {})",
+            b.chunk_files.len(),
+            b.chunk_texts.len()
+        )));
+    }
+    Ok(())
+}
+
 struct Scratch {
     norm: Normalizer,
     dehy: Vec<u8>,
     pat: Vec<bool>,
+}
+
+/// The run-wide index to probe and, when given, the texts of the batch
+/// probed so far: a later copy of a text is not probed again (see [`Probed`]).
+#[derive(Clone, Copy)]
+struct Probing<'r> {
+    index: &'r RunIndex,
+    probed: Option<&'r Probed>,
 }
 
 /// Match case `c`; with `run` also probe the run-wide index with each chunk
@@ -115,7 +142,7 @@ fn match_case<S: Strings + ?Sized>(
     norm_phrases: &[String],
     c: usize,
     scratch: &mut Scratch,
-    run: Option<&RunIndex>,
+    run: Option<Probing<'_>>,
 ) -> Result<CaseOut> {
     let files: Vec<String> = (b.file_offsets[c]..b.file_offsets[c + 1])
         .map(|i| normalize_file_name(b.expected_files.get(i)))
@@ -162,9 +189,10 @@ fn match_case<S: Strings + ?Sized>(
             true
         };
         let mut n_found = 0u32;
-        let probe = run.filter(|r| !r.all_found());
+        let probe = run.filter(|r| !r.index.all_found());
         if has_phrases || probe.is_some() {
             scratch.norm.run(b.chunk_texts.get(k));
+            let probe = probe.filter(|r| r.probed.map_or(true, |p| p.first(b.chunk_texts, k))).map(|r| r.index);
             let dehyphenated = scratch.norm.has_soft_hyphens();
             if dehyphenated {
                 scratch.norm.dehyphenated_into(&mut scratch.dehy);
@@ -318,19 +346,7 @@ pub(super) fn match_probing<S: Strings + ?Sized>(
     orphan_bytes_per_work: usize,
 ) -> Result<EvidenceResult> {
     let n_cases = b.chunk_offsets.len().saturating_sub(1);
-    if b.chunk_offsets.is_empty() {
-        return Err(Error::input("chunk offsets: expected cases + 1 entries, got 0"));
-    }
-    check_offsets(b.file_offsets, n_cases, b.expected_files.len(), "expected-file offsets")?;
-    check_offsets(b.phrase_offsets, n_cases, b.phrases.len(), "phrase offsets")?;
-    check_offsets(b.chunk_offsets, n_cases, b.chunk_texts.len(), "chunk offsets")?;
-    if b.chunk_files.len() != b.chunk_texts.len() {
-        return Err(Error::input(format!(
-            "chunk files and chunk texts differ in length ({} vs {})",
-            b.chunk_files.len(),
-            b.chunk_texts.len()
-        )));
-    }
+    check_batch(b, n_cases)?;
 
     let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
     let common = if run_wide { Seen::of(&text_sample(b.chunk_texts)) } else { Seen::empty() };
@@ -348,18 +364,11 @@ pub(super) fn match_probing<S: Strings + ?Sized>(
             Probe::Orphans => orphans.index.as_ref().map(|(index, _)| index),
             Probe::Off => None,
         };
-        let batch = (start..end)
-            .into_par_iter()
-            .with_min_len(16)
-            .map_init(
-                || Scratch { norm: Normalizer::new(), dehy: Vec::new(), pat: Vec::new() },
-                |scratch, c| match_case(b, &norm_phrases, c, scratch, index),
-            )
-            .collect::<Result<Vec<_>>>()?;
+        let batch = match_cases(b, &norm_phrases, start..end, index.map(|index| Probing { index, probed: None }))?;
         if let Some(r) = run.as_mut() {
             let work: usize = batch.iter().map(|o| o.probe_work).sum();
             let bytes: usize = batch.iter().map(|o| o.probe_bytes).sum();
-            mark_found_in_own_case(r, b.phrase_offsets, start, &batch);
+            mark_found_in_own_case(r, None, b.phrase_offsets, start, &batch);
             match mode {
                 Probe::All => {
                     if work.saturating_mul(bytes_per_work) > bytes {
@@ -401,7 +410,34 @@ pub(super) fn match_probing<S: Strings + ?Sized>(
         }
     }
 
+    let mut res = collect(per_case, b);
+    if let Some(r) = run {
+        res.phrase_in_run = r.phrases_found();
+    }
+    Ok(res)
+}
+
+/// Match cases `cases` in parallel, probing `run` with their texts.
+fn match_cases<S: Strings + ?Sized>(
+    b: &EvidenceBatch<'_, S>,
+    norm_phrases: &[String],
+    cases: std::ops::Range<usize>,
+    run: Option<Probing<'_>>,
+) -> Result<Vec<CaseOut>> {
+    cases
+        .into_par_iter()
+        .with_min_len(16)
+        .map_init(
+            || Scratch { norm: Normalizer::new(), dehy: Vec::new(), pat: Vec::new() },
+            |scratch, c| match_case(b, norm_phrases, c, scratch, run),
+        )
+        .collect()
+}
+
+/// The per-case outputs as one result (without `phrase_in_run`).
+fn collect<S: Strings + ?Sized>(per_case: Vec<CaseOut>, b: &EvidenceBatch<'_, S>) -> EvidenceResult {
     let n_chunks = b.chunk_texts.len();
+    let n_cases = per_case.len();
     let mut res = EvidenceResult {
         labeled: Vec::with_capacity(n_cases),
         file_match: Vec::with_capacity(n_chunks),
@@ -423,10 +459,7 @@ pub(super) fn match_probing<S: Strings + ?Sized>(
         res.phrase_empty.extend(o.phrase_empty);
         res.file_first_rank.extend(o.file_first_rank);
     }
-    if let Some(r) = run {
-        res.phrase_in_run = r.phrases_found();
-    }
-    Ok(res)
+    res
 }
 
 /// Probing the run-wide index is given up when a batch of cases costs more than
@@ -450,13 +483,14 @@ fn text_sample<S: Strings + ?Sized>(texts: &S) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Mark in `run` the phrases of cases `first..` (`outs`, matched without
-/// probing) found in their own case's chunks.
-fn mark_found_in_own_case(run: &RunIndex, phrase_offsets: &[usize], first: usize, outs: &[CaseOut]) {
+/// Mark in `run` the phrases of cases `first..` (`outs`) found in their own
+/// case's chunks; phrase `i` of the batch is `run`'s phrase `ids[i]` (`i`
+/// itself without `ids`).
+fn mark_found_in_own_case(run: &RunIndex, ids: Option<&[usize]>, phrase_offsets: &[usize], first: usize, outs: &[CaseOut]) {
     for (c, o) in (first..).zip(outs) {
         for (i, &rank) in (phrase_offsets[c]..phrase_offsets[c + 1]).zip(&o.phrase_any_rank) {
             if rank > 0 {
-                run.mark_found(i);
+                run.mark_found(ids.map_or(i, |ids| ids[i]));
             }
         }
     }
@@ -500,4 +534,81 @@ pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, t
     let index = RunIndex::from_normalized(&norms)?;
     scan_texts(&index, texts, 0..texts.len());
     Ok(index.phrases_found())
+}
+
+/// The run-wide check of a run matched a batch of cases at a time (for example
+/// a Parquet run read slice by slice): which of a golden set's phrases occur
+/// in some retrieved chunk of any batch. Built once from all the golden set's
+/// phrases; [`RunPhrases::match_batch`] matches a batch like
+/// [`match_evidence`] and probes the index with each chunk text in the same
+/// pass (normalised once for both; a text repeated in the batch is probed
+/// once, see [`Probed`]); nothing of a batch's texts is kept.
+/// Phrases found in their own case's chunks are dropped from the index as the
+/// batches go, so later texts are probed with fewer phrases. Unlike
+/// [`match_evidence_with`], probing is never given up (a later batch's texts
+/// are gone by the end): where the phrases share the texts' vocabulary, the
+/// check costs what probing with every phrase not found yet costs.
+pub struct RunPhrases {
+    phrases: Vec<String>,
+    /// Built on the first batch, from a sample of its texts ([`Seen`]).
+    index: Option<RunIndex>,
+}
+
+impl RunPhrases {
+    /// Index `phrases` (not normalised yet): every evidence phrase of the golden set.
+    pub fn new<S: Strings + ?Sized>(phrases: &S) -> Self {
+        let phrases = (0..phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(phrases.get(i))).collect();
+        RunPhrases { phrases, index: None }
+    }
+
+    /// Number of phrases indexed.
+    pub fn len(&self) -> usize {
+        self.phrases.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.phrases.is_empty()
+    }
+
+    /// [`match_evidence`] of `b`, whose phrase `i` is this index's phrase
+    /// `ids[i]` (an error when it does not normalise alike), recording the
+    /// phrases its chunks contain.
+    pub fn match_batch<S: Strings + ?Sized>(&mut self, b: &EvidenceBatch<'_, S>, ids: &[usize]) -> Result<EvidenceResult> {
+        let n_cases = b.chunk_offsets.len().saturating_sub(1);
+        check_batch(b, n_cases)?;
+        if ids.len() != b.phrases.len() {
+            return Err(Error::input(format!("run phrases: expected one index per phrase ({}), got {}", b.phrases.len(), ids.len())));
+        }
+        let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
+        if let Some(i) = (0..ids.len()).find(|&i| <[String]>::get(&self.phrases, ids[i]) != Some(&norm_phrases[i])) {
+            return Err(Error::input(format!("run phrases: phrase {i} of the batch is not phrase {} of the index", ids[i])));
+        }
+        if self.index.is_none() {
+            self.index = Some(RunIndex::from_normalized_with(&self.phrases, &Seen::of(&text_sample(b.chunk_texts)))?);
+        }
+        let run = self.index.as_mut().expect("built above");
+        // Runs retrieve the same chunks for many questions: probe each text of the batch once.
+        let probed = Probed::new();
+        let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
+        let mut start = 0;
+        while start < n_cases {
+            let end = (start + run_batch(start)).min(n_cases);
+            let probing = (!run.all_found()).then_some(Probing { index: &*run, probed: Some(&probed) });
+            let batch = match_cases(b, &norm_phrases, start..end, probing)?;
+            mark_found_in_own_case(run, Some(ids), b.phrase_offsets, start, &batch);
+            run.refresh();
+            per_case.extend(batch);
+            start = end;
+        }
+        Ok(collect(per_case, b))
+    }
+
+    /// Per phrase: found in some chunk text of the batches matched so far
+    /// (false for phrases that normalise to the empty string).
+    pub fn found(&self) -> Vec<bool> {
+        match &self.index {
+            Some(index) => index.phrases_found(),
+            None => vec![false; self.phrases.len()],
+        }
+    }
 }

@@ -49,13 +49,14 @@
 //! rayon.
 
 mod batch;
+mod copies;
 mod matcher;
 mod normalize;
 mod run_index;
 #[cfg(test)]
 mod tests;
 
-pub use batch::{match_evidence, match_evidence_with, phrases_in_texts, EvidenceBatch, EvidenceResult, Strings};
+pub use batch::{match_evidence, match_evidence_with, phrases_in_texts, EvidenceBatch, EvidenceResult, RunPhrases, Strings};
 pub use matcher::{PhraseMatcher, FEW_PATTERNS, PACKED_PATTERNS};
 pub use normalize::{file_matches, normalize, normalize_dehyphenated, normalize_file_name, Normalizer};
 pub use run_index::RunIndex;

@@ -674,3 +674,162 @@ fn block_paths_equal_plain_nfkc_on_long_mixed_texts() {
         assert_eq!(got, plain_dehyphenated(&s), "{s:?}");
     }
 }
+
+#[test]
+fn probed_texts_are_told_apart_by_their_bytes() {
+    let texts = vec!["alpha", "beta", "alpha", "gamma", "beta", "alpha", ""];
+    let asked = |probed: &copies::Probed| (0..texts.len()).map(|i| probed.first(&texts, i)).collect::<Vec<_>>();
+    assert_eq!(asked(&copies::Probed::new()), vec![true, true, false, true, false, false, true]);
+    // Every text with the same hash: a text unlike the first of its hash is probed (again), never skipped.
+    assert_eq!(asked(&copies::Probed::with_hash(|_| 7)), vec![true, true, false, true, true, false, true]);
+    // The same text asked twice is the first of its kind both times.
+    let probed = copies::Probed::with_hash(|_| 7);
+    assert!(probed.first(&texts, 3));
+    assert!(probed.first(&texts, 3));
+    let long: Vec<String> = (0..40).map(|i| format!("{}{}", "x".repeat(64), i % 13)).collect();
+    let probed = copies::Probed::new();
+    let first: Vec<bool> = (0..long.len()).map(|i| probed.first(&long, i)).collect();
+    assert_eq!(first, (0..40).map(|i| i < 13).collect::<Vec<_>>());
+    assert_ne!(copies::content_hash(long[0].as_bytes()), copies::content_hash(long[1].as_bytes()));
+}
+
+#[test]
+fn a_phrase_only_in_a_text_nearly_equal_to_a_repeated_one_is_found() {
+    let base = "a".repeat(200);
+    let mut t = base.clone().into_bytes();
+    t[20..24].copy_from_slice(b"qzqz");
+    let other = String::from_utf8(t).unwrap();
+    let texts: Vec<&str> = vec![&base, &base, &other, &base];
+    let phrases = vec!["QZQZ", "aaaa", "qzqzq"];
+    assert_eq!(phrases_in_texts(&phrases, &texts).unwrap(), vec![true, true, false]);
+    let files = vec!["f"; 4];
+    let empty: Vec<&str> = vec![];
+    let b = EvidenceBatch {
+        file_offsets: &[0, 0, 0, 0],
+        expected_files: &empty,
+        phrase_offsets: &[0, 1, 1, 3],
+        phrases: &phrases,
+        chunk_offsets: &[0, 2, 3, 4],
+        chunk_files: &files,
+        chunk_texts: &texts,
+    };
+    assert_eq!(match_evidence_with(&b, true).unwrap().phrase_in_run, vec![true, true, false]);
+}
+
+/// Cases `cases` of `b` as a batch of their own: its columns, rebased.
+struct Part {
+    phrase_offsets: Vec<usize>,
+    phrases: Vec<String>,
+    chunk_offsets: Vec<usize>,
+    chunk_texts: Vec<String>,
+    chunk_files: Vec<String>,
+    file_offsets: Vec<usize>,
+    ids: Vec<usize>,
+}
+
+fn part_of(phrase_offsets: &[usize], phrases: &[String], chunk_offsets: &[usize], texts: &[String], cases: &[usize]) -> Part {
+    let mut p = Part {
+        phrase_offsets: vec![0],
+        phrases: Vec::new(),
+        chunk_offsets: vec![0],
+        chunk_texts: Vec::new(),
+        chunk_files: Vec::new(),
+        file_offsets: vec![0; cases.len() + 1],
+        ids: Vec::new(),
+    };
+    for &c in cases {
+        for i in phrase_offsets[c]..phrase_offsets[c + 1] {
+            p.phrases.push(phrases[i].clone());
+            p.ids.push(i);
+        }
+        p.phrase_offsets.push(p.phrases.len());
+        for k in chunk_offsets[c]..chunk_offsets[c + 1] {
+            p.chunk_texts.push(texts[k].clone());
+            p.chunk_files.push("f".into());
+        }
+        p.chunk_offsets.push(p.chunk_texts.len());
+    }
+    p
+}
+
+#[test]
+fn run_phrases_over_slices_agree_with_a_search_of_all_texts() {
+    // The run of the test above in slices of random sizes and a shuffled
+    // order of cases (a phrase's own case before or after the chunk holding
+    // it): each slice matches as alone, and the index ends with the answer
+    // of a search of every text.
+    let mut next = xorshift(0x5DEE_CE66_D1CE_4E5Bu64);
+    let words = ["ab", "rag", "模型", "retrieval", "chunk", "大", "evidence", "x-\ny"];
+    let n_cases = 2 * batch::RUN_BATCH_MIN + 300;
+    let (mut texts, mut chunk_offsets, mut phrases, mut phrase_offsets) = (Vec::new(), vec![0usize], Vec::new(), vec![0usize]);
+    for c in 0..n_cases {
+        for _ in 0..(if c % 97 == 5 { 0 } else { 1 + next() % 4 }) {
+            let mut t: String = (0..next() % 12).map(|_| words[(next() % 8) as usize]).collect::<Vec<_>>().join(" ");
+            if next() % 5 == 0 {
+                t.push_str(&format!(" own{}case", (c + (next() % 3) as usize) % n_cases));
+            }
+            texts.push(t);
+        }
+        chunk_offsets.push(texts.len());
+        for _ in 0..(next() % 3) {
+            phrases.push((0..1 + next() % 3).map(|_| words[(next() % 8) as usize]).collect::<Vec<_>>().join(""));
+        }
+        phrases.push(match c % 4 {
+            0 => format!("Own{c} Case"),
+            1 => format!("nowhere{c}"),
+            _ => String::new(),
+        });
+        phrase_offsets.push(phrases.len());
+    }
+    let everywhere = phrases_in_texts(&phrases, &texts).unwrap();
+    assert!(everywhere.iter().any(|&f| f) && everywhere.iter().any(|&f| !f));
+    let mut order: Vec<usize> = (0..n_cases).collect();
+    for i in (1..n_cases).rev() {
+        order.swap(i, (next() % (i as u64 + 1)) as usize);
+    }
+    let mut run = RunPhrases::new(&phrases);
+    let mut at = 0;
+    while at < n_cases {
+        let size = (1 + next() % 400) as usize;
+        let cases = &order[at..(at + size).min(n_cases)];
+        at += cases.len();
+        let p = part_of(&phrase_offsets, &phrases, &chunk_offsets, &texts, cases);
+        let empty: Vec<String> = vec![];
+        let b = EvidenceBatch {
+            file_offsets: &p.file_offsets,
+            expected_files: &empty,
+            phrase_offsets: &p.phrase_offsets,
+            phrases: &p.phrases,
+            chunk_offsets: &p.chunk_offsets,
+            chunk_files: &p.chunk_files,
+            chunk_texts: &p.chunk_texts,
+        };
+        assert_eq!(run.match_batch(&b, &p.ids).unwrap(), match_evidence(&b).unwrap());
+    }
+    assert_eq!(run.found(), everywhere);
+}
+
+#[test]
+fn run_phrases_refuse_ids_of_other_phrases() {
+    let phrases = vec!["alpha", "beta"];
+    let mut run = RunPhrases::new(&phrases);
+    let texts = vec!["alpha beta"];
+    let files = vec!["f"];
+    let empty: Vec<&str> = vec![];
+    let one = vec!["Alpha"];
+    let b = EvidenceBatch {
+        file_offsets: &[0, 0],
+        expected_files: &empty,
+        phrase_offsets: &[0, 1],
+        phrases: &one,
+        chunk_offsets: &[0, 1],
+        chunk_files: &files,
+        chunk_texts: &texts,
+    };
+    assert!(run.match_batch(&b, &[1]).is_err());
+    assert!(run.match_batch(&b, &[2]).is_err());
+    assert!(run.match_batch(&b, &[]).is_err());
+    assert_eq!(run.found(), vec![false, false]);
+    run.match_batch(&b, &[0]).unwrap();
+    assert_eq!(run.found(), vec![true, true]);
+}

@@ -1,0 +1,69 @@
+//! Which texts of a batch were probed already, by content: runs retrieve the
+//! same chunks for many questions, and a later copy of a text cannot hold a
+//! phrase its first copy did not.
+
+use std::collections::hash_map::Entry;
+use std::sync::Mutex;
+
+use rustc_hash::FxHashMap;
+
+use super::batch::Strings;
+
+/// The texts of one batch asked about so far, by a hash of their bytes (the
+/// first text asked with each hash), shared by the threads matching it.
+pub(super) struct Probed {
+    shards: Vec<Mutex<FxHashMap<u64, u32>>>,
+    hash: fn(&[u8]) -> u64,
+}
+
+const SHARDS: usize = 64;
+
+impl Probed {
+    pub(super) fn new() -> Self {
+        Self::with_hash(content_hash)
+    }
+
+    /// With another hash function (tests: one under which every text collides).
+    pub(super) fn with_hash(hash: fn(&[u8]) -> u64) -> Self {
+        Probed { shards: (0..SHARDS).map(|_| Mutex::new(FxHashMap::default())).collect(), hash }
+    }
+
+    /// Should text `i` of `texts` be probed? False only when a text asked
+    /// about earlier (and so probed, by this or another thread) is byte-equal
+    /// to it. Asked right after text `i` was normalised, its bytes are in the
+    /// cache: the hash and the comparison cost little.
+    pub(super) fn first<S: Strings + ?Sized>(&self, texts: &S, i: usize) -> bool {
+        let text = texts.get(i).as_bytes();
+        let h = (self.hash)(text);
+        let earlier = {
+            let mut shard = self.shards[(h % SHARDS as u64) as usize].lock().unwrap_or_else(|e| e.into_inner());
+            match shard.entry(h) {
+                Entry::Occupied(e) => *e.get(),
+                Entry::Vacant(e) => {
+                    e.insert(i as u32);
+                    return true;
+                }
+            }
+        };
+        // Equal hashes of different texts: probed (never wrong, only slower).
+        earlier as usize == i || texts.get(earlier as usize).as_bytes() != text
+    }
+}
+
+/// A hash of all of `t`'s bytes, 32 bytes a step in four independent lanes.
+pub(super) fn content_hash(t: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut lanes = [t.len() as u64, 0x243F_6A88_85A3_08D3, 0x1319_8A2E_0370_7344, 0xA409_3822_299F_31D0];
+    let mut blocks = t.chunks_exact(32);
+    for block in &mut blocks {
+        for (j, lane) in lanes.iter_mut().enumerate() {
+            let w = u64::from_le_bytes(block[j * 8..j * 8 + 8].try_into().expect("8 bytes"));
+            *lane = (*lane ^ w).wrapping_mul(K).rotate_left(31);
+        }
+    }
+    let mut h = lanes[0] ^ lanes[1].rotate_left(16) ^ lanes[2].rotate_left(32) ^ lanes[3].rotate_left(48);
+    for &b in blocks.remainder() {
+        h = (h ^ b as u64).wrapping_mul(K);
+    }
+    (h ^ (h >> 29)).wrapping_mul(K) ^ (h >> 32)
+}
