@@ -72,7 +72,7 @@ def start_server(latency: float, *extra: str) -> tuple[subprocess.Popen, int]:
 # -- ragas side by side (benches/judge_policies.py runs it in every scenario when ragas is installed) ------------
 #: where ragas lives: its own venv that sees the shared packages (scripts/test.sh, RAGMETER_ECOSYSTEM=1, builds it)
 ECOSYSTEM_VENVS = [Path(p) for p in os.environ.get("RAGMETER_ECOSYSTEM_VENV", "").split(os.pathsep) if p] + [
-    ROOT / "target" / "ecosystem-venv", Path("/work/main/target/ecosystem-venv")]
+    ROOT / "target" / "ecosystem-venv"]
 #: the ragas metric run: one verdict per case, as ragmeter's correctness (faithfulness would be two calls a case)
 RAGAS_METRIC = "AspectCritic (strictness 1: one call a case, a 0/1 verdict)"
 
