@@ -199,15 +199,21 @@ def strict_json(value: Any, *, indent: Optional[int] = 2, default: Optional[Call
         return _dumps(sanitise_json(value), indent, default)
 
 
-def _dumps(value: Any, indent: Optional[int], default: Optional[Callable[[Any], Any]]) -> str:
+def _fallback(default: Optional[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    """An encoder's ``default``: a numpy scalar becomes its Python value (as sanitise_json takes it), anything
+    else ``default(obj)``, or a TypeError without ``default``."""
     def fallback(obj: Any) -> Any:
-        if hasattr(obj, "dtype") and hasattr(obj, "item"):  # a numpy scalar, as sanitise_json takes it
+        if hasattr(obj, "dtype") and hasattr(obj, "item"):
             return obj.item()
         if default is None:
             raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
         return default(obj)
 
-    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=fallback)
+    return fallback
+
+
+def _dumps(value: Any, indent: Optional[int], default: Optional[Callable[[Any], Any]]) -> str:
+    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_fallback(default))
     if indent is None:
         return encoder.encode(value)
     out: List[str] = []
@@ -277,10 +283,8 @@ def _one_line_members(members: List[Any]) -> Optional[List[str]]:
 _MEMBERS_AT_ONCE = 4096
 
 
-def _numpy_item(obj: Any) -> Any:
-    if hasattr(obj, "dtype") and hasattr(obj, "item"):
-        return obj.item()
-    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+#: orjson's ``default``: numpy scalars only (anything else falls back to the C encoder, which applies ``default``)
+_numpy_item = _fallback(None)
 
 
 def _key(key: Any, encode: Callable[[Any], str]) -> str:

@@ -340,21 +340,15 @@ class _ChunkSpool:
             raise self._error
 
     def _write(self) -> None:
-        from polars.io.plugins import register_io_source
-
-        from ragmeter._io import _write_error
-
         assert self._schema is not None
         try:
-            register_io_source(io_source=self._parts, schema=self._schema).sink_parquet(self.path)
+            _sink_parquet(self._parts(), self._schema, self.path)
         except _Stopped:
             pass
-        except (OSError, pl.exceptions.PolarsError) as exc:
-            self._error = _write_error(exc, self.path)
         except BaseException as exc:  # noqa: BLE001 - raised in the main thread by close()
             self._error = exc
 
-    def _parts(self, with_columns: Any, predicate: Any, n_rows: Any, batch_size: Any) -> Iterator[pl.DataFrame]:
+    def _parts(self) -> Iterator[pl.DataFrame]:
         while True:
             try:
                 part = self._queue.get(timeout=0.1)
@@ -364,7 +358,24 @@ class _ChunkSpool:
                 continue
             if part is self._DONE:
                 return
+            yield part
+
+
+def _sink_parquet(parts: Iterator[pl.DataFrame], schema: Any, path: Path) -> None:
+    """Write the frames ``parts`` yields (each of ``schema``) as one Parquet file by Polars' streaming writer (a
+    few times faster than pyarrow's ParquetWriter on the texts); a failed write raises naming ``path``."""
+    from polars.io.plugins import register_io_source
+
+    from ragmeter._io import _write_error
+
+    def source(with_columns: Any, predicate: Any, n_rows: Any, batch_size: Any) -> Iterator[pl.DataFrame]:
+        for part in parts:
             yield part if with_columns is None else part.select(with_columns)
+
+    try:
+        register_io_source(io_source=source, schema=schema).sink_parquet(path)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise _write_error(exc, path) from None
 
 
 class _Stopped(Exception):
@@ -393,11 +404,8 @@ class _ChunkSource:
         return marks.insert_column(4, texts.alias("text"))
 
     def write(self, path: Path) -> None:
-        """Write the chunk table as Parquet, slice by slice when the run is in golden order (Polars' writer,
-        fed by an IO source: a few times faster than pyarrow's ParquetWriter on the texts)."""
-        from polars.io.plugins import register_io_source
-
-        from ragmeter._io import _write_error, write_frame
+        """Write the chunk table as Parquet, slice by slice when the run is in golden order (:func:`_sink_parquet`)."""
+        from ragmeter._io import write_frame
 
         if self.assembled.chunk_order is not None:
             write_frame(self.frame(), path)
@@ -405,17 +413,13 @@ class _ChunkSource:
         marks = self._marks()
         written = [0]
 
-        def parts(with_columns: Any, predicate: Any, n_rows: Any, batch_size: Any) -> Iterator[pl.DataFrame]:
+        def parts() -> Iterator[pl.DataFrame]:
             for texts in self._texts():
                 part = marks.slice(written[0], texts.len()).insert_column(4, texts.alias("text"))
                 written[0] += texts.len()
-                yield part if with_columns is None else part.select(with_columns)
+                yield part
 
-        schema = marks.clear().insert_column(4, pl.Series("text", [], dtype=pl.String)).schema
-        try:
-            register_io_source(io_source=parts, schema=schema).sink_parquet(path)
-        except (OSError, pl.exceptions.PolarsError) as exc:
-            raise _write_error(exc, path) from None
+        _sink_parquet(parts(), marks.clear().insert_column(4, pl.Series("text", [], dtype=pl.String)).schema, path)
         if written[0] != marks.height:
             from ragmeter.errors import InputError
 
