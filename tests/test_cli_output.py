@@ -83,7 +83,12 @@ def assert_key_numbers(name: str, text: str) -> None:
     if name in ("score", "demo", "eval"):
         assert ALL_ROW in rows, text
         assert "file-level minus chunk-level Hit@5: +13.3 points" in " ".join(text.split())
+    lines = text.splitlines()
+    if name in ("score", "demo", "eval"):
+        assert "Retrieval at k=5 (chunk level unless marked)" in lines, text
     if name in ("sweep", "demo"):  # eval prints the score part only
+        # the sweep's table is 44 columns wide; its title is not broken to that width
+        assert "Threshold sweep (keep score >= t, then the top 5)" in lines, text
         paraphrase = {row[0]: row[2] for row in rows if len(row) == 7 and row[1] == "paraphrase"}
         assert paraphrase == PARAPHRASE_BY_THRESHOLD, text
         assert ["0.2", "ALL", "60.0%", "0.556", "45/51", "9", "1.88"] in rows, text

@@ -84,8 +84,14 @@ def _table(title: str, console: Console) -> Table:
     Numeric columns are ``no_wrap``; a long category name folds onto a second line instead of being cut.
     """
     gap = (0, 0, 0, 1) if console.width >= 100 else (0, 0)
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-                 padding=gap)
+    return Table(title=one_line_title(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                 pad_edge=False, padding=gap)
+
+
+def one_line_title(title: str) -> Text:
+    """A table's title on one line: rich wraps a title to the table's width, so a narrow table (the sweep's, 44
+    columns) would break its title in two although the terminal has room for it."""
+    return Text(title, no_wrap=True, overflow="ignore")
 
 
 def _value(agg: Dict[str, Any], key: str) -> str:

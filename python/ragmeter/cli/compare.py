@@ -110,7 +110,9 @@ def _table(title: str, headers: List[str], first_left: int = 1) -> Any:
     from rich import box
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+    from ._tables import one_line_title
+
+    table = Table(title=one_line_title(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                   padding=(0, 1))
     for i, h in enumerate(headers):
         # never an ellipsis: a value too long for its column folds onto the next line
