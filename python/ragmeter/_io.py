@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, List, Optional
 
 __all__ = [
     "RESULT_FILES", "ensure_folder", "atomic_outputs", "results_folder", "atomic_file", "write_frame", "write_text",
-    "strict_json", "sanitise_json",
+    "strict_json", "sanitise_json", "OneLineMembers",
 ]
 
 #: every file ragmeter writes into a results folder; only these are ever replaced or removed there
@@ -199,10 +199,27 @@ def strict_json(value: Any, *, indent: Optional[int] = 2, default: Optional[Call
         return _dumps(sanitise_json(value), indent, default)
 
 
+class OneLineMembers:
+    """A large JSON object whose members are already written, one line each (``"key": value``), as
+    :func:`strict_json` writes the members of an object of more than :data:`EXPANDED_MEMBERS` members: a table
+    of many rows can then be written from its columns instead of from a dict per row. ``join(separator)`` gives
+    the member lines joined by ``separator``; ``count`` is how many there are. Only :func:`strict_json` with
+    ``indent``, above :data:`EXPANDED_DEPTH`, takes it (where such an object is one member per line); anywhere
+    else it is a TypeError."""
+
+    def __init__(self, join: Callable[[str], str], count: int) -> None:
+        if count <= EXPANDED_MEMBERS:
+            raise ValueError(f"OneLineMembers: {count} members are written expanded, not one per line")
+        self.join = join
+        self.count = count
+
+
 def _fallback(default: Optional[Callable[[Any], Any]]) -> Callable[[Any], Any]:
     """An encoder's ``default``: a numpy scalar becomes its Python value (as sanitise_json takes it), anything
     else ``default(obj)``, or a TypeError without ``default``."""
     def fallback(obj: Any) -> Any:
+        if isinstance(obj, OneLineMembers):  # its layout is the indented one: nowhere else
+            raise TypeError("OneLineMembers is only written by strict_json with indent, above EXPANDED_DEPTH")
         if hasattr(obj, "dtype") and hasattr(obj, "item"):
             return obj.item()
         if default is None:
@@ -223,6 +240,10 @@ def _dumps(value: Any, indent: Optional[int], default: Optional[Callable[[Any], 
 
 def _indented(value: Any, encode: Callable[[Any], str], step: str, depth: int, out: List[str]) -> None:
     """Append ``value`` as JSON indented by ``step`` per level (see :func:`strict_json` for what stays on one line)."""
+    if isinstance(value, OneLineMembers) and depth < EXPANDED_DEPTH:
+        inner = "\n" + step * (depth + 1)
+        out.append("{" + inner + value.join("," + inner) + "\n" + step * depth + "}")
+        return
     is_dict = isinstance(value, dict)
     if not (is_dict or isinstance(value, (list, tuple))) or not value or depth >= EXPANDED_DEPTH:
         out.append(encode(value))

@@ -23,16 +23,15 @@ def run(args: argparse.Namespace) -> int:
         result = score_into(args.golden, args.run, args.out, k=args.k)
     else:
         result = score(args.golden, args.run, k=args.k)
-    from ragmeter.cli._tables import make_console, print_audit_pointer, print_score
+    from ragmeter.cli._tables import MAX_ROWS, make_console, print_audit_pointer, print_score
 
     if args.json:
-        from ragmeter._io import strict_json
         from rich.console import Console
 
-        print(strict_json(result.summary))
+        print(result.summary_json())
         print_audit_pointer(args.golden, Console(stderr=True))  # stdout holds the JSON alone
     else:
         console = make_console()
-        print_score(result.summary, out_dir=args.out, console=console)
+        print_score(result.table_summary(MAX_ROWS), out_dir=args.out, console=console)
         print_audit_pointer(args.golden, console)
     return 0
