@@ -17,6 +17,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragmeter.dataset import reusing_golden_loads
+
+    with reusing_golden_loads():  # the audit pointer reads the golden set the scoring read
+        return _score_and_print(args)
+
+
+def _score_and_print(args: argparse.Namespace) -> int:
     from ragmeter.retrieval import score, score_into
 
     if args.out:
