@@ -101,3 +101,15 @@ def test_the_table_summary_shows_the_categories_the_dicts_show(seed):
     nested = list(_nested_categories(nan_table).items())
     want, _ = worst_first(nested, lambda c: c[1]["hit_rate"]["value"], lambda c: c[1]["hit_rate"]["n_total"])
     assert rows == [name for name, _entry in want]
+
+
+def test_summary_json_written_a_part_at_a_time_is_the_text(tmp_path):
+    from ragmeter._io import write_json
+
+    result = result_of(cases_frame(20_000, seed=5, names=AWKWARD_NAMES))  # more lines than one part holds
+    summary = {**result._summary, "not_finite": [math.nan, math.inf, 1.5], "files": ["summary.json"]}
+    write_json(tmp_path / "summary.json", result._summary_to_write(summary))
+    expected = strict_json({**summary, "by_category": result.summary["by_category"]}) + "\n"
+    assert (tmp_path / "summary.json").read_bytes() == expected.encode("utf-8")
+    write_json(tmp_path / "plain.json", {"a": [1, 2], "b": "中文"})
+    assert (tmp_path / "plain.json").read_text(encoding="utf-8") == strict_json({"a": [1, 2], "b": "中文"}) + "\n"

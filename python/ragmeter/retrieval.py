@@ -139,15 +139,14 @@ class ScoreResult:
 
     def _write_files(self, folder: Path) -> None:
         """The four files of :meth:`write`, in ``folder`` (a results folder's temporary area)."""
-        from ragmeter._io import strict_json, write_frame, write_text
+        from ragmeter._io import write_frame, write_json
         from ragmeter._warnings import for_disk, full_list
 
         files = ["cases.parquet", "chunks.parquet", "warnings.json", "summary.json"]
         write_frame(self.cases, folder / "cases.parquet")
         self._write_chunks(folder / "chunks.parquet")
-        write_text(folder / "warnings.json", strict_json(full_list(self._summary)) + "\n")
-        on_disk = self._summary_to_write({**for_disk(self._summary), "files": files})
-        write_text(folder / "summary.json", strict_json(on_disk) + "\n")
+        write_json(folder / "warnings.json", full_list(self._summary))
+        write_json(folder / "summary.json", self._summary_to_write({**for_disk(self._summary), "files": files}))
 
     def _write_chunks(self, path: Path) -> None:
         from ragmeter._io import write_frame
@@ -490,7 +489,17 @@ def _category_members(frame: pl.DataFrame) -> Optional[Any]:
                    lit(', "n_total": '), tokens[total], lit("}")]
     pieces.append(lit("}"))
     lines = pl.select(pl.concat_str([p if isinstance(p, pl.Expr) else lit(p) for p in pieces])).to_series()
-    return OneLineMembers(lambda separator: lines.str.join(separator).item(), lines.len())
+
+    def write(fh: Any, separator: str) -> None:
+        for start in range(0, lines.len(), _LINES_AT_ONCE):  # a few MB of text at a time
+            if start:
+                fh.write(separator.encode("utf-8"))
+            fh.write(lines.slice(start, _LINES_AT_ONCE).str.join(separator).item().encode("utf-8"))
+
+    return OneLineMembers(lambda separator: lines.str.join(separator).item(), lines.len(), write)
+
+
+_LINES_AT_ONCE = 8192
 
 
 def _json_numbers(column: pl.Series, dumps: Any) -> Optional[pl.Series]:
