@@ -113,3 +113,13 @@ def test_summary_json_written_a_part_at_a_time_is_the_text(tmp_path):
     assert (tmp_path / "summary.json").read_bytes() == expected.encode("utf-8")
     write_json(tmp_path / "plain.json", {"a": [1, 2], "b": "中文"})
     assert (tmp_path / "plain.json").read_text(encoding="utf-8") == strict_json({"a": [1, 2], "b": "中文"}) + "\n"
+
+
+def test_a_pickled_or_copied_result_still_builds_its_categories():
+    import copy
+    import pickle
+
+    result = result_of(cases_frame(150, seed=4))
+    expected = copy.deepcopy(result_of(cases_frame(150, seed=4)).summary)
+    for other in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result), copy.copy(result)):
+        assert other.summary == expected

@@ -68,6 +68,9 @@ class _FromTable:
     def __repr__(self) -> str:
         return "<by_category: built from ScoreResult.by_category when asked for>"
 
+    def __reduce__(self) -> str:
+        return "_CATEGORIES_FROM_TABLE"  # one marker: a pickled or copied result still finds it
+
 
 _CATEGORIES_FROM_TABLE = _FromTable()
 
