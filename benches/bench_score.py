@@ -236,14 +236,14 @@ def compare_child(mode: str, golden: Path, run: Path, cases: int) -> dict:
     return {"s": time.perf_counter() - t0, "hits": hits, "rss_mb": peak_rss_mb()}
 
 
-def _child(argv: list) -> tuple:
+def _child(argv: list, env: dict = None) -> tuple:
     """Run ``argv`` in a fresh process: (exit status, stdout, wall seconds, peak RSS in MB of that child alone).
 
     ``os.wait4`` gives the child's own rusage (``RUSAGE_CHILDREN`` would be the maximum over every child so far).
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err)
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -272,6 +272,17 @@ def _cli_hits(out_dir: Path, cases: int) -> list:
     return pl.read_parquet(out_dir / "cases.parquet", columns=["hit"])["hit"].head(cases).to_list()
 
 
+def _same_folders(a: Path, b: Path) -> bool:
+    """The four files of two results folders: the JSON byte for byte, the Parquet files frame-equal."""
+    import polars as pl
+
+    for name in ("summary.json", "warnings.json"):
+        if (a / name).read_bytes() != (b / name).read_bytes():
+            return False
+    return all(pl.read_parquet(a / name).equals(pl.read_parquet(b / name), null_equal=True)
+               for name in ("cases.parquet", "chunks.parquet"))
+
+
 def _runs(values: list, fmt: str = "{:.2f}") -> str:
     return ", ".join(fmt.format(v) for v in values)
 
@@ -284,6 +295,8 @@ def compare(args) -> None:
     rows = []
     load_before = os.getloadavg()
     cli = _cli()
+    baseline_env = {**os.environ, "PYTHONPATH": str(args.baseline)} if args.baseline else None
+    same_files = True
     with tempfile.TemporaryDirectory() as tmp:
         base = args.data or Path(tmp)
         for kind in kinds:
@@ -306,19 +319,28 @@ def compare(args) -> None:
                     runs.append(r)
                 got[mode] = {"s": [r["s"] * args.cases / n for r in runs], "wall": [r["wall"] for r in runs], "n": n,
                              "hits": runs[0]["hits"], "rss_mb": runs[0]["child_rss"]}
-            cli_wall, cli_rss = [], []
+            cli_wall, cli_rss, base_wall, base_rss = [], [], [], []
             for i in range(args.repeat):
+                command = cli + ["score", "--golden", str(golden), "--run", str(run), "--out"]
+                if args.baseline:  # interleaved, so that both see the same load
+                    _, _, wall, rss = _child(command + [str(Path(tmp) / f"base-{kind}-{i}")], baseline_env)
+                    base_wall.append(wall)
+                    base_rss.append(rss)
                 out_dir = Path(tmp) / f"cli-{kind}-{i}"
-                _, _, wall, rss = _child(cli + ["score", "--golden", str(golden), "--run", str(run), "--out", str(out_dir)])
+                _, _, wall, rss = _child(command + [str(out_dir)])
                 cli_wall.append(wall)
                 cli_rss.append(rss)
                 cli_hits = _cli_hits(out_dir, args.cases)
+                if args.baseline:
+                    same_files = same_files and _same_folders(Path(tmp) / f"base-{kind}-{i}", out_dir)
             rm = got["ragmeter"]
             same = all(rm["hits"][: got[m]["n"]] == got[m]["hits"] for m in ("python-top5", "python-all")) \
                 and cli_hits == rm["hits"]
             best, best_api = min(cli_wall), min(rm["s"])
             star = lambda m: "*" if got[m]["n"] < args.cases else ""  # noqa: E731
-            rows.append(f"| {kind} | {args.cases:,} | {size / 1e6:.0f} MB | **{best:.2f} s** ({_runs(cli_wall)}) "
+            baseline_cells = (f"| {min(base_wall):.2f} s ({_runs(base_wall)}) | {max(base_rss):.0f} MB "
+                              if args.baseline else "")
+            rows.append(f"| {kind} | {args.cases:,} | {size / 1e6:.0f} MB {baseline_cells}| **{best:.2f} s** ({_runs(cli_wall)}) "
                         f"| {max(cli_rss):.0f} MB ({max(cli_rss) / (size / 1e6):.1f}x) "
                         f"| {best_api:.2f} s ({_runs(rm['s'])}) | {rm['rss_mb']:.0f} MB "
                         f"| {got['python-top5']['wall'][0]:.1f} s{star('python-top5')} | {got['python-top5']['wall'][0] / best:.1f}x "
@@ -326,10 +348,11 @@ def compare(args) -> None:
                         f"| {'identical' if same else 'DIFFER'} |")
             print(rows[-1], flush=True)
     load_after = os.getloadavg()
-    header = ["| text | cases | run.parquet | `ragmeter score --out` (runs) | its peak RSS (x Parquet) "
+    baseline_head = "| baseline command (runs) | its peak RSS " if args.baseline else ""
+    header = [f"| text | cases | run.parquet {baseline_head}| `ragmeter score --out` (runs) | its peak RSS (x Parquet) "
               "| `ragmeter.score()` API (runs) | API process RSS | Python top-5 | speed-up | Python all chunks "
               "| speed-up | hits@5 |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "|---|---:|---:|" + ("---:|---:|" if args.baseline else "") + "---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     machine = (f"{os.cpu_count()} CPUs (nproc), {cpu_model()}, "
                f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, Python {platform.python_version()}")
     cmd = "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
@@ -341,7 +364,10 @@ def compare(args) -> None:
             "(interpreter, imports, reading, scoring); speed-ups are Python's wall clock over the command's best. "
             "Hits: the command's cases.parquet, the API's and each Python scorer's, case by case. "
             + ("* the Python scorers ran on the first cases only (--py-cases / --py-all-cases): their scoring time is "
-               "scaled linearly to all cases (their start-up is not) and hits are compared on those cases. " if (args.py_cases or args.py_all_cases) else ""))
+               "scaled linearly to all cases (their start-up is not) and hits are compared on those cases. " if (args.py_cases or args.py_all_cases) else "")
+            + (f"Baseline: the same command with PYTHONPATH={args.baseline}, run before each run of this checkout; "
+               f"its four files and this checkout's: {'the same (summary.json, warnings.json byte for byte, the Parquet files frame-equal)' if same_files else 'DIFFER'}. "
+               if args.baseline else ""))
     text = "\n".join(header + rows) + "\n\n" + note + "\n"
     print(text)
     if not args.no_append:
@@ -366,6 +392,9 @@ def main() -> None:
     ap.add_argument("--py-all-cases", type=int, help="with --compare: the same for the all-chunks Python scorer alone")
     ap.add_argument("--repeat", type=int, default=2, help="with --compare: ragmeter runs per kind")
     ap.add_argument("--kinds", default="ascii,cjk-pdf,mix", help="with --compare: text kinds, comma-separated (default all three)")
+    ap.add_argument("--baseline", type=Path, metavar="DIR",
+                    help="with --compare: also run the command with PYTHONPATH=DIR (another checkout's python folder), "
+                         "interleaved with this one's runs, and compare their files")
     ap.add_argument("--_compare", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._compare:

@@ -156,3 +156,25 @@ def test_a_failed_chunk_write_names_the_file_and_writes_nothing(tmp_path, tiny_s
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(out / "chunks.parquet") in err[0] and "No space left" in err[0]
     assert not out.exists()
+
+
+def test_the_script_writes_everything_before_its_quick_exit(tmp_path):
+    """``ragmeter score`` ends with os._exit once its output is flushed: the folder and a JSON summary larger
+    than any pipe buffer still arrive whole."""
+    import os
+    import subprocess
+    import sys
+
+    from ragmeter._io import strict_json
+
+    golden, run = make_case_files(tmp_path, 22, n=3000)
+    expected = ragmeter.score(golden, run)
+    expected.write(tmp_path / "api")
+    env = {**os.environ, "PYTHONPATH": str(Path(ragmeter.__file__).parent.parent)}
+    command = [sys.executable, "-m", "ragmeter", "score", "--golden", str(golden), "--run", str(run)]
+    proc = subprocess.run(command + ["--out", str(tmp_path / "cli"), "--json"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout) > 1 << 16 and proc.stdout == strict_json(expected.summary) + "\n"
+    for name in ("summary.json", "warnings.json"):
+        assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "api" / name).read_bytes()
+    assert_same_folders(tmp_path / "api", tmp_path / "cli")

@@ -278,7 +278,7 @@ def test_console_keeps_sys_exit_semantics(monkeypatch: pytest.MonkeyPatch, capsy
             raise exc
 
         monkeypatch.setattr(cli, "main", fake_main)
-        monkeypatch.setattr(sys, "argv", ["ragmeter", "score"])
+        monkeypatch.setattr(sys, "argv", ["ragmeter", "sweep"])  # trec and score end with os._exit instead
         with pytest.raises(SystemExit) as exited:
             cli.console()
         assert exited.value.code == status

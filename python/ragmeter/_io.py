@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, List, Optional
 
 __all__ = [
     "RESULT_FILES", "ensure_folder", "atomic_outputs", "results_folder", "atomic_file", "write_frame", "write_text",
-    "strict_json", "sanitise_json",
+    "strict_json", "write_json", "sanitise_json", "OneLineMembers",
 ]
 
 #: every file ragmeter writes into a results folder; only these are ever replaced or removed there
@@ -193,16 +193,68 @@ def strict_json(value: Any, *, indent: Optional[int] = 2, default: Optional[Call
     The members of a large container are written by orjson when it can (:func:`_one_line_members`), in the
     same layout; numbers may then be spelled differently (``0.00001`` for ``1e-05``), never with another value.
     """
+    return "".join(piece if isinstance(piece, str) else piece[0].join(piece[1])
+                   for piece in _json_pieces(value, indent, default))
+
+
+def write_json(path: Any, value: Any, *, indent: Optional[int] = 2, default: Optional[Callable[[Any], Any]] = str) -> None:
+    """Write ``strict_json(value)`` and a line break to ``path`` (UTF-8), the members of a
+    :class:`OneLineMembers` a part at a time instead of in one text (tens of MB at 100,000 categories);
+    a failed write names ``path``."""
+    path = Path(path)
+    pieces = _json_pieces(value, indent, default)
+
+    def write() -> None:
+        with open(path, "wb") as fh:
+            for piece in pieces:
+                if isinstance(piece, str):
+                    fh.write(piece.encode("utf-8"))
+                else:
+                    piece[0].write(fh, piece[1])
+            fh.write(b"\n")
+
+    _guard_write(path, write)
+
+
+def _json_pieces(value: Any, indent: Optional[int], default: Optional[Callable[[Any], Any]]) -> List[Any]:
+    """:func:`strict_json`'s text as pieces: texts, and ``(OneLineMembers, separator)`` for members not yet joined."""
     try:
         return _dumps(value, indent, default)
     except ValueError:  # a non-finite float somewhere: only then walk the whole document in Python
         return _dumps(sanitise_json(value), indent, default)
 
 
+class OneLineMembers:
+    """A large JSON object whose members are already written, one line each (``"key": value``), as
+    :func:`strict_json` writes the members of an object of more than :data:`EXPANDED_MEMBERS` members: a table
+    of many rows can then be written from its columns instead of from a dict per row. ``join(separator)`` gives
+    the member lines joined by ``separator``; ``count`` is how many there are. Only :func:`strict_json` with
+    ``indent``, above :data:`EXPANDED_DEPTH`, takes it (where such an object is one member per line); anywhere
+    else it is a TypeError."""
+
+    def __init__(self, join: Callable[[str], str], count: int,
+                 write: Optional[Callable[[Any, str], None]] = None) -> None:
+        if count <= EXPANDED_MEMBERS:
+            raise ValueError(f"OneLineMembers: {count} members are written expanded, not one per line")
+        self.join = join
+        self.count = count
+        self._write = write
+
+    def write(self, fh: Any, separator: str) -> None:
+        """Write the members joined by ``separator`` to the binary file ``fh`` (UTF-8), a part at a time when
+        ``write(fh, separator)`` was given, else as one text."""
+        if self._write is not None:
+            self._write(fh, separator)
+        else:
+            fh.write(self.join(separator).encode("utf-8"))
+
+
 def _fallback(default: Optional[Callable[[Any], Any]]) -> Callable[[Any], Any]:
     """An encoder's ``default``: a numpy scalar becomes its Python value (as sanitise_json takes it), anything
     else ``default(obj)``, or a TypeError without ``default``."""
     def fallback(obj: Any) -> Any:
+        if isinstance(obj, OneLineMembers):  # its layout is the indented one: nowhere else
+            raise TypeError("OneLineMembers is only written by strict_json with indent, above EXPANDED_DEPTH")
         if hasattr(obj, "dtype") and hasattr(obj, "item"):
             return obj.item()
         if default is None:
@@ -212,17 +264,22 @@ def _fallback(default: Optional[Callable[[Any], Any]]) -> Callable[[Any], Any]:
     return fallback
 
 
-def _dumps(value: Any, indent: Optional[int], default: Optional[Callable[[Any], Any]]) -> str:
+def _dumps(value: Any, indent: Optional[int], default: Optional[Callable[[Any], Any]]) -> List[Any]:
     encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_fallback(default))
     if indent is None:
-        return encoder.encode(value)
-    out: List[str] = []
+        return [encoder.encode(value)]
+    out: List[Any] = []
     _indented(value, encoder.encode, " " * indent, 0, out)
-    return "".join(out)
+    return out
 
 
-def _indented(value: Any, encode: Callable[[Any], str], step: str, depth: int, out: List[str]) -> None:
-    """Append ``value`` as JSON indented by ``step`` per level (see :func:`strict_json` for what stays on one line)."""
+def _indented(value: Any, encode: Callable[[Any], str], step: str, depth: int, out: List[Any]) -> None:
+    """Append ``value`` as JSON indented by ``step`` per level (see :func:`strict_json` for what stays on one line);
+    a :class:`OneLineMembers` is appended as ``(members, separator)``, joined by the caller."""
+    if isinstance(value, OneLineMembers) and depth < EXPANDED_DEPTH:
+        inner = "\n" + step * (depth + 1)
+        out += ["{" + inner, (value, "," + inner), "\n" + step * depth + "}"]
+        return
     is_dict = isinstance(value, dict)
     if not (is_dict or isinstance(value, (list, tuple))) or not value or depth >= EXPANDED_DEPTH:
         out.append(encode(value))

@@ -28,7 +28,7 @@ Definitions at cut-off k (per labelled case):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -60,21 +60,54 @@ _AGGREGATES = {
 }
 
 
-@dataclass
+class _FromTable:
+    """``summary["by_category"]`` until it is asked for: the per-category dicts (about 2 kB a category, a
+    category per case when the ids carry no prefix) are built from :attr:`ScoreResult.by_category` on first
+    access, and ``summary.json`` and the tables are written from the table's columns without them."""
+
+    def __repr__(self) -> str:
+        return "<by_category: built from ScoreResult.by_category when asked for>"
+
+    def __reduce__(self) -> str:
+        return "_CATEGORIES_FROM_TABLE"  # one marker: a pickled or copied result still finds it
+
+
+_CATEGORIES_FROM_TABLE = _FromTable()
+
+
 class ScoreResult:
     """Per-case table, per-category table and a JSON-ready summary."""
 
-    cases: pl.DataFrame
-    by_category: pl.DataFrame
-    summary: Dict[str, Any]
-    chunks: pl.DataFrame = field(repr=False)
+    chunks: pl.DataFrame
+
+    def __init__(self, cases: pl.DataFrame, by_category: pl.DataFrame, summary: Dict[str, Any],
+                 chunks: Optional[pl.DataFrame] = None) -> None:
+        self.cases = cases
+        self.by_category = by_category
+        self.summary = summary
+        if chunks is not None:
+            self.chunks = chunks
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(cases={self.cases!r}, by_category={self.by_category!r}, summary={self.summary!r})"
+
+    @property
+    def summary(self) -> Dict[str, Any]:
+        """The JSON-ready summary (``by_category`` holds a dict per category, built on first access)."""
+        if self._summary.get("by_category") is _CATEGORIES_FROM_TABLE:
+            self._summary["by_category"] = _nested_categories(self.by_category)
+        return self._summary
+
+    @summary.setter
+    def summary(self, value: Dict[str, Any]) -> None:
+        self._summary = value
 
     @property
     def warnings(self) -> List[str]:
         """The warnings' messages; ``summary["warnings"]`` has them structured (code, count, cases)."""
         from ragmeter._warnings import messages
 
-        return messages(self.summary["warnings"])
+        return messages(self._summary["warnings"])
 
     def write(self, out_dir: Any) -> None:
         """Write ``cases.parquet``, ``chunks.parquet``, ``summary.json`` and ``warnings.json`` (all or
@@ -84,16 +117,39 @@ class ScoreResult:
         with results_folder(out_dir) as tmp:
             self._write_files(tmp)
 
+    def summary_json(self, extra: Optional[Dict[str, Any]] = None) -> str:
+        """``summary`` as :func:`ragmeter._io.strict_json` writes it (``extra`` members added at the end), its
+        categories written from :attr:`by_category`'s columns when that gives the same text."""
+        from ragmeter._io import strict_json
+
+        return strict_json(self._summary_to_write({**self._summary, **(extra or {})}))
+
+    def table_summary(self, limit: int) -> Dict[str, Any]:
+        """``summary`` for the terminal table: ``by_category`` holds the ``limit`` categories of lowest Hit@k
+        (:func:`ragmeter.cli._tables.worst_first`'s order) when there are more, and ``n_more_categories``
+        counts the others, so that the table does not need every category's dict."""
+        if self._summary.get("by_category") is not _CATEGORIES_FROM_TABLE or self.by_category.height <= limit:
+            return self.summary
+        rows = _worst_categories(self.by_category, limit)
+        return {**self._summary, "by_category": _nested_categories(rows),
+                "n_more_categories": self.by_category.height - rows.height}
+
+    def _summary_to_write(self, summary: Dict[str, Any]) -> Dict[str, Any]:
+        if summary.get("by_category") is _CATEGORIES_FROM_TABLE:
+            members = _category_members(self.by_category)
+            summary = {**summary, "by_category": members if members is not None else self.summary["by_category"]}
+        return summary
+
     def _write_files(self, folder: Path) -> None:
         """The four files of :meth:`write`, in ``folder`` (a results folder's temporary area)."""
-        from ragmeter._io import strict_json, write_frame, write_text
+        from ragmeter._io import write_frame, write_json
         from ragmeter._warnings import for_disk, full_list
 
         files = ["cases.parquet", "chunks.parquet", "warnings.json", "summary.json"]
         write_frame(self.cases, folder / "cases.parquet")
         self._write_chunks(folder / "chunks.parquet")
-        write_text(folder / "warnings.json", strict_json(full_list(self.summary)) + "\n")
-        write_text(folder / "summary.json", strict_json({**for_disk(self.summary), "files": files}) + "\n")
+        write_json(folder / "warnings.json", full_list(self._summary))
+        write_json(folder / "summary.json", self._summary_to_write({**for_disk(self._summary), "files": files}))
 
     def _write_chunks(self, path: Path) -> None:
         from ragmeter._io import write_frame
@@ -323,7 +379,7 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
         "n_labeled": int(cases["labeled"].sum()),
         "resolution_points": (100.0 / n) if n else None,
         "overall": _nest(overall),
-        "by_category": dict(zip(by_category["category"].to_list(), _nest_rows(by_category))),
+        "by_category": _CATEGORIES_FROM_TABLE,
         "retrieval_modes": mode_counts,
         "main_retrieval_mode": main_mode,
         "missing_from_run": missing,
@@ -392,6 +448,83 @@ def _nest_rows(frame: pl.DataFrame) -> List[Dict[str, Any]]:
                         for v, s, t in zip(frame[name].to_list(), frame[scored].to_list(), frame[total].to_list())])
     keys = (*_NEST_BASE, *(name for name, _s, _t in _NEST_KEYS))
     return [dict(zip(keys, values)) for values in zip(*columns)]
+
+
+def _nested_categories(frame: pl.DataFrame) -> Dict[Any, Dict[str, Any]]:
+    """``summary["by_category"]``: :func:`_nest` of every row of an :func:`aggregate` frame by category."""
+    return dict(zip(frame["category"].to_list(), _nest_rows(frame)))
+
+
+def _worst_categories(frame: pl.DataFrame, limit: int) -> pl.DataFrame:
+    """The ``limit`` rows of an :func:`aggregate` frame that ``worst_first`` shows (lowest Hit@k first, no value
+    last, more cases first among equal values, then the table's order), in that order."""
+    value = pl.col("hit_rate")
+    unscored = value.is_null() | value.is_nan()
+    return (frame.with_row_index("_position")
+            .sort(unscored, pl.when(unscored).then(0.0).otherwise(value + 0.0), -pl.col("hit_rate_n_total").cast(pl.Int64),
+                  "_position")
+            .head(limit).drop("_position"))
+
+
+def _category_members(frame: pl.DataFrame) -> Optional[Any]:
+    """``summary["by_category"]`` of an :func:`aggregate` frame as :class:`ragmeter._io.OneLineMembers`, written
+    from its columns as :func:`ragmeter._io.strict_json` writes the dicts (numbers by orjson, as its
+    ``_one_line_members``); None where that layout is not the one (at most ``EXPANDED_MEMBERS`` categories),
+    without orjson, or for names that are not all strings."""
+    from ragmeter._io import EXPANDED_MEMBERS, OneLineMembers
+
+    names = frame["category"]
+    if frame.height <= EXPANDED_MEMBERS or names.dtype != pl.String or names.null_count():
+        return None
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - a dependency
+        return None
+    tokens = {name: _json_numbers(frame[name], orjson.dumps) for name in frame.columns if name != "category"}
+    if any(t is None for t in tokens.values()):
+        return None
+    lit = pl.lit
+    pieces = [_json_keys(names), lit(": {")]
+    for i, name in enumerate(_NEST_BASE):
+        pieces += [lit(f'{", " if i else ""}"{name}": '), tokens[name]]
+    for name, scored, total in _NEST_KEYS:
+        pieces += [lit(f', "{name}": {{"value": '), tokens[name], lit(', "n_scored": '), tokens[scored],
+                   lit(', "n_total": '), tokens[total], lit("}")]
+    pieces.append(lit("}"))
+    lines = pl.select(pl.concat_str([p if isinstance(p, pl.Expr) else lit(p) for p in pieces])).to_series()
+
+    def write(fh: Any, separator: str) -> None:
+        for start in range(0, lines.len(), _LINES_AT_ONCE):  # a few MB of text at a time
+            if start:
+                fh.write(separator.encode("utf-8"))
+            fh.write(lines.slice(start, _LINES_AT_ONCE).str.join(separator).item().encode("utf-8"))
+
+    return OneLineMembers(lambda separator: lines.str.join(separator).item(), lines.len(), write)
+
+
+_LINES_AT_ONCE = 8192
+
+
+def _json_numbers(column: pl.Series, dumps: Any) -> Optional[pl.Series]:
+    """Each value of a numeric column as JSON text: integers in decimal, floats as orjson spells them (one
+    ``dumps`` of the whole column, cut at its commas), null as ``null``."""
+    if column.dtype.is_integer():
+        return column.cast(pl.String).fill_null("null")
+    if not column.dtype.is_float():
+        return None
+    text = dumps(column.cast(pl.Float64).to_list()).decode("ascii")
+    values = pl.Series([text[1:-1]]).str.split(",").explode()
+    if values.len() != column.len():  # pragma: no cover - numbers hold no comma
+        raise AssertionError("a JSON number with a comma")
+    return values
+
+
+def _json_keys(names: pl.Series) -> pl.Series:
+    """Member names as ``json.dumps(name, ensure_ascii=False)`` writes them: quoted as they are unless one has
+    a quote, a backslash or a control character (escaped, then, by the encoder itself)."""
+    if names.str.contains(r'[\x00-\x1f"\\]').any():
+        return pl.Series([json.dumps(name, ensure_ascii=False) for name in names.to_list()])
+    return '"' + names + '"'
 
 
 def _unfound_evidence(joined: pl.DataFrame, match: Optional[EvidenceMatch] = None) -> List[Dict[str, str]]:

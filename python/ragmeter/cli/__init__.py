@@ -77,10 +77,12 @@ def console() -> NoReturn:
 
     Output that cannot be written (a full disk) is one line on stderr and exit
     status 2, and a reader that went away (``| head``) is not an error, for
-    help text too. ``trec`` holds nothing that needs closing once its output is
-    flushed, so the process then ends without the interpreter's clean-up (module
-    teardown, garbage collection): 8-13 ms here, a tenth of the whole command on a
-    20,000-query run. Every other command exits normally.
+    help text too. ``trec`` and ``score`` hold nothing that needs closing once their
+    output is flushed (``score``'s files are written, closed and moved into place, its
+    reader and writer threads joined, before it returns), so the process then ends
+    without the interpreter's clean-up (module teardown, garbage collection, freeing
+    the frames): 8-13 ms of a 20,000-query ``trec``, 0.25-0.3 s of ``score`` on 20,000
+    and on 100,000 cases. Every other command exits normally.
     """
     argv = sys.argv[1:]
     try:
@@ -88,7 +90,7 @@ def console() -> NoReturn:
     except SystemExit as exc:  # argparse, after its help text or a usage error
         code = _exit_status(exc)
     code = _flush_output(code)
-    if argv[:1] == ["trec"]:
+    if argv[:1] in (["trec"], ["score"]):
         os._exit(code)
     sys.exit(code)
 

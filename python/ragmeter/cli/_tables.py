@@ -104,12 +104,14 @@ def _value(agg: Dict[str, Any], key: str) -> str:
 def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console: Optional[Console] = None,
                 more_in: Optional[str] = None) -> None:
     """The retrieval table: the overall row and every category, or at most :data:`MAX_ROWS` of them (the lowest
-    Hit@k) with a count of the rest, which ``more_in`` (default ``out_dir/summary.json``) holds."""
+    Hit@k) with a count of the rest, which ``more_in`` (default ``out_dir/summary.json``) holds. A summary that
+    holds only those categories counts the others in ``n_more_categories`` (``ScoreResult.table_summary``)."""
     more_in = more_in or (f"{out_dir}/summary.json" if out_dir else None)
     console = console or make_console()
     k = summary["k"]
     categories, n_more = worst_first(list(summary["by_category"].items()), lambda c: c[1]["hit_rate"]["value"],
                                      lambda c: c[1]["hit_rate"]["n_total"])
+    n_more += summary.get("n_more_categories", 0)
     table = _table(f"Retrieval at k={k} (chunk level unless marked)", console)
     table.add_column("category", justify="left", overflow="fold")
     for col in ("n", f"Hit@{k}", f"fHit@{k}", "MRR", "MAP", "NDCG", "EvRec", f"AllF@{k}", "empty"):

@@ -17,22 +17,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragmeter.dataset import reusing_golden_loads
+
+    with reusing_golden_loads():  # the audit pointer reads the golden set the scoring read
+        return _score_and_print(args)
+
+
+def _score_and_print(args: argparse.Namespace) -> int:
     from ragmeter.retrieval import score, score_into
 
     if args.out:
         result = score_into(args.golden, args.run, args.out, k=args.k)
     else:
         result = score(args.golden, args.run, k=args.k)
-    from ragmeter.cli._tables import make_console, print_audit_pointer, print_score
+    from ragmeter.cli._tables import MAX_ROWS, make_console, print_audit_pointer, print_score
 
     if args.json:
-        from ragmeter._io import strict_json
         from rich.console import Console
 
-        print(strict_json(result.summary))
+        print(result.summary_json())
         print_audit_pointer(args.golden, Console(stderr=True))  # stdout holds the JSON alone
     else:
         console = make_console()
-        print_score(result.summary, out_dir=args.out, console=console)
+        print_score(result.table_summary(MAX_ROWS), out_dir=args.out, console=console)
         print_audit_pointer(args.golden, console)
     return 0
