@@ -106,8 +106,9 @@ enum Search {
 
 impl RawPrefilter {
     /// The test for `phrases` (normalised, non-empty). Each phrase may be
-    /// represented by one of its characters rarest in `sample` (a few
-    /// normalised texts of the run); among those, characters are chosen
+    /// represented by one of its characters of the least cost: occurrences in
+    /// `sample` (a few normalised texts of the run) plus number of sources;
+    /// among those, characters are chosen
     /// greedily, the one shared by the most phrases not yet represented first
     /// (then the one with the fewest sources), until every phrase is. The
     /// sources are searched as bytes or as patterns, whichever rules out
@@ -120,9 +121,18 @@ impl RawPrefilter {
                 *counts.entry(c).or_default() += 1;
             }
         }
-        let rarest: Vec<Vec<char>> = phrases.iter().map(|p| rarest_chars(p.as_ref(), &counts)).filter(|r| !r.is_empty()).collect();
         let sources = Sources::get();
         let mut of_char: FxHashMap<char, Vec<char>> = FxHashMap::default();
+        for p in phrases {
+            for r in p.as_ref().chars() {
+                of_char.entry(r).or_insert_with(|| sources.of(r));
+            }
+        }
+        // A character's cost: its occurrences in the sample plus its number of
+        // sources (each a pattern that may occur in a text, and many sources
+        // force shorter, less selective patterns).
+        let cost = |r: &char| counts.get(r).copied().unwrap_or(0) as usize + of_char[r].len();
+        let rarest: Vec<Vec<char>> = phrases.iter().map(|p| cheapest_chars(p.as_ref(), &cost)).filter(|r| !r.is_empty()).collect();
         let mut chosen: Vec<char> = Vec::new();
         let mut left: Vec<&Vec<char>> = rarest.iter().collect();
         while !left.is_empty() {
@@ -130,8 +140,7 @@ impl RawPrefilter {
             for r in left.iter().flat_map(|cs| cs.iter()) {
                 *shared.entry(*r).or_default() += 1;
             }
-            let candidates: Vec<(char, usize, usize)> =
-                shared.iter().map(|(&r, &n)| (r, n, of_char.entry(r).or_insert_with(|| sources.of(r)).len())).collect();
+            let candidates: Vec<(char, usize, usize)> = shared.iter().map(|(&r, &n)| (r, n, of_char[&r].len())).collect();
             // More phrases first, then fewer sources, then the lower character (a fixed choice).
             let (r, _, _) = candidates
                 .into_iter()
@@ -178,11 +187,10 @@ impl RawPrefilter {
     }
 }
 
-/// The characters of `phrase` least frequent in the sample, without repeats.
-fn rarest_chars(phrase: &str, counts: &FxHashMap<char, u32>) -> Vec<char> {
-    let count = |c: &char| counts.get(c).copied().unwrap_or(0);
-    let Some(least) = phrase.chars().map(|c| count(&c)).min() else { return Vec::new() };
-    let mut out: Vec<char> = phrase.chars().filter(|c| count(c) == least).collect();
+/// The characters of `phrase` of the least `cost`, without repeats.
+fn cheapest_chars(phrase: &str, cost: &impl Fn(&char) -> usize) -> Vec<char> {
+    let Some(least) = phrase.chars().map(|c| cost(&c)).min() else { return Vec::new() };
+    let mut out: Vec<char> = phrase.chars().filter(|c| cost(c) == least).collect();
     out.sort_unstable();
     out.dedup();
     out
