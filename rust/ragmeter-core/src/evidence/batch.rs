@@ -297,10 +297,19 @@ fn phrases_in_run<S: Strings + ?Sized>(texts: &S, norm_phrases: &[String], any_r
     if !orphan_ids.is_empty() {
         let orphans: Vec<&str> = orphan_ids.iter().map(|&id| distinct[id]).collect();
         let sample = text_sample(texts);
-        let index = RunIndex::from_normalized_with(&orphans, &Seen::of(&sample))?;
+        let mut index = RunIndex::from_normalized_with(&orphans, &Seen::of(&sample))?;
         let raw_sample: Vec<&str> = sample_indices(texts.len()).map(|i| texts.get(i)).collect();
         let prefilter = RawPrefilter::new(&orphans, &sample, &raw_sample);
-        scan_texts(&index, texts, 0..texts.len(), Some(&prefilter));
+        // In batches of growing size, between which the orphans found leave the
+        // index's filters: where they share the texts' vocabulary, most are
+        // found in the first texts and would otherwise be verified everywhere.
+        let mut start = 0;
+        while start < texts.len() && !index.all_found() {
+            let end = (start + run_batch(start)).min(texts.len());
+            scan_texts(&index, texts, start..end, Some(&prefilter));
+            index.refresh();
+            start = end;
+        }
         for (&id, found) in orphan_ids.iter().zip(index.phrases_found()) {
             in_run[id] = found;
         }
