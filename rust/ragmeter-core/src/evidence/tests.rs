@@ -829,8 +829,8 @@ fn run_phrases_refuse_ids_of_other_phrases() {
 #[test]
 fn raw_prefilter_sources_cover_every_code_point_in_context() {
     // The prefilter's soundness: a character appears in the normalised form
-    // of a text only if the text has one of its sources. Every scalar value,
-    // alone and where it can compose (after a letter, before a combining
+    // of a text only if the text has one of its sources. Every assigned-plane
+    // scalar value, alone and where it can compose (after a letter, before a combining
     // acute, before a Hangul vowel, before the kana voicing mark).
     use super::prefilter::Sources;
     let sources = Sources::get();
@@ -838,7 +838,10 @@ fn raw_prefilter_sources_cover_every_code_point_in_context() {
     let of: Vec<Vec<char>> = targets.iter().map(|&r| sources.of(r)).collect();
     let contexts: [(&str, &str); 5] = [("", ""), ("A", ""), ("", "\u{301}"), ("", "\u{1161}"), ("", "\u{3099}")];
     let mut s = String::new();
-    for c in (0u32..0x11_0000).filter_map(char::from_u32) {
+    // Planes 0-3 and the tags/variation selectors of plane 14: planes 4-13 are
+    // unassigned and 15-16 private use (no decomposition, no case), and
+    // skipping them keeps the debug-build test suite fast.
+    for c in (0u32..0x4_0000).chain(0xE_0000..0xE_1000).filter_map(char::from_u32) {
         for (before, after) in contexts {
             s.clear();
             s.push_str(before);
