@@ -1,6 +1,7 @@
 """Normalise + match alone, one thread: ragmeter's batch matcher vs CPython's pipeline.
 
     python benches/bench_normalize.py [--mb 20] [--repeat 5]
+    python benches/bench_normalize.py --candidates [--mb 20] [--repeat 5]   # issue 15 item 1, builds ICU4X
 
 Three text kinds, each about MB megabytes of UTF-8 in 500-character texts:
 
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import time
 import unicodedata
+from pathlib import Path
 
 import numpy as np
 
@@ -111,16 +113,43 @@ def batch(texts, rng):
     return chunk_texts, phrases
 
 
+def kind_texts(kind: str, mb: float):
+    """About MB megabytes of texts of one kind (a multiple of 20), and the generator for what follows."""
+    rng = np.random.default_rng(7)
+    sample = KINDS[kind](rng, 200)
+    per_text = sum(len(t.encode()) for t in sample) / len(sample)
+    n = int(mb * 1e6 / per_text) // 20 * 20
+    return rng, KINDS[kind](rng, n)
+
+
+def candidates(mb: float, repeat: int, dump_dir: str, samples_per_range: int) -> None:
+    """Issue 15 item 1: the normaliser candidates of benches/normalize_candidates/ on the same texts.
+
+    Writes each kind's texts NUL-separated to DUMP_DIR, then runs the Rust package's `check` (ICU4X's pipeline
+    against ragmeter's normaliser on these texts, the shared vectors, every scalar value and random strings
+    from every block) and `bench` (MB/s per candidate, one thread). Uses CARGO_TARGET_DIR if set.
+    """
+    root = Path(__file__).resolve().parents[1]
+    out = Path(dump_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for kind in KINDS:
+        texts = kind_texts(kind, mb)[1]
+        assert not any("\0" in t for t in texts)
+        (out / f"{kind}.txt").write_text("\0".join(texts), encoding="utf-8")
+    manifest = root / "benches" / "normalize_candidates" / "Cargo.toml"
+    run = ["cargo", "run", "--quiet", "--release", "--manifest-path", str(manifest), "--"]
+    subprocess.run(run + ["check", str(out), str(root / "testdata" / "evidence_vectors.json"), str(samples_per_range)], check=True)
+    print(f"load before: {os.getloadavg()}", flush=True)
+    subprocess.run(run + ["bench", str(out), str(repeat)], check=True)
+    print(f"load after: {os.getloadavg()}")
+
+
 def one_kind(kind: str, mb: float, repeat: int) -> None:
     import polars as pl
 
     from ragmeter.evidence import match_relevance
 
-    rng = np.random.default_rng(7)
-    sample = KINDS[kind](rng, 200)
-    per_text = sum(len(t.encode()) for t in sample) / len(sample)
-    n = int(mb * 1e6 / per_text) // 20 * 20
-    texts = KINDS[kind](rng, n)
+    rng, texts = kind_texts(kind, mb)
     size = sum(len(t.encode()) for t in texts) / 1e6
     chunk_texts, phrases = batch(texts, rng)
     n_cases = len(chunk_texts)
@@ -158,7 +187,15 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=20)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--kind", choices=list(KINDS), help=argparse.SUPPRESS)  # child process
+    ap.add_argument("--candidates", action="store_true",
+                    help="measure the normaliser candidates (benches/normalize_candidates/, builds ICU4X) instead")
+    ap.add_argument("--dump-dir", default="/tmp/ragmeter-normalize-candidates", help="where --candidates writes the texts")
+    ap.add_argument("--samples-per-range", type=int, default=24,
+                    help="--candidates: random strings per 16-code-point range in the equality check")
     args = ap.parse_args()
+    if args.candidates:
+        candidates(args.mb, args.repeat, args.dump_dir, args.samples_per_range)
+        return
     if args.kind:
         one_kind(args.kind, args.mb, args.repeat)
         return

@@ -323,12 +323,11 @@ def match_relevance(
 
     With ``run_wide=True`` the result also has ``phrase_in_run``: per phrase,
     does it occur in some retrieved chunk of *any* case (what
-    :func:`phrases_in_texts` answers over all chunk texts), decided in the
-    same pass, with each chunk text normalised once: every text is probed with
-    an index over all the batch's phrases while it is matched. Only where
-    probing costs more than normalising again (phrases that share the texts'
-    vocabulary) is it given up for the remaining cases, whose texts are then
-    searched a second time for the phrases found nowhere yet.
+    :func:`phrases_in_texts` answers over all chunk texts). A phrase found in
+    its own case is in the run; after the match, the others are searched for
+    in every chunk text, except the texts whose raw bytes lack any character
+    that can normalise to a character each such phrase needs (those are not
+    normalised again).
 
     With ``run_index`` (a :class:`RunPhrases` over the golden set's phrases) and ``run_cases`` (the golden
     position of each of these cases), these chunk texts are checked against that index instead, in the same

@@ -1,10 +1,12 @@
 //! Batch relevance over the columns of a whole run, in parallel over cases.
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use super::copies::Probed;
 use super::matcher::PhraseMatcher;
 use super::normalize::{file_matches, normalize, normalize_file_name, Normalizer};
+use super::prefilter::RawPrefilter;
 use super::run_index::{RunIndex, Seen};
 use crate::error::{Error, Result};
 
@@ -87,10 +89,6 @@ struct CaseOut {
     phrase_any_rank: Vec<u32>,
     phrase_empty: Vec<bool>,
     file_first_rank: Vec<u32>,
-    /// What probing the run-wide index cost ([`RunIndex::scan`]'s work) and
-    /// the normalised bytes it probed.
-    probe_work: usize,
-    probe_bytes: usize,
 }
 
 fn check_offsets(offsets: &[usize], n_cases: usize, total: usize, name: &str) -> Result<()> {
@@ -163,8 +161,6 @@ fn match_case<S: Strings + ?Sized>(
         phrase_any_rank: vec![0; matcher.len()],
         phrase_empty: matcher.empty_flags().to_vec(),
         file_first_rank: vec![0; files.len()],
-        probe_work: 0,
-        probe_bytes: 0,
     };
     // First rank per unique pattern (any file / expected file).
     let n_pat = matcher.patterns_len();
@@ -198,11 +194,9 @@ fn match_case<S: Strings + ?Sized>(
                 scratch.norm.dehyphenated_into(&mut scratch.dehy);
             }
             if let Some(r) = probe {
-                out.probe_work += r.scan(&scratch.norm.out);
-                out.probe_bytes += scratch.norm.out.len();
+                r.scan(&scratch.norm.out);
                 if dehyphenated {
-                    out.probe_work += r.scan(&scratch.dehy);
-                    out.probe_bytes += scratch.dehy.len();
+                    r.scan(&scratch.dehy);
                 }
             }
             if !has_phrases {
@@ -252,169 +246,75 @@ pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<E
 /// [`match_evidence`], and with `run_wide` also
 /// [`EvidenceResult::phrase_in_run`]: which phrases occur in any retrieved
 /// chunk of the whole batch (evidence no chunk of the run contains is often an
-/// annotation slip). Decided in the same pass: each chunk text is normalised
-/// once, matched against its case's phrases and probed with a [`RunIndex`].
-/// Cases go in batches of growing size, between which the index drops the
-/// phrases already found from its filters ([`RunIndex::refresh`]).
+/// annotation slip).
 ///
-/// The index first holds all the batch's phrases. Where the phrases share the
-/// texts' vocabulary (windows of phrases not found yet occurring everywhere),
-/// probing with it can cost more than normalising the texts again: once a
-/// batch's probes cost more than [`PROBE_BYTES_PER_WORK`] allows, the later
-/// batches are probed only with the *orphans*: the phrases of the cases
-/// matched so far that neither their own case's chunks nor any probed text
-/// contain (an index over them, rebuilt when new ones appear). An orphan first
-/// seen in a batch after that switch was not looked for in the texts between
-/// the switch and the end of its batch; the orphans still not found at the end
-/// are searched for in those texts alone, in a last pass that ends once all
-/// are found. (Should probing for the orphans cost too much as well, the rest
-/// is matched without probing and the last pass covers every text after the
-/// switch.)
+/// A phrase found in its own case's chunks is in the run; only the others
+/// (the *orphans*) need a search of every text, so the check runs after the
+/// match, once the orphans are known: one [`RunIndex`] over the distinct
+/// orphans, probed with every chunk text that may hold one. A text is
+/// normalised again for this only when its raw bytes pass the
+/// [`RawPrefilter`] (it has a character that can normalise to a character
+/// each orphan needs); where the orphans have characters the texts lack (an
+/// identifier, a number, a word of another script) most texts are skipped
+/// unread by the normaliser. The search ends once every orphan is found.
 pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool) -> Result<EvidenceResult> {
-    match_probing(b, run_wide, PROBE_BYTES_PER_WORK, PROBE_BYTES_PER_WORK)
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Probe {
-    /// With the index over every phrase.
-    All,
-    /// With an index over the orphans found so far.
-    Orphans,
-    /// Not at all.
-    Off,
-}
-
-/// Phrases of matched cases found in no probed text yet (see
-/// [`match_evidence_with`]), and the index over them.
-struct Orphans {
-    /// Input phrase index, and the case up to which (from the switch on) the
-    /// texts were not probed for it.
-    listed: Vec<(usize, usize)>,
-    /// Per pattern id of the run index: listed already.
-    seen: Vec<bool>,
-    /// The index over the orphans not found when it was built, and the input
-    /// phrase index of each of its phrases.
-    index: Option<(RunIndex, Vec<usize>)>,
-    /// `listed.len()` when the index was built.
-    built_with: usize,
-}
-
-impl Orphans {
-    /// List the phrases of `phrases` not found in `run`, as not looked for in
-    /// texts before case `uncovered_until`.
-    fn list(&mut self, run: &RunIndex, phrases: std::ops::Range<usize>, uncovered_until: usize) {
-        for i in phrases {
-            if run.is_unfound(i) {
-                let id = run.pattern_of(i).expect("an unfound phrase is not empty") as usize;
-                if !self.seen[id] {
-                    self.seen[id] = true;
-                    self.listed.push((i, uncovered_until));
-                }
-            }
-        }
-    }
-
-    /// Record in `run` what the orphan index found.
-    fn transfer(&self, run: &RunIndex) {
-        if let Some((index, owners)) = &self.index {
-            for (found, &i) in index.phrases_found().iter().zip(owners) {
-                if *found {
-                    run.mark_found(i);
-                }
-            }
-        }
-    }
-
-    /// An index over the listed orphans `run` has not found (`None` when there are none).
-    fn build(run: &RunIndex, listed: impl Iterator<Item = usize>, norm_phrases: &[String], common: &Seen) -> Result<Option<(RunIndex, Vec<usize>)>> {
-        let owners: Vec<usize> = listed.filter(|&i| run.is_unfound(i)).collect();
-        if owners.is_empty() {
-            return Ok(None);
-        }
-        let phrases: Vec<&str> = owners.iter().map(|&i| norm_phrases[i].as_str()).collect();
-        Ok(Some((RunIndex::from_normalized_with(&phrases, common)?, owners)))
-    }
-}
-
-/// [`match_evidence_with`], giving up probing with all phrases when a
-/// batch's probes cost more than one unit of work per `bytes_per_work`
-/// normalised bytes, and probing with the orphans at `orphan_bytes_per_work`.
-pub(super) fn match_probing<S: Strings + ?Sized>(
-    b: &EvidenceBatch<'_, S>,
-    run_wide: bool,
-    bytes_per_work: usize,
-    orphan_bytes_per_work: usize,
-) -> Result<EvidenceResult> {
     let n_cases = b.chunk_offsets.len().saturating_sub(1);
     check_batch(b, n_cases)?;
-
     let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
-    let common = if run_wide { Seen::of(&text_sample(b.chunk_texts)) } else { Seen::empty() };
-    let mut run = if run_wide { Some(RunIndex::from_normalized_with(&norm_phrases, &common)?) } else { None };
-    let mut orphans = Orphans { listed: Vec::new(), seen: vec![false; run.as_ref().map_or(0, RunIndex::patterns)], index: None, built_with: 0 };
-    let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
-    let mut mode = if run_wide { Probe::All } else { Probe::Off };
-    // Cases from here on were not probed with every phrase.
-    let mut switched_at = n_cases;
-    let mut start = 0;
-    while start < n_cases {
-        let end = if mode == Probe::Off { n_cases } else { (start + run_batch(start)).min(n_cases) };
-        let index = match mode {
-            Probe::All => run.as_ref(),
-            Probe::Orphans => orphans.index.as_ref().map(|(index, _)| index),
-            Probe::Off => None,
-        };
-        let batch = match_cases(b, &norm_phrases, start..end, index.map(|index| Probing { index, probed: None }))?;
-        if let Some(r) = run.as_mut() {
-            let work: usize = batch.iter().map(|o| o.probe_work).sum();
-            let bytes: usize = batch.iter().map(|o| o.probe_bytes).sum();
-            mark_found_in_own_case(r, None, b.phrase_offsets, start, &batch);
-            match mode {
-                Probe::All => {
-                    if work.saturating_mul(bytes_per_work) > bytes {
-                        switched_at = end;
-                        mode = Probe::Orphans;
-                        // Every text so far was probed with these.
-                        orphans.list(r, 0..b.phrase_offsets[end], end);
-                    } else {
-                        r.refresh();
-                    }
-                }
-                Probe::Orphans => {
-                    orphans.transfer(r);
-                    orphans.list(r, b.phrase_offsets[start]..b.phrase_offsets[end], end);
-                    if work.saturating_mul(orphan_bytes_per_work) > bytes {
-                        mode = Probe::Off;
-                    }
-                }
-                Probe::Off => orphans.list(r, b.phrase_offsets[start]..b.phrase_offsets[end], end),
-            }
-            if mode == Probe::Orphans && orphans.listed.len() > orphans.built_with {
-                orphans.index = Orphans::build(r, orphans.listed.iter().map(|&(i, _)| i), &norm_phrases, &common)?;
-                orphans.built_with = orphans.listed.len();
-            }
-        }
-        per_case.extend(batch);
-        start = end;
-    }
-    if let Some(r) = run.as_mut() {
-        let mut unfound = orphans.listed.iter().filter(|&&(i, _)| r.is_unfound(i)).peekable();
-        // Once probing was off, no orphan was looked for in the texts after it.
-        let last = if mode == Probe::Off && unfound.peek().is_some() { n_cases } else { unfound.map(|&(_, until)| until).max().unwrap_or(0) };
-        if last > switched_at {
-            if let Some((index, owners)) = Orphans::build(r, orphans.listed.iter().map(|&(i, _)| i), &norm_phrases, &common)? {
-                scan_texts(&index, b.chunk_texts, b.chunk_offsets[switched_at]..b.chunk_offsets[last]);
-                orphans.index = Some((index, owners));
-                orphans.transfer(r);
-            }
-        }
-    }
-
+    let per_case = match_cases(b, &norm_phrases, 0..n_cases, None)?;
     let mut res = collect(per_case, b);
-    if let Some(r) = run {
-        res.phrase_in_run = r.phrases_found();
+    if run_wide {
+        res.phrase_in_run = phrases_in_run(b.chunk_texts, &norm_phrases, &res.phrase_any_rank)?;
     }
     Ok(res)
+}
+
+/// Per phrase: non-empty and found in its own case (`any_rank > 0`) or, for
+/// the others, in any of `texts` (see [`match_evidence_with`]). Equal
+/// normalised phrases share the answer.
+fn phrases_in_run<S: Strings + ?Sized>(texts: &S, norm_phrases: &[String], any_rank: &[u32]) -> Result<Vec<bool>> {
+    let mut ids: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut distinct: Vec<&str> = Vec::new();
+    let mut in_own_case: Vec<bool> = Vec::new();
+    let phrase_ids: Vec<Option<usize>> = norm_phrases
+        .iter()
+        .zip(any_rank)
+        .map(|(p, &rank)| {
+            if p.is_empty() {
+                return None;
+            }
+            let id = *ids.entry(p.as_str()).or_insert_with(|| {
+                distinct.push(p.as_str());
+                in_own_case.push(false);
+                distinct.len() - 1
+            });
+            in_own_case[id] |= rank > 0;
+            Some(id)
+        })
+        .collect();
+    let orphan_ids: Vec<usize> = (0..distinct.len()).filter(|&id| !in_own_case[id]).collect();
+    let mut in_run = in_own_case;
+    if !orphan_ids.is_empty() {
+        let orphans: Vec<&str> = orphan_ids.iter().map(|&id| distinct[id]).collect();
+        let sample = text_sample(texts);
+        let mut index = RunIndex::from_normalized_with(&orphans, &Seen::of(&sample))?;
+        let raw_sample: Vec<&str> = sample_indices(texts.len()).map(|i| texts.get(i)).collect();
+        let prefilter = RawPrefilter::new(&orphans, &sample, &raw_sample);
+        // In batches of growing size, between which the orphans found leave the
+        // index's filters: where they share the texts' vocabulary, most are
+        // found in the first texts and would otherwise be verified everywhere.
+        let mut start = 0;
+        while start < texts.len() && !index.all_found() {
+            let end = (start + run_batch(start)).min(texts.len());
+            scan_texts(&index, texts, start..end, Some(&prefilter));
+            index.refresh();
+            start = end;
+        }
+        for (&id, found) in orphan_ids.iter().zip(index.phrases_found()) {
+            in_run[id] = found;
+        }
+    }
+    Ok(phrase_ids.iter().map(|id| id.is_some_and(|id| in_run[id])).collect())
 }
 
 /// Match cases `cases` in parallel, probing `run` with their texts.
@@ -462,25 +362,23 @@ fn collect<S: Strings + ?Sized>(per_case: Vec<CaseOut>, b: &EvidenceBatch<'_, S>
     res
 }
 
-/// Probing the run-wide index is given up when a batch of cases costs more than
-/// one unit of [`RunIndex::scan`]'s work (a window lookup or a phrase
-/// comparison, a few times the cost of normalising a byte) per this many
-/// normalised bytes: it would then cost about as much as normalising the
-/// texts again.
-pub(super) const PROBE_BYTES_PER_WORK: usize = 4;
-
 /// A few texts spread over the batch, normalised: the windows the run-wide
 /// index should not choose (frequent words).
 fn text_sample<S: Strings + ?Sized>(texts: &S) -> Vec<Vec<u8>> {
-    const SAMPLE: usize = 256;
-    let n = texts.len();
     let mut norm = Normalizer::new();
-    (0..SAMPLE.min(n))
-        .map(|j| {
-            norm.run(texts.get(j * n / SAMPLE.min(n)));
+    sample_indices(texts.len())
+        .map(|i| {
+            norm.run(texts.get(i));
             norm.out.clone()
         })
         .collect()
+}
+
+/// The indices of the texts of [`text_sample`] among `n`.
+fn sample_indices(n: usize) -> impl Iterator<Item = usize> {
+    const SAMPLE: usize = 256;
+    let size = SAMPLE.min(n);
+    (0..size).map(move |j| j * n / size)
 }
 
 /// Mark in `run` the phrases of cases `first..` (`outs`) found in their own
@@ -507,15 +405,20 @@ fn run_batch(done: usize) -> usize {
 pub(super) const RUN_BATCH_MIN: usize = 256;
 
 /// Probe `index` with the texts `range`, normalised (and once more without soft hyphens
-/// when it has some), in parallel; texts left once every phrase is found are skipped.
-fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T, range: std::ops::Range<usize>) {
+/// when it has some), in parallel; texts left once every phrase is found, and texts
+/// `prefilter` rules out, are skipped.
+fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T, range: std::ops::Range<usize>, prefilter: Option<&RawPrefilter>) {
     range.into_par_iter().with_min_len(64).for_each_init(
         || (Normalizer::new(), Vec::new()),
         |(norm, dehy), i| {
             if index.all_found() {
                 return;
             }
-            norm.run(texts.get(i));
+            let text = texts.get(i);
+            if prefilter.is_some_and(|p| !p.may_contain(text)) {
+                return;
+            }
+            norm.run(text);
             index.scan(&norm.out);
             if norm.has_soft_hyphens() {
                 norm.dehyphenated_into(dehy);
@@ -528,11 +431,12 @@ fn scan_texts<T: Strings + ?Sized>(index: &RunIndex, texts: &T, range: std::ops:
 /// For each phrase, does it occur (after normalisation) in at least one of
 /// `texts`? One [`RunIndex`] over all unique phrases, parallel over texts.
 /// Used to flag evidence phrases that no retrieved chunk of a whole run
-/// contains ([`match_evidence_with`] answers the same during matching).
+/// contains ([`match_evidence_with`] answers the same, searching only for the
+/// phrases its cases' own chunks lack).
 pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, texts: &T) -> Result<Vec<bool>> {
     let norms: Vec<String> = (0..phrases.len()).map(|i| normalize(phrases.get(i))).collect();
     let index = RunIndex::from_normalized(&norms)?;
-    scan_texts(&index, texts, 0..texts.len());
+    scan_texts(&index, texts, 0..texts.len(), None);
     Ok(index.phrases_found())
 }
 
@@ -545,9 +449,11 @@ pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, t
 /// once, see [`Probed`]); nothing of a batch's texts is kept.
 /// Phrases found in their own case's chunks are dropped from the index as the
 /// batches go, so later texts are probed with fewer phrases. Unlike
-/// [`match_evidence_with`], probing is never given up (a later batch's texts
-/// are gone by the end): where the phrases share the texts' vocabulary, the
-/// check costs what probing with every phrase not found yet costs.
+/// [`match_evidence_with`], which searches for the phrases not found in their
+/// own case after the match (every text is at hand), a batch is probed with
+/// every phrase not found yet, later batches' included (a batch's texts are
+/// gone by the end): where the phrases share the texts' vocabulary, the check
+/// costs what that probing costs.
 pub struct RunPhrases {
     phrases: Vec<String>,
     /// Built on the first batch, from a sample of its texts ([`Seen`]).

@@ -52,6 +52,7 @@ mod batch;
 mod copies;
 mod matcher;
 mod normalize;
+mod prefilter;
 mod run_index;
 #[cfg(test)]
 mod tests;

@@ -317,17 +317,9 @@ fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
     let everywhere = phrases_in_texts(&phrases, &chunk_texts).unwrap();
     assert!(everywhere.iter().any(|&f| f) && everywhere.iter().any(|&f| !f));
     let plain = match_evidence(&b).unwrap();
-    // Probing with every phrase throughout (limit 0), the default limits, and
-    // probing with every phrase given up after the first batch (limit MAX),
-    // then probing for the orphans throughout, given up after one batch, or
-    // at the default limit (the last pass covers what was not probed).
-    for limit in [0, batch::PROBE_BYTES_PER_WORK, usize::MAX] {
-        for orphan_limit in [0, batch::PROBE_BYTES_PER_WORK, usize::MAX] {
-            let wide = batch::match_probing(&b, true, limit, orphan_limit).unwrap();
-            assert_eq!(wide.phrase_in_run, everywhere, "limit {limit}, {orphan_limit}");
-            assert_eq!(EvidenceResult { phrase_in_run: Vec::new(), ..wide }, plain, "limit {limit}, {orphan_limit}");
-        }
-    }
+    let wide = match_evidence_with(&b, true).unwrap();
+    assert_eq!(wide.phrase_in_run, everywhere);
+    assert_eq!(EvidenceResult { phrase_in_run: Vec::new(), ..wide }, plain);
 }
 
 #[test]
@@ -832,4 +824,98 @@ fn run_phrases_refuse_ids_of_other_phrases() {
     assert_eq!(run.found(), vec![false, false]);
     run.match_batch(&b, &[0]).unwrap();
     assert_eq!(run.found(), vec![true, true]);
+}
+
+#[test]
+fn raw_prefilter_sources_cover_every_code_point_in_context() {
+    // The prefilter's soundness: a character appears in the normalised form
+    // of a text only if the text has one of its sources. Every assigned-plane
+    // scalar value, alone and where it can compose (after a letter, before a combining
+    // acute, before a Hangul vowel, before the kana voicing mark).
+    use super::prefilter::Sources;
+    let sources = Sources::get();
+    let targets = ['0', 'a', 'i', 'k', 'f', 'σ', '\u{307}', '大', '一', 'é', '\u{1100}', '\u{AC00}', 'が', 'ß', 'ǆ'];
+    let of: Vec<Vec<char>> = targets.iter().map(|&r| sources.of(r)).collect();
+    let contexts: [(&str, &str); 5] = [("", ""), ("A", ""), ("", "\u{301}"), ("", "\u{1161}"), ("", "\u{3099}")];
+    let mut s = String::new();
+    // Planes 0-3 and the tags/variation selectors of plane 14: planes 4-13 are
+    // unassigned and 15-16 private use (no decomposition, no case), and
+    // skipping them keeps the debug-build test suite fast.
+    for c in (0u32..0x4_0000).chain(0xE_0000..0xE_1000).filter_map(char::from_u32) {
+        for (before, after) in contexts {
+            s.clear();
+            s.push_str(before);
+            s.push(c);
+            s.push_str(after);
+            let normalised = normalize(&s);
+            for (r, of_r) in targets.iter().zip(&of) {
+                if normalised.contains(*r) {
+                    assert!(s.chars().any(|x| of_r.binary_search(&x).is_ok()), "{:?} normalises to {normalised:?} with {r:?} but has none of its sources", s);
+                }
+            }
+        }
+    }
+    assert!(of[0].contains(&'０') && of[0].contains(&'⁰') && !of[0].contains(&'1'));
+    assert!(of[7].contains(&'⼤'));
+    assert!(of[3].contains(&'K') && of[3].contains(&'\u{212A}')); // Kelvin sign
+}
+
+#[test]
+fn raw_prefilter_skips_only_texts_without_the_phrases() {
+    use super::prefilter::RawPrefilter;
+    let mut next = xorshift(0xD1B5_4A32_D192_ED03u64);
+    let pieces = ["evidence", " ", "\n", "-\n", "0", "１", "⁴", "①", "BM25", "⼤", "大", "模型", "ｅ", "e\u{301}", "Σ", "ς", "\u{AD}", "x"];
+    let phrases = ["evidence0042x", "大模型1", "σ7", "4", "é"];
+    let norm: Vec<String> = phrases.iter().map(|p| normalize(p)).collect();
+    let raw_sample = ["the evidence of 25 BM25", "大模型", "Evidence", "plain", "ｓｏｍｅ", "σ"];
+    let sample: Vec<Vec<u8>> = raw_sample.iter().map(|t| normalize(t).into_bytes()).collect();
+    for k in 1..=phrases.len() {
+        let prefilter = RawPrefilter::new(&norm[..k], &sample, &raw_sample);
+        if k == 1 {
+            assert!(prefilter.is_useful());
+        }
+        let mut skipped = 0;
+        for _ in 0..20_000 {
+            let t: String = (0..(next() % 8)).map(|_| pieces[(next() % pieces.len() as u64) as usize]).collect();
+            let forms = [Some(normalize(&t)), normalize_dehyphenated(&t)];
+            let holds = norm[..k].iter().any(|p| forms.iter().flatten().any(|f| f.contains(p.as_str())));
+            if !prefilter.may_contain(&t) {
+                skipped += 1;
+                assert!(!holds, "{t:?} skipped but holds one of {:?}", &norm[..k]);
+            }
+        }
+        assert_eq!(skipped > 0, prefilter.is_useful(), "{k} phrases: {skipped} skipped");
+    }
+    // Many sources (a leading Hangul jamo: every syllable starting with it): cut to prefixes, still a test.
+    assert!(super::prefilter::Sources::get().of('\u{1100}').len() > 500);
+    let hangul = RawPrefilter::new(&["\u{1100}"], &sample, &raw_sample);
+    assert!(hangul.is_useful() && hangul.may_contain("각") && !hangul.may_contain("abc"));
+    // A phrase whose rarest character every sampled text has: no test, every text passes.
+    let common = ["abc", "cab", "bca", "ab"];
+    let common_norm: Vec<Vec<u8>> = common.iter().map(|t| normalize(t).into_bytes()).collect();
+    let no_test = RawPrefilter::new(&["ab"], &common_norm, &common);
+    assert!(!no_test.is_useful() && no_test.may_contain("xyz"));
+}
+
+#[test]
+fn run_wide_finds_orphans_in_compatibility_forms_of_other_cases() {
+    // Phrases not found in their own case, present in another case only in a
+    // form the prefilter must let through: full-width digits, a Kangxi
+    // radical, a decomposed accent, a line-break hyphen, a final sigma.
+    let texts: Vec<String> = ["nothing here", "plain words", "ＩＤ００４２ and ⼤模型", "cafe\u{301}", "retrie-\nval", "ΟΔΟΣ"].iter().map(|s| s.to_string()).collect();
+    let phrases: Vec<String> = ["id0042", "大模型", "café", "retrieval", "οδοσ", "nowhere9", "", "plain"].iter().map(|s| s.to_string()).collect();
+    // Case 0: texts 0..2, phrases 0..3; case 1: texts 2..4, phrases 3..6; case 2: texts 4..6, phrases 6..8:
+    // every non-empty phrase but "nowhere9" is only in another case's texts.
+    let b = EvidenceBatch {
+        file_offsets: &[0, 0, 0, 0],
+        expected_files: &Vec::<String>::new(),
+        phrase_offsets: &[0, 3, 6, 8],
+        phrases: &phrases,
+        chunk_offsets: &[0, 2, 4, 6],
+        chunk_files: &vec![String::from("f"); 6],
+        chunk_texts: &texts,
+    };
+    let r = match_evidence_with(&b, true).unwrap();
+    assert_eq!(r.phrase_in_run, vec![true, true, true, true, true, false, false, true]);
+    assert_eq!(r.phrase_in_run, phrases_in_texts(&phrases, &texts).unwrap());
 }
