@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 HELP = "score retrieval per case and category (chunk-level by evidence phrase, file-level alongside)"
 

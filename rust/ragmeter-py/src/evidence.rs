@@ -363,7 +363,9 @@ fn evidence_normalize_file_name(name: &str) -> String {
 /// `phrase_first_rank`, `phrase_any_rank` (uint32, 1-based, 0 = never) and
 /// `phrase_empty` (bool); per expected file `file_first_rank` (uint32). With
 /// `run_wide=True` also `phrase_in_run` (bool, per phrase): the phrase occurs
-/// in some chunk of any case (each chunk text is normalised once for both).
+/// in some chunk of any case (searched for after the match, only for the
+/// phrases not found in their own case, in the texts whose raw bytes could
+/// hold one).
 /// With `run_index` (a [`RunPhraseIndex`]) and `run_phrases` (int64, per
 /// phrase its index there) the texts are checked against that index instead.
 #[pyfunction]

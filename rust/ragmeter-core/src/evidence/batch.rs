@@ -125,12 +125,12 @@ struct Scratch {
     pat: Vec<bool>,
 }
 
-/// The run-wide index to probe and, when given, the texts of the batch
-/// probed so far: a later copy of a text is not probed again (see [`Probed`]).
+/// The run-wide index to probe and the texts of the batch probed so far: a
+/// later copy of a text is not probed again (see [`Probed`]).
 #[derive(Clone, Copy)]
 struct Probing<'r> {
     index: &'r RunIndex,
-    probed: Option<&'r Probed>,
+    probed: &'r Probed,
 }
 
 /// Match case `c`; with `run` also probe the run-wide index with each chunk
@@ -188,7 +188,7 @@ fn match_case<S: Strings + ?Sized>(
         let probe = run.filter(|r| !r.index.all_found());
         if has_phrases || probe.is_some() {
             scratch.norm.run(b.chunk_texts.get(k));
-            let probe = probe.filter(|r| r.probed.map_or(true, |p| p.first(b.chunk_texts, k))).map(|r| r.index);
+            let probe = probe.filter(|r| r.probed.first(b.chunk_texts, k)).map(|r| r.index);
             let dehyphenated = scratch.norm.has_soft_hyphens();
             if dehyphenated {
                 scratch.norm.dehyphenated_into(&mut scratch.dehy);
@@ -382,26 +382,26 @@ fn sample_indices(n: usize) -> impl Iterator<Item = usize> {
 }
 
 /// Mark in `run` the phrases of cases `first..` (`outs`) found in their own
-/// case's chunks; phrase `i` of the batch is `run`'s phrase `ids[i]` (`i`
-/// itself without `ids`).
-fn mark_found_in_own_case(run: &RunIndex, ids: Option<&[usize]>, phrase_offsets: &[usize], first: usize, outs: &[CaseOut]) {
+/// case's chunks; phrase `i` of the batch is `run`'s phrase `ids[i]`.
+fn mark_found_in_own_case(run: &RunIndex, ids: &[usize], phrase_offsets: &[usize], first: usize, outs: &[CaseOut]) {
     for (c, o) in (first..).zip(outs) {
         for (i, &rank) in (phrase_offsets[c]..phrase_offsets[c + 1]).zip(&o.phrase_any_rank) {
             if rank > 0 {
-                run.mark_found(ids.map_or(i, |ids| ids[i]));
+                run.mark_found(ids[i]);
             }
         }
     }
 }
 
-/// Cases matched before the run-wide index is next refreshed, `done` cases
-/// into the batch: small batches first, where most phrases a run shares are
-/// found, then growing by half so that the number of batches stays logarithmic.
+/// Items (cases matched, or texts searched) handled before the run-wide index
+/// is next refreshed, `done` items in: small batches first, where most phrases
+/// a run shares are found, then growing by half so that the number of batches
+/// stays logarithmic.
 fn run_batch(done: usize) -> usize {
     (done / 2).clamp(RUN_BATCH_MIN, 1 << 14)
 }
 
-/// The first batches of cases between refreshes of the run-wide index.
+/// The first batches of items between refreshes of the run-wide index.
 pub(super) const RUN_BATCH_MIN: usize = 256;
 
 /// Probe `index` with the texts `range`, normalised (and once more without soft hyphens
@@ -499,9 +499,9 @@ impl RunPhrases {
         let mut start = 0;
         while start < n_cases {
             let end = (start + run_batch(start)).min(n_cases);
-            let probing = (!run.all_found()).then_some(Probing { index: &*run, probed: Some(&probed) });
+            let probing = (!run.all_found()).then_some(Probing { index: &*run, probed: &probed });
             let batch = match_cases(b, &norm_phrases, start..end, probing)?;
-            mark_found_in_own_case(run, Some(ids), b.phrase_offsets, start, &batch);
+            mark_found_in_own_case(run, ids, b.phrase_offsets, start, &batch);
             run.refresh();
             per_case.extend(batch);
             start = end;

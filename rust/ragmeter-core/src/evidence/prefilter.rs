@@ -163,11 +163,12 @@ impl RawPrefilter {
         let passed = |s: &Search| raw_sample.iter().filter(|t| s.may_contain(t.as_ref())).count();
         // The byte set is several times faster: taken unless it passes many more texts.
         let bytes_passed = passed(&bytes);
+        let longer = longer.map(|p| {
+            let n = passed(&p);
+            (p, n)
+        });
         let (search, pass) = match longer {
-            Some(p) if passed(&p) + raw_sample.len() / 16 < bytes_passed => {
-                let n = passed(&p);
-                (p, n)
-            }
+            Some((p, n)) if n + raw_sample.len() / 16 < bytes_passed => (p, n),
             _ => (bytes, bytes_passed),
         };
         // Where it passes most texts of the sample, the test costs more than it saves.

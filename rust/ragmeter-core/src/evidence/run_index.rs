@@ -107,7 +107,7 @@ impl Seen {
     }
 
     /// No windows (for a run without the run-wide check).
-    pub(super) fn empty() -> Self {
+    fn empty() -> Self {
         Seen { bits: Vec::new() }
     }
 
@@ -389,7 +389,7 @@ impl RunIndex {
     }
 
     /// Fill the filters again with the windows of the phrases still to find.
-    pub fn refill(&mut self) {
+    fn refill(&mut self) {
         self.found_at_fill = self.found.len() - self.remaining.load(Ordering::Relaxed);
         for w in [&mut self.w8s8, &mut self.w8s4, &mut self.w8s2, &mut self.w8, &mut self.w4] {
             if !w.bits.is_empty() {
@@ -413,29 +413,24 @@ impl RunIndex {
         }
     }
 
-    /// Record the phrases occurring in `text` (a normalised text). Returns the
-    /// work beyond the filter tests: window lookups plus phrase comparisons
-    /// (how a caller tells when probing costs more than it saves).
-    pub fn scan(&self, text: &[u8]) -> usize {
+    /// Record the phrases occurring in `text` (a normalised text).
+    pub fn scan(&self, text: &[u8]) {
         if self.remaining.load(Ordering::Relaxed) == 0 {
-            return 0;
+            return;
         }
-        let mut work = 0;
         for w in [&self.w8s8, &self.w8s4, &self.w8s2, &self.w8] {
             if !w.bits.is_empty() {
-                work += self.scan_windows::<8>(w, text);
+                self.scan_windows::<8>(w, text);
             }
         }
         if !self.w4.bits.is_empty() {
-            work += self.scan_windows::<4>(&self.w4, text);
+            self.scan_windows::<4>(&self.w4, text);
         }
         if let Some((ac, ids)) = &self.short {
             for m in ac.find_overlapping_iter(text) {
-                work += 1;
                 self.mark(ids[m.pattern().as_usize()]);
             }
         }
-        work
     }
 
     /// Test the window at every probed position of `text` against the Bloom
@@ -443,12 +438,11 @@ impl RunIndex {
     /// blocks: hash all and prefetch their filter words, then test them, so
     /// that the cache misses of a large filter overlap instead of queueing.
     #[inline(always)]
-    fn scan_windows<const W: usize>(&self, w: &Window, text: &[u8]) -> usize {
+    fn scan_windows<const W: usize>(&self, w: &Window, text: &[u8]) {
         const BLOCK: usize = 32;
         if text.len() < W {
-            return 0;
+            return;
         }
-        let mut work = 0;
         let bits = w.bits.as_slice();
         let shift = w.shift;
         let stride = w.stride;
@@ -478,51 +472,29 @@ impl RunIndex {
                 let m = (1u64 << ((h >> 26) & 63)) | (1u64 << ((h >> 32) & 63));
                 if word & m == m {
                     let at = i + j * stride;
-                    work += self.verify(w, key(at), at, text);
+                    self.verify(w, key(at), at, text);
                 }
             }
             i += count * stride;
         }
-        work
     }
 
     #[cold]
     #[inline(never)]
-    fn verify(&self, w: &Window, k: u64, i: usize, text: &[u8]) -> usize {
-        let Some(cands) = w.cands.get(&k) else { return 1 };
+    fn verify(&self, w: &Window, k: u64, i: usize, text: &[u8]) {
+        let Some(cands) = w.cands.get(&k) else { return };
         if cands.live.load(Ordering::Relaxed) == 0 {
-            return 1;
+            return;
         }
-        let mut work = 1;
         for &(id, off) in &cands.list {
             let off = off as usize;
             if i < off || self.found[id as usize].load(Ordering::Relaxed) {
                 continue;
             }
-            work += 1;
             if text[i - off..].starts_with(self.pattern(id)) {
                 self.mark(id);
             }
         }
-        work
-    }
-
-    /// Number of distinct non-empty phrases (pattern ids are `0..patterns()`).
-    pub fn patterns(&self) -> usize {
-        self.found.len()
-    }
-
-    /// Input phrase `i`: non-empty and not found yet.
-    pub fn is_unfound(&self, i: usize) -> bool {
-        let id = self.phrase_ids[i];
-        id != u32::MAX && !self.found[id as usize].load(Ordering::Relaxed)
-    }
-
-    /// Input phrase `i`'s pattern id (`None` for an empty phrase): equal
-    /// normalised phrases share one.
-    pub fn pattern_of(&self, i: usize) -> Option<u32> {
-        let id = self.phrase_ids[i];
-        (id != u32::MAX).then_some(id)
     }
 
     /// Per input phrase: found in at least one scanned text (false for phrases

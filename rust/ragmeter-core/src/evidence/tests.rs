@@ -258,7 +258,7 @@ fn run_index_agrees_with_naive_search() {
 }
 
 #[test]
-fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
+fn run_wide_check_agrees_with_a_search_of_all_texts() {
     // Enough cases for several batches between refreshes of the run index;
     // phrases of every length class drawn from the texts' own small vocabulary
     // (most found early, so the refresh drops them), plus phrases found only in
@@ -296,8 +296,7 @@ fn run_wide_in_one_pass_agrees_with_a_search_of_all_texts() {
             1 => format!("nowhere{c}"),
             // Found only in the texts of cases matched long before.
             2 if c > 300 => format!("Early{} Word", c % 11),
-            // Found only in earlier texts of the same batch (after a switch to
-            // probing for orphans after the first batch: the last pass).
+            // Found only in texts of other cases of the same range of cases.
             3 if (400..500).contains(&c) => format!("Mid{} Token", c % 13),
             _ => String::new(),
         });
