@@ -229,3 +229,31 @@ def test_kept_columns_do_not_hold_the_slices(tmp_path, tiny_slices):
     assert all(not np.shares_memory(np.frombuffer(b, np.uint8), np.frombuffer(c, np.uint8))
                for col in kept.columns for chunk in col.chunks for b in chunk.buffers() if b is not None and b.size
                for src in batch.columns for c in src.buffers() if c is not None and c.size)
+
+
+def test_slices_are_decoded_outside_the_default_pool(tmp_path, tiny_slices, monkeypatch):
+    """The reader decodes into jemalloc's (else the system's) pool and leaves the process's default pool as
+    it was; ARROW_DEFAULT_MEMORY_POOL, when set, is obeyed."""
+    import pyarrow as pa
+
+    golden, run = make_case_files(tmp_path, 12)
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    default = pa.default_memory_pool()
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        pool = pa.system_memory_pool()
+    before = pool.bytes_allocated()
+    reader = dataset.ParquetRun(run)
+    assert pa.default_memory_pool().backend_name == default.backend_name
+    batch, _ = next(iter(reader))
+    texts = batch.column("retrieved").values.field("text").buffers()[2]
+    assert texts.size > 0 and pool.bytes_allocated() - before >= texts.size  # the slice is in the chosen pool
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", default.backend_name)
+    with dataset._slice_pool():
+        assert pa.default_memory_pool().backend_name == default.backend_name
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL")
+    with dataset._slice_pool():
+        assert pa.default_memory_pool().backend_name == pool.backend_name
+    assert pa.default_memory_pool().backend_name == default.backend_name
+    assert ragmeter.score(golden, run).summary["n_cases"] == 40

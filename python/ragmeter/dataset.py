@@ -40,6 +40,7 @@ import math
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -1240,6 +1241,38 @@ def check_duplicate_ids(ids: pl.Series, where: str, problems: _Problems) -> bool
     return True
 
 
+_POOL_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _slice_pool() -> Iterator[None]:
+    """Make the Arrow memory pool :class:`ParquetRun` decodes its slices into jemalloc's (else the system's),
+    unless ``ARROW_DEFAULT_MEMORY_POOL`` names one: a Parquet reader takes the default pool when it is made,
+    so the default is switched only while the reader is made, then put back (an embedding application's
+    pool stays its own; a buffer is freed into the pool it came from, whatever the default is by then).
+
+    Why: each slice's buffers (tens of MB) are freed before the next slice's are allocated, and Arrow's
+    default mimalloc pool hands such blocks back to the kernel and faults fresh, zeroed huge pages in for the
+    next slice; that cost ``ragmeter score`` on a 20,000-case run 0.6-1.2 s of system time
+    (``benches/RESULTS_score.md``, 2026-12-02)."""
+    import pyarrow as pa
+
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        yield
+        return
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except (NotImplementedError, AttributeError):  # a pyarrow built without jemalloc (Windows wheels)
+        pool = pa.system_memory_pool()
+    with _POOL_LOCK:
+        default = pa.default_memory_pool()
+        pa.set_memory_pool(pool)
+        try:
+            yield
+        finally:
+            pa.set_memory_pool(default)
+
+
 #: Text per slice of a Parquet run read by :class:`ParquetRun`: about this many bytes of chunk text,
 #: whatever the file's row groups.
 PARQUET_SLICE_BYTES = 32 << 20
@@ -1264,7 +1297,8 @@ class ParquetRun:
         if not path.exists():
             raise InputError(f"{path}: no such file")
         try:
-            self._file = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+            with _slice_pool():
+                self._file = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for unreadable files
             raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
         meta = self._file.metadata
