@@ -236,23 +236,37 @@ def compare_child(mode: str, golden: Path, run: Path, cases: int) -> dict:
     return {"s": time.perf_counter() - t0, "hits": hits, "rss_mb": peak_rss_mb()}
 
 
-def _child(argv: list, env: dict = None) -> tuple:
-    """Run ``argv`` in a fresh process: (exit status, stdout, wall seconds, peak RSS in MB of that child alone).
+#: Runs argv[2:] as its child and writes the child's peak RSS (kB) to the file argv[1]. Linux carries a
+#: process's RSS high-water mark over fork and exec, so a child forked straight from this bench (which may
+#: have grown to GBs generating the data) would report the bench's peak; this launcher is a few MB.
+_LAUNCHER = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
-    ``os.wait4`` gives the child's own rusage (``RUSAGE_CHILDREN`` would be the maximum over every child so far).
-    """
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+
+def _child(argv: list, env: dict = None) -> tuple:
+    """Run ``argv`` in a fresh process: (exit status, stdout, wall seconds, peak RSS in MB of that child alone,
+    by way of :data:`_LAUNCHER`)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _LAUNCHER, rss.name, *map(str, argv)],
+                                stdout=out, stderr=err, env=env)
+        proc.wait()
         wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         text, errors = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+        peak_kb = int(rss.read() or 0)
     if proc.returncode:
         raise SystemExit(f"{' '.join(map(str, argv))}: exit status {proc.returncode}\n{errors[-2000:]}")
-    return proc.returncode, text, wall, usage.ru_maxrss / 1024
+    return proc.returncode, text, wall, peak_kb / 1024
 
 
 def _cli() -> list:
