@@ -231,6 +231,11 @@ def compare_child(mode: str, golden: Path, run: Path, cases: int) -> dict:
         t = time.perf_counter() - t0
         hits = res.cases["hit"].head(cases).to_list()
         return {"s": t, "import_s": t_import, "hits": hits, "rss_mb": peak_rss_mb(), "unfound": len(res.summary["unfound_evidence"])}
+    if mode == "read-floor":  # what any scorer that reads the run with Polars pays before it scores
+        import polars as pl
+
+        rows = pl.read_parquet(run).height
+        return {"s": time.perf_counter() - t0, "hits": [], "rss_mb": peak_rss_mb(), "rows": rows}
     top = 5 if mode == "python-top5" else 10**9
     hits = plain_python_hits(golden, run, top, cases)
     return {"s": time.perf_counter() - t0, "hits": hits, "rss_mb": peak_rss_mb()}
@@ -322,9 +327,10 @@ def compare(args) -> None:
             golden, run = d / "golden.jsonl", d / "run.parquet"
             got = {}
             for mode, n in (("ragmeter", args.cases), ("python-top5", args.py_cases or args.cases),
-                            ("python-all", args.py_all_cases or args.py_cases or args.cases)):
+                            ("python-all", args.py_all_cases or args.py_cases or args.cases),
+                            ("read-floor", args.cases)):
                 runs = []
-                for _ in range(args.repeat if mode == "ragmeter" else 1):
+                for _ in range(args.repeat if mode in ("ragmeter", "read-floor") else 1):
                     _, out, wall, rss = _child([sys.executable, __file__, "--_compare", mode, str(golden), str(run), str(n)])
                     r = json.loads(out.strip().splitlines()[-1])
                     # Fixed costs (interpreter, imports) are paid once whatever N: only the scoring is scaled.
@@ -359,23 +365,29 @@ def compare(args) -> None:
                         f"| {best_api:.2f} s ({_runs(rm['s'])}) | {rm['rss_mb']:.0f} MB "
                         f"| {got['python-top5']['wall'][0]:.1f} s{star('python-top5')} | {got['python-top5']['wall'][0] / best:.1f}x "
                         f"| {got['python-all']['wall'][0]:.1f} s{star('python-all')} | {got['python-all']['wall'][0] / best:.1f}x "
+                        f"| {min(got['read-floor']['wall']):.2f} s | {got['python-top5']['wall'][0] / min(got['read-floor']['wall']):.1f}x / "
+                        f"{got['python-all']['wall'][0] / min(got['read-floor']['wall']):.1f}x "
                         f"| {'identical' if same else 'DIFFER'} |")
             print(rows[-1], flush=True)
     load_after = os.getloadavg()
     baseline_head = "| baseline command (runs) | its peak RSS " if args.baseline else ""
     header = [f"| text | cases | run.parquet {baseline_head}| `ragmeter score --out` (runs) | its peak RSS (x Parquet) "
               "| `ragmeter.score()` API (runs) | API process RSS | Python top-5 | speed-up | Python all chunks "
-              "| speed-up | hits@5 |",
-              "|---|---:|---:|" + ("---:|---:|" if args.baseline else "") + "---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "| speed-up | read floor | ceiling top-5 / all | hits@5 |",
+              "|---|---:|---:|" + ("---:|---:|" if args.baseline else "") + "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     machine = (f"{os.cpu_count()} CPUs (nproc), {cpu_model()}, "
                f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, Python {platform.python_version()}")
     cmd = "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
     note = (f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after. "
             f"`ragmeter score --out`: the command `{' '.join(Path(c).name for c in cli)} score --golden G --run R --out DIR` "
             "in a fresh process, wall clock from start to exit (interpreter, imports, scoring, the four files, the "
-            "tables on a pipe), peak RSS of that process (os.wait4). The API column is `ragmeter.score(G, R)` alone "
+            "tables on a pipe), peak RSS of that process. The API column is `ragmeter.score(G, R)` alone "
             "in its own process (imports excluded). The Python scorers: wall clock of their own fresh process "
             "(interpreter, imports, reading, scoring); speed-ups are Python's wall clock over the command's best. "
+            "Read floor: a fresh process that imports Polars and reads the whole run file with `pl.read_parquet` "
+            "and nothing else (best of the runs); the ceiling is each Python scorer's wall clock over it, the "
+            "largest speed-up any scorer that reads this file with Polars could show. "
+            "Each child is started by a small launcher whose os.wait4 gives that child's own peak RSS. "
             "Hits: the command's cases.parquet, the API's and each Python scorer's, case by case. "
             + ("* the Python scorers ran on the first cases only (--py-cases / --py-all-cases): their scoring time is "
                "scaled linearly to all cases (their start-up is not) and hits are compared on those cases. " if (args.py_cases or args.py_all_cases) else "")
