@@ -257,3 +257,26 @@ def test_slices_are_decoded_outside_the_default_pool(tmp_path, tiny_slices, monk
         assert pa.default_memory_pool().backend_name == pool.backend_name
     assert pa.default_memory_pool().backend_name == default.backend_name
     assert ragmeter.score(golden, run).summary["n_cases"] == 40
+
+
+@pytest.mark.parametrize("slices", ["tiny", "one"])
+def test_a_text_repeated_across_cases_is_matched_in_every_case(tmp_path, monkeypatch, slices):
+    """A text probed once for the run-wide check (its first copy) is still matched against every later case
+    that retrieves it: each case's own phrase is only in that shared text, at a different rank per case."""
+    if slices == "tiny":
+        monkeypatch.setattr(dataset, "PARQUET_SLICE_BYTES", 1)
+        monkeypatch.setattr(dataset, "_SLICE_ROWS", (2, 2))
+    shared = "the shared chunk " + " ".join(f"phrase-{i}" for i in range(6))
+    golden = tmp_path / "g.jsonl"
+    rows = [{"id": f"q{i}", "question": "q", "expectedFileNames": ["a.md"], "expectedEvidence": [f"PHRASE-{i}"]}
+            for i in range(6)]
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_rows = [{"id": f"q{i}", "retrieved": [{"file": "a.md", "text": f"own text {i}", "score": 1.0}] * (i % 3)
+                 + [{"file": "a.md", "text": shared, "score": 0.5}]} for i in range(6)]
+    run = tmp_path / "r.parquet"
+    pl.DataFrame(run_rows).write_parquet(run)
+    result = ragmeter.score(golden, run)
+    assert result.cases["hit"].to_list() == [True] * 6
+    assert result.cases["first_relevant_rank"].to_list() == [i % 3 + 1 for i in range(6)]
+    assert result.summary["unfound_evidence"] == []
+    assert_same(result, whole_run(golden, run))
