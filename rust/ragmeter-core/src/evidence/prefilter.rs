@@ -133,25 +133,10 @@ impl RawPrefilter {
         // force shorter, less selective patterns).
         let cost = |r: &char| counts.get(r).copied().unwrap_or(0) as usize + of_char[r].len();
         let rarest: Vec<Vec<char>> = phrases.iter().map(|p| cheapest_chars(p.as_ref(), &cost)).filter(|r| !r.is_empty()).collect();
-        let mut chosen: Vec<char> = Vec::new();
-        let mut left: Vec<&Vec<char>> = rarest.iter().collect();
-        while !left.is_empty() {
-            let mut shared: FxHashMap<char, usize> = FxHashMap::default();
-            for r in left.iter().flat_map(|cs| cs.iter()) {
-                *shared.entry(*r).or_default() += 1;
-            }
-            let candidates: Vec<(char, usize, usize)> = shared.iter().map(|(&r, &n)| (r, n, of_char[&r].len())).collect();
-            // More phrases first, then fewer sources, then the lower character (a fixed choice).
-            let (r, _, _) = candidates
-                .into_iter()
-                .max_by_key(|&(r, n, cost)| (n, std::cmp::Reverse(cost), std::cmp::Reverse(r)))
-                .expect("every phrase left has a character");
-            chosen.push(r);
-            left.retain(|cs| !cs.contains(&r));
-            if chosen.iter().map(|c| of_char[c].len()).sum::<usize>() > MAX_SOURCES {
-                return RawPrefilter { search: None };
-            }
-        }
+        let sources_of = |r: char| of_char[&r].len();
+        let Some(chosen) = greedy_cover(&rarest, &sources_of, MAX_SOURCES) else {
+            return RawPrefilter { search: None };
+        };
         let mut all: Vec<char> = chosen.iter().flat_map(|r| of_char[r].iter().copied()).collect();
         all.sort_unstable();
         all.dedup();
@@ -186,6 +171,57 @@ impl RawPrefilter {
     pub(super) fn is_useful(&self) -> bool {
         self.search.is_some()
     }
+}
+
+/// Characters that cover every set of `sets` (a set is covered by any of its
+/// characters), chosen greedily: the one in the most sets not yet covered,
+/// then the one with the fewest sources, then the lower character. `None`
+/// once the chosen characters have more than `max_sources` sources in all.
+///
+/// Counts only fall as sets are covered, so a heap of possibly stale counts
+/// gives the same choice as recounting every set each round (which was
+/// quadratic: 20,000 orphans of Chinese text, each its own rare character,
+/// spent seconds here).
+fn greedy_cover(sets: &[Vec<char>], sources_of: &impl Fn(char) -> usize, max_sources: usize) -> Option<Vec<char>> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    let mut sets_of: FxHashMap<char, Vec<usize>> = FxHashMap::default();
+    for (i, set) in sets.iter().enumerate() {
+        for &c in set {
+            sets_of.entry(c).or_default().push(i);
+        }
+    }
+    let mut count: FxHashMap<char, usize> = sets_of.iter().map(|(&c, of)| (c, of.len())).collect();
+    let mut heap: BinaryHeap<(usize, Reverse<usize>, Reverse<char>)> =
+        count.iter().map(|(&c, &n)| (n, Reverse(sources_of(c)), Reverse(c))).collect();
+    let mut covered = vec![false; sets.len()];
+    let mut left = sets.len();
+    let (mut chosen, mut sources) = (Vec::new(), 0);
+    while left > 0 {
+        let (n, cost, Reverse(r)) = heap.pop().expect("a set left has a character");
+        let now = count[&r];
+        if now != n {
+            if now > 0 {
+                heap.push((now, cost, Reverse(r)));
+            }
+            continue;
+        }
+        chosen.push(r);
+        sources += cost.0;
+        for &i in &sets_of[&r] {
+            if !std::mem::replace(&mut covered[i], true) {
+                left -= 1;
+                for c in &sets[i] {
+                    *count.get_mut(c).expect("counted") -= 1;
+                }
+            }
+        }
+        if sources > max_sources {
+            return None;
+        }
+    }
+    Some(chosen)
 }
 
 /// The characters of `phrase` of the least `cost`, without repeats.
@@ -305,7 +341,56 @@ impl ByteSet {
 
 #[cfg(test)]
 mod tests {
-    use super::ByteSet;
+    use super::{greedy_cover, ByteSet};
+
+    /// The greedy choice recounted from scratch each round (what `greedy_cover` must equal).
+    fn recounted_cover(sets: &[Vec<char>], sources_of: &impl Fn(char) -> usize, max_sources: usize) -> Option<Vec<char>> {
+        let mut chosen: Vec<char> = Vec::new();
+        let mut left: Vec<&Vec<char>> = sets.iter().collect();
+        while !left.is_empty() {
+            let mut shared: std::collections::HashMap<char, usize> = std::collections::HashMap::new();
+            for &r in left.iter().flat_map(|cs| cs.iter()) {
+                *shared.entry(r).or_default() += 1;
+            }
+            let r = shared
+                .into_iter()
+                .max_by_key(|&(r, n)| (n, std::cmp::Reverse(sources_of(r)), std::cmp::Reverse(r)))
+                .map(|(r, _)| r)
+                .expect("a set left has a character");
+            chosen.push(r);
+            left.retain(|cs| !cs.contains(&r));
+            if chosen.iter().map(|&c| sources_of(c)).sum::<usize>() > max_sources {
+                return None;
+            }
+        }
+        Some(chosen)
+    }
+
+    #[test]
+    fn greedy_cover_equals_the_recounted_choice() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..3000 {
+            let alphabet = 1 + next() % 40;
+            let sets: Vec<Vec<char>> = (0..next() % 60)
+                .map(|_| {
+                    let mut set: Vec<char> = (0..1 + next() % 4).map(|_| char::from_u32(0x4E00 + (next() % alphabet) as u32).unwrap()).collect();
+                    set.sort_unstable();
+                    set.dedup();
+                    set
+                })
+                .collect();
+            let weights = next();
+            let sources_of = move |c: char| 1 + ((c as u64).wrapping_mul(weights) >> 61) as usize;
+            let max_sources = if round % 3 == 0 { (next() % 30) as usize } else { usize::MAX };
+            assert_eq!(greedy_cover(&sets, &sources_of, max_sources), recounted_cover(&sets, &sources_of, max_sources), "round {round}: {sets:?}");
+        }
+    }
 
     #[test]
     fn byte_set_agrees_with_a_table_lookup() {
