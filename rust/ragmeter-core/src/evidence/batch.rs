@@ -185,10 +185,10 @@ fn match_case<S: Strings + ?Sized>(
             true
         };
         let mut n_found = 0u32;
-        let probe = run.filter(|r| !r.index.all_found());
+        // Asked before normalising: a case without phrases then normalises a text only for its first copy.
+        let probe = run.filter(|r| !r.index.all_found() && r.probed.first(b.chunk_texts, k)).map(|r| r.index);
         if has_phrases || probe.is_some() {
             scratch.norm.run(b.chunk_texts.get(k));
-            let probe = probe.filter(|r| r.probed.first(b.chunk_texts, k)).map(|r| r.index);
             let dehyphenated = scratch.norm.has_soft_hyphens();
             if dehyphenated {
                 scratch.norm.dehyphenated_into(&mut scratch.dehy);

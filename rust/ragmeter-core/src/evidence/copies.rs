@@ -29,9 +29,9 @@ impl Probed {
     }
 
     /// Should text `i` of `texts` be probed? False only when a text asked
-    /// about earlier (and so probed, by this or another thread) is byte-equal
-    /// to it. Asked right after text `i` was normalised, its bytes are in the
-    /// cache: the hash and the comparison cost little.
+    /// about earlier in the batch (and so probed by the batch's end, by this
+    /// or another thread) is byte-equal to it. Asked before text `i` is
+    /// normalised, so that a copy is not normalised only to be probed again.
     pub(super) fn first<S: Strings + ?Sized>(&self, texts: &S, i: usize) -> bool {
         let text = texts.get(i).as_bytes();
         let h = (self.hash)(text);
