@@ -341,6 +341,7 @@ impl ByteSet {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::xorshift;
     use super::{greedy_cover, ByteSet};
 
     /// The greedy choice recounted from scratch each round (what `greedy_cover` must equal).
@@ -368,13 +369,7 @@ mod tests {
 
     #[test]
     fn greedy_cover_equals_the_recounted_choice() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
         for round in 0..3000 {
             let alphabet = 1 + next() % 40;
             let sets: Vec<Vec<char>> = (0..next() % 60)
@@ -394,13 +389,7 @@ mod tests {
 
     #[test]
     fn byte_set_agrees_with_a_table_lookup() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
         for round in 0..2000 {
             let members: Vec<u8> = (0..1 + next() % 6).map(|_| next() as u8).collect();
             let set = ByteSet::new(members.iter().copied());

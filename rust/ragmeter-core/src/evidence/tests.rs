@@ -109,7 +109,7 @@ fn plain_normalize(s: &str) -> String {
 }
 
 /// A seeded xorshift64 stream: reproducible pseudo-random test inputs without a crate.
-fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+pub(super) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
     move || {
         state ^= state << 13;
         state ^= state >> 7;
