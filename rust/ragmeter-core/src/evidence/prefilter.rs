@@ -181,7 +181,7 @@ impl RawPrefilter {
 /// Counts only fall as sets are covered, so a heap of possibly stale counts
 /// gives the same choice as recounting every set each round (which was
 /// quadratic: with 20,000 orphans of Chinese text, each its own rare
-/// character, about 1.4 s of a 4.7 s check).
+/// character, about 1.4 s of a 4.7 s match and check).
 fn greedy_cover(sets: &[Vec<char>], sources_of: &impl Fn(char) -> usize, max_sources: usize) -> Option<Vec<char>> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
