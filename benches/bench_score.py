@@ -148,7 +148,9 @@ KIND_PLANT = {"ascii": ("evidence{c:06d}x", "evidence{c:06d}X"), "cjk-pdf": ("è¯
 
 
 def generate_kind(dir_: Path, cases: int, chunks: int, kind: str, seed: int = 11) -> None:
-    """A golden set and Parquet run whose chunk texts are of one kind of bench_normalize.py (500 characters)."""
+    """A golden set and Parquet run whose chunk texts are of one kind of bench_normalize.py (500 characters),
+    drawn from a pool of 3,000 texts (the same chunk retrieved for many questions); ``KIND-distinct``: each
+    chunk's first 8 characters are its own number, so that no two texts are the same."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -156,11 +158,13 @@ def generate_kind(dir_: Path, cases: int, chunks: int, kind: str, seed: int = 11
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_normalize import KINDS
 
+    distinct = kind.endswith("-distinct")
+    kind = kind.removesuffix("-distinct")
     rng = np.random.default_rng(seed)
     pool = KINDS[kind](rng, 3000)
     n = cases * chunks
     idx = rng.integers(0, len(pool), n)
-    texts = [pool[i] for i in idx.tolist()]
+    texts = [f"{j:08d}" + pool[i][8:] for j, i in enumerate(idx.tolist())] if distinct else [pool[i] for i in idx.tolist()]
     plant = rng.random(cases) < 0.6
     where = rng.integers(0, chunks, cases)
     in_text, in_golden = KIND_PLANT[kind]
@@ -417,7 +421,9 @@ def main() -> None:
     ap.add_argument("--py-cases", type=int, help="with --compare: run the Python scorers on the first N cases only (time scaled)")
     ap.add_argument("--py-all-cases", type=int, help="with --compare: the same for the all-chunks Python scorer alone")
     ap.add_argument("--repeat", type=int, default=2, help="with --compare: ragmeter runs per kind")
-    ap.add_argument("--kinds", default="ascii,cjk-pdf,mix", help="with --compare: text kinds, comma-separated (default all three)")
+    ap.add_argument("--kinds", default="ascii,cjk-pdf,mix",
+                    help="with --compare: text kinds, comma-separated (default the three; KIND-distinct: no two "
+                         "chunk texts the same)")
     ap.add_argument("--baseline", type=Path, metavar="DIR",
                     help="with --compare: also run the command with PYTHONPATH=DIR (another checkout's python folder), "
                          "interleaved with this one's runs, and compare their files")

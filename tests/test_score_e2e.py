@@ -133,19 +133,16 @@ def test_an_interrupt_while_scoring_stops_the_writer(tmp_path, tiny_slices, monk
 
 
 def test_a_failed_chunk_write_names_the_file_and_writes_nothing(tmp_path, tiny_slices, monkeypatch, capsys):
-    from polars.io import plugins
+    import pyarrow.parquet as pq
 
     from ragmeter.cli import main
 
-    class FullDisk:
-        def __init__(self, io_source, schema):  # type: ignore[no-untyped-def]
-            self.parts = io_source(None, None, None, None)
-
-        def sink_parquet(self, path):  # type: ignore[no-untyped-def]
-            next(self.parts)  # the first slice arrives, then the disk is full
+    class FullDisk(pq.ParquetWriter):
+        def write_table(self, table, row_group_size=None):  # type: ignore[no-untyped-def]
+            super().write_table(table, row_group_size)  # the first slice is written, then the disk is full
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(plugins, "register_io_source", FullDisk)
+    monkeypatch.setattr(pq, "ParquetWriter", FullDisk)
     golden, run = make_case_files(tmp_path, 19)
     out = tmp_path / "out"
     with pytest.raises(OSError) as raised:

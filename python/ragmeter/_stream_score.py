@@ -33,6 +33,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragmeter._columns import offsets_from_lengths, string_column
+from ragmeter._io import write_chunk_frame, write_parquet_parts
 from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
 from ragmeter.evidence import EvidenceMatch, RunPhrases, mark_no_file_in_run, match_relevance, retrieved_columns
 from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tables
@@ -104,7 +105,7 @@ def _match_slice(g: pl.DataFrame, batch: Any, frame: pl.DataFrame, position: np.
     match = match_relevance(g["expected_files"].gather(position), g["expected_evidence"].gather(position), files,
                             texts, no_file_in_run=False, run_index=run_phrases, run_cases=position)
     if spool is not None:
-        spool.add(position, _chunk_table(frame["id"], match, fields, _text_series(flat)))
+        spool.add(position, _chunk_table(frame["id"], match, fields), _large_strings(flat))
     return _Slice(position, match, _detached(fields))
 
 
@@ -208,14 +209,25 @@ def _assemble(g: pl.DataFrame, slices: List[_Slice], missing: List[str]) -> _Ass
 # ---------------------------------------------------------------------------
 
 
-def _texts_again(reader: ParquetRun) -> Iterator[pl.Series]:
+def _texts_again(reader: ParquetRun) -> Iterator[Any]:
     for first, batch in reader.batches():
         yield _slice_texts(reader, batch, first)
 
 
-def _slice_texts(reader: ParquetRun, batch: Any, first_row: int) -> pl.Series:
-    """The chunk texts of one slice in order, as the scoring pass read them."""
-    return _text_series(_texts_for_rust(batch, reader.frame(batch, first_row, record=False))[1])
+def _slice_texts(reader: ParquetRun, batch: Any, first_row: int) -> Any:
+    """The chunk texts of one slice in order, as the scoring pass read them (a pyarrow large_string array)."""
+    return _large_strings(_texts_for_rust(batch, reader.frame(batch, first_row, record=False))[1])
+
+
+def _large_strings(values: Any) -> Any:
+    """A pyarrow string array as large_string, the chunk table's text type, sharing its characters (``cast``
+    would import ``pyarrow.compute``, 0.15 s of the command's start)."""
+    if pa.types.is_large_string(values.type):
+        return values
+    validity, offsets, data = values.buffers()
+    wide = np.frombuffer(offsets, np.int32, count=values.offset + len(values) + 1).astype(np.int64)
+    return pa.Array.from_buffers(pa.large_string(), len(values), [validity, pa.py_buffer(wide), data],
+                                 null_count=values.null_count, offset=values.offset)
 
 
 def _text_series(values: Any) -> pl.Series:
@@ -231,7 +243,8 @@ def _text_series(values: Any) -> pl.Series:
 
 def _chunk_table(ids: pl.Series, match: EvidenceMatch, fields: pl.DataFrame,
                  texts: Optional[pl.Series] = None) -> pl.DataFrame:
-    """The chunk table of ``match``'s cases (``ids`` one per case): every column, the text only when given."""
+    """The chunk table of ``match``'s cases (``ids`` one per case): every column, the text only when given
+    (at :data:`_TEXT_AT`)."""
     lengths = np.diff(match.chunk_offsets)
     case = np.repeat(np.arange(len(lengths)), lengths)
     rank = np.arange(len(case), dtype=np.int64) - np.repeat(match.chunk_offsets[:-1], lengths) + 1
@@ -241,16 +254,32 @@ def _chunk_table(ids: pl.Series, match: EvidenceMatch, fields: pl.DataFrame,
     columns = [ids.gather(case).alias("id"), pl.Series("rank", rank, dtype=pl.Int64), fields["file"],
                fields["chunk_id"], fields["score"], pl.Series("relevant", match.relevant.astype(bool)), file_match]
     if texts is not None:
-        columns.insert(4, texts.alias("text"))
+        columns.insert(_TEXT_AT, texts.alias("text"))
     return pl.DataFrame(columns)
 
 
+#: where the chunk table's text column goes: after the chunk id, before the score
+_TEXT_AT = 4
+
+
+def _with_texts(marks: pl.DataFrame, texts: Any) -> Any:
+    """The chunk rows ``marks`` (the chunk table but its text) with their texts (a large_string array), as the
+    pyarrow table :func:`ragmeter._io.write_parquet_parts` writes (the texts' buffers are not copied)."""
+    return marks.to_arrow(compat_level=pl.CompatLevel.oldest()).add_column(_TEXT_AT, "text", texts)
+
+
+def _arrow_schema(marks: pl.DataFrame) -> Any:
+    """The Arrow schema of the chunk table whose other columns are those of ``marks``."""
+    return _with_texts(marks.clear(), pa.array([], pa.large_string())).schema
+
+
 class _ChunkSpool:
-    """``chunks.parquet`` written while the run is scored: each slice's chunk rows, texts included, go to
-    Polars' Parquet writer (the one :meth:`_ChunkSource.write` uses, on a thread of its own so that the scoring
-    stays in the main thread, where Ctrl-C and SIGTERM are seen), fed through a short queue (a slice or two in
-    memory). Only a run in golden order can be written this way; :meth:`kept` says whether the file is the
-    chunk table, and removes it if not."""
+    """``chunks.parquet`` written while the run is scored: each slice's chunk rows, with the slice's own text
+    buffers, go to :func:`ragmeter._io.write_parquet_parts` (one row group per slice, as
+    :meth:`_ChunkSource.write` writes it), on a thread of its own so that the scoring stays in the main thread,
+    where Ctrl-C and SIGTERM are seen (pyarrow's writer lets go of the GIL), fed through a short queue (a slice
+    or two in memory). Only a run in golden order can be written this way; :meth:`kept` says whether the file
+    is the chunk table, and removes it if not."""
 
     _DONE = object()
 
@@ -260,14 +289,15 @@ class _ChunkSpool:
         self._last = -1
         self._rows = 0
         self._marks: List[pl.DataFrame] = []  # relevant and file_match of the rows written, to check at the end
-        self._schema: Optional[pl.Schema] = None
+        self._schema: Optional[pl.Schema] = None  # of the rows but their texts
         self._queue: "queue.Queue[Any]" = queue.Queue(maxsize=1)
         self._stopped = threading.Event()
         self._error: Optional[BaseException] = None
         self._thread: Optional[threading.Thread] = None
 
-    def add(self, positions: np.ndarray, part: pl.DataFrame) -> None:
-        """Write the chunk rows of one slice (its cases at golden ``positions``)."""
+    def add(self, positions: np.ndarray, part: pl.DataFrame, texts: Any) -> None:
+        """Write the chunk rows of one slice (its cases at golden ``positions``; ``part`` without the texts,
+        ``texts`` a large_string array)."""
         if not self.in_order:
             return
         if len(positions) and (positions[0] <= self._last or np.any(np.diff(positions) <= 0)):
@@ -282,7 +312,7 @@ class _ChunkSpool:
             return
         self._marks.append(part.select("relevant", "file_match"))
         self._rows += part.height
-        self._put(part)
+        self._put((part, texts))
 
     def close(self) -> None:
         """Wait for the writer to finish the file (a failed write raises, naming the file)."""
@@ -302,8 +332,7 @@ class _ChunkSpool:
         removed and the table is written again from the texts (:meth:`_ChunkSource.write`)."""
         if self._schema is not None and self.in_order and source.assembled.chunk_order is None:
             marks = source._marks()
-            written = {name: dtype for name, dtype in self._schema.items() if name != "text"}
-            if (marks.height == self._rows and dict(marks.schema) == written
+            if (marks.height == self._rows and marks.schema == self._schema
                     and marks.select("relevant", "file_match").equals(pl.concat(self._marks), null_equal=True)):
                 return True
         self.path.unlink(missing_ok=True)
@@ -342,13 +371,13 @@ class _ChunkSpool:
     def _write(self) -> None:
         assert self._schema is not None
         try:
-            _sink_parquet(self._parts(), self._schema, self.path)
+            write_parquet_parts(self._parts(), self.path, _arrow_schema(self._schema.to_frame()))
         except _Stopped:
             pass
         except BaseException as exc:  # noqa: BLE001 - raised in the main thread by close()
             self._error = exc
 
-    def _parts(self) -> Iterator[pl.DataFrame]:
+    def _parts(self) -> Iterator[Any]:
         while True:
             try:
                 part = self._queue.get(timeout=0.1)
@@ -358,24 +387,7 @@ class _ChunkSpool:
                 continue
             if part is self._DONE:
                 return
-            yield part
-
-
-def _sink_parquet(parts: Iterator[pl.DataFrame], schema: Any, path: Path) -> None:
-    """Write the frames ``parts`` yields (each of ``schema``) as one Parquet file by Polars' streaming writer (a
-    few times faster than pyarrow's ParquetWriter on the texts); a failed write raises naming ``path``."""
-    from polars.io.plugins import register_io_source
-
-    from ragmeter._io import _write_error
-
-    def source(with_columns: Any, predicate: Any, n_rows: Any, batch_size: Any) -> Iterator[pl.DataFrame]:
-        for part in parts:
-            yield part if with_columns is None else part.select(with_columns)
-
-    try:
-        register_io_source(io_source=source, schema=schema).sink_parquet(path)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise _write_error(exc, path) from None
+            yield _with_texts(*part)
 
 
 class _Stopped(Exception):
@@ -392,34 +404,34 @@ class _ChunkSource:
         """Every column of the chunk table but the text, in golden order."""
         return _chunk_table(self.ids, self.assembled.match, self.assembled.fields)
 
-    def _texts(self) -> Iterator[pl.Series]:
+    def _texts(self) -> Iterator[Any]:
         return _texts_again(self.reader)
 
     def frame(self) -> pl.DataFrame:
         """The whole chunk table in memory (texts included)."""
         marks = self._marks()
-        texts = pl.concat(list(self._texts())) if marks.height else pl.Series("text", [], dtype=pl.String)
+        texts = pl.concat([_text_series(t) for t in self._texts()]) if marks.height else pl.Series(
+            "text", [], dtype=pl.String)
         if self.assembled.chunk_order is not None:
             texts = texts.gather(self.assembled.chunk_order)
-        return marks.insert_column(4, texts.alias("text"))
+        return marks.insert_column(_TEXT_AT, texts.alias("text"))
 
     def write(self, path: Path) -> None:
-        """Write the chunk table as Parquet, slice by slice when the run is in golden order (:func:`_sink_parquet`)."""
-        from ragmeter._io import write_frame
-
+        """Write the chunk table as Parquet (:func:`ragmeter._io.write_parquet_parts`), slice by slice when the run
+        is in golden order."""
         if self.assembled.chunk_order is not None:
-            write_frame(self.frame(), path)
+            write_chunk_frame(self.frame(), path)
             return
         marks = self._marks()
         written = [0]
 
-        def parts() -> Iterator[pl.DataFrame]:
+        def parts() -> Iterator[Any]:
             for texts in self._texts():
-                part = marks.slice(written[0], texts.len()).insert_column(4, texts.alias("text"))
-                written[0] += texts.len()
+                part = _with_texts(marks.slice(written[0], len(texts)), texts)
+                written[0] += len(texts)
                 yield part
 
-        _sink_parquet(parts(), marks.clear().insert_column(4, pl.Series("text", [], dtype=pl.String)).schema, path)
+        write_parquet_parts(parts(), path, _arrow_schema(marks))
         if written[0] != marks.height:
             from ragmeter.errors import InputError
 

@@ -86,7 +86,7 @@ class EvalResult:
     def write(self, out_dir: Any, *, reports: bool = True) -> Path:
         """Write the results folder ``ragmeter eval`` writes (all of it or nothing; see
         :mod:`ragmeter.evaluation`); return its path. ``summary`` then lists the files written."""
-        from ragmeter._io import results_folder, strict_json, write_frame, write_text
+        from ragmeter._io import results_folder, strict_json, write_chunk_frame, write_frame, write_text
         from ragmeter._warnings import for_disk, full_list
         from ragmeter.evaluation import REPEATS_FILE, _run_files
 
@@ -95,7 +95,7 @@ class EvalResult:
         summary["files"] = _run_files(self.judge is not None, self.sweep is not None, reports, self.repeats is not None)
         with results_folder(out) as tmp:
             write_frame(self.cases, tmp / "cases.parquet")
-            write_frame(self.chunks, tmp / "chunks.parquet")
+            write_chunk_frame(self.chunks, tmp / "chunks.parquet")
             if self.judge is not None:
                 write_frame(self.judge, tmp / "judge.parquet")
             if self.sweep is not None:

@@ -1257,13 +1257,12 @@ def _slice_pool() -> Iterator[None]:
     (``benches/RESULTS_score.md``, 2026-12-02)."""
     import pyarrow as pa
 
-    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+    from ragmeter._io import slice_memory_pool
+
+    pool = slice_memory_pool()
+    if pool is None:
         yield
         return
-    try:
-        pool = pa.jemalloc_memory_pool()
-    except (NotImplementedError, AttributeError):  # a pyarrow built without jemalloc (Windows wheels)
-        pool = pa.system_memory_pool()
     with _POOL_LOCK:
         default = pa.default_memory_pool()
         pa.set_memory_pool(pool)

@@ -152,9 +152,9 @@ class ScoreResult:
         write_json(folder / "summary.json", self._summary_to_write({**for_disk(self._summary), "files": files}))
 
     def _write_chunks(self, path: Path) -> None:
-        from ragmeter._io import write_frame
+        from ragmeter._io import write_chunk_frame
 
-        write_frame(self.chunks, path)
+        write_chunk_frame(self.chunks, path)
 
 
 def _prepare(golden: Any, run: Any) -> tuple:

@@ -1,0 +1,113 @@
+"""chunks.parquet's writer (``ragmeter._io.write_parquet_parts``): the parts as they were, one row group each,
+a dictionary for the texts when they repeat and none when they are distinct."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from polars.testing import assert_frame_equal
+
+import ragmeter
+from ragmeter import _io
+from ragmeter._stream_score import _large_strings
+from ragmeter.retrieval import score_into
+
+from test_score_streaming import make_case_files
+
+
+def _chunk_parts(n_parts: int, rows: int, distinct: bool, seed: int = 3) -> list:
+    rng = random.Random(seed)
+    pool = ["".join(rng.choice("abc 大模型ＲＡＧ") for _ in range(40)) for _ in range(5)]
+    parts = []
+    for p in range(n_parts):
+        texts = [f"{p}-{i} " + rng.choice(pool) if distinct else rng.choice(pool) for i in range(rows)]
+        texts[rng.randrange(rows)] = None
+        parts.append(pa.table({
+            "id": pa.array([f"q{(p * rows + i) // 4}" for i in range(rows)], pa.large_string()),
+            "rank": pa.array(np.arange(rows, dtype=np.int64) % 4 + 1),
+            "text": pa.array(texts, pa.large_string()),
+            "score": pa.array([rng.random() for _ in range(rows)]),
+        }))
+    return parts
+
+
+def _text_encodings(path) -> set:
+    meta = pq.ParquetFile(path).metadata
+    column = meta.schema.names.index("text")
+    return {e for g in range(meta.num_row_groups) for e in meta.row_group(g).column(column).encodings}
+
+
+@pytest.mark.parametrize("distinct", [True, False])
+def test_the_file_holds_the_parts_in_order(tmp_path, distinct):
+    parts = _chunk_parts(3, 500, distinct)
+    path = tmp_path / "chunks.parquet"
+    _io.write_parquet_parts(iter(parts), path, parts[0].schema)
+    assert pq.read_schema(path).remove_metadata() == parts[0].schema
+    expected = pl.from_arrow(pa.concat_tables(parts))
+    assert_frame_equal(pl.read_parquet(path), expected)
+    meta = pq.ParquetFile(path).metadata
+    assert [meta.row_group(g).num_rows for g in range(meta.num_row_groups)] == [500, 500, 500]
+    assert bool({"RLE_DICTIONARY", "PLAIN_DICTIONARY"} & _text_encodings(path)) is not distinct
+    ids = meta.schema.names.index("id")  # the ids repeat either way: they keep theirs
+    assert "RLE_DICTIONARY" in meta.row_group(0).column(ids).encodings
+
+
+def test_repeated_texts_keep_their_dictionary_past_pyarrows_default_limit(tmp_path):
+    """3,000 texts of 1 kB repeated: a 3 MB dictionary, beyond the 1 MB after which pyarrow would fall back."""
+    pool = [f"{i:04d}" + "ｘ" * 332 for i in range(3000)]
+    rng = np.random.default_rng(1)
+    texts = pa.array([pool[i] for i in rng.integers(0, 3000, 30_000)], pa.large_string())
+    part = pa.table({"text": texts})
+    path = tmp_path / "chunks.parquet"
+    _io.write_parquet_parts(iter([part]), path, part.schema)
+    column = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    assert column.total_compressed_size < 4 << 20 and column.total_uncompressed_size < 5 << 20
+    assert pq.read_table(path).column(0).combine_chunks().equals(texts)
+
+
+def test_no_parts_give_an_empty_file_of_the_schema(tmp_path):
+    schema = _chunk_parts(1, 4, True)[0].schema
+    path = tmp_path / "chunks.parquet"
+    _io.write_parquet_parts(iter([]), path, schema)
+    table = pq.read_table(path)
+    assert table.num_rows == 0 and table.schema.remove_metadata() == schema
+
+
+@pytest.mark.parametrize("distinct", [True, False])
+def test_a_frame_is_written_as_its_parts_would_be(tmp_path, distinct):
+    frame = pl.from_arrow(pa.concat_tables(_chunk_parts(2, 40_000, distinct)))
+    path = tmp_path / "chunks.parquet"
+    _io.write_chunk_frame(frame, path)
+    assert_frame_equal(pl.read_parquet(path), frame)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 2  # 80,000 rows, 65,536 a row group
+    assert bool({"RLE_DICTIONARY", "PLAIN_DICTIONARY"} & _text_encodings(path)) is not distinct
+
+
+def test_short_strings_become_large_ones_sharing_their_characters():
+    values = pa.array(["ab", None, "", "大模型", "x" * 300, "end"], pa.string()).slice(1, 4)
+    large = _large_strings(values)
+    assert large.type == pa.large_string() and large.to_pylist() == values.to_pylist()
+    assert large.buffers()[2].address == values.buffers()[2].address
+    assert _large_strings(large) is large
+
+
+@pytest.mark.parametrize("repeat_texts", [True, False])
+def test_streamed_chunks_file_equals_the_whole_runs(tmp_path, repeat_texts):
+    """A run whose texts are Arrow `string` (not `large_string`), streamed in slices: chunks.parquet is the chunk
+    table of the run loaded at once, with large_string texts."""
+    golden, run = make_case_files(tmp_path, 31, n=300, repeat_texts=repeat_texts)
+    table = pq.read_table(run)
+    small = pa.large_list(pa.struct([("file", pa.string()), ("chunk_id", pa.string()), ("text", pa.string()),
+                                     ("score", pa.float64())]))
+    column = table.schema.get_field_index("retrieved")
+    retrieved = pa.array(table.column(column).to_pylist(), small)
+    pq.write_table(table.set_column(column, "retrieved", retrieved), run, row_group_size=64)
+    whole = ragmeter.score(golden, pl.read_parquet(run))
+    score_into(golden, run, tmp_path / "out")
+    written = pl.read_parquet(tmp_path / "out" / "chunks.parquet")
+    assert pq.read_schema(tmp_path / "out" / "chunks.parquet").field("text").type == pa.large_string()
+    assert_frame_equal(written, whole.chunks)
