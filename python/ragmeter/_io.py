@@ -186,11 +186,12 @@ def write_parquet_parts(parts: Iterable[Any], path: Any, schema: Any) -> None:
 
     A string column is dictionary-encoded when its first part repeats its values (the same chunk retrieved for
     many questions), and not when they are distinct, so that distinct texts are not hashed into a dictionary
-    only to be thrown away. Polars' writer is not used: on 400,000 distinct texts of 1 kB it took 4.3 s more
-    CPU and 860 MB more memory than reading the run did, this writer 0.8 s and 70 MB (Polars copies every row
-    group's texts out of its string views, tries a dictionary and compresses at zstd level 3); on texts drawn
-    from 3,000 it took 0.9 s and 520 MB, this one 0.5 s and 90 MB, for a file of 65 MB instead of 24 (one
-    dictionary per row group). ``benches/bench_chunk_writer.py``."""
+    only to be thrown away. Polars' writer is not used: on 400,000 distinct texts of 1 kB it took 4.5 s of CPU
+    and 690 MB of memory beyond reading the run, this writer 0.9 s and 150 MB (Polars copies every row group's
+    texts out of its string views, tries a dictionary and compresses at zstd level 3; a dictionary in pyarrow
+    would cost 1.2 s more); on texts drawn from 3,000, Polars' took 1.2 s and 610 MB, this one 0.4 s and 80 MB,
+    for a file of 65 MB instead of 24 (one dictionary per row group). ``benches/bench_chunk_writer.py``,
+    ``benches/RESULTS_score.md`` (2026-12-02)."""
     import itertools
 
     import pyarrow.parquet as pq
