@@ -54,6 +54,8 @@ def test_the_file_holds_the_parts_in_order(tmp_path, distinct):
     assert bool({"RLE_DICTIONARY", "PLAIN_DICTIONARY"} & _text_encodings(path)) is not distinct
     ids = meta.schema.names.index("id")  # the ids repeat either way: they keep theirs
     assert "RLE_DICTIONARY" in meta.row_group(0).column(ids).encodings
+    scores = meta.schema.names.index("score")  # distinct either way: none
+    assert "RLE_DICTIONARY" not in meta.row_group(0).column(scores).encodings
 
 
 def test_repeated_texts_keep_their_dictionary_past_pyarrows_default_limit(tmp_path):

@@ -155,7 +155,7 @@ def write_frame(frame: Any, path: Any, fmt: Optional[str] = None) -> None:
     _guard_write(path, lambda: writers[kind](path))
 
 
-#: a string column is dictionary-encoded when its first part has at most this share of distinct values
+#: a column is dictionary-encoded when its first part has at most this share of distinct values
 DISTINCT_SHARE = 0.5
 #: rows per row group of a chunk table written from memory (a few tens of MB of texts)
 PART_ROWS = 1 << 16
@@ -184,9 +184,9 @@ def write_parquet_parts(parts: Iterable[Any], path: Any, schema: Any) -> None:
     time) as one Parquet file by pyarrow's writer, one row group per part, handed the parts' own buffers; a
     failed write raises an :class:`OSError` naming ``path``.
 
-    A string column is dictionary-encoded when its first part repeats its values (the same chunk retrieved for
-    many questions), and not when they are distinct, so that distinct texts are not hashed into a dictionary
-    only to be thrown away. Polars' writer is not used: on 400,000 distinct texts of 1 kB it took 4.5 s of CPU
+    A column is dictionary-encoded when its first part repeats its values (the same chunk retrieved for many
+    questions, a case's id on each of its chunks), and not when they are distinct, so that distinct texts are
+    not hashed into a dictionary only to be thrown away. Polars' writer is not used: on 400,000 distinct texts of 1 kB it took 4.5 s of CPU
     and 690 MB of memory beyond reading the run, this writer 0.9 s and 150 MB (Polars copies every row group's
     texts out of its string views, tries a dictionary and compresses at zstd level 3; a dictionary in pyarrow
     would cost 1.2 s more); on texts drawn from 3,000, Polars' took 1.2 s and 610 MB, this one 0.4 s and 80 MB,
@@ -232,16 +232,16 @@ def _arrow_parts(frame: Any) -> Iterator[Any]:
 
 
 def _dictionary_columns(part: Any) -> List[str]:
-    """The columns of the pyarrow table ``part`` to dictionary-encode: all but the string columns with more than
-    :data:`DISTINCT_SHARE` distinct values."""
+    """The columns of the pyarrow table ``part`` to dictionary-encode: those with at most :data:`DISTINCT_SHARE`
+    distinct values."""
     import polars as pl
 
     frame = pl.from_arrow(part)
     assert isinstance(frame, pl.DataFrame)
-    strings = [name for name, dtype in frame.schema.items() if dtype == pl.String]
-    counts = frame.select(pl.col(strings).n_unique()).row(0) if strings and frame.height else [0] * len(strings)
-    distinct = {name for name, count in zip(strings, counts) if count > DISTINCT_SHARE * frame.height}
-    return [name for name in frame.columns if name not in distinct]
+    if frame.height == 0:
+        return frame.columns
+    counts = frame.select(pl.all().n_unique()).row(0)
+    return [name for name, count in zip(frame.columns, counts) if count <= DISTINCT_SHARE * frame.height]
 
 
 def _json_rows_writer(frame: Any) -> Callable[[Path], Any]:
