@@ -371,7 +371,7 @@ class _ChunkSpool:
     def _write(self) -> None:
         assert self._schema is not None
         try:
-            write_parquet_parts(self._parts(), self.path, _arrow_schema(self._schema.to_frame()))
+            write_parquet_parts(self._parts(), self.path, _arrow_schema(pl.DataFrame(schema=self._schema)))
         except _Stopped:
             pass
         except BaseException as exc:  # noqa: BLE001 - raised in the main thread by close()
