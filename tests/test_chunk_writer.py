@@ -113,3 +113,27 @@ def test_streamed_chunks_file_equals_the_whole_runs(tmp_path, repeat_texts):
     written = pl.read_parquet(tmp_path / "out" / "chunks.parquet")
     assert pq.read_schema(tmp_path / "out" / "chunks.parquet").field("text").type == pa.large_string()
     assert_frame_equal(written, whole.chunks)
+
+
+def test_the_writer_takes_the_slices_pool_unless_the_environment_names_one(tmp_path, monkeypatch):
+    """Its row groups' buffers come from the pool the reader decodes into (jemalloc's, else the system's), not
+    from the default mimalloc pool; ``ARROW_DEFAULT_MEMORY_POOL`` set, the default pool is used."""
+    pools = []
+
+    class Recording(pq.ParquetWriter):
+        def __init__(self, *args, **options):  # type: ignore[no-untyped-def]
+            pools.append(options.get("memory_pool"))
+            super().__init__(*args, **options)
+
+    monkeypatch.setattr(pq, "ParquetWriter", Recording)
+    part = _chunk_parts(1, 50, True)[0]
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    _io.write_parquet_parts(iter([part]), tmp_path / "a.parquet", part.schema)
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "system")
+    _io.write_parquet_parts(iter([part]), tmp_path / "b.parquet", part.schema)
+    try:
+        expected = pa.jemalloc_memory_pool().backend_name
+    except NotImplementedError:  # a pyarrow built without jemalloc
+        expected = "system"
+    assert pools[0] is not None and pools[0].backend_name == expected
+    assert pools[1] is None
