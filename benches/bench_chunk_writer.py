@@ -44,25 +44,24 @@ def child(run: Path, writer: str, out: Path) -> dict:
     import pyarrow.parquet as pq
 
     from ragmeter import _io
-    from ragmeter._stream_score import _large_strings
+    from ragmeter._stream_score import _CHUNK_FIELDS, _large_strings, _with_texts
     from ragmeter.dataset import ParquetRun, arrow_chunk_texts
 
     reader = ParquetRun(run)
-    fields = ("file", "chunk_id", "score")
 
     def parts():  # type: ignore[no-untyped-def]
         for batch, frame in reader:
             offsets, texts = arrow_chunk_texts(batch, frame)
             lengths = np.diff(offsets)
             case = np.repeat(np.arange(len(lengths)), lengths)
-            rows = frame.select(pl.col("retrieved").list.eval(pl.element().struct.field(f)).alias(f) for f in fields)
+            rows = frame.select(pl.col("retrieved").list.eval(pl.element().struct.field(f)).alias(f)
+                                for f in _CHUNK_FIELDS)
             rows = rows.select(pl.all().explode(empty_as_null=False, keep_nulls=False))
             marks = pl.DataFrame([frame["id"].gather(case), pl.Series("rank", np.arange(len(case)) + 1),
                                   rows["file"], rows["chunk_id"], rows["score"],
                                   pl.Series("relevant", np.zeros(len(case), bool)),
                                   pl.Series("file_match", np.zeros(len(case), bool))])
-            table = marks.to_arrow(compat_level=pl.CompatLevel.oldest())
-            yield table.add_column(4, "text", _large_strings(texts))
+            yield _with_texts(marks, _large_strings(texts))  # the chunk table's columns, as the spool writes them
 
     start_cpu, start = time.process_time(), time.monotonic()
     stream = parts()
@@ -116,8 +115,9 @@ def main() -> None:
                 if base is None:
                     base = best
                 runs = ", ".join(f"{r['cpu']:.2f}" for r in got)
-                print(f"| {writer} | {best['cpu']:.2f} ({runs}) | +{best['cpu'] - base['cpu']:.2f} | {best['wall']:.2f} "
-                      f"| {best['peak_mb']} | +{best['peak_mb'] - base['peak_mb']} | {best['size_mb']:.0f} |")
+                print(f"| {writer} | {best['cpu']:.2f} ({runs}) | {best['cpu'] - base['cpu']:+.2f} "
+                      f"| {best['wall']:.2f} "
+                      f"| {best['peak_mb']} | {best['peak_mb'] - base['peak_mb']:+d} | {best['size_mb']:.0f} |")
             print(f"pyarrow {base['pa']}, polars {base['pl']}; load average after {os.getloadavg()[0]:.1f}")
 
 

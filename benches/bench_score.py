@@ -164,7 +164,9 @@ def generate_kind(dir_: Path, cases: int, chunks: int, kind: str, seed: int = 11
     pool = KINDS[kind](rng, 3000)
     n = cases * chunks
     idx = rng.integers(0, len(pool), n)
-    texts = [f"{j:08d}" + pool[i][8:] for j, i in enumerate(idx.tolist())] if distinct else [pool[i] for i in idx.tolist()]
+    texts = [pool[i] for i in idx.tolist()]
+    if distinct:
+        texts = [f"{j:08d}" + t[8:] for j, t in enumerate(texts)]
     plant = rng.random(cases) < 0.6
     where = rng.integers(0, chunks, cases)
     in_text, in_golden = KIND_PLANT[kind]

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional
 
 __all__ = [
     "RESULT_FILES", "ensure_folder", "atomic_outputs", "results_folder", "atomic_file", "write_frame",
-    "write_parquet_parts", "write_chunk_frame", "write_text",
+    "write_parquet_parts", "write_chunk_frame", "slice_memory_pool", "write_text",
     "strict_json", "write_json", "sanitise_json", "OneLineMembers",
 ]
 
@@ -186,11 +186,11 @@ def write_parquet_parts(parts: Iterable[Any], path: Any, schema: Any) -> None:
 
     A column is dictionary-encoded when its first part repeats its values (the same chunk retrieved for many
     questions, a case's id on each of its chunks), and not when they are distinct, so that distinct texts are
-    not hashed into a dictionary only to be thrown away. Polars' writer is not used: on 400,000 distinct texts of 1 kB it took 4.5 s of CPU
-    and 690 MB of memory beyond reading the run, this writer 0.9 s and 150 MB (Polars copies every row group's
-    texts out of its string views, tries a dictionary and compresses at zstd level 3; a dictionary in pyarrow
-    would cost 1.2 s more); on texts drawn from 3,000, Polars' took 1.2 s and 610 MB, this one 0.4 s and 80 MB,
-    for a file of 65 MB instead of 24 (one dictionary per row group). ``benches/bench_chunk_writer.py``,
+    not hashed into a dictionary only to be thrown away. Polars' writer is not used: on 400,000 distinct texts
+    of 1 kB it took 4.5 s of CPU and 690 MB of memory beyond reading the run, this writer 0.9 s and 150 MB
+    (Polars copies every row group's texts out of its string views, tries a dictionary and compresses at zstd
+    level 3; a dictionary in pyarrow would cost 1.2 s more); on texts drawn from 3,000, Polars' took 1.2 s and
+    610 MB, this one 0.4 s and 80 MB, for a file of 65 MB instead of 24 (one dictionary per row group). ``benches/bench_chunk_writer.py``,
     ``benches/RESULTS_score.md`` (2026-12-02)."""
     import itertools
 
@@ -202,10 +202,11 @@ def write_parquet_parts(parts: Iterable[Any], path: Any, schema: Any) -> None:
     writer = None
     try:
         writer = pq.ParquetWriter(path, schema, compression="zstd", dictionary_pagesize_limit=_DICTIONARY_LIMIT,
-                                  use_dictionary=_dictionary_columns(first) if first is not None else True,
+                                  use_dictionary=True if first is None else _dictionary_columns(first),
                                   memory_pool=slice_memory_pool())
-        for part in itertools.chain([first], parts) if first is not None else ():
-            writer.write_table(part)
+        if first is not None:
+            for part in itertools.chain([first], parts):
+                writer.write_table(part)
         writer, closing = None, writer
         closing.close()  # writes the footer: a full disk shows here
     except OSError as exc:  # pyarrow's ArrowIOError among them
