@@ -8,6 +8,7 @@ use super::matcher::PhraseMatcher;
 use super::normalize::{file_matches, normalize, normalize_file_name, Normalizer};
 use super::prefilter::RawPrefilter;
 use super::run_index::{RunIndex, Seen};
+use super::shared::SharedNorms;
 use crate::error::{Error, Result};
 
 
@@ -134,13 +135,14 @@ struct Probing<'r> {
 }
 
 /// Match case `c`; with `run` also probe the run-wide index with each chunk
-/// text, normalised once for both.
+/// text, normalised once for both (and once for all its copies with `shared`).
 fn match_case<S: Strings + ?Sized>(
     b: &EvidenceBatch<'_, S>,
     norm_phrases: &[String],
     c: usize,
     scratch: &mut Scratch,
     run: Option<Probing<'_>>,
+    shared: Option<&SharedNorms>,
 ) -> Result<CaseOut> {
     let files: Vec<String> = (b.file_offsets[c]..b.file_offsets[c + 1])
         .map(|i| normalize_file_name(b.expected_files.get(i)))
@@ -188,15 +190,11 @@ fn match_case<S: Strings + ?Sized>(
         // Asked before normalising: a case without phrases then normalises a text only for its first copy.
         let probe = run.filter(|r| !r.index.all_found() && r.probed.first(b.chunk_texts, k)).map(|r| r.index);
         if has_phrases || probe.is_some() {
-            scratch.norm.run(b.chunk_texts.get(k));
-            let dehyphenated = scratch.norm.has_soft_hyphens();
-            if dehyphenated {
-                scratch.norm.dehyphenated_into(&mut scratch.dehy);
-            }
+            let (text, dehyphenated) = normal_forms(b.chunk_texts, k, shared, &mut scratch.norm, &mut scratch.dehy);
             if let Some(r) = probe {
-                r.scan(&scratch.norm.out);
-                if dehyphenated {
-                    r.scan(&scratch.dehy);
+                r.scan(text);
+                if let Some(d) = dehyphenated {
+                    r.scan(d);
                 }
             }
             if !has_phrases {
@@ -207,9 +205,9 @@ fn match_case<S: Strings + ?Sized>(
             }
             scratch.pat.clear();
             scratch.pat.resize(n_pat, false);
-            matcher.scan(&scratch.norm.out, &mut scratch.pat);
-            if dehyphenated {
-                matcher.scan(&scratch.dehy, &mut scratch.pat);
+            matcher.scan(text, &mut scratch.pat);
+            if let Some(d) = dehyphenated {
+                matcher.scan(d, &mut scratch.pat);
             }
             for (p, &f) in scratch.pat.iter().enumerate() {
                 if f {
@@ -236,6 +234,27 @@ fn match_case<S: Strings + ?Sized>(
     Ok(out)
 }
 
+/// Text `k`'s normal form, and its form without line-break hyphens when it
+/// has some: from `shared` when it holds them, else normalised into `norm`
+/// and `dehy`.
+fn normal_forms<'a, S: Strings + ?Sized>(
+    texts: &S,
+    k: usize,
+    shared: Option<&'a SharedNorms>,
+    norm: &'a mut Normalizer,
+    dehy: &'a mut Vec<u8>,
+) -> (&'a [u8], Option<&'a [u8]>) {
+    if let Some(n) = shared.and_then(|s| s.get(texts, k, norm)) {
+        return (&n.out, n.dehyphenated.as_deref());
+    }
+    norm.run(texts.get(k));
+    let dehyphenated = norm.has_soft_hyphens();
+    if dehyphenated {
+        norm.dehyphenated_into(dehy);
+    }
+    (&norm.out, dehyphenated.then_some(&dehy[..]))
+}
+
 /// Decide relevance for every retrieved chunk of every case, in parallel over
 /// cases. See the module docs for the rules and [`EvidenceResult`] for the
 /// outputs.
@@ -258,10 +277,25 @@ pub fn match_evidence<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>) -> Result<E
 /// identifier, a number, a word of another script) most texts are skipped
 /// unread by the normaliser. The search ends once every orphan is found.
 pub fn match_evidence_with<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool) -> Result<EvidenceResult> {
+    match_evidence_sharing(b, run_wide, true)
+}
+
+/// [`match_evidence_with`], normalising every text where it is used (no
+/// [`SharedNorms`]): what sharing must not change.
+#[cfg(test)]
+pub(super) fn match_evidence_unshared<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool) -> Result<EvidenceResult> {
+    match_evidence_sharing(b, run_wide, false)
+}
+
+fn match_evidence_sharing<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wide: bool, share: bool) -> Result<EvidenceResult> {
     let n_cases = b.chunk_offsets.len().saturating_sub(1);
     check_batch(b, n_cases)?;
     let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
-    let per_case = match_cases(b, &norm_phrases, 0..n_cases, None)?;
+    let mut per_case = Vec::with_capacity(n_cases);
+    for block in case_blocks(b.chunk_offsets, b.chunk_texts) {
+        let shared = if share { SharedNorms::of(b.chunk_texts, b.chunk_offsets[block.start]..b.chunk_offsets[block.end]) } else { None };
+        per_case.extend(match_cases(b, &norm_phrases, block, None, shared.as_ref())?);
+    }
     let mut res = collect(per_case, b);
     if run_wide {
         res.phrase_in_run = phrases_in_run(b.chunk_texts, &norm_phrases, &res.phrase_any_rank)?;
@@ -317,21 +351,48 @@ fn phrases_in_run<S: Strings + ?Sized>(texts: &S, norm_phrases: &[String], any_r
     Ok(phrase_ids.iter().map(|id| id.is_some_and(|id| in_run[id])).collect())
 }
 
-/// Match cases `cases` in parallel, probing `run` with their texts.
+/// Match cases `cases` in parallel, probing `run` with their texts, with the
+/// normal forms of `shared` (grouped over texts that include theirs).
 fn match_cases<S: Strings + ?Sized>(
     b: &EvidenceBatch<'_, S>,
     norm_phrases: &[String],
     cases: std::ops::Range<usize>,
     run: Option<Probing<'_>>,
+    shared: Option<&SharedNorms>,
 ) -> Result<Vec<CaseOut>> {
     cases
         .into_par_iter()
         .with_min_len(16)
         .map_init(
             || Scratch { norm: Normalizer::new(), dehy: Vec::new(), pat: Vec::new() },
-            |scratch, c| match_case(b, norm_phrases, c, scratch, run),
+            |scratch, c| match_case(b, norm_phrases, c, scratch, run, shared),
         )
         .collect()
+}
+
+/// Raw chunk text a block of cases holds at most (but for a single case
+/// larger than this): the normal forms [`SharedNorms`] keeps alive are those
+/// of one block.
+const BLOCK_BYTES: usize = 64 << 20;
+
+/// The cases, cut into consecutive blocks of at most [`BLOCK_BYTES`] of chunk
+/// text each (at least one case a block).
+fn case_blocks<S: Strings + ?Sized>(chunk_offsets: &[usize], texts: &S) -> Vec<std::ops::Range<usize>> {
+    let n_cases = chunk_offsets.len().saturating_sub(1);
+    let mut blocks = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for c in 0..n_cases {
+        let case_bytes: usize = (chunk_offsets[c]..chunk_offsets[c + 1]).map(|k| texts.get(k).len()).sum();
+        if c > start && bytes + case_bytes > BLOCK_BYTES {
+            blocks.push(start..c);
+            (start, bytes) = (c, 0);
+        }
+        bytes += case_bytes;
+    }
+    if start < n_cases {
+        blocks.push(start..n_cases);
+    }
+    blocks
 }
 
 /// The per-case outputs as one result (without `phrase_in_run`).
@@ -496,15 +557,18 @@ impl RunPhrases {
         // Runs retrieve the same chunks for many questions: probe each text of the batch once.
         let probed = Probed::new();
         let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
-        let mut start = 0;
-        while start < n_cases {
-            let end = (start + run_batch(start)).min(n_cases);
-            let probing = (!run.all_found()).then_some(Probing { index: &*run, probed: &probed });
-            let batch = match_cases(b, &norm_phrases, start..end, probing)?;
-            mark_found_in_own_case(run, ids, b.phrase_offsets, start, &batch);
-            run.refresh();
-            per_case.extend(batch);
-            start = end;
+        for block in case_blocks(b.chunk_offsets, b.chunk_texts) {
+            let shared = SharedNorms::of(b.chunk_texts, b.chunk_offsets[block.start]..b.chunk_offsets[block.end]);
+            let mut start = block.start;
+            while start < block.end {
+                let end = (start + run_batch(start)).min(block.end);
+                let probing = (!run.all_found()).then_some(Probing { index: &*run, probed: &probed });
+                let batch = match_cases(b, &norm_phrases, start..end, probing, shared.as_ref())?;
+                mark_found_in_own_case(run, ids, b.phrase_offsets, start, &batch);
+                run.refresh();
+                per_case.extend(batch);
+                start = end;
+            }
         }
         Ok(collect(per_case, b))
     }

@@ -1,22 +1,48 @@
-//! Which texts of a batch were probed already, by content: runs retrieve the
-//! same chunks for many questions, and a later copy of a text cannot hold a
-//! phrase its first copy did not.
+//! Copies of a text among a batch's, by content: runs retrieve the same
+//! chunks for many questions. A later copy of a text cannot hold a phrase its
+//! first copy did not ([`Probed`]), and has its normal forms (see
+//! `shared::SharedNorms`).
 
-use std::collections::hash_map::Entry;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
 
 use super::batch::Strings;
 
-/// The texts of one batch asked about so far, by a hash of their bytes (the
-/// first text asked with each hash), shared by the threads matching it.
-pub(super) struct Probed {
-    shards: Vec<Mutex<FxHashMap<u64, u32>>>,
-    hash: fn(&[u8]) -> u64,
+/// The first item recorded with each hash, numbered in the order first
+/// recorded (its *group*), shared by threads.
+pub(super) struct FirstByHash {
+    shards: Vec<Mutex<FxHashMap<u64, (usize, u32)>>>,
+    groups: AtomicU32,
 }
 
 const SHARDS: usize = 64;
+
+impl FirstByHash {
+    pub(super) fn new() -> Self {
+        FirstByHash { shards: (0..SHARDS).map(|_| Mutex::new(FxHashMap::default())).collect(), groups: AtomicU32::new(0) }
+    }
+
+    /// The first item recorded with hash `h`, and its group; `i` and a new
+    /// group when none was (then `i` is recorded).
+    pub(super) fn first(&self, h: u64, i: usize) -> (usize, u32) {
+        let mut shard = self.shards[(h % SHARDS as u64) as usize].lock().unwrap_or_else(|e| e.into_inner());
+        *shard.entry(h).or_insert_with(|| (i, self.groups.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// Number of groups recorded.
+    pub(super) fn groups(&self) -> usize {
+        self.groups.load(Ordering::Relaxed) as usize
+    }
+}
+
+/// The texts of one batch asked about so far, by a hash of their bytes (the
+/// first text asked with each hash), shared by the threads matching it.
+pub(super) struct Probed {
+    first: FirstByHash,
+    hash: fn(&[u8]) -> u64,
+}
 
 impl Probed {
     pub(super) fn new() -> Self {
@@ -25,7 +51,7 @@ impl Probed {
 
     /// With another hash function (tests: one under which every text collides).
     pub(super) fn with_hash(hash: fn(&[u8]) -> u64) -> Self {
-        Probed { shards: (0..SHARDS).map(|_| Mutex::new(FxHashMap::default())).collect(), hash }
+        Probed { first: FirstByHash::new(), hash }
     }
 
     /// Should text `i` of `texts` be probed? False only when a text asked
@@ -34,19 +60,9 @@ impl Probed {
     /// normalised, so that a copy is not normalised only to be probed again.
     pub(super) fn first<S: Strings + ?Sized>(&self, texts: &S, i: usize) -> bool {
         let text = texts.get(i).as_bytes();
-        let h = (self.hash)(text);
-        let earlier = {
-            let mut shard = self.shards[(h % SHARDS as u64) as usize].lock().unwrap_or_else(|e| e.into_inner());
-            match shard.entry(h) {
-                Entry::Occupied(e) => *e.get(),
-                Entry::Vacant(e) => {
-                    e.insert(i as u32);
-                    return true;
-                }
-            }
-        };
+        let (earlier, _) = self.first.first((self.hash)(text), i);
         // Equal hashes of different texts: probed (never wrong, only slower).
-        earlier as usize == i || texts.get(earlier as usize).as_bytes() != text
+        earlier == i || texts.get(earlier).as_bytes() != text
     }
 }
 

@@ -46,7 +46,10 @@
 //! Matching uses one Aho-Corasick automaton per case over its unique
 //! normalised phrases (see [`PhraseMatcher::scan`]: every phrase present in a
 //! chunk is seen, overlapping or not), and runs in parallel over cases with
-//! rayon.
+//! rayon. Runs retrieve the same chunks for many questions: cases are matched
+//! in blocks of about 64 MB of chunk text, and a block whose texts repeat is
+//! normalised once per distinct text (every copy checked byte for byte
+//! against the text whose normal forms it takes; see `shared::SharedNorms`).
 
 mod batch;
 mod copies;
@@ -54,6 +57,7 @@ mod matcher;
 mod normalize;
 mod prefilter;
 mod run_index;
+mod shared;
 #[cfg(test)]
 mod tests;
 

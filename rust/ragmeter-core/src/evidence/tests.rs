@@ -918,3 +918,125 @@ fn run_wide_finds_orphans_in_compatibility_forms_of_other_cases() {
     assert_eq!(r.phrase_in_run, vec![true, true, true, true, true, false, false, true]);
     assert_eq!(r.phrase_in_run, phrases_in_texts(&phrases, &texts).unwrap());
 }
+
+/// Every text of `texts` has, from `shared`, the normal forms it has alone
+/// (or none: normalised where it is used); the number of texts without.
+fn own_texts_checking_forms(shared: &shared::SharedNorms, texts: &[String]) -> usize {
+    let mut norm = Normalizer::new();
+    let mut own = 0;
+    for (k, t) in texts.iter().enumerate() {
+        match shared.get(texts, k, &mut norm) {
+            None => {
+                assert!(shared.is_own(k));
+                own += 1;
+            }
+            Some(n) => {
+                assert_eq!(std::str::from_utf8(&n.out).unwrap(), normalize(t), "text {k}");
+                let dehyphenated = n.dehyphenated.as_deref().map(|d| std::str::from_utf8(d).unwrap().to_string());
+                assert_eq!(dehyphenated, normalize_dehyphenated(t), "text {k}");
+            }
+        }
+    }
+    own
+}
+
+#[test]
+fn shared_norms_group_copies_and_tell_apart_texts_of_the_same_hash() {
+    let base = format!("{:<100}{}", "Ｒetrie-\nval of ⼤ chunks", "x".repeat(200));
+    let mut near = base.clone().into_bytes();
+    near[90] = b'q';
+    let near = String::from_utf8(near).unwrap();
+    let other = "ΟΔΟΣ retrie-\nval".to_string();
+    let texts = vec![base.clone(), near.clone(), base.clone(), other.clone(), base.clone()];
+    let shared = shared::SharedNorms::of(&texts, 0..texts.len()).expect("3 distinct of 5 texts");
+    assert_eq!(shared.groups(), 3);
+    assert_eq!(own_texts_checking_forms(&shared, &texts), 0);
+    let mut norm = Normalizer::new();
+    assert!(shared.get(&texts, 0, &mut norm).unwrap().dehyphenated.as_deref().is_some_and(|d| d.starts_with(b"retrieval")));
+    // Copies share their slot: the same normal form, not an equal one.
+    let first = shared.get(&texts, 0, &mut norm).unwrap() as *const _;
+    assert_eq!(shared.get(&texts, 4, &mut norm).unwrap() as *const _, first);
+    // Every text of one hash: those unlike the first are normalised where used, never given its forms.
+    let collide = shared::SharedNorms::with_hash(&texts, 0..texts.len(), |_| 7).expect("1 group");
+    assert_eq!(collide.groups(), 1);
+    assert_eq!((0..5).map(|k| collide.is_own(k)).collect::<Vec<_>>(), vec![false, true, false, true, false]);
+    assert_eq!(own_texts_checking_forms(&collide, &texts), 2);
+    // More than 3/4 of the texts distinct: none are grouped.
+    let distinct: Vec<String> = (0..8).map(|i| format!("text {i}")).collect();
+    assert!(shared::SharedNorms::of(&distinct, 0..8).is_none());
+    assert!(shared::SharedNorms::of(&distinct, 2..3).is_none());
+    // A sample of 4,096 of 20,000 texts tells a pool of 1,000 from distinct texts.
+    let pooled: Vec<String> = (0..20_000).map(|i| format!("text {}", (i * 7919) % 1000)).collect();
+    assert_eq!(shared::SharedNorms::of(&pooled, 0..20_000).map(|s| s.groups()), Some(1000));
+    let distinct: Vec<String> = (0..20_000).map(|i| format!("text {i}")).collect();
+    assert!(shared::SharedNorms::of(&distinct, 0..20_000).is_none());
+}
+
+#[test]
+fn copies_sharing_normal_forms_match_as_texts_normalised_one_by_one() {
+    // Texts from a pool, with compatibility forms, line-break hyphens and near
+    // copies (bytes changed outside the key's windows) holding phrases their
+    // originals lack; the phrases of a case are drawn from any text.
+    let mut next = xorshift(0x0DDB_A11C_AFE5_EED5u64);
+    let words = ["rag", "Ｒetrie-\nval", "模型", "⼤", "chunk", "ﬁle", "ΟΔΟΣ", "evidence", "x-\ny", "12"];
+    for pool_share in [10u64, 50, 90] {
+        let n_cases = 600;
+        let pool_size = (n_cases * 8 * pool_share as usize / 100).max(1);
+        let pool: Vec<String> = (0..pool_size)
+            .map(|i| {
+                let head = format!("{:<120}", format!("text{i} ascii head"));
+                let body: Vec<&str> = (0..10 + next() % 60).map(|_| words[(next() % 10) as usize]).collect();
+                format!("{head}{}", body.join(" "))
+            })
+            .collect();
+        let (mut texts, mut files, mut chunk_offsets) = (Vec::new(), Vec::new(), vec![0usize]);
+        let (mut phrases, mut phrase_offsets, mut expected, mut file_offsets) = (Vec::new(), vec![0usize], Vec::new(), vec![0usize]);
+        for c in 0..n_cases {
+            for _ in 0..next() % 15 {
+                let mut t = pool[(next() % pool_size as u64) as usize].clone();
+                if next() % 7 == 0 {
+                    t.replace_range(90..94, "qzqz");
+                }
+                texts.push(t);
+                files.push(format!("doc{}.md", next() % 5));
+            }
+            chunk_offsets.push(texts.len());
+            for _ in 0..next() % 4 {
+                phrases.push(match next() % 4 {
+                    0 => "QZQZ".to_string(),
+                    1 => "retrieval".to_string(),
+                    2 => format!("text{}ascii", next() % pool_size as u64),
+                    _ => words[(next() % 10) as usize].to_string(),
+                });
+            }
+            phrase_offsets.push(phrases.len());
+            if c % 3 == 0 {
+                expected.push(format!("doc{}.md", next() % 5));
+            }
+            file_offsets.push(expected.len());
+        }
+        let b = EvidenceBatch {
+            file_offsets: &file_offsets,
+            expected_files: &expected,
+            phrase_offsets: &phrase_offsets,
+            phrases: &phrases,
+            chunk_offsets: &chunk_offsets,
+            chunk_files: &files,
+            chunk_texts: &texts,
+        };
+        // The pool of 10% is grouped, the one of 90% normalised text by text.
+        assert_eq!(shared::SharedNorms::of(&texts, 0..texts.len()).is_some(), pool_share < 50, "pool of {pool_share}%");
+        // Grouped by length, near copies collide with their originals.
+        if let Some(by_len) = shared::SharedNorms::with_hash(&texts, 0..texts.len(), |t| t.len() as u64) {
+            assert!(own_texts_checking_forms(&by_len, &texts) > 0);
+        }
+        let shared = batch::match_evidence_with(&b, true).unwrap();
+        assert_eq!(shared, batch::match_evidence_unshared(&b, true).unwrap(), "pool of {pool_share}%");
+        assert!(shared.phrases_found.iter().any(|&f| f > 0) && shared.relevant.iter().any(|&r| !r));
+        let mut run = RunPhrases::new(&phrases);
+        let ids: Vec<usize> = (0..phrases.len()).collect();
+        let mut streamed = run.match_batch(&b, &ids).unwrap();
+        streamed.phrase_in_run = run.found();
+        assert_eq!(streamed, shared, "streamed, pool of {pool_share}%");
+    }
+}

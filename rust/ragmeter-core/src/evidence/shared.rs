@@ -1,0 +1,131 @@
+//! One normalisation per distinct chunk text of a block of cases: runs
+//! retrieve the same chunks for many questions, and a copy of a text has the
+//! normal forms of its first copy.
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashSet;
+
+use super::batch::Strings;
+use super::copies::{content_hash, FirstByHash};
+use super::normalize::Normalizer;
+
+/// The normal forms of one text: as normalised, and without its line-break
+/// hyphens when it has some (see the module docs of `evidence`).
+pub(super) struct Norm {
+    pub(super) out: Vec<u8>,
+    pub(super) dehyphenated: Option<Vec<u8>>,
+}
+
+impl Norm {
+    /// The normal forms `norm` holds after a run.
+    pub(super) fn of_run(norm: &Normalizer) -> Norm {
+        let dehyphenated = norm.has_soft_hyphens().then(|| {
+            let mut buf = Vec::new();
+            norm.dehyphenated_into(&mut buf);
+            buf
+        });
+        Norm { out: norm.out.clone(), dehyphenated }
+    }
+}
+
+/// Texts `range` of a column grouped into byte-equal copies, each group with
+/// one slot for its normal forms, filled by the first thread that needs them.
+pub(super) struct SharedNorms {
+    start: usize,
+    /// Per text of the range: its group's slot, or [`OWN`].
+    slot_of: Vec<u32>,
+    slots: Vec<OnceLock<Norm>>,
+}
+
+/// A text that is no byte-equal copy of its group's first text, though it has
+/// its hash: normalised where it is used.
+const OWN: u32 = u32::MAX;
+
+/// Above this share of distinct texts, grouping saves less than it costs
+/// (the slots keep every normal form of the block alive).
+const MAX_DISTINCT: f64 = 0.75;
+
+/// Texts hashed to tell whether a block is worth grouping.
+const SAMPLE: usize = 4096;
+
+impl SharedNorms {
+    /// Group texts `range` of `texts`; `None` when more than [`MAX_DISTINCT`]
+    /// of them are, or look from a sample, distinct (normalise them one by
+    /// one instead).
+    pub(super) fn of<S: Strings + ?Sized>(texts: &S, range: Range<usize>) -> Option<Self> {
+        Self::with_hash(texts, range, content_hash)
+    }
+
+    /// [`Self::of`] with another hash function (tests: one under which texts collide).
+    pub(super) fn with_hash<S: Strings + ?Sized>(texts: &S, range: Range<usize>, hash: fn(&[u8]) -> u64) -> Option<Self> {
+        let n = range.len();
+        if !looks_repeated(texts, range.clone(), hash) {
+            return None;
+        }
+        let first = FirstByHash::new();
+        // One pass: a text is read from memory once, hashed and compared with its group's first text.
+        let slot_of: Vec<u32> = range
+            .clone()
+            .into_par_iter()
+            .with_min_len(1024)
+            .map(|k| {
+                let text = texts.get(k).as_bytes();
+                let (leader, group) = first.first(hash(text), k);
+                if leader == k || texts.get(leader).as_bytes() == text {
+                    group
+                } else {
+                    OWN
+                }
+            })
+            .collect();
+        let groups = first.groups();
+        if groups as f64 > MAX_DISTINCT * n as f64 {
+            return None;
+        }
+        Some(SharedNorms { start: range.start, slot_of, slots: (0..groups).map(|_| OnceLock::new()).collect() })
+    }
+
+    /// The normal forms of text `k` (within the grouped range), normalised
+    /// with `norm` if no copy was yet; `None` for a text of its own (then
+    /// normalise it where it is used).
+    pub(super) fn get<S: Strings + ?Sized>(&self, texts: &S, k: usize, norm: &mut Normalizer) -> Option<&Norm> {
+        let slot = self.slot_of[k - self.start];
+        if slot == OWN {
+            return None;
+        }
+        Some(self.slots[slot as usize].get_or_init(|| {
+            norm.run(texts.get(k));
+            Norm::of_run(norm)
+        }))
+    }
+
+    /// Number of groups (distinct texts, but for texts of their own).
+    #[cfg(test)]
+    pub(super) fn groups(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Is text `k` normalised where it is used (no copy of its group's first text)?
+    #[cfg(test)]
+    pub(super) fn is_own(&self, k: usize) -> bool {
+        self.slot_of[k - self.start] == OWN
+    }
+}
+
+/// Are texts `range` likely to hold at most [`MAX_DISTINCT`] distinct ones?
+/// A sample of [`SAMPLE`] spread over them, where `d` texts repeat earlier
+/// ones, suggests about `SAMPLE² / 2d` distinct texts (the birthday bound,
+/// for texts drawn alike from a pool); a sample of all texts tells exactly.
+fn looks_repeated<S: Strings + ?Sized>(texts: &S, range: Range<usize>, hash: fn(&[u8]) -> u64) -> bool {
+    let n = range.len();
+    let s = SAMPLE.min(n);
+    let mut seen: FxHashSet<u64> = FxHashSet::default();
+    let repeats = (0..s).filter(|j| !seen.insert(hash(texts.get(range.start + j * n / s).as_bytes()))).count();
+    if s == n {
+        return (n - repeats) as f64 <= MAX_DISTINCT * n as f64;
+    }
+    repeats > 0 && (s * s) as f64 / (2 * repeats) as f64 <= MAX_DISTINCT * n as f64
+}
