@@ -942,11 +942,11 @@ fn own_texts_checking_forms(shared: &shared::SharedNorms, texts: &[String]) -> u
 
 #[test]
 fn shared_norms_group_copies_and_tell_apart_texts_of_the_same_hash() {
-    let base = format!("{:<100}{}", "Ｒetrie-\nval of ⼤ chunks", "x".repeat(200));
+    let base = format!("{:<100}{}", "Ｒetrie-\nval of ⼤ chunks", "模型".repeat(50));
     let mut near = base.clone().into_bytes();
     near[90] = b'q';
     let near = String::from_utf8(near).unwrap();
-    let other = "ΟΔΟΣ retrie-\nval".to_string();
+    let other = "ΟΔΟΣ retrie-\nval 大模型".to_string();
     let texts = vec![base.clone(), near.clone(), base.clone(), other.clone(), base.clone()];
     let shared = shared::SharedNorms::of(&texts, 0..texts.len()).expect("3 distinct of 5 texts");
     assert_eq!(shared.groups(), 3);
@@ -962,14 +962,17 @@ fn shared_norms_group_copies_and_tell_apart_texts_of_the_same_hash() {
     assert_eq!((0..5).map(|k| collide.is_own(k)).collect::<Vec<_>>(), vec![false, true, false, true, false]);
     assert_eq!(own_texts_checking_forms(&collide, &texts), 2);
     // More than 3/4 of the texts distinct: none are grouped.
-    let distinct: Vec<String> = (0..8).map(|i| format!("text {i}")).collect();
+    let distinct: Vec<String> = (0..8).map(|i| format!("文本 {i}")).collect();
     assert!(shared::SharedNorms::of(&distinct, 0..8).is_none());
     assert!(shared::SharedNorms::of(&distinct, 2..3).is_none());
     // A sample of 4,096 of 20,000 texts tells a pool of 1,000 from distinct texts.
-    let pooled: Vec<String> = (0..20_000).map(|i| format!("text {}", (i * 7919) % 1000)).collect();
+    let pooled: Vec<String> = (0..20_000).map(|i| format!("文本 {}", (i * 7919) % 1000)).collect();
     assert_eq!(shared::SharedNorms::of(&pooled, 0..20_000).map(|s| s.groups()), Some(1000));
-    let distinct: Vec<String> = (0..20_000).map(|i| format!("text {i}")).collect();
+    let distinct: Vec<String> = (0..20_000).map(|i| format!("文本 {i}")).collect();
     assert!(shared::SharedNorms::of(&distinct, 0..20_000).is_none());
+    // Texts mostly ASCII are normalised where used, repeated or not.
+    let ascii: Vec<String> = (0..20_000).map(|i| format!("text {} of a pool in English, with one ⼤", (i * 7919) % 1000)).collect();
+    assert!(shared::SharedNorms::of(&ascii, 0..20_000).is_none());
 }
 
 #[test]
