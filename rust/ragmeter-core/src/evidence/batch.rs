@@ -188,7 +188,9 @@ fn match_case<S: Strings + ?Sized>(
         };
         let mut n_found = 0u32;
         // Asked before normalising: a case without phrases then normalises a text only for its first copy.
-        let probe = run.filter(|r| !r.index.all_found() && r.probed.first(b.chunk_texts, k)).map(|r| r.index);
+        // The block's groups tell copies apart where they can; the batch-wide hash where they cannot.
+        let first_copy = |r: &Probing<'_>| shared.and_then(|s| s.claim(k)).unwrap_or_else(|| r.probed.first(b.chunk_texts, k));
+        let probe = run.filter(|r| !r.index.all_found() && first_copy(r)).map(|r| r.index);
         if has_phrases || probe.is_some() {
             let (text, dehyphenated) = normal_forms(b.chunk_texts, k, shared, &mut scratch.norm, &mut scratch.dehy);
             if let Some(r) = probe {

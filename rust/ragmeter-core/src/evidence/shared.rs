@@ -3,6 +3,7 @@
 //! normal forms of its first copy.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
@@ -37,7 +38,15 @@ pub(super) struct SharedNorms {
     start: usize,
     /// Per text of the range: its group's slot, or [`OWN`].
     slot_of: Vec<u32>,
-    slots: Vec<OnceLock<Norm>>,
+    slots: Vec<Slot>,
+}
+
+/// A group's normal forms, and whether one of its texts was claimed (see
+/// [`SharedNorms::claim`]).
+#[derive(Default)]
+struct Slot {
+    norm: OnceLock<Norm>,
+    claimed: AtomicBool,
 }
 
 /// A text that is no byte-equal copy of its group's first text, though it has
@@ -94,7 +103,7 @@ impl SharedNorms {
         if groups as f64 > MAX_DISTINCT * n as f64 {
             return None;
         }
-        Some(SharedNorms { start: range.start, slot_of, slots: (0..groups).map(|_| OnceLock::new()).collect() })
+        Some(SharedNorms { start: range.start, slot_of, slots: (0..groups).map(|_| Slot::default()).collect() })
     }
 
     /// The normal forms of text `k` (within the grouped range), normalised
@@ -105,10 +114,18 @@ impl SharedNorms {
         if slot == OWN {
             return None;
         }
-        Some(self.slots[slot as usize].get_or_init(|| {
+        Some(self.slots[slot as usize].norm.get_or_init(|| {
             norm.run(texts.get(k));
             Norm::of_run(norm)
         }))
+    }
+
+    /// Is text `k` the first of its group asked about? `None` for a text of
+    /// its own. The run-wide index is probed with the first copy of a text
+    /// only: a copy cannot hold a phrase the first did not.
+    pub(super) fn claim(&self, k: usize) -> Option<bool> {
+        let slot = self.slot_of[k - self.start];
+        (slot != OWN).then(|| !self.slots[slot as usize].claimed.swap(true, Ordering::Relaxed))
     }
 
     /// Number of groups (distinct texts, but for texts of their own).
