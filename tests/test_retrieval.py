@@ -159,6 +159,9 @@ def test_sweep_aggregates_equal_grouped_per_case_rows() -> None:
         fast = _sweep_table(thresholds, prepared.joined["category"], labeled, res)
         assert_frame_equal(fast, _sweep_frames(thresholds, prepared.joined["category"], labeled, res))
         assert_frame_equal(fast, ragmeter.sweep(EX / "golden.jsonl", EX / "run.jsonl", thresholds, k=5))
+        # every case a category of its own (ids without a "-" and no category field): as many groups as cases
+        own = prepared.joined["id"]
+        assert_frame_equal(_sweep_table(thresholds, own, labeled, res), _sweep_frames(thresholds, own, labeled, res))
     # Repeated thresholds take the grouping path, as before.
     twice = _sweep_prepared(prepared, [0.2, 0.2], 5)
     assert twice.filter(pl.col("category") == "ALL")["n_total"].to_list() == [2 * prepared.joined.height]

@@ -576,27 +576,28 @@ def _sweep_prepared(prepared: _PreparedMatch, thresholds: Sequence[float], k: in
 
 def _sweep_table(thresholds: List[float], category: pl.Series, labeled: np.ndarray, res: Dict[str, np.ndarray]) -> pl.DataFrame:
     """Per (threshold, category) and per threshold (``ALL``) aggregates of the engine's
-    per-case sweep, as sums over a one-hot category matrix (no per-case rows)."""
+    per-case sweep, as per-category sums (no per-case rows)."""
     groups = category.unique().sort()
     codes = category.cast(pl.Enum(groups.to_list())).to_physical().to_numpy().astype(np.int64) if len(groups) else np.zeros(0, np.int64)
     n = len(labeled)
-    onehot = np.zeros((n, len(groups) + 1))
-    onehot[np.arange(n), codes] = 1.0
-    onehot[:, -1] = 1.0  # ALL
     names = groups.to_list() + ["ALL"]
+
+    def sums(values: np.ndarray) -> np.ndarray:
+        return _sums_by_group(values.astype(np.float64), codes, len(groups))
+
     hit, rr, kept = (np.asarray(res[name], dtype=np.float64).reshape(len(thresholds), n) for name in ("hit", "reciprocal_rank", "kept"))
     hit_ok = labeled & ~np.isnan(hit)
     rr_ok = labeled & ~np.isnan(rr)
-    n_scored = hit_ok.astype(np.float64) @ onehot
-    n_rr = rr_ok.astype(np.float64) @ onehot
-    n_total = np.broadcast_to(onehot.sum(axis=0), n_scored.shape)
+    n_scored = sums(hit_ok)
+    n_rr = sums(rr_ok)
+    n_total = np.broadcast_to(sums(np.ones((1, n))), n_scored.shape)
     kept_ok = ~np.isnan(kept)
-    n_kept = kept_ok.astype(np.float64) @ onehot
+    n_kept = sums(kept_ok)
     with np.errstate(invalid="ignore", divide="ignore"):
-        hit_rate = np.where(n_scored > 0, (np.where(hit_ok, hit, 0.0) @ onehot) / np.where(n_scored > 0, n_scored, 1), np.nan)
-        mrr = np.where(n_rr > 0, (np.where(rr_ok, rr, 0.0) @ onehot) / np.where(n_rr > 0, n_rr, 1), np.nan)
-        mean_kept = np.where(n_kept > 0, (np.where(kept_ok, kept, 0.0) @ onehot) / np.where(n_kept > 0, n_kept, 1), np.nan)
-    empty = (kept == 0).astype(np.float64) @ onehot
+        hit_rate = np.where(n_scored > 0, sums(np.where(hit_ok, hit, 0.0)) / np.where(n_scored > 0, n_scored, 1), np.nan)
+        mrr = np.where(n_rr > 0, sums(np.where(rr_ok, rr, 0.0)) / np.where(n_rr > 0, n_rr, 1), np.nan)
+        mean_kept = np.where(n_kept > 0, sums(np.where(kept_ok, kept, 0.0)) / np.where(n_kept > 0, n_kept, 1), np.nan)
+    empty = sums(kept == 0)
     n_groups = len(names)
     table = pl.DataFrame({
         "threshold": np.repeat(np.asarray(thresholds, dtype=np.float64), n_groups),
@@ -608,6 +609,17 @@ def _sweep_table(thresholds: List[float], category: pl.Series, labeled: np.ndarr
         "mean_kept": mean_kept.ravel(),
     }, nan_to_null=True)
     return table.sort("threshold", "category")
+
+
+def _sums_by_group(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """Each row of ``values`` (thresholds x cases) summed over each group's cases (``codes``: a case's group),
+    then over all cases in the last column: thresholds x (groups + 1). One pass per row, whatever the number of
+    groups (a golden set whose ids give every case a category of its own has as many as cases)."""
+    out = np.empty((values.shape[0], n_groups + 1))
+    for i, row in enumerate(values):
+        out[i, :n_groups] = np.bincount(codes, weights=row, minlength=n_groups)
+        out[i, n_groups] = row.sum()
+    return out
 
 
 def _sweep_frames(thresholds: List[float], category: pl.Series, labeled: np.ndarray, res: Dict[str, np.ndarray]) -> pl.DataFrame:
