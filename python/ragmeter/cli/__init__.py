@@ -85,6 +85,8 @@ def console() -> NoReturn:
     and on 100,000 cases. Every other command exits normally.
     """
     argv = sys.argv[1:]
+    if argv[:1] in (["score"], ["sweep"]):
+        _numpy_with_one_blas_thread()
     try:
         code = main(argv)
     except SystemExit as exc:  # argparse, after its help text or a usage error
@@ -93,6 +95,21 @@ def console() -> NoReturn:
     if argv[:1] in (["trec"], ["score"]):
         os._exit(code)
     sys.exit(code)
+
+
+def _numpy_with_one_blas_thread() -> None:
+    """Import numpy with its OpenBLAS on one thread, for commands whose matrix work is too small to share out.
+    At import OpenBLAS starts a thread per core, and each spins for about 0.1 s of CPU waiting for work: on
+    two cores that took about 0.13 s off a 2-s ``score`` of 20,000 cases (``benches/RESULTS_score.md``,
+    2026-12-03). The variable is read when the library loads and removed again, so programs this process
+    starts keep their defaults; a value the user set is left alone."""
+    if "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def _exit_status(exc: SystemExit) -> int:
