@@ -2,6 +2,7 @@
 the same input errors as the whole run loaded at once, whatever the slicing."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 from pathlib import Path
@@ -280,3 +281,26 @@ def test_a_text_repeated_across_cases_is_matched_in_every_case(tmp_path, monkeyp
     assert result.cases["first_relevant_rank"].to_list() == [i % 3 + 1 for i in range(6)]
     assert result.summary["unfound_evidence"] == []
     assert_same(result, whole_run(golden, run))
+
+
+_IMPORTS_AFTER_SCORE = """
+import sys
+from ragmeter.cli import main
+code = main(["score", "--golden", sys.argv[1], "--run", sys.argv[2], "--out", sys.argv[3]])
+print(code, "pandas" in sys.modules)
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed")
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_score_does_not_import_pandas(tmp_path, shuffle):
+    """``pa.array`` imports pandas when it is installed (about 0.2 s of the command); the score path builds its
+    Arrow arrays from buffers instead: chunks written while scoring (golden order) or afterwards (shuffled), and
+    chunks without a file (placeholder files)."""
+    import subprocess
+    import sys
+
+    golden, run = make_case_files(tmp_path, 11, shuffle=shuffle)
+    out = subprocess.run([sys.executable, "-c", _IMPORTS_AFTER_SCORE, str(golden), str(run), str(tmp_path / "out")],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out[-2:] == ["0", "False"]

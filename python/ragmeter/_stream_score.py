@@ -270,7 +270,7 @@ def _with_texts(marks: pl.DataFrame, texts: Any) -> Any:
 
 def _arrow_schema(marks: pl.DataFrame) -> Any:
     """The Arrow schema of the chunk table whose other columns are those of ``marks``."""
-    return _with_texts(marks.clear(), pa.array([], pa.large_string())).schema
+    return _with_texts(marks.clear(), pa.nulls(0, pa.large_string())).schema
 
 
 class _ChunkSpool:

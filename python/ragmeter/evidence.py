@@ -54,7 +54,7 @@ import numpy as np
 import polars as pl
 
 from ragmeter import _core
-from ragmeter._columns import StringColumn, offsets_from_lengths, string_column
+from ragmeter._columns import StringColumn, arrow_from_numpy, offsets_from_lengths, string_column
 
 __all__ = [
     "normalize",
@@ -297,7 +297,7 @@ def _regroup(flat: pl.Series, lengths: np.ndarray, name: str) -> pl.Series:
     values = flat.to_arrow()
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    return pl.Series(name, pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values))
+    return pl.Series(name, pa.LargeListArray.from_arrays(arrow_from_numpy(offsets.astype(np.int64)), values))
 
 
 def match_relevance(
@@ -420,11 +420,12 @@ def _placeholder_files(expected_files: pl.Series, chunk_offsets: np.ndarray, cfi
     if isinstance(first, pa.ChunkedArray):
         first = first.combine_chunks()
     first = first.cast(pa.large_string())
-    placeholder = first.take(pa.array(case))
-    replaced = file_nulls & placeholder.is_valid().to_numpy(zero_copy_only=False)
+    placeholder = first.take(arrow_from_numpy(case))
+    has_first = expected_files.list.first().is_not_null().to_numpy()  # Polars': pyarrow's to_numpy imports pandas
+    replaced = file_nulls & has_first[case]
     offsets, data = cfiles
     current = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
-    filled = pc.if_else(pa.array(replaced), placeholder, current)
+    filled = pc.if_else(arrow_from_numpy(replaced), placeholder, current)
     if no_file:
         # No chunk of the batch has a file (a retriever without files): file-level results are
         # unknown for every case expecting files, an empty retrieval's included.
