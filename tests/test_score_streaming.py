@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import random
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import ragmeter
-from ragmeter import _stream_score, dataset
+from ragmeter import _parquet_ahead, _stream_score, dataset
 from ragmeter.dataset import load_run
 from ragmeter.errors import InputError
 from ragmeter.retrieval import _prepared_match, _score_prepared
@@ -251,10 +252,10 @@ def test_slices_are_decoded_outside_the_default_pool(tmp_path, tiny_slices, monk
     texts = batch.column("retrieved").values.field("text").buffers()[2]
     assert texts.size > 0 and pool.bytes_allocated() - before >= texts.size  # the slice is in the chosen pool
     monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", default.backend_name)
-    with dataset._slice_pool():
+    with _parquet_ahead.slice_pool():
         assert pa.default_memory_pool().backend_name == default.backend_name
     monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL")
-    with dataset._slice_pool():
+    with _parquet_ahead.slice_pool():
         assert pa.default_memory_pool().backend_name == pool.backend_name
     assert pa.default_memory_pool().backend_name == default.backend_name
     assert ragmeter.score(golden, run).summary["n_cases"] == 40
@@ -304,3 +305,81 @@ def test_score_does_not_import_pandas(tmp_path, shuffle):
     out = subprocess.run([sys.executable, "-c", _IMPORTS_AFTER_SCORE, str(golden), str(run), str(tmp_path / "out")],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out[-2:] == ["0", "False"]
+
+
+@pytest.fixture
+def tiny_early_slices(monkeypatch, tiny_slices):
+    """:func:`tiny_slices` for the reader ``ragmeter score`` starts early too; no early reader is left over."""
+    monkeypatch.setattr(_parquet_ahead, "PARQUET_SLICE_BYTES", 1)
+    monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (3, 3))
+    yield
+    _parquet_ahead.discard()
+
+
+def _taken(monkeypatch) -> list:
+    """What each ParquetRun got from :func:`ragmeter._parquet_ahead.take`."""
+    taken: list = []
+    take = _parquet_ahead.take
+
+    def recording(path, batch_rows):
+        taken.append(take(path, batch_rows))
+        return taken[-1]
+
+    monkeypatch.setattr(_parquet_ahead, "take", recording)
+    return taken
+
+
+@pytest.mark.parametrize("seed,options", [(13, {}), (14, {"shuffle": True, "null_files": "all"})])
+def test_slices_decoded_before_scoring_are_the_slices_scored(tmp_path, tiny_early_slices, monkeypatch, seed, options):
+    golden, run = make_case_files(tmp_path, seed, **options)
+    _parquet_ahead.start(run)
+    started = _parquet_ahead._started
+    assert started is not None and started.batch_rows == 3
+    taken = _taken(monkeypatch)
+    made = []
+    reader = _parquet_ahead.ReadAhead
+    monkeypatch.setattr(_parquet_ahead, "ReadAhead", lambda items: made.append(1) or reader(items))
+    streamed = ragmeter.score(golden, run)
+    assert taken[0] is started.reader and not made  # the early reader fed the scoring: no other was made
+    assert all(t is None for t in taken[1:])
+    assert_same(streamed, whole_run(golden, run))
+    streamed.write(tmp_path / "out")  # chunks.parquet reads the texts again, from a reader of its own
+    assert_frame_equal(pl.read_parquet(tmp_path / "out" / "chunks.parquet"), whole_run(golden, run).chunks)
+
+
+def test_an_early_reader_of_another_file_or_slice_size_is_stopped_and_not_used(tmp_path, tiny_early_slices,
+                                                                               monkeypatch):
+    golden, run = make_case_files(tmp_path, 15)
+    _parquet_ahead.start(run)
+    old = _parquet_ahead._started
+    _golden, other = make_case_files(tmp_path, 16)
+    os.replace(other, run)  # the same name, another file (ids are the same: cat*-NNN)
+    taken = _taken(monkeypatch)
+    assert_same(ragmeter.score(golden, run), whole_run(golden, run))
+    assert taken[0] is None and not old.reader._worker.is_alive()
+
+    monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (5, 5))  # slices of another size than ParquetRun's
+    _parquet_ahead.start(run)
+    old = _parquet_ahead._started
+    assert old is not None and old.batch_rows == 5
+    assert_same(ragmeter.score(golden, run), whole_run(golden, run))
+    assert taken[1] is None and not old.reader._worker.is_alive()
+
+
+def test_starting_early_is_silent_and_the_scorer_reports_the_file(tmp_path, tiny_early_slices):
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"id": "a", "question": "q", "expectedEvidence": ["t"]}) + "\n")
+    corrupt = tmp_path / "corrupt.parquet"
+    corrupt.write_bytes(b"PAR1" + b"\0" * 64)
+    text = tmp_path / "run.jsonl"
+    text.write_text(json.dumps({"id": "a", "retrieved": []}) + "\n")
+    for path in (tmp_path / "missing.parquet", corrupt, text, tmp_path):
+        _parquet_ahead.start(path)
+        assert _parquet_ahead._started is None, path
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "score", "--golden", str(golden), "--run", str(corrupt)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{corrupt}: cannot read as Parquet" in proc.stderr

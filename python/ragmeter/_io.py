@@ -168,7 +168,7 @@ def slice_memory_pool() -> Any:
     """The Arrow memory pool for buffers of tens of MB freed and allocated again slice after slice (a run's
     slices, the chunk table's row groups): jemalloc's (else the system's), or None (the default pool) when
     ``ARROW_DEFAULT_MEMORY_POOL`` names one. Arrow's default mimalloc pool hands such blocks back to the kernel
-    and faults fresh, zeroed pages in for the next slice (:func:`ragmeter.dataset._slice_pool`)."""
+    and faults fresh, zeroed pages in for the next slice (:func:`ragmeter._parquet_ahead.slice_pool`)."""
     import pyarrow as pa
 
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):

@@ -40,13 +40,13 @@ import math
 import os
 import re
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import polars as pl
 
-from ragmeter import _sniff
+from ragmeter import _parquet_ahead, _sniff
+from ragmeter._parquet_ahead import is_parquet as _is_parquet
 from ragmeter.errors import InputError
 
 __all__ = [
@@ -275,19 +275,6 @@ def raw_records(source: Source, *, name: str = "golden", what: str = "golden set
         records = _records(source, name, problems, what)
     problems.raise_if_any()
     return [record for _where, _line, record in records]
-
-
-def _is_parquet(path: Path, raw: Optional[bytes] = None) -> bool:
-    """By name, or by content (Parquet files start with ``PAR1``) whatever the name."""
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return True
-    if raw is not None:
-        return raw.startswith(b"PAR1")
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"PAR1"
-    except OSError:
-        return False  # reported when the file is read
 
 
 def _utf8_payload(path: Path, raw: bytes, what: str) -> Tuple[bytes, str]:
@@ -1241,41 +1228,9 @@ def check_duplicate_ids(ids: pl.Series, where: str, problems: _Problems) -> bool
     return True
 
 
-_POOL_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _slice_pool() -> Iterator[None]:
-    """Make the Arrow memory pool :class:`ParquetRun` decodes its slices into jemalloc's (else the system's),
-    unless ``ARROW_DEFAULT_MEMORY_POOL`` names one: a Parquet reader takes the default pool when it is made,
-    so the default is switched only while the reader is made, then put back (an embedding application's
-    pool stays its own; a buffer is freed into the pool it came from, whatever the default is by then).
-
-    Why: each slice's buffers (tens of MB) are freed before the next slice's are allocated, and Arrow's
-    default mimalloc pool hands such blocks back to the kernel and faults fresh, zeroed huge pages in for the
-    next slice; that cost ``ragmeter score`` on a 20,000-case run 0.6-1.2 s of system time
-    (``benches/RESULTS_score.md``, 2026-12-02)."""
-    import pyarrow as pa
-
-    from ragmeter._io import slice_memory_pool
-
-    pool = slice_memory_pool()
-    if pool is None:
-        yield
-        return
-    with _POOL_LOCK:
-        default = pa.default_memory_pool()
-        pa.set_memory_pool(pool)
-        try:
-            yield
-        finally:
-            pa.set_memory_pool(default)
-
-
-#: Text per slice of a Parquet run read by :class:`ParquetRun`: about this many bytes of chunk text,
-#: whatever the file's row groups.
-PARQUET_SLICE_BYTES = 32 << 20
-_SLICE_ROWS = (256, 8192)
+#: Text per slice of a Parquet run read by :class:`ParquetRun` (see :mod:`ragmeter._parquet_ahead`).
+PARQUET_SLICE_BYTES = _parquet_ahead.PARQUET_SLICE_BYTES
+_SLICE_ROWS = _parquet_ahead.SLICE_ROWS
 
 
 class ParquetRun:
@@ -1288,23 +1243,19 @@ class ParquetRun:
     """
 
     def __init__(self, path: Path) -> None:
-        import pyarrow.parquet as pq
-
         self.path = path
         self.where = str(path)
         self.problems = _Problems(self.where)
         if not path.exists():
             raise InputError(f"{path}: no such file")
         try:
-            with _slice_pool():
-                self._file = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+            self._file = _parquet_ahead.open_run(path)
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for unreadable files
             raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
-        meta = self._file.metadata
-        self.n_rows = meta.num_rows
-        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-        per_row = size / self.n_rows if self.n_rows else 1
-        self.batch_rows = int(min(max(PARQUET_SLICE_BYTES // max(per_row, 1), _SLICE_ROWS[0]), _SLICE_ROWS[1]))
+        self.n_rows = self._file.metadata.num_rows
+        self.batch_rows = _parquet_ahead.slice_rows(self._file.metadata, PARQUET_SLICE_BYTES, _SLICE_ROWS)
+        #: the slices the command began decoding before it got here (:func:`ragmeter._parquet_ahead.start`)
+        self._early: Optional[_parquet_ahead.ReadAhead] = _parquet_ahead.take(path, self.batch_rows)
         self._ids: List[pl.Series] = []
         names = self._file.schema_arrow.names
         self._ids_from_lines: Optional[bool] = None
@@ -1317,9 +1268,14 @@ class ParquetRun:
         """``(first_row, pyarrow.RecordBatch)`` of the file's rows, in order; the next slice is decoded on
         another thread while the caller works on this one (pyarrow decodes a column on one thread)."""
         first = 1
+        early, self._early = self._early, None
+        if early is not None and columns is not None:
+            early.close()
+            early = None
+        reader = early or _parquet_ahead.ReadAhead(self._file.iter_batches(batch_size=self.batch_rows,
+                                                                           columns=columns, use_threads=True))
         try:
-            for batch in _read_ahead(self._file.iter_batches(batch_size=self.batch_rows, columns=columns,
-                                                             use_threads=True)):
+            for batch in reader:
                 yield first, batch
                 first += batch.num_rows
         except (OSError, ValueError, TypeError, ArithmeticError) as exc:  # pyarrow's errors for corrupt pages
@@ -1384,49 +1340,6 @@ def arrow_chunk_texts(batch: Any, frame: pl.DataFrame) -> Optional[Tuple[Any, An
         return None
     texts = child.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
     return offsets - offsets[0], texts
-
-
-def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
-    """``items``, each produced on a helper thread while the previous one is used (one item ahead);
-    an exception of the producer is raised here, and closing the generator stops the producer."""
-    import queue
-    import threading
-
-    slots: "queue.Queue[Tuple[str, Any]]" = queue.Queue(maxsize=1)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            for item in items:
-                while not stop.is_set():
-                    try:
-                        slots.put(("item", item), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            slots.put(("end", None))
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-            slots.put(("error", exc))
-
-    worker = threading.Thread(target=produce, name="ragmeter-parquet-read", daemon=True)
-    worker.start()
-    try:
-        while True:
-            kind, value = slots.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise value
-            yield value
-    finally:
-        stop.set()
-        while worker.is_alive():
-            try:
-                slots.get_nowait()
-            except queue.Empty:
-                worker.join(0.05)
 
 
 def _slice_ids(df: pl.DataFrame) -> pl.Series:

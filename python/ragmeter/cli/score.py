@@ -15,6 +15,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragmeter import _parquet_ahead
+
+    # The run's first slices are decoded on a helper thread while Polars and the scorer are imported and the
+    # golden set is loaded (ragmeter._parquet_ahead).
+    _parquet_ahead.start(args.run)
     from ragmeter.dataset import reusing_golden_loads
 
     with reusing_golden_loads():  # the audit pointer reads the golden set the scoring read

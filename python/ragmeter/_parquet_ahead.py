@@ -1,0 +1,197 @@
+"""A Parquet run's slices decoded on a helper thread, from before the command has finished starting.
+
+:class:`ragmeter.dataset.ParquetRun` reads a run a slice at a time, each slice decoded on a helper thread
+(:class:`ReadAhead`) while the caller matches the one before. pyarrow decodes a column on one thread, and
+on CJK text that thread is the slowest part of ``ragmeter score``. The command therefore calls
+:func:`start` first, before it imports Polars and the scorer and loads the golden set (0.3-0.4 s), so the
+first slices are decoded on the second core in that time. :class:`ParquetRun` then takes the reader over
+(:func:`take`) when it opens the same, unchanged file with the same slice size; otherwise the early reader
+is stopped and the file read as it would have been. :func:`start` reports nothing: any problem of the file
+is found again, and reported, by :class:`ParquetRun`.
+
+This module imports only pyarrow (when :func:`start` is called), not Polars.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import threading
+from pathlib import Path
+from typing import Any, Iterator, Optional, Tuple
+
+__all__ = ["PARQUET_SLICE_BYTES", "SLICE_ROWS", "ReadAhead", "is_parquet", "open_run", "slice_pool", "slice_rows",
+           "start", "take"]
+
+#: Text per slice of a Parquet run: about this many bytes of chunk text, whatever the file's row groups.
+PARQUET_SLICE_BYTES = 32 << 20
+#: the fewest and the most rows of a slice
+SLICE_ROWS = (256, 8192)
+
+_POOL_LOCK = threading.Lock()
+
+
+def is_parquet(path: Path, raw: Optional[bytes] = None) -> bool:
+    """By name, or by content (Parquet files start with ``PAR1``) whatever the name."""
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return True
+    if raw is not None:
+        return raw.startswith(b"PAR1")
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError:
+        return False  # reported when the file is read
+
+
+@contextlib.contextmanager
+def slice_pool() -> Iterator[None]:
+    """Make the Arrow memory pool a run's slices are decoded into jemalloc's (else the system's), unless
+    ``ARROW_DEFAULT_MEMORY_POOL`` names one: a Parquet reader takes the default pool when it is made, so the
+    default is switched only while the reader is made, then put back (an embedding application's pool stays
+    its own; a buffer is freed into the pool it came from, whatever the default is by then).
+
+    Why: each slice's buffers (tens of MB) are freed before the next slice's are allocated, and Arrow's
+    default mimalloc pool hands such blocks back to the kernel and faults fresh, zeroed huge pages in for the
+    next slice; that cost ``ragmeter score`` on a 20,000-case run 0.6-1.2 s of system time
+    (``benches/RESULTS_score.md``, 2026-12-02)."""
+    import pyarrow as pa
+
+    from ragmeter._io import slice_memory_pool
+
+    pool = slice_memory_pool()
+    if pool is None:
+        yield
+        return
+    with _POOL_LOCK:
+        default = pa.default_memory_pool()
+        pa.set_memory_pool(pool)
+        try:
+            yield
+        finally:
+            pa.set_memory_pool(default)
+
+
+def open_run(path: Path) -> Any:
+    """``pyarrow.parquet.ParquetFile`` of ``path``, decoding into :func:`slice_pool`'s pool, a column read in
+    1 MB pieces (not a whole row group's pages at once)."""
+    import pyarrow.parquet as pq
+
+    with slice_pool():
+        return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+
+
+def slice_rows(meta: Any, slice_bytes: int = PARQUET_SLICE_BYTES, bounds: Tuple[int, int] = SLICE_ROWS) -> int:
+    """Rows per slice of a file with metadata ``meta``: about ``slice_bytes`` of decoded data, within
+    ``bounds``."""
+    n_rows = meta.num_rows
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    per_row = size / n_rows if n_rows else 1
+    return int(min(max(slice_bytes // max(per_row, 1), bounds[0]), bounds[1]))
+
+
+class ReadAhead:
+    """``items``, each produced on a helper thread while the previous one is used (one item ahead), from
+    the moment this is made. Iterate once; an exception of the producer is raised there, and :meth:`close`
+    (or leaving the iteration) stops the producer."""
+
+    def __init__(self, items: Iterator[Any]) -> None:
+        self._slots: "queue.Queue[Tuple[str, Any]]" = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._worker = threading.Thread(target=self._produce, args=(items,), name="ragmeter-parquet-read",
+                                        daemon=True)
+        self._worker.start()
+
+    def _produce(self, items: Iterator[Any]) -> None:
+        try:
+            for item in items:
+                while not self._stop.is_set():
+                    try:
+                        self._slots.put(("item", item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if self._stop.is_set():
+                    return
+            self._slots.put(("end", None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            self._slots.put(("error", exc))
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            while True:
+                kind, value = self._slots.get()
+                if kind == "end":
+                    return
+                if kind == "error":
+                    raise value
+                yield value
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        while self._worker.is_alive():
+            try:
+                self._slots.get_nowait()
+            except queue.Empty:
+                self._worker.join(0.05)
+
+
+class _Started:
+    def __init__(self, key: Tuple[Any, ...], file: Any, batch_rows: int) -> None:
+        self.key = key
+        self.file = file
+        self.batch_rows = batch_rows
+        self.reader = ReadAhead(file.iter_batches(batch_size=batch_rows, use_threads=True))
+
+
+_started: Optional[_Started] = None
+
+
+def _key(path: Path) -> Tuple[Any, ...]:
+    """The file as it is now: a file replaced or written to since :func:`start` is not the one it read."""
+    st = os.stat(path)
+    return (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def start(path: Any) -> None:
+    """Start decoding the run ``path`` on a helper thread, when it is a Parquet file (see the module docs).
+    Silent: a file that is not there or cannot be read is left for :class:`ParquetRun` to report."""
+    global _started
+    try:
+        run = Path(path)
+        if not run.is_file() or not is_parquet(run):
+            return
+        key = _key(run)
+        file = open_run(run)
+        discard()
+        _started = _Started(key, file, slice_rows(file.metadata, PARQUET_SLICE_BYTES, SLICE_ROWS))
+    except Exception:  # noqa: BLE001 - reported by ParquetRun, which reads the file again
+        return
+
+
+def take(path: Path, batch_rows: int) -> Optional[ReadAhead]:
+    """The reader of ``path``'s slices that :func:`start` began, if it is the same file, unchanged, read in
+    slices of ``batch_rows``; else None (and an early reader for another file or another slice size is
+    stopped). Taken once."""
+    global _started
+    started, _started = _started, None
+    if started is None:
+        return None
+    try:
+        same = started.key == _key(path) and started.batch_rows == batch_rows
+    except OSError:
+        same = False
+    if not same:
+        started.reader.close()
+        return None
+    return started.reader
+
+
+def discard() -> None:
+    """Stop an early reader nobody took."""
+    global _started
+    started, _started = _started, None
+    if started is not None:
+        started.reader.close()
