@@ -58,7 +58,8 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
     g = load_golden(golden)
     golden_name = str(golden) if isinstance(golden, str) or hasattr(golden, "__fspath__") else "golden"
     reader = ParquetRun(run)
-    positions = g.select("id").with_row_index("_position")
+    # a dict, not a join per slice: a join hashes every golden id again for each slice
+    position_of = dict(zip(g["id"].to_list(), range(g.height)))
     run_phrases = RunPhrases(g["expected_evidence"])
     slices: List[_Slice] = []
     run_rows: List[pl.DataFrame] = []
@@ -68,10 +69,11 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
             run_rows.append(_detached(frame.select("id", "line", "id_from_line", "retrieval_mode")))
             if reader.problems or frame.height == 0:
                 continue  # reader.finish() raises them
-            position = frame.select("id").join(positions, on="id", how="left", maintain_order="left")["_position"]
-            if position.null_count():
+            found = [position_of.get(case_id) for case_id in frame["id"].to_list()]
+            if None in found:
                 continue  # ids not in the golden set: check_run_against_golden raises
-            slices.append(_match_slice(g, batch, frame, position.to_numpy().astype(np.int64), run_phrases, spool))
+            position = np.fromiter(found, dtype=np.int64, count=len(found))
+            slices.append(_match_slice(g, batch, frame, position, run_phrases, spool))
         reader.finish()
         if spool is not None:
             spool.close()
