@@ -1,14 +1,16 @@
 //! Normalise + match per core on texts dumped to files (profiling aid).
 //!
-//! `cargo run --release --example evidence_speed -- TEXTS PHRASES [REPEAT] [run_wide]`:
+//! `cargo run --release --example evidence_speed -- TEXTS PHRASES [REPEAT] [run_wide|streamed]`:
 //! TEXTS holds the chunk texts and PHRASES the evidence phrases, each
 //! NUL-separated; cases of 20 chunks and 3 phrases, no expected files (as in
 //! `benches/bench_normalize.py`). Prints MB/s of normalising alone and of
-//! `match_evidence_with`, on the threads rayon is given (`RAYON_NUM_THREADS`).
+//! `match_evidence_with` (or, with `streamed`, of `RunPhrases::match_batch`, the
+//! run-wide check of a Parquet run read in slices), on the threads rayon is
+//! given (`RAYON_NUM_THREADS`).
 
 use std::time::Instant;
 
-use ragmeter_core::evidence::{match_evidence_with, EvidenceBatch, Normalizer};
+use ragmeter_core::evidence::{match_evidence_with, EvidenceBatch, Normalizer, RunPhrases};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -16,6 +18,7 @@ fn main() {
     let phrases_raw = std::fs::read_to_string(&args[2]).expect("phrases");
     let repeat: usize = args.get(3).map_or(3, |r| r.parse().expect("repeat"));
     let run_wide = args.get(4).is_some_and(|a| a == "run_wide");
+    let streamed = args.get(4).is_some_and(|a| a == "streamed");
     // For profiling the matcher alone.
     let match_only = std::env::var_os("MATCH_ONLY").is_some();
     let texts: Vec<&str> = texts_raw.split('\0').collect();
@@ -48,13 +51,21 @@ fn main() {
         }
         let norm_s = t0.elapsed().as_secs_f64();
         let t0 = Instant::now();
-        let res = match_evidence_with(&batch, run_wide).expect("match");
+        let res = if streamed {
+            let ids: Vec<usize> = (0..phrases.len()).collect();
+            let mut run = RunPhrases::new(&phrases);
+            let mut res = run.match_batch(&batch, &ids).expect("match");
+            res.phrase_in_run = run.found();
+            res
+        } else {
+            match_evidence_with(&batch, run_wide).expect("match")
+        };
         let match_s = t0.elapsed().as_secs_f64();
         let found: u64 = res.phrases_found.iter().map(|&f| f as u64).sum();
         println!(
             "{mb:.1} MB: normalise {:.0} MB/s ({total} bytes out), match{} {:.0} MB/s (found {found}, in run {})",
             mb / norm_s,
-            if run_wide { "+run-wide" } else { "" },
+            if streamed { "+streamed run-wide" } else if run_wide { "+run-wide" } else { "" },
             mb / match_s,
             res.phrase_in_run.iter().filter(|&&f| f).count()
         );

@@ -8,7 +8,7 @@ use super::matcher::PhraseMatcher;
 use super::normalize::{file_matches, normalize, normalize_file_name, Normalizer};
 use super::prefilter::RawPrefilter;
 use super::run_index::{RunIndex, Seen};
-use super::shared::SharedNorms;
+use super::shared::{Grouping, SharedNorms};
 use crate::error::{Error, Result};
 
 
@@ -131,7 +131,8 @@ struct Scratch {
 #[derive(Clone, Copy)]
 struct Probing<'r> {
     index: &'r RunIndex,
-    probed: &'r Probed,
+    /// None: every text is probed, copies too (see [`Grouping::Distinct`]).
+    probed: Option<&'r Probed>,
 }
 
 /// Match case `c`; with `run` also probe the run-wide index with each chunk
@@ -189,7 +190,7 @@ fn match_case<S: Strings + ?Sized>(
         let mut n_found = 0u32;
         // Asked before normalising: a case without phrases then normalises a text only for its first copy.
         // The block's groups tell copies apart where they can; the batch-wide hash where they cannot.
-        let first_copy = |r: &Probing<'_>| shared.and_then(|s| s.claim(k)).unwrap_or_else(|| r.probed.first(b.chunk_texts, k));
+        let first_copy = |r: &Probing<'_>| shared.and_then(|s| s.claim(k)).unwrap_or_else(|| r.probed.is_none_or(|p| p.first(b.chunk_texts, k)));
         let probe = run.filter(|r| !r.index.all_found() && first_copy(r)).map(|r| r.index);
         if has_phrases || probe.is_some() {
             let (text, dehyphenated) = normal_forms(b.chunk_texts, k, shared, &mut scratch.norm, &mut scratch.dehy);
@@ -560,12 +561,13 @@ impl RunPhrases {
         let probed = Probed::new();
         let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
         for block in case_blocks(b.chunk_offsets, b.chunk_texts) {
-            let shared = SharedNorms::of(b.chunk_texts, b.chunk_offsets[block.start]..b.chunk_offsets[block.end]);
+            let grouping = Grouping::of(b.chunk_texts, b.chunk_offsets[block.start]..b.chunk_offsets[block.end]);
+            let probed = grouping.copies_worth_finding().then_some(&probed);
             let mut start = block.start;
             while start < block.end {
                 let end = (start + run_batch(start)).min(block.end);
-                let probing = (!run.all_found()).then_some(Probing { index: &*run, probed: &probed });
-                let batch = match_cases(b, &norm_phrases, start..end, probing, shared.as_ref())?;
+                let probing = (!run.all_found()).then_some(Probing { index: &*run, probed });
+                let batch = match_cases(b, &norm_phrases, start..end, probing, grouping.shared())?;
                 mark_found_in_own_case(run, ids, b.phrase_offsets, start, &batch);
                 run.refresh();
                 per_case.extend(batch);

@@ -973,6 +973,15 @@ fn shared_norms_group_copies_and_tell_apart_texts_of_the_same_hash() {
     // Texts mostly ASCII are normalised where used, repeated or not.
     let ascii: Vec<String> = (0..20_000).map(|i| format!("text {} of a pool in English, with one ⼤", (i * 7919) % 1000)).collect();
     assert!(shared::SharedNorms::of(&ascii, 0..20_000).is_none());
+    // The run-wide check finds the copies of ASCII blocks by their hash, and does not look for them in distinct ones.
+    let kind = |texts: &Vec<String>| match shared::Grouping::of(texts, 0..texts.len()) {
+        shared::Grouping::Shared(s) => (format!("shared {}", s.groups()), true),
+        g @ shared::Grouping::Ascii => ("ascii".to_string(), g.copies_worth_finding()),
+        g @ shared::Grouping::Distinct => ("distinct".to_string(), g.copies_worth_finding()),
+    };
+    assert_eq!(kind(&pooled), ("shared 1000".to_string(), true));
+    assert_eq!(kind(&ascii), ("ascii".to_string(), true));
+    assert_eq!(kind(&distinct), ("distinct".to_string(), false));
 }
 
 #[test]
