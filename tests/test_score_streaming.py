@@ -383,3 +383,24 @@ def test_starting_early_is_silent_and_the_scorer_reports_the_file(tmp_path, tiny
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"{corrupt}: cannot read as Parquet" in proc.stderr
+
+
+def test_an_early_reader_is_stopped_when_the_command_fails_before_reading(tmp_path):
+    from ragmeter.cli import main
+
+    _golden, run = make_case_files(tmp_path, 17)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    started = []
+    start = _parquet_ahead.start
+
+    def recording(path):
+        start(path)
+        started.append(_parquet_ahead._started)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(_parquet_ahead, "start", recording):
+        assert main(["score", "--golden", str(bad), "--run", str(run)]) == 2
+    assert started[0] is not None and not started[0].reader._worker.is_alive()
+    assert _parquet_ahead._started is None

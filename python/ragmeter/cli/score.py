@@ -20,10 +20,13 @@ def run(args: argparse.Namespace) -> int:
     # The run's first slices are decoded on a helper thread while Polars and the scorer are imported and the
     # golden set is loaded (ragmeter._parquet_ahead).
     _parquet_ahead.start(args.run)
-    from ragmeter.dataset import reusing_golden_loads
+    try:
+        from ragmeter.dataset import reusing_golden_loads
 
-    with reusing_golden_loads():  # the audit pointer reads the golden set the scoring read
-        return _score_and_print(args)
+        with reusing_golden_loads():  # the audit pointer reads the golden set the scoring read
+            return _score_and_print(args)
+    finally:
+        _parquet_ahead.discard()  # not taken: the golden set or the arguments were refused first
 
 
 def _score_and_print(args: argparse.Namespace) -> int:
