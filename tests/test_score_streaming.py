@@ -356,7 +356,8 @@ def test_an_early_reader_of_another_file_or_slice_size_is_stopped_and_not_used(t
     os.replace(other, run)  # the same name, another file (ids are the same: cat*-NNN)
     taken = _taken(monkeypatch)
     assert_same(ragmeter.score(golden, run), whole_run(golden, run))
-    assert taken[0] is None and not old.reader._worker.is_alive()
+    # the scorer's own early start saw another file: it stopped the old reader and began one of its own
+    assert taken[0] is not None and taken[0] is not old.reader and not old.reader._worker.is_alive()
 
     monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (5, 5))  # slices of another size than ParquetRun's
     _parquet_ahead.start(run)
@@ -402,5 +403,23 @@ def test_an_early_reader_is_stopped_when_the_command_fails_before_reading(tmp_pa
 
     with unittest.mock.patch.object(_parquet_ahead, "start", recording):
         assert main(["score", "--golden", str(bad), "--run", str(run)]) == 2
+    assert started[0] is not None and not started[0].reader._worker.is_alive()
+    assert _parquet_ahead._started is None
+
+
+def test_the_api_stops_its_early_reader_when_the_golden_set_is_refused(tmp_path, monkeypatch):
+    _golden, run = make_case_files(tmp_path, 18)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    started = []
+    start = _parquet_ahead.start
+
+    def recording(path):
+        start(path)
+        started.append(_parquet_ahead._started)
+
+    monkeypatch.setattr(_parquet_ahead, "start", recording)
+    with pytest.raises(InputError):
+        ragmeter.score(bad, run)
     assert started[0] is not None and not started[0].reader._worker.is_alive()
     assert _parquet_ahead._started is None

@@ -4,7 +4,8 @@
 (:class:`ReadAhead`) while the caller matches the one before. pyarrow decodes a column on one thread, and
 on CJK text that thread is the slowest part of ``ragmeter score``. The command therefore calls
 :func:`start` first, before it imports Polars and the scorer and loads the golden set (0.3-0.4 s), so the
-first slices are decoded on the second core in that time. :class:`ParquetRun` then takes the reader over
+first slices are decoded on the second core in that time; :func:`ragmeter.score` calls it too, before it loads
+the golden set. :class:`ParquetRun` then takes the reader over
 (:func:`take`) when it opens the same, unchanged file with the same slice size; otherwise the early reader
 is stopped and the file read as it would have been. :func:`start` reports nothing: any problem of the file
 is found again, and reported, by :class:`ParquetRun`.
@@ -164,6 +165,8 @@ def start(path: Any) -> None:
         if not run.is_file() or not is_parquet(run):
             return
         key = _key(run)
+        if _started is not None and _started.key == key:
+            return  # begun already (by the command, before the scorer)
         file = open_run(run)
         discard()
         _started = _Started(key, file, slice_rows(file.metadata, PARQUET_SLICE_BYTES, SLICE_ROWS))

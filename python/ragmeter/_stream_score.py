@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from ragmeter import _parquet_ahead
 from ragmeter._columns import offsets_from_lengths, string_column
 from ragmeter._io import write_chunk_frame, write_parquet_parts
 from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
@@ -55,9 +56,13 @@ class _Slice:
 def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = None) -> ScoreResult:
     """:func:`ragmeter.score` of a Parquet run read slice by slice (see the module docs). ``chunks_to``: the
     chunk table is written there while the slices are read, when it can be (see the module docs)."""
-    g = load_golden(golden)
+    _parquet_ahead.start(run)  # its first slices are decoded while the golden set loads
+    try:
+        g = load_golden(golden)
+        reader = ParquetRun(run)  # takes the early reader over
+    finally:
+        _parquet_ahead.discard()  # not taken: a bad golden set, or a file ParquetRun refused
     golden_name = str(golden) if isinstance(golden, str) or hasattr(golden, "__fspath__") else "golden"
-    reader = ParquetRun(run)
     # a dict, not a join per slice: a join hashes every golden id again for each slice
     position_of = dict(zip(g["id"].to_list(), range(g.height)))
     run_phrases = RunPhrases(g["expected_evidence"])
