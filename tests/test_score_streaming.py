@@ -386,7 +386,10 @@ def test_starting_early_is_silent_and_the_scorer_reports_the_file(tmp_path, tiny
     assert f"{corrupt}: cannot read as Parquet" in proc.stderr
 
 
-def test_an_early_reader_is_stopped_when_the_command_fails_before_reading(tmp_path):
+@pytest.mark.parametrize("caller", ["command", "api"])
+def test_an_early_reader_is_stopped_when_the_golden_set_is_refused(tmp_path, monkeypatch, caller):
+    """The command and ``ragmeter.score`` begin decoding the run before they load the golden set; a golden set
+    they refuse leaves no reader running."""
     from ragmeter.cli import main
 
     _golden, run = make_case_files(tmp_path, 17)
@@ -399,27 +402,11 @@ def test_an_early_reader_is_stopped_when_the_command_fails_before_reading(tmp_pa
         start(path)
         started.append(_parquet_ahead._started)
 
-    import unittest.mock
-
-    with unittest.mock.patch.object(_parquet_ahead, "start", recording):
-        assert main(["score", "--golden", str(bad), "--run", str(run)]) == 2
-    assert started[0] is not None and not started[0].reader._worker.is_alive()
-    assert _parquet_ahead._started is None
-
-
-def test_the_api_stops_its_early_reader_when_the_golden_set_is_refused(tmp_path, monkeypatch):
-    _golden, run = make_case_files(tmp_path, 18)
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("{not json\n")
-    started = []
-    start = _parquet_ahead.start
-
-    def recording(path):
-        start(path)
-        started.append(_parquet_ahead._started)
-
     monkeypatch.setattr(_parquet_ahead, "start", recording)
-    with pytest.raises(InputError):
-        ragmeter.score(bad, run)
+    if caller == "command":
+        assert main(["score", "--golden", str(bad), "--run", str(run)]) == 2
+    else:
+        with pytest.raises(InputError):
+            ragmeter.score(bad, run)
     assert started[0] is not None and not started[0].reader._worker.is_alive()
     assert _parquet_ahead._started is None
