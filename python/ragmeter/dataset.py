@@ -703,8 +703,13 @@ def _golden_jsonl_columnar(raw: bytes) -> Optional[pl.DataFrame]:
     else:
         payload = body
         line_numbers = pl.int_range(1, body.count(b"\n") + 2, dtype=pl.Int64, eager=True).alias("line")
+    from ragmeter._io import slice_memory_pool
+
     try:
-        table = pj.read_json(io.BytesIO(payload))
+        # Into the pool a Parquet run's slices are decoded into: the reader's blocks, freed once the table is
+        # built, are then reused by the slices instead of kept by the default pool (16-20 MB of a 100,000-case
+        # golden set's load, benches/RESULTS_score.md, 2026-12-03).
+        table = pj.read_json(io.BytesIO(payload), memory_pool=slice_memory_pool())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     if table.num_rows != len(line_numbers):
