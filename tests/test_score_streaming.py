@@ -410,3 +410,16 @@ def test_an_early_reader_is_stopped_when_the_golden_set_is_refused(tmp_path, mon
             ragmeter.score(bad, run)
     assert started[0] is not None and not started[0].reader._worker.is_alive()
     assert _parquet_ahead._started is None
+
+
+def test_scoring_in_several_threads_at_once_gives_each_its_own_slices(tmp_path, tiny_early_slices):
+    """Each ``ragmeter.score`` begins an early reader; one scorer takes a reader, the others read for themselves."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    files = [make_case_files(tmp_path, seed) for seed in (19, 20)]
+    expected = [whole_run(golden, run).cases for golden, run in files]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda i: ragmeter.score(*files[i % 2]).cases, range(12)))
+    for i, cases in enumerate(got):
+        assert_frame_equal(cases, expected[i % 2])
+    assert _parquet_ahead._started is None

@@ -148,6 +148,8 @@ class _Started:
 
 
 _started: Optional[_Started] = None
+#: guards ``_started``: a reader is taken by one scorer only, whatever the threads (``ragmeter.score`` in several)
+_STARTED_LOCK = threading.Lock()
 
 
 def _key(path: Path) -> Tuple[Any, ...]:
@@ -165,21 +167,31 @@ def start(path: Any) -> None:
         if not run.is_file() or not is_parquet(run):
             return
         key = _key(run)
-        if _started is not None and _started.key == key:
-            return  # begun already (by the command, before the scorer)
+        with _STARTED_LOCK:
+            if _started is not None and _started.key == key:
+                return  # begun already (by the command, before the scorer)
         file = open_run(run)
-        discard()
-        _started = _Started(key, file, slice_rows(file.metadata, PARQUET_SLICE_BYTES, SLICE_ROWS))
+        fresh = _Started(key, file, slice_rows(file.metadata, PARQUET_SLICE_BYTES, SLICE_ROWS))
     except Exception:  # noqa: BLE001 - reported by ParquetRun, which reads the file again
         return
+    with _STARTED_LOCK:
+        earlier, _started = _started, fresh
+    if earlier is not None:
+        earlier.reader.close()
+
+
+def _pop() -> Optional[_Started]:
+    global _started
+    with _STARTED_LOCK:
+        started, _started = _started, None
+    return started
 
 
 def take(path: Path, batch_rows: int) -> Optional[ReadAhead]:
     """The reader of ``path``'s slices that :func:`start` began, if it is the same file, unchanged, read in
     slices of ``batch_rows``; else None (and an early reader for another file or another slice size is
     stopped). Taken once."""
-    global _started
-    started, _started = _started, None
+    started = _pop()
     if started is None:
         return None
     try:
@@ -194,7 +206,6 @@ def take(path: Path, batch_rows: int) -> Optional[ReadAhead]:
 
 def discard() -> None:
     """Stop an early reader nobody took."""
-    global _started
-    started, _started = _started, None
+    started = _pop()
     if started is not None:
         started.reader.close()
