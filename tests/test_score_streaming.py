@@ -26,8 +26,8 @@ WORDS = ["alpha", "beta", "gamma", "delta", "retrie-\nval", "React 18", "ＲＡ�
 @pytest.fixture
 def tiny_slices(monkeypatch):
     """Slices of 1 to 3 rows, so that every run below spans many."""
-    monkeypatch.setattr(dataset, "PARQUET_SLICE_BYTES", 1)
-    monkeypatch.setattr(dataset, "_SLICE_ROWS", (3, 3))
+    monkeypatch.setattr(_parquet_ahead, "PARQUET_SLICE_BYTES", 1)
+    monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (3, 3))
 
 
 def _texts(rng: random.Random, n: int) -> str:
@@ -266,8 +266,8 @@ def test_a_text_repeated_across_cases_is_matched_in_every_case(tmp_path, monkeyp
     """A text probed once for the run-wide check (its first copy) is still matched against every later case
     that retrieves it: each case's own phrase is only in that shared text, at a different rank per case."""
     if slices == "tiny":
-        monkeypatch.setattr(dataset, "PARQUET_SLICE_BYTES", 1)
-        monkeypatch.setattr(dataset, "_SLICE_ROWS", (2, 2))
+        monkeypatch.setattr(_parquet_ahead, "PARQUET_SLICE_BYTES", 1)
+        monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (2, 2))
     shared = "the shared chunk " + " ".join(f"phrase-{i}" for i in range(6))
     golden = tmp_path / "g.jsonl"
     rows = [{"id": f"q{i}", "question": "q", "expectedFileNames": ["a.md"], "expectedEvidence": [f"PHRASE-{i}"]}
@@ -308,10 +308,8 @@ def test_score_does_not_import_pandas(tmp_path, shuffle):
 
 
 @pytest.fixture
-def tiny_early_slices(monkeypatch, tiny_slices):
-    """:func:`tiny_slices` for the reader ``ragmeter score`` starts early too; no early reader is left over."""
-    monkeypatch.setattr(_parquet_ahead, "PARQUET_SLICE_BYTES", 1)
-    monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (3, 3))
+def tiny_early_slices(tiny_slices):
+    """:func:`tiny_slices`, and no early reader left over."""
     yield
     _parquet_ahead.discard()
 
@@ -359,8 +357,9 @@ def test_an_early_reader_of_another_file_or_slice_size_is_stopped_and_not_used(t
     # the scorer's own early start saw another file: it stopped the old reader and began one of its own
     assert taken[0] is not None and taken[0] is not old.reader and not old.reader._worker.is_alive()
 
-    monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (5, 5))  # slices of another size than ParquetRun's
+    monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (5, 5))  # begun in slices of another size than ParquetRun's
     _parquet_ahead.start(run)
+    monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (3, 3))
     old = _parquet_ahead._started
     assert old is not None and old.batch_rows == 5
     assert_same(ragmeter.score(golden, run), whole_run(golden, run))

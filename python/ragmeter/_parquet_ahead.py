@@ -21,8 +21,8 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, Optional, Tuple
 
-__all__ = ["PARQUET_SLICE_BYTES", "SLICE_ROWS", "ReadAhead", "is_parquet", "open_run", "slice_pool", "slice_rows",
-           "start", "take"]
+__all__ = ["PARQUET_SLICE_BYTES", "SLICE_ROWS", "ReadAhead", "discard", "is_parquet", "open_run", "slice_pool",
+           "slice_rows", "start", "take"]
 
 #: Text per slice of a Parquet run: about this many bytes of chunk text, whatever the file's row groups.
 PARQUET_SLICE_BYTES = 32 << 20
@@ -82,13 +82,13 @@ def open_run(path: Path) -> Any:
         return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
 
 
-def slice_rows(meta: Any, slice_bytes: int = PARQUET_SLICE_BYTES, bounds: Tuple[int, int] = SLICE_ROWS) -> int:
-    """Rows per slice of a file with metadata ``meta``: about ``slice_bytes`` of decoded data, within
-    ``bounds``."""
+def slice_rows(meta: Any) -> int:
+    """Rows per slice of a file with metadata ``meta``: about :data:`PARQUET_SLICE_BYTES` of decoded data,
+    within :data:`SLICE_ROWS` (read when called: tests make the slices tiny)."""
     n_rows = meta.num_rows
     size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     per_row = size / n_rows if n_rows else 1
-    return int(min(max(slice_bytes // max(per_row, 1), bounds[0]), bounds[1]))
+    return int(min(max(PARQUET_SLICE_BYTES // max(per_row, 1), SLICE_ROWS[0]), SLICE_ROWS[1]))
 
 
 class ReadAhead:
@@ -140,9 +140,10 @@ class ReadAhead:
 
 
 class _Started:
+    """An early reader of the file ``key`` names, in slices of ``batch_rows``."""
+
     def __init__(self, key: Tuple[Any, ...], file: Any, batch_rows: int) -> None:
         self.key = key
-        self.file = file
         self.batch_rows = batch_rows
         self.reader = ReadAhead(file.iter_batches(batch_size=batch_rows, use_threads=True))
 
@@ -171,7 +172,7 @@ def start(path: Any) -> None:
             if _started is not None and _started.key == key:
                 return  # begun already (by the command, before the scorer)
         file = open_run(run)
-        fresh = _Started(key, file, slice_rows(file.metadata, PARQUET_SLICE_BYTES, SLICE_ROWS))
+        fresh = _Started(key, file, slice_rows(file.metadata))
     except Exception:  # noqa: BLE001 - reported by ParquetRun, which reads the file again
         return
     with _STARTED_LOCK:

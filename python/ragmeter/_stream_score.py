@@ -63,7 +63,8 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
     finally:
         _parquet_ahead.discard()  # not taken: a bad golden set, or a file ParquetRun refused
     golden_name = str(golden) if isinstance(golden, str) or hasattr(golden, "__fspath__") else "golden"
-    # a dict, not a join per slice: a join hashes every golden id again for each slice
+    # A dict built once: a Polars join, or a cast to an Enum of the golden ids, hashes every golden id again
+    # for each slice (3-10 ms a slice at 100,000 cases, against 0.3 ms for the slice's ids looked up here).
     position_of = dict(zip(g["id"].to_list(), range(g.height)))
     run_phrases = RunPhrases(g["expected_evidence"])
     slices: List[_Slice] = []

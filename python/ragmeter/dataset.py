@@ -1233,11 +1233,6 @@ def check_duplicate_ids(ids: pl.Series, where: str, problems: _Problems) -> bool
     return True
 
 
-#: Text per slice of a Parquet run read by :class:`ParquetRun` (see :mod:`ragmeter._parquet_ahead`).
-PARQUET_SLICE_BYTES = _parquet_ahead.PARQUET_SLICE_BYTES
-_SLICE_ROWS = _parquet_ahead.SLICE_ROWS
-
-
 class ParquetRun:
     """A Parquet run read slice by slice (a few thousand rows at a time, whatever its row groups), each slice
     validated as :func:`load_run` validates the whole file, so that the chunk texts never all sit in memory.
@@ -1258,7 +1253,7 @@ class ParquetRun:
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for unreadable files
             raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
         self.n_rows = self._file.metadata.num_rows
-        self.batch_rows = _parquet_ahead.slice_rows(self._file.metadata, PARQUET_SLICE_BYTES, _SLICE_ROWS)
+        self.batch_rows = _parquet_ahead.slice_rows(self._file.metadata)  # the sizes: _parquet_ahead's
         #: the slices the command began decoding before it got here (:func:`ragmeter._parquet_ahead.start`)
         self._early: Optional[_parquet_ahead.ReadAhead] = _parquet_ahead.take(path, self.batch_rows)
         self._ids: List[pl.Series] = []
@@ -1273,12 +1268,13 @@ class ParquetRun:
         """``(first_row, pyarrow.RecordBatch)`` of the file's rows, in order; the next slice is decoded on
         another thread while the caller works on this one (pyarrow decodes a column on one thread)."""
         first = 1
-        early, self._early = self._early, None
-        if early is not None and columns is not None:
-            early.close()
-            early = None
-        reader = early or _parquet_ahead.ReadAhead(self._file.iter_batches(batch_size=self.batch_rows,
-                                                                           columns=columns, use_threads=True))
+        reader, self._early = self._early, None  # the early reader reads every column
+        if reader is not None and columns is not None:
+            reader.close()
+            reader = None
+        if reader is None:
+            reader = _parquet_ahead.ReadAhead(self._file.iter_batches(batch_size=self.batch_rows, columns=columns,
+                                                                      use_threads=True))
         try:
             for batch in reader:
                 yield first, batch

@@ -297,7 +297,7 @@ def _regroup(flat: pl.Series, lengths: np.ndarray, name: str) -> pl.Series:
     values = flat.to_arrow()
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    return pl.Series(name, pa.LargeListArray.from_arrays(arrow_from_numpy(offsets.astype(np.int64)), values))
+    return pl.Series(name, pa.LargeListArray.from_arrays(arrow_from_numpy(offsets), values))
 
 
 def match_relevance(
