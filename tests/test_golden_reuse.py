@@ -6,6 +6,7 @@ import contextlib
 import json
 
 import polars as pl
+import pytest
 from polars.testing import assert_frame_equal
 
 from ragmeter import dataset
@@ -66,3 +67,52 @@ def test_score_parses_the_golden_set_once_and_prints_what_it_printed(tmp_path, m
     assert parsed == [str(golden)]
     assert capsys.readouterr().out == unshared
     assert "audit warning" in unshared  # the pointer was printed from the shared frame
+
+
+def _record_by_record(path, names) -> dict:
+    """What the audit took before it had the columnar reader's fields: each record parsed by json.loads."""
+    frame = load_golden(path)
+    by_id = {str(r.get("id")): r for r in dataset.raw_records(path)}
+    return {n: [by_id.get(i, {}).get(n) for i in frame["id"].to_list()] for n in names}
+
+
+FIELD_VALUES = {
+    "strings": ["hard", "easy", None, "", " hard "],
+    "integers": [1, 2, None, 3, 40],
+    "widened": [1, 1.5, 2, None, 3],  # Arrow reads a double column: 1 would come back as 1.0
+    "mixed": ["hard", 1, None, True, "easy"],  # no one Arrow type: the reader refuses the file
+    "nested": [{"a": 1}, ["x"], None, "hard", None],
+    "flags": [True, False, None, True, False],
+}
+
+
+def test_unkept_fields_equal_the_record_by_record_values(tmp_path, monkeypatch):
+    rows = [{"id": f"q{i}", "question": f"question {i}?", "category": "cat", "expectedEvidence": [f"fact {i}"]}
+            for i in range(5)]
+    for name, values in FIELD_VALUES.items():
+        golden = tmp_path / f"{name}.jsonl"
+        body = [dict(r, difficulty=v) if v is not None else dict(r) for r, v in zip(rows, values)]
+        golden.write_text("# a comment line\n" + "".join(json.dumps(r) + "\n" for r in body), encoding="utf-8")
+        want = _record_by_record(golden, ["difficulty", "platform"])
+        assert want["difficulty"] == [v for v in values] and want["platform"] == [None] * 5
+        frame = load_golden(golden)
+        for reuse in (contextlib.nullcontext(), reusing_golden_loads()):
+            with reuse:
+                got = dataset.golden_fields(golden, load_golden(golden), ["difficulty", "platform"])
+            assert got == want, name
+            assert [type(v) for v in got["difficulty"]] == [type(v) for v in values], name
+        assert frame.height == 5
+
+
+def test_unkept_fields_come_from_the_scoring_parse(tmp_path, monkeypatch):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps({"id": f"q{i}", "question": f"question {i}?", "category": "cat",
+                                          "difficulty": "hard" if i % 2 else "easy"}) + "\n" for i in range(6)),
+                      encoding="utf-8")
+    parsed = counting_parses(monkeypatch)
+    monkeypatch.setattr(dataset, "raw_records", lambda *a, **k: pytest.fail("parsed record by record"))
+    with reusing_golden_loads():
+        frame = load_golden(golden)
+        got = dataset.golden_fields(golden, frame, ["difficulty"])
+    assert parsed == [str(golden)]
+    assert got["difficulty"] == ["easy", "hard"] * 3

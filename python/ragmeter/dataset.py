@@ -671,7 +671,7 @@ _MAYBE_SKIPPED_LINE = (b"\n", b"#", b"/", b" ", b"\t")
 _LF_THEN_MAYBE_SKIPPED = re.compile(rb"\n[\n#/ \t]")
 
 
-def _golden_jsonl_columnar(raw: bytes) -> Optional[pl.DataFrame]:
+def _golden_jsonl_columnar(raw: bytes) -> Optional[Tuple[pl.DataFrame, Any]]:
     """Read a well-formed golden JSONL file with Arrow's JSON reader and check it column-wise.
 
     Returns None whenever anything is unusual (unreadable or invalid UTF-8, a
@@ -679,7 +679,9 @@ def _golden_jsonl_columnar(raw: bytes) -> Optional[pl.DataFrame]:
     spellings of a field in one record, a duplicate id, an integer id, line
     breaks other than LF...): the caller then takes the per-record path, which
     reports every problem with its file and line. For the files it accepts,
-    the result equals that path's. ``raw`` is the file as UTF-8 without a BOM.
+    the frame equals that path's; beside it comes the Arrow table of the fields
+    the frame does not keep (``difficulty``, a user's own), row for row.
+    ``raw`` is the file as UTF-8 without a BOM.
     """
     import io
 
@@ -779,7 +781,7 @@ def _golden_jsonl_columnar(raw: bytes) -> Optional[pl.DataFrame]:
 
     out = out.with_columns((any_text("expected_files") | any_text("expected_evidence")).alias("labeled"), line_numbers,
                            pl.lit(False).alias("id_from_line"))
-    return out.select([pl.col(n).cast(t) for n, t in GOLDEN_SCHEMA.items()])
+    return out.select([pl.col(n).cast(t) for n, t in GOLDEN_SCHEMA.items()]), table.drop_columns(wanted)
 
 
 def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
@@ -798,14 +800,46 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     key = (str(source), name)
     if raw is not None and _reused_golden is not None and key in _reused_golden and _reused_golden[key][0] == raw:
         return _reused_golden[key][1].clone()
-    frame = _load_golden(source, name, raw)
+    frame, others = _load_golden(source, name, raw)
     if raw is not None and _reused_golden is not None:
-        _reused_golden[key] = (raw, frame.clone())
+        _reused_golden[key] = (raw, frame.clone(), others)
     return frame
 
 
-#: (path, name) -> (the file's bytes, its frame) while :func:`reusing_golden_loads` is in effect, else None
-_reused_golden: Optional[Dict[Tuple[str, str], Tuple[bytes, pl.DataFrame]]] = None
+#: (path, name) -> (the file's bytes, its frame, the Arrow table of the fields it does not keep or None)
+#: while :func:`reusing_golden_loads` is in effect, else None
+_reused_golden: Optional[Dict[Tuple[str, str], Tuple[bytes, pl.DataFrame, Any]]] = None
+
+#: Arrow types whose values ``to_pylist`` gives exactly as ``json.loads`` would (a double column may hold
+#: integers the reader widened, a string column never holds anything but strings)
+_PLAIN_JSON_TYPES = ("string", "large_string", "null", "bool", "int64")
+
+
+def golden_fields(source: Source, frame: pl.DataFrame, names: Sequence[str], *, name: str = "golden") -> Dict[str, List[Any]]:
+    """Fields :func:`load_golden` does not keep (``difficulty``, an audit's ``--by`` field), row for row with
+    ``frame`` (``load_golden(source)``); None where a case lacks one. From the columns Arrow's reader parsed
+    with the golden set when it could (the same values ``json.loads`` gives), else record by record."""
+    others = _other_fields(source, name)
+    if others is not None and others.num_rows == frame.height and all(
+            n not in others.column_names or str(others.schema.field(n).type) in _PLAIN_JSON_TYPES for n in names):
+        return {n: others.column(n).to_pylist() if n in others.column_names else [None] * frame.height for n in names}
+    by_id = {str(r.get("id")): r for r in raw_records(source, name=name)}
+    return {n: [by_id.get(case_id, {}).get(n) for case_id in frame["id"].to_list()] for n in names}
+
+
+def _other_fields(source: Source, name: str) -> Any:
+    """The Arrow table of a JSONL golden set's unkept fields, from this command's earlier load or a new read;
+    None when the file is not one the columnar reader takes."""
+    if not _is_path(source):
+        return None
+    raw = _read_bytes(Path(source))
+    reused = _reused_golden.get((str(source), name)) if _reused_golden is not None else None
+    if reused is not None and reused[0] == raw:
+        return reused[2]
+    if _is_parquet(Path(source), raw):
+        return None
+    columnar = _golden_jsonl_columnar(_sniff.to_utf8(Path(source), raw, "golden sets")[0])
+    return None if columnar is None else columnar[1]
 
 
 @contextlib.contextmanager
@@ -821,8 +855,9 @@ def reusing_golden_loads() -> Iterator[None]:
         _reused_golden = outer
 
 
-def _load_golden(source: Source, name: str, raw: Optional[bytes]) -> pl.DataFrame:
-    """:func:`load_golden`; ``raw``: the bytes of the file ``source`` names (None for data in memory)."""
+def _load_golden(source: Source, name: str, raw: Optional[bytes]) -> Tuple[pl.DataFrame, Any]:
+    """:func:`load_golden`, and the Arrow table of the fields it does not keep when the columnar reader read
+    them (else None); ``raw``: the bytes of the file ``source`` names (None for data in memory)."""
     label = _label(source, name)
     problems = _Problems(label)
     if raw is not None:
@@ -888,7 +923,7 @@ def _load_golden(source: Source, name: str, raw: Optional[bytes]) -> pl.DataFram
     if _is_path(source) and not seen and not problems:
         problems.add(str(source), "no cases (the file has only comments)")
     problems.raise_if_any()
-    return _golden_frame(rows)
+    return _golden_frame(rows), None
 
 
 #: What makes two golden sets the same set of cases (not the file's bytes, comments or field spellings).

@@ -230,18 +230,13 @@ def _require_categories(frame: pl.DataFrame, label: str) -> None:
         raise InputError(f"{label}: no categories: give each case a 'category' (or ids with a prefix, e.g. 'term-01')")
 
 
-def _raw_records(golden: Any) -> List[Dict[str, Any]]:
-    from ragmeter.dataset import raw_records
-
-    return raw_records(golden)
-
-
 def _extra_fields(golden: Any, frame: pl.DataFrame, names: List[str]) -> Dict[str, List[Any]]:
     """Fields load_golden does not keep (``difficulty``, a ``--by`` field), aligned with ``frame``'s rows."""
     if not names:
         return {}
-    by_id = {str(r.get("id")): r for r in _raw_records(golden)}
-    return {name: [by_id.get(case_id, {}).get(name) for case_id in frame["id"].to_list()] for name in names}
+    from ragmeter.dataset import golden_fields
+
+    return golden_fields(golden, frame, names)
 
 
 def _second_dimension(frame: pl.DataFrame, extra: Dict[str, List[Any]], by: str, label: str) -> List[str]:
