@@ -420,3 +420,22 @@ def test_eval_reports_carry_a_golden_set_panel_with_the_audit_warnings(tmp_path)
     box = html.split('<section id="golden-set">')[1].split("</section>")[0]
     assert "term 25 (50.0%)" in box and "<code>hard_share_low</code>" in box and "<code>empty_cell</code>" in box
     assert "## Golden set" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_question_key_is_the_per_character_definition_on_ascii_and_beyond():
+    """The duplicate check's key: normalised, without punctuation, symbols and separators (P*, S*, Z*); the
+    ASCII shortcut (str.translate) gives what the per-character rule gives."""
+    import random
+
+    from ragmeter.audit import _question_key
+    from ragmeter.evidence import normalize
+
+    def by_character(text: str) -> str:
+        return "".join(ch for ch in normalize(text) if unicodedata.category(ch)[0] not in "PSZ")
+
+    rng = random.Random(15)
+    alphabet = [chr(c) for c in range(128)] + list("ＡＢ１！？　、。—–…«»€™ⅫﬁÉé")
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 30)))
+        assert _question_key(text) == by_character(text), repr(text)
+    assert _question_key("What's the  policy?") == _question_key("whats the policy") == "whatsthepolicy"
