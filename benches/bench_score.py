@@ -185,10 +185,28 @@ def generate_kind(dir_: Path, cases: int, chunks: int, kind: str, seed: int = 11
     ids = [f"q{c:06d}" for c in range(cases)]
     pq.write_table(pa.table({"id": pa.array(ids, pa.large_string()), "retrieved": retrieved}), dir_ / "run.parquet",
                    compression="zstd", row_group_size=10_000)
+    write_kind_golden(dir_, cases, kind)
+
+
+#: A golden set's categories and sources, as a real one has them (before 2026-12-03 the bench's golden set had
+#: neither, so every id was a category of its own and the audit pointer was skipped)
+CATEGORIES = ("term", "semantic", "multi", "boundary", "conflict", "table", "numeric", "negation")
+SOURCES = ("deepseek", "zhipu", "bailian")
+
+
+def write_kind_golden(dir_: Path, cases: int, kind: str) -> None:
+    in_golden = KIND_PLANT[kind.removesuffix("-distinct")][1]
     with (dir_ / "golden.jsonl").open("w", encoding="utf-8") as fh:
         for c in range(cases):
-            fh.write(json.dumps({"id": ids[c], "question": "q", "expectedFileNames": [f"doc{c % 1000}.md"],
-                                 "expectedEvidence": [in_golden.format(c=c)], "referenceAnswer": "r"}, ensure_ascii=False) + "\n")
+            fh.write(json.dumps({"id": f"q{c:06d}", "question": f"question {c}?", "expectedFileNames": [f"doc{c % 1000}.md"],
+                                 "expectedEvidence": [in_golden.format(c=c)], "referenceAnswer": "r",
+                                 "category": CATEGORIES[c % len(CATEGORIES)], "source": SOURCES[c % len(SOURCES)]},
+                                ensure_ascii=False) + "\n")
+
+
+def _golden_is_current(path: Path) -> bool:
+    with path.open(encoding="utf-8") as fh:
+        return "category" in json.loads(fh.readline())
 
 
 def plain_python_hits(golden: Path, run: Path, top: int, cases: int) -> list:
@@ -329,6 +347,8 @@ def compare(args) -> None:
             if not (d / "run.parquet").exists():
                 d.mkdir(parents=True, exist_ok=True)
                 generate_kind(d, args.cases, args.chunks, kind)
+            elif not _golden_is_current(d / "golden.jsonl"):
+                write_kind_golden(d, args.cases, kind)
             size = os.path.getsize(d / "run.parquet")
             golden, run = d / "golden.jsonl", d / "run.parquet"
             got = {}
