@@ -439,3 +439,18 @@ def test_question_key_is_the_per_character_definition_on_ascii_and_beyond():
         text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 30)))
         assert _question_key(text) == by_character(text), repr(text)
     assert _question_key("What's the  policy?") == _question_key("whats the policy") == "whatsthepolicy"
+
+
+def test_blank_and_missing_sources_are_counted_as_none_in_order_of_first_appearance():
+    rows = worked()
+    rows[0]["source"] = " \u3000"  # blank by str.strip: no source
+    del rows[1]["source"]
+    rows[2]["source"] = None
+    a = ragmeter.audit(rows, min_source_share=0.0)
+    by_source = a.to_dict()["by_source"]
+    assert list(by_source)[:1] == ["(none)"] and by_source["(none)"]["n"] == 3
+    firsts = list(dict.fromkeys(r.get("source") or "(none)" for r in rows[3:]))
+    assert list(by_source)[1:] == firsts
+    assert sum(v["n"] for v in by_source.values()) == len(rows)
+    assert "(none)" not in a.cross.columns  # the cross table counts named sources only
+    assert a.cross.filter(pl.col("category") == "term")["deepseek"].item() == 3  # 6 term cases, 3 without one
