@@ -326,6 +326,24 @@ def _same_folders(a: Path, b: Path) -> bool:
                for name in ("cases.parquet", "chunks.parquet"))
 
 
+def cpu_times() -> list:
+    """The machine's CPU time counters (the ``cpu`` line of /proc/stat), or [] where there is none."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            return [int(v) for v in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return []
+
+
+def steal_share(before: list, after: list) -> str:
+    """The share of all CPU time between two :func:`cpu_times` readings that a virtual machine's host took for
+    others (``steal``, the eighth counter): on a shared VM every timing is that much slower."""
+    if len(before) < 8 or len(after) < 8:
+        return "not known"
+    total = sum(after) - sum(before)
+    return f"{100 * (after[7] - before[7]) / total:.0f}%" if total > 0 else "not known"
+
+
 def _runs(values: list, fmt: str = "{:.2f}") -> str:
     return ", ".join(fmt.format(v) for v in values)
 
@@ -337,6 +355,7 @@ def compare(args) -> None:
     kinds = args.kinds.split(",")
     rows = []
     load_before = os.getloadavg()
+    steal_before = cpu_times()
     cli = _cli()
     baseline_env = {**os.environ, "PYTHONPATH": str(args.baseline)} if args.baseline else None
     same_files = True
@@ -396,6 +415,7 @@ def compare(args) -> None:
                         f"| {'identical' if same else 'DIFFER'} |")
             print(rows[-1], flush=True)
     load_after = os.getloadavg()
+    steal = steal_share(steal_before, cpu_times())
     baseline_head = "| baseline command (runs) | its peak RSS " if args.baseline else ""
     header = [f"| text | cases | run.parquet {baseline_head}| `ragmeter score --out` (runs) | its peak RSS (x Parquet) "
               "| `ragmeter.score()` API (runs) | API process RSS | Python top-5 | speed-up | Python all chunks "
@@ -404,7 +424,8 @@ def compare(args) -> None:
     machine = (f"{os.cpu_count()} CPUs (nproc), {cpu_model()}, "
                f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, Python {platform.python_version()}")
     cmd = "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
-    note = (f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after. "
+    note = (f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after; CPU time the hypervisor stole "
+            f"during the runs (`steal` in /proc/stat): {steal}. "
             f"`ragmeter score --out`: the command `{' '.join(Path(c).name for c in cli)} score --golden G --run R --out DIR` "
             "in a fresh process, wall clock from start to exit (interpreter, imports, scoring, the four files, the "
             "tables on a pipe), peak RSS of that process. The API column is `ragmeter.score(G, R)` alone "
