@@ -374,10 +374,6 @@ def _question_keys(questions: List[str]) -> List[str]:
             for k in keys]
 
 
-def _question_key(text: str) -> str:
-    return _question_keys([text])[0]
-
-
 def _duplicates(frame: pl.DataFrame) -> List[AuditWarning]:
     keys = pl.Series("key", _question_keys(frame["question"].to_list()), dtype=pl.String)
     groups = (frame.select("id").with_columns(keys).filter(pl.col("key") != "")
