@@ -838,7 +838,7 @@ def _other_fields(source: Source, name: str) -> Any:
         return reused[2]
     if _is_parquet(Path(source), raw):
         return None
-    columnar = _golden_jsonl_columnar(_sniff.to_utf8(Path(source), raw, "golden sets")[0])
+    columnar = _golden_jsonl_columnar(_utf8_payload(Path(source), raw, "golden sets")[0])
     return None if columnar is None else columnar[1]
 
 

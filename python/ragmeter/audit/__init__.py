@@ -126,17 +126,18 @@ def audit(
     correct rate for the detectable difference; ``results``: a results folder to take the observed rates
     from (default rate: 0.5, the worst case). Raises :class:`InputError` for bad input.
     """
-    from ragmeter.dataset import load_golden
+    from ragmeter.dataset import load_golden, reusing_golden_loads
 
     if target is not None and target <= 0:
         raise InputError(f"--target: need a positive number of cases, got {target}")
     for name, value in (("--min-hard-share", min_hard_share), ("--min-source-share", min_source_share), ("--rate", rate)):
         if value is not None and not 0.0 <= value <= 1.0:
             raise InputError(f"{name}: need a fraction between 0 and 1, got {value}")
-    frame = load_golden(golden)
     label = str(golden) if isinstance(golden, (str, Path)) else "golden"
-    _require_categories(frame, label)
-    extra = _extra_fields(golden, frame, [f for f in ("difficulty", by) if f not in frame.columns])
+    with reusing_golden_loads():  # the fields the frame does not keep come from the same parse
+        frame = load_golden(golden)
+        _require_categories(frame, label)
+        extra = _extra_fields(golden, frame, [f for f in ("difficulty", by) if f not in frame.columns])
     second = _second_dimension(frame, extra, by, label)
     hard_flags, hard_rule = _hard_flags(frame, extra, hard)
     frame = frame.with_columns(pl.Series("_by", second, dtype=pl.String), pl.Series("_hard", hard_flags, dtype=pl.Boolean))
@@ -370,8 +371,8 @@ def _question_keys(questions: List[str]) -> List[str]:
 
     keys = [evidence_normalize(q) for q in questions]  # ragmeter.evidence.normalize, without its Python frame
     # most questions: one C call (bytes.translate) instead of a category lookup per character
-    return [k.encode().translate(None, _ASCII_PSZ).decode() if k.isascii() else "".join(ch for ch in k if unicodedata.category(ch)[0] not in "PSZ")
-            for k in keys]
+    return [k.encode().translate(None, _ASCII_PSZ).decode() if k.isascii()
+            else "".join(ch for ch in k if unicodedata.category(ch)[0] not in "PSZ") for k in keys]
 
 
 def _duplicates(frame: pl.DataFrame) -> List[AuditWarning]:
