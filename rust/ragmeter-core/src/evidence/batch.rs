@@ -3,12 +3,11 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::copies::Probed;
 use super::matcher::PhraseMatcher;
 use super::normalize::{file_matches, normalize, normalize_file_name, Normalizer};
 use super::prefilter::RawPrefilter;
 use super::run_index::{RunIndex, Seen};
-use super::shared::{Grouping, SharedNorms};
+use super::shared::SharedNorms;
 use crate::error::{Error, Result};
 
 
@@ -126,14 +125,6 @@ struct Scratch {
     pat: Vec<bool>,
 }
 
-/// The run-wide index to probe and the texts of the batch probed so far: a
-/// later copy of a text is not probed again (see [`Probed`]).
-#[derive(Clone, Copy)]
-struct Probing<'r> {
-    index: &'r RunIndex,
-    /// None: every text is probed, copies too (see [`Grouping::Distinct`]).
-    probed: Option<&'r Probed>,
-}
 
 /// Match case `c`; with `run` also probe the run-wide index with each chunk
 /// text, normalised once for both (and once for all its copies with `shared`).
@@ -142,7 +133,7 @@ fn match_case<S: Strings + ?Sized>(
     norm_phrases: &[String],
     c: usize,
     scratch: &mut Scratch,
-    run: Option<Probing<'_>>,
+    run: Option<&RunIndex>,
     shared: Option<&SharedNorms>,
 ) -> Result<CaseOut> {
     let files: Vec<String> = (b.file_offsets[c]..b.file_offsets[c + 1])
@@ -189,9 +180,8 @@ fn match_case<S: Strings + ?Sized>(
         };
         let mut n_found = 0u32;
         // Asked before normalising: a case without phrases then normalises a text only for its first copy.
-        // The block's groups tell copies apart where they can; the batch-wide hash where they cannot.
-        let first_copy = |r: &Probing<'_>| shared.and_then(|s| s.claim(k)).unwrap_or_else(|| r.probed.is_none_or(|p| p.first(b.chunk_texts, k)));
-        let probe = run.filter(|r| !r.index.all_found() && first_copy(r)).map(|r| r.index);
+        // A text of no group (the block is not grouped, or the text only shares its group's hash) is probed.
+        let probe = run.filter(|r| !r.all_found() && shared.and_then(|s| s.claim(k)).unwrap_or(true));
         if has_phrases || probe.is_some() {
             let (text, dehyphenated) = normal_forms(b.chunk_texts, k, shared, &mut scratch.norm, &mut scratch.dehy);
             if let Some(r) = probe {
@@ -296,7 +286,7 @@ fn match_evidence_sharing<S: Strings + ?Sized>(b: &EvidenceBatch<'_, S>, run_wid
     let norm_phrases: Vec<String> = (0..b.phrases.len()).into_par_iter().with_min_len(1024).map(|i| normalize(b.phrases.get(i))).collect();
     let mut per_case = Vec::with_capacity(n_cases);
     for block in case_blocks(b.chunk_offsets, b.chunk_texts) {
-        let shared = if share { SharedNorms::of(b.chunk_texts, b.chunk_offsets[block.start]..b.chunk_offsets[block.end]) } else { None };
+        let shared = if share { SharedNorms::of(b.chunk_texts, b.chunk_offsets[block.start]..b.chunk_offsets[block.end], false) } else { None };
         per_case.extend(match_cases(b, &norm_phrases, block, None, shared.as_ref())?);
     }
     let mut res = collect(per_case, b);
@@ -360,7 +350,7 @@ fn match_cases<S: Strings + ?Sized>(
     b: &EvidenceBatch<'_, S>,
     norm_phrases: &[String],
     cases: std::ops::Range<usize>,
-    run: Option<Probing<'_>>,
+    run: Option<&RunIndex>,
     shared: Option<&SharedNorms>,
 ) -> Result<Vec<CaseOut>> {
     cases
@@ -509,8 +499,8 @@ pub fn phrases_in_texts<S: Strings + ?Sized, T: Strings + ?Sized>(phrases: &S, t
 /// in some retrieved chunk of any batch. Built once from all the golden set's
 /// phrases; [`RunPhrases::match_batch`] matches a batch like
 /// [`match_evidence`] and probes the index with each chunk text in the same
-/// pass (normalised once for both; a text repeated in the batch is probed
-/// once, see [`Probed`]); nothing of a batch's texts is kept.
+/// pass (normalised once for both; a text repeated in a block of the batch
+/// is probed once, see `SharedNorms::of`); nothing of a batch's texts is kept.
 /// Phrases found in their own case's chunks are dropped from the index as the
 /// batches go, so later texts are probed with fewer phrases. Unlike
 /// [`match_evidence_with`], which searches for the phrases not found in their
@@ -557,17 +547,14 @@ impl RunPhrases {
             self.index = Some(RunIndex::from_normalized_with(&self.phrases, &Seen::of(&text_sample(b.chunk_texts)))?);
         }
         let run = self.index.as_mut().expect("built above");
-        // Runs retrieve the same chunks for many questions: probe each text of the batch once.
-        let probed = Probed::new();
         let mut per_case: Vec<CaseOut> = Vec::with_capacity(n_cases);
         for block in case_blocks(b.chunk_offsets, b.chunk_texts) {
-            let grouping = Grouping::of(b.chunk_texts, b.chunk_offsets[block.start]..b.chunk_offsets[block.end]);
-            let probed = grouping.copies_worth_finding().then_some(&probed);
+            let shared = SharedNorms::of(b.chunk_texts, b.chunk_offsets[block.start]..b.chunk_offsets[block.end], !run.all_found());
             let mut start = block.start;
             while start < block.end {
                 let end = (start + run_batch(start)).min(block.end);
-                let probing = (!run.all_found()).then_some(Probing { index: &*run, probed });
-                let batch = match_cases(b, &norm_phrases, start..end, probing, grouping.shared())?;
+                let probing = (!run.all_found()).then_some(&*run);
+                let batch = match_cases(b, &norm_phrases, start..end, probing, shared.as_ref())?;
                 mark_found_in_own_case(run, ids, b.phrase_offsets, start, &batch);
                 run.refresh();
                 per_case.extend(batch);

@@ -1,14 +1,11 @@
 //! Copies of a text among a batch's, by content: runs retrieve the same
 //! chunks for many questions. A later copy of a text cannot hold a phrase its
-//! first copy did not ([`Probed`]), and has its normal forms (see
-//! `shared::SharedNorms`).
+//! first copy did not, and has its normal forms (see `shared::SharedNorms`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
-
-use super::batch::Strings;
 
 /// The first item recorded with each hash, numbered in the order first
 /// recorded (its *group*), shared by threads.
@@ -34,35 +31,6 @@ impl FirstByHash {
     /// Number of groups recorded.
     pub(super) fn groups(&self) -> usize {
         self.groups.load(Ordering::Relaxed) as usize
-    }
-}
-
-/// The texts of one batch asked about so far, by a hash of their bytes (the
-/// first text asked with each hash), shared by the threads matching it.
-pub(super) struct Probed {
-    first: FirstByHash,
-    hash: fn(&[u8]) -> u64,
-}
-
-impl Probed {
-    pub(super) fn new() -> Self {
-        Self::with_hash(content_hash)
-    }
-
-    /// With another hash function (tests: one under which every text collides).
-    pub(super) fn with_hash(hash: fn(&[u8]) -> u64) -> Self {
-        Probed { first: FirstByHash::new(), hash }
-    }
-
-    /// Should text `i` of `texts` be probed? False only when a text asked
-    /// about earlier in the batch (and so probed by the batch's end, by this
-    /// or another thread) is byte-equal to it. Asked before text `i` is
-    /// normalised, so that a copy is not normalised only to be probed again.
-    pub(super) fn first<S: Strings + ?Sized>(&self, texts: &S, i: usize) -> bool {
-        let text = texts.get(i).as_bytes();
-        let (earlier, _) = self.first.first((self.hash)(text), i);
-        // Equal hashes of different texts: probed (never wrong, only slower).
-        earlier == i || texts.get(earlier).as_bytes() != text
     }
 }
 

@@ -69,66 +69,25 @@ const MIN_NON_ASCII: f64 = 0.125;
 /// Texts read to tell whether a block is mostly ASCII.
 const ASCII_SAMPLE: usize = 256;
 
-/// How the texts of a block of cases are normalised, and whether the copies
-/// among them are worth finding for the run-wide check.
-pub(super) enum Grouping {
-    /// Copies grouped: one normalisation per group, the run-wide index probed
-    /// with the copy that claims its group first.
-    Shared(SharedNorms),
-    /// Mostly ASCII (see [`MIN_NON_ASCII`]): normalised one by one, and its
-    /// copies are found by their hash when the run-wide index is probed.
-    Ascii,
-    /// More than [`MAX_DISTINCT`] of the texts are, or look from a sample,
-    /// distinct: normalised and probed one by one (hashing every text to find
-    /// the few copies would cost more than probing those again).
-    Distinct,
-}
-
-impl Grouping {
-    /// Group texts `range` of `texts` when that pays (see the variants).
-    pub(super) fn of<S: Strings + ?Sized>(texts: &S, range: Range<usize>) -> Self {
-        Self::with_hash(texts, range, content_hash)
-    }
-
-    /// [`Self::of`] with another hash function (tests: one under which texts collide).
-    pub(super) fn with_hash<S: Strings + ?Sized>(texts: &S, range: Range<usize>, hash: fn(&[u8]) -> u64) -> Self {
-        if mostly_ascii(texts, range.clone()) {
-            return Grouping::Ascii;
-        }
-        match SharedNorms::grouped(texts, range, hash) {
-            Some(shared) => Grouping::Shared(shared),
-            None => Grouping::Distinct,
-        }
-    }
-
-    pub(super) fn shared(&self) -> Option<&SharedNorms> {
-        match self {
-            Grouping::Shared(shared) => Some(shared),
-            _ => None,
-        }
-    }
-
-    /// Should the run-wide check skip the copies of texts it has probed
-    /// (finding them by their hash where the block did not group them)?
-    pub(super) fn copies_worth_finding(&self) -> bool {
-        !matches!(self, Grouping::Distinct)
-    }
-}
-
 impl SharedNorms {
     /// Group texts `range` of `texts`; `None` when more than [`MAX_DISTINCT`]
-    /// of them are, or look from a sample, distinct, or when they are mostly
-    /// ASCII (see [`MIN_NON_ASCII`]): normalise them one by one instead.
-    pub(super) fn of<S: Strings + ?Sized>(texts: &S, range: Range<usize>) -> Option<Self> {
-        Self::with_hash(texts, range, content_hash)
+    /// of them are, or look from a sample, distinct (normalise and probe them
+    /// one by one: hashing every text to find the few copies would cost more
+    /// than probing those again), or when they are mostly ASCII (see
+    /// [`MIN_NON_ASCII`]) and `probed` is false. `probed`: the texts will also
+    /// probe a run-wide index, and only the first copy of a group does.
+    pub(super) fn of<S: Strings + ?Sized>(texts: &S, range: Range<usize>, probed: bool) -> Option<Self> {
+        Self::with_hash(texts, range, probed, content_hash)
     }
 
     /// [`Self::of`] with another hash function (tests: one under which texts collide).
-    pub(super) fn with_hash<S: Strings + ?Sized>(texts: &S, range: Range<usize>, hash: fn(&[u8]) -> u64) -> Option<Self> {
-        match Grouping::with_hash(texts, range, hash) {
-            Grouping::Shared(shared) => Some(shared),
-            _ => None,
+    pub(super) fn with_hash<S: Strings + ?Sized>(texts: &S, range: Range<usize>, probed: bool, hash: fn(&[u8]) -> u64) -> Option<Self> {
+        // Probing a copy again costs more than finding it (hashing and comparing every text; 39% against 64% more
+        // than the match alone on bench_score.py's ascii texts), and a copy found is not normalised again.
+        if !probed && mostly_ascii(texts, range.clone()) {
+            return None;
         }
+        Self::grouped(texts, range, hash)
     }
 
     /// Group texts `range` unless more than [`MAX_DISTINCT`] of them are, or

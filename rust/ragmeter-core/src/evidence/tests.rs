@@ -667,21 +667,45 @@ fn block_paths_equal_plain_nfkc_on_long_mixed_texts() {
 }
 
 #[test]
-fn probed_texts_are_told_apart_by_their_bytes() {
-    let texts = vec!["alpha", "beta", "alpha", "gamma", "beta", "alpha", ""];
-    let asked = |probed: &copies::Probed| (0..texts.len()).map(|i| probed.first(&texts, i)).collect::<Vec<_>>();
-    assert_eq!(asked(&copies::Probed::new()), vec![true, true, false, true, false, false, true]);
-    // Every text with the same hash: a text unlike the first of its hash is probed (again), never skipped.
-    assert_eq!(asked(&copies::Probed::with_hash(|_| 7)), vec![true, true, false, true, true, false, true]);
-    // The same text asked twice is the first of its kind both times.
-    let probed = copies::Probed::with_hash(|_| 7);
-    assert!(probed.first(&texts, 3));
-    assert!(probed.first(&texts, 3));
-    let long: Vec<String> = (0..40).map(|i| format!("{}{}", "x".repeat(64), i % 13)).collect();
-    let probed = copies::Probed::new();
-    let first: Vec<bool> = (0..long.len()).map(|i| probed.first(&long, i)).collect();
-    assert_eq!(first, (0..40).map(|i| i < 13).collect::<Vec<_>>());
-    assert_ne!(copies::content_hash(long[0].as_bytes()), copies::content_hash(long[1].as_bytes()));
+fn run_phrases_over_repeated_ascii_texts_find_phrases_only_near_copies_hold() {
+    // ASCII texts drawn from a pool (grouped when the run-wide index is
+    // probed), and near copies of pool texts (one byte changed) that alone
+    // hold some phrases: a near copy is not taken for a copy of its original.
+    let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
+    let pool: Vec<String> = (0..40).map(|i| format!("{:<300}", format!("pool text {i} on retrieval and ranking"))).collect();
+    let n_cases = 3 * batch::RUN_BATCH_MIN;
+    let (mut texts, mut chunk_offsets, mut phrases, mut phrase_offsets) = (Vec::new(), vec![0usize], Vec::new(), vec![0usize]);
+    for c in 0..n_cases {
+        for _ in 0..8 {
+            let mut t = pool[(next() % 40) as usize].clone();
+            if next().is_multiple_of(50) {
+                t.replace_range(200..205, &format!("n{:04}", c % 10_000));
+            }
+            texts.push(t);
+        }
+        chunk_offsets.push(texts.len());
+        phrases.push(format!("N{:04}", (c + 7) % n_cases));
+        phrases.push(format!("Pool Text {}", c % 60));
+        phrase_offsets.push(phrases.len());
+    }
+    let everywhere = phrases_in_texts(&phrases, &texts).unwrap();
+    assert!(everywhere.iter().step_by(2).any(|&f| f) && everywhere.iter().step_by(2).any(|&f| !f));
+    let mut run = RunPhrases::new(&phrases);
+    for cases in (0..n_cases).collect::<Vec<_>>().chunks(200) {
+        let p = part_of(&phrase_offsets, &phrases, &chunk_offsets, &texts, cases);
+        let empty: Vec<String> = vec![];
+        let b = EvidenceBatch {
+            file_offsets: &p.file_offsets,
+            expected_files: &empty,
+            phrase_offsets: &p.phrase_offsets,
+            phrases: &p.phrases,
+            chunk_offsets: &p.chunk_offsets,
+            chunk_files: &p.chunk_files,
+            chunk_texts: &p.chunk_texts,
+        };
+        assert_eq!(run.match_batch(&b, &p.ids).unwrap(), match_evidence(&b).unwrap());
+    }
+    assert_eq!(run.found(), everywhere);
 }
 
 #[test]
@@ -948,7 +972,7 @@ fn shared_norms_group_copies_and_tell_apart_texts_of_the_same_hash() {
     let near = String::from_utf8(near).unwrap();
     let other = "ΟΔΟΣ retrie-\nval 大模型".to_string();
     let texts = vec![base.clone(), near.clone(), base.clone(), other.clone(), base.clone()];
-    let shared = shared::SharedNorms::of(&texts, 0..texts.len()).expect("3 distinct of 5 texts");
+    let shared = shared::SharedNorms::of(&texts, 0..texts.len(), false).expect("3 distinct of 5 texts");
     assert_eq!(shared.groups(), 3);
     assert_eq!(own_texts_checking_forms(&shared, &texts), 0);
     let mut norm = Normalizer::new();
@@ -957,31 +981,25 @@ fn shared_norms_group_copies_and_tell_apart_texts_of_the_same_hash() {
     let first = shared.get(&texts, 0, &mut norm).unwrap() as *const _;
     assert_eq!(shared.get(&texts, 4, &mut norm).unwrap() as *const _, first);
     // Every text of one hash: those unlike the first are normalised where used, never given its forms.
-    let collide = shared::SharedNorms::with_hash(&texts, 0..texts.len(), |_| 7).expect("1 group");
+    let collide = shared::SharedNorms::with_hash(&texts, 0..texts.len(), false, |_| 7).expect("1 group");
     assert_eq!(collide.groups(), 1);
     assert_eq!((0..5).map(|k| collide.is_own(k)).collect::<Vec<_>>(), vec![false, true, false, true, false]);
     assert_eq!(own_texts_checking_forms(&collide, &texts), 2);
     // More than 3/4 of the texts distinct: none are grouped.
     let distinct: Vec<String> = (0..8).map(|i| format!("文本 {i}")).collect();
-    assert!(shared::SharedNorms::of(&distinct, 0..8).is_none());
-    assert!(shared::SharedNorms::of(&distinct, 2..3).is_none());
+    assert!(shared::SharedNorms::of(&distinct, 0..8, false).is_none());
+    assert!(shared::SharedNorms::of(&distinct, 2..3, false).is_none());
     // A sample of 4,096 of 20,000 texts tells a pool of 1,000 from distinct texts.
     let pooled: Vec<String> = (0..20_000).map(|i| format!("文本 {}", (i * 7919) % 1000)).collect();
-    assert_eq!(shared::SharedNorms::of(&pooled, 0..20_000).map(|s| s.groups()), Some(1000));
+    assert_eq!(shared::SharedNorms::of(&pooled, 0..20_000, false).map(|s| s.groups()), Some(1000));
     let distinct: Vec<String> = (0..20_000).map(|i| format!("文本 {i}")).collect();
-    assert!(shared::SharedNorms::of(&distinct, 0..20_000).is_none());
+    assert!(shared::SharedNorms::of(&distinct, 0..20_000, false).is_none());
     // Texts mostly ASCII are normalised where used, repeated or not.
     let ascii: Vec<String> = (0..20_000).map(|i| format!("text {} of a pool in English, with one ⼤", (i * 7919) % 1000)).collect();
-    assert!(shared::SharedNorms::of(&ascii, 0..20_000).is_none());
-    // The run-wide check finds the copies of ASCII blocks by their hash, and does not look for them in distinct ones.
-    let kind = |texts: &Vec<String>| match shared::Grouping::of(texts, 0..texts.len()) {
-        shared::Grouping::Shared(s) => (format!("shared {}", s.groups()), true),
-        g @ shared::Grouping::Ascii => ("ascii".to_string(), g.copies_worth_finding()),
-        g @ shared::Grouping::Distinct => ("distinct".to_string(), g.copies_worth_finding()),
-    };
-    assert_eq!(kind(&pooled), ("shared 1000".to_string(), true));
-    assert_eq!(kind(&ascii), ("ascii".to_string(), true));
-    assert_eq!(kind(&distinct), ("distinct".to_string(), false));
+    assert!(shared::SharedNorms::of(&ascii, 0..20_000, false).is_none());
+    // ... unless they will probe the run-wide index: then its copies are found, and probed once.
+    assert_eq!(shared::SharedNorms::of(&ascii, 0..20_000, true).map(|s| s.groups()), Some(1000));
+    assert!(shared::SharedNorms::of(&distinct, 0..20_000, true).is_none());
 }
 
 #[test]
@@ -1037,9 +1055,9 @@ fn copies_sharing_normal_forms_match_as_texts_normalised_one_by_one() {
             chunk_texts: &texts,
         };
         // The pool of 10% is grouped, the one of 90% normalised text by text.
-        assert_eq!(shared::SharedNorms::of(&texts, 0..texts.len()).is_some(), pool_share < 50, "pool of {pool_share}%");
+        assert_eq!(shared::SharedNorms::of(&texts, 0..texts.len(), false).is_some(), pool_share < 50, "pool of {pool_share}%");
         // Grouped by length, near copies collide with their originals.
-        if let Some(by_len) = shared::SharedNorms::with_hash(&texts, 0..texts.len(), |t| t.len() as u64) {
+        if let Some(by_len) = shared::SharedNorms::with_hash(&texts, 0..texts.len(), false, |t| t.len() as u64) {
             assert!(own_texts_checking_forms(&by_len, &texts) > 0);
         }
         let shared = batch::match_evidence_with(&b, true).unwrap();
