@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 
 import polars as pl
 import pytest
@@ -49,6 +50,32 @@ def test_a_file_loaded_twice_is_parsed_once_while_its_bytes_are_the_same(tmp_pat
     load_golden(golden)
     assert len(parsed) == 4  # outside the context every load parses
     assert_frame_equal(third, load_golden(golden))
+
+
+def test_a_context_in_another_thread_leaves_this_one_parsing(tmp_path, monkeypatch):
+    # A platform scoring in a worker thread holds the context open; loads outside it, here, still parse.
+    golden = tmp_path / "golden.jsonl"
+    write_golden(golden, 3)
+    parsed = counting_parses(monkeypatch)
+    entered, release = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        with reusing_golden_loads():
+            load_golden(golden)
+            entered.set()
+            release.wait(10)
+            load_golden(golden)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    try:
+        assert entered.wait(10)
+        load_golden(golden)
+        load_golden(golden)
+    finally:
+        release.set()
+        thread.join(10)
+    assert len(parsed) == 3  # the worker's first load, and each of this thread's two
 
 
 def test_score_parses_the_golden_set_once_and_prints_what_it_printed(tmp_path, monkeypatch, capsys):

@@ -34,6 +34,7 @@ line saying what it looks like.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import difflib
 import json
 import math
@@ -797,18 +798,20 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     one line when the whole file is in the wrong shape.
     """
     raw = _read_bytes(Path(source)) if _is_path(source) else None
-    key = (str(source), name)
-    if raw is not None and _reused_golden is not None and key in _reused_golden and _reused_golden[key][0] == raw:
-        return _reused_golden[key][1].clone()
+    key, reused = (str(source), name), _reused_golden.get()
+    if raw is not None and reused is not None and key in reused and reused[key][0] == raw:
+        return reused[key][1].clone()
     frame, others = _load_golden(source, name, raw)
-    if raw is not None and _reused_golden is not None:
-        _reused_golden[key] = (raw, frame.clone(), others)
+    if raw is not None and reused is not None:
+        reused[key] = (raw, frame.clone(), others)
     return frame
 
 
 #: (path, name) -> (the file's bytes, its frame, the Arrow table of the fields it does not keep or None)
-#: while :func:`reusing_golden_loads` is in effect, else None
-_reused_golden: Optional[Dict[Tuple[str, str], Tuple[bytes, pl.DataFrame, Any]]] = None
+#: while :func:`reusing_golden_loads` is in effect, else None; a context variable, so that a command in
+#: another thread (an embedding platform's, a test's server) neither sees nor ends this one's
+_reused_golden: contextvars.ContextVar[Optional[Dict[Tuple[str, str], Tuple[bytes, pl.DataFrame, Any]]]] = \
+    contextvars.ContextVar("ragmeter_reused_golden", default=None)
 
 #: Arrow types whose values ``to_pylist`` gives exactly as ``json.loads`` would (a double column may hold
 #: integers the reader widened, a string column never holds anything but strings)
@@ -833,7 +836,8 @@ def _other_fields(source: Source, name: str) -> Any:
     if not _is_path(source):
         return None
     raw = _read_bytes(Path(source))
-    reused = _reused_golden.get((str(source), name)) if _reused_golden is not None else None
+    loads = _reused_golden.get()
+    reused = loads.get((str(source), name)) if loads is not None else None
     if reused is not None and reused[0] == raw:
         return reused[2]
     if _is_parquet(Path(source), raw):
@@ -847,12 +851,12 @@ def reusing_golden_loads() -> Iterator[None]:
     """Within it, :func:`load_golden` of a file it loaded before, whose bytes are still the same, gives a copy
     of that frame instead of parsing the file again (``ragmeter score`` loads the golden set to score the run
     and again to audit it: 0.3 s at 100,000 cases)."""
-    global _reused_golden
-    outer, _reused_golden = _reused_golden, _reused_golden if _reused_golden is not None else {}
+    outer = _reused_golden.get()
+    token = _reused_golden.set(outer if outer is not None else {})
     try:
         yield
     finally:
-        _reused_golden = outer
+        _reused_golden.reset(token)
 
 
 def _load_golden(source: Source, name: str, raw: Optional[bytes]) -> Tuple[pl.DataFrame, Any]:
