@@ -129,7 +129,7 @@ impl ViewTexts<'_> {
         let first_bad = (0..self.views.len() / 16)
             .into_par_iter()
             .with_min_len(256)
-            .find_first(|&i| !self.bytes(i).is_some_and(|b| simdutf8::basic::from_utf8(b).is_ok()));
+            .find_first(|&i| self.bytes(i).is_none_or(|b| simdutf8::basic::from_utf8(b).is_err()));
         if let Some(i) = first_bad {
             let what = if self.bytes(i).is_some() { "is not valid UTF-8" } else { "points outside its buffer" };
             return Err(bad(format!("value {i} {what}")));

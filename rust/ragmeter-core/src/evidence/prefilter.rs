@@ -96,6 +96,8 @@ pub(super) struct RawPrefilter {
     search: Option<Search>,
 }
 
+// One per prefilter, read on every text: boxing the automaton would only add a load to each test.
+#[allow(clippy::large_enum_variant)]
 enum Search {
     /// Patterns of several bytes: aho-corasick (its packed searcher when it can).
     Patterns(AhoCorasick),
@@ -163,7 +165,7 @@ impl RawPrefilter {
     /// False only when the normalised form of `raw` contains none of the phrases.
     #[inline]
     pub(super) fn may_contain(&self, raw: &str) -> bool {
-        self.search.as_ref().map_or(true, |s| s.may_contain(raw))
+        self.search.as_ref().is_none_or(|s| s.may_contain(raw))
     }
 
     /// Whether the test can skip anything (tests).

@@ -275,13 +275,13 @@ fn run_wide_check_agrees_with_a_search_of_all_texts() {
         for _ in 0..n_chunks {
             let n_words = (next() % 12) as usize;
             let mut t: String = (0..n_words).map(|_| words[(next() % words.len() as u64) as usize]).collect::<Vec<_>>().join(" ");
-            if c > n_cases - 50 && next() % 3 == 0 {
+            if c > n_cases - 50 && next().is_multiple_of(3) {
                 t.push_str(&format!(" late{}phrase", c % 7));
             }
-            if c < 100 && next() % 3 == 0 {
+            if c < 100 && next().is_multiple_of(3) {
                 t.push_str(&format!(" early{}word", c % 11));
             }
-            if (260..300).contains(&c) && next() % 3 == 0 {
+            if (260..300).contains(&c) && next().is_multiple_of(3) {
                 t.push_str(&format!(" mid{}token", c % 13));
             }
             chunk_texts.push(t);
@@ -753,15 +753,13 @@ fn part_of(phrase_offsets: &[usize], phrases: &[String], chunk_offsets: &[usize]
         ids: Vec::new(),
     };
     for &c in cases {
-        for i in phrase_offsets[c]..phrase_offsets[c + 1] {
-            p.phrases.push(phrases[i].clone());
-            p.ids.push(i);
-        }
+        let own = phrase_offsets[c]..phrase_offsets[c + 1];
+        p.phrases.extend_from_slice(&phrases[own.clone()]);
+        p.ids.extend(own);
         p.phrase_offsets.push(p.phrases.len());
-        for k in chunk_offsets[c]..chunk_offsets[c + 1] {
-            p.chunk_texts.push(texts[k].clone());
-            p.chunk_files.push("f".into());
-        }
+        let chunks = &texts[chunk_offsets[c]..chunk_offsets[c + 1]];
+        p.chunk_texts.extend_from_slice(chunks);
+        p.chunk_files.extend(chunks.iter().map(|_| "f".to_string()));
         p.chunk_offsets.push(p.chunk_texts.len());
     }
     p
@@ -780,7 +778,7 @@ fn run_phrases_over_slices_agree_with_a_search_of_all_texts() {
     for c in 0..n_cases {
         for _ in 0..(if c % 97 == 5 { 0 } else { 1 + next() % 4 }) {
             let mut t: String = (0..next() % 12).map(|_| words[(next() % 8) as usize]).collect::<Vec<_>>().join(" ");
-            if next() % 5 == 0 {
+            if next().is_multiple_of(5) {
                 t.push_str(&format!(" own{}case", (c + (next() % 3) as usize) % n_cases));
             }
             texts.push(t);
@@ -1024,7 +1022,7 @@ fn copies_sharing_normal_forms_match_as_texts_normalised_one_by_one() {
         for c in 0..n_cases {
             for _ in 0..next() % 15 {
                 let mut t = pool[(next() % pool_size as u64) as usize].clone();
-                if next() % 7 == 0 {
+                if next().is_multiple_of(7) {
                     t.replace_range(90..94, "qzqz");
                 }
                 texts.push(t);
