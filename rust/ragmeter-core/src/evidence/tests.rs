@@ -692,18 +692,7 @@ fn run_phrases_over_repeated_ascii_texts_find_phrases_only_near_copies_hold() {
     assert!(everywhere.iter().step_by(2).any(|&f| f) && everywhere.iter().step_by(2).any(|&f| !f));
     let mut run = RunPhrases::new(&phrases);
     for cases in (0..n_cases).collect::<Vec<_>>().chunks(200) {
-        let p = part_of(&phrase_offsets, &phrases, &chunk_offsets, &texts, cases);
-        let empty: Vec<String> = vec![];
-        let b = EvidenceBatch {
-            file_offsets: &p.file_offsets,
-            expected_files: &empty,
-            phrase_offsets: &p.phrase_offsets,
-            phrases: &p.phrases,
-            chunk_offsets: &p.chunk_offsets,
-            chunk_files: &p.chunk_files,
-            chunk_texts: &p.chunk_texts,
-        };
-        assert_eq!(run.match_batch(&b, &p.ids).unwrap(), match_evidence(&b).unwrap());
+        streamed_matches_alone(&mut run, &part_of(&phrase_offsets, &phrases, &chunk_offsets, &texts, cases));
     }
     assert_eq!(run.found(), everywhere);
 }
@@ -740,6 +729,21 @@ struct Part {
     chunk_files: Vec<String>,
     file_offsets: Vec<usize>,
     ids: Vec<usize>,
+}
+
+/// `p` matched as a slice of the run `run` streams gives what it gives alone.
+fn streamed_matches_alone(run: &mut RunPhrases, p: &Part) {
+    let empty: Vec<String> = vec![];
+    let b = EvidenceBatch {
+        file_offsets: &p.file_offsets,
+        expected_files: &empty,
+        phrase_offsets: &p.phrase_offsets,
+        phrases: &p.phrases,
+        chunk_offsets: &p.chunk_offsets,
+        chunk_files: &p.chunk_files,
+        chunk_texts: &p.chunk_texts,
+    };
+    assert_eq!(run.match_batch(&b, &p.ids).unwrap(), match_evidence(&b).unwrap());
 }
 
 fn part_of(phrase_offsets: &[usize], phrases: &[String], chunk_offsets: &[usize], texts: &[String], cases: &[usize]) -> Part {
@@ -806,18 +810,7 @@ fn run_phrases_over_slices_agree_with_a_search_of_all_texts() {
         let size = (1 + next() % 400) as usize;
         let cases = &order[at..(at + size).min(n_cases)];
         at += cases.len();
-        let p = part_of(&phrase_offsets, &phrases, &chunk_offsets, &texts, cases);
-        let empty: Vec<String> = vec![];
-        let b = EvidenceBatch {
-            file_offsets: &p.file_offsets,
-            expected_files: &empty,
-            phrase_offsets: &p.phrase_offsets,
-            phrases: &p.phrases,
-            chunk_offsets: &p.chunk_offsets,
-            chunk_files: &p.chunk_files,
-            chunk_texts: &p.chunk_texts,
-        };
-        assert_eq!(run.match_batch(&b, &p.ids).unwrap(), match_evidence(&b).unwrap());
+        streamed_matches_alone(&mut run, &part_of(&phrase_offsets, &phrases, &chunk_offsets, &texts, cases));
     }
     assert_eq!(run.found(), everywhere);
 }
