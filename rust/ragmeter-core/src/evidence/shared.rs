@@ -82,8 +82,9 @@ impl SharedNorms {
 
     /// [`Self::of`] with another hash function (tests: one under which texts collide).
     pub(super) fn with_hash<S: Strings + ?Sized>(texts: &S, range: Range<usize>, probed: bool, hash: fn(&[u8]) -> u64) -> Option<Self> {
-        // Probing a copy again costs more than finding it (hashing and comparing every text; 39% against 64% more
-        // than the match alone on bench_score.py's ascii texts), and a copy found is not normalised again.
+        // Probing a copy again costs more than finding it (hashing and comparing every text), and a copy found is
+        // not normalised again: 955 against 803 MB/s per core with the check on bench_score.py's ascii texts
+        // (benches/RESULTS_score.md, 2026-12-04).
         if !probed && mostly_ascii(texts, range.clone()) {
             return None;
         }

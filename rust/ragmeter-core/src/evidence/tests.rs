@@ -669,7 +669,7 @@ fn block_paths_equal_plain_nfkc_on_long_mixed_texts() {
 #[test]
 fn run_phrases_over_repeated_ascii_texts_find_phrases_only_near_copies_hold() {
     // ASCII texts drawn from a pool (grouped when the run-wide index is
-    // probed), and near copies of pool texts (one byte changed) that alone
+    // probed), and near copies of pool texts (five bytes changed) that alone
     // hold some phrases: a near copy is not taken for a copy of its original.
     let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
     let pool: Vec<String> = (0..40).map(|i| format!("{:<300}", format!("pool text {i} on retrieval and ranking"))).collect();
