@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -138,7 +139,7 @@ def test_the_run_wide_check_keeps_no_text(tmp_path, tiny_slices, monkeypatch):
     def no_second_read(reader):
         raise AssertionError("texts read again")
 
-    monkeypatch.setattr(_stream_score, "_texts_again", no_second_read)
+    monkeypatch.setattr(_stream_score, "_chunks_again", no_second_read)
     streamed = ragmeter.score(golden, run)
     assert_frame_equal(streamed.cases, whole.cases)
     assert json.dumps(streamed.summary, default=str) == json.dumps(whole.summary, default=str)
@@ -422,3 +423,77 @@ def test_scoring_in_several_threads_at_once_gives_each_its_own_slices(tmp_path, 
     for i, cases in enumerate(got):
         assert_frame_equal(cases, expected[i % 2])
     assert _parquet_ahead._started is None
+
+
+def test_the_reader_decodes_one_slice_ahead_not_more():
+    """While the consumer holds a slice, the helper decodes the next one and then waits: a third slice is
+    not begun until the second is taken (each slice is tens of MB of text)."""
+    import threading
+    import time
+
+    pulled: list = []
+    second = threading.Event()
+
+    def items():
+        for i in range(5):
+            pulled.append(i)
+            if i == 1:
+                second.set()
+            yield i
+
+    ahead = _parquet_ahead.ReadAhead(items())
+    it = iter(ahead)
+    assert next(it) == 0
+    assert second.wait(5)
+    time.sleep(0.3)
+    assert pulled == [0, 1]
+    assert next(it) == 1
+    assert list(it) == [2, 3, 4]
+    assert pulled == [0, 1, 2, 3, 4]
+
+
+def test_the_chunk_writer_is_handed_a_slice_once_it_has_written_the_last(tmp_path, tiny_slices, monkeypatch):
+    """Each slice's chunk rows wait for the writer to finish the slice before: never two slices' texts in
+    the writer's hands (the queue is empty whenever it writes a part), and the file is the chunk table."""
+    import time
+
+    real = _stream_score.write_parquet_parts
+    seen: list = []
+    spools: list = []
+    make = _stream_score._ChunkSpool
+
+    def spool(path):
+        spools.append(make(path))
+        return spools[-1]
+
+    def slow(parts, path, schema):
+        def watched():
+            for part in parts:
+                time.sleep(0.02)
+                seen.append(spools[-1]._queue.qsize())
+                yield part
+        real(watched(), path, schema)
+
+    monkeypatch.setattr(_stream_score, "_ChunkSpool", spool)
+    monkeypatch.setattr(_stream_score, "write_parquet_parts", slow)
+    golden, run = make_case_files(tmp_path, 21)
+    result = ragmeter.retrieval.score_into(golden, run, tmp_path / "out")
+    assert len(seen) > 5 and not any(seen[:-1])  # at the last part, close() may have queued its end mark
+    assert_frame_equal(pl.read_parquet(tmp_path / "out" / "chunks.parquet"), whole_run(golden, run).chunks)
+    assert_frame_equal(result.cases, whole_run(golden, run).cases)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_a_run_changed_after_scoring_is_reported_when_its_chunks_are_read_again(tmp_path, tiny_slices, shuffle):
+    """``chunks`` and ``write`` read the chunks again from the file: a file rewritten in place since it was
+    scored is an input error naming it (not a table of mismatched rows, nor a traceback), and nothing is
+    written."""
+    golden, run = make_case_files(tmp_path, 22, shuffle=shuffle)
+    result = ragmeter.score(golden, run)
+    frame = pl.read_parquet(run)
+    frame.with_columns(pl.col("retrieved").list.head(1)).write_parquet(run)  # the same cases, fewer chunks
+    with pytest.raises(InputError, match=f"^{re.escape(str(run))}: "):
+        result.chunks
+    with pytest.raises(InputError, match=f"^{re.escape(str(run))}: "):
+        result.write(tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -30,6 +30,7 @@ PARQUET_SLICE_BYTES = 32 << 20
 SLICE_ROWS = (256, 8192)
 
 _POOL_LOCK = threading.Lock()
+_END = object()
 
 
 def is_parquet(path: Path, raw: Optional[bytes] = None) -> bool:
@@ -94,10 +95,15 @@ def slice_rows(meta: Any) -> int:
 class ReadAhead:
     """``items``, each produced on a helper thread while the previous one is used (one item ahead), from
     the moment this is made. Iterate once; an exception of the producer is raised there, and :meth:`close`
-    (or leaving the iteration) stops the producer."""
+    (or leaving the iteration) stops the producer.
+
+    One item ahead, not more: the producer begins the next item only once the one it made last has been
+    taken, so at most two items are in memory (the one in use and the next), not three; a slice is about
+    :data:`PARQUET_SLICE_BYTES` of text, and decoding one takes less time than matching it."""
 
     def __init__(self, items: Iterator[Any]) -> None:
-        self._slots: "queue.Queue[Tuple[str, Any]]" = queue.Queue(maxsize=1)
+        self._slots: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
+        self._room = threading.Semaphore(1)  # released when an item is taken
         self._stop = threading.Event()
         self._worker = threading.Thread(target=self._produce, args=(items,), name="ragmeter-parquet-read",
                                         daemon=True)
@@ -105,18 +111,21 @@ class ReadAhead:
 
     def _produce(self, items: Iterator[Any]) -> None:
         try:
-            for item in items:
-                while not self._stop.is_set():
-                    try:
-                        self._slots.put(("item", item), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if self._stop.is_set():
+            while self._wait_for_room():
+                item = next(items, _END)
+                if item is _END:
+                    self._slots.put(("end", None))
                     return
-            self._slots.put(("end", None))
+                self._slots.put(("item", item))
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
             self._slots.put(("error", exc))
+
+    def _wait_for_room(self) -> bool:
+        """Wait until the last item made has been taken; False when stopped."""
+        while not self._stop.is_set():
+            if self._room.acquire(timeout=0.1):
+                return not self._stop.is_set()
+        return False
 
     def __iter__(self) -> Iterator[Any]:
         try:
@@ -126,7 +135,9 @@ class ReadAhead:
                     return
                 if kind == "error":
                     raise value
+                self._room.release()
                 yield value
+                value = None  # not kept while the next item is waited for
         finally:
             self.close()
 

@@ -2,10 +2,10 @@
 
 The run is read with :class:`ragmeter.dataset.ParquetRun` (a few thousand rows per slice, whatever the
 file's row groups; every slice validated as :func:`ragmeter.dataset.load_run` validates the whole file,
-every problem of every slice reported at once at the end). Each slice is matched in Rust and only what the
-metrics and ``chunks.parquet`` need is kept: per chunk its file, chunk id, score and relevance marks, not
-its text. The slices' matches are then put in the golden set's order as one :class:`EvidenceMatch`, and the
-tables and summary are those of :func:`ragmeter.retrieval._score_prepared`, so the results are the ones
+every problem of every slice reported at once at the end). Each slice is matched in Rust and only its match
+is kept: per chunk its relevance marks (a few bytes), not its text, file, chunk id or score, which
+``chunks.parquet`` and :attr:`ScoreResult.chunks` read again from the file with the texts. The slices'
+matches are then put in the golden set's order as one :class:`EvidenceMatch`, and the tables and summary are those of :func:`ragmeter.retrieval._score_prepared`, so the results are the ones
 the whole run loaded at once gives.
 
 The run-wide "phrase found in no chunk" check needs every chunk text of the run, and a phrase's own case may
@@ -22,6 +22,7 @@ else the chunk table is built in memory (as for :attr:`ScoreResult.chunks`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -45,12 +46,14 @@ _CHUNK_FIELDS = ("file", "chunk_id", "score")
 
 
 class _Slice:
-    """What is kept of one matched slice: its cases' golden positions, the match and the chunks' fields."""
+    """What is kept of one matched slice: its cases' golden positions, the match, and how many of its chunks
+    name no file (the chunks' strings are not kept: at 100,000 cases they held 70 MB, and twice that while
+    they were put in golden order)."""
 
-    def __init__(self, positions: np.ndarray, match: EvidenceMatch, fields: Any) -> None:
+    def __init__(self, positions: np.ndarray, match: EvidenceMatch, files_null: int) -> None:
         self.positions = positions
         self.match = match
-        self.fields = fields
+        self.files_null = files_null
 
 
 def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = None) -> ScoreResult:
@@ -105,16 +108,22 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
 
 def _match_slice(g: pl.DataFrame, batch: Any, frame: pl.DataFrame, position: np.ndarray,
                  run_phrases: RunPhrases, spool: Optional["_ChunkSpool"] = None) -> _Slice:
-    fields = frame.select(pl.col("retrieved").list.eval(pl.element().struct.field(name)).alias(name)
-                          for name in _CHUNK_FIELDS)
-    files = fields["file"]
-    fields = fields.select(pl.col(name).explode(empty_as_null=False, keep_nulls=False) for name in _CHUNK_FIELDS)
+    files, fields = _chunk_fields(frame)
     texts, flat = _texts_for_rust(batch, frame)
     match = match_relevance(g["expected_files"].gather(position), g["expected_evidence"].gather(position), files,
                             texts, no_file_in_run=False, run_index=run_phrases, run_cases=position)
     if spool is not None:
         spool.add(position, _chunk_table(frame["id"], match, fields), _large_strings(flat))
-    return _Slice(position, match, _detached(fields))
+    return _Slice(position, match, fields["file"].null_count())
+
+
+def _chunk_fields(frame: pl.DataFrame) -> Tuple[pl.Series, pl.DataFrame]:
+    """A slice's chunk files per case (a list column, for matching), and its chunks' file, chunk id and score,
+    one row per chunk."""
+    fields = frame.select(pl.col("retrieved").list.eval(pl.element().struct.field(name)).alias(name)
+                          for name in _CHUNK_FIELDS)
+    files = fields["file"]
+    return files, fields.select(pl.col(name).explode(empty_as_null=False, keep_nulls=False) for name in _CHUNK_FIELDS)
 
 
 def _detached(frame: pl.DataFrame) -> Any:
@@ -151,10 +160,8 @@ def _texts_for_rust(batch: Any, frame: pl.DataFrame) -> Tuple[Any, pl.Series]:
 
 
 class _Assembled:
-    def __init__(self, match: EvidenceMatch, fields: pl.DataFrame, chunk_order: Optional[np.ndarray],
-                 files_null: int) -> None:
+    def __init__(self, match: EvidenceMatch, chunk_order: Optional[np.ndarray], files_null: int) -> None:
         self.match = match
-        self.fields = fields  # per chunk, golden order
         self.chunk_order = chunk_order  # per chunk (golden order), its index in the file's order; None: the same
         self.files_null = files_null
 
@@ -201,30 +208,24 @@ def _assemble(g: pl.DataFrame, slices: List[_Slice], missing: List[str]) -> _Ass
         phrases_found=cat("phrases_found")[chunk_index], phrase_first_rank=cat("phrase_first_rank")[phrase_index],
         phrase_any_rank=cat("phrase_any_rank")[phrase_index], phrase_empty=cat("phrase_empty")[phrase_index],
         file_first_rank=cat("file_first_rank")[file_index], file_unknown=file_unknown, file_placeholder=placeholder)
-    fields = pl.from_arrow(pa.concat_tables([s.fields for s in slices])) if slices else pl.DataFrame(
-        schema={"file": pl.String, "chunk_id": pl.String, "score": pl.Float64})
     in_order = np.array_equal(chunk_index, np.arange(len(chunk_index)))
-    if not in_order:
-        fields = fields[chunk_index]
-    files_null = fields["file"].null_count()
-    if files_null and files_null == fields.height:
+    files_null = sum(s.files_null for s in slices)
+    if files_null and files_null == len(chunk_index):
         mark_no_file_in_run(match, g["expected_files"])
-    return _Assembled(match, fields, None if in_order else chunk_index, files_null)
+    return _Assembled(match, None if in_order else chunk_index, files_null)
 
 
 # ---------------------------------------------------------------------------
-# The texts read again
+# The chunks read again
 # ---------------------------------------------------------------------------
 
 
-def _texts_again(reader: ParquetRun) -> Iterator[Any]:
+def _chunks_again(reader: ParquetRun) -> Iterator[Tuple[pl.DataFrame, Any]]:
+    """Per slice of the file, in its order: the chunks' file, chunk id and score (one row per chunk) and their
+    texts (a pyarrow large_string array), as the scoring pass read them."""
     for first, batch in reader.batches():
-        yield _slice_texts(reader, batch, first)
-
-
-def _slice_texts(reader: ParquetRun, batch: Any, first_row: int) -> Any:
-    """The chunk texts of one slice in order, as the scoring pass read them (a pyarrow large_string array)."""
-    return _large_strings(_texts_for_rust(batch, reader.frame(batch, first_row, record=False))[1])
+        frame = reader.frame(batch, first, record=False)
+        yield _chunk_fields(frame)[1], _large_strings(_texts_for_rust(batch, frame)[1])
 
 
 def _large_strings(values: Any) -> Any:
@@ -249,21 +250,36 @@ def _text_series(values: Any) -> pl.Series:
 # ---------------------------------------------------------------------------
 
 
-def _chunk_table(ids: pl.Series, match: EvidenceMatch, fields: pl.DataFrame,
-                 texts: Optional[pl.Series] = None) -> pl.DataFrame:
-    """The chunk table of ``match``'s cases (``ids`` one per case): every column, the text only when given
-    (at :data:`_TEXT_AT`)."""
+def _chunk_table(ids: pl.Series, match: EvidenceMatch, fields: Optional[pl.DataFrame]) -> pl.DataFrame:
+    """The chunk table of ``match``'s cases (``ids`` one per case) but its text; without its file, chunk id and
+    score when ``fields`` is None (:func:`_with_fields` adds them)."""
     lengths = np.diff(match.chunk_offsets)
     case = np.repeat(np.arange(len(lengths)), lengths)
     rank = np.arange(len(case), dtype=np.int64) - np.repeat(match.chunk_offsets[:-1], lengths) + 1
+    rest = pl.DataFrame([ids.gather(case).alias("id"), pl.Series("rank", rank, dtype=pl.Int64), *_marks(match)])
+    return rest if fields is None else _with_fields(rest, fields)
+
+
+def _marks(match: EvidenceMatch) -> List[pl.Series]:
+    """The chunk table's ``relevant`` and ``file_match`` columns."""
     file_match = pl.Series("file_match", match.file_match.astype(bool))
     if match.file_placeholder is not None:  # a chunk without a file: unknown, not a match
         file_match = file_match.set(pl.Series(match.file_placeholder), None)
-    columns = [ids.gather(case).alias("id"), pl.Series("rank", rank, dtype=pl.Int64), fields["file"],
-               fields["chunk_id"], fields["score"], pl.Series("relevant", match.relevant.astype(bool)), file_match]
-    if texts is not None:
-        columns.insert(_TEXT_AT, texts.alias("text"))
+    return [pl.Series("relevant", match.relevant.astype(bool)), file_match]
+
+
+def _with_fields(rest: pl.DataFrame, fields: pl.DataFrame) -> pl.DataFrame:
+    """The chunk table (but its text) from ``rest`` (its other columns, as :func:`_chunk_table` without
+    fields gives them) and the chunks' ``fields``, in the same rows."""
+    if fields.height != rest.height:
+        raise _ChangedWhileScored()
+    columns = rest.get_columns()
+    columns[2:2] = [fields["file"], fields["chunk_id"], fields["score"]]
     return pl.DataFrame(columns)
+
+
+class _ChangedWhileScored(Exception):
+    """The run's chunks read again are not the chunks scored (:meth:`_ChunkSource.checked` reports it)."""
 
 
 #: where the chunk table's text column goes: after the chunk id, before the score
@@ -285,8 +301,9 @@ class _ChunkSpool:
     """``chunks.parquet`` written while the run is scored: each slice's chunk rows, with the slice's own text
     buffers, go to :func:`ragmeter._io.write_parquet_parts` (one row group per slice, as
     :meth:`_ChunkSource.write` writes it), on a thread of its own so that the scoring stays in the main thread,
-    where Ctrl-C and SIGTERM are seen (pyarrow's writer lets go of the GIL), fed through a short queue (a slice
-    or two in memory). Only a run in golden order can be written this way; :meth:`kept` says whether the file
+    where Ctrl-C and SIGTERM are seen (pyarrow's writer lets go of the GIL), one slice at a time: the next is
+    handed over once the writer has written the last (a slice's texts are tens of MB, and writing one is
+    quicker than matching it). Only a run in golden order can be written this way; :meth:`kept` says whether the file
     is the chunk table, and removes it if not."""
 
     _DONE = object()
@@ -298,7 +315,8 @@ class _ChunkSpool:
         self._rows = 0
         self._marks: List[pl.DataFrame] = []  # relevant and file_match of the rows written, to check at the end
         self._schema: Optional[pl.Schema] = None  # of the rows but their texts
-        self._queue: "queue.Queue[Any]" = queue.Queue(maxsize=1)
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._room = threading.Semaphore(1)  # released by the writer when it has written a slice
         self._stopped = threading.Event()
         self._error: Optional[BaseException] = None
         self._thread: Optional[threading.Thread] = None
@@ -336,12 +354,12 @@ class _ChunkSpool:
             self._thread = None
 
     def kept(self, source: "_ChunkSource") -> bool:
-        """Is the file written the chunk table of ``source`` (the same rows, columns and marks)? If not, it is
-        removed and the table is written again from the texts (:meth:`_ChunkSource.write`)."""
+        """Is the file written the chunk table of ``source`` (the same rows and marks: the other columns were
+        read from the same slices)? If not, it is removed and the table is written again from the texts
+        (:meth:`_ChunkSource.write`)."""
         if self._schema is not None and self.in_order and source.assembled.chunk_order is None:
-            marks = source._marks()
-            if (marks.height == self._rows and marks.schema == self._schema
-                    and marks.select("relevant", "file_match").equals(pl.concat(self._marks), null_equal=True)):
+            marks = pl.DataFrame(_marks(source.assembled.match))
+            if marks.height == self._rows and marks.equals(pl.concat(self._marks), null_equal=True):
                 return True
         self.path.unlink(missing_ok=True)
         return False
@@ -358,14 +376,12 @@ class _ChunkSpool:
         self.stop()
 
     def _put(self, item: Any) -> None:
-        """Hand ``item`` to the writer, waiting while it is a slice behind; a writer that failed raises its error."""
+        """Hand ``item`` to the writer once it has written the last; a writer that failed raises its error."""
         assert self._thread is not None
         while self._thread.is_alive():
-            try:
-                self._queue.put(item, timeout=0.1)
+            if item is self._DONE or self._room.acquire(timeout=0.1):
+                self._queue.put(item)
                 return
-            except queue.Full:
-                continue
         self._ended()
 
     def _ended(self) -> None:
@@ -395,7 +411,11 @@ class _ChunkSpool:
                 continue
             if part is self._DONE:
                 return
-            yield _with_texts(*part)
+            table = _with_texts(*part)
+            part = None
+            yield table  # the writer asks for the next part once it has written this one
+            table = None
+            self._room.release()
 
 
 class _Stopped(Exception):
@@ -408,21 +428,27 @@ class _ChunkSource:
         self.ids = ids  # per case, golden order
         self.assembled = assembled
 
-    def _marks(self) -> pl.DataFrame:
-        """Every column of the chunk table but the text, in golden order."""
-        return _chunk_table(self.ids, self.assembled.match, self.assembled.fields)
+    def _rest(self) -> pl.DataFrame:
+        """The chunk table's columns that are not read from the file (id, rank and the marks), golden order."""
+        return _chunk_table(self.ids, self.assembled.match, None)
 
-    def _texts(self) -> Iterator[Any]:
-        return _texts_again(self.reader)
+    def _chunks(self) -> Iterator[Tuple[pl.DataFrame, Any]]:
+        return _chunks_again(self.reader)
 
     def frame(self) -> pl.DataFrame:
         """The whole chunk table in memory (texts included)."""
-        marks = self._marks()
-        texts = pl.concat([_text_series(t) for t in self._texts()]) if marks.height else pl.Series(
-            "text", [], dtype=pl.String)
+        with self._checked():
+            return self._frame()
+
+    def _frame(self) -> pl.DataFrame:
+        rest = self._rest()
+        parts = list(self._chunks()) if rest.height else []
+        fields = pl.concat([f for f, _ in parts]) if parts else pl.DataFrame(
+            schema={"file": pl.String, "chunk_id": pl.String, "score": pl.Float64})
+        texts = pl.concat([_text_series(t) for _, t in parts]) if parts else pl.Series("text", [], dtype=pl.String)
         if self.assembled.chunk_order is not None:
-            texts = texts.gather(self.assembled.chunk_order)
-        return marks.insert_column(_TEXT_AT, texts.alias("text"))
+            fields, texts = fields[self.assembled.chunk_order], texts.gather(self.assembled.chunk_order)
+        return _with_fields(rest, fields).insert_column(_TEXT_AT, texts.alias("text"))
 
     def write(self, path: Path) -> None:
         """Write the chunk table as Parquet (:func:`ragmeter._io.write_parquet_parts`), slice by slice when the run
@@ -430,20 +456,33 @@ class _ChunkSource:
         if self.assembled.chunk_order is not None:
             write_chunk_frame(self.frame(), path)
             return
-        marks = self._marks()
+        with self._checked():
+            self._write(path)
+
+    def _write(self, path: Path) -> None:
+        rest = self._rest()
         written = [0]
 
         def parts() -> Iterator[Any]:
-            for texts in self._texts():
-                part = _with_texts(marks.slice(written[0], len(texts)), texts)
+            for fields, texts in self._chunks():
+                part = _with_texts(_with_fields(rest.slice(written[0], len(texts)), fields), texts)
                 written[0] += len(texts)
                 yield part
 
-        write_parquet_parts(parts(), path, _arrow_schema(marks))
-        if written[0] != marks.height:
+        empty = pl.DataFrame(schema={"file": pl.String, "chunk_id": pl.String, "score": pl.Float64})
+        write_parquet_parts(parts(), path, _arrow_schema(_with_fields(rest.clear(), empty)))
+        if written[0] != rest.height:
+            raise _ChangedWhileScored()
+
+    @contextlib.contextmanager
+    def _checked(self) -> Iterator[None]:
+        """Report chunks read again that are not the chunks scored as the input error it is."""
+        try:
+            yield
+        except _ChangedWhileScored:
             from ragmeter.errors import InputError
 
-            raise InputError(f"{self.reader.path}: changed while it was being scored (read it again)")
+            raise InputError(f"{self.reader.path}: changed while it was being scored (read it again)") from None
 
 
 class StreamedScoreResult(ScoreResult):
