@@ -4,6 +4,7 @@ in golden order, the second read otherwise, and nothing half-written when scorin
 from __future__ import annotations
 
 import errno
+import os
 import json
 import threading
 from pathlib import Path
@@ -175,3 +176,33 @@ def test_the_script_writes_everything_before_its_quick_exit(tmp_path):
     for name in ("summary.json", "warnings.json"):
         assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "api" / name).read_bytes()
     assert_same_folders(tmp_path / "api", tmp_path / "cli")
+
+
+_BLAS_PROBE = """
+import os, sys
+from ragmeter.cli import _numpy_without_blas_threads
+before = len(os.listdir("/proc/self/task"))
+if sys.argv[1] == "quiet":
+    _numpy_without_blas_threads()
+import numpy
+print(len(os.listdir("/proc/self/task")) - before, os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir() or (os.cpu_count() or 1) < 2, reason="Linux, 2+ cores")
+def test_the_command_imports_numpy_without_starting_blas_threads():
+    """The commands import numpy with one OpenBLAS thread (starting one per core cost 0.1 s of CPU at start-up)
+    and leave the environment as they found it; a number the user set is kept."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def probe(mode, **extra):
+        out = subprocess.run([sys.executable, "-c", _BLAS_PROBE, mode], capture_output=True, text=True, check=True,
+                             env={**env, **extra}).stdout.split()
+        return int(out[0]), out[1]
+
+    plain, quiet = probe("plain"), probe("quiet")
+    assert plain[0] > quiet[0] == 0 and quiet[1] == "None"
+    assert probe("quiet", OPENBLAS_NUM_THREADS="2") == (1, "2")  # one thread besides the caller

@@ -69,7 +69,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    _numpy_without_blas_threads()
     return _guarded(lambda: args._module.run(args))
+
+
+def _numpy_without_blas_threads() -> None:
+    """Import numpy with its OpenBLAS on one thread, unless the user chose a number. At import OpenBLAS starts
+    a thread per core, and starting them took 0.1 s of CPU, on a core the command's Parquet reader was using
+    (``ragmeter score`` starts decoding before its imports). ragmeter's one use of BLAS, the bootstrap's matrix
+    products, runs on threads of its own with one BLAS thread each (:mod:`ragmeter.stats`). The variable is
+    put back at once, so that processes started later get the user's environment."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        pass
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def console() -> NoReturn:
