@@ -497,3 +497,32 @@ def test_a_run_changed_after_scoring_is_reported_when_its_chunks_are_read_again(
     with pytest.raises(InputError, match=f"^{re.escape(str(run))}: "):
         result.write(tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_an_early_reader_decodes_a_few_slices_before_it_is_taken_then_one_ahead():
+    """Before the scorer takes it, an early reader may decode ``first`` slices (the command's start-up leaves
+    the second core idle); once they are taken it is one slice ahead, as every reader."""
+    import threading
+    import time
+
+    pulled: list = []
+    events = [threading.Event() for _ in range(6)]
+
+    def items():
+        for i in range(6):
+            pulled.append(i)
+            events[i].set()
+            yield i
+
+    it = iter(_parquet_ahead.ReadAhead(items(), first=3))
+    assert events[2].wait(5)
+    time.sleep(0.3)
+    assert pulled == [0, 1, 2]
+    assert [next(it), next(it)] == [0, 1]
+    time.sleep(0.3)
+    assert pulled == [0, 1, 2]  # the first two taken make no room: the third is still ahead
+    assert next(it) == 2
+    assert events[3].wait(5)
+    time.sleep(0.3)
+    assert pulled == [0, 1, 2, 3]
+    assert list(it) == [3, 4, 5]

@@ -21,13 +21,18 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, Optional, Tuple
 
-__all__ = ["PARQUET_SLICE_BYTES", "SLICE_ROWS", "ReadAhead", "discard", "is_parquet", "open_run", "slice_pool",
-           "slice_rows", "start", "take"]
+__all__ = ["EARLY_SLICES", "PARQUET_SLICE_BYTES", "SLICE_ROWS", "ReadAhead", "discard", "is_parquet", "open_run",
+           "slice_pool", "slice_rows", "start", "take"]
 
 #: Text per slice of a Parquet run: about this many bytes of chunk text, whatever the file's row groups.
 PARQUET_SLICE_BYTES = 32 << 20
 #: the fewest and the most rows of a slice
 SLICE_ROWS = (256, 8192)
+#: Slices :func:`start` may decode before the scorer takes its reader (then one ahead, as every reader). The
+#: command's imports and golden set take 0.4-0.7 s, which decode about three slices; on 20,000-case runs
+#: three instead of one took 0.1-0.4 s off the command, and six raised its peak memory by 40-50 MB
+#: (benches/RESULTS_score.md, 2026-12-04).
+EARLY_SLICES = 3
 
 _POOL_LOCK = threading.Lock()
 _END = object()
@@ -99,11 +104,14 @@ class ReadAhead:
 
     One item ahead, not more: the producer begins the next item only once the one it made last has been
     taken, so at most two items are in memory (the one in use and the next), not three; a slice is about
-    :data:`PARQUET_SLICE_BYTES` of text, and decoding one takes less time than matching it."""
+    :data:`PARQUET_SLICE_BYTES` of text, and decoding one takes less time than matching it. ``first``: how
+    many items may be made before the first is taken (an early reader's, :data:`EARLY_SLICES`); one ahead once
+    they have been taken."""
 
-    def __init__(self, items: Iterator[Any]) -> None:
+    def __init__(self, items: Iterator[Any], first: int = 1) -> None:
         self._slots: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
-        self._room = threading.Semaphore(1)  # released when an item is taken
+        self._room = threading.Semaphore(first)  # released when an item is taken
+        self._unreleased = first - 1  # the first items taken release no room: one item ahead from then on
         self._stop = threading.Event()
         self._worker = threading.Thread(target=self._produce, args=(items,), name="ragmeter-parquet-read",
                                         daemon=True)
@@ -135,7 +143,10 @@ class ReadAhead:
                     return
                 if kind == "error":
                     raise value
-                self._room.release()
+                if self._unreleased:
+                    self._unreleased -= 1
+                else:
+                    self._room.release()
                 yield value
                 value = None  # not kept while the next item is waited for
         finally:
@@ -156,7 +167,7 @@ class _Started:
     def __init__(self, key: Tuple[Any, ...], file: Any, batch_rows: int) -> None:
         self.key = key
         self.batch_rows = batch_rows
-        self.reader = ReadAhead(file.iter_batches(batch_size=batch_rows, use_threads=True))
+        self.reader = ReadAhead(file.iter_batches(batch_size=batch_rows, use_threads=True), first=EARLY_SLICES)
 
 
 _started: Optional[_Started] = None
