@@ -180,10 +180,10 @@ def slice_memory_pool() -> Any:
         return pa.system_memory_pool()
     if not _decay_set:
         _decay_set = True
-        # jemalloc keeps freed pages for 10 s by default: the whole of a scoring run. Freed pages go back at
-        # once, and the next slice reuses what is still mapped: ~100 MB less peak memory on a 100,000-case run,
-        # for 0.2-0.3 s more system time (benches/RESULTS_score.md, 2026-12-04). pyarrow's jemalloc serves
-        # only the pools that name it; Arrow's default pool is mimalloc.
+        # jemalloc keeps freed pages for 10 s by default: the whole of a scoring run. With 0 they go back at
+        # once: ~100 MB less peak memory on a 100,000-case run, and a system time within the noise of the
+        # default's (benches/RESULTS_score.md, 2026-12-04). pyarrow's jemalloc serves only the pools that name
+        # it (ragmeter's slices and its chunk writer); Arrow's default pool is mimalloc.
         pa.jemalloc_set_decay_ms(0)
     return pool
 
