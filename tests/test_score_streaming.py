@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -526,3 +527,31 @@ def test_an_early_reader_decodes_a_few_slices_before_it_is_taken_then_one_ahead(
     time.sleep(0.3)
     assert pulled == [0, 1, 2, 3]
     assert list(it) == [3, 4, 5]
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("change", [-1, 1])
+def test_chunks_read_again_that_are_not_the_chunks_scored_are_an_input_error(tmp_path, tiny_slices, monkeypatch,
+                                                                            shuffle, change):
+    """Whatever the second read of the file returns, a chunk table whose rows are not the chunks scored is not
+    made: one chunk fewer or more is an input error naming the file (for a run out of golden order too, where
+    the rows are put in golden order by position)."""
+    golden, run = make_case_files(tmp_path, 23, shuffle=shuffle)
+    result = ragmeter.score(golden, run)
+    real = _stream_score._chunks_again
+
+    def off_by_one(reader):
+        parts = list(real(reader))
+        fields, texts = parts[-1]
+        if change < 0:
+            parts[-1] = (fields.head(fields.height - 1), texts.slice(0, len(texts) - 1))
+        else:
+            parts[-1] = (pl.concat([fields, fields.head(1)]), pa.concat_arrays([texts, texts.slice(0, 1)]))
+        return iter(parts)
+
+    monkeypatch.setattr(_stream_score, "_chunks_again", off_by_one)
+    with pytest.raises(InputError, match="changed while it was being scored"):
+        result.chunks
+    with pytest.raises(InputError, match="changed while it was being scored"):
+        result.write(tmp_path / "out")
+    assert not (tmp_path / "out").exists()

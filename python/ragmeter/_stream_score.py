@@ -5,8 +5,9 @@ file's row groups; every slice validated as :func:`ragmeter.dataset.load_run` va
 every problem of every slice reported at once at the end). Each slice is matched in Rust and only its match
 is kept: per chunk its relevance marks (a few bytes), not its text, file, chunk id or score, which
 ``chunks.parquet`` and :attr:`ScoreResult.chunks` read again from the file with the texts. The slices'
-matches are then put in the golden set's order as one :class:`EvidenceMatch`, and the tables and summary are those of :func:`ragmeter.retrieval._score_prepared`, so the results are the ones
-the whole run loaded at once gives.
+matches are then put in the golden set's order as one :class:`EvidenceMatch`, and the tables and summary
+are those of :func:`ragmeter.retrieval._score_prepared`, so the results are the ones the whole run loaded at
+once gives.
 
 The run-wide "phrase found in no chunk" check needs every chunk text of the run, and a phrase's own case may
 be in a later slice than the chunk that holds it: a :class:`ragmeter.evidence.RunPhrases` index over every
@@ -43,6 +44,8 @@ from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tab
 __all__ = ["score_parquet"]
 
 _CHUNK_FIELDS = ("file", "chunk_id", "score")
+#: their types in the chunk table
+_FIELDS_SCHEMA = {"file": pl.String, "chunk_id": pl.String, "score": pl.Float64}
 
 
 class _Slice:
@@ -443,9 +446,10 @@ class _ChunkSource:
     def _frame(self) -> pl.DataFrame:
         rest = self._rest()
         parts = list(self._chunks()) if rest.height else []
-        fields = pl.concat([f for f, _ in parts]) if parts else pl.DataFrame(
-            schema={"file": pl.String, "chunk_id": pl.String, "score": pl.Float64})
+        fields = pl.concat([f for f, _ in parts]) if parts else pl.DataFrame(schema=_FIELDS_SCHEMA)
         texts = pl.concat([_text_series(t) for _, t in parts]) if parts else pl.Series("text", [], dtype=pl.String)
+        if fields.height != rest.height:  # checked before the gather, which would hide it
+            raise _ChangedWhileScored()
         if self.assembled.chunk_order is not None:
             fields, texts = fields[self.assembled.chunk_order], texts.gather(self.assembled.chunk_order)
         return _with_fields(rest, fields).insert_column(_TEXT_AT, texts.alias("text"))
@@ -469,8 +473,8 @@ class _ChunkSource:
                 written[0] += len(texts)
                 yield part
 
-        empty = pl.DataFrame(schema={"file": pl.String, "chunk_id": pl.String, "score": pl.Float64})
-        write_parquet_parts(parts(), path, _arrow_schema(_with_fields(rest.clear(), empty)))
+        schema = _arrow_schema(_with_fields(rest.clear(), pl.DataFrame(schema=_FIELDS_SCHEMA)))
+        write_parquet_parts(parts(), path, schema)
         if written[0] != rest.height:
             raise _ChangedWhileScored()
 
