@@ -84,8 +84,8 @@ def sample_while(run, step: float = 0.005) -> List[Sample]:  # type: ignore[no-u
 
 def _line(s: Sample) -> str:
     rest = s.rss - s.file_backed - s.arrow_jemalloc - s.malloc
-    return (f"{s.t:6.2f} s  rss {_mb(s.rss):5d}  code/files {_mb(s.file_backed):4d}  arrow pool {_mb(s.arrow_jemalloc):4d}"
-            f"  malloc {_mb(s.malloc):4d}  other {_mb(rest):4d}  {s.where}")
+    return (f"{s.t:6.2f} s  rss {_mb(s.rss):5d}  code/files {_mb(s.file_backed):4d}"
+            f"  arrow pool {_mb(s.arrow_jemalloc):4d}  malloc {_mb(s.malloc):4d}  other {_mb(rest):4d}  {s.where}")
 
 
 def main() -> int:

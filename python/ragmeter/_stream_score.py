@@ -282,7 +282,7 @@ def _with_fields(rest: pl.DataFrame, fields: pl.DataFrame) -> pl.DataFrame:
 
 
 class _ChangedWhileScored(Exception):
-    """The run's chunks read again are not the chunks scored (:meth:`_ChunkSource.checked` reports it)."""
+    """The run's chunks read again are not the chunks scored (:meth:`_ChunkSource._checked` reports it)."""
 
 
 #: where the chunk table's text column goes: after the chunk id, before the score
@@ -306,8 +306,8 @@ class _ChunkSpool:
     :meth:`_ChunkSource.write` writes it), on a thread of its own so that the scoring stays in the main thread,
     where Ctrl-C and SIGTERM are seen (pyarrow's writer lets go of the GIL), one slice at a time: the next is
     handed over once the writer has written the last (a slice's texts are tens of MB, and writing one is
-    quicker than matching it). Only a run in golden order can be written this way; :meth:`kept` says whether the file
-    is the chunk table, and removes it if not."""
+    quicker than matching it). Only a run in golden order can be written this way; :meth:`kept` says whether
+    the file is the chunk table, and removes it if not."""
 
     _DONE = object()
 
