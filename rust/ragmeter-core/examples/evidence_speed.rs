@@ -6,11 +6,15 @@
 //! `benches/bench_normalize.py`). Prints MB/s of normalising alone and of
 //! `match_evidence_with` (or, with `streamed`, of `RunPhrases::match_batch`, the
 //! run-wide check of a Parquet run read in slices), on the threads rayon is
-//! given (`RAYON_NUM_THREADS`).
+//! given (`RAYON_NUM_THREADS`). `DICT=1`: the texts given dictionary-encoded
+//! ([`DictStrings`], as a Parquet reader gives a column stored in dictionary
+//! pages), copies known by their index.
 
 use std::time::Instant;
 
-use ragmeter_core::evidence::{match_evidence_with, EvidenceBatch, Normalizer, RunPhrases};
+use std::collections::HashMap;
+
+use ragmeter_core::evidence::{self, match_evidence_with, DictStrings, EvidenceBatch, Normalizer, RunPhrases};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -31,14 +35,29 @@ fn main() {
     let file_offsets = vec![0usize; n_cases + 1];
     let files: Vec<&str> = vec!["f.md"; texts.len()];
     let no_files: Vec<&str> = Vec::new();
-    let batch = EvidenceBatch {
+    let mut values: Vec<&str> = Vec::new();
+    let mut value_ids: Vec<u32> = Vec::new();
+    if std::env::var_os("DICT").is_some() {
+        let mut index: HashMap<&str, u32> = HashMap::new();
+        for &t in &texts {
+            let next = values.len() as u32;
+            value_ids.push(*index.entry(t).or_insert_with(|| {
+                values.push(t);
+                next
+            }));
+        }
+        println!("dictionary of {} values for {} texts", values.len(), texts.len());
+    }
+    let dict = DictStrings::new(&values, &value_ids).expect("dictionary");
+    let chunk_texts: &dyn evidence::Strings = if values.is_empty() { &texts } else { &dict };
+    let batch: EvidenceBatch<'_, dyn evidence::Strings> = EvidenceBatch {
         file_offsets: &file_offsets,
         expected_files: &no_files,
         phrase_offsets: &phrase_offsets,
         phrases: &phrases,
         chunk_offsets: &chunk_offsets,
         chunk_files: &files,
-        chunk_texts: &texts,
+        chunk_texts,
     };
     let mut norm = Normalizer::new();
     norm.run("warm the table up");

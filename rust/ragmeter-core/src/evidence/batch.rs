@@ -18,6 +18,43 @@ pub trait Strings: Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// For a dictionary-encoded column ([`DictStrings`]): per string, the
+    /// index of its value, and the number of values. Strings with the same
+    /// index are equal, so copies are known without hashing or comparing a
+    /// byte (see `shared::SharedNorms`).
+    fn value_ids(&self) -> Option<(&[u32], usize)> {
+        None
+    }
+}
+
+/// A dictionary-encoded string column (as a Parquet reader gives a column
+/// written with dictionary pages): string `i` is value `ids[i]` of `values`.
+pub struct DictStrings<'a, V: Strings + ?Sized> {
+    values: &'a V,
+    ids: &'a [u32],
+}
+
+impl<'a, V: Strings + ?Sized> DictStrings<'a, V> {
+    /// Fails when an index is not one of `values`'.
+    pub fn new(values: &'a V, ids: &'a [u32]) -> Result<Self> {
+        let n = values.len();
+        if let Some(i) = ids.par_iter().position_first(|&id| id as usize >= n) {
+            return Err(Error::input(format!("dictionary index {} of string {i} is past the {n} values", ids[i])));
+        }
+        Ok(DictStrings { values, ids })
+    }
+}
+
+impl<V: Strings + ?Sized> Strings for DictStrings<'_, V> {
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+    fn get(&self, i: usize) -> &str {
+        self.values.get(self.ids[i] as usize)
+    }
+    fn value_ids(&self) -> Option<(&[u32], usize)> {
+        Some((self.ids, self.values.len()))
+    }
 }
 
 impl<T: AsRef<str> + Sync> Strings for [T] {

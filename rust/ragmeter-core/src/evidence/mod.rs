@@ -50,6 +50,9 @@
 //! in blocks of about 64 MB of chunk text, and a block whose texts repeat is
 //! normalised once per distinct text (every copy checked byte for byte
 //! against the text whose normal forms it takes; see `shared::SharedNorms`).
+//! A dictionary-encoded column ([`DictStrings`], as Parquet readers give a
+//! column written with dictionary pages) names its copies itself: they are
+//! grouped by value index, with no hashing and no comparison.
 
 mod batch;
 mod copies;
@@ -61,7 +64,7 @@ mod shared;
 #[cfg(test)]
 mod tests;
 
-pub use batch::{match_evidence, match_evidence_with, phrases_in_texts, EvidenceBatch, EvidenceResult, RunPhrases, Strings};
+pub use batch::{match_evidence, match_evidence_with, phrases_in_texts, DictStrings, EvidenceBatch, EvidenceResult, RunPhrases, Strings};
 pub use matcher::{PhraseMatcher, FEW_PATTERNS, PACKED_PATTERNS};
 pub use normalize::{file_matches, normalize, normalize_dehyphenated, normalize_file_name, Normalizer};
 pub use run_index::RunIndex;

@@ -85,10 +85,37 @@ impl SharedNorms {
         // Probing a copy again costs more than finding it (hashing and comparing every text), and a copy found is
         // not normalised again: 955 against 803 MB/s per core with the check on bench_score.py's ascii texts
         // (benches/RESULTS_score.md, 2026-12-04).
+        if let Some((ids, values)) = texts.value_ids() {
+            return Self::by_value(&ids[range.clone()], values, range.start);
+        }
         if !probed && mostly_ascii(texts, range.clone()) {
             return None;
         }
         Self::grouped(texts, range, hash)
+    }
+
+    /// Texts of a dictionary-encoded column grouped by their value index
+    /// (`ids`, of `values` values; the texts start at `start`): grouping then
+    /// costs a pass over the indices, so it is done whatever the text, unless
+    /// more than [`MAX_DISTINCT`] of the texts are distinct.
+    fn by_value(ids: &[u32], values: usize, start: usize) -> Option<Self> {
+        let mut group_of = vec![OWN; values];
+        let mut groups = 0u32;
+        let slot_of: Vec<u32> = ids
+            .iter()
+            .map(|&id| {
+                let g = &mut group_of[id as usize];
+                if *g == OWN {
+                    *g = groups;
+                    groups += 1;
+                }
+                *g
+            })
+            .collect();
+        if groups as f64 > MAX_DISTINCT * ids.len() as f64 {
+            return None;
+        }
+        Some(SharedNorms { start, slot_of, slots: (0..groups).map(|_| Slot::default()).collect() })
     }
 
     /// Group texts `range` unless more than [`MAX_DISTINCT`] of them are, or

@@ -1059,5 +1059,57 @@ fn copies_sharing_normal_forms_match_as_texts_normalised_one_by_one() {
         let mut streamed = run.match_batch(&b, &ids).unwrap();
         streamed.phrase_in_run = run.found();
         assert_eq!(streamed, shared, "streamed, pool of {pool_share}%");
+        // The same texts dictionary-encoded: the same answers, alone and streamed.
+        let (values, value_ids) = dictionary_of(&texts);
+        let dict = DictStrings::new(&values, &value_ids).unwrap();
+        let d: EvidenceBatch<'_, dyn Strings> = EvidenceBatch {
+            file_offsets: &file_offsets,
+            expected_files: &expected,
+            phrase_offsets: &phrase_offsets,
+            phrases: &phrases,
+            chunk_offsets: &chunk_offsets,
+            chunk_files: &files,
+            chunk_texts: &dict,
+        };
+        assert_eq!(batch::match_evidence_with(&d, true).unwrap(), shared, "dictionary, pool of {pool_share}%");
+        let mut run = RunPhrases::new(&phrases);
+        let mut streamed = run.match_batch(&d, &ids).unwrap();
+        streamed.phrase_in_run = run.found();
+        assert_eq!(streamed, shared, "dictionary streamed, pool of {pool_share}%");
     }
+}
+
+/// `texts` dictionary-encoded as a Parquet reader may give them: the values in
+/// another order than first seen, one of them used by no text.
+fn dictionary_of(texts: &[String]) -> (Vec<String>, Vec<u32>) {
+    let mut values: Vec<String> = texts.to_vec();
+    values.sort();
+    values.dedup();
+    values.reverse();
+    values.insert(values.len() / 2, "a value no text uses".to_string());
+    let index: std::collections::HashMap<&str, u32> = values.iter().enumerate().map(|(i, v)| (v.as_str(), i as u32)).collect();
+    let ids = texts.iter().map(|t| index[t.as_str()]).collect();
+    (values, ids)
+}
+
+#[test]
+fn dictionary_strings_group_copies_by_index() {
+    let texts: Vec<String> = (0..4000).map(|i| format!("模型 text {}", i % 100)).collect();
+    let (values, ids) = dictionary_of(&texts);
+    let dict = DictStrings::new(&values, &ids).unwrap();
+    assert!((0..texts.len()).all(|i| dict.get(i) == texts[i]));
+    // Grouped by index whatever the text (no hashing to pay for), ASCII or not, probed or not.
+    let ascii: Vec<String> = (0..4000).map(|i| format!("ascii text {}", i % 100)).collect();
+    let (ascii_values, ascii_ids) = dictionary_of(&ascii);
+    let ascii_dict = DictStrings::new(&ascii_values, &ascii_ids).unwrap();
+    for probed in [false, true] {
+        assert_eq!(shared::SharedNorms::of(&dict, 0..4000, probed).map(|s| s.groups()), Some(100));
+        assert_eq!(shared::SharedNorms::of(&ascii_dict, 1000..4000, probed).map(|s| s.groups()), Some(100));
+    }
+    // Distinct texts are not grouped, dictionary or not.
+    let distinct: Vec<String> = (0..4000).map(|i| format!("text {i}")).collect();
+    let (distinct_values, distinct_ids) = dictionary_of(&distinct);
+    assert!(shared::SharedNorms::of(&DictStrings::new(&distinct_values, &distinct_ids).unwrap(), 0..4000, true).is_none());
+    // An index past the values is refused.
+    assert!(DictStrings::new(&values, &[0, values.len() as u32]).is_err());
 }
