@@ -358,6 +358,51 @@ def test_run_phrases_over_slices_equal_reference(cases, data):
     assert index.phrase_in_run().tolist() == [any(ref_found(t, p) for t in all_texts) for c in cases for p in c[1]]
 
 
+@settings(max_examples=150, deadline=None)
+@given(batches(), st.data())
+def test_dictionary_encoded_texts_match_as_plain_ones(cases, data):
+    """Texts given as a dictionary (values in any order, some unused, null texts) match as the same texts given
+    one by one, alone, run-wide and against a RunPhrases index; strings_gather writes them out."""
+    import pyarrow as pa
+
+    from ragmeter._columns import dictionary_text_column
+
+    cols = [pl.Series([c[i] for c in cases], dtype=pl.List(pl.String)) for i in range(4)]
+    texts = [t for c in cases for t in c[3]]
+    nulls = [data.draw(st.booleans()) and not t for t in texts]  # a null text matches as the empty one
+    values = data.draw(st.permutations(sorted(set(texts) | {"unused value", ""})))
+    indices = pa.array([None if null else values.index(t) for t, null in zip(texts, nulls)], pa.int32())
+    dictionary = pa.DictionaryArray.from_arrays(indices, pa.array(values, pa.string()))
+    (offsets, data_), ids = dictionary_text_column(dictionary)
+    assert (ids < 0).tolist() == nulls
+    group = np.concatenate([[0], np.cumsum([len(c[3]) for c in cases])]).astype(np.int64)
+    encoded = (group, (offsets, data_), ids)
+    for options in ({}, {"run_wide": True}):
+        m, plain = match_relevance(*cols[:3], encoded, **options), match_relevance(*cols, **options)
+        for name in ("labeled", "file_match", "relevant", "phrases_found", "phrase_first_rank", "phrase_any_rank",
+                     "phrase_empty", "file_first_rank", "phrase_in_run"):
+            got, want = getattr(m, name), getattr(plain, name)
+            assert (got is None and want is None) or got.tolist() == want.tolist(), name
+    index = RunPhrases(cols[1])
+    match_relevance(*cols[:3], encoded, run_index=index, run_cases=np.arange(len(cases)))
+    assert index.phrase_in_run().tolist() == [any(ref_found(t, p) for t in texts) for c in cases for p in c[1]]
+    out_offsets, out_data = _core.strings_gather(offsets, data_, ids)
+    assert [bytes(out_data[a:b]).decode() for a, b in zip(out_offsets[:-1], out_offsets[1:])] == texts
+
+
+def test_dictionary_indices_past_the_values_are_refused():
+    values = string_column(["a", "b"])
+    with pytest.raises(ValueError, match="past the 2 values"):
+        _core.strings_gather(*values, np.array([0, 2], np.int32))
+    z = np.array([0, 0], np.int64)
+    with pytest.raises(ValueError, match="past the 2 values"):
+        _core.evidence_match(z, string_column([]), z, string_column([]), np.array([0, 1], np.int64),
+                             string_column(["f"]), values, text_ids=np.array([7], np.int32))
+    bad_utf8 = (np.array([0, 2], np.int64), np.frombuffer(b"\xff\xfe", np.uint8))
+    with pytest.raises(InputError, match="UTF-8"):
+        _core.strings_gather(*bad_utf8, np.array([0], np.int32))
+
+
 def test_run_phrases_refuse_cases_they_do_not_hold():
     evidence = pl.Series([["alpha"], ["beta", "gamma"]], dtype=pl.List(pl.String))
     index = RunPhrases(evidence)

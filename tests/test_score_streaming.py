@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -37,10 +38,12 @@ def _texts(rng: random.Random, n: int) -> str:
 
 
 def make_case_files(tmp_path: Path, seed: int, *, n: int = 40, shuffle: bool = False, missing: int = 0,
-                    null_files: str = "some", repeat_texts: bool = True) -> tuple:
+                    null_files: str = "some", repeat_texts: bool = True, dictionary: bool = False) -> tuple:
     """A golden set and a Parquet run with the shapes the scorer must keep apart: phrases found only in
     another case's chunks (the run-wide check across slices), found nowhere, empty phrases, chunks without
-    a file, empty retrievals, cases missing from the run, the same chunk text in many cases."""
+    a file, empty retrievals, cases missing from the run, the same chunk text in many cases. ``dictionary``:
+    the run is written by pyarrow in row groups of 7 cases with dictionary pages (Polars' writer stores the
+    texts without), so that its texts are read as a dictionary array."""
     rng = random.Random(seed)
     pool = [_texts(rng, rng.randint(1, 8)) for _ in range(15)]
     golden, run = [], []
@@ -69,7 +72,12 @@ def make_case_files(tmp_path: Path, seed: int, *, n: int = 40, shuffle: bool = F
     schema = {"id": pl.String, "retrieval_mode": pl.String,
               "retrieved": pl.List(pl.Struct({"file": pl.String, "chunk_id": pl.String, "text": pl.String,
                                               "score": pl.Float64}))}
-    pl.DataFrame(run, schema=schema).write_parquet(run_path)
+    frame = pl.DataFrame(run, schema=schema)
+    if dictionary:
+        pq.write_table(frame.to_arrow(), run_path, row_group_size=7, use_dictionary=True)
+        assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(run_path)) == "retrieved.list.element.text"
+    else:
+        frame.write_parquet(run_path)
     return golden_path, run_path
 
 
@@ -89,6 +97,8 @@ def assert_same(streamed, whole) -> None:
 @pytest.mark.parametrize("seed,options", [
     (1, {}), (2, {"shuffle": True}), (3, {"missing": 5}), (4, {"null_files": "all"}), (5, {"null_files": "none"}),
     (6, {"repeat_texts": False, "shuffle": True, "missing": 3}), (7, {"null_files": "all", "missing": 4}),
+    (1, {"dictionary": True}), (2, {"shuffle": True, "dictionary": True}), (3, {"missing": 5, "dictionary": True}),
+    (6, {"repeat_texts": False, "shuffle": True, "dictionary": True}),
 ])
 def test_streamed_score_equals_the_whole_run(tmp_path, tiny_slices, seed, options):
     golden, run = make_case_files(tmp_path, seed, **options)
@@ -148,8 +158,9 @@ def test_the_run_wide_check_keeps_no_text(tmp_path, tiny_slices, monkeypatch):
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
-def test_written_folder_equals_the_whole_runs(tmp_path, tiny_slices, shuffle):
-    golden, run = make_case_files(tmp_path, 10, shuffle=shuffle, missing=2)
+@pytest.mark.parametrize("dictionary", [False, True])
+def test_written_folder_equals_the_whole_runs(tmp_path, tiny_slices, shuffle, dictionary):
+    golden, run = make_case_files(tmp_path, 10, shuffle=shuffle, missing=2, dictionary=dictionary)
     streamed = ragmeter.score(golden, run)
     streamed.write(tmp_path / "streamed")
     whole_run(golden, run).write(tmp_path / "whole")
@@ -555,3 +566,79 @@ def test_chunks_read_again_that_are_not_the_chunks_scored_are_an_input_error(tmp
     with pytest.raises(InputError, match="changed while it was being scored"):
         result.write(tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------------
+# Chunk texts read as a dictionary array (ragmeter._dictionary_texts)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_a_dictionary_run_scored_into_a_folder_equals_the_whole_run(tmp_path, tiny_slices, shuffle):
+    """``ragmeter score --out``'s path: the chunk table written while the slices are read, from texts the
+    reader gave as dictionary arrays."""
+    golden, run = make_case_files(tmp_path, 13, shuffle=shuffle, missing=1, dictionary=True)
+    ragmeter.retrieval.score_into(golden, run, tmp_path / "streamed")
+    whole_run(golden, run).write(tmp_path / "whole")
+    for name in ("cases.parquet", "chunks.parquet"):
+        assert_frame_equal(pl.read_parquet(tmp_path / "streamed" / name), pl.read_parquet(tmp_path / "whole" / name))
+    for name in ("summary.json", "warnings.json"):
+        assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
+    assert pa.types.is_large_string(pq.read_schema(tmp_path / "streamed" / "chunks.parquet").field("text").type)
+
+
+def _dictionary_run(path: Path, table: pa.Table, row_group_size: int = 4) -> Path:
+    pq.write_table(table, path, row_group_size=row_group_size, use_dictionary=True)
+    assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(path)) is not None
+    return path
+
+
+def test_null_lists_texts_and_chunks_of_a_dictionary_run(tmp_path, tiny_slices):
+    """Null retrievals (a slice with one has its texts written out: a null list may span values) score as the
+    whole run loaded at once; null texts and null chunks get the whole run's input error."""
+    golden = tmp_path / "g.jsonl"
+    golden.write_text("".join(json.dumps({"id": f"q{i}", "question": "q", "expectedFileNames": ["a.md"],
+                                          "expectedEvidence": ["shared text", f"own{i}"]}) + "\n" for i in range(12)))
+    chunk = pa.struct([("file", pa.string()), ("text", pa.string()), ("score", pa.float64())])
+
+    def run(text=lambda i: f"own{i} " * (i % 3), chunk2=lambda i, c: c) -> Path:
+        rows = [None if i in (3, 8) else
+                [{"file": "a.md", "text": "the shared text", "score": 0.5},
+                 chunk2(i, {"file": "b.md" if i % 4 == 1 else "a.md", "text": text(i), "score": 0.1})]
+                for i in range(12)]
+        table = pa.table({"id": [f"q{i}" for i in range(12)], "retrieved": pa.array(rows, pa.list_(chunk))})
+        return _dictionary_run(tmp_path / "r.parquet", table)
+
+    path = run()
+    streamed = ragmeter.score(golden, path)
+    assert_same(streamed, whole_run(golden, path))
+    assert streamed.cases["hit"].to_list() == [i not in (3, 8) for i in range(12)]
+    for bad in (run(text=lambda i: None if i % 5 == 2 else "x"), run(chunk2=lambda i, c: None if i == 5 else c)):
+        assert "has no 'text'" in _error(lambda: ragmeter.score(golden, bad)) == _error(lambda: whole_run(golden, bad))
+
+
+def test_plain_text_lists_read_as_a_dictionary(tmp_path, tiny_slices):
+    golden = tmp_path / "g.jsonl"
+    golden.write_text("".join(json.dumps({"id": f"q{i}", "question": "q", "expectedEvidence": ["retrieval"]}) + "\n"
+                              for i in range(9)))
+    texts = [["retrie-\nval here", "no"], [], ["x"], ["RETRIEVAL"], ["a", "b", "c"], ["no"], ["retrieval"], [], ["x"]]
+    run = _dictionary_run(tmp_path / "r.parquet", pa.table({"case_id": [f"q{i}" for i in range(9)],
+                                                           "retrieved_contexts": texts}))
+    streamed = ragmeter.score(golden, run)
+    assert_same(streamed, whole_run(golden, run))
+    assert streamed.cases["hit"].to_list() == [True, False, False, True, False, False, True, False, False]
+
+
+def test_texts_are_read_as_a_dictionary_only_where_it_pays(tmp_path, tiny_slices):
+    """Dictionary pages in every row group, and row groups that do not multiply the slices."""
+    table = pa.table({"id": [f"q{i}" for i in range(60)],
+                      "retrieved": [[{"file": "a.md", "text": f"text {i % 4}"}] for i in range(60)]})
+    plain, small = tmp_path / "plain.parquet", tmp_path / "small.parquet"
+    pq.write_table(table, plain, use_dictionary=False)
+    pq.write_table(table, small, row_group_size=1, use_dictionary=True)  # 60 slices instead of 20
+    assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(plain)) is None
+    assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(small)) is None
+    assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(_dictionary_run(tmp_path / "d.parquet", table, 9)))
+    file = _parquet_ahead.open_run(tmp_path / "d.parquet")
+    sizes = [b.num_rows for b in _parquet_ahead.slices(file, 3)]
+    assert sizes == [3] * 18 + [3, 3]  # six row groups of 9 rows in three slices each, the last of 6 in two

@@ -33,6 +33,7 @@ def evidence_match(
     run_wide: bool = False,
     run_index: Optional[RunPhraseIndex] = None,
     run_phrases: Optional[npt.NDArray[np.int64]] = None,
+    text_ids: Optional[npt.NDArray[np.int32]] = None,
 ) -> dict[str, np.ndarray]:
     """Keys: labeled (bool, per case); file_match, relevant (bool) and
     phrases_found (uint32) per chunk; phrase_first_rank, phrase_any_rank
@@ -40,7 +41,16 @@ def evidence_match(
     file_first_rank (uint32) per expected file; with run_wide, also
     phrase_in_run (bool) per phrase: found in some chunk of any case. With
     run_index and run_phrases (per phrase, its index in run_index), the chunk
-    texts are checked against run_index instead (see RunPhraseIndex)."""
+    texts are checked against run_index instead (see RunPhraseIndex). With
+    text_ids, the texts are dictionary-encoded: chunk_texts holds the distinct
+    values and text_ids, per chunk, its value's index (negative: a null text,
+    matched as empty)."""
+    ...
+def strings_gather(
+    offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8], ids: npt.NDArray[np.int32]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+    """The strings values[ids[i]] (empty where ids[i] is negative) of the
+    string column (offsets, data), as (offsets, data) in large_string layout."""
     ...
 def evidence_match_views(
     file_offsets: npt.NDArray[np.int64],

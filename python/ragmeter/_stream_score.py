@@ -34,8 +34,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ragmeter import _parquet_ahead
-from ragmeter._columns import offsets_from_lengths, string_column
+from ragmeter import _dictionary_texts, _parquet_ahead
+from ragmeter._columns import dictionary_text_column, offsets_from_lengths, string_column
 from ragmeter._io import write_chunk_frame, write_parquet_parts
 from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
 from ragmeter.evidence import EvidenceMatch, RunPhrases, mark_no_file_in_run, match_relevance, retrieved_columns
@@ -116,7 +116,7 @@ def _match_slice(g: pl.DataFrame, batch: Any, frame: pl.DataFrame, position: np.
     match = match_relevance(g["expected_files"].gather(position), g["expected_evidence"].gather(position), files,
                             texts, no_file_in_run=False, run_index=run_phrases, run_cases=position)
     if spool is not None:
-        spool.add(position, _chunk_table(frame["id"], match, fields), _large_strings(flat))
+        spool.add(position, _chunk_table(frame["id"], match, fields), flat)
     return _Slice(position, match, fields["file"].null_count())
 
 
@@ -147,14 +147,20 @@ def _texts_for_rust(batch: Any, frame: pl.DataFrame) -> Tuple[Any, pl.Series]:
     """The slice's chunk texts for :func:`match_relevance` (Arrow buffers when the batch allows) and flat."""
     arrow = arrow_chunk_texts(batch, frame)
     if arrow is None:
+        # A slice's dictionary-encoded texts are not in its frame; every such slice has the plain layout
+        # (ParquetRun writes out the texts of a slice whose lists have nulls).
+        assert _dictionary_texts.plain_texts(batch) is batch, "dictionary-encoded texts of an unusual slice"
         texts = retrieved_columns(frame["retrieved"])[1]
         flat = texts.explode(empty_as_null=False, keep_nulls=False).to_arrow(compat_level=pl.CompatLevel.oldest())
         return texts, flat.combine_chunks() if hasattr(flat, "combine_chunks") else flat
     offsets, values = arrow
-    column = string_column(values)
+    if pa.types.is_dictionary(values.type):
+        column, ids = dictionary_text_column(values)
+    else:
+        column, ids = string_column(values), None
     data = column[1].view()
     data.flags.writeable = False  # immutable Arrow buffer: borrowed by the binding, not copied
-    return (offsets, (column[0], data)), values
+    return (offsets, (column[0], data)) if ids is None else (offsets, (column[0], data), ids), values
 
 
 # ---------------------------------------------------------------------------
@@ -233,9 +239,11 @@ def _chunks_again(reader: ParquetRun) -> Iterator[Tuple[pl.DataFrame, Any]]:
 
 def _large_strings(values: Any) -> Any:
     """A pyarrow string array as large_string, the chunk table's text type, sharing its characters (``cast``
-    would import ``pyarrow.compute``, 0.15 s of the command's start)."""
+    would import ``pyarrow.compute``, 0.15 s of the command's start); a dictionary array written out."""
     if pa.types.is_large_string(values.type):
         return values
+    if pa.types.is_dictionary(values.type):
+        return _dictionary_texts.plain_strings(values)
     validity, offsets, data = values.buffers()
     wide = np.frombuffer(offsets, np.int32, count=values.offset + len(values) + 1).astype(np.int64)
     return pa.Array.from_buffers(pa.large_string(), len(values), [validity, pa.py_buffer(wide), data],
@@ -290,9 +298,10 @@ _TEXT_AT = 4
 
 
 def _with_texts(marks: pl.DataFrame, texts: Any) -> Any:
-    """The chunk rows ``marks`` (the chunk table but its text) with their texts (a large_string array), as the
-    pyarrow table :func:`ragmeter._io.write_parquet_parts` writes (the texts' buffers are not copied)."""
-    return marks.to_arrow(compat_level=pl.CompatLevel.oldest()).add_column(_TEXT_AT, "text", texts)
+    """The chunk rows ``marks`` (the chunk table but its text) with their texts (a pyarrow string array), as the
+    pyarrow table :func:`ragmeter._io.write_parquet_parts` writes (the texts' buffers are not copied, but for
+    a dictionary array's, written out here: on the chunk writer's thread when it writes)."""
+    return marks.to_arrow(compat_level=pl.CompatLevel.oldest()).add_column(_TEXT_AT, "text", _large_strings(texts))
 
 
 def _arrow_schema(marks: pl.DataFrame) -> Any:
@@ -326,7 +335,7 @@ class _ChunkSpool:
 
     def add(self, positions: np.ndarray, part: pl.DataFrame, texts: Any) -> None:
         """Write the chunk rows of one slice (its cases at golden ``positions``; ``part`` without the texts,
-        ``texts`` a large_string array)."""
+        ``texts`` a pyarrow string array, of the slice's buffers)."""
         if not self.in_order:
             return
         if len(positions) and (positions[0] <= self._last or np.any(np.diff(positions) <= 0)):

@@ -46,7 +46,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import polars as pl
 
-from ragmeter import _parquet_ahead, _sniff
+from ragmeter import _dictionary_texts, _parquet_ahead, _sniff
 from ragmeter._parquet_ahead import is_parquet as _is_parquet
 from ragmeter.errors import InputError
 
@@ -105,7 +105,7 @@ _GOLDEN_ALIASES = {
     "expected_evidence": ("expectedEvidence", "expected_evidence", "reference_contexts", "context"),
     "reference_answer": ("referenceAnswer", "reference_answer", "reference", "expected_output", "ground_truth"),
 }
-_RETRIEVED_NAMES = ("retrieved", "retrieved_contexts", "retrieval_context")
+_RETRIEVED_NAMES = _parquet_ahead.RETRIEVED_NAMES
 _ANSWER_NAMES = ("answer", "response", "actual_output")
 _RUN_ALIASES = {
     "retrieval_mode": ("retrieval_mode", "retrievalMode"),
@@ -1312,11 +1312,10 @@ class ParquetRun:
             reader.close()
             reader = None
         if reader is None:
-            reader = _parquet_ahead.ReadAhead(self._file.iter_batches(batch_size=self.batch_rows, columns=columns,
-                                                                      use_threads=True))
+            reader = _parquet_ahead.ReadAhead(_parquet_ahead.slices(self._file, self.batch_rows, columns))
         try:
             for batch in reader:
-                yield first, batch
+                yield first, _texts_with_lists(batch)
                 first += batch.num_rows
         except (OSError, ValueError, TypeError, ArithmeticError) as exc:  # pyarrow's errors for corrupt pages
             raise InputError(f"{self.path}: cannot read as Parquet: {exc}") from None
@@ -1332,7 +1331,7 @@ class ParquetRun:
     def frame(self, batch: Any, first_row: int, record: bool = True) -> pl.DataFrame:
         """One slice as :func:`load_run`'s frame (empty when it has problems; :meth:`finish` raises them).
         ``record=False``: a slice read again, whose problems and ids were recorded the first time."""
-        df = pl.from_arrow(batch)
+        df = pl.from_arrow(_dictionary_texts.texts_left_out(batch))  # the texts go to the matcher from the batch
         assert isinstance(df, pl.DataFrame)
         # Problems of the types are the same in every slice and raised at the first; those of the values
         # are collected over all slices.
@@ -1350,6 +1349,17 @@ class ParquetRun:
                 and "repeat" in self._file.schema_arrow.names:
             refuse_collected_repeats(self.where, self._file.read(columns=["repeat"]).column(0).unique().to_pylist())
         self.problems.raise_if_any()
+
+
+def _texts_with_lists(batch: Any) -> Any:
+    """A slice whose dictionary-encoded texts (:mod:`ragmeter._dictionary_texts`) stay so only where every list
+    is valid: a null list may span texts, which :func:`arrow_chunk_texts` then leaves to the frame."""
+    from ragmeter._parquet_ahead import RETRIEVED_NAMES
+
+    name = next((n for n in RETRIEVED_NAMES if n in batch.schema.names), None)
+    if name is None or not batch.column(name).null_count:
+        return batch
+    return _dictionary_texts.plain_texts(batch)
 
 
 def arrow_chunk_texts(batch: Any, frame: pl.DataFrame) -> Optional[Tuple[Any, Any]]:
@@ -1371,7 +1381,9 @@ def arrow_chunk_texts(batch: Any, frame: pl.DataFrame) -> Optional[Tuple[Any, An
         if child.type.get_field_index("text") < 0:
             return None
         child = child.field("text")
-    if not (pa.types.is_large_string(child.type) or pa.types.is_string(child.type)):
+    dictionary = pa.types.is_dictionary(child.type)
+    kind = child.type.value_type if dictionary else child.type
+    if not (pa.types.is_large_string(kind) or pa.types.is_string(kind)):
         return None
     offsets = np.frombuffer(column.buffers()[1], dtype=np.int64 if large else np.int32,
                             count=len(column) + 1 + column.offset)[column.offset:].astype(np.int64)

@@ -316,7 +316,9 @@ def match_relevance(
     All four arguments are per-case list[str] columns of the same length
     (Polars Series, or sequences of lists; ``chunk_texts`` may also be
     ``(group offsets, (offsets, data))`` in Arrow layout, the data borrowed
-    when read-only): the case's expected files, its
+    when read-only, or ``(group offsets, (offsets, data), ids)`` for texts
+    dictionary-encoded: text ``i`` is value ``ids[i]``, empty when negative,
+    and copies are known by their index): the case's expected files, its
     evidence phrases, and the file and text of each retrieved chunk in rank
     order (``chunk_files[i]`` and ``chunk_texts[i]`` must have equal lengths;
     see :func:`retrieved_columns`). Null lists count as empty.
@@ -351,8 +353,10 @@ def match_relevance(
     file_offsets, files = _list_column(expected_files, "expected_files")
     phrase_offsets, phrases = _list_column(expected_evidence, "expected_evidence")
     views = None
-    if _is_split_list(chunk_texts):  # (group offsets, (offsets, data)): already in Arrow layout
-        text_offsets, texts = chunk_texts
+    text_ids = None
+    if _is_split_list(chunk_texts):  # (group offsets, (offsets, data)[, ids]): already in Arrow layout
+        text_offsets, texts, *dictionary = chunk_texts
+        text_ids = dictionary[0] if dictionary else None
     else:
         views = _view_list_column(chunk_texts)
         if views is not None:
@@ -380,7 +384,7 @@ def match_relevance(
                                          run_wide=run_wide, **run)
     else:
         out = _core.evidence_match(file_offsets, files, phrase_offsets, phrases, chunk_offsets, cfiles, texts,
-                                   run_wide=run_wide, **run)
+                                   run_wide=run_wide, text_ids=text_ids, **run)
     match = EvidenceMatch(
         labeled=out["labeled"],
         chunk_offsets=chunk_offsets,
@@ -401,8 +405,10 @@ def match_relevance(
 
 
 def _is_split_list(value: Any) -> bool:
-    """A list[str] column given as ``(group offsets, (offsets, data))`` numpy arrays."""
-    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], np.ndarray) and isinstance(value[1], tuple)
+    """A list[str] column given as ``(group offsets, (offsets, data))`` numpy arrays, or dictionary-encoded as
+    ``(group offsets, (offsets, data) of the values, int32 value index per string, -1 for a null)``."""
+    return isinstance(value, tuple) and len(value) in (2, 3) and isinstance(value[0], np.ndarray) \
+        and isinstance(value[1], tuple)
 
 
 def _placeholder_files(expected_files: pl.Series, chunk_offsets: np.ndarray, cfiles: StringColumn,

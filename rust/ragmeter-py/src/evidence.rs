@@ -154,6 +154,38 @@ impl Strings for ViewTexts<'_> {
     }
 }
 
+/// A dictionary-encoded text column (what pyarrow's Parquet reader gives for a
+/// column written with dictionary pages): text `i` is value `ids[i]` of
+/// `values`, or empty when `ids[i]` is negative (a null text). Only the
+/// values are validated, and copies are grouped by index (see
+/// `ragmeter_core::evidence::DictStrings`).
+struct DictTexts<'a> {
+    values: Texts<'a>,
+    /// Per text its value's index; [`DictTexts::empty`] for a null text.
+    ids: Vec<u32>,
+}
+
+impl<'a> DictTexts<'a> {
+    fn new(values: Texts<'a>, ids: &PyReadonlyArray1<'_, i32>) -> PyResult<Self> {
+        let n = values.len();
+        let empty = u32::try_from(n).map_err(|_| PyValueError::new_err("text_ids: too many dictionary values"))?;
+        let ids = ids.as_slice()?;
+        if let Some(i) = ids.iter().position(|&id| id as i64 >= n as i64) {
+            return Err(PyValueError::new_err(format!("text_ids: index {} of text {i} is past the {n} values", ids[i])));
+        }
+        Ok(DictTexts { values, ids: ids.iter().map(|&id| if id < 0 { empty } else { id as u32 }).collect() })
+    }
+
+    /// The index standing for a null text: one past the values.
+    fn empty(&self) -> u32 {
+        self.values.len() as u32
+    }
+
+    fn check(&mut self, name: &str) -> Result<(), Error> {
+        self.values.validate(name)
+    }
+}
+
 fn borrow_or_copy<'a>(a: &'a PyReadonlyArray1<'_, u8>) -> PyResult<Cow<'a, [u8]>> {
     let writeable: bool = a.getattr("flags")?.getattr("writeable")?.extract()?;
     Ok(if writeable { Cow::Owned(a.as_slice()?.to_vec()) } else { Cow::Borrowed(a.as_slice()?) })
@@ -237,6 +269,27 @@ impl ChunkTexts for Texts<'_> {
 impl ChunkTexts for ViewTexts<'_> {
     fn check(&mut self, name: &str) -> Result<(), Error> {
         self.validate(name)
+    }
+}
+
+impl Strings for DictTexts<'_> {
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+    fn get(&self, i: usize) -> &str {
+        match self.ids[i] {
+            id if id == self.empty() => "",
+            id => self.values.get(id as usize),
+        }
+    }
+    fn value_ids(&self) -> Option<(&[u32], usize)> {
+        Some((&self.ids, self.values.len() + 1))
+    }
+}
+
+impl ChunkTexts for DictTexts<'_> {
+    fn check(&mut self, name: &str) -> Result<(), Error> {
+        DictTexts::check(self, name)
     }
 }
 
@@ -369,7 +422,7 @@ fn evidence_normalize_file_name(name: &str) -> String {
 /// With `run_index` (a [`RunPhraseIndex`]) and `run_phrases` (int64, per
 /// phrase its index there) the texts are checked against that index instead.
 #[pyfunction]
-#[pyo3(signature = (file_offsets, expected_files, phrase_offsets, phrases, chunk_offsets, chunk_files, chunk_texts, run_wide = false, run_index = None, run_phrases = None))]
+#[pyo3(signature = (file_offsets, expected_files, phrase_offsets, phrases, chunk_offsets, chunk_files, chunk_texts, run_wide = false, run_index = None, run_phrases = None, text_ids = None))]
 #[allow(clippy::too_many_arguments)]
 fn evidence_match<'py>(
     py: Python<'py>,
@@ -383,16 +436,52 @@ fn evidence_match<'py>(
     run_wide: bool,
     run_index: Option<Bound<'py, RunPhraseIndex>>,
     run_phrases: Option<PyReadonlyArray1<'py, i64>>,
+    text_ids: Option<PyReadonlyArray1<'py, i32>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let mut texts = texts(&chunk_texts)?;
-    match_chunk_texts(
-        py,
-        (file_offsets, expected_files),
-        (phrase_offsets, phrases),
-        (chunk_offsets, chunk_files),
-        &mut texts,
-        run_mode(run_wide, run_index, run_phrases)?,
-    )
+    let files = (file_offsets, expected_files);
+    let phrases = (phrase_offsets, phrases);
+    let chunks = (chunk_offsets, chunk_files);
+    let run = run_mode(run_wide, run_index, run_phrases)?;
+    match text_ids {
+        Some(ids) => match_chunk_texts(py, files, phrases, chunks, &mut DictTexts::new(texts(&chunk_texts)?, &ids)?, run),
+        None => match_chunk_texts(py, files, phrases, chunks, &mut texts(&chunk_texts)?, run),
+    }
+}
+
+/// A string column in Arrow's large_string layout, handed to Python.
+type ArrowStrings<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>);
+
+/// strings_gather(offsets, data, ids) -> (offsets, data): the strings
+/// `values[ids[i]]` (empty where `ids[i]` is negative) of the string column
+/// `values` (`(offsets int64, data uint8)`), as one column in Arrow's
+/// large_string layout: what a dictionary-encoded column holds, written out.
+#[pyfunction]
+fn strings_gather<'py>(
+    py: Python<'py>,
+    offsets: PyReadonlyArray1<'py, i64>,
+    data: PyReadonlyArray1<'py, u8>,
+    ids: PyReadonlyArray1<'py, i32>,
+) -> PyResult<ArrowStrings<'py>> {
+    let col = (offsets, data);
+    let mut dict = DictTexts::new(texts(&col)?, &ids)?;
+    let (offsets, data) = py
+        .allow_threads(|| {
+            dict.check("values")?;
+            let mut offsets = Vec::with_capacity(dict.len() + 1);
+            offsets.push(0i64);
+            let mut total = 0usize;
+            for i in 0..dict.len() {
+                total += dict.get(i).len();
+                offsets.push(total as i64);
+            }
+            let mut data = Vec::with_capacity(total);
+            for i in 0..dict.len() {
+                data.extend_from_slice(dict.get(i).as_bytes());
+            }
+            Ok::<_, Error>((offsets, data))
+        })
+        .map_err(to_py_err)?;
+    Ok((PyArray1::from_vec(py, offsets), PyArray1::from_vec(py, data)))
 }
 
 /// evidence_phrases_in_texts(phrases, texts) -> ndarray[bool]: per phrase,
@@ -417,6 +506,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(evidence_match, m)?)?;
     m.add_function(wrap_pyfunction!(evidence_match_views, m)?)?;
     m.add_function(wrap_pyfunction!(evidence_phrases_in_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(strings_gather, m)?)?;
     m.add_class::<RunPhraseIndex>()?;
     Ok(())
 }
