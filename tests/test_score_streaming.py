@@ -640,5 +640,31 @@ def test_texts_are_read_as_a_dictionary_only_where_it_pays(tmp_path, tiny_slices
     assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(small)) is None
     assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(_dictionary_run(tmp_path / "d.parquet", table, 9)))
     file = _parquet_ahead.open_run(tmp_path / "d.parquet")
-    sizes = [b.num_rows for b in _parquet_ahead.slices(file, 3)]
+    sizes = [b.num_rows for b in _parquet_ahead.slices(file, tmp_path / "d.parquet", 3)]
     assert sizes == [3] * 18 + [3, 3]  # six row groups of 9 rows in three slices each, the last of 6 in two
+
+
+def _text_kinds(path: Path, batch_rows: int) -> list:
+    """Per slice of the run ``path``: its ids, and whether its texts came as a dictionary."""
+    file = _parquet_ahead.open_run(path)
+    return [(b.column("id").to_pylist(), pa.types.is_dictionary(b.column("retrieved").type.value_type.field("text").type))
+            for b in _parquet_ahead.slices(file, path, batch_rows)]
+
+
+@pytest.mark.parametrize("switch", ["distinct", "bytes"])
+def test_texts_too_distinct_for_a_dictionary_are_read_plain_from_there_on(tmp_path, tiny_slices, monkeypatch, switch):
+    """Distinct texts (pyarrow would hash each into a dictionary every slice copies), or a dictionary past
+    MAX_DICTIONARY_BYTES: the slices from there on are read plain, none lost or given twice."""
+    if switch == "distinct":
+        golden, run = make_case_files(tmp_path, 14, n=42, repeat_texts=False, dictionary=True)
+    else:  # a row group of short texts, then one of few long ones (past 600 bytes in its first slice)
+        golden, _ = make_case_files(tmp_path, 14, n=12)
+        ids = [json.loads(line)["id"] for line in golden.read_text().splitlines()]
+        texts = [f"short {i % 2}" if i < 6 else f"{i % 2} long other{i} " * 30 for i in range(12)]
+        table = pa.table({"id": ids, "retrieved": [[{"file": "kb/doc1.md", "text": t}] * 4 for t in texts]})
+        run = _dictionary_run(tmp_path / "r.parquet", table, row_group_size=6)
+        monkeypatch.setattr(_parquet_ahead, "MAX_DICTIONARY_BYTES", 600)
+    kinds = _text_kinds(run, 3)
+    assert [i for ids, _ in kinds for i in ids] == pl.read_parquet(run)["id"].to_list()
+    assert kinds[0][1] is (switch == "bytes") and not kinds[-1][1]
+    assert_same(ragmeter.score(golden, run), whole_run(golden, run))

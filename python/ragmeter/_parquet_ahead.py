@@ -21,8 +21,9 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Tuple
 
-__all__ = ["EARLY_SLICES", "PARQUET_SLICE_BYTES", "RETRIEVED_NAMES", "SLICE_ROWS", "ReadAhead", "dictionary_text_path",
-           "discard", "has_dictionary", "is_parquet", "open_run", "slice_pool", "slice_rows", "slices", "start", "take"]
+__all__ = ["EARLY_SLICES", "MAX_DICTIONARY_BYTES", "MAX_DICTIONARY_SHARE", "PARQUET_SLICE_BYTES", "RETRIEVED_NAMES",
+           "SLICE_ROWS", "ReadAhead", "dictionary_text_path", "discard", "has_dictionary", "is_parquet", "open_run",
+           "pq_file", "slice_pool", "slice_rows", "slices", "start", "take"]
 
 #: Text per slice of a Parquet run: about this many bytes of chunk text, whatever the file's row groups.
 PARQUET_SLICE_BYTES = 32 << 20
@@ -83,15 +84,10 @@ def open_run(path: Path) -> Any:
     """``pyarrow.parquet.ParquetFile`` of ``path``, decoding into :func:`slice_pool`'s pool, a column read in
     1 MB pieces (not a whole row group's pages at once). The chunk texts are read as a dictionary array when
     the file stores them in dictionary pages (see :func:`dictionary_text_path`)."""
-    import pyarrow.parquet as pq
-
     with slice_pool():
-        file = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+        file = pq_file(path)
         text = dictionary_text_path(file)
-        if text is None:
-            return file
-        return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20, metadata=file.metadata,
-                              read_dictionary=[text])
+        return file if text is None else pq_file(path, metadata=file.metadata, read_dictionary=[text])
 
 
 #: the run's names of the retrieved chunks (``ragmeter.dataset`` reads the same ones), and of a chunk's text
@@ -128,20 +124,68 @@ def dictionary_text_path(file: Any) -> Optional[str]:
     return text
 
 
-def slices(file: Any, batch_rows: int, columns: Optional[List[str]] = None) -> Iterator[Any]:
-    """The record batches of ``file`` (of :func:`open_run`) in order, about ``batch_rows`` rows each: when its
-    texts are read as a dictionary, a row group at a time, each cut into equal slices (pyarrow cannot read a
-    dictionary array across row groups); else across row groups."""
+#: A row group's texts stop being read as a dictionary when its dictionary holds more than this share of its
+#: texts read so far (distinct texts: pyarrow then hashes every one into a dictionary that each slice copies),
+#: or more than this many bytes (a large row group of many distinct texts).
+MAX_DICTIONARY_SHARE = 0.5
+MAX_DICTIONARY_BYTES = PARQUET_SLICE_BYTES
+
+
+def slices(file: Any, path: Path, batch_rows: int, columns: Optional[List[str]] = None) -> Iterator[Any]:
+    """The record batches of ``file`` (:func:`open_run` of ``path``) in order, about ``batch_rows`` rows each:
+    when its texts are read as a dictionary, a row group at a time, each cut into equal slices (pyarrow cannot
+    read a dictionary array across row groups), and from the slice where the dictionary grows past
+    :data:`MAX_DICTIONARY_SHARE` or :data:`MAX_DICTIONARY_BYTES` on, the file is read as if it had no
+    dictionary (that row group's slices already given are decoded again and skipped); else across row groups."""
     if not any(has_dictionary(field.type) for field in file.schema_arrow):
         yield from file.iter_batches(batch_size=batch_rows, columns=columns, use_threads=True)
         return
     meta = file.metadata
+    plain = None
     for g in range(meta.num_row_groups):
         rows = meta.row_group(g).num_rows
-        if rows:
-            parts = -(-rows // batch_rows)
-            yield from file.iter_batches(batch_size=-(-rows // parts), row_groups=[g], columns=columns,
-                                         use_threads=True)
+        if not rows:
+            continue
+        size = -(-rows // -(-rows // batch_rows))
+        given = texts = 0
+        if plain is None:
+            for batch in file.iter_batches(batch_size=size, row_groups=[g], columns=columns, use_threads=True):
+                dictionary, n = _dictionary_of(batch)
+                texts += n
+                if dictionary is not None and (len(dictionary) > MAX_DICTIONARY_SHARE * texts
+                                               or dictionary.nbytes > MAX_DICTIONARY_BYTES):
+                    with slice_pool():
+                        plain = pq_file(path, metadata=meta)
+                    break
+                given += 1
+                yield batch
+        if plain is not None:
+            for i, batch in enumerate(plain.iter_batches(batch_size=size, row_groups=[g], columns=columns,
+                                                         use_threads=True)):
+                if i >= given:
+                    yield batch
+
+
+def pq_file(path: Path, **options: Any) -> Any:
+    """``pyarrow.parquet.ParquetFile`` of ``path``, a column read in 1 MB pieces (not a whole row group's pages
+    at once)."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20, **options)
+
+
+def _dictionary_of(batch: Any) -> Tuple[Any, int]:
+    """The dictionary of ``batch``'s chunk texts (None when they are not a dictionary array), and how many
+    texts the batch has."""
+    import pyarrow as pa
+
+    name = next((n for n in RETRIEVED_NAMES if n in batch.schema.names), None)
+    if name is None:
+        return None, 0
+    texts = batch.column(name).values
+    if pa.types.is_struct(texts.type):
+        texts = texts.field("text")
+    return (texts.dictionary if pa.types.is_dictionary(texts.type) else None), len(texts)
 
 
 def has_dictionary(arrow_type: Any) -> bool:
@@ -232,7 +276,7 @@ class _Started:
     def __init__(self, key: Tuple[Any, ...], file: Any, batch_rows: int) -> None:
         self.key = key
         self.batch_rows = batch_rows
-        self.reader = ReadAhead(slices(file, batch_rows), first=EARLY_SLICES)
+        self.reader = ReadAhead(slices(file, Path(key[0]), batch_rows), first=EARLY_SLICES)
 
 
 _started: Optional[_Started] = None

@@ -1312,7 +1312,7 @@ class ParquetRun:
             reader.close()
             reader = None
         if reader is None:
-            reader = _parquet_ahead.ReadAhead(_parquet_ahead.slices(self._file, self.batch_rows, columns))
+            reader = _parquet_ahead.ReadAhead(_parquet_ahead.slices(self._file, self.path, self.batch_rows, columns))
         try:
             for batch in reader:
                 yield first, _texts_with_lists(batch)
