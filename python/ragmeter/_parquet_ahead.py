@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, List, Optional, Tuple
 
 __all__ = ["EARLY_SLICES", "MAX_DICTIONARY_BYTES", "MAX_DICTIONARY_SHARE", "PARQUET_SLICE_BYTES", "RETRIEVED_NAMES",
-           "SLICE_ROWS", "ReadAhead", "dictionary_text_path", "discard", "has_dictionary", "is_parquet", "open_run",
+           "SLICE_ROWS", "ReadAhead", "chunk_texts", "dictionary_text_path", "discard", "has_dictionary", "is_parquet", "open_run",
            "pq_file", "slice_pool", "slice_rows", "slices", "start", "take"]
 
 #: Text per slice of a Parquet run: about this many bytes of chunk text, whatever the file's row groups.
@@ -174,17 +174,35 @@ def pq_file(path: Path, **options: Any) -> Any:
     return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20, **options)
 
 
+def chunk_texts(batch: Any) -> Optional[Tuple[Any, Any]]:
+    """The retrieved chunks of a run's record batch: the list column and its texts (the list's values, or its
+    structs' field ``text``; all of them, whatever the list's offset), or None when the batch has no list
+    column of that shape."""
+    import pyarrow as pa
+
+    name = next((n for n in RETRIEVED_NAMES if n in batch.schema.names), None)
+    if name is None:
+        return None
+    column = batch.column(name)
+    if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
+        return None
+    texts = column.values
+    if pa.types.is_struct(texts.type):
+        if texts.type.get_field_index("text") < 0:
+            return None
+        texts = texts.field("text")
+    return column, texts
+
+
 def _dictionary_of(batch: Any) -> Tuple[Any, int]:
     """The dictionary of ``batch``'s chunk texts (None when they are not a dictionary array), and how many
     texts the batch has."""
     import pyarrow as pa
 
-    name = next((n for n in RETRIEVED_NAMES if n in batch.schema.names), None)
-    if name is None:
+    found = chunk_texts(batch)
+    if found is None:
         return None, 0
-    texts = batch.column(name).values
-    if pa.types.is_struct(texts.type):
-        texts = texts.field("text")
+    texts = found[1]
     return (texts.dictionary if pa.types.is_dictionary(texts.type) else None), len(texts)
 
 

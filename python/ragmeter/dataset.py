@@ -1354,33 +1354,25 @@ class ParquetRun:
 def _texts_with_lists(batch: Any) -> Any:
     """A slice whose dictionary-encoded texts (:mod:`ragmeter._dictionary_texts`) stay so only where every list
     is valid: a null list may span texts, which :func:`arrow_chunk_texts` then leaves to the frame."""
-    from ragmeter._parquet_ahead import RETRIEVED_NAMES
-
-    name = next((n for n in RETRIEVED_NAMES if n in batch.schema.names), None)
-    if name is None or not batch.column(name).null_count:
+    found = _parquet_ahead.chunk_texts(batch)
+    if found is None or not found[0].null_count:
         return batch
     return _dictionary_texts.plain_texts(batch)
 
 
 def arrow_chunk_texts(batch: Any, frame: pl.DataFrame) -> Optional[Tuple[Any, Any]]:
     """The chunk texts of a Parquet slice straight from its Arrow batch (no copy): ``(group offsets, texts)``,
-    texts a pyarrow string array, for the rows of ``frame`` (the slice as :meth:`ParquetRun.frame` read it).
+    texts a pyarrow string array (or a dictionary array of strings: :mod:`ragmeter._dictionary_texts`), for the
+    rows of ``frame`` (the slice as :meth:`ParquetRun.frame` read it).
     None when the batch's layout is not the plain one (the caller then takes the texts from ``frame``)."""
     import numpy as np
     import pyarrow as pa
 
-    name = next((n for n in _RETRIEVED_NAMES if n in batch.schema.names), None)
-    if name is None or frame.height != batch.num_rows:
+    found = _parquet_ahead.chunk_texts(batch)
+    if found is None or frame.height != batch.num_rows:
         return None
-    column = batch.column(name)
+    column, child = found
     large = pa.types.is_large_list(column.type)
-    if not (large or pa.types.is_list(column.type)):
-        return None
-    child = column.values
-    if pa.types.is_struct(child.type):
-        if child.type.get_field_index("text") < 0:
-            return None
-        child = child.field("text")
     dictionary = pa.types.is_dictionary(child.type)
     kind = child.type.value_type if dictionary else child.type
     if not (pa.types.is_large_string(kind) or pa.types.is_string(kind)):
