@@ -13,7 +13,7 @@ from polars.testing import assert_frame_equal
 
 import ragmeter
 from ragmeter import _io
-from ragmeter._stream_score import _large_strings
+from ragmeter._dictionary_texts import large_strings as _large_strings
 from ragmeter.retrieval import score_into
 
 from test_score_streaming import make_case_files
@@ -137,3 +137,17 @@ def test_the_writer_takes_the_slices_pool_unless_the_environment_names_one(tmp_p
         expected = "system"
     assert pools[0] is not None and pools[0].backend_name == expected
     assert pools[1] is None
+
+
+def test_texts_for_the_writer_as_a_dictionary_of_the_values_used():
+    """A slice's dictionary holds the values of its row group so far: the writer gets the ones the slice uses
+    (else each row group would repeat the ones before it); a plain array is the dictionary of itself."""
+    from ragmeter._dictionary_texts import as_dictionary
+
+    values = pa.array(["earlier", "b", "unused", "a"], pa.string())
+    texts = pa.DictionaryArray.from_arrays(pa.array([3, 1, 3, None, 1], pa.int32()), values).slice(1)
+    written = as_dictionary(texts)
+    assert written.type == pa.dictionary(pa.int32(), pa.large_string())
+    assert written.dictionary.to_pylist() == ["b", "a"] and written.to_pylist() == ["b", "a", None, "b"]
+    plain = as_dictionary(pa.array(["x", "y", "x"], pa.string()))
+    assert plain.dictionary.to_pylist() == ["x", "y", "x"] and plain.to_pylist() == ["x", "y", "x"]

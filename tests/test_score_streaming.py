@@ -28,9 +28,11 @@ WORDS = ["alpha", "beta", "gamma", "delta", "retrie-\nval", "React 18", "ＲＡ�
 
 @pytest.fixture
 def tiny_slices(monkeypatch):
-    """Slices of 1 to 3 rows, so that every run below spans many."""
+    """Slices of 1 to 3 rows, so that every run below spans many; texts read as a dictionary stay so (in slices
+    of 3 rows the dictionary a row group stores can hold more values than the slice has texts)."""
     monkeypatch.setattr(_parquet_ahead, "PARQUET_SLICE_BYTES", 1)
     monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (3, 3))
+    monkeypatch.setattr(_parquet_ahead, "MAX_DICTIONARY_SHARE", float("inf"))
 
 
 def _texts(rng: random.Random, n: int) -> str:
@@ -76,6 +78,7 @@ def make_case_files(tmp_path: Path, seed: int, *, n: int = 40, shuffle: bool = F
     if dictionary:
         pq.write_table(frame.to_arrow(), run_path, row_group_size=7, use_dictionary=True)
         assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(run_path)) == "retrieved.list.element.text"
+        assert all(dictionary for _, dictionary in _text_kinds(run_path, 3))
     else:
         frame.write_parquet(run_path)
     return golden_path, run_path
@@ -584,7 +587,9 @@ def test_a_dictionary_run_scored_into_a_folder_equals_the_whole_run(tmp_path, ti
         assert_frame_equal(pl.read_parquet(tmp_path / "streamed" / name), pl.read_parquet(tmp_path / "whole" / name))
     for name in ("summary.json", "warnings.json"):
         assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
-    assert pa.types.is_large_string(pq.read_schema(tmp_path / "streamed" / "chunks.parquet").field("text").type)
+    # the texts written as a dictionary, read as strings (no Arrow schema stored that would make them categorical)
+    assert pl.read_parquet_schema(tmp_path / "streamed" / "chunks.parquet")["text"] == pl.String
+    assert "RLE_DICTIONARY" in pq.ParquetFile(tmp_path / "streamed" / "chunks.parquet").metadata.row_group(0).column(4).encodings
 
 
 def _dictionary_run(path: Path, table: pa.Table, row_group_size: int = 4) -> Path:
@@ -657,6 +662,7 @@ def test_texts_too_distinct_for_a_dictionary_are_read_plain_from_there_on(tmp_pa
     MAX_DICTIONARY_BYTES: the slices from there on are read plain, none lost or given twice."""
     if switch == "distinct":
         golden, run = make_case_files(tmp_path, 14, n=42, repeat_texts=False, dictionary=True)
+        monkeypatch.setattr(_parquet_ahead, "MAX_DICTIONARY_SHARE", 0.5)
     else:  # a row group of short texts, then one of few long ones (past 600 bytes in its first slice)
         golden, _ = make_case_files(tmp_path, 14, n=12)
         ids = [json.loads(line)["id"] for line in golden.read_text().splitlines()]

@@ -203,9 +203,15 @@ def write_parquet_parts(parts: Iterable[Any], path: Any, schema: Any) -> None:
     (Polars copies every row group's texts out of its string views, tries a dictionary and compresses at zstd
     level 3; a dictionary in pyarrow would cost 1.2 s more); on texts drawn from 3,000, Polars' took 1.2 s and
     610 MB, this one 0.4 s and 80 MB, for a file of 65 MB instead of 24 (one dictionary per row group). ``benches/bench_chunk_writer.py``,
-    ``benches/RESULTS_score.md`` (2026-12-02)."""
+    ``benches/RESULTS_score.md`` (2026-12-02).
+
+    A dictionary array (the texts of a run read as a dictionary) is written as one: its values once, not every
+    chunk's text hashed again. Such a file stores no Arrow schema, only Parquet's types (String, Int64, Double,
+    Boolean): its Arrow schema would name the column a dictionary, which Polars reads as a categorical; pyarrow
+    then reads its strings as ``string`` (not ``large_string``), Polars as ``String`` as always."""
     import itertools
 
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = Path(path)
@@ -215,7 +221,8 @@ def write_parquet_parts(parts: Iterable[Any], path: Any, schema: Any) -> None:
     try:
         writer = pq.ParquetWriter(path, schema, compression="zstd", dictionary_pagesize_limit=_DICTIONARY_LIMIT,
                                   use_dictionary=True if first is None else _dictionary_columns(first),
-                                  memory_pool=slice_memory_pool())
+                                  memory_pool=slice_memory_pool(),
+                                  store_schema=not any(pa.types.is_dictionary(field.type) for field in schema))
         if first is not None:
             # Each part is let go as soon as it is written (a part holds a slice's texts, tens of MB): neither
             # ``first`` nor the loop's name keeps one while the next is made.
@@ -254,12 +261,16 @@ def _dictionary_columns(part: Any) -> List[str]:
     distinct values."""
     import polars as pl
 
-    frame = pl.from_arrow(part)
+    import pyarrow as pa
+
+    # a dictionary array is written as one (Polars would make it a categorical, whose strings it keeps)
+    encoded = [field.name for field in part.schema if pa.types.is_dictionary(field.type)]
+    frame = pl.from_arrow(part.drop_columns(encoded))
     assert isinstance(frame, pl.DataFrame)
     if frame.height == 0:
-        return frame.columns
+        return part.column_names
     counts = frame.select(pl.all().n_unique()).row(0)
-    return [name for name, count in zip(frame.columns, counts) if count <= DISTINCT_SHARE * frame.height]
+    return encoded + [name for name, count in zip(frame.columns, counts) if count <= DISTINCT_SHARE * frame.height]
 
 
 def _json_rows_writer(frame: Any) -> Callable[[Path], Any]:

@@ -35,6 +35,7 @@ import polars as pl
 import pyarrow as pa
 
 from ragmeter import _dictionary_texts, _parquet_ahead
+from ragmeter._dictionary_texts import large_strings
 from ragmeter._columns import dictionary_text_column, offsets_from_lengths, string_column
 from ragmeter._io import write_chunk_frame, write_parquet_parts
 from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
@@ -244,20 +245,7 @@ def _chunks_again(reader: ParquetRun) -> Iterator[Tuple[pl.DataFrame, Any]]:
     texts (a pyarrow large_string array), as the scoring pass read them."""
     for first, batch in reader.batches():
         frame = reader.frame(batch, first, record=False)
-        yield _chunk_fields(frame)[1], _large_strings(_texts_for_rust(batch, frame)[1])
-
-
-def _large_strings(values: Any) -> Any:
-    """A pyarrow string array as large_string, the chunk table's text type, sharing its characters (``cast``
-    would import ``pyarrow.compute``, 0.15 s of the command's start); a dictionary array written out."""
-    if pa.types.is_large_string(values.type):
-        return values
-    if pa.types.is_dictionary(values.type):
-        return _dictionary_texts.plain_strings(values)
-    validity, offsets, data = values.buffers()
-    wide = np.frombuffer(offsets, np.int32, count=values.offset + len(values) + 1).astype(np.int64)
-    return pa.Array.from_buffers(pa.large_string(), len(values), [validity, pa.py_buffer(wide), data],
-                                 null_count=values.null_count, offset=values.offset)
+        yield _chunk_fields(frame)[1], large_strings(_texts_for_rust(batch, frame)[1])
 
 
 def _text_series(values: Any) -> pl.Series:
@@ -307,16 +295,19 @@ class _ChangedWhileScored(Exception):
 _TEXT_AT = 4
 
 
-def _with_texts(marks: pl.DataFrame, texts: Any) -> Any:
+def _with_texts(marks: pl.DataFrame, texts: Any, dictionary: bool = False) -> Any:
     """The chunk rows ``marks`` (the chunk table but its text) with their texts (a pyarrow string array), as the
-    pyarrow table :func:`ragmeter._io.write_parquet_parts` writes (the texts' buffers are not copied, but for
-    a dictionary array's, written out here: on the chunk writer's thread when it writes)."""
-    return marks.to_arrow(compat_level=pl.CompatLevel.oldest()).add_column(_TEXT_AT, "text", _large_strings(texts))
+    pyarrow table :func:`ragmeter._io.write_parquet_parts` writes: texts as large_string (a dictionary array's
+    written out, on the chunk writer's thread when it writes), or, with ``dictionary``, as a dictionary array
+    (:func:`ragmeter._dictionary_texts.as_dictionary`: each distinct text of a slice read as a dictionary is
+    written once, not gathered into every chunk and hashed again by the writer); buffers are not copied."""
+    column = _dictionary_texts.as_dictionary(texts) if dictionary else large_strings(texts)
+    return marks.to_arrow(compat_level=pl.CompatLevel.oldest()).add_column(_TEXT_AT, "text", column)
 
 
-def _arrow_schema(marks: pl.DataFrame) -> Any:
+def _arrow_schema(marks: pl.DataFrame, dictionary: bool = False) -> Any:
     """The Arrow schema of the chunk table whose other columns are those of ``marks``."""
-    return _with_texts(marks.clear(), pa.nulls(0, pa.large_string())).schema
+    return _with_texts(marks.clear(), pa.nulls(0, pa.large_string()), dictionary).schema
 
 
 class _ChunkSpool:
@@ -337,6 +328,7 @@ class _ChunkSpool:
         self._rows = 0
         self._marks: List[pl.DataFrame] = []  # relevant and file_match of the rows written, to check at the end
         self._schema: Optional[pl.Schema] = None  # of the rows but their texts
+        self._dictionary = False  # texts written as a dictionary array (see _with_texts)
         self._queue: "queue.Queue[Any]" = queue.Queue()
         self._room = threading.Semaphore(1)  # released by the writer when it has written a slice
         self._stopped = threading.Event()
@@ -354,6 +346,7 @@ class _ChunkSpool:
         if len(positions):
             self._last = int(positions[-1])
         if self._schema is None:
+            self._dictionary = pa.types.is_dictionary(texts.type)  # the first slice's texts decide the file's
             self._start(part.schema)
         elif part.schema != self._schema:
             self._give_up()
@@ -417,7 +410,8 @@ class _ChunkSpool:
     def _write(self) -> None:
         assert self._schema is not None
         try:
-            write_parquet_parts(self._parts(), self.path, _arrow_schema(pl.DataFrame(schema=self._schema)))
+            write_parquet_parts(self._parts(), self.path, _arrow_schema(pl.DataFrame(schema=self._schema),
+                                                                        self._dictionary))
         except _Stopped:
             pass
         except BaseException as exc:  # noqa: BLE001 - raised in the main thread by close()
@@ -433,7 +427,7 @@ class _ChunkSpool:
                 continue
             if part is self._DONE:
                 return
-            table = _with_texts(*part)
+            table = _with_texts(*part, self._dictionary)
             part = None
             yield table  # the writer asks for the next part once it has written this one
             table = None
