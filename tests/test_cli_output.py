@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import platform
 import pty
 import re
 import struct
@@ -200,3 +201,34 @@ def test_score_imports_numpy_with_one_blas_thread_and_leaves_the_environment_as_
         assert left == "-" and fixed == 1, (fixed, base)
     # a value the user set is theirs: kept, and obeyed
     assert threads("fix", {**plain, "OPENBLAS_NUM_THREADS": "2"})[1] == "2"
+
+
+_LARGE_BUFFERS = """
+import ctypes, sys
+from ragmeter import cli
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+libc.mallinfo2.restype = MallInfo2
+if sys.argv[1] == "fix":
+    cli._large_buffers_back_to_the_system()
+libc.free(libc.malloc(30 << 20))  # glibc's own threshold then grows to 30 MB
+before = libc.mallinfo2().hblkhd
+block = libc.malloc(8 << 20)
+print(libc.mallinfo2().hblkhd - before >= 8 << 20)  # mapped on its own: given back when freed
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's allocator")
+def test_score_gives_large_freed_buffers_back_to_the_system() -> None:
+    """``score`` and ``sweep`` fix glibc's mmap threshold at 1 MB: a buffer of 8 MB is mapped on its own even after
+    a larger one was freed (glibc's default would carve it from the heap and keep its memory once freed)."""
+    def mapped(mode: str) -> str:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+        return subprocess.run([sys.executable, "-c", _LARGE_BUFFERS, mode], capture_output=True, text=True,
+                              env=env, check=True).stdout.strip()
+
+    assert mapped("plain") == "False"
+    assert mapped("fix") == "True"

@@ -96,10 +96,13 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
     run_frame = pl.from_arrow(pa.concat_tables(run_rows)) if run_rows else pl.DataFrame(schema={"id": pl.String, "line": pl.Int64,
                                                                            "id_from_line": pl.Boolean,
                                                                            "retrieval_mode": pl.String})
+    run_rows.clear()
     missing = check_run_against_golden(g, run_frame, run_source=str(run), golden_source=golden_name)
     joined = g.join(run_frame.select("id", "retrieval_mode"), on="id", how="left", maintain_order="left").with_columns(
         pl.col("id").is_in(pl.Series(missing, dtype=pl.Utf8).implode()).alias("missing_from_run"))
+    del run_frame
     assembled = _assemble(g, slices, missing)
+    slices.clear()  # their matches are in the assembled one: not held twice while the tables are made
     assembled.match.phrase_in_run = run_phrases.phrase_in_run()
     _check_k(k)
     prepared = _PreparedMatch(joined=joined, missing=missing, match=assembled.match)

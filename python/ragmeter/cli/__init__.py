@@ -104,6 +104,7 @@ def console() -> NoReturn:
     """
     argv = sys.argv[1:]
     if argv[:1] in (["score"], ["sweep"]):
+        _large_buffers_back_to_the_system()
         _numpy_with_one_blas_thread()
     try:
         code = main(argv)
@@ -128,6 +129,33 @@ def _numpy_with_one_blas_thread() -> None:
         import numpy  # noqa: F401
     finally:
         del os.environ["OPENBLAS_NUM_THREADS"]
+
+
+#: glibc's mallopt parameter for the size from which a block is mapped on its own (and unmapped when freed)
+_M_MMAP_THRESHOLD = -3
+#: that size, for ``score`` and ``sweep``
+MMAP_THRESHOLD = 1 << 20
+
+
+def _large_buffers_back_to_the_system() -> None:
+    """With glibc, blocks of :data:`MMAP_THRESHOLD` bytes or more are mapped on their own, so that freeing one
+    gives its memory back. glibc's default threshold grows to the size of the largest mapped block freed (up
+    to 32 MB), after which the per-slice and per-table arrays of a run (a few to tens of MB) are carved from the
+    heap and their memory stays with the process once freed: ``ragmeter score`` of 100,000 cases of ASCII text
+    peaked at 441-447 MiB that way, at 385-394 MiB with a fixed 1 MB (402-413 MiB with 4 MB), in the same time
+    within this machine's noise (``benches/RESULTS_score.md``, 2026-12-05).
+    Setting the threshold also stops it growing. Left alone when the user set ``MALLOC_MMAP_THRESHOLD_``, and
+    where there is no glibc ``mallopt`` (musl's ignores it)."""
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # pragma: no cover - a libc without mallopt
+        return
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 def _exit_status(exc: SystemExit) -> int:
