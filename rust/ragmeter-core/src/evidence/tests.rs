@@ -1036,7 +1036,7 @@ fn copies_sharing_normal_forms_match_as_texts_normalised_one_by_one() {
             }
             file_offsets.push(expected.len());
         }
-        let b = EvidenceBatch {
+        let b: EvidenceBatch<'_, dyn Strings> = EvidenceBatch {
             file_offsets: &file_offsets,
             expected_files: &expected,
             phrase_offsets: &phrase_offsets,
@@ -1044,6 +1044,13 @@ fn copies_sharing_normal_forms_match_as_texts_normalised_one_by_one() {
             chunk_offsets: &chunk_offsets,
             chunk_files: &files,
             chunk_texts: &texts,
+        };
+        let streamed = |batch: &EvidenceBatch<'_, dyn Strings>| {
+            let mut run = RunPhrases::new(&phrases);
+            let ids: Vec<usize> = (0..phrases.len()).collect();
+            let mut res = run.match_batch(batch, &ids).unwrap();
+            res.phrase_in_run = run.found();
+            res
         };
         // The pool of 10% is grouped, the one of 90% normalised text by text.
         assert_eq!(shared::SharedNorms::of(&texts, 0..texts.len(), false).is_some(), pool_share < 50, "pool of {pool_share}%");
@@ -1054,28 +1061,13 @@ fn copies_sharing_normal_forms_match_as_texts_normalised_one_by_one() {
         let shared = batch::match_evidence_with(&b, true).unwrap();
         assert_eq!(shared, batch::match_evidence_unshared(&b, true).unwrap(), "pool of {pool_share}%");
         assert!(shared.phrases_found.iter().any(|&f| f > 0) && shared.relevant.iter().any(|&r| !r));
-        let mut run = RunPhrases::new(&phrases);
-        let ids: Vec<usize> = (0..phrases.len()).collect();
-        let mut streamed = run.match_batch(&b, &ids).unwrap();
-        streamed.phrase_in_run = run.found();
-        assert_eq!(streamed, shared, "streamed, pool of {pool_share}%");
+        assert_eq!(streamed(&b), shared, "streamed, pool of {pool_share}%");
         // The same texts dictionary-encoded: the same answers, alone and streamed.
         let (values, value_ids) = dictionary_of(&texts);
         let dict = DictStrings::new(&values, &value_ids).unwrap();
-        let d: EvidenceBatch<'_, dyn Strings> = EvidenceBatch {
-            file_offsets: &file_offsets,
-            expected_files: &expected,
-            phrase_offsets: &phrase_offsets,
-            phrases: &phrases,
-            chunk_offsets: &chunk_offsets,
-            chunk_files: &files,
-            chunk_texts: &dict,
-        };
+        let d = EvidenceBatch { chunk_texts: &dict as &dyn Strings, ..b };
         assert_eq!(batch::match_evidence_with(&d, true).unwrap(), shared, "dictionary, pool of {pool_share}%");
-        let mut run = RunPhrases::new(&phrases);
-        let mut streamed = run.match_batch(&d, &ids).unwrap();
-        streamed.phrase_in_run = run.found();
-        assert_eq!(streamed, shared, "dictionary streamed, pool of {pool_share}%");
+        assert_eq!(streamed(&d), shared, "dictionary streamed, pool of {pool_share}%");
     }
 }
 
