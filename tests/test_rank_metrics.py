@@ -137,3 +137,19 @@ def test_shared_vectors_through_python_api() -> None:
         }
         for key, value in want.items():
             assert math.isclose(got[key], value, abs_tol=1e-12), (case["name"], key, got[key], value)
+
+
+def test_read_only_grades_are_read_as_writeable_ones() -> None:
+    """The batch bindings borrow read-only grades (ragmeter's own calls: tens of MB not copied) and copy
+    writeable ones; both give the same numbers."""
+    rng = np.random.default_rng(5)
+    offsets = np.array([0, 3, 3, 8, 20], np.int64)
+    grades = (rng.random(20) < 0.4).astype(np.float64)
+    frozen = grades.copy()
+    frozen.flags.writeable = False
+    names = ["hit@5", "rr@5", "ap_retrieved@5", "ndcg@5"]
+    assert np.array_equal(_core.rank_metrics(offsets, frozen, np.zeros(4), names),
+                          _core.rank_metrics(offsets, grades, np.zeros(4), names), equal_nan=True)
+    scores = rng.random(20)
+    swept, copied = (_core.threshold_sweep(offsets, g, scores, [0.0, 0.5], 5) for g in (frozen, grades))
+    assert swept.keys() == copied.keys() and all(np.array_equal(swept[k], copied[k], equal_nan=True) for k in swept)

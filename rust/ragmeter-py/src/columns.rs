@@ -1,6 +1,8 @@
 //! Owned copies of column inputs, taken while the GIL is held.
 
-use numpy::PyReadonlyArray1;
+use std::borrow::Cow;
+
+use numpy::{Element, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 use ragmeter_core::Error;
@@ -61,4 +63,11 @@ pub fn extract_offsets(offsets: PyReadonlyArray1<'_, i64>, total: usize, name: &
         return Err(bad("offsets must start at 0, never decrease and end at the number of values"));
     }
     Ok(raw.iter().map(|&o| o as usize).collect())
+}
+
+/// A numpy array's values, borrowed when the array is read-only (nothing in Python can write to it while the
+/// GIL is released), copied otherwise.
+pub fn borrow_or_copy<'a, T: Element + Copy>(a: &'a PyReadonlyArray1<'_, T>) -> PyResult<Cow<'a, [T]>> {
+    let writeable: bool = a.getattr("flags")?.getattr("writeable")?.extract()?;
+    Ok(if writeable { Cow::Owned(a.as_slice()?.to_vec()) } else { Cow::Borrowed(a.as_slice()?) })
 }

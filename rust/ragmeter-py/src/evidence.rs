@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use ragmeter_core::evidence::{self, EvidenceBatch, Strings};
 use ragmeter_core::Error;
 
-use crate::columns::{extract_offsets, StrColumn};
+use crate::columns::{borrow_or_copy, extract_offsets, StrColumn};
 use crate::to_py_err;
 
 type StrArrays<'py> = (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, u8>);
@@ -186,10 +186,6 @@ impl<'a> DictTexts<'a> {
     }
 }
 
-fn borrow_or_copy<'a>(a: &'a PyReadonlyArray1<'_, u8>) -> PyResult<Cow<'a, [u8]>> {
-    let writeable: bool = a.getattr("flags")?.getattr("writeable")?.extract()?;
-    Ok(if writeable { Cow::Owned(a.as_slice()?.to_vec()) } else { Cow::Borrowed(a.as_slice()?) })
-}
 
 /// evidence_match_views(file_offsets, expected_files, phrase_offsets, phrases,
 /// chunk_offsets, chunk_files, text_views, text_buffers, run_wide=False) ->

@@ -8,7 +8,7 @@ use ragmeter_core::batch::{self, Batch, Metric};
 use ragmeter_core::trec::{self, Evaluation, Grouped, Options};
 use ragmeter_core::{Error, Result};
 
-use crate::columns::{extract_offsets, StrColumn};
+use crate::columns::{borrow_or_copy, extract_offsets, StrColumn};
 use crate::to_py_err;
 
 /// trec_eval's options that change the numbers (`-l`, `-M`, `-c`, `-J`, `-N`),
@@ -237,7 +237,8 @@ pub fn rank_metrics<'py>(
     ideal_grades: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let metrics: Vec<Metric> = metrics.iter().map(|m| Metric::parse(m)).collect::<Result<_>>().map_err(to_py_err)?;
-    let grades_v = grades.as_slice()?.to_vec();
+    // A chunk table's grades are tens of MB: borrowed when read-only (ragmeter's own calls), not copied.
+    let grades_v = borrow_or_copy(&grades)?;
     let offsets_v = extract_offsets(offsets, grades_v.len(), "offsets")?;
     let num_rel = num_relevant.as_slice()?.to_vec();
     let (io, ig) = match (ideal_offsets, ideal_grades) {
@@ -279,7 +280,8 @@ pub fn threshold_sweep<'py>(
     k: usize,
     relevance_level: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let grades_v = grades.as_slice()?.to_vec();
+    // A chunk table's grades are tens of MB: borrowed when read-only (ragmeter's own calls), not copied.
+    let grades_v = borrow_or_copy(&grades)?;
     let scores_v = scores.as_slice()?.to_vec();
     let offsets_v = extract_offsets(offsets, grades_v.len(), "offsets")?;
     let sweep = py
