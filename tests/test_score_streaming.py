@@ -29,7 +29,7 @@ WORDS = ["alpha", "beta", "gamma", "delta", "retrie-\nval", "React 18", "ＲＡ�
 @pytest.fixture
 def tiny_slices(monkeypatch):
     """Slices of 1 to 3 rows, so that every run below spans many; texts read as a dictionary stay so (in slices
-    of 3 rows the dictionary a row group stores can hold more values than the slice has texts)."""
+    of 3 rows most of the texts are distinct)."""
     monkeypatch.setattr(_parquet_ahead, "PARQUET_SLICE_BYTES", 1)
     monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (3, 3))
     monkeypatch.setattr(_parquet_ahead, "MAX_DICTIONARY_SHARE", float("inf"))

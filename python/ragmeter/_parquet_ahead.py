@@ -124,9 +124,9 @@ def dictionary_text_path(file: Any) -> Optional[str]:
     return text
 
 
-#: A row group's texts stop being read as a dictionary when its dictionary holds more than this share of its
-#: texts read so far (distinct texts: pyarrow then hashes every one into a dictionary that each slice copies),
-#: or more than this many bytes (a large row group of many distinct texts).
+#: A run's texts stop being read as a dictionary from the slice where more than this share of its texts are
+#: distinct (pyarrow then hashes every one into a dictionary that each slice copies), or where the dictionary
+#: holds more than this many bytes (a large row group of many distinct texts).
 MAX_DICTIONARY_SHARE = 0.5
 MAX_DICTIONARY_BYTES = PARQUET_SLICE_BYTES
 
@@ -134,9 +134,9 @@ MAX_DICTIONARY_BYTES = PARQUET_SLICE_BYTES
 def slices(file: Any, path: Path, batch_rows: int, columns: Optional[List[str]] = None) -> Iterator[Any]:
     """The record batches of ``file`` (:func:`open_run` of ``path``) in order, about ``batch_rows`` rows each:
     when its texts are read as a dictionary, a row group at a time, each cut into equal slices (pyarrow cannot
-    read a dictionary array across row groups), and from the slice where the dictionary grows past
-    :data:`MAX_DICTIONARY_SHARE` or :data:`MAX_DICTIONARY_BYTES` on, the file is read as if it had no
-    dictionary (that row group's slices already given are decoded again and skipped); else across row groups."""
+    read a dictionary array across row groups), and from the first slice whose texts are too distinct for a
+    dictionary (:func:`_too_distinct`) on, as if the file had none (that row group's slices already given are
+    decoded again and skipped); else across row groups."""
     if not any(has_dictionary(field.type) for field in file.schema_arrow):
         yield from file.iter_batches(batch_size=batch_rows, columns=columns, use_threads=True)
         return
@@ -147,13 +147,10 @@ def slices(file: Any, path: Path, batch_rows: int, columns: Optional[List[str]] 
         if not rows:
             continue
         size = -(-rows // -(-rows // batch_rows))
-        given = texts = 0
+        given = 0
         if plain is None:
             for batch in file.iter_batches(batch_size=size, row_groups=[g], columns=columns, use_threads=True):
-                dictionary, n = _dictionary_of(batch)
-                texts += n
-                if dictionary is not None and (len(dictionary) > MAX_DICTIONARY_SHARE * texts
-                                               or dictionary.nbytes > MAX_DICTIONARY_BYTES):
+                if _too_distinct(batch):
                     with slice_pool():
                         plain = pq_file(path, metadata=meta)
                     break
@@ -194,16 +191,24 @@ def chunk_texts(batch: Any) -> Optional[Tuple[Any, Any]]:
     return column, texts
 
 
-def _dictionary_of(batch: Any) -> Tuple[Any, int]:
-    """The dictionary of ``batch``'s chunk texts (None when they are not a dictionary array), and how many
-    texts the batch has."""
+def _too_distinct(batch: Any) -> bool:
+    """Are ``batch``'s texts, read as a dictionary, too distinct for one (:data:`MAX_DICTIONARY_SHARE` of them
+    distinct values, counted by the values they use: the dictionary a row group stores may hold more than a
+    slice uses), or is its dictionary past :data:`MAX_DICTIONARY_BYTES`?"""
+    import numpy as np
     import pyarrow as pa
 
+    from ragmeter._columns import dictionary_text_column
+
     found = chunk_texts(batch)
-    if found is None:
-        return None, 0
+    if found is None or not pa.types.is_dictionary(found[1].type):
+        return False
     texts = found[1]
-    return (texts.dictionary if pa.types.is_dictionary(texts.type) else None), len(texts)
+    if texts.dictionary.nbytes > MAX_DICTIONARY_BYTES:
+        return True
+    ids = dictionary_text_column(texts)[1]
+    used = np.count_nonzero(np.bincount(ids[ids >= 0], minlength=len(texts.dictionary)))
+    return used > MAX_DICTIONARY_SHARE * len(texts)
 
 
 def has_dictionary(arrow_type: Any) -> bool:
