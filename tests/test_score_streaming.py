@@ -635,14 +635,17 @@ def test_plain_text_lists_read_as_a_dictionary(tmp_path, tiny_slices):
 
 
 def test_texts_are_read_as_a_dictionary_only_where_it_pays(tmp_path, tiny_slices):
-    """Dictionary pages in every row group, and row groups that do not multiply the slices."""
+    """Dictionary pages in every row group, row groups that do not multiply the slices, and none cut into more
+    than MAX_SLICES_PER_DICTIONARY slices."""
     table = pa.table({"id": [f"q{i}" for i in range(60)],
                       "retrieved": [[{"file": "a.md", "text": f"text {i % 4}"}] for i in range(60)]})
-    plain, small = tmp_path / "plain.parquet", tmp_path / "small.parquet"
+    plain, small, large = tmp_path / "plain.parquet", tmp_path / "small.parquet", tmp_path / "large.parquet"
     pq.write_table(table, plain, use_dictionary=False)
     pq.write_table(table, small, row_group_size=1, use_dictionary=True)  # 60 slices instead of 20
-    assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(plain)) is None
-    assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(small)) is None
+    pq.write_table(table, large, use_dictionary=True)  # one row group of 20 slices, each copying its dictionary
+    assert _parquet_ahead.MAX_SLICES_PER_DICTIONARY < 20
+    for path in (plain, small, large):
+        assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(path)) is None, path.name
     assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(_dictionary_run(tmp_path / "d.parquet", table, 9)))
     file = _parquet_ahead.open_run(tmp_path / "d.parquet")
     sizes = [b.num_rows for b in _parquet_ahead.slices(file, tmp_path / "d.parquet", 3)]

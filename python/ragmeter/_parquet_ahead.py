@@ -21,9 +21,10 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Tuple
 
-__all__ = ["EARLY_SLICES", "MAX_DICTIONARY_BYTES", "MAX_DICTIONARY_SHARE", "PARQUET_SLICE_BYTES", "RETRIEVED_NAMES",
-           "SLICE_ROWS", "ReadAhead", "chunk_texts", "dictionary_text_path", "discard", "has_dictionary", "is_parquet", "open_run",
-           "pq_file", "slice_pool", "slice_rows", "slices", "start", "take"]
+__all__ = ["EARLY_SLICES", "MAX_DICTIONARY_BYTES", "MAX_DICTIONARY_SHARE", "MAX_SLICES_PER_DICTIONARY",
+           "PARQUET_SLICE_BYTES", "RETRIEVED_NAMES", "SLICE_ROWS", "ReadAhead", "chunk_texts", "dictionary_text_path",
+           "discard", "has_dictionary", "is_parquet", "open_run", "pq_file", "slice_pool", "slice_rows", "slices",
+           "start", "take"]
 
 #: Text per slice of a Parquet run: about this many bytes of chunk text, whatever the file's row groups.
 PARQUET_SLICE_BYTES = 32 << 20
@@ -102,7 +103,8 @@ def dictionary_text_path(file: Any) -> Optional[str]:
     per chunk (0.20 against 0.33 s for a 20,000-case run on one core, with a tenth of the system time), and
     the matcher knows the copies without hashing them (``benches/RESULTS_score.md``, 2026-12-05). So when every
     row group stores the texts with a dictionary page, and reading a row group at a time (pyarrow cannot join
-    dictionary arrays of several row groups into one nested column) makes at most twice as many slices."""
+    dictionary arrays of several row groups into one nested column) makes at most twice as many slices, none
+    of its row groups cut into more than :data:`MAX_SLICES_PER_DICTIONARY`."""
     names = file.schema_arrow.names
     name = next((n for n in RETRIEVED_NAMES if n in names), None)
     if name is None:
@@ -118,11 +120,19 @@ def dictionary_text_path(file: Any) -> Optional[str]:
     if not all(meta.row_group(g).column(at).has_dictionary_page for g in range(meta.num_row_groups)):
         return None
     rows = slice_rows(meta)
-    by_group = sum(-(-meta.row_group(g).num_rows // rows) for g in range(meta.num_row_groups))
-    if by_group > 2 * -(-meta.num_rows // rows):
+    per_group = [-(-meta.row_group(g).num_rows // rows) for g in range(meta.num_row_groups)]
+    if sum(per_group) > 2 * -(-meta.num_rows // rows):
         return None  # row groups much smaller than a slice: as many small slices
+    if max(per_group) > MAX_SLICES_PER_DICTIONARY:
+        return None  # each slice would copy a dictionary of the row group so far
     return text
 
+
+#: The most slices a row group may be cut into for its texts to be read as a dictionary: pyarrow gives each
+#: slice the dictionary of its row group so far, so a large row group costs a growing copy per slice. A
+#: 100,000-case cjk-pdf run written as one row group (pyarrow's default for up to 1Mi rows) took 19.0 s read
+#: as a dictionary in 89 slices, 9.1 s plain (2026-12-05); the bench's runs have 4 to 9 slices a row group.
+MAX_SLICES_PER_DICTIONARY = 16
 
 #: A run's texts stop being read as a dictionary from the slice where more than this share of its texts are
 #: distinct (pyarrow then hashes every one into a dictionary that each slice copies), or where the dictionary
