@@ -589,7 +589,8 @@ def test_a_dictionary_run_scored_into_a_folder_equals_the_whole_run(tmp_path, ti
         assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
     # the texts written as a dictionary, read as strings (no Arrow schema stored that would make them categorical)
     assert pl.read_parquet_schema(tmp_path / "streamed" / "chunks.parquet")["text"] == pl.String
-    assert "RLE_DICTIONARY" in pq.ParquetFile(tmp_path / "streamed" / "chunks.parquet").metadata.row_group(0).column(4).encodings
+    written = pq.ParquetFile(tmp_path / "streamed" / "chunks.parquet").metadata
+    assert "RLE_DICTIONARY" in written.row_group(0).column(4).encodings
 
 
 def _dictionary_run(path: Path, table: pa.Table, row_group_size: int = 4) -> Path:
@@ -646,7 +647,8 @@ def test_texts_are_read_as_a_dictionary_only_where_it_pays(tmp_path, tiny_slices
     assert _parquet_ahead.MAX_SLICES_PER_DICTIONARY < 20
     for path in (plain, small, large):
         assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(path)) is None, path.name
-    assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(_dictionary_run(tmp_path / "d.parquet", table, 9)))
+    dictionary = _dictionary_run(tmp_path / "d.parquet", table, 9)
+    assert _parquet_ahead.dictionary_text_path(_parquet_ahead.open_run(dictionary))
     file = _parquet_ahead.open_run(tmp_path / "d.parquet")
     sizes = [b.num_rows for b in _parquet_ahead.slices(file, tmp_path / "d.parquet", 3)]
     assert sizes == [3] * 18 + [3, 3]  # six row groups of 9 rows in three slices each, the last of 6 in two
@@ -655,7 +657,7 @@ def test_texts_are_read_as_a_dictionary_only_where_it_pays(tmp_path, tiny_slices
 def _text_kinds(path: Path, batch_rows: int) -> list:
     """Per slice of the run ``path``: its ids, and whether its texts came as a dictionary."""
     file = _parquet_ahead.open_run(path)
-    return [(b.column("id").to_pylist(), pa.types.is_dictionary(b.column("retrieved").type.value_type.field("text").type))
+    return [(b.column("id").to_pylist(), pa.types.is_dictionary(_parquet_ahead.chunk_texts(b)[1].type))
             for b in _parquet_ahead.slices(file, path, batch_rows)]
 
 

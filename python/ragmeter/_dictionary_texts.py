@@ -20,18 +20,32 @@ __all__ = ["as_dictionary", "large_strings", "plain_strings", "plain_texts", "te
 
 def plain_strings(values: Any) -> Any:
     """A pyarrow dictionary array of strings written out as a large_string array (its nulls kept)."""
-    import pyarrow as pa
-
-    from ragmeter import _core
     from ragmeter._columns import dictionary_text_column
 
     (offsets, data), ids = dictionary_text_column(values)
+    return _gathered(offsets, data, ids)
+
+
+def _gathered(offsets: np.ndarray, data: np.ndarray, ids: np.ndarray) -> Any:
+    """The strings ``ids`` (negative: null) of the string column ``(offsets, data)`` (an Arrow buffer's) as a
+    large_string array, gathered in Rust."""
+    import pyarrow as pa
+
+    from ragmeter import _core
+
     data = data.view()
     data.flags.writeable = False  # immutable Arrow buffer: borrowed by the binding, not copied
     out_offsets, out_data = _core.strings_gather(offsets, data, ids)
-    validity = pa.py_buffer(np.packbits(ids >= 0, bitorder="little")) if values.null_count else None
-    return pa.Array.from_buffers(pa.large_string(), len(ids), [validity, pa.py_buffer(out_offsets), pa.py_buffer(out_data)],
-                                 null_count=values.null_count)
+    nulls = int(np.count_nonzero(ids < 0))
+    return pa.Array.from_buffers(pa.large_string(), len(ids), [_validity(ids), pa.py_buffer(out_offsets),
+                                                               pa.py_buffer(out_data)], null_count=nulls)
+
+
+def _validity(ids: np.ndarray) -> Any:
+    """An Arrow validity bitmap marking the negative ``ids`` null; None when there are none."""
+    import pyarrow as pa
+
+    return pa.py_buffer(np.packbits(ids >= 0, bitorder="little")) if np.any(ids < 0) else None
 
 
 def as_dictionary(texts: Any) -> Any:
@@ -53,22 +67,15 @@ def _used_values_only(texts: Any) -> Any:
     would repeat the values of the slices before it)."""
     import pyarrow as pa
 
-    from ragmeter import _core
     from ragmeter._columns import dictionary_text_column
 
     (offsets, data), ids = dictionary_text_column(texts)
     used = np.flatnonzero(np.bincount(ids[ids >= 0], minlength=len(offsets) - 1))
-    new_id = np.full(len(offsets) - 1, -1, np.int32)
+    new_id = np.zeros(len(offsets) - 1, np.int32)
     new_id[used] = np.arange(len(used), dtype=np.int32)
-    data = data.view()
-    data.flags.writeable = False  # immutable Arrow buffer: borrowed by the binding, not copied
-    value_offsets, value_data = _core.strings_gather(offsets, data, used.astype(np.int32))
-    values = pa.Array.from_buffers(pa.large_string(), len(used), [None, pa.py_buffer(value_offsets),
-                                                                  pa.py_buffer(value_data)])
-    validity = pa.py_buffer(np.packbits(ids >= 0, bitorder="little")) if texts.null_count else None
-    indices = pa.Array.from_buffers(pa.int32(), len(ids), [validity, pa.py_buffer(np.where(ids >= 0, new_id[ids], 0))],
-                                    null_count=texts.null_count)
-    return pa.DictionaryArray.from_arrays(indices, values)
+    remapped = pa.py_buffer(np.where(ids >= 0, new_id[ids], 0))
+    indices = pa.Array.from_buffers(pa.int32(), len(ids), [_validity(ids), remapped], null_count=texts.null_count)
+    return pa.DictionaryArray.from_arrays(indices, _gathered(offsets, data, used.astype(np.int32)))
 
 
 def large_strings(values: Any) -> Any:

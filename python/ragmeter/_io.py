@@ -260,7 +260,6 @@ def _dictionary_columns(part: Any) -> List[str]:
     """The columns of the pyarrow table ``part`` to dictionary-encode: those with at most :data:`DISTINCT_SHARE`
     distinct values."""
     import polars as pl
-
     import pyarrow as pa
 
     # a dictionary array is written as one (Polars would make it a categorical, whose strings it keeps)

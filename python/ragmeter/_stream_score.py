@@ -35,8 +35,8 @@ import polars as pl
 import pyarrow as pa
 
 from ragmeter import _dictionary_texts, _parquet_ahead
-from ragmeter._dictionary_texts import large_strings
 from ragmeter._columns import dictionary_text_column, offsets_from_lengths, string_column
+from ragmeter._dictionary_texts import large_strings
 from ragmeter._io import write_chunk_frame, write_parquet_parts
 from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
 from ragmeter.evidence import EvidenceMatch, RunPhrases, mark_no_file_in_run, match_relevance, retrieved_columns

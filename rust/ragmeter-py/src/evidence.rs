@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
 
-use ragmeter_core::evidence::{self, EvidenceBatch, Strings};
+use ragmeter_core::evidence::{self, DictStrings, EvidenceBatch, Strings};
 use ragmeter_core::Error;
 
 use crate::columns::{borrow_or_copy, extract_offsets, StrColumn};
@@ -154,38 +154,39 @@ impl Strings for ViewTexts<'_> {
     }
 }
 
-/// A dictionary-encoded text column (what pyarrow's Parquet reader gives for a
-/// column written with dictionary pages): text `i` is value `ids[i]` of
-/// `values`, or empty when `ids[i]` is negative (a null text). Only the
-/// values are validated, and copies are grouped by index (see
-/// `ragmeter_core::evidence::DictStrings`).
-struct DictTexts<'a> {
-    values: Texts<'a>,
-    /// Per text its value's index; [`DictTexts::empty`] for a null text.
-    ids: Vec<u32>,
-}
+/// The values of a dictionary-encoded text column and, one past them, the
+/// empty text that stands for a null one.
+struct WithEmpty<'a>(Texts<'a>);
 
-impl<'a> DictTexts<'a> {
-    fn new(values: Texts<'a>, ids: &PyReadonlyArray1<'_, i32>) -> PyResult<Self> {
-        let n = values.len();
-        let empty = u32::try_from(n).map_err(|_| PyValueError::new_err("text_ids: too many dictionary values"))?;
-        let ids = ids.as_slice()?;
-        if let Some(i) = ids.iter().position(|&id| id as i64 >= n as i64) {
-            return Err(PyValueError::new_err(format!("text_ids: index {} of text {i} is past the {n} values", ids[i])));
+impl Strings for WithEmpty<'_> {
+    fn len(&self) -> usize {
+        self.0.len() + 1
+    }
+    fn get(&self, i: usize) -> &str {
+        if i == self.0.len() {
+            ""
+        } else {
+            self.0.get(i)
         }
-        Ok(DictTexts { values, ids: ids.iter().map(|&id| if id < 0 { empty } else { id as u32 }).collect() })
-    }
-
-    /// The index standing for a null text: one past the values.
-    fn empty(&self) -> u32 {
-        self.values.len() as u32
-    }
-
-    fn check(&mut self, name: &str) -> Result<(), Error> {
-        self.values.validate(name)
     }
 }
 
+/// A dictionary-encoded text column (what pyarrow's Parquet reader gives for a
+/// column written with dictionary pages): only its values are validated, and
+/// copies are grouped by index.
+type DictTexts<'a> = DictStrings<WithEmpty<'a>>;
+
+/// `values` and, per text, its value's index in `ids` (negative: a null text).
+fn dict_texts<'a>(values: Texts<'a>, ids: &PyReadonlyArray1<'_, i32>) -> PyResult<DictTexts<'a>> {
+    let n = values.len();
+    let empty = u32::try_from(n).map_err(|_| PyValueError::new_err("text_ids: too many dictionary values"))?;
+    let ids = ids.as_slice()?;
+    if let Some(i) = ids.iter().position(|&id| id as i64 >= n as i64) {
+        return Err(PyValueError::new_err(format!("text_ids: index {} of text {i} is past the {n} values", ids[i])));
+    }
+    let ids = ids.iter().map(|&id| if id < 0 { empty } else { id as u32 }).collect();
+    DictStrings::new(WithEmpty(values), ids).map_err(to_py_err)
+}
 
 /// evidence_match_views(file_offsets, expected_files, phrase_offsets, phrases,
 /// chunk_offsets, chunk_files, text_views, text_buffers, run_wide=False) ->
@@ -268,24 +269,9 @@ impl ChunkTexts for ViewTexts<'_> {
     }
 }
 
-impl Strings for DictTexts<'_> {
-    fn len(&self) -> usize {
-        self.ids.len()
-    }
-    fn get(&self, i: usize) -> &str {
-        match self.ids[i] {
-            id if id == self.empty() => "",
-            id => self.values.get(id as usize),
-        }
-    }
-    fn value_ids(&self) -> Option<(&[u32], usize)> {
-        Some((&self.ids, self.values.len() + 1))
-    }
-}
-
 impl ChunkTexts for DictTexts<'_> {
     fn check(&mut self, name: &str) -> Result<(), Error> {
-        DictTexts::check(self, name)
+        self.values_mut().0.validate(name)
     }
 }
 
@@ -439,7 +425,7 @@ fn evidence_match<'py>(
     let chunks = (chunk_offsets, chunk_files);
     let run = run_mode(run_wide, run_index, run_phrases)?;
     match text_ids {
-        Some(ids) => match_chunk_texts(py, files, phrases, chunks, &mut DictTexts::new(texts(&chunk_texts)?, &ids)?, run),
+        Some(ids) => match_chunk_texts(py, files, phrases, chunks, &mut dict_texts(texts(&chunk_texts)?, &ids)?, run),
         None => match_chunk_texts(py, files, phrases, chunks, &mut texts(&chunk_texts)?, run),
     }
 }
@@ -459,10 +445,10 @@ fn strings_gather<'py>(
     ids: PyReadonlyArray1<'py, i32>,
 ) -> PyResult<ArrowStrings<'py>> {
     let col = (offsets, data);
-    let mut dict = DictTexts::new(texts(&col)?, &ids)?;
+    let mut dict = dict_texts(texts(&col)?, &ids)?;
     let (offsets, data) = py
         .allow_threads(|| {
-            dict.check("values")?;
+            dict.values_mut().0.validate("values")?;
             let mut offsets = Vec::with_capacity(dict.len() + 1);
             offsets.push(0i64);
             let mut total = 0usize;

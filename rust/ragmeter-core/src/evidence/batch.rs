@@ -27,36 +27,6 @@ pub trait Strings: Sync {
     }
 }
 
-/// A dictionary-encoded string column (as a Parquet reader gives a column
-/// written with dictionary pages): string `i` is value `ids[i]` of `values`.
-pub struct DictStrings<'a, V: Strings + ?Sized> {
-    values: &'a V,
-    ids: &'a [u32],
-}
-
-impl<'a, V: Strings + ?Sized> DictStrings<'a, V> {
-    /// Fails when an index is not one of `values`'.
-    pub fn new(values: &'a V, ids: &'a [u32]) -> Result<Self> {
-        let n = values.len();
-        if let Some(i) = ids.par_iter().position_first(|&id| id as usize >= n) {
-            return Err(Error::input(format!("dictionary index {} of string {i} is past the {n} values", ids[i])));
-        }
-        Ok(DictStrings { values, ids })
-    }
-}
-
-impl<V: Strings + ?Sized> Strings for DictStrings<'_, V> {
-    fn len(&self) -> usize {
-        self.ids.len()
-    }
-    fn get(&self, i: usize) -> &str {
-        self.values.get(self.ids[i] as usize)
-    }
-    fn value_ids(&self) -> Option<(&[u32], usize)> {
-        Some((self.ids, self.values.len()))
-    }
-}
-
 impl<T: AsRef<str> + Sync> Strings for [T] {
     fn len(&self) -> usize {
         <[T]>::len(self)
@@ -72,6 +42,53 @@ impl<T: AsRef<str> + Sync> Strings for Vec<T> {
     }
     fn get(&self, i: usize) -> &str {
         self[i].as_ref()
+    }
+}
+
+impl<S: Strings + ?Sized> Strings for &S {
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn get(&self, i: usize) -> &str {
+        (**self).get(i)
+    }
+    fn value_ids(&self) -> Option<(&[u32], usize)> {
+        (**self).value_ids()
+    }
+}
+
+/// A dictionary-encoded string column (as a Parquet reader gives a column
+/// written with dictionary pages): string `i` is value `ids[i]` of `values`.
+pub struct DictStrings<V, I = Vec<u32>> {
+    values: V,
+    ids: I,
+}
+
+impl<V: Strings, I: AsRef<[u32]>> DictStrings<V, I> {
+    /// Fails when an index is not one of `values`'.
+    pub fn new(values: V, ids: I) -> Result<Self> {
+        let n = values.len();
+        if let Some(i) = ids.as_ref().par_iter().position_first(|&id| id as usize >= n) {
+            return Err(Error::input(format!("dictionary index {} of string {i} is past the {n} values", ids.as_ref()[i])));
+        }
+        Ok(DictStrings { values, ids })
+    }
+
+    /// The values (to validate them in place, say).
+    pub fn values_mut(&mut self) -> &mut V {
+        &mut self.values
+    }
+}
+
+impl<V: Strings, I: AsRef<[u32]> + Sync> Strings for DictStrings<V, I> {
+    fn len(&self) -> usize {
+        self.ids.as_ref().len()
+    }
+    fn get(&self, i: usize) -> &str {
+        self.values.get(self.ids.as_ref()[i] as usize)
+    }
+    fn value_ids(&self) -> Option<(&[u32], usize)> {
+        Some((self.ids.as_ref(), self.values.len()))
     }
 }
 
