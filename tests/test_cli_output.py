@@ -173,36 +173,6 @@ def test_json_prints_machine_readable_output_only(args: List[str], tmp_path: Pat
             assert {(row["threshold"], row["category"]): row["n_scored"] for row in data}[(0.2, "ALL")] == 45
 
 
-_BLAS_THREADS = """
-import os, sys
-from ragmeter import cli
-if sys.argv[1] == "fix":
-    cli._numpy_with_one_blas_thread()
-import numpy
-print(len(os.listdir("/proc/self/task")), os.environ.get("OPENBLAS_NUM_THREADS", "-"))
-"""
-
-
-@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
-def test_score_imports_numpy_with_one_blas_thread_and_leaves_the_environment_as_it_was() -> None:
-    """``score`` and ``sweep`` import numpy with OpenBLAS on one thread (its idle threads spin at start-up), and
-    the variable that does it is gone again, so programs the command starts keep their defaults."""
-    def threads(mode: str, env: Dict[str, str]) -> Tuple[int, str]:
-        out = subprocess.run([sys.executable, "-c", _BLAS_THREADS, mode], capture_output=True, text=True,
-                             env={**os.environ, **env}, check=True).stdout.split()
-        return int(out[0]), out[1]
-
-    plain = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    base, _ = threads("plain", {})
-    fixed, left = threads("fix", {})
-    assert left == "-" or "OPENBLAS_NUM_THREADS" in os.environ
-    assert fixed <= base
-    if "OPENBLAS_NUM_THREADS" not in os.environ and os.cpu_count() and os.cpu_count() > 1:
-        assert left == "-" and fixed == 1, (fixed, base)
-    # a value the user set is theirs: kept, and obeyed
-    assert threads("fix", {**plain, "OPENBLAS_NUM_THREADS": "2"})[1] == "2"
-
-
 _LARGE_BUFFERS = """
 import ctypes, sys
 from ragmeter import cli

@@ -75,10 +75,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _numpy_without_blas_threads() -> None:
     """Import numpy with its OpenBLAS on one thread, unless the user chose a number. At import OpenBLAS starts
-    a thread per core, and starting them took 0.1 s of CPU, on a core the command's Parquet reader was using
-    (``ragmeter score`` starts decoding before its imports). ragmeter's one use of BLAS, the bootstrap's matrix
-    products, runs on threads of its own with one BLAS thread each (:mod:`ragmeter.stats`). The variable is
-    put back at once, so that processes started later get the user's environment."""
+    a thread per core, and each spins for about 0.1 s of CPU waiting for work, on a core the command's Parquet
+    reader was using (``ragmeter score`` starts decoding before its imports; on two cores that took about
+    0.13 s off a 2-s ``score`` of 20,000 cases, ``benches/RESULTS_score.md``, 2026-12-03). ragmeter's one use
+    of BLAS, the bootstrap's matrix products, runs on threads of its own with one BLAS thread each
+    (:mod:`ragmeter.stats`). The variable is put back at once, so that processes started later get the user's
+    environment."""
     if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
@@ -105,7 +107,6 @@ def console() -> NoReturn:
     argv = sys.argv[1:]
     if argv[:1] in (["score"], ["sweep"]):
         _large_buffers_back_to_the_system()
-        _numpy_with_one_blas_thread()
     try:
         code = main(argv)
     except SystemExit as exc:  # argparse, after its help text or a usage error
@@ -114,21 +115,6 @@ def console() -> NoReturn:
     if argv[:1] in (["trec"], ["score"]):
         os._exit(code)
     sys.exit(code)
-
-
-def _numpy_with_one_blas_thread() -> None:
-    """Import numpy with its OpenBLAS on one thread, for commands whose matrix work is too small to share out.
-    At import OpenBLAS starts a thread per core, and each spins for about 0.1 s of CPU waiting for work: on
-    two cores that took about 0.13 s off a 2-s ``score`` of 20,000 cases (``benches/RESULTS_score.md``,
-    2026-12-03). The variable is read when the library loads and removed again, so programs this process
-    starts keep their defaults; a value the user set is left alone."""
-    if "OPENBLAS_NUM_THREADS" in os.environ:
-        return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
-        import numpy  # noqa: F401
-    finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 #: glibc's mallopt parameter for the size from which a block is mapped on its own (and unmapped when freed)
