@@ -56,6 +56,9 @@ def test_the_file_holds_the_parts_in_order(tmp_path, distinct):
     assert "RLE_DICTIONARY" in meta.row_group(0).column(ids).encodings
     scores = meta.schema.names.index("score")  # distinct either way: none
     assert "RLE_DICTIONARY" not in meta.row_group(0).column(scores).encodings
+    # min/max statistics for every column but the texts, whose bounds help no reader
+    stats = {name: meta.row_group(0).column(i).is_stats_set for i, name in enumerate(meta.schema.names)}
+    assert stats == {"id": True, "rank": True, "text": False, "score": True}
 
 
 def test_repeated_texts_keep_their_dictionary_past_pyarrows_default_limit(tmp_path):

@@ -37,7 +37,7 @@ import pyarrow as pa
 from ragmeter import _dictionary_texts, _parquet_ahead
 from ragmeter._columns import dictionary_text_column, offsets_from_lengths, string_column
 from ragmeter._dictionary_texts import large_strings
-from ragmeter._io import write_chunk_frame, write_parquet_parts
+from ragmeter._io import release_slice_memory, write_chunk_frame, write_parquet_parts
 from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
 from ragmeter.evidence import EvidenceMatch, RunPhrases, mark_no_file_in_run, match_relevance, retrieved_columns
 from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tables
@@ -93,6 +93,7 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
     finally:
         if spool is not None:
             spool.stop()
+        release_slice_memory()
     run_frame = pl.from_arrow(pa.concat_tables(run_rows)) if run_rows else pl.DataFrame(schema={"id": pl.String, "line": pl.Int64,
                                                                            "id_from_line": pl.Boolean,
                                                                            "retrieval_mode": pl.String})
