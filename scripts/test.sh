@@ -174,6 +174,12 @@ print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-
   if [ ! -x "$ECOSYSTEM_VENV/bin/python" ]; then
     python3 -m venv --system-site-packages "$ECOSYSTEM_VENV" || return 1
   fi
+  # --system-site-packages gives the base interpreter's packages, not those of a venv this script runs in: the
+  # ragmeter installed above is made visible by the folder it was imported from, after the venv's own packages.
+  local ragmeter_home site
+  ragmeter_home=$(python3 -c 'import os, ragmeter; print(os.path.dirname(os.path.dirname(ragmeter.__file__)))') &&
+    site=$("$ECOSYSTEM_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') &&
+    echo "$ragmeter_home" >"$site/ragmeter-under-test.pth" || return 1
   echo "   pip install $(echo $pins) into $ECOSYSTEM_VENV (about 100 s from pip's cache, ~470 MB); full output in"
   echo "   target/pip-ecosystem.log"
   # shellcheck disable=SC2086 # one requirement per word
