@@ -200,6 +200,42 @@ def test_bad_parquet_runs_get_the_errors_of_the_whole_file(tmp_path, tiny_slices
     assert f"{run}" in expected
 
 
+def test_slices_are_checked_on_the_reading_thread_and_their_errors_raised_where_they_are_used(tmp_path, tiny_slices,
+                                                                                           monkeypatch):
+    """ParquetRun checks each slice on its read-ahead thread (the caller matches the slice before meanwhile);
+    what the check raises there is raised to the caller as load_run raises it, not as an unreadable file."""
+    import threading
+
+    from ragmeter import dataset
+
+    threads = []
+    check = dataset._run_from_columns
+
+    def recording(*args, **kwargs):
+        threads.append(threading.current_thread())
+        return check(*args, **kwargs)
+
+    monkeypatch.setattr(dataset, "_run_from_columns", recording)
+    golden, run = make_case_files(tmp_path, 21)
+    reader = dataset.ParquetRun(run)
+    frames = [frame for _, frame in reader]
+    reader.finish()
+    assert len(frames) > 3 and len(threads) == len(frames)
+    assert all(t is not threading.main_thread() for t in threads)
+    assert_frame_equal(pl.concat(frames).select("id", "line"), load_run(run).select("id", "line"))
+    for name in ("schema", "field", "rows"):
+        bad = tmp_path / f"{name}.parquet"
+        pl.DataFrame(BAD_RUNS[name]).write_parquet(bad)
+        expected = _error(lambda: load_run(bad))
+        assert "cannot read as Parquet" not in expected
+
+        def read_all():
+            reader = dataset.ParquetRun(bad)
+            list(reader)
+            reader.finish()
+        assert _error(read_all) == expected
+
+
 def test_run_ids_absent_from_the_golden_set_and_ids_from_lines(tmp_path, tiny_slices):
     golden = tmp_path / "g.jsonl"
     golden.write_text("".join(json.dumps({"id": i, "question": "q", "expectedEvidence": ["t"]}) + "\n" for i in "ab"))

@@ -1,7 +1,7 @@
 """A Parquet run's slices decoded on a helper thread, from before the command has finished starting.
 
-:class:`ragmeter.dataset.ParquetRun` reads a run a slice at a time, each slice decoded on a helper thread
-(:class:`ReadAhead`) while the caller matches the one before. pyarrow decodes a column on one thread, and
+:class:`ragmeter.dataset.ParquetRun` reads a run a slice at a time, each slice decoded, and checked, on a
+helper thread (:class:`ReadAhead`, :class:`Prepared`) while the caller matches the one before. pyarrow decodes a column on one thread, and
 on CJK text that thread is the slowest part of ``ragmeter score``. The command therefore calls
 :func:`start` first, before it imports Polars and the scorer and loads the golden set (0.3-0.4 s), so the
 first slices are decoded on the second core in that time; :func:`ragmeter.score` calls it too, before it loads
@@ -19,12 +19,12 @@ import os
 import queue
 import threading
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 __all__ = ["EARLY_SLICES", "MAX_DICTIONARY_BYTES", "MAX_DICTIONARY_SHARE", "MAX_SLICES_PER_DICTIONARY",
-           "PARQUET_SLICE_BYTES", "RETRIEVED_NAMES", "SLICE_ROWS", "ReadAhead", "chunk_texts", "dictionary_text_path",
-           "discard", "has_dictionary", "is_parquet", "open_run", "pq_file", "slice_pool", "slice_rows", "slices",
-           "start", "take"]
+           "PARQUET_SLICE_BYTES", "RETRIEVED_NAMES", "SLICE_ROWS", "Prepared", "ReadAhead", "chunk_texts",
+           "dictionary_text_path", "discard", "has_dictionary", "is_parquet", "open_run", "pq_file", "slice_pool",
+           "slice_rows", "slices", "start", "take"]
 
 #: Text per slice of a Parquet run: about this many bytes of chunk text, whatever the file's row groups.
 PARQUET_SLICE_BYTES = 32 << 20
@@ -239,6 +239,33 @@ def slice_rows(meta: Any) -> int:
     return int(min(max(PARQUET_SLICE_BYTES // max(per_row, 1), SLICE_ROWS[0]), SLICE_ROWS[1]))
 
 
+class Prepared:
+    """The slices of ``items`` (in the file's order), each as ``(first_row, slice, made)``: ``first_row`` is
+    the file's row (from 1) the slice starts at; once :attr:`prepare` is set, the slice is handed to it with
+    that row, on the thread that takes the slice from ``items``, and ``(slice, made)`` is what it returns;
+    before, ``made`` is None. Read through :class:`ReadAhead`, the preparing is done on the read-ahead thread,
+    while the caller works on the slice before (:class:`ragmeter.dataset.ParquetRun` checks each slice there)."""
+
+    def __init__(self, items: Iterator[Any]) -> None:
+        self._items = items
+        self._next_row = 1
+        #: ``prepare(slice, first_row) -> (slice, made)``, or None
+        self.prepare: Optional[Callable[[Any, int], Tuple[Any, Any]]] = None
+
+    def __iter__(self) -> "Prepared":
+        return self
+
+    def __next__(self) -> Tuple[int, Any, Any]:
+        batch = next(self._items)
+        first = self._next_row
+        self._next_row += batch.num_rows
+        prepare = self.prepare
+        if prepare is None:
+            return first, batch, None
+        batch, made = prepare(batch, first)
+        return first, batch, made
+
+
 class ReadAhead:
     """``items``, each produced on a helper thread while the previous one is used (one item ahead), from
     the moment this is made. Iterate once; an exception of the producer is raised there, and :meth:`close`
@@ -251,6 +278,7 @@ class ReadAhead:
     they have been taken."""
 
     def __init__(self, items: Iterator[Any], first: int = 1) -> None:
+        self.items = items
         self._slots: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
         self._room = threading.Semaphore(first)  # released when an item is taken
         self._unreleased = first - 1  # the first items taken release no room: one item ahead from then on
@@ -309,7 +337,7 @@ class _Started:
     def __init__(self, key: Tuple[Any, ...], file: Any, batch_rows: int) -> None:
         self.key = key
         self.batch_rows = batch_rows
-        self.reader = ReadAhead(slices(file, Path(key[0]), batch_rows), first=EARLY_SLICES)
+        self.reader = ReadAhead(Prepared(slices(file, Path(key[0]), batch_rows)), first=EARLY_SLICES)
 
 
 _started: Optional[_Started] = None

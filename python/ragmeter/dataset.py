@@ -1306,41 +1306,75 @@ class ParquetRun:
     def batches(self, columns: Optional[List[str]] = None) -> Iterator[Tuple[int, Any]]:
         """``(first_row, pyarrow.RecordBatch)`` of the file's rows, in order; the next slice is decoded on
         another thread while the caller works on this one (pyarrow decodes a column on one thread)."""
-        first = 1
+        for first, batch, _ in self._slices(columns):
+            yield first, batch
+
+    def _slices(self, columns: Optional[List[str]] = None, prepare: Optional[Callable[[Any, int], Any]] = None
+                ) -> Iterator[Tuple[int, Any, Any]]:
+        """``(first_row, batch, made)`` per slice, in order: ``made`` is what ``prepare(batch, first_row)``
+        returned on the read-ahead thread, or None for a slice decoded before ``prepare`` was handed over
+        (an early reader's first slices)."""
         reader, self._early = self._early, None  # the early reader reads every column
         if reader is not None and columns is not None:
             reader.close()
             reader = None
+        hook = None if prepare is None else (lambda batch, first: self._prepared(batch, first, prepare))
         if reader is None:
-            reader = _parquet_ahead.ReadAhead(_parquet_ahead.slices(self._file, self.path, self.batch_rows, columns))
+            slices = _parquet_ahead.Prepared(_parquet_ahead.slices(self._file, self.path, self.batch_rows, columns))
+            slices.prepare = hook  # before the reader begins: every slice is prepared on its thread
+            reader = _parquet_ahead.ReadAhead(slices)
+        elif hook is not None and isinstance(reader.items, _parquet_ahead.Prepared):
+            reader.items.prepare = hook  # from its next slice on: those it made already are checked here
         try:
-            for batch in reader:
-                yield first, _texts_with_lists(batch)
-                first += batch.num_rows
+            for first, batch, made in reader:
+                yield first, batch if made is not None else _texts_with_lists(batch), made
         except (OSError, ValueError, TypeError, ArithmeticError) as exc:  # pyarrow's errors for corrupt pages
             raise InputError(f"{self.path}: cannot read as Parquet: {exc}") from None
 
+    @staticmethod
+    def _prepared(batch: Any, first_row: int, prepare: Callable[[Any, int], Any]) -> Tuple[Any, Any]:
+        """On the read-ahead thread: the slice as :meth:`batches` gives it (its errors are the file's, as
+        there), and what ``prepare`` makes of it, or the exception it raised (raised where the slice is used)."""
+        batch = _texts_with_lists(batch)
+        try:
+            return batch, prepare(batch, first_row)
+        except Exception as exc:  # noqa: BLE001 - raised in the reader's thread by __iter__
+            return batch, _Failed(exc)
+
     def __iter__(self) -> Iterator[Tuple[Any, pl.DataFrame]]:
+        """``(batch, frame)`` per slice. Each slice is checked on the read-ahead thread, while the caller
+        matches the one before: on two cores that was 0.1 of 0.7 s of ``ragmeter score`` of 20,000 cases, and
+        0.5 of 2.5 s at 100,000, spent on the caller's thread."""
         seen = False
-        for first, batch in self.batches():
+        for first, batch, checked in self._slices(prepare=self._check):
             seen = True
-            yield batch, self.frame(batch, first)
+            yield batch, self._recorded(checked if checked is not None else self._check(batch, first))
         if not seen:  # no rows: the columns' types are still checked
             self.frame(self._file.schema_arrow.empty_table(), 1)
 
     def frame(self, batch: Any, first_row: int, record: bool = True) -> pl.DataFrame:
         """One slice as :func:`load_run`'s frame (empty when it has problems; :meth:`finish` raises them).
         ``record=False``: a slice read again, whose problems and ids were recorded the first time."""
+        checked = self._check(batch, first_row)
+        return self._recorded(checked) if record else _raised(checked)[0]
+
+    def _check(self, batch: Any, first_row: int) -> Tuple[pl.DataFrame, "_Problems", pl.DataFrame]:
+        """A slice's frame, the problems of its values, and the columns it was made from (for the ids of a
+        slice with problems); problems of the types are raised (the same in every slice: at the first).
+        Reads nothing this reader changes, so it may run on the read-ahead thread."""
         df = pl.from_arrow(_dictionary_texts.texts_left_out(batch))  # the texts go to the matcher from the batch
         assert isinstance(df, pl.DataFrame)
-        # Problems of the types are the same in every slice and raised at the first; those of the values
-        # are collected over all slices.
         local = _Problems(self.where)
         frame = _run_from_columns(df, self.where, local, first_row=first_row, ids_from_lines=self._ids_from_lines,
                                   batch=True)
-        if record:
-            self.problems.items += local.items
-            self._ids.append(_slice_ids(df) if self.problems else frame["id"])
+        return frame, local, df
+
+    def _recorded(self, checked: Any) -> pl.DataFrame:
+        """The frame of a checked slice, its problems and ids added to those of the file (in the file's order,
+        on the caller's thread)."""
+        frame, local, df = _raised(checked)
+        self.problems.items += local.items
+        self._ids.append(_slice_ids(df) if self.problems else frame["id"])
         return frame
 
     def finish(self) -> None:
@@ -1349,6 +1383,20 @@ class ParquetRun:
                 and "repeat" in self._file.schema_arrow.names:
             refuse_collected_repeats(self.where, self._file.read(columns=["repeat"]).column(0).unique().to_pylist())
         self.problems.raise_if_any()
+
+
+class _Failed:
+    """An exception a slice's check raised on the read-ahead thread, to be raised where the slice is used."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def _raised(checked: Any) -> Any:
+    """``checked``, unless it is a :class:`_Failed`, whose exception is raised."""
+    if isinstance(checked, _Failed):
+        raise checked.error
+    return checked
 
 
 def _texts_with_lists(batch: Any) -> Any:
