@@ -1,8 +1,8 @@
 """A Parquet run's slices decoded on a helper thread, from before the command has finished starting.
 
 :class:`ragmeter.dataset.ParquetRun` reads a run a slice at a time, each slice decoded, and checked, on a
-helper thread (:class:`ReadAhead`, :class:`Prepared`) while the caller matches the one before. pyarrow decodes a column on one thread, and
-on CJK text that thread is the slowest part of ``ragmeter score``. The command therefore calls
+helper thread (:class:`ReadAhead`, :class:`Prepared`) while the caller matches the one before. pyarrow
+decodes a column on one thread, and on CJK text that thread is the slowest part of ``ragmeter score``. The command therefore calls
 :func:`start` first, before it imports Polars and the scorer and loads the golden set (0.3-0.4 s), so the
 first slices are decoded on the second core in that time; :func:`ragmeter.score` calls it too, before it loads
 the golden set. :class:`ParquetRun` then takes the reader over
