@@ -2,13 +2,13 @@
 
 :class:`ragmeter.dataset.ParquetRun` reads a run a slice at a time, each slice decoded, and checked, on a
 helper thread (:class:`ReadAhead`, :class:`Prepared`) while the caller matches the one before. pyarrow
-decodes a column on one thread, and on CJK text that thread is the slowest part of ``ragmeter score``. The command therefore calls
-:func:`start` first, before it imports Polars and the scorer and loads the golden set (0.3-0.4 s), so the
-first slices are decoded on the second core in that time; :func:`ragmeter.score` calls it too, before it loads
-the golden set. :class:`ParquetRun` then takes the reader over
-(:func:`take`) when it opens the same, unchanged file with the same slice size; otherwise the early reader
-is stopped and the file read as it would have been. :func:`start` reports nothing: any problem of the file
-is found again, and reported, by :class:`ParquetRun`.
+decodes a column on one thread, and on CJK text that thread is the slowest part of ``ragmeter score``. The
+command therefore calls :func:`start` first, before it imports Polars and the scorer and loads the golden set
+(0.3-0.4 s), so the first slices are decoded on the second core in that time; :func:`ragmeter.score` calls it
+too, before it loads the golden set. :class:`ParquetRun` then takes the reader over (:func:`take`) when it
+opens the same, unchanged file with the same slice size; otherwise the early reader is stopped and the file
+read as it would have been. :func:`start` reports nothing: any problem of the file is found again, and
+reported, by :class:`ParquetRun`.
 
 This module imports only pyarrow (when :func:`start` is called), not Polars.
 """
