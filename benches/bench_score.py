@@ -473,7 +473,8 @@ def main() -> None:
     ap.add_argument("--_measure", nargs=3, metavar=("GOLDEN", "RUN", "THRESHOLDS"), help=argparse.SUPPRESS)
     ap.add_argument("--compare", action="store_true",
                     help="ragmeter score vs the plain-Python scorer (top-5 and all chunks) on three text kinds (default 20,000 cases)")
-    ap.add_argument("--py-cases", type=int, help="with --compare: run the Python scorers on the first N cases only (time scaled)")
+    ap.add_argument("--py-cases", type=int, help="with --compare: the Python scorers read everything but score the first N cases only (the time "
+                         "of their per-case part scaled to all cases; default: all cases, no scaling)")
     ap.add_argument("--py-all-cases", type=int, help="with --compare: the same for the all-chunks Python scorer alone")
     ap.add_argument("--repeat", type=int, default=2, help="with --compare: ragmeter runs per kind")
     ap.add_argument("--kinds", default="ascii,cjk-pdf,mix",
