@@ -182,11 +182,12 @@ def slice_memory_pool() -> Any:
         _decay_set = True
         # jemalloc keeps freed pages for 10 s by default: the whole of a scoring run, ~100 MB more peak memory
         # at 100,000 cases (benches/RESULTS_score.md, 2026-12-04). With 0 each slice's pages went back at once
-        # and the next slice, and the chunk writer's next row group, faulted fresh zeroed pages in: a third of
-        # the command's system time. 50 ms keeps them from one slice to the next: `ragmeter score --out`
-        # 9-15% faster at 100,000 cases, 4-15% at 20,000 (2026-12-05); what is still held when the slices
-        # are read is handed back by release_slice_memory. pyarrow's jemalloc serves only the pools that name
-        # it (ragmeter's slices and its chunk writer); Arrow's default pool is mimalloc.
+        # and the next slice, and the chunk writer's next row group, faulted fresh zeroed pages in: about half
+        # the command's system time (1.0-1.1 s against 0.5-0.7 s at 100,000 ASCII cases). 50 ms keeps them
+        # from one slice to the next: `ragmeter score --out` 9-15% faster at 100,000 cases, 4-15% at 20,000
+        # (2026-12-05); what is still held when the slices are read is handed back by release_slice_memory.
+        # pyarrow's jemalloc serves only the pools that name it (ragmeter's slices and its chunk writer);
+        # Arrow's default pool is mimalloc.
         pa.jemalloc_set_decay_ms(JEMALLOC_DECAY_MS)
     return pool
 
