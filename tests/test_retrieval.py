@@ -162,9 +162,37 @@ def test_sweep_aggregates_equal_grouped_per_case_rows() -> None:
         # every case a category of its own (ids without a "-" and no category field): as many groups as cases
         own = prepared.joined["id"]
         assert_frame_equal(_sweep_table(thresholds, own, labeled, res), _sweep_frames(thresholds, own, labeled, res))
-    # Repeated thresholds take the grouping path, as before.
-    twice = _sweep_prepared(prepared, [0.2, 0.2], 5)
-    assert twice.filter(pl.col("category") == "ALL")["n_total"].to_list() == [2 * prepared.joined.height]
+    # A threshold given twice would count every case twice in its row: refused, as NaN is.
+    from ragmeter.errors import InputError
+
+    with pytest.raises(InputError, match="0.2 given more than once"):
+        _sweep_prepared(prepared, [0.2, 0.1, 0.2], 5)
+    with pytest.raises(InputError, match="NaN is not a threshold"):
+        ragmeter.sweep(EX / "golden.jsonl", EX / "run.jsonl", [0.1, float("nan")], k=5)
+    # infinite thresholds are thresholds: -inf keeps every scored chunk, inf none
+    table = _sweep_prepared(prepared, [float("-inf"), 0.0, float("inf")], 5).filter(pl.col("category") == "ALL")
+    assert table["n_total"].to_list() == [prepared.joined.height] * 3
+    assert table["hit_rate"][0] >= table["hit_rate"][1] >= table["hit_rate"][2]
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--thresholds", "nan"], "--thresholds: NaN is not a threshold"),
+    (["--thresholds", "0.5,0.1,0.5"], "--thresholds: 0.5 given more than once"),
+    (["--k", "0"], "k must be a positive integer, got 0"),
+    (["--k", "-1"], "k must be a positive integer, got -1"),
+], ids=["nan", "repeated", "k0", "k-1"])
+@pytest.mark.parametrize("command", ["sweep", "eval"])
+def test_bad_sweep_options_exit_2_before_any_work(tmp_path: Path, command: str, options: list, message: str) -> None:
+    args = ["--golden", str(EX / "golden.jsonl"), "--run", str(EX / "run.jsonl")]
+    if command == "eval":
+        args += ["--out", "out"] + (options if options[0] == "--k" else ["--thresholds"] + options[1:])
+    else:
+        args += ["--out", "sweep.csv"] + options
+    proc = cli(command, *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and message in proc.stderr
+    assert proc.stderr.count("\n") == 1  # one line
+    assert not (tmp_path / "out").exists() and not (tmp_path / "sweep.csv").exists()
 
 
 def test_unfound_evidence_from_the_run_wide_match_equals_a_second_search() -> None:

@@ -122,9 +122,12 @@ def evaluate(
     """
     from ragmeter.api import EvalResult, as_source
     from ragmeter.diagnosis import diagnose
-    from ragmeter.retrieval import _prepared_match, _sweep_prepared
+    from ragmeter.retrieval import _check_k, _prepared_match, _sweep_prepared, check_thresholds
 
     repeat = _check_repeat(repeat)
+    _check_k(k)
+    if thresholds:  # checked before anything is loaded or judged
+        thresholds = check_thresholds(thresholds)
     judge = _with_metrics(judge, metrics)
     if getattr(judge, "dry_run", False):
         from ragmeter.errors import InputError

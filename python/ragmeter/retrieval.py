@@ -232,6 +232,21 @@ def _check_k(k: int) -> None:
         raise InputError(f"k must be a positive integer, got {k}")
 
 
+def check_thresholds(thresholds: Sequence[float]) -> List[float]:
+    """The thresholds of a sweep as floats; an :class:`InputError` for a NaN (it keeps no chunk and compares
+    equal to no other threshold) or a threshold given twice (its row would count every case twice)."""
+    from ragmeter.errors import InputError
+
+    values = [float(t) for t in thresholds]
+    if any(v != v for v in values):
+        raise InputError("thresholds: NaN is not a threshold; give numbers (inf and -inf are allowed)")
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise InputError(f"thresholds: {', '.join(f'{v:g}' for v in repeated)} given more than once; "
+                         "give each threshold once")
+    return values
+
+
 def _score_prepared(prepared: _PreparedMatch, k: int) -> ScoreResult:
     """:func:`score` on inputs already loaded and matched (``run_wide=True``)."""
     _check_k(k)
@@ -558,22 +573,25 @@ def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.
     each rate with ``n_scored`` / ``n_total``. Chunks without a score pass every
     threshold. Relevance is decided once; the engine evaluates every threshold.
     """
+    thresholds = check_thresholds(thresholds)
+    _check_k(k)
     return _sweep_prepared(_prepared_match(golden, run), thresholds, k)
 
 
 def _sweep_prepared(prepared: _PreparedMatch, thresholds: Sequence[float], k: int = 5) -> pl.DataFrame:
     """:func:`sweep` on an already loaded and matched batch (no second load or match)."""
     joined, match = prepared.joined, prepared.match
+    thresholds = check_thresholds(thresholds)
+    _check_k(k)
     score_arr = _flat_chunk_field(joined, "score").cast(pl.Float64).fill_null(float("nan")).to_numpy()
-    thresholds = [float(t) for t in thresholds]
     grades = match.relevant.astype(np.float64)
     grades.flags.writeable = False  # borrowed by the binding, not copied
     res = _core.threshold_sweep(match.chunk_offsets, grades, score_arr, thresholds, k)
     labeled = match.labeled.astype(bool)
     category = joined["category"]
-    if thresholds and len(set(thresholds)) == len(thresholds) and not any(t != t for t in thresholds) and category.null_count() == 0:
+    if thresholds and category.null_count() == 0:
         return _sweep_table(thresholds, category, labeled, res)
-    # Repeated or NaN thresholds, null categories: group the per-case rows as they are.
+    # Null categories: group the per-case rows as they are.
     return _sweep_frames(thresholds, category, labeled, res)
 
 

@@ -7,7 +7,7 @@ HELP = "sweep reranker score thresholds: hit rate, MRR, empty retrievals and chu
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSONL)")
+    parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSON Lines, JSON array or Parquet)")
     parser.add_argument("--run", required=True, metavar="R", help="run (JSONL or Parquet) with candidate scores")
     parser.add_argument("--thresholds", default="0,0.1,0.2", help="comma-separated thresholds (default 0,0.1,0.2)")
     parser.add_argument("--k", type=int, default=5, help="cut-off after thresholding (default 5)")
@@ -24,7 +24,12 @@ def parse_thresholds(text: str) -> list:
         raise InputError(f"--thresholds: expected comma-separated numbers, got {text!r}") from None
     if not values:
         raise InputError("--thresholds: give at least one threshold")
-    return values
+    from ragmeter.retrieval import check_thresholds
+
+    try:
+        return check_thresholds(values)
+    except InputError as exc:
+        raise InputError(f"--{exc}") from None
 
 
 #: --out FILE extension -> format
@@ -48,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.retrieval import sweep
 
     fmt = out_format(args.out) if args.out else None  # checked before any work
-    table = sweep(args.golden, args.run, parse_thresholds(args.thresholds), k=args.k)
+    thresholds = parse_thresholds(args.thresholds)
+    table = sweep(args.golden, args.run, thresholds, k=args.k)
     if args.out:
         from ragmeter._io import atomic_file, write_frame
 
