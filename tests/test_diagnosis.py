@@ -1,6 +1,8 @@
 """Tests for ragmeter.diagnosis."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
@@ -121,7 +123,7 @@ def test_noanswer_cases_refusal_is_correct_invention_is_not_and_judge_wins() -> 
     assert got["noanswer-4"] == (True, True, False)
     assert got["misc-1"] == (True, True, True)
     assert got["misc-2"] == (False, True, None)
-    assert got["noanswer-5"] == (True, False, None)
+    assert got["noanswer-5"] == (True, None, None)  # no answer: nothing refused, and nothing answered either
 
     summary = dg.summarize(out)
     ref = summary["refusal"]
@@ -178,3 +180,19 @@ def test_large_frame_is_vectorised() -> None:
     assert out.filter(pl.col("diagnosis") == "MISS_BUT_CORRECT").height == len(
         [i for i in range(n) if i % 3 == 0 and i % 2 == 0]
     )
+
+
+def test_the_report_refusal_rate_is_over_answered_cases(tmp_path) -> None:
+    """A case missing from the run (no answer) is neither a refusal nor a non-refusal: the report's refusal
+    rate is over the answered cases, as ``summarize`` counts it."""
+    import ragmeter
+    from ragmeter.report.data import metric_frame
+
+    ex = Path(ragmeter.__file__).parent / "_example"
+    cases = ragmeter.evaluate(ex / "golden.jsonl", ex / "run.jsonl").cases
+    unanswered = cases.filter(pl.col("answer").is_null() | (pl.col("answer").str.strip_chars() == ""))
+    assert unanswered.height >= 1 and unanswered["refusal"].null_count() == unanswered.height
+    refusal = metric_frame(cases, ["refusal"])["refusal"]
+    overall = dg.summarize(cases)["refusal"]["overall"]
+    assert refusal.count() == overall["answered"] == cases.height - unanswered.height
+    assert refusal.sum() == overall["refusals"]

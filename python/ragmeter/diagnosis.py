@@ -152,7 +152,8 @@ def _with_defaults(cases: pl.DataFrame) -> pl.DataFrame:
 
 def diagnose(cases: pl.DataFrame) -> pl.DataFrame:
     """Add ``is_noanswer``, ``refusal``, ``answer_correct``, ``diagnosis``,
-    ``quadrant`` and ``faithfulness_band`` to ``cases`` (other columns kept)."""
+    ``quadrant`` and ``faithfulness_band`` to ``cases`` (other columns kept).
+    ``refusal`` is null for a case without an answer (missing from the run, or empty)."""
     original = list(cases.columns)
     df = _with_defaults(cases)
     answered = pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars().str.len_chars() > 0)
@@ -163,7 +164,9 @@ def diagnose(cases: pl.DataFrame) -> pl.DataFrame:
     )
     df = df.with_columns(
         is_noanswer.alias("is_noanswer"),
-        (answered & refusal_expr("answer")).alias("refusal"),
+        # null without an answer: nothing was refused, and nothing was answered either (a report's refusal
+        # rate is over the answered cases)
+        pl.when(answered).then(refusal_expr("answer")).otherwise(pl.lit(None, dtype=pl.Boolean)).alias("refusal"),
         answered.alias("_answered"),
     )
     df = df.with_columns(
