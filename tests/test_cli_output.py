@@ -203,3 +203,29 @@ def test_score_gives_large_freed_buffers_back_to_the_system() -> None:
 
     assert mapped("plain") == "False"
     assert mapped("fix") == "True"
+
+
+def test_a_value_over_fewer_cases_than_the_row_says_how_many(tmp_path: Path) -> None:
+    """Chunks without a file leave their cases out of fHit, not of Hit: the table's n is Hit's, so fHit's cell
+    carries its own count, as summary.json does, and still fits 80 columns."""
+    lines = []
+    for line in Path(RUN).read_text(encoding="utf-8").splitlines():
+        if line.startswith("{"):
+            case = json.loads(line)
+            if case["id"].startswith(("fact-", "conflict-")):
+                for chunk in case.get("retrieved") or []:
+                    chunk.pop("file", None)
+            line = json.dumps(case, ensure_ascii=False)
+        lines.append(line)
+    run = tmp_path / "run.jsonl"
+    run.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = piped(["score", "--golden", GOLDEN, "--run", str(run)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert_fits(proc.stdout)
+    data = json.loads(piped(["score", "--golden", GOLDEN, "--run", str(run), "--json"], tmp_path).stdout)
+    hit, file_hit = data["overall"]["hit_rate"], data["overall"]["file_hit_rate"]
+    assert file_hit["n_scored"] < hit["n_scored"]
+    row = next(line.split() for line in proc.stdout.splitlines() if line.startswith("ALL"))
+    assert row[1] == f"{hit['n_scored']}/{hit['n_total']}"
+    assert row[3:5] == [f"{100 * file_hit['value']:.1f}%", f"({file_hit['n_scored']})"], proc.stdout
+    assert "(m): a value over m cases" in " ".join(proc.stdout.split())

@@ -121,15 +121,16 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
         all_files = agg["all_files_hit_rate"]
         table.add_row(
             name, f"{agg['hit_rate']['n_scored']}/{agg['hit_rate']['n_total']}",
-            *(_value(agg, key) for key in ("hit_rate", "file_hit_rate", "mrr", "map", "ndcg", "evidence_recall")),
+            *(_value_over(agg, key, agg["hit_rate"]["n_scored"])
+              for key in ("hit_rate", "file_hit_rate", "mrr", "map", "ndcg", "evidence_recall")),
             f"{_value(agg, 'all_files_hit_rate')} {all_files['n_scored']}/{all_files['n_total']}" if all_files["n_total"] else "—",
             str(agg["empty_retrievals"]), style="bold" if name == "ALL" else None, end_section=i == 0,
         )
     console.print(table)
     print_more(n_more, "categories", more_in, f"the {len(categories)} of lowest Hit@{k}, more cases first among "
                "equals", console)
-    console.print(f"n: labelled/all cases. Hit: a relevant chunk (expected file and evidence phrase) in the top "
-                  f"{k}. fHit: file level, some expected file in the top {k}. EvRec: evidence recall. AllF: every "
+    console.print(f"n: labelled/all cases; (m): a value over m cases. Hit: a relevant chunk (expected file and "
+                  f"evidence phrase) in the top {k}. fHit: file level, some expected file in the top {k}. EvRec: evidence recall. AllF: every "
                   f"expected file in the top {k}, over the cases expecting two or more (their count). empty: nothing "
                   "retrieved.", style="dim", highlight=False)
     modes = ", ".join(f"{'(missing)' if m == 'None' else m}: {n}" for m, n in summary["retrieval_modes"].items())
@@ -145,6 +146,14 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
     if out_dir:
         console.print(f"wrote {out_dir}/cases.parquet, {out_dir}/chunks.parquet, {out_dir}/summary.json, "
                       f"{out_dir}/warnings.json")
+
+
+def _value_over(agg: Dict[str, Any], key: str, n: int) -> str:
+    """A metric's value, with the number of cases it covers when that is not the row's ``n`` (a chunk without
+    a file leaves its case out of the file-level hit rate, not of the chunk-level one)."""
+    value = _value(agg, key)
+    scored = agg[key].get("n_scored", n)
+    return value if scored == n else f"{value} ({scored})"
 
 
 def _gap(overall: Dict[str, Any]) -> Optional[float]:
