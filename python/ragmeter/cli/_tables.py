@@ -130,8 +130,8 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
     print_more(n_more, "categories", more_in, f"the {len(categories)} of lowest Hit@{k}, more cases first among "
                "equals", console)
     console.print(f"n: labelled/all cases; (m): a value over m cases. Hit: a relevant chunk (expected file and "
-                  f"evidence phrase) in the top {k}. fHit: file level, some expected file in the top {k}. EvRec: evidence recall. AllF: every "
-                  f"expected file in the top {k}, over the cases expecting two or more (their count). empty: nothing "
+                  f"evidence phrase) in the top {k}. fHit: file level, some expected file in the top {k}. EvRec: "
+                  f"evidence recall. AllF: every expected file in the top {k}, over the cases expecting two or more (their count). empty: nothing "
                   "retrieved.", style="dim", highlight=False)
     modes = ", ".join(f"{'(missing)' if m == 'None' else m}: {n}" for m, n in summary["retrieval_modes"].items())
     console.print(f"retrieval modes: {modes or 'not given'}")
