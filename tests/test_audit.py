@@ -453,3 +453,22 @@ def test_blank_and_missing_sources_are_counted_as_none_in_order_of_first_appeara
     assert sum(v["n"] for v in by_source.values()) == len(rows)
     assert "(none)" not in a.cross.columns  # the cross table counts named sources only
     assert a.cross.filter(pl.col("category") == "term")["deepseek"].item() == 3  # 6 term cases, 3 without one
+
+
+def test_tables_stay_aligned_with_chinese_names(tmp_path: Path) -> None:
+    """Names are cut and padded by terminal columns (a Chinese character takes two), so the counts of every
+    row end in the same column and no line passes 80 columns."""
+    long_category, long_source = "中文类别名称非常长的类别名字测试用例", "来源" * 10
+    rows = [{"id": f"c-{i}", "question": f"问题{i}", "category": long_category if i < 3 else "fact",
+             "source": long_source if i % 2 else "web", "expectedEvidence": ["x"], "expectedFileNames": ["f.md"]}
+            for i in range(6)]
+    proc = cli("--golden", str(write_jsonl(tmp_path / "g.jsonl", rows)), cwd=tmp_path)
+    lines = proc.stdout.splitlines()
+    assert max(columns(line) for line in lines) <= 80
+    for head in ("category", "source"):
+        start = lines.index(next(line for line in lines if line.split()[:1] == [head] and "share" in line))
+        table = lines[start:start + 3]
+        ends = {columns(line[: line.index("%") + 1]) for line in table[1:]}
+        assert len(ends) == 1, "\n".join(table)  # the share column ends in one place
+        assert columns(table[0]) == ends.pop(), "\n".join(table)
+    assert any(line.startswith("中文类别名称非常长") and "…" in line for line in lines), proc.stdout

@@ -46,7 +46,12 @@ def wrap(text: str, width: int = WIDTH, indent: str = "", subsequent: str = "   
 
 
 def _name(value: str) -> str:
-    return value if len(value) <= NAME else value[: NAME - 1] + "…"
+    """``value`` cut to :data:`NAME` terminal columns (a Chinese name takes two a character)."""
+    if columns(value) <= NAME:
+        return value
+    while columns(value) > NAME - 1:
+        value = value[:-1]
+    return value + "…"
 
 
 def _pct(share: Optional[float]) -> str:
@@ -160,8 +165,10 @@ def more_line(n_rows: int, noun: str) -> Optional[str]:
 
 
 def _plain_table(header: List[str], rows: List[List[str]]) -> List[str]:
-    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+    # padded by terminal columns, not characters, so that Chinese names keep the columns aligned
+    widths = [max(columns(r[i]) for r in [header] + rows) for i in range(len(header))]
+    pad = lambda c, w, left: c + " " * (w - columns(c)) if left else " " * (w - columns(c)) + c
+    fmt = lambda r: "  ".join(pad(c, w, i == 0) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
     return [fmt(header)] + [fmt(r) for r in rows]
 
 
