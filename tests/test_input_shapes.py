@@ -375,3 +375,21 @@ def test_comment_lines_are_skipped_in_golden_and_run_files(tmp_path: Path, nativ
     (tmp_path / "golden.jsonl").write_text("\n".join(["# first", *golden[:5], "// middle", "", *golden[5:]]) + "\n", encoding="utf-8")
     (tmp_path / "run.jsonl").write_text("\n".join(["// first", *run[:5], "  # indented", *run[5:]]) + "\n", encoding="utf-8")
     assert scores(summary("golden.jsonl", "run.jsonl", tmp_path)) == scores(native)
+
+
+@pytest.mark.parametrize("side", ["golden", "run"])
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_a_file_of_the_wrong_shape_gets_one_line_and_no_note_before_it(tmp_path: Path, side: str, suffix: str) -> None:
+    """A file with neither ids nor the fields its side needs is refused as the wrong shape: that one line on
+    stderr, not first a note that its cases will be named by line number."""
+    wrong = tmp_path / f"wrong{suffix}"
+    rows = [{"foo": 1, "bar": "a"}, {"foo": 2, "bar": "b"}]
+    if suffix == ".parquet":
+        pl.DataFrame(rows).write_parquet(wrong)
+    else:
+        write_jsonl(wrong, rows)
+    golden, run = (wrong, EX / "run.jsonl") if side == "golden" else (EX / "golden.jsonl", wrong)
+    proc = score(golden, run, tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"ragmeter: error: {wrong}") and ("question" if side == "golden" else "retrieved") in proc.stderr

@@ -482,11 +482,13 @@ def _check_not_swapped(records: List[Record], label: str, needed: Sequence[str],
                          f"{looks_like} (--golden and --run swapped?)")
 
 
-def _ids_from_lines(records: List[Record], label: str) -> bool:
+def _ids_from_lines(records: List[Record], label: str, note: bool = True) -> bool:
     """True when the records' ids are (or are to be) made from line numbers.
 
     That is when no record has an id (and none has a field that looks like a
     misnamed id), or when every record says so (a frame from this module).
+    ``note``: say so on stderr (not for a file about to be refused as the
+    wrong shape: one diagnosis, not a note before it).
     """
     if records and all(rec.get("id_from_line") is True for _w, _l, rec in records):
         return True
@@ -494,8 +496,9 @@ def _ids_from_lines(records: List[Record], label: str) -> bool:
         return False
     examples = ", ".join(_line_id(where, line) for where, line, _rec in records[:2]) + (", ..." if len(records) > 2 else "")
     unit = "line" if records[0][1] is not None else "row"
-    _note(f"{label}: no ids; each case is named by its {unit} number ({examples}), "
-          f"which joins it only to a file that has no ids either")
+    if note:
+        _note(f"{label}: no ids; each case is named by its {unit} number ({examples}), "
+              f"which joins it only to a file that has no ids either")
     return True
 
 
@@ -878,8 +881,8 @@ def _load_golden(source: Source, name: str, raw: Optional[bytes]) -> Tuple[pl.Da
         records = _memory_records(source, name, problems)
     _check_not_wrapped(records, source, _QUESTION_NAMES, "golden sets")
     _check_not_swapped(records, label, _QUESTION_NAMES, _RETRIEVED_NAMES, "a run")
-    from_lines = _ids_from_lines(records, label)
-    _check_field_present(records, "question", _QUESTION_NAMES, label)
+    has_questions = _check_field_present(records, "question", _QUESTION_NAMES, label)
+    from_lines = _ids_from_lines(records, label, note=has_questions)
 
     rows: Dict[str, List[Any]] = {k: [] for k in GOLDEN_SCHEMA}
     fast_columns = [rows[k] for k in ("id", "question", "expected_files", "expected_evidence", "reference_answer", "category", "source", "tags", "labeled")]
@@ -1157,8 +1160,9 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
         from_lines = True
         ids = pl.format("line-{}", pl.int_range(first_row, df.height + first_row, dtype=pl.Int64))
         df = df.with_columns(ids.alias("id"))
-        _note(f"{where}: no ids; each case is named by its row number (line-1, line-2, ...), "
-              f"which joins it only to a file that has no ids either")
+        if "retrieved" in schema:  # else the file is refused below: one diagnosis, not a note before it
+            _note(f"{where}: no ids; each case is named by its row number (line-1, line-2, ...), "
+                  f"which joins it only to a file that has no ids either")
         schema = df.schema
     if schema["id"] == pl.String or schema["id"].is_integer():
         exprs.append(pl.col("id").cast(pl.String))
@@ -1465,9 +1469,8 @@ def load_run(source: Source, *, name: str = "run") -> pl.DataFrame:
     records = _records(source, name, problems, "run files")
     _check_not_wrapped(records, source, _RETRIEVED_NAMES, "run files")
     _check_not_swapped(records, label, _RETRIEVED_NAMES, (*_QUESTION_NAMES, *_GOLDEN_ALIASES["expected_evidence"][:2]), "a golden set")
-    if records:
-        _check_field_present(records, "retrieved", _RETRIEVED_NAMES, label)
-    df, seen = _run_from_records(records, problems, _ids_from_lines(records, label))
+    has_retrieved = not records or _check_field_present(records, "retrieved", _RETRIEVED_NAMES, label)
+    df, seen = _run_from_records(records, problems, _ids_from_lines(records, label, note=has_retrieved))
     if _is_path(source) and not seen and not problems:
         problems.add(label, "no cases (the file has only comments)")
     if _check_duplicates(seen, problems):
