@@ -308,7 +308,8 @@ def test_golden_fast_path_equals_validating_path(tmp_path):
     assert g.drop("id_from_line").to_dicts() == [
         {"id": "a-1", "question": "q", "expected_files": ["x.md"], "expected_evidence": ["e"], "reference_answer": "r",
          "category": "a", "source": None, "tags": [], "labeled": True, "line": 1},
-        {"id": "b-2", "question": "q", "expected_files": ["y.md"], "expected_evidence": [" "], "reference_answer": None,
+        # a blank phrase names nothing: dropped
+        {"id": "b-2", "question": "q", "expected_files": ["y.md"], "expected_evidence": [], "reference_answer": None,
          "category": "b", "source": "s", "tags": ["t"], "labeled": True, "line": 2},
         {"id": "c-3", "question": "q", "expected_files": [], "expected_evidence": [], "reference_answer": None,
          "category": "cat", "source": None, "tags": [], "labeled": False, "line": 3},

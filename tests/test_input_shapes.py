@@ -393,3 +393,22 @@ def test_a_file_of_the_wrong_shape_gets_one_line_and_no_note_before_it(tmp_path:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith(f"ragmeter: error: {wrong}") and ("question" if side == "golden" else "retrieved") in proc.stderr
+
+
+def test_blank_expected_files_and_phrases_label_nothing(tmp_path: Path) -> None:
+    """``expectedFileNames: [""]`` and ``expectedEvidence: [""]`` name nothing: score and audit both count such a
+    case as unlabelled, and the empty phrase is not reported as evidence never found."""
+    import ragmeter
+
+    golden = write_jsonl(tmp_path / "g.jsonl", [
+        {"id": "a-1", "question": "q1", "expectedEvidence": ["alpha"], "expectedFileNames": ["f.md"]},
+        {"id": "a-2", "question": "q2", "expectedFileNames": [""], "expectedEvidence": [" "]},
+        {"id": "a-3", "question": "q3", "expectedEvidence": ["", "beta"]},
+    ])
+    run = write_jsonl(tmp_path / "r.jsonl", [{"id": f"a-{i}", "retrieved": [{"file": "f.md", "text": "x beta"}]}
+                                            for i in (1, 2, 3)])
+    result = ragmeter.score(golden, run)
+    assert dict(result.cases.select("id", "labeled").iter_rows()) == {"a-1": True, "a-2": False, "a-3": True}
+    assert result.summary["overall"]["hit_rate"]["n_scored"] == 2
+    assert [u["phrase"] for u in result.summary["unfound_evidence"]] == ["alpha"]
+    assert ragmeter.audit(golden).n_labeled == 2

@@ -805,9 +805,21 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     if raw is not None and reused is not None and key in reused and reused[key][0] == raw:
         return reused[key][1].clone()
     frame, others = _load_golden(source, name, raw)
+    frame = _without_blank_labels(frame)
     if raw is not None and reused is not None:
         reused[key] = (raw, frame.clone(), others)
     return frame
+
+
+def _without_blank_labels(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` without the blank entries of its expected files and evidence (``[""]``): they name nothing
+    (``labeled`` already ignores them), and kept they made the matcher count the case as labelled and report
+    the empty phrase as never found."""
+    blank = lambda c: pl.col(c).list.eval(pl.element().str.strip_chars() == "").list.any().fill_null(False)  # noqa: E731
+    if not frame.select(blank("expected_files").any() | blank("expected_evidence").any()).item():
+        return frame
+    keep = pl.element().filter(pl.element().str.strip_chars() != "")
+    return frame.with_columns(pl.col("expected_files").list.eval(keep), pl.col("expected_evidence").list.eval(keep))
 
 
 #: (path, name) -> (the file's bytes, its frame, the Arrow table of the fields it does not keep or None)
