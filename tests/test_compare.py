@@ -118,6 +118,51 @@ def test_refuses_different_golden_hash_and_mode_mix(tmp_path: Path) -> None:
         compare(b, d)
 
 
+
+def test_refuses_different_k_unless_forced(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from ragmeter.cli import main
+
+    # Hit@5 against Hit@1 looks like a regression that is only the cut-off changing
+    base = synth_cases(40, seed=1)
+    b = write_results(tmp_path / "b", base, summary={"settings": {"k": 5}})
+    c = write_results(tmp_path / "c", base, summary={"settings": {"k": 1}})
+    with pytest.raises(CompareRefused, match="k differs: baseline 5, candidate 1"):
+        compare(b, c)
+    assert main(["compare", str(b), str(c), "--resamples", "200", "--gate", "hit>=-2pp"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "k differs: baseline 5, candidate 1" in err and "Traceback" not in err
+    js = tmp_path / "forced.json"
+    assert main(["compare", str(b), str(c), "--resamples", "200", "--force", "--json", str(js)]) == 0
+    assert "k differs" in capsys.readouterr().err
+    payload = json.loads(js.read_text(encoding="utf-8"))
+    assert payload["forced"] and any("k differs" in p for p in payload["problems"])
+    # `ragmeter score` records k at the top level of summary.json
+    s5 = write_results(tmp_path / "s5", base, summary={"k": 5})
+    s1 = write_results(tmp_path / "s1", base, summary={"k": 1})
+    with pytest.raises(CompareRefused, match="k differs"):
+        compare(s5, s1)
+    # a folder that does not record k (an older format) is not refused for it
+    old = write_results(tmp_path / "old", base, summary={"version": "0.0.1"})
+    comp = compare(old, c, n_resamples=200)
+    assert not comp.forced and not comp.problems
+    assert compare(b, write_results(tmp_path / "b2", base, summary={"settings": {"k": 5}}), n_resamples=200).problems == []
+
+
+def test_no_common_case_is_refused_even_when_forced(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from ragmeter.cli import main
+
+    b = write_results(tmp_path / "b", synth_cases(20, seed=1))
+    other = write_results(tmp_path / "o", synth_cases(8, seed=2, ids=[f"zz-{i}" for i in range(8)]))
+    for force in (False, True):
+        with pytest.raises(InputError, match="no case in common between"):
+            compare(b, other, force=force, n_resamples=200)
+    # nothing was measured: never exit 0, with or without --force or a gate
+    for extra in ([], ["--force"], ["--force", "--gate", "hit>=-2pp"]):
+        assert main(["compare", str(b), str(other), "--resamples", "200", *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"no case in common between {b} and {other}" in err
+
+
 # ------------------------------------------------------------------ gate rules
 
 

@@ -134,3 +134,27 @@ def test_category_count_rule(runs) -> None:  # type: ignore[no-untyped-def]
     res = _gate("regressions[noanswer]<=0,regressions[fact]<=0", f["base"], f["miss7"])
     assert res["regressions[noanswer]<=0"].passed and res["regressions[noanswer]<=0"].counted == {"correct": 0}
     assert not res["regressions[fact]<=0"].passed
+
+
+def test_correct_rules_fail_when_the_answers_were_not_judged(runs, capsys: pytest.CaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    # Unjudged, `correct` is refusal detection on the 6 no-answer cases (5 of them refuse: 0.8333): a CI job
+    # whose judge step was skipped must not pass `correct>=75%` on that.
+    from ragmeter.cli import main
+
+    f, _ = runs
+    res = _gate("correct>=75%,correct>=-2pp,hit>=-2pp", f["base"], f["base"])
+    for rule in ("correct>=75%", "correct>=-2pp"):
+        assert not res[rule].passed and res[rule].actual is None
+        assert "answers not judged" in res[rule].detail and "6/51" in res[rule].detail
+    assert res["hit>=-2pp"].passed
+    assert main(["compare", str(f["base"]), str(f["base"]), "--resamples", "200", "--gate", "correct>=75%"]) == 1
+    out = capsys.readouterr()
+    assert "FAILED: correct>=75%" in out.out and "gate failed: correct>=75%" in out.err
+
+
+def test_every_gate_line_shows_its_n(runs) -> None:  # type: ignore[no-untyped-def]
+    f, _ = runs
+    res = _gate("hit>=-2pp,hit>=50%,hit[fact]>=-50pp", f["base"], f["miss7"])
+    assert "delta -15.56pp over 45/51," in res["hit>=-2pp"].detail
+    assert "over 45/51," in res["hit>=50%"].detail and res["hit>=50%"].passed
+    assert "over 10/10," in res["hit[fact]>=-50pp"].detail

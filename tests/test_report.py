@@ -247,6 +247,26 @@ def test_missing_files_and_other_versions(tmp_path: Path) -> None:
         write_reports(d)
 
 
+
+def test_wrong_column_type_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from ragmeter.cli import main
+    from ragmeter.report import write_reports
+
+    good = write_results(tmp_path / "good", synth_cases(12))
+    bad = write_results(tmp_path / "bad", synth_cases(12).with_columns(pl.col("hit").cast(pl.Utf8)))
+    with pytest.raises(InputError, match=r"cases.parquet: column hit is String, expected Boolean"):
+        write_reports(bad)
+    two = write_results(tmp_path / "two", synth_cases(12).with_columns(
+        pl.col("faithfulness_score").cast(pl.Utf8), pl.col("labeled").cast(pl.Int64)))
+    with pytest.raises(InputError, match=r"columns labeled is Int64, expected Boolean; faithfulness_score is String, "
+                                         r"expected a number"):
+        write_reports(two)
+    for argv in (["report", str(bad)], ["compare", str(good), str(bad)], ["compare", str(two), str(good)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err and "cases.parquet: column" in err
+
+
 def test_minimal_cases_without_judge_or_chunks(tmp_path: Path) -> None:
     from ragmeter.report import write_reports
 

@@ -176,8 +176,8 @@ class EvalResult:
         case, as ``ragmeter compare BASE CAND --gate RULES`` does; returns a
         :class:`ragmeter.compare.Comparison` with ``passed``, ``failures`` and ``to_markdown()``.
 
-        Runs on different golden sets (or retrieval-mode mixes) are refused
-        (:class:`ragmeter.compare.CompareRefused`) unless ``force``."""
+        Runs on different golden sets (or retrieval-mode mixes, or k) are refused
+        (:class:`ragmeter.compare.CompareRefused`) unless ``force``; runs sharing no case always are."""
         from ragmeter import gate as gates
         from ragmeter.compare import CompareRefused, _check, compare_frames
 

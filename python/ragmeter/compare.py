@@ -21,7 +21,8 @@ the correct answer to a no-answer question), never as refusal regressions.
 Comparability
 -------------
 The two runs must be comparable: the same cases (ids, questions, reference
-answers, categories and labels) and the same retrieval-mode mix. Cases are
+answers, categories and labels), the same retrieval-mode mix and the same
+cut-off k (when both summary.json files record it). Cases are
 compared, not file bytes, so a comment line or reformatting in the golden set
 does not matter. When both folders record a golden file (``summary.json``
 ``inputs.golden``) that still exists with the recorded SHA-256, the cases are
@@ -30,7 +31,8 @@ that ``cases.parquet`` carries (``question``, ``reference_answer``,
 ``category``, ``labeled``, ``n_expected_files``, and ``expected_files`` /
 ``expected_evidence`` when present). Otherwise :class:`CompareRefused` is
 raised naming the first cases that differ, unless ``force=True``, which
-records a loud warning instead.
+records a loud warning instead. Runs that share no case are refused even with
+``force``: nothing could be measured.
 
 Values that are not finite (NaN, infinity) in a results folder are treated as
 missing (unscored) with a warning.
@@ -115,7 +117,7 @@ def label(metric: str) -> str:
 
 
 class CompareRefused(InputError):
-    """The two runs are not comparable (different golden set or retrieval-mode mix)."""
+    """The two runs are not comparable (different golden set, retrieval-mode mix or k, or no case in common)."""
 
 
 @dataclass
@@ -160,6 +162,9 @@ class Comparison:
     gate_results: Optional[List[Any]] = field(default=None, repr=False)
     base_repeats: int = 1  #: collected repeats of the baseline (1: a single run); cases enter as their mean
     cand_repeats: int = 1  #: collected repeats of the candidate
+    #: side ("baseline" / "candidate") -> metrics whose values there stand in for a judge that never ran
+    #: (``correct`` without verdicts is refusal detection on the no-answer cases); gate value rules on them fail
+    not_judged: Dict[str, List[str]] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -325,10 +330,36 @@ def _mode_mix(cases: pl.DataFrame) -> Dict[str, int]:
     return retrieval_modes(cases)
 
 
+def _cutoff(summary: Dict[str, Any]) -> Optional[int]:
+    """The cut-off k a results folder was scored at: ``settings.k`` (``eval``), ``retrieval.k``, or the top-level
+    ``k`` (``score``); None when summary.json records none (an older folder)."""
+    for section in ("settings", "retrieval"):
+        sub = summary.get(section)
+        if isinstance(sub, dict) and isinstance(sub.get("k"), int) and not isinstance(sub.get("k"), bool):
+            return int(sub["k"])
+    k = summary.get("k")
+    return int(k) if isinstance(k, int) and not isinstance(k, bool) else None
+
+
 def _check(base: Any, cand: Any) -> Tuple[List[str], List[str]]:
-    """(problems that make the runs incomparable, notes)."""
+    """(problems that make the runs incomparable, notes).
+
+    Raises :class:`CompareRefused` when the runs share no case: ``force`` cannot help there, since no metric
+    could be measured and a comparison of nothing would pass every check."""
     problems: List[str] = []
     notes: List[str] = []
+    shared = base.cases.select(pl.col("id").cast(pl.Utf8)).join(
+        cand.cases.select(pl.col("id").cast(pl.Utf8)), on="id", how="semi")
+    if shared.height == 0:
+        raise CompareRefused(f"no case in common between {base.path} and {cand.path} (nothing to compare: "
+                             "were they evaluated on the same golden set?)")
+    kb, kc = _cutoff(base.summary), _cutoff(cand.summary)
+    if kb is not None and kc is not None and kb != kc:
+        # Hit@5 against Hit@1 differs by construction; a gate would read the cut-off change as a regression
+        problems.append(f"k differs: baseline {kb}, candidate {kc}; score both at the same k")
+    elif (kb is None) != (kc is None):
+        notes.append(f"k recorded in one folder only ({'baseline' if kb is not None else 'candidate'} "
+                     f"k={kb if kb is not None else kc}); the cut-offs were not checked")
     hb, hc = golden_hash(base.summary), golden_hash(cand.summary)
     gb, gc, source = _golden_views(base, cand)
     diffs = case_differences(gb, gc)
@@ -391,7 +422,7 @@ REPEATS_FILE = "repeats.parquet"
 def load_repeats(results: Any) -> Optional[pl.DataFrame]:
     """A results folder's ``repeats.parquet`` when its summary.json lists it (a stale file of an earlier run
     is not read), else None."""
-    from ragmeter.report.data import _read_parquet
+    from ragmeter.report.data import _read_parquet, check_column_types, register_custom_metrics
 
     files = results.summary.get("files")
     path = Path(results.path) / REPEATS_FILE
@@ -403,6 +434,8 @@ def load_repeats(results: Any) -> Optional[pl.DataFrame]:
     absent = [c for c in ("id", "repeat", "category") if c not in frame.columns]
     if absent:
         raise InputError(f"{path}: missing column(s) {', '.join(absent)}")
+    register_custom_metrics(frame)
+    check_column_types(frame, path)
     if frame.select(pl.struct("id", "repeat").is_duplicated().any()).item():
         raise InputError(f"{path}: a (id, repeat) pair occurs twice")
     return frame.with_columns(pl.col("category").cast(pl.Utf8).fill_null("(none)"))
@@ -616,8 +649,12 @@ def compare_frames(
         if per_repeat is not None:
             notes.append(f"{side}: {_n_repeats(per_repeat)} collected repeats; each case enters with its mean "
                          "over the repeats that scored it")
+    not_judged: Dict[str, List[str]] = {}
     if "correct" in names and not (_judged(base_cases) and _judged(cand_cases)):
         notes.append("correct: not judged in both runs; its cases are the no-answer cases, scored by refusal detection")
+        for side, cases in (("baseline", base_cases), ("candidate", cand_cases)):
+            if not _judged(cases):
+                not_judged[side] = ["correct"]
     groups = _group_rows(cats)
     intervals, blocked = _delta_intervals(diff, cats, groups, n_resamples, seed, threads) if n and names else ([], False)
     if blocked:
@@ -661,7 +698,7 @@ def compare_frames(
         base=base_name, candidate=cand_name, rows=rows, n_base=base_cases.height, n_candidate=cand_cases.height,
         n_paired=n, n_resamples=n_resamples, seed=seed, problems=list(problems or []),
         forced=forced, notes=notes, warnings=warnings, base_repeats=_n_repeats(base_repeats),
-        cand_repeats=_n_repeats(cand_repeats),
+        cand_repeats=_n_repeats(cand_repeats), not_judged=not_judged,
     )
 
 

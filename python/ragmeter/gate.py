@@ -37,7 +37,13 @@ cases are correct answers, counted by ``correct``, never refusal regressions.
 
 ``NAME[category]`` restricts a rule to one category: ``hit[fact]>=-5pp``,
 ``regressions[multihop]<=1``. A rule whose metric has no case scored in both
-runs (or an unknown category) fails, saying so.
+runs (or an unknown category) fails, saying so. Without a judge, ``correct`` is
+only refusal detection on the no-answer cases: a value rule (``correct>=75%``)
+on a candidate, or a delta rule (``correct>=-2pp``) on runs, whose answers were
+not judged fails, saying so, rather than limiting that stand-in; the count
+rules still count those cases (``correct 0 of 6``). Each verdict names the
+cases it rests on: ``candidate 0.8333 over 6/51`` (scored in both / in the
+group).
 
 A rule that does not parse, names an unknown metric, or whose limit can never
 be met or never be missed on the metric's scale (``hit>=-2``: Hit@k is never
@@ -256,11 +262,20 @@ def _count(rule: Rule, comparison: Any, group: str) -> Tuple[Optional[float], Di
     return float(sum(counted.values())), counted, f" ({parts})"
 
 
+def _unjudged_sides(rule: Rule, comparison: Any) -> List[str]:
+    """The runs a value or delta rule reads whose value of the rule's metric was not judged."""
+    not_judged = getattr(comparison, "not_judged", None) or {}
+    sides = ["candidate"] if rule.mode == "absolute" else ["baseline", "candidate"]
+    return [side for side in sides if rule.name in not_judged.get(side, ())]
+
+
 def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
     """Evaluate rules against a :class:`ragmeter.compare.Comparison`.
 
     A rule whose metric has no scored pair (or an unknown category) fails with
-    a message saying so, rather than passing silently.
+    a message saying so, rather than passing silently; so does a value or delta
+    rule on ``correct`` when a run it reads was not judged. Every verdict says
+    the n it rests on (``candidate 0.8333 over 6/51``).
     """
     from ragmeter.compare import OUTCOMES
 
@@ -276,6 +291,16 @@ def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
             actual = None
             if row is not None and row.n_paired:
                 actual = row.delta if rule.mode == "delta" else row.candidate
+                how = f" over {row.n_paired}/{row.n_total}"
+            unjudged = _unjudged_sides(rule, comparison)
+            if unjudged:
+                # a stand-in value (refusal detection for `correct`) is not the metric the rule limits: a CI job
+                # whose judge step was skipped must not go green on it
+                shown = f" ({_fmt(rule.mode, actual)}{how})" if actual is not None else ""
+                out.append(RuleResult(rule, None, False, (
+                    f"`{rule.text}`: not measured: answers not judged in the {' and '.join(unjudged)}; "
+                    f"{rule.name} there is only refusal detection on the no-answer cases{shown}")))
+                continue
         if actual is None:
             where = f" in category {rule.category!r}" if rule.category else ""
             what = rule.count_metric or (", ".join(OUTCOMES) if rule.mode == "count" else rule.name)

@@ -14,8 +14,8 @@ from typing import Any, List, Optional
 HELP = "compare two results folders case by case and gate regressions"
 
 EPILOG = """exit status: 0 = compared (and every gate rule held); 1 = a gate rule was
-violated; 2 = bad input (runs not comparable without --force, unreadable
-folders, rules that do not parse or can never fail).
+violated; 2 = bad input (runs not comparable without --force, runs sharing no
+case, unreadable folders, rules that do not parse or can never fail).
 
 Gate rules, comma-separated, NAME[category] OP LIMIT:
   hit>=-2pp           delta (candidate - baseline) of at least -2 points
@@ -26,7 +26,9 @@ Gate rules, comma-separated, NAME[category] OP LIMIT:
   correct_regressions<=0, hit_wins>=1   one metric's cases that got worse/better
   hit[fact]>=-5pp     one category
 A rule that can never fail or never pass (hit>=-2: Hit@k is never below 0) is
-an error with a suggestion (did you mean hit>=-2pp?)."""
+an error with a suggestion (did you mean hit>=-2pp?). A rule on a metric that
+was not measured fails: faithfulness with no case scored, correct>=75% or
+correct>=-2pp on answers that were not judged."""
 
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
@@ -38,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("base", metavar="BASE_DIR", help="baseline results directory")
     parser.add_argument("candidate", metavar="CAND_DIR", help="candidate results directory")
     parser.add_argument("--gate", metavar="RULES", default=None, help="comma-separated gate rules (see below)")
-    parser.add_argument("--force", action="store_true", help="compare even if golden sets or retrieval-mode mixes differ (warns loudly)")
+    parser.add_argument("--force", action="store_true", help="compare even if golden sets, retrieval-mode mixes or k differ (warns loudly)")
     parser.add_argument("--markdown", action="store_true", help="print the Markdown summary instead of tables")
     parser.add_argument("--out", metavar="FILE.md", default=None, help="also write the Markdown summary here")
     parser.add_argument("--json", metavar="FILE.json", nargs="?", const="-", default=None,

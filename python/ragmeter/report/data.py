@@ -129,6 +129,38 @@ class Results:
 #: diagnosis columns written into cases.parquet by ``ragmeter eval`` (read as they are when all present)
 DIAGNOSIS_COLUMNS = ["is_noanswer", "refusal", "answer_correct", "diagnosis", "quadrant", "faithfulness_band"]
 
+#: columns read as true/false (filters, ``~``, rates) besides the rate metrics
+FLAG_COLUMNS = ["labeled", "correct", "is_noanswer", "empty_retrieval", "missing_from_run"]
+#: columns read as text (string functions, ``== "ok"``) besides the judge status columns
+TEXT_COLUMNS = ["question", "answer", "reference_answer", "diagnosis", "quadrant", "faithfulness_band"]
+
+
+def _type_problems(frame: pl.DataFrame) -> List[str]:
+    """``"<column> is <type>, expected <type>"`` for every known column whose type the reports, compare and
+    the diagnosis cannot use (a string ``hit`` fails deep inside a cast); unknown columns are not checked."""
+    expected: Dict[str, str] = {c: "Boolean" for c in FLAG_COLUMNS}
+    expected.update((c, "String") for c in TEXT_COLUMNS)
+    for m in METRICS.values():
+        expected[m.column] = "Boolean" if m.kind == "rate" else "a number"
+        if m.status:
+            expected[m.status] = "String"
+    ok = {
+        "Boolean": lambda t: t == pl.Boolean,
+        "a number": lambda t: t.is_numeric() or t == pl.Boolean,
+        "String": lambda t: t in (pl.Utf8, pl.Categorical) or isinstance(t, (pl.Categorical, pl.Enum)),
+    }
+    return [f"{c} is {t}, expected {expected[c]}" for c, t in frame.schema.items()
+            if c in expected and t != pl.Null and not ok[expected[c]](t)]
+
+
+def check_column_types(frame: pl.DataFrame, path: Path) -> None:
+    """Raise :class:`InputError` naming the file and each column of the wrong type (register custom judge metrics
+    first: their columns are checked too)."""
+    problems = _type_problems(frame)
+    if problems:
+        raise InputError(f"{path}: column{'s' if len(problems) > 1 else ''} {'; '.join(problems)} (written by "
+                         "another tool or edited? re-run `ragmeter eval`)")
+
 
 def _read_parquet(path: Path) -> pl.DataFrame:
     try:
@@ -218,8 +250,9 @@ def load_results(directory: Any) -> Results:
         raise InputError(f"{root / 'cases.parquet'}: column id has nulls")
     if cases.get_column("id").n_unique() != cases.height:
         raise InputError(f"{root / 'cases.parquet'}: duplicate ids")
-    cases = _finite(cases, root / "cases.parquet", warnings)
     register_custom_metrics(cases)
+    check_column_types(cases, root / "cases.parquet")
+    cases = _finite(cases, root / "cases.parquet", warnings)
     judge = _read_parquet(root / "judge.parquet") if _listed(root, "judge.parquet", summary) else None
     if judge is not None:
         absent = [c for c in ("id", "metric", "status") if c not in judge.columns]
