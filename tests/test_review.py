@@ -109,6 +109,30 @@ def test_export_draws_the_strata(exported) -> None:
     assert json.loads((folder / "other" / "manifest.json").read_text())["strata"] != strata
 
 
+def test_export_refuses_to_replace_a_sheet_with_reviewer_verdicts(exported, tmp_path: Path) -> None:
+    folder, manifest = exported
+    sheet, written = folder / "review" / "review.csv", folder / "review" / "manifest.json"
+    # an unfilled sheet (a fresh export) is replaced as before
+    assert ragmeter("review", "export", folder, "--random", "4", "--seed", "7").returncode == 0
+    fill(sheet, sheet, human_truth(manifest), skip=("wrong-0", "wrong-1"))  # 13 of the 15 rows filled
+    filled, manifest_text = sheet.read_bytes(), written.read_text()
+    proc = ragmeter("review", "export", folder, "--random", "4", "--seed", "8")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("ragmeter: error: ")
+    assert str(sheet) in proc.stderr and "13 of 15 rows" in proc.stderr
+    assert "--force" in proc.stderr and "--out" in proc.stderr
+    assert sheet.read_bytes() == filled and written.read_text() == manifest_text  # the labels are still there
+    assert not [p for p in (folder / "review").iterdir() if p.name.startswith(".")]  # no temporary folder left
+    # another folder is free; --force replaces the filled sheet with a fresh one
+    assert ragmeter("review", "export", folder, "--out", tmp_path / "second").returncode == 0
+    proc = ragmeter("review", "export", folder, "--random", "4", "--seed", "8", "--force")
+    assert proc.returncode == 0, proc.stderr
+    with sheet.open() as fh:
+        assert all(r["covered"] == "" for r in csv.DictReader(fh))
+    assert json.loads(written.read_text())["seed"] == 8
+    assert "--force" in ragmeter("review", "export", "--help").stdout
+
+
 def test_worked_example_round_trip(exported, tmp_path: Path) -> None:
     folder, manifest = exported
     before = (folder / "summary.json").read_text()

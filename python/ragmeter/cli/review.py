@@ -11,7 +11,8 @@ import argparse
 HELP = "judge vs humans: export a review sheet, import it (agreement, kappa, PPI), compare raters"
 
 EPILOG = """exit status: 0 = done; 2 = bad input (a sheet naming unknown cases, unknown columns, values other
-than 1/0/yes/no/empty, a folder without judge results; nothing is written); 3 (import) = written, but some
+than 1/0/yes/no/empty, a folder without judge results, an export over a review.csv a reviewer has begun to fill
+in (--force replaces it); nothing is written); 3 (import) = written, but some
 cases of the sheet are not (fully) reviewed: they are listed and left out, never guessed.
 Verdict rules: correct = every core point covered; score 5 = every point, 4 = every core point but not
 every point, 3 = some core points, 2 = no core point but another point, 1 = nothing covered."""
@@ -34,6 +35,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     export = sub.add_parser("export", help="write review.html, review.csv and manifest.json for a results folder")
     export.add_argument("results", metavar="RESULTS_DIR")
     export.add_argument("--out", metavar="SHEET_DIR", help="sheet folder (default RESULTS_DIR/review)")
+    export.add_argument("--force", action="store_true",
+                        help="replace SHEET_DIR/review.csv even when a reviewer has filled some of it in (without "
+                             "it, such a sheet is kept and the export stops with status 2)")
     export.add_argument("--random", type=int, metavar="N",
                         help="review a seeded random N of the other cases judged correct (default: the cases "
                              "the run sampled, review_reason 'sampled'; else 4)")
@@ -77,7 +81,8 @@ def _export(args: argparse.Namespace) -> int:
 
         judge = JudgeConfig(base_url=args.base_url, model=args.model, metrics=["correctness"],
                             cache=None if args.no_cache else args.cache, progress=False)
-    manifest = export_sheet(args.results, args.out, random_n=args.random, seed=args.seed, judge=judge)
+    manifest = export_sheet(args.results, args.out, random_n=args.random, seed=args.seed, judge=judge,
+                            force=args.force)
     console = make_console()
     counts = {s: list(manifest["strata"].values()).count(s) for s in STRATUM_LABELS}
     console.print(f"review sample: {len(manifest['ids'])} cases: " + ", ".join(

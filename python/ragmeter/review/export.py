@@ -139,16 +139,55 @@ def _passages(row: Dict[str, Any]) -> List[Dict[str, Any]]:
     return [{"file": c.get("file"), "text": c.get("text")} for c in row.get("retrieved") or [] if c.get("text")]
 
 
+#: the columns only a reviewer fills in: a row with any of them set is a reviewer's work
+_REVIEWER_COLUMNS = ("covered", "correct", "note")
+
+
+def _filled_rows(sheet: Path) -> Tuple[int, int]:
+    """(rows a reviewer filled in, rows) of the review sheet at ``sheet``; (0, 0) when there is none.
+
+    Read leniently (undecodable bytes replaced, any header): this only decides whether replacing the file would
+    lose a reviewer's work, and :func:`ragmeter.review.importer.read_sheet` is where a sheet is judged."""
+    try:
+        text = sheet.read_text(encoding="utf-8-sig", errors="replace")
+    except FileNotFoundError:
+        return 0, 0
+    except OSError as exc:
+        raise InputError(f"{sheet}: cannot read the existing review sheet ({exc.strerror or exc}); nothing "
+                         f"written (--out another folder)") from None
+    rows = 0
+    filled = 0
+    try:
+        for row in csv.DictReader(io.StringIO(text, newline="")):
+            rows += 1
+            if any(isinstance(row.get(name), str) and row[name].strip() for name in _REVIEWER_COLUMNS):
+                filled += 1
+    except csv.Error:
+        # not a sheet export could have written, so it was edited by hand: assume every row is a reviewer's
+        return max(rows, 1), max(rows, 1)
+    return filled, rows
+
+
 def export_sheet(results_dir: Any, out_dir: Optional[Any] = None, *, random_n: Optional[int] = None,
-                 seed: Optional[int] = None, judge: Any = None) -> Dict[str, Any]:
+                 seed: Optional[int] = None, judge: Any = None, force: bool = False) -> Dict[str, Any]:
     """Write the sheet (``review.html``, ``review.csv``, ``manifest.json``) into ``out_dir`` (default
-    ``RESULTS_DIR/review``), all or nothing; return the manifest."""
+    ``RESULTS_DIR/review``), all or nothing; return the manifest.
+
+    A ``review.csv`` already there that a reviewer has begun to fill in is not replaced (an :class:`InputError`,
+    before any key-point call is sent) unless ``force``: a fresh export holds no verdict, so it is replaced."""
     from ragmeter._io import atomic_outputs, strict_json, write_text
     from ragmeter.report.data import load_results
     from ragmeter.review.sampling import require_judged, select_sample
     from ragmeter.review.sheet import render_sheet
 
     results = load_results(results_dir)
+    out = Path(out_dir) if out_dir is not None else results.path / "review"
+    if not force:
+        filled, sheet_rows = _filled_rows(out / "review.csv")
+        if filled:
+            raise InputError(f"{out / 'review.csv'}: {filled} of {sheet_rows} rows are already filled in by a reviewer "
+                             f"and would be lost; nothing written (pass --force to replace it anyway, or --out "
+                             f"another folder)")
     require_judged(results.cases, results.path)
     sample = select_sample(results.cases, results.summary, random_n=random_n, seed=seed)
     if not sample.ids:
@@ -179,7 +218,6 @@ def export_sheet(results_dir: Any, out_dir: Optional[Any] = None, *, random_n: O
         "key_point_source": sources,
         "notes": notes,
     }
-    out = Path(out_dir) if out_dir is not None else results.path / "review"
     with atomic_outputs(out) as tmp:
         write_text(tmp / "review.csv", sheet_csv(cards))
         write_text(tmp / "review.html", render_sheet(cards, title=results.title))
