@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -243,7 +244,14 @@ def test_damaged_cache_exit_2_before_any_call_then_repair(tmp_path, server, api_
     code, _, err = finish(cli(tmp_path, server, "--cases", str(cases), key=api_key))
     assert code == 2 and server.total_requests == sent
     assert err.strip() == err.strip().splitlines()[0]  # one line
-    assert str(path) in err and "--no-cache" in err and f"ragmeter cache repair {path}" in err
+    assert str(path) in err and "--no-cache" in err
+    if damage == "garbage":  # SQLite cannot open it: nothing to salvage, so repair is not offered and refuses
+        assert "not a judge cache (not an SQLite file" in err and "cache repair" not in err
+        rep = repair_cli(path)
+        assert rep.returncode == 2 and "does not look like a judge cache (not an SQLite file)" in rep.stderr
+        assert path.read_bytes() == damaged_bytes and not list(tmp_path.glob("cache.sqlite.damaged-*"))
+        return
+    assert f"ragmeter cache repair {path}" in err
     rep = subprocess.run([sys.executable, "-m", "ragmeter", "cache", "repair", str(path)], capture_output=True,
                          text=True)
     assert rep.returncode == 0 and "Traceback" not in rep.stderr
@@ -251,7 +259,7 @@ def test_damaged_cache_exit_2_before_any_call_then_repair(tmp_path, server, api_
                and not p.name.endswith(("-wal", "-shm"))]
     assert len(damaged) == 1 and damaged[0].read_bytes() == damaged_bytes  # kept as it was
     salvaged = int(rep.stdout.split(": ")[1].split()[0])
-    assert 0 < salvaged < entries if damage == "truncated" else salvaged == 0
+    assert 0 < salvaged < entries
     assert f"the damaged file is kept as {damaged[0]}" in rep.stdout
     with Cache(path) as fresh:
         assert len(fresh) == salvaged
@@ -287,6 +295,61 @@ def test_repair_drops_an_undecodable_entry(tmp_path):
     assert result["salvaged"] == 4 and result["dropped"] == 1
     with Cache(path) as c:
         assert len(c) == 4 and c.get("k2") is None and c.get("k3") == {"content": "3"}
+
+
+def repair_cli(path):
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "cache", "repair", str(path)], capture_output=True,
+                          text=True)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def test_repair_refuses_a_file_that_is_not_a_cache_and_changes_nothing(tmp_path):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text('{"id": "c1", "question": "q?", "reference_answer": "a"}\n' * 20, encoding="utf-8")
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as conn:  # an SQLite database, but not a judge cache
+        conn.execute("CREATE TABLE notes (t TEXT)")
+    conn.close()
+    for path, why in ((golden, "not an SQLite file"), (other, "no judge_cache table")):
+        before, listing = path.read_bytes(), sorted(p.name for p in tmp_path.iterdir())
+        proc = repair_cli(path)
+        assert proc.returncode == 2, proc.stdout
+        assert proc.stderr.strip() == (f"ragmeter: error: {path} does not look like a judge cache ({why}); "
+                                       "nothing changed")
+        assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == listing
+
+
+def test_repair_leaves_an_empty_or_healthy_cache_alone(tmp_path):
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    proc = repair_cli(empty)
+    assert proc.returncode == 0 and "empty" in proc.stdout and "nothing changed" in proc.stdout
+    assert empty.read_bytes() == b"" and [p.name for p in tmp_path.iterdir()] == ["empty.sqlite"]
+    path = tmp_path / "c.sqlite"
+    with Cache(path) as c:
+        for i in range(5):
+            c.put(f"k{i}", {"content": str(i)})
+    before = path.read_bytes()
+    proc = repair_cli(path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"{path} is a healthy judge cache (5 entries): nothing to repair, nothing changed"
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite", "empty.sqlite"]
+
+
+def test_repair_leaves_no_wal_or_shm_beside_the_damaged_copy(tmp_path):
+    from ragmeter.judge import repair
+
+    path = tmp_path / "c.sqlite"
+    with Cache(path) as c:
+        for i in range(5):
+            c.put(f"k{i}", {"content": str(i)})
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE judge_cache SET value = 'nope' WHERE key = 'k2'")
+    conn.close()
+    result = repair(path)
+    assert result["salvaged"] == 4 and not result["healthy"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite", Path(result["damaged"]).name]
 
 
 def _read_only(tmp_path):

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 HELP = "judge cache upkeep: `cache repair PATH` salvages every readable entry of a damaged cache"
+
+EPILOG = """exit status: 0 = repaired, or nothing to repair (an empty or healthy cache is left as it is); 2 = PATH is
+missing, unreadable or not a judge cache (not an SQLite file, or no judge_cache table): nothing is changed."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -11,7 +15,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     repair = sub.add_parser("repair", help="copy every readable entry into a new cache at PATH; the damaged file "
                                            "is kept beside it as PATH.damaged-<timestamp>",
                             description="Copy every readable entry of the judge cache at PATH into a new file at "
-                                        "PATH; the damaged file is kept beside it as PATH.damaged-<timestamp>.")
+                                        "PATH; the damaged file is kept beside it as PATH.damaged-<timestamp>.",
+                            epilog=EPILOG)
     repair.add_argument("path", metavar="PATH", help="the cache file (e.g. .ragmeter/cache.sqlite)")
 
 
@@ -19,6 +24,11 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.judge.cache import repair
 
     result = repair(args.path)
+    if result["healthy"]:
+        what = ("an empty judge cache" if result["salvaged"] == 0 and os.path.getsize(result["path"]) == 0
+                else f"a healthy judge cache ({result['salvaged']} entries)")
+        print(f"{result['path']} is {what}: nothing to repair, nothing changed")
+        return 0
     dropped = f", {result['dropped']} unreadable entries dropped" if result["dropped"] else ""
     print(f"repaired {result['path']}: {result['salvaged']} entries salvaged{dropped}; the damaged file is kept as "
           f"{result['damaged']}")

@@ -44,8 +44,10 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from ragmeter.errors import InputError
 
@@ -110,7 +112,9 @@ def _check_header(path: Path) -> None:
     if not head:
         return  # an empty file is a new cache
     if head[:16] != SQLITE_MAGIC:
-        raise _damaged(path, "not an SQLite file")
+        # not _damaged: `cache repair` refuses a file SQLite cannot open (nothing in it can be salvaged)
+        raise CacheError(f"{path}: not a judge cache (not an SQLite file, so nothing in it can be read); pass "
+                         f"--no-cache or another --cache PATH")
     if len(head) < 100:
         raise _damaged(path, "truncated header")
     page_size = int.from_bytes(head[16:18], "big")
@@ -416,7 +420,7 @@ def _salvage(path: Path) -> Tuple[Dict[str, Tuple[Any, ...]], int, List[str]]:
     dropped: set = set()
     errors: List[str] = []
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        conn = _read_only(path)
         # lets SQLite read a file shorter than its header says (a truncated cache) instead of refusing it whole
         conn.execute("PRAGMA writable_schema=ON")
     except sqlite3.Error as exc:
@@ -475,16 +479,92 @@ def _salvage(path: Path) -> Tuple[Dict[str, Tuple[Any, ...]], int, List[str]]:
     return found, len(dropped), errors
 
 
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A connection that reads ``path`` and creates nothing beside it.
+
+    Without a ``-wal`` file every entry is in the main file and no run has it open (a cache is in WAL mode, whose
+    ``-wal`` lasts as long as a connection), so it is opened ``immutable``: SQLite then takes no lock and makes
+    no ``-shm``/``-wal`` (a read-only open of a WAL database makes both, and they were left
+    beside the file). With one, the entries it holds are read through it (``mode=ro``), and the ``-shm`` that
+    makes is removed by :func:`_drop_created_shm`."""
+    quoted = urllib.parse.quote(str(path))  # a '?' or '#' in the name would end the path of the URI
+    mode = "mode=ro" if Path(str(path) + "-wal").exists() else "immutable=1"
+    return sqlite3.connect(f"file:{quoted}?{mode}", uri=True, isolation_level=None)
+
+
+@contextmanager
+def _drop_created_shm(path: Path) -> Iterator[None]:
+    """Remove the ``-shm`` index of ``path`` if reading it made one (SQLite rebuilds it from the ``-wal``)."""
+    shm = Path(str(path) + "-shm")
+    existed = shm.exists()
+    try:
+        yield
+    finally:
+        if not existed:
+            with suppress(OSError):
+                shm.unlink()
+
+
+def _check_cache(path: Path) -> Tuple[Optional[str], bool]:
+    """(why ``path`` is not a judge cache, or None; whether it passes the checks a run makes when it opens it)."""
+    try:
+        _check_header(path)
+        header_ok = True
+    except CacheError:
+        header_ok = False
+    try:
+        conn = _read_only(path)
+    except sqlite3.Error:
+        return None, False
+    try:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        conn.close()
+        return None, False  # the schema itself is damaged: a cache to salvage, as far as anyone can tell
+    try:
+        if tables and "judge_cache" not in tables:
+            return "no judge_cache table", False
+        check = conn.execute("PRAGMA quick_check(1)").fetchone()
+        return None, header_ok and check is not None and check[0] == "ok" and "judge_cache" in tables
+    except sqlite3.Error:
+        return None, False
+    finally:
+        conn.close()
+
+
 def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     """Salvage every readable entry of the cache at ``path`` into a new file at ``path``.
 
     The damaged file (and its ``-wal``/``-shm`` companions) is renamed to ``PATH.damaged-<timestamp>`` and kept.
-    Returns ``{"path", "damaged", "salvaged", "dropped", "errors"}``: entries copied, entries found but unreadable
-    (a value that is not a JSON object) and the errors SQLite reported while reading.
+    Returns ``{"path", "damaged", "salvaged", "dropped", "errors", "healthy"}``: entries copied, entries found
+    but unreadable (a value that is not a JSON object) and the errors SQLite reported while reading.
+
+    A cache with nothing to repair (empty, or every entry readable and SQLite's checks passed) is left as it is:
+    ``healthy`` is True, ``damaged`` None and ``salvaged`` its number of entries. A file that is not an SQLite
+    database, or one without the cache's table, is refused with :class:`InputError` and left untouched: a
+    mistyped path must not be moved aside and replaced by an empty cache.
     """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such cache file")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the judge cache ({_describe(exc)}); nothing changed") from None
+    if not head:  # a run opens an empty file as a new, empty cache
+        return {"path": str(path), "damaged": None, "salvaged": 0, "dropped": 0, "errors": [], "healthy": True}
+    if head[:16] != SQLITE_MAGIC:  # SQLite cannot open such a file, so there would be nothing to salvage anyway
+        raise InputError(f"{path} does not look like a judge cache (not an SQLite file); nothing changed")
+    with _drop_created_shm(path):
+        foreign, passes = _check_cache(path)
+        if foreign:
+            raise InputError(f"{path} does not look like a judge cache ({foreign}); nothing changed")
+        # read before anything is moved: a healthy cache is then left exactly as it was
+        found, dropped, errors = _salvage(path)
+    if passes and not dropped and not errors:
+        return {"path": str(path), "damaged": None, "salvaged": len(found), "dropped": 0, "errors": [],
+                "healthy": True}
     stamp = time.strftime("%Y%m%d-%H%M%S")
     damaged = path.with_name(f"{path.name}.damaged-{stamp}")
     n = 1
@@ -499,12 +579,6 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
                 companion.rename(str(damaged) + suffix)
     except OSError as exc:
         raise InputError(f"{path}: cannot move the damaged cache aside ({_describe(exc)})") from None
-    with open(damaged, "rb") as fh:
-        is_sqlite = fh.read(16) == SQLITE_MAGIC
-    if is_sqlite:
-        found, dropped, errors = _salvage(damaged)
-    else:
-        found, dropped, errors = {}, 0, ["not an SQLite file"]
     fresh = Cache(path)
     try:
         assert fresh._conn is not None
@@ -515,4 +589,4 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     finally:
         fresh.close()
     return {"path": str(path), "damaged": str(damaged), "salvaged": len(found), "dropped": dropped,
-            "errors": errors}
+            "errors": errors, "healthy": False}
