@@ -165,6 +165,29 @@ def test_full_disk_while_writing_report_html_keeps_the_old_report(
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
 
+def test_a_folder_where_an_output_goes_is_one_line_and_nothing_is_moved(tmp_path: Path) -> None:
+    out = tmp_path / "ev"
+    assert cli(*eval_args(out)).returncode == 0
+    (out / "summary.json").unlink()
+    (out / "summary.json").mkdir()  # summary.json is moved last: every other file would have been replaced
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    proc = cli(*eval_args(out, "--thresholds", "0,0.1"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"ragmeter: error: {out / 'summary.json'}: is a folder, not a file"]
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before  # no sweep.parquet either
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["summary.json"]  # no temporary folder
+    # the same for a sheet folder written all or nothing
+    sheet = tmp_path / "sheet"
+    (sheet / "manifest.json").mkdir(parents=True)
+    from ragmeter._io import atomic_outputs
+
+    with pytest.raises(OSError) as failed, atomic_outputs(sheet) as tmp:
+        (tmp / "review.csv").write_text("id\n")
+        (tmp / "manifest.json").write_text("{}\n")
+    assert failed.value.filename == str(sheet / "manifest.json") and failed.value.errno == errno.EISDIR
+    assert sorted(p.name for p in sheet.iterdir()) == ["manifest.json"]
+
+
 def test_out_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     target = tmp_path / "results"
     target.write_text("not a folder", encoding="utf-8")
@@ -174,6 +197,19 @@ def test_out_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert "Traceback" not in proc.stderr
         assert proc.stderr.strip().splitlines()[-1] == f"ragmeter: error: {target}: exists and is not a folder (--out names a folder)"
         assert target.read_text(encoding="utf-8") == "not a folder"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes and umask are POSIX")
+@pytest.mark.parametrize("mask", [0o022, 0o027])
+def test_every_output_gets_the_mode_a_plain_open_gives(tmp_path: Path, mask: int) -> None:
+    out, table = tmp_path / "ev", tmp_path / "sweep.csv"
+    for args in (eval_args(out, "--thresholds", "0,0.1"),
+                 ["sweep", "--golden", str(GOLDEN), "--run", str(RUN), "--thresholds", "0,0.1", "--out", str(table)]):
+        proc = subprocess.run([sys.executable, "-m", "ragmeter", *args], capture_output=True, text=True, timeout=300,
+                              preexec_fn=lambda: os.umask(mask))
+        assert proc.returncode == 0, proc.stderr
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in [*out.iterdir(), table]}
+    assert "report.html" in modes and modes == {name: oct(0o666 & ~mask) for name in modes}
 
 
 def _can_mount() -> bool:

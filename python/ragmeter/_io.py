@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -53,8 +54,10 @@ def atomic_outputs(out_dir: Any) -> Iterator[Path]:
     tmp = _temporary_folder(out)
     try:
         yield tmp
-        for item in tmp.iterdir():
-            os.replace(item, out / item.name)
+        names = [item.name for item in tmp.iterdir()]
+        _check_destinations(tmp, out, names)
+        for name in names:
+            _move_into_place(tmp, out, name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -72,17 +75,33 @@ def results_folder(out_dir: Any) -> Iterator[Path]:
         with _final_names(tmp, out):
             yield tmp
         written = {item.name for item in tmp.iterdir()}
+        _check_destinations(tmp, out, written)
         for name in RESULT_FILES:
             if name not in written and (out / name).is_file():
                 (out / name).unlink()
         # summary.json last: a reader that sees the new summary sees the files it lists
         for name in sorted(written, key=lambda n: n == "summary.json"):
-            os.replace(tmp / name, out / name)
+            _move_into_place(tmp, out, name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if not existed:
             with contextlib.suppress(OSError):
                 out.rmdir()  # only if empty: the run wrote nothing
+
+
+def _check_destinations(tmp: Path, out: Path, names: Iterable[str]) -> None:
+    """Refuse before anything is moved when a file cannot replace what is at its final place (a folder of that
+    name): found while moving, the folder would be left half old run, half new."""
+    for name in names:
+        if (out / name).is_dir() and not (tmp / name).is_dir():
+            raise OSError(errno.EISDIR, "is a folder, not a file", str(out / name))
+
+
+def _move_into_place(tmp: Path, out: Path, name: str) -> None:
+    try:
+        os.replace(tmp / name, out / name)
+    except OSError as exc:  # name the file asked for, not the temporary one it came from
+        raise OSError(exc.errno, exc.strerror, str(out / name)) from None
 
 
 @contextlib.contextmanager
@@ -92,11 +111,9 @@ def atomic_file(path: Any) -> Iterator[Path]:
     if target.is_dir():
         raise OSError(errno.EISDIR, "is a folder, not a file", str(target))
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
+        tmp = _new_temporary_file(target)
     except OSError as exc:  # a missing or unwritable folder: name the file asked for
         raise OSError(exc.errno, exc.strerror, str(target)) from None
-    os.close(fd)
-    tmp = Path(name)
     try:
         with _final_names(tmp, target):
             yield tmp
@@ -104,6 +121,27 @@ def atomic_file(path: Any) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def _new_temporary_file(target: Path) -> Path:
+    """An empty new file beside ``target`` (``.NAME.XXXXXXXX.tmp``) with the mode a plain ``open()`` gives.
+
+    ``tempfile.mkstemp`` creates its file 0600, and the file keeps that mode when it replaces ``target``, so
+    report.html came out 0600 beside a 0644 summary.json. Created here with 0666, the kernel applies the umask
+    (and a folder's default ACL) itself, as for every other output: no umask to read, which can only be done by
+    setting it (``os.umask``, process-wide, racing other threads' file creation) or from Linux's /proc."""
+    folder = target.parent or Path(".")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        # no '.' in the random part: _final_file_name maps the name back to the file asked for
+        path = folder / f".{target.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(path, flags, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return path
+    raise OSError(errno.EEXIST, "no free temporary file name", str(target))
 
 
 @contextlib.contextmanager
