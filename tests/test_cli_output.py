@@ -229,3 +229,16 @@ def test_a_value_over_fewer_cases_than_the_row_says_how_many(tmp_path: Path) -> 
     assert row[1] == f"{hit['n_scored']}/{hit['n_total']}"
     assert row[3:5] == [f"{100 * file_hit['value']:.1f}%", f"({file_hit['n_scored']})"], proc.stdout
     assert "(m): a value over m cases" in " ".join(proc.stdout.split())
+
+
+@pytest.mark.parametrize("command", [
+    [], ["trec"], ["score"], ["sweep"], ["demo"], ["collect"], ["eval"], ["judge"], ["report"], ["compare"],
+    ["audit"], ["cache"], ["cache", "repair"], ["review"], ["review", "export"], ["review", "import"],
+    ["review", "compare"],
+], ids=lambda c: "-".join(c) or "ragmeter")
+def test_help_fits_80_columns(command: List[str], tmp_path: Path) -> None:
+    """Descriptions and hand-laid epilogs alike (argparse wraps neither under a raw formatter)."""
+    proc = piped([*command, "--help"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "usage: ragmeter" in proc.stdout
+    assert_fits(proc.stdout)

@@ -33,8 +33,13 @@ COMMANDS = {
 }
 
 
+#: help text is laid out for terminals this wide (a hand-laid epilog keeps to it too)
+HELP_WIDTH = 80
+
+
 def build_parser() -> argparse.ArgumentParser:
     import argparse
+    import textwrap
     from importlib import import_module
 
     from ragmeter import __version__
@@ -48,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = import_module(module_name)
-        cmd = sub.add_parser(name, help=module.HELP, description=module.HELP, **getattr(module, "PARSER_OPTIONS", {}))
+        # filled here: a raw formatter (kept for a hand-laid epilog) would print the description on one line
+        cmd = sub.add_parser(name, help=module.HELP, description=textwrap.fill(module.HELP, HELP_WIDTH),
+                             **getattr(module, "PARSER_OPTIONS", {}))
         module.configure(cmd)
         cmd.set_defaults(_module=module)
     return parser

@@ -6,11 +6,13 @@ import sys
 
 HELP = "audit a golden set: balance by category and source, blind spots, gap to a target, resolution, evidence vs corpus"
 
-EPILOG = """exit status: 0 = audited (warnings are printed but do not fail), 1 = --strict and at
-least one warning, 2 = bad input (golden set, corpus, targets spec).
-Warning codes: hard_share_low, source_share_low, empty_cell, unlabeled, duplicate_question,
-evidence_not_in_corpus, file_not_in_corpus, evidence_in_other_file.
---targets: category=term:50,multi:15;source=deepseek:40,zhipu:40 (or a .toml/.json file)."""
+EPILOG = """exit status: 0 = audited (warnings are printed but do not fail), 1 = --strict
+and at least one warning, 2 = bad input (golden set, corpus, targets spec).
+Warning codes: hard_share_low, source_share_low, empty_cell, unlabeled,
+duplicate_question, evidence_not_in_corpus, file_not_in_corpus,
+evidence_in_other_file.
+--targets: category=term:50,multi:15;source=deepseek:40,zhipu:40
+(or a .toml/.json file)."""
 
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
@@ -27,7 +29,7 @@ def _fraction(text: str) -> float:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSONL)")
+    parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSON Lines, JSON array or Parquet)")
     parser.add_argument("--corpus", metavar="C", help="chunk export (JSONL/Parquet: file, chunk_id, text) or a folder of text/Markdown files")
     parser.add_argument("--target", type=int, metavar="N", help="target size: gap to even shares of N over the categories and sources seen")
     parser.add_argument("--targets", metavar="SPEC", help="per-value targets: category=a:50,b:30;source=x:40,y:40 (or a .toml/.json file)")
