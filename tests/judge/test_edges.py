@@ -282,15 +282,22 @@ def test_one_undecodable_entry_is_a_miss_with_a_warning(tmp_path, server, api_ke
     assert code == 0 and server.requests == sent + 1 and "cannot be read" not in err  # the new reply replaced it
 
 
-def test_repair_drops_an_undecodable_entry(tmp_path):
-    from ragmeter.judge import repair
-
-    path = tmp_path / "c.sqlite"
+def cache_of_five(path, undecodable=None):
+    """A judge cache of entries k0..k4; ``undecodable``: the key whose value is made unreadable."""
     with Cache(path) as c:
         for i in range(5):
             c.put(f"k{i}", {"content": str(i)})
-    with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE judge_cache SET value = 'nope' WHERE key = 'k2'")
+    if undecodable is not None:
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE judge_cache SET value = 'nope' WHERE key = ?", (undecodable,))
+        conn.close()
+    return path
+
+
+def test_repair_drops_an_undecodable_entry(tmp_path):
+    from ragmeter.judge import repair
+
+    path = cache_of_five(tmp_path / "c.sqlite", undecodable="k2")
     result = repair(path)
     assert result["salvaged"] == 4 and result["dropped"] == 1
     with Cache(path) as c:
@@ -326,10 +333,7 @@ def test_repair_leaves_an_empty_or_healthy_cache_alone(tmp_path):
     proc = repair_cli(empty)
     assert proc.returncode == 0 and "empty" in proc.stdout and "nothing changed" in proc.stdout
     assert empty.read_bytes() == b"" and [p.name for p in tmp_path.iterdir()] == ["empty.sqlite"]
-    path = tmp_path / "c.sqlite"
-    with Cache(path) as c:
-        for i in range(5):
-            c.put(f"k{i}", {"content": str(i)})
+    path = cache_of_five(tmp_path / "c.sqlite")
     before = path.read_bytes()
     proc = repair_cli(path)
     assert proc.returncode == 0, proc.stderr
@@ -340,13 +344,7 @@ def test_repair_leaves_an_empty_or_healthy_cache_alone(tmp_path):
 def test_repair_leaves_no_wal_or_shm_beside_the_damaged_copy(tmp_path):
     from ragmeter.judge import repair
 
-    path = tmp_path / "c.sqlite"
-    with Cache(path) as c:
-        for i in range(5):
-            c.put(f"k{i}", {"content": str(i)})
-    with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE judge_cache SET value = 'nope' WHERE key = 'k2'")
-    conn.close()
+    path = cache_of_five(tmp_path / "c.sqlite", undecodable="k2")
     result = repair(path)
     assert result["salvaged"] == 4 and not result["healthy"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite", Path(result["damaged"]).name]
