@@ -208,6 +208,70 @@ def test_bad_sheets_exit_2_naming_file_row_field_and_write_nothing(exported, tmp
     assert missing.returncode == 2 and "absent.csv: review sheet not found" in missing.stderr
 
 
+def _one_error_line(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return proc.stderr.strip()
+
+
+def test_a_run_file_given_as_the_sheet_gets_one_diagnosis(exported, tmp_path: Path) -> None:
+    folder, _ = exported
+    state = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"id":"a-1","retrieved":[{"file":"f.md","text":"x"}]}\n'
+                   '{"id":"a-2","retrieved":[{"file":"g.md","text":"y"}]}\n', encoding="utf-8")
+    line = _one_error_line(ragmeter("review", "import", folder, run))
+    assert line.startswith(f"ragmeter: error: {run}: not a review sheet (a CSV with the columns id, point, ")
+    assert line.endswith("it looks like JSON Lines") and "unknown column" not in line and '"a-1"' not in line
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == state
+
+
+@pytest.mark.parametrize("content, shape", [
+    (b'[{"id": "a-1", "covered": 1}]', "a JSON array"),
+    (b'{\n  "id": "a-1",\n  "covered": 1\n}\n', "JSON (one object)"),
+    (b"\xef\xbb\xbf" + b'{"id":"a-1"}\n', "JSON Lines"),
+    (b"PK\x03\x04" + b"\x00" * 40, "an Excel workbook (.xlsx)"),
+    ("id\tpoint\tcore\tcovered\nwrong-0\t1\t1\t1\n".encode("utf-16"), "UTF-16 text"),
+    (b"PAR1" + b"\x00" * 40, "a binary file"),
+])
+def test_sheets_of_the_wrong_shape_are_named_before_their_columns(tmp_path: Path, content: bytes, shape: str) -> None:
+    from ragmeter.errors import InputError
+    from ragmeter.review.importer import read_sheet
+
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_bytes(content)
+    with pytest.raises(InputError) as err:
+        read_sheet(sheet)
+    message = str(err.value)
+    assert message.startswith(f"{sheet}: not a review sheet (") and f"it looks like {shape}" in message, message
+    assert "column(s)" not in message and "\n" not in message
+
+
+def test_a_sheet_saved_as_windows_1252_names_the_line_and_column(exported, tmp_path: Path) -> None:
+    folder, manifest = exported
+    sheet = fill(folder / "review" / "review.csv", tmp_path / "filled.csv", human_truth(manifest))
+    lines = sheet.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, text in enumerate(lines) if text.startswith("wrong-0,"))
+    assert at > 0 and lines[at].endswith(",")  # the note, the last column, is empty
+    lines[at] += "Caf\u00e9 au lait"  # Excel's plain "CSV" writes the é as the single byte 0xE9
+    sheet.write_bytes(("\n".join(lines) + "\n").encode("cp1252"))
+    line = _one_error_line(ragmeter("review", "import", folder, sheet))
+    assert f"{sheet}:{at + 1}:" in line and "0xe9" in line and "note column" in line, line
+    assert "CSV UTF-8" in line and "position" not in line
+
+
+def test_a_sheet_saved_as_csv_utf8_with_a_bom_is_read(exported, tmp_path: Path) -> None:
+    folder, manifest = exported
+    sheet = fill(folder / "review" / "review.csv", tmp_path / "filled.csv", human_truth(manifest))
+    text = re.sub(r"(?m)^(wrong-0,.*,)$", "\\1Caf\u00e9", sheet.read_text(encoding="utf-8"), count=1)
+    sheet.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))  # Excel's "CSV UTF-8" opens with a BOM
+    proc = ragmeter("review", "import", folder, sheet, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((folder / "summary.json").read_text())["calibration"]["n"] == 15
+    notes = pl.read_parquet(folder / "review.parquet").get_column("note").drop_nulls().to_list()
+    assert notes == ["Caf\u00e9"]
+
+
 def test_folder_without_judge_results_is_an_input_error(tmp_path: Path) -> None:
     folder = write_folder(tmp_path / "unjudged", judged=False)
     proc = ragmeter("review", "export", folder)

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import polars as pl
 
+from ragmeter._sniff import utf16_encoding
 from ragmeter.errors import InputError
 
 __all__ = ["ALLOWED_COLUMNS", "REQUIRED_COLUMNS", "read_sheet", "human_labels", "calibrate", "import_sheet"]
@@ -41,6 +42,82 @@ def _flag(value: Optional[str], where: str, field: str) -> Optional[bool]:
     return _FLAGS[text]
 
 
+_SHEET_IS = f"a CSV with the columns {', '.join(ALLOWED_COLUMNS[:6])}, as review export writes it"
+_SAVE_AS_UTF8 = 'save it from the spreadsheet as "CSV UTF-8" (Excel: File > Save As > CSV UTF-8) and import again'
+
+
+def _not_a_sheet(path: Path, looks_like: str) -> InputError:
+    return InputError(f"{path}: not a review sheet ({_SHEET_IS}); it looks like {looks_like}")
+
+
+def _json_shape(text: str) -> Optional[str]:
+    """What a file that opens like JSON is, or None when it does not (a header line never starts with { or [)."""
+    head = text.lstrip()
+    if head[:1] not in ("{", "["):
+        return None
+    try:
+        whole = json.loads(head)
+    except (ValueError, RecursionError):
+        whole = None
+    if isinstance(whole, list):
+        return "a JSON array"
+    if isinstance(whole, dict) and "\n" in head.strip():
+        return "JSON (one object)"
+    return "JSON Lines" if head[:1] == "{" else "JSON"
+
+
+def _field_at(text_before: str) -> Optional[str]:
+    """The column (header name) of the field that ``text_before`` (the sheet up to a character) ends in; None on
+    the header line."""
+    # a sentinel stands for the character: quoted fields may span lines, so the csv module says which field it is in
+    try:
+        rows = list(csv.reader(io.StringIO(text_before + "\ufffd", newline="")))
+    except csv.Error:  # a field over the csv module's size limit: the line alone must do
+        return None
+    if len(rows) < 2:
+        return None
+    header = [h.strip() for h in rows[0]]
+    last = rows[-1]
+    index = next((i for i, field in enumerate(last) if field.endswith("\ufffd")), len(last) - 1)
+    return header[index] if 0 <= index < len(header) else None
+
+
+def _sheet_text(path: Path, raw: bytes) -> str:
+    """The sheet's text; an :class:`InputError` with one diagnosis when the whole file is not a CSV sheet (JSON, a
+    workbook, UTF-16, binary) or is not UTF-8 (naming the line and column of the first undecodable byte)."""
+    if raw.startswith(b"PK\x03\x04"):
+        raise _not_a_sheet(path, f"an Excel workbook (.xlsx) or another ZIP archive; {_SAVE_AS_UTF8}")
+    binary = {b"PAR1": "Parquet", b"\x1f\x8b": "gzip", b"%PDF": "PDF"}
+    kind = next((name for magic, name in binary.items() if raw.startswith(magic)), None)
+    if kind:
+        raise _not_a_sheet(path, f"a binary file ({kind}), not text")
+    codec = utf16_encoding(raw)
+    if codec:
+        # Excel's "Unicode Text" is UTF-16 and tab-separated
+        raise _not_a_sheet(path, f"UTF-16 text ({codec}, Excel's \"Unicode Text\"?); {_SAVE_AS_UTF8}")
+    if raw.startswith(b"\xef\xbb\xbf"):  # Excel's "CSV UTF-8" opens with a byte-order mark
+        raw = raw[3:]
+    if b"\x00" in raw[: 1 << 16]:
+        raise _not_a_sheet(path, "a binary file, not text")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start].decode("utf-8")
+        shape = _json_shape(before)
+        if shape:
+            raise _not_a_sheet(path, shape) from None
+        line = before.count("\n") + 1
+        column = _field_at(before)
+        where = f" in the {column} column" if column else f" at character {len(before) - before.rfind(chr(10))}"
+        raise InputError(
+            f"{path}:{line}: not UTF-8 text: byte 0x{raw[exc.start]:02x}{where} (the sheet was saved in another "
+            f"encoding, probably Windows-1252 by Excel's plain \"CSV\"); {_SAVE_AS_UTF8}") from None
+    shape = _json_shape(text)
+    if shape:
+        raise _not_a_sheet(path, shape)
+    return text
+
+
 def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = "") -> Dict[str, Dict[str, Any]]:
     """The sheet's rows per case: ``{id: {"points": {n: (core, covered)}, "correct": bool|None, "note": str}}``.
 
@@ -49,9 +126,10 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
     if not path.is_file():
         raise InputError(f"{path}: review sheet not found")
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the sheet as UTF-8 text ({exc})") from None
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the sheet ({exc.strerror or exc})") from None
+    text = _sheet_text(path, raw)
     reader = csv.DictReader(io.StringIO(text, newline=""))  # quoted fields may hold line breaks
     header = [h.strip() for h in reader.fieldnames or []]
     if not header:
