@@ -1,12 +1,15 @@
 """ragmeter.testing assertions and the pytest plugin (--ragmeter-baseline, ragmeter_baseline)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import ragmeter
@@ -43,6 +46,20 @@ def test_assert_scores_passes_and_fails_with_the_table(example):
 def test_an_unmeasured_metric_fails_never_passes(example):
     with pytest.raises(AssertionError, match=r"faithfulness\s+n/a\s+0/51\s+>=0.8\s+FAILED \(no case scored\)"):
         assert_scores(example, {"faithfulness": ">=0.8"})
+
+
+def test_correct_without_a_judge_is_not_measured(example):
+    # refusal detection on the 6 no-answer cases is 0.8333: the stand-in would pass this rule
+    with pytest.raises(AssertionError) as err:
+        assert_scores(example, {"correct": ">=0.75", "hit": ">=0.8"})
+    text = str(err.value)
+    assert "1 of 2 score rules failed (correct)" in text
+    assert re.search(r"correct\s+n/a\s+0/51\s+>=0.75\s+FAILED \(not measured: answers not judged\)", text), text
+    assert "correct: not measured" in text and "refusal detection on the no-answer cases" in text
+    # judged answers are measured as before
+    judged = dataclasses.replace(example, cases=example.cases.with_columns(
+        pl.lit(True).alias("correct"), pl.lit(True).alias("answer_correct")))
+    assert_scores(judged, {"correct": ">=0.75"})
 
 
 def test_bad_rules_and_unknown_metrics_are_named(example):

@@ -11,8 +11,9 @@
 
 Both raise :class:`AssertionError` whose message shows the table (every metric asked about, its value, how many
 cases it covers, the rule and whether it held). A metric no case was scored on fails, never passes: an
-unmeasured number is not a pass. ``result`` / ``candidate`` / ``baseline`` are
-:class:`ragmeter.api.EvalResult` objects or results folders (``ragmeter eval --out DIR``).
+unmeasured number is not a pass. Nor is a stand-in: a rule on ``correct`` fails when the answers were not
+judged. ``result`` / ``candidate`` / ``baseline`` are :class:`ragmeter.api.EvalResult` objects or results
+folders (``ragmeter eval --out DIR``).
 """
 from __future__ import annotations
 
@@ -79,13 +80,33 @@ def _fmt(value: Optional[float]) -> str:
     return "n/a" if value is None or not math.isfinite(value) else f"{value:.4f}"
 
 
+def _stand_ins(res: Any) -> List[str]:
+    """Judge metrics whose value in ``res`` is a stand-in for an unjudged one (as for ``compare --gate``):
+    without correctness verdicts, ``correct`` is only refusal detection on the no-answer cases."""
+    from ragmeter.compare import _judged
+
+    return [] if _judged(res.cases) else ["correct"]
+
+
 def assert_scores(result: Any, rules: Mapping[str, Union[str, float, int]]) -> None:
-    """Assert each metric's mean (over its scored cases) meets its rule, e.g. ``{"faithfulness": ">=0.8"}``."""
+    """Assert each metric's mean (over its scored cases) meets its rule, e.g. ``{"faithfulness": ">=0.8"}``.
+
+    A metric no case was scored on fails (``FAILED (no case scored)``), and so does ``correct`` when the answers
+    were not judged (``FAILED (not measured: answers not judged)``): its value is then only refusal detection on
+    the no-answer cases, which would let a run whose judge step was skipped pass."""
     parsed = {name: _parse(name, rule) for name, rule in rules.items()}
-    rows, failed = [], []
-    for name, value, n_scored, n_total in score_table(result, list(parsed)):
+    res = _result(result)
+    stand_ins = _stand_ins(res)
+    rows, failed, notes = [], [], []
+    for name, value, n_scored, n_total in score_table(res, list(parsed)):
         op, limit, text = parsed[name]
-        if value is None:
+        if name in stand_ins:
+            ok, verdict = False, "FAILED (not measured: answers not judged)"
+            shown = f" ({_fmt(value)} over {n_scored}/{n_total})" if value is not None else ""
+            notes.append(f"{name}: not measured: the answers were not judged, so {name} is only refusal detection "
+                         f"on the no-answer cases{shown}; evaluate with a judge to measure it")
+            value, n_scored = None, 0
+        elif value is None:
             ok, verdict = False, "FAILED (no case scored)"
         else:
             ok = _holds(value, op, limit)
@@ -95,7 +116,8 @@ def assert_scores(result: Any, rules: Mapping[str, Union[str, float, int]]) -> N
             failed.append(name)
     if failed:
         raise AssertionError(f"ragmeter: {len(failed)} of {len(rows)} score rules failed ({', '.join(failed)})\n"
-                             + _table(["metric", "value", "scored", "rule", "result"], rows))
+                             + _table(["metric", "value", "scored", "rule", "result"], rows)
+                             + "".join(f"\n{note}" for note in notes))
 
 
 def assert_no_regression(candidate: Any, baseline: Any, gate: str, *, force: bool = False,
