@@ -333,12 +333,13 @@ def _mode_mix(cases: pl.DataFrame) -> Dict[str, int]:
 def _cutoff(summary: Dict[str, Any]) -> Optional[int]:
     """The cut-off k a results folder was scored at: ``settings.k`` (``eval``), ``retrieval.k``, or the top-level
     ``k`` (``score``); None when summary.json records none (an older folder)."""
-    for section in ("settings", "retrieval"):
-        sub = summary.get(section)
-        if isinstance(sub, dict) and isinstance(sub.get("k"), int) and not isinstance(sub.get("k"), bool):
-            return int(sub["k"])
-    k = summary.get("k")
-    return int(k) if isinstance(k, int) and not isinstance(k, bool) else None
+    sections = [summary.get(name) for name in ("settings", "retrieval")]
+    for holder in [*(s for s in sections if isinstance(s, dict)), summary]:
+        k = holder.get("k")
+        # bool is an int to Python; a `true` there is a damaged file, not k=1
+        if isinstance(k, int) and not isinstance(k, bool):
+            return k
+    return None
 
 
 def _check(base: Any, cand: Any) -> Tuple[List[str], List[str]]:
@@ -505,7 +506,7 @@ def non_finite_counts(cases: pl.DataFrame) -> Dict[str, int]:
     return out
 
 
-def _judged(cases: pl.DataFrame) -> bool:
+def correctness_judged(cases: pl.DataFrame) -> bool:
     """Whether the judge gave any correctness verdict (else ``answer_correct`` is refusal detection alone)."""
     return "correct" in cases.columns and cases.get_column("correct").null_count() < cases.height
 
@@ -650,10 +651,10 @@ def compare_frames(
             notes.append(f"{side}: {_n_repeats(per_repeat)} collected repeats; each case enters with its mean "
                          "over the repeats that scored it")
     not_judged: Dict[str, List[str]] = {}
-    if "correct" in names and not (_judged(base_cases) and _judged(cand_cases)):
+    if "correct" in names and not (correctness_judged(base_cases) and correctness_judged(cand_cases)):
         notes.append("correct: not judged in both runs; its cases are the no-answer cases, scored by refusal detection")
         for side, cases in (("baseline", base_cases), ("candidate", cand_cases)):
-            if not _judged(cases):
+            if not correctness_judged(cases):
                 not_judged[side] = ["correct"]
     groups = _group_rows(cats)
     intervals, blocked = _delta_intervals(diff, cats, groups, n_resamples, seed, threads) if n and names else ([], False)

@@ -83,9 +83,9 @@ def _fmt(value: Optional[float]) -> str:
 def _stand_ins(res: Any) -> List[str]:
     """Judge metrics whose value in ``res`` is a stand-in for an unjudged one (as for ``compare --gate``):
     without correctness verdicts, ``correct`` is only refusal detection on the no-answer cases."""
-    from ragmeter.compare import _judged
+    from ragmeter.compare import correctness_judged
 
-    return [] if _judged(res.cases) else ["correct"]
+    return [] if correctness_judged(res.cases) else ["correct"]
 
 
 def assert_scores(result: Any, rules: Mapping[str, Union[str, float, int]]) -> None:
