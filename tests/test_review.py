@@ -442,6 +442,23 @@ def test_demo_reports_a_calibration_with_the_miss_but_correct_finding(tmp_path: 
     assert "Calibration: judge vs human reviewers" in (out / "report.md").read_text()
 
 
+def test_demo_rerun_keeps_a_filled_sheet_and_writes_nothing(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    demo = [sys.executable, "-m", "ragmeter", "demo", "--out", "demo"]
+    assert subprocess.run(demo, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env).returncode == 0
+    out = tmp_path / "demo"
+    example = REPO / "python" / "ragmeter" / "_example"
+    shutil.copyfile(example / "review_filled.csv", out / "review" / "review.csv")
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file()}
+    proc = subprocess.run(demo, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    message = " ".join(proc.stderr.split())
+    assert "already filled in by a reviewer" in message and "--out another folder" in message
+    assert "--force" not in message and "Traceback" not in proc.stderr  # demo has no --force to suggest
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file()} == before
+    assert (out / "review" / "review.csv").read_bytes() == (example / "review_filled.csv").read_bytes()
+
+
 # ------------------------------------------------------------------------------------------------ key points by endpoint
 
 

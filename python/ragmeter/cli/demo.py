@@ -116,9 +116,12 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.evaluation import run_eval
     from ragmeter.judge import JudgeConfig
     from ragmeter.review import export_sheet, import_sheet
+    from ragmeter.review.export import refuse_filled_sheet
     from ragmeter.review.render import text_lines
 
     ex = example_dir()
+    # checked before anything is written: the demo would otherwise overwrite its tables, then stop at the sheet
+    refuse_filled_sheet(Path(args.out) / "review", "--out another folder")
     golden, run_file = ex / "golden.jsonl", ex / "run.jsonl"
     console = make_console()
     console.print(f"[bold]ragmeter demo[/] on the bundled example: {golden.name} + {run_file.name}")

@@ -168,6 +168,15 @@ def _filled_rows(sheet: Path) -> Tuple[int, int]:
     return filled, rows
 
 
+def refuse_filled_sheet(out_dir: Path, remedy: str) -> None:
+    """Raise :class:`InputError` when ``out_dir/review.csv`` holds a reviewer's verdicts, which an export would
+    replace; ``remedy`` tells the caller's own way out (its flags differ)."""
+    filled, sheet_rows = _filled_rows(out_dir / "review.csv")
+    if filled:
+        raise InputError(f"{out_dir / 'review.csv'}: {filled} of {sheet_rows} rows are already filled in by a "
+                         f"reviewer and would be lost; nothing written ({remedy})")
+
+
 def export_sheet(results_dir: Any, out_dir: Optional[Any] = None, *, random_n: Optional[int] = None,
                  seed: Optional[int] = None, judge: Any = None, force: bool = False) -> Dict[str, Any]:
     """Write the sheet (``review.html``, ``review.csv``, ``manifest.json``) into ``out_dir`` (default
@@ -183,11 +192,7 @@ def export_sheet(results_dir: Any, out_dir: Optional[Any] = None, *, random_n: O
     results = load_results(results_dir)
     out = Path(out_dir) if out_dir is not None else results.path / "review"
     if not force:
-        filled, sheet_rows = _filled_rows(out / "review.csv")
-        if filled:
-            raise InputError(f"{out / 'review.csv'}: {filled} of {sheet_rows} rows are already filled in by a reviewer "
-                             f"and would be lost; nothing written (pass --force to replace it anyway, or --out "
-                             f"another folder)")
+        refuse_filled_sheet(out, "pass --force to replace it anyway, or --out another folder")
     require_judged(results.cases, results.path)
     sample = select_sample(results.cases, results.summary, random_n=random_n, seed=seed)
     if not sample.ids:
