@@ -87,7 +87,7 @@ def test_score_parses_the_golden_set_once_and_prints_what_it_printed(tmp_path, m
         patch.setattr(dataset, "reusing_golden_loads", contextlib.nullcontext)
         parsed = counting_parses(patch)
         assert main(["score", "--golden", str(golden), "--run", str(run)]) == 0
-        assert len(parsed) == 2  # scoring and auditing, each its own parse
+        assert len(parsed) == 3  # the label check, scoring and auditing, each its own parse
     unshared = capsys.readouterr().out
     parsed = counting_parses(monkeypatch)
     assert main(["score", "--golden", str(golden), "--run", str(run)]) == 0

@@ -206,3 +206,24 @@ def test_the_command_imports_numpy_without_starting_blas_threads():
     plain, quiet = probe("plain"), probe("quiet")
     assert plain[0] > quiet[0] == 0 and quiet[1] == "None"
     assert probe("quiet", OPENBLAS_NUM_THREADS="2") == (1, "2")  # one thread besides the caller
+
+
+@pytest.mark.parametrize("command", [["score"], ["sweep", "--thresholds", "0,0.5"]])
+def test_a_golden_set_without_any_label_is_refused_before_any_work(tmp_path, capsys, command):
+    """Nothing could be scored: exit 2 naming the file, not a table of dashes and exit 0."""
+    from ragmeter.cli import main
+
+    golden, run = make_case_files(tmp_path, 5, n=6)
+    cases = [json.loads(line) for line in golden.read_text(encoding="utf-8").splitlines()]
+    golden.write_text("".join(json.dumps({**c, "expectedFileNames": [], "expectedEvidence": []}) + "\n"
+                              for c in cases), encoding="utf-8")
+    out = tmp_path / ("out" if command[0] == "score" else "sweep.parquet")
+    assert main([*command, "--golden", str(golden), "--run", str(run), "--out", str(out)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{golden}: no case has expected files or evidence phrases (6 cases)" in err
+    assert not out.exists()
+    # one labelled case is enough: it is scored, and the others are reported as unlabelled
+    cases[0] = {**cases[0], "expectedEvidence": ["alpha beta"]}
+    golden.write_text("".join(json.dumps({**c, "expectedFileNames": []} if i else c) + "\n"
+                              for i, c in enumerate(cases)), encoding="utf-8")
+    assert main([*command, "--golden", str(golden), "--run", str(run), "--out", str(out)]) == 0

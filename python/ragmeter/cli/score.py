@@ -30,7 +30,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _score_and_print(args: argparse.Namespace) -> int:
+    from ragmeter.cli._inputs import refuse_unlabelled_golden
     from ragmeter.retrieval import score, score_into
+
+    refuse_unlabelled_golden(args.golden)
 
     if args.out:
         result = score_into(args.golden, args.run, args.out, k=args.k)
