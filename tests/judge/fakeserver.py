@@ -13,8 +13,9 @@ else ``"ok"``. Actions: ``"ok"``, ``"malformed"`` (content that is not JSON),
 connection), ``"hang"`` (waits until :meth:`release`), ``"garbage"`` (a 200
 whose body is not JSON), ``"fenced"`` (valid JSON in a code fence), an int
 status (``429``, ``500``, ``503``, ``400``...), or a dict ``{"status": 429,
-"headers": {...}, "body": "..."}``, or ``{"content": "..."}`` (optionally with ``finish_reason`` and
-``completion_tokens``; a reply cut at ``length`` bills the whole ``max_tokens`` unless told otherwise).
+"headers": {...}, "body": "..."}``, or ``{"content": "..."}`` (optionally with ``finish_reason``,
+``completion_tokens`` and ``refusal``: OpenAI's ``message.refusal``, sent with ``"content": None``; a reply
+cut at ``length`` bills the whole ``max_tokens`` unless told otherwise).
 
 Load modes, applied to requests whose action is ``"ok"`` (for the rate-control tests and
 benchmarks): ``random_429`` (that share of requests answered 429 with ``Retry-After: 1``
@@ -374,8 +375,10 @@ def make_ok_action(action: Action, info: Dict[str, Any], make_ok: Callable[[], A
     message: Dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning is not None:
         message["reasoning_content"] = reasoning
+    if isinstance(action, dict) and "refusal" in action:
+        message["refusal"] = action["refusal"]
     pt = sum(len(str(v)) for v in info.get("payload", {}).values()) // 4 + 50
-    ct = len(content) // 4 + (len(reasoning) // 4 if reasoning else 0) + 1
+    ct = len(content or "") // 4 + (len(reasoning) // 4 if reasoning else 0) + 1
     if finish == "length" and info.get("max_tokens"):
         ct = int(info["max_tokens"])  # as real servers bill a cut output: the whole budget
     if isinstance(action, dict) and "completion_tokens" in action:

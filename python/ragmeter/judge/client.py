@@ -493,6 +493,16 @@ class JudgeClient:
             record.update(prompt_tokens=pt, completion_tokens=ct, finish_reason=finish)
             if reasoning:
                 record["reasoning_chars"] = len(str(reasoning))
+            refusal = message.get("refusal")
+            if choices and ((isinstance(refusal, str) and refusal.strip()) or finish == "content_filter"):
+                # the model (or the endpoint's filter) declined: its content is empty, but a larger budget would
+                # only pay for the same refusal again, so the call fails at once with the model's words
+                record["outcome"] = "refused"
+                said = refusal.strip() if isinstance(refusal, str) and refusal.strip() else None
+                msg = (f"the judge model refused: {said}" if said
+                       else "output stopped by the endpoint's content filter (finish_reason content_filter)")
+                raise JudgeCallError(msg, kind="refused", attempts=[], raw=said or content or None,
+                                     prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
             if not choices:
                 record["outcome"] = "no_choices"
             elif content.strip() and finish != "length":
