@@ -268,12 +268,19 @@ def add_rate_control(group: Any) -> None:
 def with_custom_metrics(names: List[Any], args: argparse.Namespace) -> List[Any]:
     """``--metrics`` plus the metrics of ``--metric-file`` / ``--metric-module``: a custom name already in
     ``--metrics`` takes its place there, the others are appended."""
+    from ragmeter.errors import InputError
     from ragmeter.judge.custom import load_metric_file, load_metric_module
 
-    custom = [m for path in getattr(args, "metric_file", None) or [] for m in load_metric_file(path)]
-    custom += [m for path in getattr(args, "metric_module", None) or [] for m in load_metric_module(path)]
+    custom = [(path, m) for path in getattr(args, "metric_file", None) or [] for m in load_metric_file(path)]
+    custom += [(path, m) for path in getattr(args, "metric_module", None) or [] for m in load_metric_module(path)]
     out: List[Any] = list(names)
-    for m in custom:
+    defined: Dict[str, str] = {}
+    for path, m in custom:
+        # two definitions of one name: the registry would keep the last, and judge it twice per case
+        if m.name in defined:
+            raise InputError(f"{path}: metric {m.name!r} is also defined in {defined[m.name]}; give one of them "
+                             f"another name")
+        defined[m.name] = str(path)
         if m.name in out:
             out[out.index(m.name)] = m
         else:

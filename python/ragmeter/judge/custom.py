@@ -223,23 +223,44 @@ class RubricMetric:
     steps: Sequence[str] = ()
     score_descriptions: Mapping[Any, str] = field(default_factory=dict)
     version: str = "v1"
+    #: the --metric-file / --metric-module it came from, named in the errors found when it is checked on the data
+    source: Optional[str] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_name(self.name)
         if not isinstance(self.criteria, str) or not self.criteria.strip():
             raise InputError(f"metric {self.name!r}: criteria must be a non-empty text")
         lo, hi = self._range()
-        if self.pass_threshold is not None and not lo <= float(self.pass_threshold) <= hi:
+        # the types are checked here, not left to float() or str.strip(): a rubric file's ``pass_threshold =
+        # "high"`` or ``steps = [1, 2]`` is an input error naming the field, not a traceback
+        threshold = self.pass_threshold
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
+            raise InputError(f"metric {self.name!r}: pass_threshold must be a number on the scale {lo}-{hi}, "
+                             f"got {threshold!r}")
+        if threshold is not None and not lo <= float(threshold) <= hi:
             raise InputError(f"metric {self.name!r}: pass_threshold {self.pass_threshold!r} is outside the scale "
                              f"{lo}-{hi}")
-        self.fields = tuple(self.fields)
+        self.fields = (self.fields,) if isinstance(self.fields, str) else tuple(self.fields)
         if not self.fields:
             raise InputError(f"metric {self.name!r}: fields must name at least one case field")
-        for key in self.score_descriptions:
+        for name in self.fields:
+            if not isinstance(name, str) or not name:
+                raise InputError(f"metric {self.name!r}: fields must be names of case fields, got {name!r}")
+        self.steps = (self.steps,) if isinstance(self.steps, str) else tuple(self.steps)
+        for step in self.steps:
+            if not isinstance(step, str):
+                raise InputError(f"metric {self.name!r}: steps must be texts, got {step!r}")
+        if not isinstance(self.version, str) or not self.version.strip():
+            raise InputError(f"metric {self.name!r}: version must be a non-empty text such as \"v1\", "
+                             f"got {self.version!r}")
+        for key, text in self.score_descriptions.items():
             if str(key).strip().lstrip("-").isdigit() and not lo <= int(str(key)) <= hi:
                 raise InputError(f"metric {self.name!r}: score_descriptions field {key!r} is outside the scale {lo}-{hi}")
             if not str(key).strip().lstrip("-").isdigit():
                 raise InputError(f"metric {self.name!r}: score_descriptions field {key!r} is not an integer score")
+            if not isinstance(text, str):
+                raise InputError(f"metric {self.name!r}: score_descriptions field {str(key)!r} must be a text, "
+                                 f"got {text!r}")
         self.prompts = (_prompt(self.name, None, self.version, self._instructions()),)
         _check_placeholders(self.name, self.criteria + "\n".join(self.steps), self.fields)
 
@@ -316,6 +337,8 @@ class FunctionMetric:
     fields: Sequence[str] = ("question", "answer")
     range: Tuple[float, float] = (0.0, 1.0)
     pass_threshold: Optional[float] = None
+    #: the --metric-module it came from, named in the errors found when it is checked on the data
+    source: Optional[str] = field(default=None, repr=False, compare=False)
 
     @property
     def prompts(self) -> Tuple[P.Prompt, ...]:
@@ -487,8 +510,12 @@ def rubric_from_mapping(name: str, spec: Mapping[str, Any], where: str) -> Rubri
             kwargs[key] = tuple(kwargs[key])
     if "score_descriptions" in kwargs and not isinstance(kwargs["score_descriptions"], Mapping):
         raise InputError(f"{where}: metric {name!r}: field 'score_descriptions' must be a table of score = text")
+    from .metrics import BUILTIN_METRICS
+
+    if name in BUILTIN_METRICS:  # said here, with the file; register() would say it without
+        raise InputError(f"{where}: metric {name!r}: a built-in metric has that name; choose another")
     try:
-        return RubricMetric(name=name, **kwargs)
+        return RubricMetric(name=name, source=where, **kwargs)
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
     except TypeError as exc:
@@ -507,9 +534,13 @@ def load_metric_file(path: Any) -> List[RubricMetric]:
 
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        raw = p.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise InputError(f"{p}:{line}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{p}: invalid TOML ({exc})") from None
     tables = data.get("metrics")
@@ -545,4 +576,10 @@ def load_metric_module(path: Any) -> List[Any]:
     found = [v for v in vars(module).values() if isinstance(v, (RubricMetric, FunctionMetric))]
     if not found:
         raise InputError(f"{p}: defines no metric (a RubricMetric(...) or an @ragmeter.judge.metric function)")
+    from .metrics import BUILTIN_METRICS
+
+    for m in found:
+        if m.name in BUILTIN_METRICS:  # said here, with the file; register() would say it without
+            raise InputError(f"{p}: metric {m.name!r}: a built-in metric has that name; choose another")
+        m.source = str(p)
     return found

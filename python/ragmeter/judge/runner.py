@@ -123,6 +123,10 @@ class JudgeConfig:
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
             raise InputError(f"--metrics: unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
+        # a metric named twice would be judged twice per case (paid twice) and counted twice in its mean
+        twice = [m for i, m in enumerate(self.metrics) if m in self.metrics[:i]]
+        if twice:
+            raise InputError(f"--metrics: {twice[0]!r} is listed twice; each metric is judged once per case")
         if self.relevancy_variant not in ("hard", "ragas", "soft"):
             raise InputError("--relevancy-variant: choose hard, ragas or soft")
         if self.precision_against not in ("auto", "reference", "answer"):
@@ -562,10 +566,19 @@ async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[
 def check_metrics(case_list: List[Case], cfg: JudgeConfig) -> None:
     """Raise :class:`~ragmeter.errors.InputError` before any call when a custom metric cannot run on these cases
     (a field the data lacks, a scoring function that raises on a sample reply)."""
+    from ragmeter.errors import InputError
+
     for name in cfg.metrics:
         check = getattr(METRICS[name], "check", None) if name not in BUILTIN_METRICS else None
-        if check is not None:
+        if check is None:
+            continue
+        try:
             check(case_list)
+        except InputError as exc:
+            source = getattr(METRICS[name], "source", None)  # the --metric-file / --metric-module defining it
+            if not source or str(exc).startswith(f"{source}:"):
+                raise
+            raise InputError(f"{source}: {exc}") from None
 
 
 def _keep_unsaved(cache: Cache, cfg: JudgeConfig) -> str:
