@@ -16,7 +16,7 @@ MISSING = object()
 
 #: where a run record keeps each field when no mapping is given (the loader's spellings)
 _DEFAULT_ITEM = {"file": ("file", "fileName", "file_name"), "chunk_id": ("chunk_id", "chunkId"),
-                 "text": ("text",), "score": ("score",)}
+                 "text": ("text", "content", "page_content"), "score": ("score",)}
 _RECORD_FIELDS = ("answer", "retrieved", "contexts", "retrieval_mode", "usage", "cost")
 
 

@@ -145,6 +145,10 @@ def _check_first(run: _Run, data: Any, case_id: str) -> None:
         if not isinstance(data, dict):
             raise InputError(f"{_where(run)}: returned {type(data).__name__} for case {case_id}, expected a run "
                              f"record (a dict with answer, retrieved, ...)")
+        problem = _load_problem(run, data)
+        if problem is not None:
+            raise InputError(f"{_where(run)}: returned a record for case {case_id} that is not a run record: "
+                             f"{problem}")
         return
     if not isinstance(data, dict):
         raise InputError(f"{target.source}: the response to case {case_id} is JSON but not an object "
@@ -154,9 +158,12 @@ def _check_first(run: _Run, data: Any, case_id: str) -> None:
         name, path = misses[0]
         raise InputError(f"{target.source}: {name} = {path!r} matches nothing in the response to case {case_id} "
                          f"(its keys: {keys_of(data)})")
-    if not target.response and "answer" not in data and "retrieved" not in data:
-        raise InputError(f"{target.source}: the response to case {case_id} is not a run record (no answer or "
-                         f"retrieved; its keys: {keys_of(data)}); map its fields in a [response] table")
+    if not target.response and "retrieved" not in data:
+        raise InputError(f"{target.source}: the response to case {case_id} is not a run record (no retrieved; "
+                         f"its keys: {keys_of(data)}); map its fields in a [response] table")
+    problem = _load_problem(run, data)
+    if problem is not None:
+        raise InputError(f"{target.source}: the response to case {case_id} does not make a run record: {problem}")
 
 
 def _record_of(run: _Run, data: Any) -> Dict[str, Any]:
@@ -275,8 +282,9 @@ _NOT_JSON = object()
 
 
 def _unusable(run: _Run, data: Any) -> Optional[str]:
-    """Why a reply after the first cannot be this case's record (None when it can): not an object, or the
-    mapped ``answer``/``retrieved`` path matches nothing (a missing ``retrieval_mode`` is ``unknown``)."""
+    """Why a reply after the first cannot be this case's record (None when it can): not an object, the mapped
+    ``answer``/``retrieved`` path matches nothing (a missing ``retrieval_mode`` is ``unknown``), or the record
+    would not load as a run record (:func:`_load_problem`)."""
     if not isinstance(data, dict):
         return f"the response is {type(data).__name__}, not an object"
     target = run.target
@@ -285,9 +293,32 @@ def _unusable(run: _Run, data: Any) -> Optional[str]:
         misses = unmatched_paths(data, essential, {})
         if misses:
             return f"{misses[0][0]} = {misses[0][1]!r} matches nothing in the response"
-    elif "answer" not in data and "retrieved" not in data:
-        return "the response is not a run record (no answer or retrieved)"
-    return None
+    return _load_problem(run, data)
+
+
+def _load_problem(run: _Run, data: Dict[str, Any]) -> Optional[str]:
+    """What ragmeter's run loader would refuse in the record made of ``data`` (its first problem, naming the
+    field and the mapping path it came from), None when it loads. Without this, collect wrote (exit 0) run files
+    that ``score`` and ``eval`` then refused, and a reply without its chunk list became a silent empty retrieval
+    that scores as a miss."""
+    from ragmeter.dataset import _Problems, _run_from_records
+
+    target = run.target
+    if (isinstance(target, CallableTarget) or not target.response) and "retrieved" not in data:
+        return "no 'retrieved' (a run record needs it: [] for an empty retrieval)"
+    problems = _Problems("response")
+    _run_from_records([("response", None, {"id": "case", **_record_of(run, data)})], problems, False)
+    if not problems:
+        return None
+    message = problems.items[0][1]
+    if isinstance(target, HttpTarget):  # name the mapping the value came from
+        mapped = [(f"response.retrieved_item.{k}", v) for k, v in target.item.items()
+                  if f".{k}" in message or f"'{k}'" in message]
+        mapped += [(f"response.{k}", v) for k, v in target.response.items() if message.startswith(f"'{k}")
+                   or (k == "retrieved" and message.startswith("retrieved"))]
+        if mapped:
+            message += f" (from {mapped[0][0]} = {mapped[0][1]!r})"
+    return message
 
 
 async def _job(run: _Run, case: Dict[str, Any], repeat: int, first: bool) -> Dict[str, Any]:
@@ -296,6 +327,8 @@ async def _job(run: _Run, case: Dict[str, Any], repeat: int, first: bool) -> Dic
                                                                             "question": case["question"]}
     key = collect_key(target.identity, request, case["id"], repeat)
     reply = None if run.opts.refresh else run.cache.get(key)
+    if reply is not None and "response" in reply and not first and _unusable(run, reply["response"]) is not None:
+        reply = None  # cached by a version that did not check the record: ask again
     if reply is not None and "response" in reply:
         run.cached += 1
         if first:

@@ -1,0 +1,58 @@
+"""Review of ragmeter collect (session 21): what a demanding user scripting against a live system runs into."""
+from __future__ import annotations
+
+import pytest
+from collect_helpers import FAST, GOLDEN, golden_ids, write_target
+from ragserver import RagServer, example_records
+
+import ragmeter
+from ragmeter.dataset import load_run
+from ragmeter.errors import InputError
+
+
+def _records_with(overrides):
+    """The example run with some records replaced (case id -> record, None: the key removed)."""
+    records = example_records()
+    for case_id, change in overrides.items():
+        rec = dict(records[case_id])
+        for key, value in change.items():
+            if value is None:
+                rec.pop(key, None)
+            else:
+                rec[key] = value
+        records[case_id] = rec
+    return records
+
+
+def test_a_reply_that_would_not_load_as_a_run_record_is_a_failed_case_never_written_as_is(tmp_path):
+    ids = golden_ids()
+    bad = {ids[1]: {"retrieved": None},                                          # no chunk list at all
+           ids[2]: {"retrieved": "React 18"},                                    # not a list
+           ids[3]: {"retrieved": [{"file": "handbook.md", "chunk_id": "c1"}]},   # a chunk without its text
+           ids[4]: {"answer": {"text": "PostgreSQL"}}}                           # an answer that is not text
+    with RagServer(records=_records_with(bad)) as s:
+        target = write_target(tmp_path / "t.toml", s.url)
+        result = ragmeter.collect(GOLDEN, target=target, out=tmp_path / "run.jsonl", policy=FAST)
+    records = {r["id"]: r for r in result.records}
+    for case_id in bad:  # a failed case, saying why; never a silent empty retrieval scored as a miss
+        assert records[case_id]["error_kind"] == "bad_response", records[case_id]
+    assert "retrieved" in records[ids[1]]["error"] and "text" in records[ids[3]]["error"]
+    assert "answer" in records[ids[4]]["error"]
+    assert result.incomplete and result.summary["n_failed"] == len(bad)
+    assert load_run(tmp_path / "run.jsonl").height == len(ids)  # the file collect wrote is a run file
+
+
+def test_a_first_reply_that_would_not_load_is_a_usage_error_naming_the_field(tmp_path):
+    ids = golden_ids()
+    with RagServer(records=_records_with({ids[0]: {"retrieved": None}})) as s:
+        target = write_target(tmp_path / "t.toml", s.url)
+        with pytest.raises(InputError, match=r"t\.toml: .*case " + ids[0] + r".*no retrieved"):
+            ragmeter.collect(GOLDEN, target=target, policy=FAST)
+        assert sum(s.requests.values()) == 1
+    with pytest.raises(InputError, match=r"not a run record: retrieved\[0\]: missing 'text'"):
+        ragmeter.collect(GOLDEN, target=lambda case: {"answer": "a", "retrieved": [{"file": "a.md"}]})
+    with pytest.raises(InputError, match="no 'retrieved'"):
+        ragmeter.collect(GOLDEN, target=lambda case: {"answer": "a"})
+    # the loader's spellings of a chunk's text are read, as the run format reads them
+    result = ragmeter.collect(GOLDEN, target=lambda case: {"answer": "a", "retrieved": [{"page_content": "t"}]})
+    assert result.records[0]["retrieved"][0]["text"] == "t" and not result.incomplete
