@@ -3,7 +3,8 @@
 It answers each question from the bundled example run (``python/ragmeter/_example/run.jsonl``), by case id; an id
 the run does not hold gets an empty retrieval and a fixed answer. ``script`` maps a case id to the actions its
 successive requests take (then ``"ok"``): ``"ok"``, an int status (``429``, ``500``, ``401``...), a dict
-``{"status": 429, "headers": {...}}``, ``"empty"`` (a blank answer), ``"timeout"`` (sleeps ``timeout_sleep``
+``{"status": 429, "headers": {...}}`` (with ``"echo": True`` a text body showing the request's Authorization
+header, as debug pages do), ``"empty"`` (a blank answer), ``"timeout"`` (sleeps ``timeout_sleep``
 seconds first), ``"garbage"`` (a 200 whose body is not JSON), ``"wrongshape"`` (a JSON object without the
 record's fields). ``api_key``: requests without
 ``Authorization: Bearer <key>`` get 401. ``modes``: None keeps each record's mode; otherwise the mode reported
@@ -98,6 +99,9 @@ class RagServer:
             return web.json_response({"error": {"message": "invalid token"}}, status=401)
         if isinstance(action, int):
             return web.json_response({"error": {"message": f"scripted {action}"}}, status=action)
+        if isinstance(action, dict) and action.get("echo"):  # a debug page showing the request's headers
+            return web.Response(text=f"upstream error; request headers: Authorization: "
+                                     f"{request.headers.get('Authorization')}", status=action["status"])
         if isinstance(action, dict):
             return web.json_response({"error": {"message": "scripted"}}, status=action["status"],
                                      headers=action.get("headers"))

@@ -56,3 +56,26 @@ def test_a_first_reply_that_would_not_load_is_a_usage_error_naming_the_field(tmp
     # the loader's spellings of a chunk's text are read, as the run format reads them
     result = ragmeter.collect(GOLDEN, target=lambda case: {"answer": "a", "retrieved": [{"page_content": "t"}]})
     assert result.records[0]["retrieved"][0]["text"] == "t" and not result.incomplete
+
+
+def test_a_token_the_system_echoes_in_an_error_never_reaches_the_run_file_or_a_message(tmp_path):
+    from collect_helpers import cli
+
+    ids = golden_ids()
+    secret = "tok-ECHOED-5f3a9c"
+    echo = {"status": 500, "echo": True}
+    with RagServer(script={ids[1]: [echo] * 5}) as s:
+        target = write_target(tmp_path / "t.toml", s.url, 'headers = { Authorization = "Bearer ${RAG_TOKEN}" }\n')
+        proc = cli("collect", "--golden", str(GOLDEN), "--target", str(target), "--out", "run.jsonl",
+                   "--cache", "c.sqlite", "--retry-attempts", "1", cwd=tmp_path, env={"RAG_TOKEN": secret})
+        assert proc.returncode == 3, proc.stderr
+        assert load_run(tmp_path / "run.jsonl").height == len(ids)
+        assert "upstream error" in (tmp_path / "run.jsonl").read_text()  # the error is kept, the token masked
+        with RagServer(script={ids[0]: [{"status": 400, "echo": True}]}) as s2:  # the first case: exit 2
+            target2 = write_target(tmp_path / "t2.toml", s2.url, 'headers = { Authorization = "Bearer ${RAG_TOKEN}" }\n')
+            proc2 = cli("collect", "--golden", str(GOLDEN), "--target", str(target2), "--out", "run2.jsonl",
+                        "--no-cache", cwd=tmp_path, env={"RAG_TOKEN": secret})
+        assert proc2.returncode == 2 and "upstream error" in proc2.stderr
+    for path in tmp_path.iterdir():
+        assert secret.encode() not in path.read_bytes(), path
+    assert secret not in proc.stdout + proc.stderr + proc2.stdout + proc2.stderr

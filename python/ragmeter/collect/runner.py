@@ -18,7 +18,7 @@ import concurrent.futures
 import inspect
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -82,6 +82,7 @@ class _Run:
         self.breaker = Breaker()
         self.session: Any = None
         self.headers: Dict[str, str] = {}
+        self.secrets: List[str] = []    #: header values, masked in every message (see :func:`_mask`)
         self.pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self.calls = 0          #: calls started (for the breaker)
         self.requests = 0       #: requests sent to the system
@@ -127,6 +128,22 @@ async def _call_python(run: _Run, case: Dict[str, Any]) -> Any:
     if inspect.isawaitable(value):  # a sync wrapper that returns a coroutine
         value = await asyncio.wait_for(value, run.opts.timeout)
     return value
+
+
+def _secrets(headers: Dict[str, str]) -> List[str]:
+    """The header values to mask, longest first: each whole value and each long word of it (the token of
+    ``Bearer <token>``, which a server may echo alone). Short values (``X-Tenant = "eval"``) are left alone:
+    masking them would garble messages, and no credential is that short."""
+    found = {v for value in headers.values() for v in (value, *value.split()) if len(v) >= 8}
+    return sorted(found, key=len, reverse=True)
+
+
+def _mask(run: "_Run", text: str) -> str:
+    """``text`` with every header value replaced by ``***``: a system that echoes the request's headers in an
+    error body (debug pages, proxies) must not put the token into the run file, the cache or a message."""
+    for secret in run.secrets:
+        text = text.replace(secret, "***")
+    return text
 
 
 def _blank(answer: Any) -> bool:
@@ -232,7 +249,7 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                 except ValueError:
                     if first:
                         raise InputError(f"{_where(run)}: the response to case {case['id']} is not JSON "
-                                         f"(HTTP 200, starts {body[:60]!r})") from None
+                                         f"(HTTP 200, starts {_mask(run, body)[:60]!r})") from None
                     data = _NOT_JSON
             if data is not _NOT_JSON:
                 if first:
@@ -249,7 +266,8 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                         continue
                     return {"response": data, "latency_ms": round(latency, 3), "attempts": transient + empty_asked}
         decision = classify(attempt=transient, policy=run.opts.policy, status=status, headers=headers,
-                            body=body if isinstance(body, str) else None, exc=exc)
+                            body=_mask(run, body) if isinstance(body, str) else None, exc=exc)
+        decision = replace(decision, message=_mask(run, decision.message))
         if isinstance(run.target, CallableTarget) and exc is not None and decision.kind == "client":
             decision = type(decision)(False, 0.0, "exception", scrub_urls(f"{type(exc).__name__}: {exc}")[:300])
         if decision.kind in FATAL_KINDS and not decision.retry:
@@ -373,6 +391,7 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
             import aiohttp
 
             run.headers = run.target.resolved_headers()
+            run.secrets = _secrets(run.headers)
             run.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=run.opts.timeout),
                                                 connector=aiohttp.TCPConnector(limit=run.opts.concurrency))
         else:
