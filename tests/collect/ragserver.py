@@ -6,7 +6,8 @@ successive requests take (then ``"ok"``): ``"ok"``, an int status (``429``, ``50
 ``{"status": 429, "headers": {...}}`` (with ``"echo": True`` a text body showing the request's Authorization
 header, as debug pages do), ``"empty"`` (a blank answer), ``"timeout"`` (sleeps ``timeout_sleep``
 seconds first), ``"garbage"`` (a 200 whose body is not JSON), ``"wrongshape"`` (a JSON object without the
-record's fields). ``api_key``: requests without
+record's fields), ``"latin1"`` / ``"not_utf8"`` (the record in Latin-1 bytes, with / without
+``charset=iso-8859-1``). ``api_key``: requests without
 ``Authorization: Bearer <key>`` get 401. ``modes``: None keeps each record's mode; otherwise the mode reported
 is ``modes[0]`` for the first ``degrade_after`` answered cases and ``modes[1]`` after (``degrade_after`` None: always
 ``modes[0]``). ``shape="nested"`` wraps the record the way many services do: ``{"data": {"output": {"text"},
@@ -111,6 +112,10 @@ class RagServer:
             return web.Response(text="<html>upstream error</html>", content_type="text/html")
         if action == "wrongshape":
             return web.json_response({"status": "degraded", "detail": "try later"})
+        if action in ("latin1", "not_utf8"):  # the record in Latin-1, its charset declared or not
+            body = json.dumps(self._record(case_id), ensure_ascii=False).encode("latin-1", "replace")
+            return web.Response(body=body, headers={"Content-Type": "application/json" + (
+                "; charset=iso-8859-1" if action == "latin1" else "")})
         rec = self._record(case_id)
         overrides = self.vary.get(case_id) or []
         rec.update(overrides[nth - 1] if nth <= len(overrides) and overrides[nth - 1] else {})

@@ -79,3 +79,20 @@ def test_a_token_the_system_echoes_in_an_error_never_reaches_the_run_file_or_a_m
     for path in tmp_path.iterdir():
         assert secret.encode() not in path.read_bytes(), path
     assert secret not in proc.stdout + proc.stderr + proc2.stdout + proc2.stderr
+
+
+def test_a_body_in_another_charset_is_read_in_it_and_one_that_is_not_utf8_fails_never_garbled(tmp_path):
+    ids = golden_ids()
+    records = {i: {"id": i, "retrieved": [{"file": "notes.md", "text": "Déjà vu, café crème"}],
+                   "answer": "Le café est à 2 euros.", "retrieval_mode": "hybrid"} for i in ids}
+    with RagServer(records=records, script={ids[1]: ["latin1"], ids[2]: ["not_utf8"] * 5}) as s:
+        target = write_target(tmp_path / "t.toml", s.url)
+        result = ragmeter.collect(GOLDEN, target=target, policy=FAST)
+        got = {r["id"]: r for r in result.records}
+        assert got[ids[1]]["answer"] == records[ids[1]]["answer"]  # read in its declared charset
+        assert got[ids[1]]["retrieved"][0]["text"] == "Déjà vu, café crème"
+        assert got[ids[2]]["error_kind"] == "bad_response" and "not utf-8 text" in got[ids[2]]["error"]
+        assert not any("\ufffd" in str(r) for r in result.records)
+        s.script[ids[0]] = ["not_utf8"]
+        with pytest.raises(InputError, match=f"t.toml: the response to case {ids[0]} is not utf-8 text"):
+            ragmeter.collect(GOLDEN, target=target, policy=FAST)

@@ -113,8 +113,31 @@ async def _send_http(run: _Run, case: Dict[str, Any]) -> Tuple[Optional[int], An
     else:
         ctx = run.session.request(target.method, target.url, json=request, headers=run.headers)
     async with ctx as resp:
-        body = (await resp.read()).decode("utf-8", "replace")
-        return resp.status, resp.headers, body
+        return resp.status, resp.headers, _decode(await resp.read(), resp.charset)
+
+
+class _Undecoded(str):
+    """A body that is not text in its declared charset: kept with replacement characters for messages, and a
+    200 never parsed (decoding it anyway put U+FFFD into answers and chunk texts without a word)."""
+
+    reason = ""
+
+
+def _decode(raw: bytes, charset: Optional[str]) -> str:
+    """The body as text in the charset its Content-Type declares (JSON's UTF-8 when it declares none)."""
+    import codecs
+
+    try:
+        name = codecs.lookup(charset or "utf-8").name
+    except LookupError:
+        name = "utf-8"
+    try:
+        return raw.decode("utf-8-sig" if name == "utf-8" else name)  # a byte-order mark is not the JSON
+    except UnicodeDecodeError as exc:
+        body = _Undecoded(raw.decode(name, "replace"))
+        body.reason = (f"not {name} text (byte {raw[exc.start]:#04x} at offset {exc.start}; declare the charset "
+                       f"in Content-Type)")
+        return body
 
 
 async def _call_python(run: _Run, case: Dict[str, Any]) -> Any:
@@ -244,13 +267,18 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
         if exc is None and status == 200:
             data = body
             if isinstance(run.target, HttpTarget):
-                try:
-                    data = json.loads(body)
-                except ValueError:
+                if isinstance(body, _Undecoded):
                     if first:
-                        raise InputError(f"{_where(run)}: the response to case {case['id']} is not JSON "
-                                         f"(HTTP 200, starts {_mask(run, body)[:60]!r})") from None
-                    data = _NOT_JSON
+                        raise InputError(f"{_where(run)}: the response to case {case['id']} is {body.reason}")
+                    data, body = _NOT_JSON, body.reason
+                else:
+                    try:
+                        data = json.loads(body)
+                    except ValueError:
+                        if first:
+                            raise InputError(f"{_where(run)}: the response to case {case['id']} is not JSON "
+                                             f"(HTTP 200, starts {_mask(run, body)[:60]!r})") from None
+                        data = _NOT_JSON
             if data is not _NOT_JSON:
                 if first:
                     _check_first(run, data, case["id"])
