@@ -120,3 +120,42 @@ def test_a_metric_module_reusing_a_builtin_name_is_named(server, tmp_path, api_k
     proc = _judge_cli(server, tmp_path, "--metric-module", str(path))
     assert proc.returncode == 2 and f"{path}: metric 'faithfulness': a built-in metric has that name" in proc.stderr
     assert "Traceback" not in proc.stderr and server.total_requests == 0
+
+
+# -- limits and prices that cannot mean anything are refused, not run as "no limit" or a traceback -------------
+@pytest.mark.parametrize("args, expected", [
+    (("--timeout", "0"), "--timeout: must be a number of seconds > 0"),        # before: no time-out at all
+    (("--timeout", "nan"), "--timeout: must be a number of seconds > 0"),
+    (("--rpm", "0"), "--rpm: must be a number > 0"),                           # before: no limit
+    (("--rpm", "nan"), "--rpm: must be a number > 0"),                         # before: the run hung
+    (("--tpm", "-5"), "--tpm: must be a number > 0"),                          # before: a ValueError traceback
+    (("--budget", "nan", "--price", "1,1"), "--budget: must be >= 0"),          # before: never reached
+    (("--price=-1,2",), "--price: expected IN,OUT"),                           # before: a negative cost
+    (("--price", "nan,1"), "--price: expected IN,OUT"),                        # before: cost $nan
+])
+def test_meaningless_limits_and_prices_are_input_errors(server, tmp_path, api_key, args, expected):
+    proc = _judge_cli(server, tmp_path, *args)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"ragmeter: error: {expected}" in proc.stderr
+    assert server.total_requests == 0 and not (tmp_path / "out").exists()
+
+
+def test_a_price_file_with_a_negative_or_nan_price_names_file_and_model(tmp_path):
+    from ragmeter.errors import InputError
+    from ragmeter.judge import PriceTable
+
+    for bad in ('{"m": {"input": -1, "output": 2}}', '{"m": [NaN, 1]}'):
+        path = tmp_path / "prices.json"
+        path.write_text(bad)
+        with pytest.raises(InputError, match=f"{re.escape(str(path))}: price of 'm': .*a number >= 0"):
+            PriceTable.from_file(path)
+
+
+def test_no_metric_at_all_is_an_input_error_not_an_empty_success(server, tmp_path, api_key):
+    proc = _judge_cli(server, tmp_path, "--metrics", "")  # before: exit 0, an empty judge.parquet
+    assert proc.returncode == 2 and "ragmeter: error: --metrics: no metric given" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+    path = tmp_path / "metrics.toml"
+    path.write_text('[metrics.t]\ncriteria = "Is it polite?"\n')
+    proc = _judge_cli(server, tmp_path, "--metrics", "", "--metric-file", str(path))  # only the custom one
+    assert proc.returncode == 0, proc.stderr

@@ -229,9 +229,10 @@ def build_config(args: argparse.Namespace) -> Any:
     if args.price:
         try:
             pin, pout = (float(x) for x in args.price.split(","))
-        except ValueError:
-            raise InputError(f"--price: expected IN,OUT in USD per million tokens, got {args.price!r}") from None
-        prices = PriceTable({**prices.prices, args.model: (pin, pout)}, defaults=False)
+            prices = PriceTable({**prices.prices, args.model: (pin, pout)}, defaults=False)
+        except ValueError:  # not two numbers, or a negative or NaN one
+            raise InputError(f"--price: expected IN,OUT in USD per million tokens, each a number >= 0, got "
+                             f"{args.price!r}") from None
     try:
         policy = RetryPolicy(max_attempts=args.retry_attempts, base_delay=args.retry_base_delay,
                              max_delay=args.retry_max_delay, max_retry_after=args.retry_after_cap)

@@ -13,6 +13,7 @@ reported beside it, never mixed in.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,11 +52,22 @@ DEFAULT_PRICES: Dict[str, Price] = {
 def _price(value: object, where: str) -> Price:
     if isinstance(value, Price):
         return value
+    pair: tuple = ()
     if isinstance(value, Mapping) and "input" in value and "output" in value:
-        return Price(float(value["input"]), float(value["output"]))
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        return Price(float(value[0]), float(value[1]))
-    raise ValueError(f"{where}: expected {{\"input\": X, \"output\": Y}} or [X, Y] (USD per million tokens)")
+        pair = (value["input"], value["output"])
+    elif isinstance(value, (list, tuple)) and len(value) == 2:
+        pair = tuple(value)
+    if not pair:
+        raise ValueError(f"{where}: expected {{\"input\": X, \"output\": Y}} or [X, Y] (USD per million tokens)")
+    try:
+        price = Price(float(pair[0]), float(pair[1]))
+    except (TypeError, ValueError):
+        price = Price(math.nan, math.nan)
+    # a negative or NaN price would make every cost (and --budget's arithmetic) meaningless, silently
+    if not all(math.isfinite(v) and v >= 0 for v in (price.input, price.output)):
+        raise ValueError(f"{where}: each price must be a number >= 0 (USD per million tokens), got "
+                         f"{pair[0]!r}, {pair[1]!r}")
+    return price
 
 
 class PriceTable:

@@ -123,6 +123,8 @@ class JudgeConfig:
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
             raise InputError(f"--metrics: unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
+        if not self.metrics:  # e.g. --metrics "" from an unset variable: a run measuring nothing is no success
+            raise InputError(f"--metrics: no metric given; choose from {', '.join(METRICS)}")
         # a metric named twice would be judged twice per case (paid twice) and counted twice in its mean
         twice = [m for i, m in enumerate(self.metrics) if m in self.metrics[:i]]
         if twice:
@@ -134,8 +136,16 @@ class JudgeConfig:
         for name in ("concurrency", "max_tokens", "max_retry_tokens", "n_questions"):
             if int(getattr(self, name)) < 1:
                 raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
-        if self.budget is not None and self.budget < 0:
+        if self.budget is not None and not self.budget >= 0:  # NaN too: a budget it never reaches
             raise InputError("--budget: must be >= 0")
+        # 0 or NaN would not mean "no time-out" or "no limit" to the user, but did (NaN rpm: a run that never
+        # sends); leaving the option out is how to say no limit
+        if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and self.timeout > 0):
+            raise InputError(f"--timeout: must be a number of seconds > 0, got {self.timeout!r}")
+        for name in ("rpm", "tpm"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise InputError(f"--{name}: must be a number > 0 (leave it out for no limit), got {value!r}")
         if self.context_size is not None and int(self.context_size) < 1:
             raise InputError("--context-size: must be at least 1")
         if self.rate_control not in ("adaptive", "fixed"):
