@@ -96,3 +96,20 @@ def test_a_body_in_another_charset_is_read_in_it_and_one_that_is_not_utf8_fails_
         s.script[ids[0]] = ["not_utf8"]
         with pytest.raises(InputError, match=f"t.toml: the response to case {ids[0]} is not utf-8 text"):
             ragmeter.collect(GOLDEN, target=target, policy=FAST)
+
+
+def test_an_unwritable_out_is_refused_before_the_first_question_is_sent(tmp_path):
+    from collect_helpers import cli
+
+    (tmp_path / "folder").mkdir()
+    with RagServer() as s:
+        target = write_target(tmp_path / "t.toml", s.url)
+        for out, words in ((tmp_path / "missing" / "run.jsonl", "No such file"), (tmp_path / "folder", "folder")):
+            with pytest.raises(OSError, match=words):
+                ragmeter.collect(GOLDEN, target=target, out=out)
+            proc = cli("collect", "--golden", str(GOLDEN), "--target", str(target), "--out", str(out), "--no-cache",
+                       cwd=tmp_path)
+            assert proc.returncode == 2 and str(out) in proc.stderr and proc.stderr.count("\n") == 1
+        assert sum(s.requests.values()) == 0  # nothing asked, so nothing paid for and lost
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "t.toml"]
+    assert list((tmp_path / "folder").iterdir()) == []

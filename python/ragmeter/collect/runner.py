@@ -487,6 +487,8 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
         raise InputError("--timeout: must be positive")
     resolved = resolve_target(target)
     cases = _golden_cases(golden)
+    if out is not None:
+        _check_writable(Path(out))
     opts = _Options(concurrency, rpm, float(timeout), refresh, policy or RetryPolicy(), rate_control)
     run = _Run(resolved, opts, open_cache(None if cache is None else str(cache)), repeat)
     started = time.monotonic()
@@ -566,6 +568,22 @@ def _summarise(records: List[Dict[str, Any]], run: _Run, n_cases: int, repeat: i
 
 
 # -- output ------------------------------------------------------------------------------------------------
+def _check_writable(path: Path) -> None:
+    """:class:`OSError` naming ``path`` when the run file could not be written there (a missing folder, a folder
+    in its place, no permission): said before the first call, not after the last, when without a cache every
+    reply would be lost."""
+    import errno
+
+    from ragmeter._io import _new_temporary_file
+
+    if path.is_dir():
+        raise OSError(errno.EISDIR, "is a folder, not a file", str(path))
+    try:
+        _new_temporary_file(path).unlink()
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
 def write_run(records: List[Dict[str, Any]], path: Union[str, Path]) -> Path:
     """Write a run file atomically: Parquet for ``.parquet``/``.pq``, JSONL otherwise."""
     from ragmeter._io import atomic_file, strict_json, write_frame, write_text
