@@ -113,3 +113,17 @@ def test_an_unwritable_out_is_refused_before_the_first_question_is_sent(tmp_path
         assert sum(s.requests.values()) == 0  # nothing asked, so nothing paid for and lost
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "t.toml"]
     assert list((tmp_path / "folder").iterdir()) == []
+
+
+def test_collect_works_inside_a_running_event_loop_as_evaluate_does():
+    import asyncio
+
+    async def ask(case):
+        await asyncio.sleep(0)
+        return {"answer": "a", "retrieved": [{"file": "f.md", "text": case["question"]}]}
+
+    async def notebook_cell():  # Jupyter runs every cell inside its event loop
+        return ragmeter.collect(GOLDEN, target=ask, concurrency=4)
+
+    result = asyncio.run(notebook_cell())
+    assert [r["id"] for r in result.records] == golden_ids() and not result.incomplete

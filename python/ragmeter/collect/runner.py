@@ -458,6 +458,18 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
     return [r for r in results if r is not None]
 
 
+def _run_sync(coro: Any) -> Any:
+    """``asyncio.run(coro)``; inside a running event loop (Jupyter, an async web app), on a private loop in a
+    helper thread, as :func:`ragmeter.judge.run_sync` does: ``asyncio.run`` refuses a running loop and left the
+    coroutine unawaited."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-collect") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def _golden_cases(golden: Any) -> List[Dict[str, Any]]:
     from ragmeter.dataset import load_golden
 
@@ -476,8 +488,10 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     record; ``case`` holds ``id``, ``question``, ``category`` and ``repeat``. ``cache`` is the path of the collect
     cache (None: no cache). ``rate_control``: ``adaptive`` (learn the system's limit) or ``fixed`` (see
     :class:`ragmeter.judge.limits.Limits`); ``concurrency`` and ``rpm`` are ceilings either way. Raises
-    :class:`InputError` for a bad target or first response and :class:`CollectStopped` when the system refuses
-    the run; otherwise every case is in the result, collected or failed.
+    :class:`InputError` for a bad target or first response, :class:`OSError` for an ``out`` that cannot be
+    written (both before any call) and :class:`CollectStopped` when the system refuses the run; otherwise every
+    case is in the result, collected or failed. Inside a running event loop (Jupyter) the collection runs on a
+    private loop in a helper thread, and an async ``target`` is awaited there.
     """
     if concurrency < 1:
         raise InputError("--concurrency: must be at least 1")
@@ -493,7 +507,7 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     run = _Run(resolved, opts, open_cache(None if cache is None else str(cache)), repeat)
     started = time.monotonic()
     try:
-        records = asyncio.run(_collect(cases, run, repeat))
+        records = _run_sync(_collect(cases, run, repeat))
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM: say how far it got (cli._guarded prints it)
         kept = "the collected replies are cached: a rerun resumes" if run.cache.path is not None else \
             "no cache: a rerun starts over"
