@@ -21,6 +21,8 @@ import math
 import re
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ragmeter.errors import InputError  # a ValueError, as these raised before: a usage error, typed
+
 __all__ = ["assert_no_regression", "assert_scores", "score_table"]
 
 _RULE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(%?)\s*$")
@@ -38,7 +40,7 @@ def _parse(metric: str, rule: Union[str, float, int]) -> Tuple[str, float, str]:
         return ">=", float(rule), f">={rule:g}"
     m = _RULE.match(str(rule))
     if not m:
-        raise ValueError(f"assert_scores: {metric}: rule {rule!r}: write an operator and a number, e.g. '>=0.8' "
+        raise InputError(f"assert_scores: {metric}: rule {rule!r}: write an operator and a number, e.g. '>=0.8' "
                          "or '>=80%'")
     value = float(m.group(2)) / (100.0 if m.group(3) else 1.0)
     return m.group(1), value, str(rule).strip()
@@ -67,7 +69,7 @@ def score_table(result: Any, metrics: Optional[Sequence[str]] = None) -> List[Tu
     out: List[Tuple[str, Optional[float], int, int]] = []
     for name in names:
         if name not in METRICS:
-            raise ValueError(f"assert_scores: unknown metric {name!r}; known: {', '.join(METRICS)}")
+            raise InputError(f"assert_scores: unknown metric {name!r}; known: {', '.join(METRICS)}")
         if name not in frame.columns:
             out.append((name, None, 0, res.cases.height))
             continue

@@ -190,6 +190,9 @@ def resolve_target(target: Any) -> Union[HttpTarget, CallableTarget]:
     if callable(target):
         name = f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(target).__name__)}"
         return CallableTarget(target, name)
+    if not isinstance(target, (str, os.PathLike)):  # os.fspath's TypeError would not say what a target is
+        raise InputError(f"target: expected a TOML file, 'module:function' or a callable, got "
+                         f"{type(target).__name__}")
     text = os.fspath(target)
     if not Path(text).exists() and _CALLABLE.match(text):
         return _import_callable(text)
