@@ -127,3 +127,19 @@ def test_collect_works_inside_a_running_event_loop_as_evaluate_does():
 
     result = asyncio.run(notebook_cell())
     assert [r["id"] for r in result.records] == golden_ids() and not result.incomplete
+
+
+def test_a_parquet_run_keeps_every_field_of_a_failed_case(tmp_path):
+    import polars as pl
+
+    def ask(case):
+        if case["id"] == golden_ids()[1]:
+            raise RuntimeError("vector store down")
+        return {"answer": "a", "retrieved": []}
+
+    result = ragmeter.collect(GOLDEN, target=ask, out=tmp_path / "run.parquet", policy=FAST)
+    failed = pl.read_parquet(tmp_path / "run.parquet").filter(pl.col("error").is_not_null()).to_dicts()
+    expected = [r for r in result.records if "error" in r]
+    assert [{k: row[k] for k in ("id", "error", "error_kind", "attempts")} for row in failed] == \
+        [{k: r[k] for k in ("id", "error", "error_kind", "attempts")} for r in expected]
+    assert load_run(tmp_path / "run.parquet").height == len(golden_ids())

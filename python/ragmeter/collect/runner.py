@@ -622,7 +622,7 @@ def _frame(records: List[Dict[str, Any]]) -> Any:
         schema["repeat"] = pl.Int64
     schema.update({"retrieved": RETRIEVED_DTYPE, "contexts": pl.List(pl.String), "answer": pl.String,
                    "retrieval_mode": pl.String, "latency_ms": pl.Float64, "usage": usage, "cost": pl.Float64,
-                   "error": pl.String, "error_kind": pl.String})
+                   "error": pl.String, "error_kind": pl.String, "attempts": pl.Int64})  # the JSONL record's fields
 
     def row(r: Dict[str, Any]) -> Dict[str, Any]:
         u = r.get("usage") if isinstance(r.get("usage"), dict) else None
