@@ -93,6 +93,7 @@ RUN_SCHEMA: Dict[str, Any] = {
     "prompt_tokens": pl.Int64,
     "completion_tokens": pl.Int64,
     "cost": pl.Float64,
+    "run_error": pl.String,
     "line": pl.Int64,
     "id_from_line": pl.Boolean,
 }
@@ -1034,6 +1035,7 @@ def _run_from_records(records: List[Record], problems: _Problems, from_lines: bo
         prompt = _opt_int(usage.get("prompt_tokens"), "usage.prompt_tokens", where, problems)
         completion = _opt_int(usage.get("completion_tokens"), "usage.completion_tokens", where, problems)
         cost = _opt_number(rec.get("cost"), "cost", where, problems)
+        run_error = _run_error(rec.get("error_kind"), rec.get("error"), where, problems)
         seen.append((case_id, where))
         if len(problems.items) > n_before or case_id is None:
             continue
@@ -1046,9 +1048,20 @@ def _run_from_records(records: List[Record], problems: _Problems, from_lines: bo
         rows["prompt_tokens"].append(prompt)
         rows["completion_tokens"].append(completion)
         rows["cost"].append(cost)
+        rows["run_error"].append(run_error)
         rows["line"].append(line)
         rows["id_from_line"].append(from_lines)
     return pl.DataFrame(rows, schema=RUN_SCHEMA), seen
+
+
+def _run_error(kind: Any, message: Any, where: str, problems: _Problems) -> Optional[str]:
+    """The kind of failure a record carries (``collect`` keeps a failed case with ``error`` and ``error_kind``),
+    ``"error"`` when only the message is there; None for a case that did not fail."""
+    kind = _opt_str(kind, "error_kind", where, problems)
+    message = _opt_str(message, "error", where, problems)
+    if kind is not None and kind.strip():
+        return kind.strip()
+    return "error" if message is not None and message.strip() else None
 
 
 def _numeric(dtype: Any) -> bool:
@@ -1222,9 +1235,11 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
             exprs.append(pl.col("contexts").cast(pl.List(pl.String)))
         else:
             problems.add(where, f"column 'contexts' has type {schema['contexts']}, expected list of strings")
-    for name in ("answer", "retrieval_mode"):
+    for name in ("answer", "retrieval_mode", "error", "error_kind", "run_error"):
         if name in schema and schema[name] not in (pl.String, pl.Null):
             problems.add(where, f"column {name!r} has type {schema[name]}, expected string")
+    if "error" in schema or "error_kind" in schema:
+        exprs.append(_run_error_column(schema))
     for name in ("latency_ms", "cost", "prompt_tokens", "completion_tokens"):
         if name in schema and not (_numeric(schema[name]) or schema[name] == pl.Null):
             problems.add(where, f"column {name!r} has type {schema[name]}, expected a number")
@@ -1270,6 +1285,18 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
         .otherwise(pl.col("contexts"))
         .alias("contexts")
     ) if df["contexts"].null_count() else df
+
+
+def _run_error_column(schema: Any) -> pl.Expr:
+    """:func:`_run_error` over a run's ``error_kind`` and ``error`` columns."""
+    def text(name: str) -> pl.Expr:
+        present = name in schema and schema[name] == pl.String
+        return pl.col(name).str.strip_chars() if present else pl.lit(None, dtype=pl.String)
+
+    kind, message = text("error_kind"), text("error")
+    return (pl.when(kind.is_not_null() & (kind != "")).then(kind)
+            .when(message.is_not_null() & (message != "")).then(pl.lit("error"))
+            .otherwise(pl.lit(None, dtype=pl.String)).alias("run_error"))
 
 
 def check_duplicate_ids(ids: pl.Series, where: str, problems: _Problems) -> bool:

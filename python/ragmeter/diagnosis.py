@@ -68,6 +68,7 @@ __all__ = [
 ]
 
 DIAGNOSES: List[str] = [
+    "SYSTEM_FAILED",
     "RETRIEVAL_MISS",
     "MISS_BUT_CORRECT",
     "GENERATION_FAILED",
@@ -79,6 +80,8 @@ DIAGNOSES: List[str] = [
 ]
 
 DIAGNOSIS_HINTS: Dict[str, str] = {
+    "SYSTEM_FAILED": "the RAG system failed on this case when the run was collected (its error is in the run file): "
+                     "rerun `ragmeter collect`",
     "RETRIEVAL_MISS": "the answer chunk was not retrieved: fix chunking / retrieval, not the prompt",
     "MISS_BUT_CORRECT": "judged correct although the answer chunk was missed: check the judge (lenient?) or the labels",
     "GENERATION_FAILED": "no answer was produced",
@@ -135,6 +138,7 @@ _OPTIONAL = {
     "correctness_score": pl.Float64,
     "faithfulness_score": pl.Float64,
     "context_precision_score": pl.Float64,
+    "run_error": pl.Utf8,
 }
 
 
@@ -179,7 +183,10 @@ def diagnose(cases: pl.DataFrame) -> pl.DataFrame:
     )
     correct = pl.col("answer_correct")
     df = df.with_columns(
-        pl.when(labeled & (pl.col("hit") == False))  # noqa: E712 (null-aware Polars comparison)
+        # before the miss: the system never answered, so its empty retrieval says nothing about the retriever
+        pl.when(pl.col("run_error").is_not_null())
+        .then(pl.lit("SYSTEM_FAILED"))
+        .when(labeled & (pl.col("hit") == False))  # noqa: E712 (null-aware Polars comparison)
         .then(pl.when(correct.fill_null(False)).then(pl.lit("MISS_BUT_CORRECT")).otherwise(pl.lit("RETRIEVAL_MISS")))
         .when(~pl.col("_answered"))
         .then(pl.lit("GENERATION_FAILED"))

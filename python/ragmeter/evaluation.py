@@ -387,6 +387,7 @@ def collected_summary(per_repeat: pl.DataFrame, retrieval: List[Dict[str, Any]],
                     f"over the {n} repeats is metrics.<name>.mean (per-repeat n in n_scored / n_total)",
         "metrics": metrics,
         "retrieval_modes": [r["retrieval_modes"] for r in retrieval],
+        "run_errors": [r.get("run_errors") or {} for r in retrieval],
         "n_absent": int(per_repeat.get_column("absent_from_repeat").sum()),
         "definitions": COLLECTED_DEFINITIONS,
     }

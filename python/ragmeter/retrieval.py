@@ -44,7 +44,7 @@ __all__ = ["score", "score_into", "sweep", "ScoreResult", "CASE_COLUMNS", "aggre
 CASE_COLUMNS = [
     "id", "category", "labeled", "hit", "first_relevant_rank", "reciprocal_rank", "average_precision",
     "ndcg", "precision", "file_hit", "all_files_hit", "evidence_recall", "n_retrieved", "empty_retrieval",
-    "retrieval_mode",
+    "retrieval_mode", "run_error",
 ]
 
 # aggregate name -> (case column, reducer, filter); filter restricts the cases counted in n_total.
@@ -312,6 +312,7 @@ def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
         match.evidence_recall(k),
         pl.Series("n_retrieved", n_retrieved, dtype=pl.Int64), pl.Series("empty_retrieval", n_retrieved == 0),
         joined["retrieval_mode"],
+        joined["run_error"],
         joined["missing_from_run"],
         n_expected_files.alias("n_expected_files"),
     ])
@@ -399,6 +400,7 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
         "retrieval_modes": mode_counts,
         "main_retrieval_mode": main_mode,
         "missing_from_run": missing,
+        "run_errors": run_errors(cases),
         "unfound_evidence": unfound,
         "warnings": warnings,
         "definitions": "hit_rate is Hit@k (what many call Recall@k; trec_eval success_k); see ragmeter.retrieval",
@@ -422,6 +424,13 @@ def _warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str],
     if missing:
         warnings.append(warning("missing_from_run", "golden case(s) missing from the run, scored as empty retrievals",
                                 missing))
+    failed = cases.filter(pl.col("run_error").is_not_null()) if "run_error" in cases.columns else cases.clear()
+    if failed.height:
+        ids, kinds = failed["id"].to_list(), failed["run_error"].to_list()
+        warnings.append(warning(
+            "failed_in_run", "case(s) failed when the run was collected (the run file keeps their error): scored "
+            "from what the run holds for them (an empty retrieval, no answer); rerun `ragmeter collect` for them", ids,
+            [f"{i} ({kind})" for i, kind in zip(ids, kinds)]))
     if unfound:
         warnings.append(warning(
             "evidence_never_found", "evidence phrase(s) never found in any retrieved chunk of the run (annotation slip?)",
@@ -439,6 +448,14 @@ def _warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str],
         warnings.append(warning("resolution", f"cases in the set, so one case = {100.0 / n:.2f} points "
                                 "(the resolution of every rate)", [], count=n))
     return warnings
+
+
+def run_errors(cases: pl.DataFrame) -> Dict[str, int]:
+    """How many cases of each failure kind the run file recorded (``error_kind``; see ``docs/collect.md``)."""
+    if "run_error" not in cases.columns:
+        return {}
+    counts = cases["run_error"].drop_nulls().value_counts(sort=True)
+    return {str(kind): int(n) for kind, n in counts.iter_rows()}
 
 
 def _nest(row: Dict[str, Any]) -> Dict[str, Any]:

@@ -17,3 +17,14 @@ def refuse_unlabelled_golden(golden: Any) -> None:
         raise InputError(f"{golden}: no case has expected files or evidence phrases ({frame.height} cases), so "
                          f"there is nothing to score retrieval against; label the cases (`ragmeter audit --golden "
                          f"{golden}` lists them), or judge the answers alone with `ragmeter eval`")
+
+
+def failed_in_run_exit(retrieval: Any, collected: Any = None) -> int:
+    """3 when the run file records cases that failed when it was collected (``collect``'s ``error``), else 0.
+
+    Those cases were scored from what the failure left (an empty retrieval, no answer): the command measured
+    the run, but not the system on every question, as ``collect`` and ``eval --target`` say with the same 3."""
+    counts = [retrieval.get("run_errors") or {}] if isinstance(retrieval, dict) else []
+    if isinstance(collected, dict):
+        counts += [c for c in collected.get("run_errors") or [] if isinstance(c, dict)]
+    return 3 if any(sum(c.values()) for c in counts) else 0

@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
         collected = collect_for_eval(args, console)
     run = args.run  # a run with collected repeats (a repeat column) is evaluated repeat by repeat
+    from ragmeter.cli._inputs import failed_in_run_exit
     from ragmeter.cli.judge import incomplete_exit, judge_lines, judged
     if args.dry_run:
         if judge is None:
@@ -104,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
 
         print(strict_json(summary))
         print_audit_pointer(args.golden, console, summary.get("golden_set"))
-        return max(collected, incomplete_exit(_judge_outcome(summary), args.max_failed, args.out))
+        return max(collected, failed_in_run_exit(summary.get("retrieval"), summary.get("collected_repeats")),
+                   incomplete_exit(_judge_outcome(summary), args.max_failed, args.out))
     if summary.get("collected_repeats"):
         console.print(f"{args.run}: {summary['collected_repeats']['n']} collected repeats (collect --repeat), each "
                       f"scored{' and judged' if judge is not None else ''}; the tables are repeat 1, the spread "
@@ -128,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(cost_line(summary["cost"], judged=bool(summary.get("judge"))), markup=False, highlight=False)
     files = summary.get("files") or ["cases.parquet", "summary.json", "report.html", "report.md"]
     console.print(f"wrote {args.out}/: " + ", ".join(files), markup=False, highlight=False)
-    return max(collected, incomplete_exit(_judge_outcome(summary), args.max_failed, args.out))
+    return max(collected, failed_in_run_exit(summary.get("retrieval"), summary.get("collected_repeats")),
+                   incomplete_exit(_judge_outcome(summary), args.max_failed, args.out))
 
 
 def _judge_outcome(summary: dict) -> Optional[dict]:

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _score_and_print(args: argparse.Namespace) -> int:
-    from ragmeter.cli._inputs import refuse_unlabelled_golden
+    from ragmeter.cli._inputs import failed_in_run_exit, refuse_unlabelled_golden
     from ragmeter.retrieval import score, score_into
 
     refuse_unlabelled_golden(args.golden)
@@ -50,4 +50,4 @@ def _score_and_print(args: argparse.Namespace) -> int:
         console = make_console()
         print_score(result.table_summary(MAX_ROWS), out_dir=args.out, console=console)
         print_audit_pointer(args.golden, console)
-    return 0
+    return failed_in_run_exit(result.summary)

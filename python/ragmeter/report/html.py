@@ -77,6 +77,7 @@ DIAGNOSIS_COLORS = {
     "PROMPT_OR_MODEL": "#c55f9e",
     "GENERATION_FAILED": "#7a5ea8",
     "JUDGE_FAILED": "#9a7b4f",
+    "SYSTEM_FAILED": "#5a3e3e",
     "NOT_LABELED": "#6d6d6d",
     "NOT_JUDGED": "#a0a0a0",
 }
