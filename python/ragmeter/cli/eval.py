@@ -1,16 +1,20 @@
 """``ragmeter eval``: score retrieval, judge answers and write the reports, in one folder.
 
 The exit status follows ``ragmeter judge`` (see :mod:`ragmeter.cli.judge`): 3 when the results were written but
-more judge rows failed than ``--max-failed`` allows, 2 when the judge run had to stop (nothing is written then).
+more judge rows failed than ``--max-failed`` allows, or the run holds cases that failed when it was collected; 2
+when the judge run had to stop (nothing is written then).
 """
 from __future__ import annotations
 
 import argparse
 from typing import Any, Optional
 
-from ragmeter.cli.judge import EPILOG  # the same exit statuses
+from ragmeter.cli.judge import exit_epilog
 
 HELP = "score + judge + report into one folder: tables, summary.json, report.html/.md"
+EPILOG = exit_epilog("""       (or the run file holds cases that failed when it was collected: a
+       failed_in_run warning names them)
+""")
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 

@@ -24,7 +24,9 @@ HELP = "LLM judge: correctness, faithfulness, relevancy, context precision and r
 _METRICS = ("correctness", "faithfulness", "answer_relevancy", "context_precision", "context_recall")
 
 
-EPILOG = """exit status:
+def exit_epilog(also_3: str = "") -> str:
+    """The exit-status table of ``--help``; ``also_3``: lines (7 spaces in) for a command's other causes of 3."""
+    return """exit status:
   0    done: every judge row judged (or no more failed than --max-failed)
   2    usage or configuration error, nothing written: a refused key
        (401/403), an exhausted quota, an unknown model or route (404), an
@@ -32,8 +34,11 @@ EPILOG = """exit status:
        unwritable cache (see --no-cache and `ragmeter cache repair PATH`)
   3    done, results written, but more rows failed (or were skipped at
        --budget) than --max-failed allows
-  130  interrupted (Ctrl-C); 143 terminated (SIGTERM): the message says what
+""" + also_3 + """  130  interrupted (Ctrl-C); 143 terminated (SIGTERM): the message says what
        finished; the cache keeps it and a rerun resumes"""
+
+
+EPILOG = exit_epilog()
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 class MaxFailed:

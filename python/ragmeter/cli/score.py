@@ -4,6 +4,11 @@ from __future__ import annotations
 import argparse
 
 HELP = "score retrieval per case and category (chunk-level by evidence phrase, file-level alongside)"
+EPILOG = """exit status: 0 = scored; 2 = bad input, nothing written (a malformed
+file, ids not in the golden set, a golden set without a single label); 3 =
+scored and written, but the run file holds cases that failed when it was
+collected (a failed_in_run warning names them); 130 = interrupted."""
+PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
