@@ -90,3 +90,15 @@ def test_blank_errors_are_no_failure_and_a_non_text_kind_names_its_line(tmp_path
     frame.write_parquet(tmp_path / "run.parquet")
     with pytest.raises(InputError, match="column 'error_kind' has type"):
         load_run(tmp_path / "run.parquet")
+
+
+def test_an_error_flag_of_true_or_false_is_read_as_failed_or_not(tmp_path):
+    """Home-made runs flag failures with a boolean ``error``: accepted, not refused as a non-string."""
+    records = _example_run()[:3]
+    for rec, flag in zip(records, [True, False, None]):
+        rec["error"] = flag
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert load_run(run)["run_error"].to_list() == ["error", None, None]
+    pl.DataFrame(records).write_parquet(tmp_path / "run.parquet")
+    assert load_run(tmp_path / "run.parquet")["run_error"].to_list() == ["error", None, None]

@@ -322,7 +322,8 @@ def _aligned_run() -> List[Dict[str, Any]]:
 
 
 def test_ids_are_joined_by_line_only_when_both_files_lack_them(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "noid.jsonl", [{"question": g["question"]} for g in GOLDEN[:3]])
+    # labelled: a golden set without a single label is refused before any join (test_score_e2e)
+    write_jsonl(tmp_path / "noid.jsonl", [{"question": g["question"], "expectedFileNames": ["kb.md"]} for g in GOLDEN[:3]])
     write_jsonl(tmp_path / "run.jsonl", [{"id": g["id"], "retrieved": []} for g in GOLDEN[:3]])
     assert fails_with("noid.jsonl", "run.jsonl", tmp_path) == (
         "run.jsonl: has ids but noid.jsonl has none, so they cannot be joined; add the same ids to noid.jsonl "

@@ -1057,6 +1057,8 @@ def _run_from_records(records: List[Record], problems: _Problems, from_lines: bo
 def _run_error(kind: Any, message: Any, where: str, problems: _Problems) -> Optional[str]:
     """The kind of failure a record carries (``collect`` keeps a failed case with ``error`` and ``error_kind``),
     ``"error"`` when only the message is there; None for a case that did not fail."""
+    if isinstance(message, bool):  # a script's own flag: true = failed, false = fine
+        message = "error" if message else None
     kind = _opt_str(kind, "error_kind", where, problems)
     message = _opt_str(message, "error", where, problems)
     if kind is not None and kind.strip():
@@ -1236,7 +1238,8 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
         else:
             problems.add(where, f"column 'contexts' has type {schema['contexts']}, expected list of strings")
     for name in ("answer", "retrieval_mode", "error", "error_kind", "run_error"):
-        if name in schema and schema[name] not in (pl.String, pl.Null):
+        flag = name == "error" and schema.get(name) == pl.Boolean  # see _run_error_column
+        if name in schema and schema[name] not in (pl.String, pl.Null) and not flag:
             problems.add(where, f"column {name!r} has type {schema[name]}, expected string")
     if "error" in schema or "error_kind" in schema:
         exprs.append(_run_error_column(schema))
@@ -1294,6 +1297,8 @@ def _run_error_column(schema: Any) -> pl.Expr:
         return pl.col(name).str.strip_chars() if present else pl.lit(None, dtype=pl.String)
 
     kind, message = text("error_kind"), text("error")
+    if "error" in schema and schema["error"] == pl.Boolean:  # a script's own flag: true = failed
+        message = pl.when(pl.col("error")).then(pl.lit("error")).otherwise(pl.lit(None, dtype=pl.String))
     return (pl.when(kind.is_not_null() & (kind != "")).then(kind)
             .when(message.is_not_null() & (message != "")).then(pl.lit("error"))
             .otherwise(pl.lit(None, dtype=pl.String)).alias("run_error"))
