@@ -124,7 +124,8 @@ def test_bad_input_reports_every_line_and_writes_nothing(tmp_path: Path) -> None
 
 
 def test_run_ids_absent_from_golden_are_errors(tmp_path: Path) -> None:
-    (tmp_path / "g.jsonl").write_text('{"id": "a-1", "question": "q"}\n', encoding="utf-8")
+    # labelled: a golden set without a single label is refused before the run is read (test_score_e2e)
+    (tmp_path / "g.jsonl").write_text('{"id": "a-1", "question": "q", "expectedEvidence": ["x"]}\n', encoding="utf-8")
     (tmp_path / "r.jsonl").write_text('{"id": "a-1", "retrieved": []}\n{"id": "zz", "retrieved": []}\n', encoding="utf-8")
     proc = cli("score", "--golden", "g.jsonl", "--run", "r.jsonl", cwd=tmp_path)
     assert proc.returncode == 2 and "r.jsonl:2" in proc.stderr and "zz" in proc.stderr

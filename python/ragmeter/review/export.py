@@ -150,7 +150,7 @@ def _filled_rows(sheet: Path) -> Tuple[int, int]:
     lose a reviewer's work, and :func:`ragmeter.review.importer.read_sheet` is where a sheet is judged."""
     try:
         text = sheet.read_text(encoding="utf-8-sig", errors="replace")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no sheet; an --out that cannot be a folder is refused later
         return 0, 0
     except OSError as exc:
         raise InputError(f"{sheet}: cannot read the existing review sheet ({exc.strerror or exc}); nothing "
