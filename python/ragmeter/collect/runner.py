@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from ragmeter._aio import run_blocking
 from ragmeter.errors import InputError
 from ragmeter.judge.retry import RetryPolicy, classify
 from ragmeter.judge.stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, Halt, RunStop
@@ -458,18 +459,6 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
     return [r for r in results if r is not None]
 
 
-def _run_sync(coro: Any) -> Any:
-    """``asyncio.run(coro)``; inside a running event loop (Jupyter, an async web app), on a private loop in a
-    helper thread, as :func:`ragmeter.judge.run_sync` does: ``asyncio.run`` refuses a running loop and left the
-    coroutine unawaited."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-collect") as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
 def _golden_cases(golden: Any) -> List[Dict[str, Any]]:
     from ragmeter.dataset import load_golden
 
@@ -507,7 +496,7 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     run = _Run(resolved, opts, open_cache(None if cache is None else str(cache)), repeat)
     started = time.monotonic()
     try:
-        records = _run_sync(_collect(cases, run, repeat))
+        records = run_blocking(lambda: _collect(cases, run, repeat), "ragmeter-collect")
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM: say how far it got (cli._guarded prints it)
         kept = "the collected replies are cached: a rerun resumes" if run.cache.path is not None else \
             "no cache: a rerun starts over"

@@ -22,7 +22,6 @@ import json
 import logging
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
@@ -728,12 +727,9 @@ def run_sync(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[J
              **options: Any) -> JudgeResult:
     """:func:`run` for synchronous code; also works inside a running event loop (Jupyter),
     where it runs on a private loop in a helper thread and blocks until done."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(run(cases, config, **options))
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-judge") as pool:
-        return pool.submit(lambda: asyncio.run(run(cases, config, **options))).result()
+    from ragmeter._aio import run_blocking
+
+    return run_blocking(lambda: run(cases, config, **options), "ragmeter-judge")
 
 
 # -- dry run -------------------------------------------------------------------------------------------
