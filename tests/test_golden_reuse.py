@@ -143,3 +143,14 @@ def test_unkept_fields_come_from_the_scoring_parse(tmp_path, monkeypatch):
         got = dataset.golden_fields(golden, frame, ["difficulty"])
     assert parsed == [str(golden)]
     assert got["difficulty"] == ["easy", "hard"] * 3
+
+
+def test_sweep_parses_the_golden_set_once(tmp_path, monkeypatch):
+    golden, run = tmp_path / "golden.jsonl", tmp_path / "run.jsonl"
+    write_golden(golden, 4)
+    run.write_text("".join(json.dumps({"id": f"q{i}", "retrieved": [{"file": f"d{i}.md", "text": f"the fact {i}",
+                                                                       "score": 0.5}]}) + "\n"
+                           for i in range(4)), encoding="utf-8")
+    parsed = counting_parses(monkeypatch)
+    assert main(["sweep", "--golden", str(golden), "--run", str(run), "--thresholds", "0,0.6"]) == 0
+    assert parsed == [str(golden)]  # the label check and the sweep share one parse

@@ -400,7 +400,7 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
         "retrieval_modes": mode_counts,
         "main_retrieval_mode": main_mode,
         "missing_from_run": missing,
-        "run_errors": run_errors(cases),
+        "run_errors": run_error_counts(cases),
         "unfound_evidence": unfound,
         "warnings": warnings,
         "definitions": "hit_rate is Hit@k (what many call Recall@k; trec_eval success_k); see ragmeter.retrieval",
@@ -424,7 +424,7 @@ def _warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str],
     if missing:
         warnings.append(warning("missing_from_run", "golden case(s) missing from the run, scored as empty retrievals",
                                 missing))
-    failed = cases.filter(pl.col("run_error").is_not_null()) if "run_error" in cases.columns else cases.clear()
+    failed = cases.filter(pl.col("run_error").is_not_null())
     if failed.height:
         ids, kinds = failed["id"].to_list(), failed["run_error"].to_list()
         warnings.append(warning(
@@ -450,10 +450,8 @@ def _warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str],
     return warnings
 
 
-def run_errors(cases: pl.DataFrame) -> Dict[str, int]:
-    """How many cases of each failure kind the run file recorded (``error_kind``; see ``docs/collect.md``)."""
-    if "run_error" not in cases.columns:
-        return {}
+def run_error_counts(cases: pl.DataFrame) -> Dict[str, int]:
+    """How many cases of each failure kind the run file recorded (``run_error``; see ``docs/collect.md``)."""
     counts = cases["run_error"].drop_nulls().value_counts(sort=True)
     return {str(kind): int(n) for kind, n in counts.iter_rows()}
 

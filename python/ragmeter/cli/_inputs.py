@@ -1,7 +1,7 @@
 """Checks the retrieval commands make on their inputs before any work."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Dict, Optional
 
 
 def refuse_unlabelled_golden(golden: Any) -> None:
@@ -19,12 +19,10 @@ def refuse_unlabelled_golden(golden: Any) -> None:
                          f"{golden}` lists them), or judge the answers alone with `ragmeter eval`")
 
 
-def failed_in_run_exit(retrieval: Any, collected: Any = None) -> int:
-    """3 when the run file records cases that failed when it was collected (``collect``'s ``error``), else 0.
+def failed_in_run_exit(*run_errors: Optional[Dict[str, int]]) -> int:
+    """3 when any of the ``run_errors`` counts (the retrieval summary's, one per collected repeat) holds a case
+    that failed when the run was collected (``collect``'s ``error``), else 0.
 
     Those cases were scored from what the failure left (an empty retrieval, no answer): the command measured
     the run, but not the system on every question, as ``collect`` and ``eval --target`` say with the same 3."""
-    counts = [retrieval.get("run_errors") or {}] if isinstance(retrieval, dict) else []
-    if isinstance(collected, dict):
-        counts += [c for c in collected.get("run_errors") or [] if isinstance(c, dict)]
-    return 3 if any(sum(c.values()) for c in counts) else 0
+    return 3 if any(sum(counts.values()) for counts in run_errors if counts) else 0

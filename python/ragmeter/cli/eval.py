@@ -77,7 +77,6 @@ def run(args: argparse.Namespace) -> int:
 
         collected = collect_for_eval(args, console)
     run = args.run  # a run with collected repeats (a repeat column) is evaluated repeat by repeat
-    from ragmeter.cli._inputs import failed_in_run_exit
     from ragmeter.cli.judge import incomplete_exit, judge_lines, judged
     if args.dry_run:
         if judge is None:
@@ -109,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(strict_json(summary))
         print_audit_pointer(args.golden, console, summary.get("golden_set"))
-        return max(collected, failed_in_run_exit(summary.get("retrieval"), summary.get("collected_repeats")),
+        return max(collected, _failed_in_run(summary),
                    incomplete_exit(_judge_outcome(summary), args.max_failed, args.out))
     if summary.get("collected_repeats"):
         console.print(f"{args.run}: {summary['collected_repeats']['n']} collected repeats (collect --repeat), each "
@@ -134,8 +133,16 @@ def run(args: argparse.Namespace) -> int:
         console.print(cost_line(summary["cost"], judged=bool(summary.get("judge"))), markup=False, highlight=False)
     files = summary.get("files") or ["cases.parquet", "summary.json", "report.html", "report.md"]
     console.print(f"wrote {args.out}/: " + ", ".join(files), markup=False, highlight=False)
-    return max(collected, failed_in_run_exit(summary.get("retrieval"), summary.get("collected_repeats")),
+    return max(collected, _failed_in_run(summary),
                    incomplete_exit(_judge_outcome(summary), args.max_failed, args.out))
+
+
+def _failed_in_run(summary: dict) -> int:
+    """3 when the run (any collected repeat of it) holds cases that failed when it was collected."""
+    from ragmeter.cli._inputs import failed_in_run_exit
+
+    repeats = (summary.get("collected_repeats") or {}).get("run_errors") or []
+    return failed_in_run_exit((summary.get("retrieval") or {}).get("run_errors"), *repeats)
 
 
 def _judge_outcome(summary: dict) -> Optional[dict]:

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _score_and_print(args: argparse.Namespace) -> int:
     from ragmeter.cli._inputs import failed_in_run_exit, refuse_unlabelled_golden
-    from ragmeter.retrieval import score, score_into
+    from ragmeter.retrieval import run_error_counts, score, score_into
 
     refuse_unlabelled_golden(args.golden)
 
@@ -55,4 +55,5 @@ def _score_and_print(args: argparse.Namespace) -> int:
         console = make_console()
         print_score(result.table_summary(MAX_ROWS), out_dir=args.out, console=console)
         print_audit_pointer(args.golden, console)
-    return failed_in_run_exit(result.summary)
+    # from the cases, not result.summary: that would build the per-category dicts the tables did without
+    return failed_in_run_exit(run_error_counts(result.cases))

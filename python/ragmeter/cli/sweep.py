@@ -49,15 +49,15 @@ def out_format(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-
-    from ragmeter.retrieval import sweep
-
     from ragmeter.cli._inputs import refuse_unlabelled_golden
+    from ragmeter.dataset import reusing_golden_loads
+    from ragmeter.retrieval import sweep
 
     fmt = out_format(args.out) if args.out else None  # checked before any work
     thresholds = parse_thresholds(args.thresholds)
-    refuse_unlabelled_golden(args.golden)
-    table = sweep(args.golden, args.run, thresholds, k=args.k)
+    with reusing_golden_loads():  # the label check and the sweep parse the golden set once
+        refuse_unlabelled_golden(args.golden)
+        table = sweep(args.golden, args.run, thresholds, k=args.k)
     if args.out:
         from ragmeter._io import atomic_file, write_frame
 
