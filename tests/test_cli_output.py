@@ -120,6 +120,10 @@ def test_demo_says_where_it_wrote(tmp_path: Path) -> None:
     assert f"wrote {tmp_path / 'my-demo'}/: cases.parquet" in flat
     assert f"open {tmp_path / 'my-demo' / 'report.html'}" in flat
     assert (tmp_path / "my-demo" / "report.html").stat().st_size > 0
+    written = flat.split("/: ", 1)[1].split("open ", 1)[0]
+    named = {name.strip() for name in written.split(",")}
+    on_disk = {p.name + ("/" if p.is_dir() else "") for p in (tmp_path / "my-demo").iterdir()}
+    assert named == on_disk  # the line names every file written, and only those
 
 
 def _category_cell(text: str, first: str, column: int) -> str:

@@ -15,8 +15,8 @@ from typing import Any, Dict, Optional
 
 HELP = "score, sweep, judge (scripted example verdicts, offline) and calibrate the bundled example; write a report"
 
-OUTPUTS = ("cases.parquet", "chunks.parquet", "judge.parquet", "sweep.parquet", "summary.json", "review.parquet",
-           "report.html", "report.md", "review/")
+OUTPUTS = ("cases.parquet", "chunks.parquet", "judge.parquet", "sweep.parquet", "summary.json", "warnings.json",
+           "review.parquet", "report.html", "report.md", "review/")
 REPLAY_MODEL = "example-replay"
 
 
