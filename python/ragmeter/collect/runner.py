@@ -89,6 +89,7 @@ class _Run:
         self.requests = 0       #: requests sent to the system
         self.cached = 0
         self.empty_retried = 0
+        self.echoed: set = set()  #: (case id, repeat) whose reply held a header value, masked before it was kept
         self.done = 0           #: cases finished (collected or failed)
         self.jobs = 0
 
@@ -168,6 +169,30 @@ def _mask(run: "_Run", text: str) -> str:
     for secret in run.secrets:
         text = text.replace(secret, "***")
     return text
+
+
+def _scrub(run: "_Run", value: Any) -> Tuple[Any, bool]:
+    """A decoded reply with every header value masked in its strings (keys too), and whether one was found. A
+    system that echoes the caller's token in a successful answer or chunk (a debug field, a prompt template
+    quoted back) must not put it into the run file or the cache. The decoded value is walked, not the body's
+    text: JSON may escape a token's characters (``\\/``, ``\\u...``) so that the raw text would not match."""
+    if not run.secrets:
+        return value, False
+    found = False
+
+    def walk(item: Any) -> Any:
+        nonlocal found
+        if isinstance(item, str):
+            masked = _mask(run, item)
+            found = found or masked != item
+            return masked
+        if isinstance(item, dict):
+            return {walk(k): walk(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value), found
 
 
 def _blank(answer: Any) -> bool:
@@ -280,6 +305,10 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                             raise InputError(f"{_where(run)}: the response to case {case['id']} is not JSON "
                                              f"(HTTP 200, starts {_mask(run, body)[:60]!r})") from None
                         data = _NOT_JSON
+                    else:
+                        data, echoed = _scrub(run, data)
+                        if echoed:
+                            run.echoed.add((case["id"], case.get("repeat")))
             if data is not _NOT_JSON:
                 if first:
                     _check_first(run, data, case["id"])
@@ -378,6 +407,9 @@ async def _job(run: _Run, case: Dict[str, Any], repeat: int, first: bool) -> Dic
         reply = None  # cached by a version that did not check the record: ask again
     if reply is not None and "response" in reply:
         run.cached += 1
+        reply["response"], echoed = _scrub(run, reply["response"])  # cached by a version that did not mask
+        if echoed:
+            run.echoed.add((case["id"], repeat))
         if first:
             _check_first(run, reply["response"], case["id"])
     else:
@@ -534,6 +566,16 @@ def mode_change(records: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
                    [i for i, _, _ in other], labels)
 
 
+def _echo_warning(records: Sequence[Dict[str, Any]], echoed: set) -> Dict[str, Any]:
+    from ragmeter._warnings import warning
+
+    hits = [(r["id"], r.get("repeat")) for r in records if (r["id"], r.get("repeat", 1)) in echoed]
+    labels = [f"{i} repeat {rep}" if rep else str(i) for i, rep in hits]
+    return warning("credential_echoed", "collected case(s) came back with a value of a request header (a "
+                   "credential) in the reply; it is masked as *** in the run file and the cache, and the "
+                   "system should not echo it", [i for i, _ in hits], labels)
+
+
 def _summarise(records: List[Dict[str, Any]], run: _Run, n_cases: int, repeat: int, expect_mode: Optional[str],
                seconds: float) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     failed = [r for r in records if "error" in r]
@@ -561,6 +603,8 @@ def _summarise(records: List[Dict[str, Any]], run: _Run, n_cases: int, repeat: i
     change = mode_change(records)
     if change is not None:
         warnings.append(change)
+    if run.echoed:
+        warnings.append(_echo_warning(records, run.echoed))
     if expect_mode is not None:
         other = [r for r in ok if r["retrieval_mode"] != expect_mode]
         summary["expect_mode"] = {"mode": expect_mode, "n_other": len(other),

@@ -17,7 +17,7 @@ response is already a run record. Everything else is optional::
     text = "page_content"
 
 Header values are never stored: not in the cache key (only the header names are), not in the run file, not in
-messages.
+messages; a reply that echoes one has it masked before it is cached or written (``runner._scrub``).
 """
 from __future__ import annotations
 
