@@ -283,6 +283,14 @@ def test_cli_report(results_dir: Path, capsys: pytest.CaptureFixture) -> None:
     assert (results_dir / "report.html").is_file()
     assert main(["report", str(results_dir / "missing")]) == 2
     assert "results directory not found" in capsys.readouterr().err
+    # a file of the folder given instead of the folder: named as a file, and its folder suggested
+    assert main(["report", str(results_dir / "summary.json")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "summary.json: a file, not a results folder: pass its folder" in err and str(results_dir) in err
+    stray = results_dir.parent / "notes.txt"
+    stray.write_text("x", encoding="utf-8")
+    assert main(["report", str(stray)]) == 2
+    assert "notes.txt: a file, not a results folder (pass the folder" in " ".join(capsys.readouterr().err.split())
 
 
 def test_report_on_many_cases_paginates_the_case_explorer(tmp_path: Path) -> None:

@@ -222,6 +222,11 @@ def load_results(directory: Any) -> Results:
     from ragmeter.diagnosis import diagnose
 
     root = Path(directory)
+    if root.exists() and not root.is_dir():
+        parent = root.parent if (root.parent / "summary.json").is_file() else None
+        hint = f": pass its folder, {parent}" if parent is not None else \
+            " (pass the folder written by `ragmeter eval --out DIR` or `ragmeter score --out DIR`)"
+        raise InputError(f"{root}: a file, not a results folder{hint}")
     if not root.is_dir():
         raise InputError(f"{root}: results directory not found")
     missing = [name for name in ("cases.parquet", "summary.json") if not (root / name).is_file()]
