@@ -449,6 +449,12 @@ class JudgeClient:
                    prompt_estimate: Optional[int] = None) -> ChatResult:
         """One chat completion; retried, and re-sent with ``max_tokens`` doubled on truncated or empty output.
 
+        Doubling (up to the ``max_retry_tokens`` cap) follows ``finish_reason == "length"`` (output cut, or
+        reasoning that used the whole budget), and an empty output when the server gives no ``finish_reason`` or
+        ``usage.completion_tokens`` shows the whole budget was used. An empty output with any other
+        ``finish_reason`` (``stop``, ``eos``...) and no sign of an exhausted budget was ended by the model
+        itself: the call fails at once with kind ``empty`` (its billed tokens are still counted).
+
         ``messages_json`` (the messages already encoded as JSON, str or UTF-8 bytes) and ``prompt_estimate``
         (estimated prompt tokens) only save work when the caller has them.
         """
@@ -513,6 +519,15 @@ class JudgeClient:
                                   reasoning_chars=len(str(reasoning)))
             else:
                 record["outcome"] = "empty" if not content.strip() else "truncated"
+            reported = usage.get("completion_tokens")
+            spent_all = isinstance(reported, (int, float)) and reported >= state["max_tokens"]
+            if choices and record["outcome"] == "empty" and finish and finish != "length" and not spent_all:
+                # the model ended the reply itself (stop, eos...) below the budget: a larger budget would only pay
+                # for the same empty reply again
+                raise JudgeCallError(f"output empty: the model returned no output with finish_reason {finish} at "
+                                     f"max_tokens={state['max_tokens']}; a larger budget would not change it (the "
+                                     f"tokens billed are still counted)", kind="empty", attempts=[],
+                                     prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
             nxt = next_max_tokens(state["max_tokens"], cap)
             room = None if self.context_size is None else self.context_size - pt
             # a server that cut the output below the budget asked for (llama.cpp's, at a full context) would

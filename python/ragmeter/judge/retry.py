@@ -6,8 +6,13 @@ how long to wait, and why. It has no side effects and takes its randomness as
 an argument, so it is tested without a server.
 
 :func:`next_max_tokens` is the budget-doubling rule for outputs cut short
-(``finish_reason == "length"``) or empty (reasoning models that spent the whole
-budget thinking).
+(``finish_reason == "length"``) or empty because the budget may have run out
+(reasoning models that spent the whole budget thinking): an empty output is
+re-sent with a larger budget when its ``finish_reason`` is ``"length"`` or
+missing, or when ``usage.completion_tokens`` shows the whole budget was used.
+An empty output the model ended itself below the budget (``finish_reason``
+``"stop"``, ``"eos"`` or any other) fails at once with kind ``empty``: a larger
+budget would not change it, and its billed tokens are still counted.
 """
 from __future__ import annotations
 
@@ -215,7 +220,8 @@ def classify(
 
 
 def next_max_tokens(current: int, cap: int) -> Optional[int]:
-    """The output budget for the retry after a truncated or empty output.
+    """The output budget for the retry after a truncated output, or an empty one that may have run out of budget
+    (see the module docstring: an empty output ended by the model itself is not retried).
 
     Doubles ``current``, capped at ``cap``; None when ``current`` already reached
     the cap (the call then fails, with every attempt recorded). 2000 with cap
