@@ -1,4 +1,5 @@
-"""Replies the judge client must not pay for again: an empty reply the model ended itself (no budget doubling)."""
+"""Replies the judge client must not pay for again: an empty reply the model ended itself (no budget doubling);
+and a 200 with no choices, a malformed reply retried with back-off like any unreadable 200."""
 from __future__ import annotations
 
 import json
@@ -52,3 +53,35 @@ def test_an_empty_reply_cut_at_length_still_doubles_to_the_cap(server, fast_retr
         chat(server, policy=fast_retry, max_tokens=2000, cap=8000)
     assert [r["max_tokens"] for r in server.log] == [2000, 4000, 8000]
     assert ei.value.kind == "empty" and "--max-retry-tokens" in str(ei.value)
+
+
+# -- a 200 with no choices: a malformed reply, retried ----------------------------------------------------------
+NO_CHOICES = {"status": 200, "body": json.dumps({"id": "x", "choices": [],
+                                                 "usage": {"prompt_tokens": 7, "completion_tokens": 0}})}
+
+
+@pytest.mark.parametrize("body", ['{"id":"x","choices":[]}', '{"id":"x"}'])
+def test_a_reply_with_no_choices_is_retried_like_an_unreadable_200(server, fast_retry, body):
+    server.script = [{"status": 200, "body": body}] * 2 + ["ok"]
+    res = chat(server, policy=fast_retry)
+    assert server.requests == 3 and json.loads(res.content)["score"] == 5
+    assert [a["outcome"] for a in res.attempts] == ["bad_response", "bad_response", "ok"]
+    assert all(a["retry_in_s"] >= 0 for a in res.attempts[:2])  # each retry went through the back-off
+
+
+def test_tokens_billed_by_a_no_choices_reply_are_counted(server, fast_retry):
+    server.script = [NO_CHOICES, NO_CHOICES, "ok"]
+    res = chat(server, policy=fast_retry)
+    ok_tokens = res.attempts[-1]["prompt_tokens"]
+    assert res.prompt_tokens == 7 + 7 + ok_tokens
+
+
+def test_always_no_choices_ends_as_bad_response_after_max_attempts(server, fast_retry):
+    server.rules = [(lambda info: True, NO_CHOICES)]
+    with pytest.raises(JudgeCallError) as ei:
+        chat(server, policy=fast_retry)
+    err = ei.value
+    assert err.kind == "bad_response" and server.requests == fast_retry.max_attempts
+    assert "no choices" in str(err) and f"gave up after {fast_retry.max_attempts} attempts" in str(err)
+    assert len(err.attempts) == fast_retry.max_attempts
+    assert err.prompt_tokens == 7 * fast_retry.max_attempts

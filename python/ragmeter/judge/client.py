@@ -183,6 +183,11 @@ class _Again(Exception):
     """Internal: the response was received but calls for another attempt (budget doubling)."""
 
 
+class _BadReply(ValueError):
+    """Internal: a 200 whose JSON is not a usable reply (no choices); retried as ``bad_response``, the message
+    says what was wrong."""
+
+
 class JudgeClient:
     def __init__(self, config: ClientConfig, limits: Optional[Limits] = None, *,
                  on_retry: Optional[Callable[[Dict[str, Any]], None]] = None, stop: Optional[RunStop] = None) -> None:
@@ -356,6 +361,7 @@ class JudgeClient:
                 headers = None
                 body = None
                 exc: Optional[BaseException] = None
+                bad: Optional[str] = None  # what made a 200 unusable, when on_ok says
                 try:
                     # after a Retry-After waited out, ahead of the first attempts (not after a time-out: a
                     # queueing server would see the same requests again first)
@@ -386,6 +392,8 @@ class JudgeClient:
                             continue
                         except JudgeCallError:
                             raise
+                        except _BadReply as why:
+                            bad = str(why)  # unusable 200: retried as bad_response below
                         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
                             result = None  # unreadable 200: retried as bad_response below
                         else:
@@ -400,7 +408,7 @@ class JudgeClient:
                     transient -= 1
                     continue
                 decision = classify(attempt=transient, policy=self.config.policy, status=status,
-                                    headers=headers, body=self.redact(body), exc=exc)
+                                    headers=headers, body=self.redact(bad or body), exc=exc)
                 record["outcome"] = decision.kind
                 if decision.kind in FATAL_KINDS and not decision.retry:
                     self.stop.trip(decision.kind, self.redact(
@@ -481,15 +489,26 @@ class JudgeClient:
         billed = {"prompt": 0, "completion": 0}
 
         def on_ok(data: Dict[str, Any], record: Dict[str, Any]) -> ChatResult:
-            choices = data.get("choices") or []
-            choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+            choices = data.get("choices")
+            usage = data.get("usage") or {}
+            if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+                # a malformed reply from the endpoint: retried with back-off like any unreadable 200 (kind
+                # bad_response); the tokens it reports as billed are counted
+                pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+                billed["prompt"] += pt
+                billed["completion"] += ct
+                self.stats.prompt_tokens += pt
+                self.stats.completion_tokens += ct
+                record.update(prompt_tokens=pt, completion_tokens=ct)
+                raise _BadReply("response has no choices" if not choices else "response's first choice is not an "
+                                                                              "object")
+            choice = choices[0]
             message = choice.get("message") or {}
             content = message.get("content") or ""
             if not isinstance(content, str):  # some servers send a list of parts
                 content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
             reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
             finish = choice.get("finish_reason")
-            usage = data.get("usage") or {}
             pt = int(usage.get("prompt_tokens") or prompt_est)
             ct = int(usage.get("completion_tokens") or (estimate_tokens(content) + estimate_tokens(str(reasoning))))
             billed["prompt"] += pt
@@ -500,7 +519,7 @@ class JudgeClient:
             if reasoning:
                 record["reasoning_chars"] = len(str(reasoning))
             refusal = message.get("refusal")
-            if choices and ((isinstance(refusal, str) and refusal.strip()) or finish == "content_filter"):
+            if (isinstance(refusal, str) and refusal.strip()) or finish == "content_filter":
                 # the model (or the endpoint's filter) declined: its content is empty, but a larger budget would
                 # only pay for the same refusal again, so the call fails at once with the model's words
                 record["outcome"] = "refused"
@@ -509,9 +528,7 @@ class JudgeClient:
                        else "output stopped by the endpoint's content filter (finish_reason content_filter)")
                 raise JudgeCallError(msg, kind="refused", attempts=[], raw=said or content or None,
                                      prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
-            if not choices:
-                record["outcome"] = "no_choices"
-            elif content.strip() and finish != "length":
+            if content.strip() and finish != "length":
                 return ChatResult(content=content, finish_reason=finish, prompt_tokens=billed["prompt"],
                                   completion_tokens=billed["completion"],
                                   latency_ms=(time.monotonic() - started) * 1000.0,
@@ -521,7 +538,7 @@ class JudgeClient:
                 record["outcome"] = "empty" if not content.strip() else "truncated"
             reported = usage.get("completion_tokens")
             spent_all = isinstance(reported, (int, float)) and reported >= state["max_tokens"]
-            if choices and record["outcome"] == "empty" and finish and finish != "length" and not spent_all:
+            if record["outcome"] == "empty" and finish and finish != "length" and not spent_all:
                 # the model ended the reply itself (stop, eos...) below the budget: a larger budget would only pay
                 # for the same empty reply again
                 raise JudgeCallError(f"output empty: the model returned no output with finish_reason {finish} at "
@@ -538,7 +555,7 @@ class JudgeClient:
             elif nxt is not None and room is not None:
                 # past the context window a larger budget only makes the server fail after generating
                 nxt = min(nxt, room) if room > state["max_tokens"] else None
-            if nxt is None or not choices:
+            if nxt is None:
                 why = record["outcome"]
                 if server_cut:
                     limit = f"the server stopped at {ct} tokens, below the budget: the {pt}-token prompt and the " \
@@ -547,8 +564,7 @@ class JudgeClient:
                     limit = "the --max-retry-tokens cap"
                 else:
                     limit = f"with the {pt}-token prompt it fills the {self.context_size}-token context window"
-                msg = (f"output {why} at max_tokens={state['max_tokens']} ({limit})"
-                       if choices else "response has no choices")
+                msg = f"output {why} at max_tokens={state['max_tokens']} ({limit})"
                 raise JudgeCallError(msg, kind=why, attempts=[], raw=content or None,
                                      prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
             log.info("chat: output %s at max_tokens=%d; retrying with %d", record["outcome"], state["max_tokens"], nxt)
