@@ -515,3 +515,15 @@ def test_key_points_with_a_refused_key_stop_the_export_and_write_nothing(tmp_pat
             export_sheet(folder, tmp_path / "sheet", random_n=4, seed=7, judge=cfg)
     assert getattr(stopped.value, "exit_code", 2) == 2 and "sk-wrong" not in str(stopped.value)
     assert not (tmp_path / "sheet").exists()
+
+
+def test_compare_of_runs_that_share_no_case_is_refused(exported, tmp_path: Path) -> None:
+    folder, manifest = exported
+    other = write_folder(tmp_path / "other")
+    cases = pl.read_parquet(other / "cases.parquet").with_columns(("x" + pl.col("id")).alias("id"))
+    cases.write_parquet(other / "cases.parquet")  # the same judge, on other cases (another golden set)
+    line = _one_error_line(ragmeter("review", "compare", folder, other))
+    assert "run and other" in line and "no case" in line, line
+    sheet = fill(folder / "review" / "review.csv", tmp_path / "filled.csv", human_truth(manifest))
+    line = _one_error_line(ragmeter("review", "compare", folder, other, "--human", sheet))
+    assert "run and other" in line and "no case" in line, line

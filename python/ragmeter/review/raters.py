@@ -51,6 +51,10 @@ def compare_raters(results_dirs: Sequence[Any], human_sheet: Optional[Any] = Non
         if not ids:
             raise InputError(f"{human_sheet}: no case of the sheet is reviewed (every covered cell is empty)")
     rows = agreement_table(raters, ids)
+    empty = next((r for r in rows if not r["n"]), None)
+    if empty is not None:  # nothing to measure for that pair: runs of other cases, or a sheet of another run
+        raise InputError(f"review compare: {empty['a']} and {empty['b']} have no case with a verdict from both "
+                         "(not runs of the same cases?)")
     return {"raters": list(raters), "judges": judges, "n_cases": len(ids) if ids is not None else None,
             "pairs": rows, "finding": _finding(rows, judges) if human_sheet is not None else None}
 
