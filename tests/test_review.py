@@ -230,6 +230,7 @@ def test_a_run_file_given_as_the_sheet_gets_one_diagnosis(exported, tmp_path: Pa
     (b'[{"id": "a-1", "covered": 1}]', "a JSON array"),
     (b'{\n  "id": "a-1",\n  "covered": 1\n}\n', "JSON (one object)"),
     (b"\xef\xbb\xbf" + b'{"id":"a-1"}\n', "JSON Lines"),
+    (b"# golden set, one case per line\n// v2\n" + b'{"id":"a-1"}\n', "JSON Lines"),  # README's comment lines
     (b"PK\x03\x04" + b"\x00" * 40, "an Excel workbook (.xlsx)"),
     ("id\tpoint\tcore\tcovered\nwrong-0\t1\t1\t1\n".encode("utf-16"), "UTF-16 text"),
     (b"PAR1" + b"\x00" * 40, "a binary file"),

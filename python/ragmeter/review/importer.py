@@ -53,6 +53,8 @@ def _not_a_sheet(path: Path, looks_like: str) -> InputError:
 def _json_shape(text: str) -> Optional[str]:
     """What a file that opens like JSON is, or None when it does not (a header line never starts with { or [)."""
     head = text.lstrip()
+    while head.startswith(("#", "//")):  # the comment lines golden sets and runs may open with
+        head = head.partition("\n")[2].lstrip()
     if head[:1] not in ("{", "["):
         return None
     try:
