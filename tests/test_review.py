@@ -273,6 +273,33 @@ def test_a_sheet_saved_as_csv_utf8_with_a_bom_is_read(exported, tmp_path: Path) 
     assert notes == ["Caf\u00e9"]
 
 
+def _excel(sheet: Path, out: Path, delimiter: str, encoding: str, note: str = "") -> Path:
+    """The sheet as Excel saves it where the decimal mark is a comma: ';' between fields, CRLF line ends."""
+    with sheet.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    rows[next(i for i, row in enumerate(rows) if row[0] == "wrong-0")][-1] = note
+    with out.open("w", encoding=encoding, newline="") as fh:
+        csv.writer(fh, delimiter=delimiter, lineterminator="\r\n").writerows(rows)
+    return out
+
+
+def test_a_sheet_saved_by_excel_with_semicolons_is_read(exported, tmp_path: Path) -> None:
+    folder, manifest = exported
+    sheet = fill(folder / "review" / "review.csv", tmp_path / "filled.csv", human_truth(manifest))
+    semicolons = _excel(sheet, tmp_path / "excel.csv", ";", "utf-8-sig", note="Caf\u00e9; au lait, chaud")
+    assert semicolons.read_bytes().startswith(b"\xef\xbb\xbfid;point;key_point;core;covered;note\r\n")
+    proc = ragmeter("review", "import", folder, semicolons, "--json")
+    assert proc.returncode == 0, proc.stderr
+    calibration = json.loads((folder / "summary.json").read_text())["calibration"]
+    assert calibration["n"] == 15 and calibration["agreement"]["agreed"] == 12
+    notes = pl.read_parquet(folder / "review.parquet").get_column("note").drop_nulls().to_list()
+    assert notes == ["Caf\u00e9; au lait, chaud"]
+    # the same sheet in Windows-1252 (Excel's plain "CSV"): the column of the bad byte is still named
+    line = _one_error_line(ragmeter("review", "import", folder,
+                                    _excel(sheet, tmp_path / "cp1252.csv", ";", "cp1252", note="Caf\u00e9")))
+    assert "0xe9 in the note column" in line, line
+
+
 def test_folder_without_judge_results_is_an_input_error(tmp_path: Path) -> None:
     folder = write_folder(tmp_path / "unjudged", judged=False)
     proc = ragmeter("review", "export", folder)

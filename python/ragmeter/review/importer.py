@@ -68,12 +68,19 @@ def _json_shape(text: str) -> Optional[str]:
     return "JSON Lines" if head[:1] == "{" else "JSON"
 
 
+def _delimiter(text: str) -> str:
+    """The sheet's field separator, from its header line: a comma, or the semicolon (or tab) Excel writes where the
+    decimal mark is a comma (no column name holds any of them)."""
+    header = text.partition("\n")[0]
+    return next((d for d in (",", ";", "\t") if d in header), ",")
+
+
 def _field_at(text_before: str) -> Optional[str]:
     """The column (header name) of the field that ``text_before`` (the sheet up to a character) ends in; None on
     the header line."""
     # a sentinel stands for the character: quoted fields may span lines, so the csv module says which field it is in
     try:
-        rows = list(csv.reader(io.StringIO(text_before + "\ufffd", newline="")))
+        rows = list(csv.reader(io.StringIO(text_before + "\ufffd", newline=""), delimiter=_delimiter(text_before)))
     except csv.Error:  # a field over the csv module's size limit: the line alone must do
         return None
     if len(rows) < 2:
@@ -132,7 +139,8 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
     except OSError as exc:
         raise InputError(f"{path}: cannot read the sheet ({exc.strerror or exc})") from None
     text = _sheet_text(path, raw)
-    reader = csv.DictReader(io.StringIO(text, newline=""))  # quoted fields may hold line breaks
+    # newline="": quoted fields may hold line breaks
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
     header = [h.strip() for h in reader.fieldnames or []]
     if not header:
         raise InputError(f"{path}:1: empty sheet (expected the header {','.join(ALLOWED_COLUMNS[:6])})")
