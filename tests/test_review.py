@@ -206,6 +206,9 @@ def test_bad_sheets_exit_2_naming_file_row_field_and_write_nothing(exported, tmp
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == state
     missing = ragmeter("review", "import", folder, tmp_path / "absent.csv")
     assert missing.returncode == 2 and "absent.csv: review sheet not found" in missing.stderr
+    line = _one_error_line(ragmeter("review", "import", folder, folder / "review"))  # the sheet's folder
+    assert f"{folder / 'review'}: is a folder, not a sheet" in line and "review.csv" in line, line
+    assert "not found" not in line
 
 
 def _one_error_line(proc: subprocess.CompletedProcess) -> str:

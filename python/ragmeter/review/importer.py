@@ -132,6 +132,8 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
 
     Every problem raises :class:`InputError` naming the file, the row (its line) and the field."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder, not a sheet (give the filled CSV file, e.g. {path / 'review.csv'})")
     if not path.is_file():
         raise InputError(f"{path}: review sheet not found")
     try:
