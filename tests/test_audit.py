@@ -270,6 +270,20 @@ def test_corpus_missing_fields_is_one_line(tmp_path):
         ragmeter.audit(worked(), corpus=some)
 
 
+@pytest.mark.parametrize("first_line, shape", [
+    ("file,chunk_id,text", "looks like CSV (first line: file,chunk_id,text)"),
+    ("file;chunk_id;text", "looks like CSV (first line: file;chunk_id;text)"),
+    ("file\tchunk_id\ttext", "looks like TSV"),
+])
+def test_corpus_in_another_text_shape_gets_one_diagnosis(tmp_path, first_line, shape):
+    sep = first_line[4]
+    chunks = tmp_path / "chunks.csv"
+    chunks.write_text(first_line + "\n" + sep.join(["hr.pdf", "12", "年终奖为 1.5~2 个月月薪"]) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        ragmeter.audit(worked(), corpus=chunks)
+    assert str(err.value).startswith(f"{chunks}: {shape}") and "invalid JSON" not in str(err.value), str(err.value)
+
+
 # --------------------------------------------------------------------------- command line
 
 
@@ -307,7 +321,7 @@ def test_cli_strict_and_out(worked_file, tmp_path):
     (["--targets", "category=term:fifty"], "--targets: 'term:fifty'"),
     (["--targets", "category=nosuch:10"], "names no category of the golden set"),
     (["--targets", "level=a:1"], "unknown section 'level'"),
-    (["--target", "0"], "--target: need a positive"),
+    (["--target", "0"], "--target must be a positive integer, got 0"),
     (["--corpus", "MISSING_DIR"], "no such file or folder"),
     (["--hard", ","], "--hard: name at least one"),
 ])

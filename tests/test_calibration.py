@@ -195,7 +195,7 @@ def test_sampling_is_independent_of_other_cases_outcomes_and_positions() -> None
 def test_review_rate_outside_zero_one_is_an_input_error() -> None:
     from ragmeter.errors import InputError
 
-    with pytest.raises(InputError, match="--review-rate"):
+    with pytest.raises(InputError, match="rate must be a number between 0 and 1 or None, got 1.5"):
         review_reasons(_cases(3), 1.5, 1)
 
 

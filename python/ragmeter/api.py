@@ -156,7 +156,7 @@ class EvalResult:
         from ragmeter.report import DEFAULT_REPORT_RESAMPLES, build_readings
         from ragmeter.report.data import compute_aggregates
 
-        n = DEFAULT_REPORT_RESAMPLES if n_resamples is None else n_resamples
+        n, seed = stats.check_resampling(DEFAULT_REPORT_RESAMPLES if n_resamples is None else n_resamples, seed)
         seed = stats.DEFAULT_SEED if seed is None else seed
         results = self._results()
         aggregates = compute_aggregates(results.cases, n_resamples=n, seed=seed)
@@ -179,8 +179,12 @@ class EvalResult:
         Runs on different golden sets (or retrieval-mode mixes, or k) are refused
         (:class:`ragmeter.compare.CompareRefused`) unless ``force``; runs sharing no case always are."""
         from ragmeter import gate as gates
+        from ragmeter._args import check_arg
         from ragmeter.compare import CompareRefused, _check, compare_frames
+        from ragmeter.stats import check_resampling
 
+        n_resamples, seed = check_resampling(n_resamples, seed)  # before the baseline is read
+        gate = check_arg("gate", gate, "text", optional=True)
         base = baseline if isinstance(baseline, EvalResult) else EvalResult.load(baseline)
         b, c = base._results("baseline"), self._results("candidate")
         rules = gates.parse_rules(gate) if gate is not None else None  # after the metrics are known

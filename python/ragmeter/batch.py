@@ -47,8 +47,9 @@ def score_batch(batch: Any, golden: Any, k: int = 5, *, name: Optional[str] = No
     import pyarrow as pa
 
     from ragmeter.errors import InputError
-    from ragmeter.retrieval import score
+    from ragmeter.retrieval import _check_k, score
 
+    k = _check_k(k)
     run = _run_frame(batch)
     label = name or _label(run)
     if run.height == 0:
@@ -157,8 +158,9 @@ def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, 
     "missing_from_run"}``. Golden cases in no batch are scored as empty retrievals (as :func:`ragmeter.score`
     does); an id in two batches is an :class:`~ragmeter.errors.InputError` (it would be counted twice)."""
     from ragmeter.errors import InputError
-    from ragmeter.retrieval import score
+    from ragmeter.retrieval import _check_k, score
 
+    k = _check_k(k)
     g = golden if isinstance(golden, pl.DataFrame) and "expected_files" in golden.columns else _golden_frame(golden)
     frames = [_run_frame(t) for t in tables]
     frames = [f for f in frames if f.height]

@@ -49,6 +49,11 @@ DEFAULT_REVIEW_SEED = 1313
 
 def wilson_interval(k: int, n: int, z: float = Z95) -> Tuple[Optional[float], Optional[float]]:
     """Wilson score interval of ``k`` successes in ``n`` (None, None when ``n`` is 0)."""
+    from ragmeter._args import check_arg
+
+    n = check_arg("n", n, "int", low=0)
+    k = check_arg("k", k, "int", low=0, high=n)
+    z = check_arg("z", z, "number", low=0)
     if n <= 0:
         return None, None
     p = k / n
@@ -261,7 +266,8 @@ def review_reasons(cases: Any, rate: float = DEFAULT_REVIEW_RATE, seed: int = DE
     """
     import polars as pl
 
-    rate = review_settings(rate, seed)["rate"]
+    settings = review_settings(rate, seed)
+    rate, seed = settings["rate"], settings["seed"]
     draws = [review_draw(seed, str(i)) for i in cases.get_column("id").to_list()]
     status = (cases.get_column("correctness_status").cast(pl.Utf8).to_list() if "correctness_status" in cases.columns
               else [None] * cases.height)
@@ -274,11 +280,13 @@ def review_reasons(cases: Any, rate: float = DEFAULT_REVIEW_RATE, seed: int = DE
     return pl.Series("review_reason", reasons, dtype=pl.Utf8)
 
 
-def review_settings(rate: Optional[float] = None, seed: Optional[int] = None) -> Dict[str, Any]:
-    """The run's review sampling, as ``summary.json`` records it under ``settings.review``."""
-    rate = DEFAULT_REVIEW_RATE if rate is None else float(rate)
-    if not 0.0 <= rate <= 1.0:
-        from ragmeter.errors import InputError
+def review_settings(rate: Optional[float] = None, seed: Optional[int] = None, *,
+                    names: Tuple[str, str] = ("rate", "seed")) -> Dict[str, Any]:
+    """The run's review sampling, as ``summary.json`` records it under ``settings.review``. ``rate`` must be a
+    number between 0 and 1 and ``seed`` an integer (None: the defaults); an :class:`InputError` names them as
+    ``names`` says (the caller's own argument names or flags)."""
+    from ragmeter._args import check_arg
 
-        raise InputError(f"--review-rate: {rate} is not between 0 and 1")
-    return {"rate": rate, "seed": DEFAULT_REVIEW_SEED if seed is None else int(seed)}
+    rate = check_arg(names[0], rate, "number", low=0, high=1, optional=True)
+    seed = check_arg(names[1], seed, "int", optional=True)
+    return {"rate": DEFAULT_REVIEW_RATE if rate is None else rate, "seed": DEFAULT_REVIEW_SEED if seed is None else seed}

@@ -390,7 +390,12 @@ def compare(
     threads: Optional[int] = None,
 ) -> Comparison:
     """Compare two results directories (see the module docstring)."""
+    from ragmeter._args import check_arg
     from ragmeter.report.data import load_results
+    from ragmeter.stats import check_resampling
+
+    n_resamples, seed = check_resampling(n_resamples, seed)  # before the folders are read
+    threads = check_arg("threads", threads, "int", low=1, optional=True)
 
     base = load_results(base_dir)
     cand = load_results(cand_dir)

@@ -121,13 +121,16 @@ def evaluate(
     module docstring).
     """
     from ragmeter.api import EvalResult, as_source
+    from ragmeter.calibration import review_settings
     from ragmeter.diagnosis import diagnose
     from ragmeter.retrieval import _check_k, _prepared_match, _sweep_prepared, check_thresholds
 
+    # every argument is checked before anything is loaded or judged
     repeat = _check_repeat(repeat)
-    _check_k(k)
-    if thresholds:  # checked before anything is loaded or judged
+    k = _check_k(k)
+    if thresholds is not None:
         thresholds = check_thresholds(thresholds)
+    review_settings(review_rate, review_seed, names=("review_rate", "review_seed"))
     judge = _with_metrics(judge, metrics)
     if getattr(judge, "dry_run", False):
         from ragmeter.errors import InputError
@@ -496,11 +499,9 @@ def cost_summary(cases: pl.DataFrame, judge_summary: Optional[Dict[str, Any]],
 
 
 def _check_repeat(repeat: Any) -> int:
-    if int(repeat) < 1:
-        from ragmeter.errors import InputError
+    from ragmeter._args import check_arg
 
-        raise InputError("--repeat: must be at least 1")
-    return int(repeat)
+    return int(check_arg("repeat", repeat, "int", low=1))
 
 
 def _judge_records(joined: pl.DataFrame) -> List[Dict[str, Any]]:

@@ -38,8 +38,10 @@ def _one(metric: str, verdicts: Sequence[float], n_relevant: Optional[float] = N
     grades = np.asarray(verdicts, dtype=np.float64).ravel()
     if n_relevant is None:
         n_relevant = float(np.count_nonzero(grades >= level))
-    if n_relevant < 0:
-        raise ValueError("n_relevant must be >= 0")
+    else:
+        from ragmeter._args import check_arg
+
+        n_relevant = check_arg("n_relevant", n_relevant, "number", low=0)
     offsets = np.array([0, grades.size], dtype=np.int64)
     kwargs = {}
     if ideal is not None:
@@ -50,8 +52,12 @@ def _one(metric: str, verdicts: Sequence[float], n_relevant: Optional[float] = N
     return float(out[0, 0])
 
 
-def _cut(name: str, k: Optional[int]) -> str:
-    return name if k is None else f"{name}@{int(k)}"
+def _cut(name: str, k: Optional[int], optional: bool = True) -> str:
+    """The kernel's metric name at cut-off ``k`` (a positive integer; None: the whole list)."""
+    from ragmeter._args import check_arg
+
+    k = check_arg("k", k, "int", low=1, optional=optional)
+    return name if k is None else f"{name}@{k}"
 
 
 def precision(verdicts: Sequence[float], k: Optional[int] = None) -> float:
@@ -65,7 +71,7 @@ def precision(verdicts: Sequence[float], k: Optional[int] = None) -> float:
 
 def precision_at_k(verdicts: Sequence[float], k: int) -> float:
     """trec_eval ``P_k``: relevant in the first ``k`` divided by ``k``, always ``k``."""
-    return _one(f"p@{int(k)}", verdicts)
+    return _one(_cut("p", k, optional=False), verdicts)
 
 
 def recall(verdicts: Sequence[float], n_relevant: float, k: Optional[int] = None) -> float:

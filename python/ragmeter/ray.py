@@ -29,8 +29,13 @@ def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int]
 
     from ragmeter.batch import reduce_batches, score_batch
     from ragmeter.dataset import load_golden
+    from ragmeter._args import check_arg
     from ragmeter.errors import InputError
+    from ragmeter.retrieval import _check_k
 
+    k = _check_k(k)  # before the cluster is joined
+    batch_size = check_arg("batch_size", batch_size, "int", low=1, optional=True)
+    workers = check_arg("workers", workers, "int", low=1, optional=True)
     connect(address)
     g = load_golden(golden)
     schema = ds.schema()

@@ -199,7 +199,7 @@ def score(golden: Any, run: Any, k: int = 5) -> ScoreResult:
     texts are matched and let go, never all in memory; ``chunks`` and :meth:`ScoreResult.write` read them
     again from the file. Other runs are loaded whole.
     """
-    return _score(golden, run, k)
+    return _score(golden, run, _check_k(k))
 
 
 def score_into(golden: Any, run: Any, out_dir: Any, k: int = 5) -> ScoreResult:
@@ -209,6 +209,7 @@ def score_into(golden: Any, run: Any, out_dir: Any, k: int = 5) -> ScoreResult:
     cannot be scored leaves ``out_dir`` as it was."""
     from ragmeter._io import results_folder
 
+    k = _check_k(k)  # before the folder is opened
     with results_folder(out_dir) as tmp:
         result = _score(golden, run, k, chunks_to=tmp / "chunks.parquet")
         result._write_files(tmp)
@@ -225,21 +226,27 @@ def _score(golden: Any, run: Any, k: int, chunks_to: Optional[Path] = None) -> S
     return _score_prepared(_prepared_match(golden, run, run_wide=True), k)
 
 
-def _check_k(k: int) -> None:
-    if k < 1:
-        from ragmeter.errors import InputError
+def _check_k(k: Any) -> int:
+    """``k`` as an int; an :class:`InputError` for anything but a positive integer (a bool, a float, a string)."""
+    from ragmeter._args import check_arg
 
-        raise InputError(f"k must be a positive integer, got {k}")
+    return int(check_arg("k", k, "int", low=1))
 
 
 def check_thresholds(thresholds: Sequence[float]) -> List[float]:
-    """The thresholds of a sweep as floats; an :class:`InputError` for a NaN (it keeps no chunk and compares
-    equal to no other threshold) or a threshold given twice (its row would count every case twice)."""
+    """The thresholds of a sweep as floats; an :class:`InputError` for anything but a list of numbers, a NaN (it
+    keeps no chunk and compares equal to no other threshold) or a threshold given twice (its row would count
+    every case twice)."""
+    from numbers import Real
+
+    from ragmeter._args import check_arg
     from ragmeter.errors import InputError
 
-    values = [float(t) for t in thresholds]
-    if any(v != v for v in values):
-        raise InputError("thresholds: NaN is not a threshold; give numbers (inf and -inf are allowed)")
+    if not isinstance(thresholds, (str, bytes)) and hasattr(thresholds, "__iter__") and not hasattr(thresholds, "keys"):
+        thresholds = list(thresholds)  # an iterator is read once, here (check_arg refuses the rest)
+        if any(isinstance(t, Real) and t != t for t in thresholds):
+            raise InputError("thresholds: NaN is not a threshold; give numbers (inf and -inf are allowed)")
+    values: List[float] = check_arg("thresholds", thresholds, "numbers")
     repeated = sorted({v for v in values if values.count(v) > 1})
     if repeated:
         raise InputError(f"thresholds: {', '.join(f'{v:g}' for v in repeated)} given more than once; "
@@ -249,7 +256,7 @@ def check_thresholds(thresholds: Sequence[float]) -> List[float]:
 
 def _score_prepared(prepared: _PreparedMatch, k: int) -> ScoreResult:
     """:func:`score` on inputs already loaded and matched (``run_wide=True``)."""
-    _check_k(k)
+    k = _check_k(k)
     cases, by_category, summary = _score_tables(prepared, k)
     chunks = _chunk_table(prepared.joined, prepared.match)
     return ScoreResult(cases=cases, by_category=by_category, summary=summary, chunks=chunks)
@@ -589,7 +596,11 @@ def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.
     threshold. Relevance is decided once; the engine evaluates every threshold.
     """
     thresholds = check_thresholds(thresholds)
-    _check_k(k)
+    if not thresholds:
+        from ragmeter.errors import InputError
+
+        raise InputError("thresholds: give at least one threshold")
+    k = _check_k(k)
     return _sweep_prepared(_prepared_match(golden, run), thresholds, k)
 
 
@@ -597,7 +608,7 @@ def _sweep_prepared(prepared: _PreparedMatch, thresholds: Sequence[float], k: in
     """:func:`sweep` on an already loaded and matched batch (no second load or match)."""
     joined, match = prepared.joined, prepared.match
     thresholds = check_thresholds(thresholds)
-    _check_k(k)
+    k = _check_k(k)
     score_arr = _flat_chunk_field(joined, "score").cast(pl.Float64).fill_null(float("nan")).to_numpy()
     grades = match.relevant.astype(np.float64)
     grades.flags.writeable = False  # borrowed by the binding, not copied

@@ -69,6 +69,8 @@ __all__ = [
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 20240501
+#: fewer resamples give no 95% percentile interval worth the name: compare and the reports refuse them
+MIN_RESAMPLES = 100
 #: rows with at most this many distinct values use the multinomial path
 _DISTINCT_LIMIT = 256
 #: resamples per chunk on the general path
@@ -124,6 +126,15 @@ def to_float_array(values: ArrayLike) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- bootstrap engine
+
+
+def check_resampling(n_resamples: Any, seed: Any, names: Tuple[str, str] = ("n_resamples", "seed")) -> Tuple[int, Optional[int]]:
+    """``n_resamples`` (an integer of at least :data:`MIN_RESAMPLES`) and ``seed`` (an integer or None) of a
+    comparison or a report, checked; an :class:`~ragmeter.errors.InputError` names them as ``names`` says."""
+    from ragmeter._args import check_arg
+
+    return (check_arg(names[0], n_resamples, "int", low=MIN_RESAMPLES),
+            check_arg(names[1], seed, "int", optional=True))
 
 
 def _child_seeds(seed: int, n: int) -> List[np.random.SeedSequence]:

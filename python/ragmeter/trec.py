@@ -57,8 +57,13 @@ def evaluate(
     import polars as pl
 
     from ragmeter import _core
+    from ragmeter._args import check_arg
 
-    measures = [measures] if isinstance(measures, str) else list(measures)
+    measures = [measures] if isinstance(measures, str) else check_arg("measures", measures, "texts")
+    # trec_eval's own ranges (a negative -M or -l is its business); the types are Python's
+    relevance_level = check_arg("relevance_level", relevance_level, "int")
+    max_docs = check_arg("max_docs", max_docs, "int", optional=True)
+    num_docs_in_coll = check_arg("num_docs_in_coll", num_docs_in_coll, "int")
     opts = _core.TrecOptions(relevance_level=relevance_level, max_docs=max_docs, complete=complete,
                              judged_only=judged_only, num_docs_in_coll=num_docs_in_coll)
     try:

@@ -126,13 +126,15 @@ def audit(
     correct rate for the detectable difference; ``results``: a results folder to take the observed rates
     from (default rate: 0.5, the worst case). Raises :class:`InputError` for bad input.
     """
+    from ragmeter._args import check_arg
     from ragmeter.dataset import load_golden, reusing_golden_loads
 
-    if target is not None and target <= 0:
-        raise InputError(f"--target: need a positive number of cases, got {target}")
-    for name, value in (("--min-hard-share", min_hard_share), ("--min-source-share", min_source_share), ("--rate", rate)):
-        if value is not None and not 0.0 <= value <= 1.0:
-            raise InputError(f"{name}: need a fraction between 0 and 1, got {value}")
+    target = check_arg("target", target, "int", low=1, optional=True)
+    min_hard_share = check_arg("min_hard_share", min_hard_share, "number", low=0, high=1)
+    min_source_share = check_arg("min_source_share", min_source_share, "number", low=0, high=1, optional=True)
+    rate = check_arg("rate", rate, "number", low=0, high=1, optional=True)
+    hard = check_arg("hard", hard, "texts", optional=True)
+    by = check_arg("by", by, "text")
     label = str(golden) if isinstance(golden, (str, Path)) else "golden"
     with reusing_golden_loads():  # the fields the frame does not keep come from the same parse
         frame = load_golden(golden)

@@ -45,9 +45,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragmeter._args import check_arg
     from ragmeter._io import strict_json
     from ragmeter.audit import audit, render
 
+    check_arg("--target", args.target, "int", low=1, optional=True)  # the flag, not audit()'s keyword, in the error
     hard = args.hard.split(",") if args.hard is not None else None
     result = audit(args.golden, corpus=args.corpus, target=args.target, targets=args.targets, hard=hard,
                    min_hard_share=args.min_hard_share, min_source_share=args.min_source_share, by=args.by,

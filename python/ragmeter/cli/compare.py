@@ -65,10 +65,11 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.errors import InputError
     from ragmeter.report.data import register_folder_metrics
 
+    from ragmeter.stats import check_resampling
+
+    check_resampling(args.resamples, args.seed, names=("--resamples", "--seed"))
     register_folder_metrics(args.base, args.candidate)  # custom judge metrics are gate names like built-in ones
     rules = gate.parse_rules(args.gate) if args.gate is not None else None
-    if args.resamples < 100:
-        raise InputError(f"--resamples: need at least 100, got {args.resamples}")
     if args.out is not None and not args.out.lower().endswith((".md", ".markdown")):
         raise InputError(f"--out {args.out}: the summary is Markdown; name the file .md")
     if args.json not in (None, "-") and not args.json.lower().endswith(".json"):

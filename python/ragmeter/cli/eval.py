@@ -54,14 +54,16 @@ def run(args: argparse.Namespace) -> int:
 
     if not (args.golden and (args.run or args.target)):
         raise InputError("--golden G and --run R (or --target TARGET) are required")
-    if args.repeat < 1:
-        raise InputError("--repeat: must be at least 1")
+    from ragmeter._args import check_arg
+
+    check_arg("--repeat", args.repeat, "int", low=1)
     from ragmeter.cli.judge import apply_preset
 
     apply_preset(args)  # --concurrency and --timeout serve --target's collection too, judged or not
     from ragmeter.calibration import review_settings
 
-    review_settings(args.review_rate, args.review_seed)  # a bad rate is an error before anything is judged
+    # a bad rate is an error before anything is judged
+    review_settings(args.review_rate, args.review_seed, names=("--review-rate", "--review-seed"))
     judge = None
     if not args.no_judge and (args.base_url or args.model):
         if not (args.base_url and args.model):

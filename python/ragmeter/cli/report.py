@@ -15,12 +15,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragmeter.errors import InputError
     from ragmeter.report import DEFAULT_REPORT_RESAMPLES, write_reports
+    from ragmeter.stats import check_resampling
 
     resamples = DEFAULT_REPORT_RESAMPLES if args.resamples is None else args.resamples
-    if resamples < 100:
-        raise InputError(f"--resamples: need at least 100, got {resamples}")
+    check_resampling(resamples, args.seed, names=("--resamples", "--seed"))
     paths = write_reports(args.results_dir, out_dir=args.out, n_resamples=resamples, seed=args.seed,
                           on_warning=lambda text: print(f"ragmeter: warning: {text}", file=sys.stderr))
     print(f"wrote {paths['html']}")

@@ -42,6 +42,7 @@ def write_reports(
     from ragmeter.report.html import render_html
     from ragmeter.report.markdown import render_markdown
 
+    n_resamples, seed = stats.check_resampling(n_resamples, seed)
     seed = stats.DEFAULT_SEED if seed is None else seed
     results = load_results(results_dir)
     if summary is not None:

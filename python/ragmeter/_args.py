@@ -1,0 +1,109 @@
+"""The one check of the public functions' numeric and text arguments.
+
+``check_arg("k", k, "int", low=1)`` returns the value (a plain ``int`` / ``float`` / ``str`` / ``list``) or
+raises :class:`~ragmeter.errors.InputError` naming the argument, what it must be and what it got::
+
+    k must be a positive integer, got '5' (a str)
+    thresholds must be a list of numbers, got 0.5
+    thresholds must be a list of numbers; item 1 is 'x' (a str)
+
+A bool is neither an integer nor a number here (``k=True`` is a slip, not 1), NaN is not a number, and a string
+is not a list. NumPy's integer and float scalars are integers and numbers. The command line passes its flag as
+the name (``--resamples``; "or None" is then left out of the message), the Python functions their keyword
+(``n_resamples``).
+"""
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any, Optional
+
+__all__ = ["check_arg"]
+
+#: kind -> what one value of it is
+_WHAT = {"int": "an integer", "number": "a number", "text": "a string"}
+#: list kind -> the kind of its items
+_ITEMS = {"numbers": "number", "texts": "text"}
+
+
+def check_arg(name: str, value: Any, kind: str, *, low: Optional[float] = None, high: Optional[float] = None,
+              optional: bool = False) -> Any:
+    """``value`` as a ``kind`` ("int", "number", "text", or a list of them: "numbers", "texts") between ``low``
+    and ``high`` (inclusive; numbers only); ``None`` passes when ``optional``. Raises :class:`InputError`."""
+    if value is None and optional:
+        return None
+    or_none = " or None" if optional and not name.startswith("-") else ""  # a flag is given or not: no None
+    item_kind = _ITEMS.get(kind)
+    if item_kind is None:
+        ok, checked = _one(value, kind, low, high)
+        if not ok:
+            _refuse(name, _expected(kind, low, high) + or_none, value)
+        return checked
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or hasattr(value, "keys"):
+        _refuse(name, f"a list of {_plural(item_kind, low, high)}{or_none}", value)
+    items = []
+    for i, item in enumerate(value):
+        ok, checked = _one(item, item_kind, low, high)
+        if not ok:
+            from ragmeter.errors import InputError
+
+            raise InputError(f"{name} must be a list of {_plural(item_kind, low, high)}; item {i} is {_shown(item)}")
+        items.append(checked)
+    return items
+
+
+def _one(value: Any, kind: str, low: Optional[float], high: Optional[float]) -> Any:
+    """(ok, value as a plain Python value)."""
+    if kind == "text":
+        return isinstance(value, str), value
+    number: float
+    if isinstance(value, bool):
+        return False, value
+    if kind == "int" and isinstance(value, Integral):
+        number = int(value)
+    elif kind == "number" and isinstance(value, Real):
+        number = float(value)
+    else:
+        return False, value
+    if math.isnan(number):
+        return False, value
+    return (low is None or number >= low) and (high is None or number <= high), number
+
+
+def _bounds(low: Optional[float], high: Optional[float]) -> str:
+    if low is not None and high is not None:
+        return f" between {low:g} and {high:g}"
+    if low is not None:
+        return f" >= {low:g}"
+    return f" <= {high:g}" if high is not None else ""
+
+
+def _expected(kind: str, low: Optional[float], high: Optional[float]) -> str:
+    if kind == "int" and high is None and low in (0, 1):
+        return "a positive integer" if low == 1 else "a non-negative integer"
+    return _WHAT[kind] + (_bounds(low, high) if kind != "text" else "")
+
+
+def _plural(kind: str, low: Optional[float], high: Optional[float]) -> str:
+    plural = {"number": "numbers", "text": "strings", "int": "integers"}[kind]
+    return plural + (_bounds(low, high) if kind != "text" else "")
+
+
+def _shown(value: Any) -> str:
+    """The value as the message shows it: its repr (shortened), with its type unless it is a number or None."""
+    numeric = isinstance(value, Real) and not isinstance(value, bool)
+    if numeric:  # NumPy's scalars as the plain numbers they are (not np.float64(0.5))
+        return repr(int(value) if isinstance(value, Integral) else float(value))
+    import reprlib
+
+    shorter = reprlib.Repr()
+    shorter.maxstring = shorter.maxother = 60
+    text = shorter.repr(value)
+    kind = type(value).__name__
+    return text if value is None else f"{text} ({'an' if kind[:1] in 'aeiou' else 'a'} {kind})"
+
+
+def _refuse(name: str, expected: str, value: Any) -> None:
+    from ragmeter.errors import InputError
+
+    raise InputError(f"{name} must be {expected}, got {_shown(value)}")
