@@ -153,6 +153,8 @@ class Engine:
         self.cost_usd: Optional[float] = 0.0
         self.calls = 0
         self.cached_calls = 0
+        self.answered_calls = 0  #: calls sent whose reply came back (counted before the reply is committed)
+        self.failed_calls = 0    #: calls sent that failed for good (JudgeCallError): no reply to cache
 
     # -- keys ------------------------------------------------------------------------------------------
     def params(self) -> Dict[str, Any]:
@@ -224,6 +226,7 @@ class Engine:
             res = await self.client.chat(messages, max_tokens=self.max_tokens, messages_json=encoded,
                                          prompt_estimate=est_pt)
         except JudgeCallError as err:
+            self.failed_calls += 1
             cost = self._cost(self.model, err.prompt_tokens, err.completion_tokens)
             self.budget.settle(est, cost)
             self._account(cost)
@@ -233,6 +236,7 @@ class Engine:
                 stats.raw_output = err.raw
             self.calls += 1
             raise
+        self.answered_calls += 1
         cost = self._cost(self.model, res.prompt_tokens, res.completion_tokens)
         self.budget.settle(est, cost)
         self._account(cost)
@@ -300,10 +304,12 @@ class Engine:
         try:
             res = await self.client.embed(texts)
         except JudgeCallError as err:
+            self.failed_calls += 1
             self.budget.settle(est, 0.0)
             stats.add(prompt="embeddings", attempts=err.attempts, pt=0, ct=0, cost=0.0, latency_ms=err.latency_ms)
             self.calls += 1
             raise
+        self.answered_calls += 1
         cost = self._cost(model, res.prompt_tokens, 0)
         self.budget.settle(est, cost)
         self._account(cost)

@@ -52,6 +52,8 @@ class Tally:
     """What the runs given this tally have done so far; read after an interrupt (``ragmeter judge`` says it)."""
 
     sent: int = 0        #: calls sent that came back (answered or failed for good)
+    failed: int = 0      #: of ``sent``, the calls that failed for good (no reply, nothing to cache)
+    uncached: int = 0    #: of ``sent``, replies received by runs without a cache (--no-cache, repeats 2..N)
     cached: int = 0      #: replies committed to the cache
     replayed: int = 0    #: calls answered from the cache
     rows_done: int = 0
@@ -60,12 +62,20 @@ class Tally:
     notes: List[str] = field(default_factory=list)  #: "; ..." what became of replies the cache could not take
 
     def message(self) -> str:
-        where = f" in {self.cache_path}" if self.cache_path else ""
-        resume = ("a rerun with the same --cache resumes from them" if self.cache_path
-                  else "no cache was used (--no-cache): a rerun sends every call again")
-        return (f"{self.rows_done} of {self.rows_total} judge rows finished; {self.sent} calls came back this run "
-                f"and {self.cached} replies are cached{where} ({self.replayed} answered from the cache); {resume}"
-                + "".join(self.notes))
+        """One line: rows finished, and what became of every call that came back. ``sent`` is ``failed`` +
+        ``uncached`` + ``cached`` + the replies the notes account for (those the cache could not take), except
+        that identical requests whose replies are committed in one transaction share one cache entry."""
+        done = f"{self.rows_done} of {self.rows_total} judge rows finished; {self.sent} calls came back this run"
+        if not self.cache_path:
+            failed = f" ({self.failed} failed)" if self.failed else ""
+            return f"{done}{failed}; no cache was used (--no-cache): a rerun sends every call again" + \
+                "".join(self.notes)
+        apart = [f"{self.failed} failed, nothing to cache"] if self.failed else []
+        if self.uncached:
+            apart.append(f"{self.uncached} answered by runs without the cache")
+        apart_text = f" ({'; '.join(apart)})" if apart else ""
+        return (f"{done}{apart_text} and {self.cached} replies are cached in {self.cache_path} ({self.replayed} "
+                f"answered from the cache); a rerun with the same --cache resumes from them" + "".join(self.notes))
 
 DEFAULT_CACHE = ".ragmeter/cache.sqlite"
 
@@ -683,7 +693,10 @@ async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: Pr
                 await _cancel(tasks)  # an interrupt: every worker stops before the session and the cache close
                 if cfg.tally is not None:
                     cfg.tally.rows_done += progress.done
-                    cfg.tally.sent += engine.calls
+                    cfg.tally.sent += engine.answered_calls + engine.failed_calls
+                    cfg.tally.failed += engine.failed_calls
+                    if cfg.cache is None:  # --no-cache, or repeats 2..N: nothing of this run goes to the cache
+                        cfg.tally.uncached += engine.answered_calls
                     cfg.tally.replayed += engine.cached_calls
     errors = [t.exception() for t in tasks if not t.cancelled()]  # retrieved, so asyncio does not log them
     if stop.stopped:
