@@ -105,6 +105,7 @@ def _jsonl_columnar(path: Path) -> Optional[pl.DataFrame]:
 
 
 def _jsonl(path: Path) -> Tuple[List[Any], List[int]]:
+    from ragmeter._sniff import text_shape_diagnosis
     from ragmeter.dataset import read_text
 
     records, lines = [], []
@@ -115,7 +116,9 @@ def _jsonl(path: Path) -> Tuple[List[Any], List[int]]:
         try:
             records.append(json.loads(stripped))
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+            # a first line that is not JSON: one diagnosis of the whole file (CSV, TSV, ...) when it has a shape
+            shape = None if records else text_shape_diagnosis(path, stripped, "chunk exports")
+            raise InputError(shape or f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})") from None
         lines.append(number)
     if not records:
         raise InputError(f"{path}: no chunks (the file is empty or has only comments)")
