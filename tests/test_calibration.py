@@ -48,7 +48,8 @@ def reference_kappa(a, b):
         matrix[(x, y)] += 1
     po = sum(matrix[(x, x)] for x in labels) / n
     pe = sum(sum(matrix[(x, y)] for y in labels) * sum(matrix[(y, x)] for y in labels) for x in labels) / n ** 2
-    return None if pe == 1 else (po - pe) / (1 - pe)
+    # one rater with a single label pins kappa at 0 whatever the agreement: undefined, like pe == 1
+    return None if pe == 1 or len(set(a)) == 1 or len(set(b)) == 1 else (po - pe) / (1 - pe)
 
 
 @settings(max_examples=300, deadline=None)
@@ -70,6 +71,19 @@ def test_all_one_class_is_undefined_never_one_or_zero(label, n) -> None:
     assert k.value is None and k.observed == 1.0 and k.chance == 1.0 and "chance agreement is 1" in k.reason
     assert k.to_dict()["band"] is None
     assert agreement([label] * n, [label] * n).value == 1.0  # agreement itself is defined
+
+
+@pytest.mark.parametrize("a, b", [
+    ([True] * 19 + [False], [True] * 20),  # the reviewer found every case correct, the judge 19 of 20
+    ([True] * 5, [False] * 5),  # all disagree, each rater with one label
+    ([True, False] * 5, [True] * 10),
+])
+def test_one_rater_with_a_single_label_is_undefined_never_zero(a, b) -> None:
+    for first, second in ((a, b), (b, a)):
+        k = cohen_kappa(first, second)
+        assert k.value is None and k.ci_low is None and k.ci_high is None, k
+        assert "undefined" in k.reason and "same label" in k.reason and k.to_dict()["band"] is None
+        assert k.observed == agreement(first, second).value and k.n == len(a)
 
 
 def test_missing_labels_are_left_out_and_counted() -> None:

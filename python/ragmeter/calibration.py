@@ -2,7 +2,8 @@
 
 * :func:`cohen_kappa` -- Cohen's kappa of two raters on the same items, with its 95% interval (the large-sample
   standard error of Fleiss, Cohen & Everitt, 1969), the observed and the chance agreement and ``n``. When the
-  chance agreement is 1 (both raters put every item in one and the same class) kappa is 0/0: it is reported as
+  chance agreement is 1 (both raters put every item in one and the same class) kappa is 0/0; when one rater put
+  every item in one class it is 0 (with a standard error of 0) whatever the agreement. Both are reported as
   ``None`` with a reason, never as 1.0 or 0.0.
 * :func:`agreement` -- the share of items two raters agree on, with its Wilson 95% interval, the 2x2 cells
   (for yes/no labels) and the kappa.
@@ -107,6 +108,11 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> Kappa:
     if chance >= 1.0 - 1e-12:
         return Kappa(None, None, None, observed, chance, n, missing,
                      "undefined: chance agreement is 1 (both raters gave every item the same single label)")
+    if len(rows) == 1 or len(cols) == 1:  # then observed == chance: kappa is 0 and its standard error 0, whatever
+        return Kappa(None, None, None, observed, chance, n, missing,
+                     f"undefined: one rater (the {'first' if len(rows) == 1 else 'second'}) gave every item the same "
+                     f"label, {next(iter(rows if len(rows) == 1 else cols))!r}, so kappa is 0 whatever the agreement "
+                     f"(observed {observed:.2f})")
     kappa = (observed - chance) / (1 - chance)
     se = _kappa_se(cells, rows, cols, n, kappa, chance)
     lo, hi = (None, None) if se is None else (max(-1.0, kappa - Z95 * se), min(1.0, kappa + Z95 * se))
