@@ -136,6 +136,20 @@ def test_resolution_uses_compares_detectable_difference():
     assert worst["rates"] == {"rate": 0.5} and worst["mde_pp"] > d["mde_pp"]
 
 
+def test_a_set_too_small_to_detect_any_difference_says_so(tmp_path):
+    # at n=3 (rate 0.5) a paired test would need a difference of more than 100 points: no rate can differ by that
+    tiny = write_jsonl(tmp_path / "tiny.jsonl", [{"id": f"t{i}", "question": f"q {i}?", "category": c,
+                                                 "expectedEvidence": ["x"]} for i, c in enumerate("aab")])
+    assert 100 * stats.min_detectable_difference_proportion(3, 0.5) > 100
+    d = ragmeter.audit(tiny, target=120).to_dict()["resolution"]
+    assert d["mde_pp"] is None and "n=3" in d["mde_reason"] and "100 points" in d["mde_reason"]
+    assert d["target"]["mde_pp"] is not None and "mde_reason" not in d["target"]
+    proc = cli("--golden", str(tiny), "--target", "120")
+    text = " ".join(proc.stdout.split())
+    assert proc.returncode == 0 and "none detectable (it would take over 100 points) at n=3" in text, proc.stdout
+    assert max(columns(line) for line in proc.stdout.splitlines()) <= 80
+
+
 def test_frames_match_the_dict():
     a = ragmeter.audit(worked(), targets=SPEC)
     assert isinstance(a.by_category, pl.DataFrame)

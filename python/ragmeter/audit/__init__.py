@@ -459,6 +459,9 @@ def _resolution(n: int, target_n: Optional[int], observed: Tuple[Dict[str, float
         mde = {name: _mde_pp(size, p) for name, p in rates.items()}
         primary = mde.get("correct", mde.get("hit", mde.get("rate")))
         out: Dict[str, Any] = {"n": size, "points_per_case": round(100 / size, 2), "mde_pp": primary}
+        if primary is None:
+            out["mde_reason"] = (f"at n={size} no difference is detectable: a paired test would need one of over "
+                                 "100 points")
         if len(mde) > 1 or "rate" not in mde:
             out["mde_pp_by_metric"] = mde
         return out
@@ -474,7 +477,8 @@ def _mde_pp(n: int, p: float) -> Optional[float]:
     from ragmeter import stats
 
     value = stats.min_detectable_difference_proportion(n, 2 * p * (1 - p))
-    return None if value is None or math.isnan(value) else round(100 * value, 1)
+    # over 100 points is no difference of two rates: none is detectable (None, the reason beside it)
+    return None if value is None or math.isnan(value) or value > 1 else round(100 * value, 1)
 
 
 class _CallableModule(types.ModuleType):

@@ -129,7 +129,7 @@ def _n(count: int, noun: str) -> str:
 
 
 def _pp(value: Optional[float]) -> str:
-    return "—" if value is None else f"{value:.1f} points"
+    return "none detectable (it would take over 100 points)" if value is None else f"{value:.1f} points"
 
 
 def warning_lines(d: Dict[str, Any], limit: Optional[int] = 30) -> List[str]:
