@@ -558,3 +558,13 @@ def test_compare_of_runs_that_share_no_case_is_refused(exported, tmp_path: Path)
     sheet = fill(folder / "review" / "review.csv", tmp_path / "filled.csv", human_truth(manifest))
     line = _one_error_line(ragmeter("review", "compare", folder, other, "--human", sheet))
     assert "run and other" in line and "no case" in line, line
+
+
+def test_export_asking_more_random_cases_than_there_are_says_how_many_it_drew(tmp_path: Path) -> None:
+    folder = write_folder(tmp_path / "run")
+    proc = ragmeter("review", "export", folder, "--random", "1000")
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((folder / "review" / "manifest.json").read_text())
+    assert manifest["random"]["n"] == len(REST_IDS)
+    assert f"seeded random {len(REST_IDS)} of the {len(REST_IDS)} other" in manifest["random"]["method"]
+    assert "1000" not in proc.stdout

@@ -94,7 +94,7 @@ def select_sample(cases: pl.DataFrame, summary: Dict[str, Any], *, random_n: Opt
         if n < 0:
             raise InputError("--random: must be 0 or more")
         chosen = sorted(rest, key=lambda i: review_draw(seed, i))[:n]
-        method = f"seeded random {n} of the {len(rest)} other cases judged correct (seed {seed})"
+        method = f"seeded random {len(chosen)} of the {len(rest)} other cases judged correct (seed {seed})"
     stratum = {row["id"]: row["stratum"] for row in table.iter_rows(named=True)
                if row["stratum"] in ("judge_incorrect", "miss_but_correct", "judge_failed")}
     stratum.update({i: "random" for i in chosen})
