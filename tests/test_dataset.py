@@ -345,19 +345,30 @@ def test_golden_fingerprint_is_about_the_cases_not_the_file(tmp_path):
     assert golden_fingerprint(load_golden(write(tmp_path / "relabelled.jsonl", relabelled))) != plain
 
 
-def test_in_memory_rows_without_ids_are_numbered_and_joined_only_with_each_other(capsys):
+def test_in_memory_rows_without_ids_are_numbered_and_joined_only_with_each_other(capsys, caplog):
+    import logging
+
     import ragmeter
 
     golden = [{"user_input": "q1", "reference_contexts": ["alpha"]}, {"user_input": "q2", "reference_contexts": ["beta"]}]
     run = [{"retrieved_contexts": ["alpha here", "x"], "response": "a"}, {"retrieved_contexts": ["nothing"]}]
-    g = load_golden(golden)
-    assert g["id"].to_list() == ["row-0", "row-1"] and g["id_from_line"].all()
-    assert g["category"].to_list() == ["uncategorised"] * 2
-    assert "golden: no ids; each case is named by its row number (row-0, row-1), which" in capsys.readouterr().err
-    result = ragmeter.score(golden, run)
+    # The notes are INFO records on the "ragmeter.notes" logger: an application shows them with logging, and a
+    # library call prints nothing (the command line prints them, tests/test_input_shapes.py).
+    with caplog.at_level(logging.INFO, logger="ragmeter.notes"):
+        g = load_golden(golden)
+        assert g["id"].to_list() == ["row-0", "row-1"] and g["id_from_line"].all()
+        assert g["category"].to_list() == ["uncategorised"] * 2
+        assert [(r.name, r.levelno) for r in caplog.records] == [("ragmeter.notes", logging.INFO)]
+        assert caplog.messages == ["golden: no ids; each case is named by its row number (row-0, row-1), which joins "
+                                   "it only to a file that has no ids either"]
+        caplog.clear()
+        result = ragmeter.score(golden, run)
+        assert "neither golden nor run has ids: their cases are joined by row number" in caplog.messages
     assert result.summary["ids_from_line_numbers"] is True
     assert result.cases["hit"].to_list() == [True, False]
-    assert "neither golden nor run has ids: their cases are joined by row number" in capsys.readouterr().err
+    assert capsys.readouterr().err == ""
+    ragmeter.score(golden, run)  # without logging set up, too (Python's last-resort handler shows WARNING and up)
+    assert capsys.readouterr().err == ""
     with pytest.raises(InputError, match="run: has ids but golden has none"):
         ragmeter.score(golden, [{"id": "row-0", "retrieved": []}])
     # A frame from load_golden keeps its flag when passed back.

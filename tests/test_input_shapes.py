@@ -315,6 +315,39 @@ def test_files_without_ids_join_by_line_number_and_say_so(tmp_path: Path, native
     assert s["overall"] == native["overall"]
 
 
+def test_the_command_line_prints_each_note_once_and_leaves_logging_as_it_was(tmp_path: Path, capsys, monkeypatch) -> None:
+    import logging
+
+    from ragmeter.cli import main
+
+    write_jsonl(tmp_path / "g.jsonl", [{"question": "q1", "expectedEvidence": ["alpha"]},
+                                       {"question": "q2", "expectedEvidence": ["beta"]}])
+    write_jsonl(tmp_path / "r.jsonl", [{"retrieved": [{"text": "alpha"}]}, {"retrieved": []}])
+    monkeypatch.chdir(tmp_path)
+    # a handler on the root logger, as `ragmeter judge`'s logging.basicConfig sets up: the notes are not printed twice
+    root = logging.StreamHandler(sys.stderr)
+    root.setFormatter(logging.Formatter("ragmeter: %(message)s"))
+    logging.getLogger().addHandler(root)
+    try:
+        assert main(["score", "--golden", "g.jsonl", "--run", "r.jsonl", "--json"]) == 0
+    finally:
+        logging.getLogger().removeHandler(root)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line for line in lines if "no ids" in line or "has ids" in line] == [
+        "ragmeter: note: g.jsonl: no ids; each case is named by its line number (line-1, line-2), which joins it only "
+        "to a file that has no ids either",
+        "ragmeter: note: r.jsonl: no ids; each case is named by its line number (line-1, line-2), which joins it only "
+        "to a file that has no ids either",
+        "ragmeter: note: neither g.jsonl nor r.jsonl has ids: their cases are joined by line number"]
+    notes = logging.getLogger("ragmeter.notes")
+    assert notes.handlers == [] and notes.propagate and notes.level == logging.NOTSET  # as before the command
+    import ragmeter
+
+    (tmp_path / "h.jsonl").write_bytes((tmp_path / "g.jsonl").read_bytes())  # a note not said yet
+    ragmeter.score("h.jsonl", "r.jsonl")  # a library call after the command prints nothing
+    assert capsys.readouterr().err == ""
+
+
 def _aligned_run() -> List[Dict[str, Any]]:
     """The example run in golden order, a case missing from it as an empty retrieval."""
     by_id = {r["id"]: r for r in RUN}

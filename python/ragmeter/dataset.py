@@ -37,10 +37,10 @@ import contextlib
 import contextvars
 import difflib
 import json
+import logging
 import math
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -488,8 +488,8 @@ def _ids_from_lines(records: List[Record], label: str, note: bool = True) -> boo
 
     That is when no record has an id (and none has a field that looks like a
     misnamed id), or when every record says so (a frame from this module).
-    ``note``: say so on stderr (not for a file about to be refused as the
-    wrong shape: one diagnosis, not a note before it).
+    ``note``: say so in a note (:func:`_note`; not for a file about to be
+    refused as the wrong shape: one diagnosis, not a note before it).
     """
     if records and all(rec.get("id_from_line") is True for _w, _l, rec in records):
         return True
@@ -503,16 +503,16 @@ def _ids_from_lines(records: List[Record], label: str, note: bool = True) -> boo
     return True
 
 
-_NOTES_SAID: set = set()
+#: the notes' logger (the command line prints what it logs; keep the name in step with ragmeter.cli.NOTES_LOGGER)
+NOTES = logging.getLogger("ragmeter.notes")
 
 
 def _note(message: str) -> None:
-    """One line on stderr about how an input was read (not an error); once per process, however many times a
-    command reads the same input (``score`` reads the golden set again for its audit pointer)."""
-    if message in _NOTES_SAID:
-        return
-    _NOTES_SAID.add(message)
-    print(f"ragmeter: note: {message}", file=sys.stderr)
+    """A note about how an input was read (not an error), logged at INFO on the ``ragmeter.notes`` logger: a
+    library call prints nothing (an application shows the notes with ``logging``); the command line prints each
+    note once as ``ragmeter: note: ...`` on stderr, however many times the command reads the same input
+    (``score`` reads the golden set again for its audit pointer)."""
+    NOTES.info("%s", message)
 
 
 def _opt_str(value: Any, field: str, where: str, problems: _Problems) -> Optional[str]:

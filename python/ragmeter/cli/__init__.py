@@ -77,7 +77,44 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return 2
     _numpy_without_blas_threads()
-    return _guarded(lambda: args._module.run(args))
+    with _NotesOnStderr():
+        return _guarded(lambda: args._module.run(args))
+
+
+#: the logger ragmeter's modules say how an input was read on (INFO records; see ragmeter.dataset._note)
+NOTES_LOGGER = "ragmeter.notes"
+
+
+class _NotesOnStderr:
+    """For one command: the notes logged on :data:`NOTES_LOGGER` (which a library call leaves to the
+    application) as ``ragmeter: note: MESSAGE`` lines on stderr, each note once however many times the command
+    reads the same input; the logger is put back as it was afterwards. The notes do not reach other handlers
+    (``judge``'s ``logging.basicConfig`` would print them a second time)."""
+
+    def __enter__(self) -> None:
+        import logging
+
+        said: set = set()
+
+        class NoteLines(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                message = record.getMessage()
+                if message not in said:
+                    said.add(message)
+                    # print, as every line of the command: a closed pipe is the command's (see _guarded)
+                    print(f"ragmeter: note: {message}", file=sys.stderr)
+
+        self.logger = logging.getLogger(NOTES_LOGGER)
+        self.saved = (self.logger.level, self.logger.propagate)
+        self.handler = NoteLines()
+        self.logger.addHandler(self.handler)
+        self.logger.setLevel(logging.INFO)
+        self.logger.propagate = False
+
+    def __exit__(self, *exc: object) -> None:
+        self.logger.removeHandler(self.handler)
+        self.logger.setLevel(self.saved[0])
+        self.logger.propagate = self.saved[1]
 
 
 def _numpy_without_blas_threads() -> None:
