@@ -181,6 +181,34 @@ def test_incomplete_sheet_is_reported_not_guessed(exported, tmp_path: Path) -> N
     assert "wrong-0" in proc.stdout
 
 
+def test_sample_cases_deleted_from_the_sheet_are_incomplete_exit_3(exported, tmp_path: Path) -> None:
+    """A reviewer who deletes (or filters out) rows of the sample has not reviewed those cases: exit 3, named."""
+    folder, manifest = exported
+    sheet = fill(folder / "review" / "review.csv", tmp_path / "filled.csv", human_truth(manifest))
+    with sheet.open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    dropped = sorted({r["id"] for r in rows})[:2]
+    kept = [r for r in rows if r["id"] not in dropped]
+    for where in (tmp_path / "sheet.csv", folder / "review" / "filtered.csv"):  # away from and next to the manifest
+        with where.open("w", encoding="utf-8", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(kept)
+        proc = ragmeter("review", "import", folder, where)
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        c = json.loads((folder / "summary.json").read_text())["calibration"]
+        assert c["missing_from_sheet"] == [i for i in manifest["ids"] if i in dropped]
+        assert c["n_incomplete"] == 2 and set(c["incomplete"]) == set(dropped) and c["n"] == 13
+        said = " ".join(proc.stdout.split())
+        assert "incomplete: 2 case(s) not (fully) reviewed (2 of them with no row in the sheet)" in said, said
+    # a sheet with a case the manifest does not list belongs to another export: the manifest is not used
+    other = dict(manifest, ids=[i for i in manifest["ids"] if i != kept[0]["id"]])
+    (folder / "review" / "manifest.json").write_text(json.dumps(other), encoding="utf-8")
+    proc = ragmeter("review", "import", folder, tmp_path / "sheet.csv")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "missing_from_sheet" not in json.loads((folder / "summary.json").read_text())["calibration"]
+
+
 def _bad(folder: Path, sheet: Path, text: str) -> subprocess.CompletedProcess:
     sheet.write_text(text, encoding="utf-8")
     return ragmeter("review", "import", folder, sheet)

@@ -360,6 +360,11 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
     section = calibrate(review, population, min_agreement=min_agreement)
     section["sheet"] = str(sheet)
     section.update(_manifest_check(Path(sheet), results.path))
+    missing = _sample_missing_from_sheet(Path(sheet), results.path, set(labels), known)
+    if missing:  # rows a reviewer deleted or filtered out: not reviewed, as a row left blank is
+        section["missing_from_sheet"] = missing
+        section["incomplete"] = section["incomplete"] + missing
+        section["n_incomplete"] = len(section["incomplete"])
     summary = dict(results.summary)
     summary["calibration"] = section
     files = summary.get("files")
@@ -370,6 +375,20 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
         write_text(tmp / "summary.json", strict_json(summary) + "\n")
         write_reports(results.path, out_dir=tmp, summary=summary)
     return section
+
+
+def _sample_missing_from_sheet(sheet: Path, results_dir: Path, in_sheet: set, known: set) -> List[str]:
+    """Cases of the exported sample that have no row in the sheet. The sample is the manifest next to the sheet,
+    else the folder's own ``review/manifest.json``; a manifest that does not list every case of the sheet belongs
+    to another export and is not used."""
+    for manifest in (sheet.parent / "manifest.json", results_dir / "review" / "manifest.json"):
+        try:
+            ids = json.loads(manifest.read_text(encoding="utf-8")).get("ids")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(ids, list) and in_sheet <= set(ids):
+            return [i for i in ids if i in known and i not in in_sheet]
+    return []
 
 
 def _manifest_check(sheet: Path, results_dir: Path) -> Dict[str, Any]:

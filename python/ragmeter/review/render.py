@@ -80,7 +80,9 @@ def text_lines(c: Dict[str, Any]) -> List[str]:
     lines.append("  " + ppi_line(c))
     if c.get("n_incomplete"):
         shown = ", ".join(c["incomplete"][:5]) + (" ..." if c["n_incomplete"] > 5 else "")
-        lines.append(f"  incomplete: {c['n_incomplete']} case(s) not (fully) reviewed, left out: {shown}")
+        absent = len(c.get("missing_from_sheet") or [])
+        rows = f" ({absent} of them with no row in the sheet)" if absent else ""
+        lines.append(f"  incomplete: {c['n_incomplete']} case(s) not (fully) reviewed{rows}, left out: {shown}")
     if c.get("warning"):
         lines.append(f"  warning: {c['warning']}")
     if c.get("manifest_warning"):
