@@ -500,3 +500,20 @@ def test_tables_stay_aligned_with_chinese_names(tmp_path: Path) -> None:
         assert len(ends) == 1, "\n".join(table)  # the share column ends in one place
         assert columns(table[0]) == ends.pop(), "\n".join(table)
     assert any(line.startswith("中文类别名称非常长") and "…" in line for line in lines), proc.stdout
+
+
+def test_a_phrase_shared_by_many_cases_is_one_warning_naming_them():
+    """A phrase copied into seven cases and missing from the corpus is one finding: one warning counting the
+    seven cases and naming five, each case still marked in the evidence table."""
+    shared = [{"id": f"s-{i}", "question": f"Bonus {i}?", "category": "a", "expectedEvidence": ["nowhere at all"]}
+              for i in range(7)]
+    other = [{"id": "o-1", "question": "Other?", "category": "a", "expectedEvidence": ["also missing"]},
+             {"id": "o-2", "question": "Found?", "category": "a", "expectedEvidence": ["年终奖为"]}]
+    a = ragmeter.audit(shared + other, corpus=OCR_CHUNKS)
+    missing = [w for w in a.warnings if w.code == "evidence_not_in_corpus"]
+    assert [len(w.cases) for w in missing] == [7, 1]
+    assert missing[0].cases == [f"s-{i}" for i in range(7)]
+    assert missing[0].message == ("'nowhere at all' not in any chunk of the corpus "
+                                  "(7 cases: s-0, s-1, s-2, s-3, s-4 and 2 more)")
+    assert missing[1].message == "'also missing' not in any chunk of the corpus (case o-1)"
+    assert a.evidence["status"].to_list() == ["not_in_corpus"] * 8 + ["found"]

@@ -280,23 +280,37 @@ def _explain_unfound(unfound: pl.DataFrame, chunks: pl.DataFrame, rows_of_case: 
     located = _locate(unfound.filter(pl.col("anywhere"))["phrase"].unique(maintain_order=True).to_list(), chunks)
     cache: Dict[int, Tuple[str, str]] = {}
     status: Dict[Tuple[int, str], Tuple[str, Optional[str], Optional[str]]] = {}
+    # one warning per finding (code and text), naming every case that shares it: a phrase copied into 49 cases
+    # is one problem, not 49 warnings
+    grouped: Dict[Tuple[str, str], List[str]] = {}
     for row in unfound.iter_rows(named=True):
         key = (row["case"], row["phrase"])
         files = ", ".join(f for f in row["expected_files"] if f.strip())
         if row["anywhere"]:
             place = located.get(row["phrase"])
             where = f" but in {place}" if place else " but in another file"
-            warnings.append(AuditWarning("evidence_in_other_file", f"{_quote(row['phrase'])} not in any chunk of {files}{where} "
-                                         f"(case {row['id']})", [row["id"]]))
+            grouped.setdefault(("evidence_in_other_file", f"{_quote(row['phrase'])} not in any chunk of {files}{where}"),
+                               []).append(row["id"])
             status[key] = ("in_other_file", place, None)
             continue
         rows = rows_of_case[row["case"]]
         hint = _suggest(row["phrase"], rows, chunks, cache) if rows else None
         scope = f"any chunk of {files}" if row["has_files"] else "any chunk of the corpus"
         tail = f"; the chunk {hint[0]} has {_quote(hint[1])}" if hint else ""
-        warnings.append(AuditWarning("evidence_not_in_corpus", f"{_quote(row['phrase'])} not in {scope}{tail} (case {row['id']})", [row["id"]]))
+        grouped.setdefault(("evidence_not_in_corpus", f"{_quote(row['phrase'])} not in {scope}{tail}"), []).append(row["id"])
         status[key] = ("not_in_corpus", hint[0] if hint else None, hint[1] if hint else None)
+    warnings.extend(AuditWarning(code, f"{text} ({_cases_named(ids)})", ids) for (code, text), ids in grouped.items())
     return status
+
+
+def _cases_named(ids: List[str]) -> str:
+    """``case a`` for one case, ``3 cases: a, b, c`` (the first five, then how many more) for several."""
+    from ragmeter._warnings import SHOWN
+
+    if len(ids) == 1:
+        return f"case {ids[0]}"
+    more = len(ids) - SHOWN
+    return f"{len(ids)} cases: " + ", ".join(ids[:SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
 def _chunks_per_unit(units: Dict[Tuple[str, ...], int], chunks: pl.DataFrame) -> Dict[str, Any]:
