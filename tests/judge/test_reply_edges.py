@@ -85,3 +85,25 @@ def test_always_no_choices_ends_as_bad_response_after_max_attempts(server, fast_
     assert "no choices" in str(err) and f"gave up after {fast_retry.max_attempts} attempts" in str(err)
     assert len(err.attempts) == fast_retry.max_attempts
     assert err.prompt_tokens == 7 * fast_retry.max_attempts
+
+
+# -- embeddings: a reply without its vectors is malformed, retried as any unreadable 200 ----------------------
+@pytest.mark.parametrize("body", [{"object": "list"}, {"object": "list", "data": [{"index": 0, "embedding": [0.1]}]}])
+def test_an_embeddings_reply_without_its_vectors_is_retried_then_fails_as_bad_response(server, fast_retry, body):
+    import asyncio
+
+    from ragmeter.judge import ClientConfig, JudgeClient
+
+    async def go():
+        cfg = ClientConfig(base_url=server.base_url, model="m", policy=fast_retry, embeddings_model="e")
+        async with JudgeClient(cfg) as client:
+            return await client.embed(["a b", "c"])
+    bad = {"status": 200, "body": json.dumps(body)}
+    server.script = [bad, bad]
+    res = asyncio.run(go())  # two malformed replies, then the vectors
+    assert len(res.vectors) == 2 and [a["outcome"] for a in res.attempts] == ["bad_response", "bad_response", "ok"]
+    server.script = [bad] * fast_retry.max_attempts
+    with pytest.raises(JudgeCallError) as ei:
+        asyncio.run(go())
+    assert ei.value.kind == "bad_response" and "expected 2 vectors" in str(ei.value)
+    assert len(ei.value.attempts) == fast_retry.max_attempts

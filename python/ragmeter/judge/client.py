@@ -637,7 +637,9 @@ class JudgeClient:
         def on_ok(data: Dict[str, Any], record: Dict[str, Any]) -> tuple[List[List[float]], int]:
             items = data.get("data")
             if not isinstance(items, list) or len(items) != len(texts):
-                raise JudgeCallError(f"embeddings: expected {len(texts)} vectors", kind="bad_response", attempts=[])
+                # a malformed reply, retried with back-off as any unreadable 200 is
+                got = f"{len(items)}" if isinstance(items, list) else "no 'data' list"
+                raise _BadReply(f"embeddings: expected {len(texts)} vectors, got {got}")
             items = sorted(items, key=lambda d: d.get("index", 0))
             vectors = [_one_vector(d["embedding"]) for d in items]
             usage = data.get("usage") or {}
