@@ -41,6 +41,7 @@ import logging
 import math
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -61,6 +62,8 @@ __all__ = [
     "FIELD_NAMES",
     "golden_fingerprint",
     "check_id_sources",
+    "RecordProblem",
+    "run_record_problems",
 ]
 
 #: At most this many problems are listed in one error message.
@@ -156,9 +159,11 @@ class _Problems:
     def __init__(self, label: str) -> None:
         self.label = label
         self.items: List[Tuple[str, str]] = []
+        self.fields: List[Optional[str]] = []  #: per item, the field it is about (see RecordProblem.field)
 
-    def add(self, where: str, message: str) -> None:
+    def add(self, where: str, message: str, field: Optional[str] = None) -> None:
         self.items.append((where, message))
+        self.fields.append(field)
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -399,25 +404,27 @@ def _records(source: Any, name: str, problems: _Problems, what: str) -> List[Rec
 # ---------------------------------------------------------------------------
 
 
-def _pick(record: Dict[str, Any], names: Sequence[str], where: str, problems: _Problems) -> Any:
-    """Value of the first spelling present; two different spellings with different values is a problem."""
+def _pick(record: Dict[str, Any], names: Sequence[str], where: str, problems: _Problems,
+          field: Optional[str] = None) -> Any:
+    """Value of the first spelling present; two different spellings with different values is a problem (about
+    ``field``, default the canonical spelling ``names[0]``)."""
     present = [n for n in names if record.get(n) is not None]  # null counts as absent (DataFrame rows)
     if len(present) > 1 and any(record[n] != record[present[0]] for n in present[1:]):
-        problems.add(where, f"both {present[0]!r} and {present[1]!r} given with different values")
+        problems.add(where, f"both {present[0]!r} and {present[1]!r} given with different values", field or names[0])
     return record[present[0]] if present else None
 
 
 def _id(record: Dict[str, Any], where: str, problems: _Problems) -> Optional[str]:
     value = _pick(record, _ID_NAMES, where, problems)
     if value is None:
-        problems.add(where, "missing 'id'")
+        problems.add(where, "missing 'id'", "id")
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        problems.add(where, f"'id' must be a string, got {_kind(value)}")
+        problems.add(where, f"'id' must be a string, got {_kind(value)}", "id")
         return None
     value = str(value)
     if not value.strip():
-        problems.add(where, "'id' is empty")
+        problems.add(where, "'id' is empty", "id")
         return None
     return value
 
@@ -518,7 +525,7 @@ def _note(message: str) -> None:
 def _opt_str(value: Any, field: str, where: str, problems: _Problems) -> Optional[str]:
     if value is None or isinstance(value, str):
         return value
-    problems.add(where, f"{field!r} must be a string, got {_kind(value)}")
+    problems.add(where, f"{field!r} must be a string, got {_kind(value)}", field)
     return None
 
 
@@ -526,12 +533,12 @@ def _str_list(value: Any, field: str, where: str, problems: _Problems) -> List[s
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
-        problems.add(where, f"{field!r} must be a list of strings, got {_kind(value)}")
+        problems.add(where, f"{field!r} must be a list of strings, got {_kind(value)}", field)
         return []
     out: List[str] = []
     for i, item in enumerate(value):
         if not isinstance(item, str):
-            problems.add(where, f"{field}[{i}] must be a string, got {_kind(item)}")
+            problems.add(where, f"{field}[{i}] must be a string, got {_kind(item)}", f"{field}[{i}]")
         else:
             out.append(item)
     return out
@@ -541,10 +548,10 @@ def _opt_number(value: Any, field: str, where: str, problems: _Problems) -> Opti
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        problems.add(where, f"{field!r} must be a number, got {_kind(value)}")
+        problems.add(where, f"{field!r} must be a number, got {_kind(value)}", field)
         return None
     if isinstance(value, float) and not math.isfinite(value):
-        problems.add(where, f"{field!r} must be a finite number, got {value}")
+        problems.add(where, f"{field!r} must be a finite number, got {value}", field)
         return None
     return float(value)
 
@@ -555,7 +562,7 @@ def _opt_int(value: Any, field: str, where: str, problems: _Problems) -> Optiona
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        problems.add(where, f"{field!r} must be an integer, got {_kind(value)}")
+        problems.add(where, f"{field!r} must be an integer, got {_kind(value)}", field)
         return None
     return value
 
@@ -978,20 +985,19 @@ def _chunk(item: Any, i: int, where: str, problems: _Problems) -> Optional[Dict[
     if isinstance(item, str):
         return {"file": None, "chunk_id": None, "text": item, "score": None}
     if not isinstance(item, dict):
-        problems.add(where, f"{field} must be an object with text and optional file, chunk_id, score, or a string; got {_kind(item)}")
+        problems.add(where, f"{field} must be an object with text and optional file, chunk_id, score, or a string; got {_kind(item)}", field)
         return None
     n_before = len(problems.items)
-    file = _pick(item, _CHUNK_ALIASES["file"], where, problems)
-    text = _pick(item, _CHUNK_ALIASES["text"], where, problems)
-    chunk_id = _pick(item, _CHUNK_ALIASES["chunk_id"], where, problems)
-    score = _pick(item, _CHUNK_ALIASES["score"], where, problems)
+    file, text, chunk_id, score = (_pick(item, _CHUNK_ALIASES[k], where, problems, f"{field}.{k}")
+                                   for k in ("file", "text", "chunk_id", "score"))
     if file is not None and not isinstance(file, str):
-        problems.add(where, f"{field}.file must be a string, got {_kind(file)}")
+        problems.add(where, f"{field}.file must be a string, got {_kind(file)}", f"{field}.file")
     if not isinstance(text, str):
-        problems.add(where, f"{field}.text must be a string, got {_kind(text)}" if text is not None else f"{field}: missing 'text'")
+        problems.add(where, f"{field}.text must be a string, got {_kind(text)}" if text is not None else f"{field}: missing 'text'",
+                     f"{field}.text")
     if chunk_id is not None:
         if isinstance(chunk_id, bool) or not isinstance(chunk_id, (str, int)):
-            problems.add(where, f"{field}.chunk_id must be a string, got {_kind(chunk_id)}")
+            problems.add(where, f"{field}.chunk_id must be a string, got {_kind(chunk_id)}", f"{field}.chunk_id")
         else:
             chunk_id = str(chunk_id)
     score = _opt_number(score, f"{field}.score", where, problems)
@@ -1007,13 +1013,13 @@ def _run_from_records(records: List[Record], problems: _Problems, from_lines: bo
         n_before = len(problems.items)
         case_id = _line_id(where, line) if from_lines and _pick(rec, _ID_NAMES, where, problems) is None else _id(rec, where, problems)
         if not any(n in rec for n in _RETRIEVED_NAMES):
-            problems.add(where, "missing 'retrieved' (use [] for an empty retrieval)")
+            problems.add(where, "missing 'retrieved' (use [] for an empty retrieval)", "retrieved")
         raw: Any = _pick(rec, _RETRIEVED_NAMES, where, problems)
         retrieved: List[Dict[str, Any]] = []
         if raw is None:
             raw = []
         if not isinstance(raw, (list, tuple)):
-            problems.add(where, f"'retrieved' must be a list of chunks, got {_kind(raw)}")
+            problems.add(where, f"'retrieved' must be a list of chunks, got {_kind(raw)}", "retrieved")
         else:
             for i, item in enumerate(raw):
                 chunk = _chunk(item, i, where, problems)
@@ -1023,14 +1029,17 @@ def _run_from_records(records: List[Record], problems: _Problems, from_lines: bo
             contexts = [c["text"] for c in retrieved]
         else:
             contexts = _str_list(rec.get("contexts"), "contexts", where, problems)
-        answer = _opt_str(_pick(rec, _ANSWER_NAMES, where, problems), "answer", where, problems)
-        mode = _opt_str(_pick(rec, _RUN_ALIASES["retrieval_mode"], where, problems), "retrieval_mode", where, problems)
-        latency = _opt_number(_pick(rec, _RUN_ALIASES["latency_ms"], where, problems), "latency_ms", where, problems)
+        answer = _opt_str(_pick(rec, _ANSWER_NAMES, where, problems, "answer"), "answer", where, problems)
+        mode = _opt_str(_pick(rec, _RUN_ALIASES["retrieval_mode"], where, problems, "retrieval_mode"), "retrieval_mode",
+                        where, problems)
+        latency = _opt_number(_pick(rec, _RUN_ALIASES["latency_ms"], where, problems, "latency_ms"), "latency_ms",
+                              where, problems)
         usage = rec.get("usage")
         if usage is None:
             usage = {k: rec.get(k) for k in ("prompt_tokens", "completion_tokens")}
         elif not isinstance(usage, dict):
-            problems.add(where, f"'usage' must be an object with prompt_tokens and completion_tokens, got {_kind(usage)}")
+            problems.add(where, f"'usage' must be an object with prompt_tokens and completion_tokens, got {_kind(usage)}",
+                         "usage")
             usage = {}
         prompt = _opt_int(usage.get("prompt_tokens"), "usage.prompt_tokens", where, problems)
         completion = _opt_int(usage.get("completion_tokens"), "usage.completion_tokens", where, problems)
@@ -1052,6 +1061,23 @@ def _run_from_records(records: List[Record], problems: _Problems, from_lines: bo
         rows["line"].append(line)
         rows["id_from_line"].append(from_lines)
     return pl.DataFrame(rows, schema=RUN_SCHEMA), seen
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    """One reason :func:`load_run` would refuse a run record."""
+
+    field: Optional[str]  #: what it is about, as the record names it: ``answer``, ``retrieved``, ``retrieved[2].text``
+    message: str          #: the loader's own words (what a run file gets after ``FILE:LINE:``)
+
+
+def run_record_problems(record: Dict[str, Any]) -> List[RecordProblem]:
+    """Why :func:`load_run` would refuse ``record`` (one run record, a dict as a JSONL line holds it), in the
+    loader's order; empty when it loads. For a program that makes run records (``ragmeter collect``) and must
+    not write one that ``score`` refuses."""
+    problems = _Problems("record")
+    _run_from_records([("record", None, record)], problems, False)
+    return [RecordProblem(field, message) for (_where, message), field in zip(problems.items, problems.fields)]
 
 
 def _run_error(kind: Any, message: Any, where: str, problems: _Problems) -> Optional[str]:

@@ -430,3 +430,34 @@ def test_the_rate_controller_sees_every_outcome_of_collect(tmp_path):
     assert fixed["policy"] == "fixed" and fixed["throttled"] == fixed["pauses"] == len(ids)
     with pytest.raises(InputError):
         ragmeter.collect(GOLDEN, target=target, rate_control="bogus")
+
+
+def test_a_later_reply_that_would_not_load_names_the_mapping_it_came_from(tmp_path):
+    """The failed case's error names the field as the loader does and the target mapping it was read through."""
+    mapping = ('[response]\nanswer = "data.output.text"\nretrieved = "data.docs"\nretrieval_mode = "meta.mode"\n'
+               '[response.retrieved_item]\nfile = "metadata.source"\ntext = "page_content"\nscore = "relevance"\n')
+    ids = golden_ids()
+    records = example_records()
+    bad_score = dict(records[ids[1]], retrieved=[dict(c, score="high") for c in records[ids[1]]["retrieved"]])
+    bad_answer = dict(records[ids[2]], answer=["not", "text"])
+    records.update({ids[1]: bad_score, ids[2]: bad_answer})
+    with RagServer(shape="nested", modes=None, records=records) as s:
+        target = write_target(tmp_path / "t.toml", s.url, mapping)
+        result = ragmeter.collect(GOLDEN, target=target, policy=FAST)
+    errors = {r["id"]: r.get("error") for r in result.records}
+    assert errors[ids[1]].endswith("'retrieved[0].score' must be a number, got a string "
+                                   "(from response.retrieved_item.score = 'relevance') (gave up after 3 attempts)"), errors[ids[1]]
+    assert "'answer' must be a string, got a list (from response.answer = 'data.output.text')" in errors[ids[2]]
+    assert errors[ids[0]] is None and result.summary["n_failed"] == 2
+
+
+def test_run_record_problems_names_each_field():
+    from ragmeter.dataset import RecordProblem, run_record_problems
+
+    assert run_record_problems({"id": "a", "retrieved": [{"text": "t"}], "answer": "x"}) == []
+    found = run_record_problems({"id": "a", "retrieved": [{"text": "t"}, {"file": "f.md"}, {"text": 3}],
+                                 "answer": 5, "retrieval_mode": "hybrid", "latency_ms": "slow"})
+    assert [p.field for p in found] == ["retrieved[1].text", "retrieved[2].text", "answer", "latency_ms"]
+    assert found[0] == RecordProblem("retrieved[1].text", "retrieved[1]: missing 'text'")
+    assert [p.field for p in run_record_problems({"id": "a"})] == ["retrieved"]
+    assert [p.field for p in run_record_problems({"retrieved": []})] == ["id"]

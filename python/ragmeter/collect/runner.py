@@ -377,24 +377,30 @@ def _load_problem(run: _Run, data: Dict[str, Any]) -> Optional[str]:
     field and the mapping path it came from), None when it loads. Without this, collect wrote (exit 0) run files
     that ``score`` and ``eval`` then refused, and a reply without its chunk list became a silent empty retrieval
     that scores as a miss."""
-    from ragmeter.dataset import _Problems, _run_from_records
+    from ragmeter.dataset import run_record_problems
 
     target = run.target
     if (isinstance(target, CallableTarget) or not target.response) and "retrieved" not in data:
         return "no 'retrieved' (a run record needs it: [] for an empty retrieval)"
-    problems = _Problems("response")
-    _run_from_records([("response", None, {"id": "case", **_record_of(run, data)})], problems, False)
+    problems = run_record_problems({"id": "case", **_record_of(run, data)})
     if not problems:
         return None
-    message = problems.items[0][1]
-    if isinstance(target, HttpTarget):  # name the mapping the value came from
-        mapped = [(f"response.retrieved_item.{k}", v) for k, v in target.item.items()
-                  if f".{k}" in message or f"'{k}'" in message]
-        mapped += [(f"response.{k}", v) for k, v in target.response.items() if message.startswith(f"'{k}")
-                   or (k == "retrieved" and message.startswith("retrieved"))]
-        if mapped:
-            message += f" (from {mapped[0][0]} = {mapped[0][1]!r})"
-    return message
+    first = problems[0]
+    mapped = _mapping_of(target, first.field) if isinstance(target, HttpTarget) else None
+    return first.message + (f" (from {mapped[0]} = {mapped[1]!r})" if mapped else "")
+
+
+def _mapping_of(target: HttpTarget, field: Optional[str]) -> Optional[Tuple[str, str]]:
+    """The target's mapping (its name in the target file, its path) that a run record's ``field`` was read
+    through: ``retrieved[2].text`` -> ``response.retrieved_item.text``, ``answer`` -> ``response.answer``."""
+    if not field:
+        return None
+    top, _, rest = field.partition(".")
+    if top.startswith("retrieved[") and rest:
+        key = rest.split(".")[0]
+        return (f"response.retrieved_item.{key}", target.item[key]) if key in target.item else None
+    name = top.split("[")[0]
+    return (f"response.{name}", target.response[name]) if name in target.response else None
 
 
 async def _job(run: _Run, case: Dict[str, Any], repeat: int, first: bool) -> Dict[str, Any]:
