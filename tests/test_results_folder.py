@@ -195,8 +195,67 @@ def test_out_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
         proc = cli(*args)
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr
-        assert proc.stderr.strip().splitlines()[-1] == f"ragmeter: error: {target}: exists and is not a folder (--out names a folder)"
+        assert proc.stderr.strip().splitlines()[-1] == f"ragmeter: error: --out {target}: is a file, not a folder"
         assert target.read_text(encoding="utf-8") == "not a folder"
+
+
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import ragmeter
+
+    return ragmeter.evaluate(GOLDEN, RUN).write(tmp_path_factory.mktemp("res") / "res", reports=False)
+
+
+#: every command that writes to a path it is given: (flag, path under the file, the rest of the command line)
+UNDER_A_FILE = {
+    "score": ("--out", "afile/x", ["score", "--golden", str(GOLDEN), "--run", str(RUN)]),
+    "eval": ("--out", "afile/x", ["eval", "--golden", str(GOLDEN), "--run", str(RUN)]),
+    "sweep": ("--out", "afile/x.csv", ["sweep", "--golden", str(GOLDEN), "--run", str(RUN)]),
+    "report": ("--out", "afile/x", ["report", "RES"]),
+    "audit": ("--out", "afile/x", ["audit", "--golden", str(GOLDEN)]),
+    "compare-out": ("--out", "afile/x.md", ["compare", "RES", "RES", "--resamples", "200"]),
+    "compare-json": ("--json", "afile/x.json", ["compare", "RES", "RES", "--resamples", "200"]),
+    "compare-deeper": ("--out", "afile/sub/x.md", ["compare", "RES", "RES", "--resamples", "200"]),
+    "demo": ("--out", "afile/x", ["demo"]),
+    "review-export": ("--out", "afile/x", ["review", "export", "RES"]),
+    "judge": ("--out", "afile/x", ["judge", "--cases", "cases.jsonl", "--base-url", "http://127.0.0.1:9", "--model", "m"]),
+    "collect": ("--out", "afile/run.jsonl", ["collect", "--golden", str(GOLDEN), "--target", "target.toml"]),
+    "eval-target": ("--out", "afile/x", ["eval", "--golden", str(GOLDEN), "--target", "target.toml"]),
+}
+
+
+@pytest.mark.parametrize("name", list(UNDER_A_FILE))
+def test_an_output_path_under_a_regular_file_names_the_file_and_writes_nothing(
+        name: str, results_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragmeter.cli import main
+
+    flag, path, argv = UNDER_A_FILE[name]
+    (tmp_path / "afile").write_text("mine", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    before = listing(results_dir)
+    code = main([results_dir.as_posix() if a == "RES" else a for a in argv] + [flag, path])
+    assert (code, capsys.readouterr().err) == (2, f"ragmeter: error: {flag} {path}: afile is a file, not a folder\n")
+    assert listing(tmp_path) == ["afile"] and (tmp_path / "afile").read_text(encoding="utf-8") == "mine"
+    assert listing(results_dir) == before
+
+
+def test_the_library_names_the_file_in_the_way_too(results_dir: Path, tmp_path: Path) -> None:
+    import ragmeter
+    from ragmeter._io import atomic_file
+
+    (tmp_path / "afile").write_text("mine", encoding="utf-8")
+    folder, file = tmp_path / "afile" / "x", tmp_path / "afile" / "x.md"
+    result = ragmeter.EvalResult.load(results_dir)
+    with pytest.raises(OSError) as failed:
+        result.write(folder)
+    assert (failed.value.errno, failed.value.filename) == (errno.ENOTDIR, str(folder))
+    assert failed.value.strerror == f"{tmp_path / 'afile'} is a file, not a folder"
+    with pytest.raises(OSError) as failed, atomic_file(file) as tmp:
+        tmp.write_text("never", encoding="utf-8")
+    assert (failed.value.errno, failed.value.filename) == (errno.ENOTDIR, str(file))
+    assert failed.value.strerror == f"{tmp_path / 'afile'} is a file, not a folder"
+    assert listing(tmp_path) == ["afile"] and (tmp_path / "afile").read_text(encoding="utf-8") == "mine"
 
 
 @pytest.mark.skipif(os.name != "posix", reason="file modes and umask are POSIX")

@@ -141,7 +141,7 @@ def test_an_output_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path: P
     (tmp_path / "file").write_text("not a folder")
     proc = cli("demo", "--out", "file/demo", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "ragmeter: error: file/demo:" in proc.stderr
+    assert proc.stderr == "ragmeter: error: --out file/demo: file is a file, not a folder\n"
 
 
 def test_sweep_aggregates_equal_grouped_per_case_rows() -> None:

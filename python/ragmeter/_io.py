@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, List, Optional
 
 __all__ = [
-    "RESULT_FILES", "ensure_folder", "atomic_outputs", "results_folder", "atomic_file", "write_frame",
-    "write_parquet_parts", "write_chunk_frame", "slice_memory_pool", "release_slice_memory", "write_text",
+    "RESULT_FILES", "output_path_problem", "ensure_folder", "atomic_outputs", "results_folder", "atomic_file",
+    "write_frame", "write_parquet_parts", "write_chunk_frame", "slice_memory_pool", "release_slice_memory", "write_text",
     "strict_json", "write_json", "sanitise_json", "OneLineMembers",
 ]
 
@@ -31,11 +31,37 @@ RESULT_FILES = ("cases.parquet", "chunks.parquet", "judge.parquet", "sweep.parqu
                 "warnings.json", "report.html", "report.md", "review.parquet", "repeats.parquet")
 
 
+def output_path_problem(path: Any, *, folder: bool) -> Optional[str]:
+    """What keeps ``path`` from being written because a part of it that must be a folder is a file: its parent
+    folders, and ``path`` itself when it is to be a folder (``folder``). ``"afile is a file, not a folder"``
+    names the part (``"is a file, not a folder"`` when it is ``path`` itself); None when there is no such part
+    (a part that does not exist yet is created; one that cannot be looked at is left to the write to report).
+    Every output's message: :func:`ensure_folder` and :func:`atomic_file` raise it as an ``OSError`` naming
+    ``path``, and the command line says it with the flag before any work (``ragmeter.cli._inputs.check_out``)."""
+    import stat
+
+    target = Path(path)
+    for part in [*reversed(target.parents), *([target] if folder else [])]:
+        try:
+            mode = os.stat(part).st_mode
+        except OSError:  # missing (so is all below it) or not to be looked at
+            return None
+        if not stat.S_ISDIR(mode):
+            return "is a file, not a folder" if part == target else f"{part} is a file, not a folder"
+    return None
+
+
+def _refuse_file_in_the_way(path: Path, *, folder: bool) -> None:
+    problem = output_path_problem(path, folder=folder)
+    if problem is not None:
+        raise OSError(errno.ENOTDIR, problem, str(path))
+
+
 def ensure_folder(out_dir: Any) -> Path:
-    """``out_dir`` as a folder, created if need be; a file of that name is an error, not overwritten."""
+    """``out_dir`` as a folder, created if need be; a file of that name (or of a parent's) is an error, not
+    overwritten."""
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise OSError(errno.ENOTDIR, "exists and is not a folder (--out names a folder)", str(out))
+    _refuse_file_in_the_way(out, folder=True)
     out.mkdir(parents=True, exist_ok=True)
     return out
 
@@ -110,6 +136,7 @@ def atomic_file(path: Any) -> Iterator[Path]:
     target = Path(path)
     if target.is_dir():
         raise OSError(errno.EISDIR, "is a folder, not a file", str(target))
+    _refuse_file_in_the_way(target, folder=False)
     try:
         tmp = _new_temporary_file(target)
     except OSError as exc:  # a missing or unwritable folder: name the file asked for

@@ -1,4 +1,4 @@
-"""Checks the retrieval commands make on their inputs before any work."""
+"""Checks the commands make on their inputs and output paths before any work."""
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
@@ -26,3 +26,17 @@ def failed_in_run_exit(*run_errors: Optional[Dict[str, int]]) -> int:
     Those cases were scored from what the failure left (an empty retrieval, no answer): the command measured
     the run, but not the system on every question, as ``collect`` and ``eval --target`` say with the same 3."""
     return 3 if any(sum(counts.values()) for counts in run_errors if counts) else 0
+
+
+def check_out(path: Any, *, folder: bool = True, flag: str = "--out") -> None:
+    """Refuse, before any work, an output path that cannot be written because a part of it that must be a
+    folder is a file: ``--out afile/x.md: afile is a file, not a folder`` (an :class:`InputError`, exit status 2,
+    nothing written). ``folder``: the path names a folder (``--out DIR``) rather than a file; None passes."""
+    if path is None:
+        return
+    from ragmeter._io import output_path_problem
+    from ragmeter.errors import InputError
+
+    problem = output_path_problem(path, folder=folder)
+    if problem is not None:
+        raise InputError(f"{flag} {path}: {problem}")

@@ -49,7 +49,10 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter._io import strict_json
     from ragmeter.audit import audit, render
 
+    from ragmeter.cli._inputs import check_out
+
     check_arg("--target", args.target, "int", low=1, optional=True)  # the flag, not audit()'s keyword, in the error
+    check_out(args.out)
     hard = args.hard.split(",") if args.hard is not None else None
     result = audit(args.golden, corpus=args.corpus, target=args.target, targets=args.targets, hard=hard,
                    min_hard_share=args.min_hard_share, min_source_share=args.min_source_share, by=args.by,

@@ -94,9 +94,11 @@ def incomplete_exit(result: Any, out: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragmeter.cli._inputs import check_out
     from ragmeter.cli._tables import make_console
     from ragmeter.collect import DEFAULT_PATH
 
+    check_out(args.out, folder=False)  # before any case is asked
     args.collect_rpm, args.collect_repeat, args.collect_timeout = args.rpm, args.repeat, args.timeout
     cache = None if args.no_cache else (args.cache or DEFAULT_PATH)
     console = make_console()
@@ -120,9 +122,10 @@ def collect_for_eval(args: argparse.Namespace, console: Any) -> int:
         raise InputError("--target needs --golden G (the questions to ask)")
     if args.dry_run:
         raise InputError("--dry-run estimates the judge only: run ragmeter collect first, then eval --run --dry-run")
+    from ragmeter.cli._inputs import check_out
+
+    check_out(args.out)
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: exists and is not a folder (--out names a folder)")
     out.mkdir(parents=True, exist_ok=True)
     args.collect_timeout = 60.0
     cache = None if args.no_cache else str(Path(args.cache).with_name(Path(DEFAULT_PATH).name))

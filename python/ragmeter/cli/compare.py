@@ -74,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--out {args.out}: the summary is Markdown; name the file .md")
     if args.json not in (None, "-") and not args.json.lower().endswith(".json"):
         raise InputError(f"--json {args.json}: the comparison is JSON; name the file .json (or give no file to print it)")
+    from ragmeter.cli._inputs import check_out
+
+    check_out(args.out, folder=False)  # before the comparison is computed
+    check_out(args.json if args.json != "-" else None, folder=False, flag="--json")
     comp = compare(args.base, args.candidate, force=args.force, n_resamples=args.resamples, seed=args.seed)
     results = gate.evaluate(rules, comp) if rules is not None else None
     for w in comp.warnings:

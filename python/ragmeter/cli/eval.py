@@ -54,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not (args.golden and (args.run or args.target)):
         raise InputError("--golden G and --run R (or --target TARGET) are required")
+    if not args.dry_run:  # a dry run writes nothing
+        from ragmeter.cli._inputs import check_out
+
+        check_out(args.out)  # before anything is collected or judged
     from ragmeter._args import check_arg
 
     check_arg("--repeat", args.repeat, "int", low=1)

@@ -366,6 +366,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.cases and (args.golden or args.run):
         raise InputError("pass either --cases or --golden and --run, not both")
+    if not args.dry_run:  # a dry run writes nothing
+        from ragmeter.cli._inputs import check_out
+
+        check_out(args.out)  # before anything is judged
     if args.cases:
         records = _read_cases(args.cases)
     elif args.golden and args.run:

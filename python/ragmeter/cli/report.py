@@ -18,8 +18,11 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.report import DEFAULT_REPORT_RESAMPLES, write_reports
     from ragmeter.stats import check_resampling
 
+    from ragmeter.cli._inputs import check_out
+
     resamples = DEFAULT_REPORT_RESAMPLES if args.resamples is None else args.resamples
     check_resampling(resamples, args.seed, names=("--resamples", "--seed"))
+    check_out(args.out)
     paths = write_reports(args.results_dir, out_dir=args.out, n_resamples=resamples, seed=args.seed,
                           on_warning=lambda text: print(f"ragmeter: warning: {text}", file=sys.stderr))
     print(f"wrote {paths['html']}")

@@ -69,9 +69,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from ragmeter.cli._inputs import check_out
     from ragmeter.cli._tables import make_console
     from ragmeter.review import export_sheet
     from ragmeter.review.sampling import STRATUM_LABELS
+
+    check_out(args.out)
 
     judge = None
     if args.base_url or args.model:

@@ -21,6 +21,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ragmeter import _parquet_ahead
+    from ragmeter.cli._inputs import check_out
+
+    check_out(args.out)  # before any work
 
     # The run's first slices are decoded on a helper thread while Polars and the scorer are imported and the
     # golden set is loaded (ragmeter._parquet_ahead).

@@ -53,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.dataset import reusing_golden_loads
     from ragmeter.retrieval import sweep
 
+    from ragmeter.cli._inputs import check_out
+
     fmt = out_format(args.out) if args.out else None  # checked before any work
+    check_out(args.out, folder=False)
     thresholds = parse_thresholds(args.thresholds)
     with reusing_golden_loads():  # the label check and the sweep parse the golden set once
         refuse_unlabelled_golden(args.golden)
