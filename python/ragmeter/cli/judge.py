@@ -157,7 +157,8 @@ def configure(parser: argparse.ArgumentParser, cases: bool = True) -> None:
                           "percentage of the rows to judge (default 0)")
     out = parser.add_argument_group("output")
     out.add_argument("--cache", default=".ragmeter/cache.sqlite", metavar="PATH",
-                     help="SQLite cache of successful calls (default .ragmeter/cache.sqlite)")
+                     help="SQLite cache of the replies received: a rerun replays them instead of paying again "
+                          "(default .ragmeter/cache.sqlite)")
     out.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     out.add_argument("--refresh-failed", action="store_true",
                      help="re-request cached replies that failed to parse (after the repair turn) instead of "
