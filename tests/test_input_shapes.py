@@ -131,8 +131,19 @@ def test_compressed_binary_and_empty_files(tmp_path: Path) -> None:
         "empty.jsonl: is empty; run files are JSON Lines (one object per line), see README#formats")
     (tmp_path / "latin1.jsonl").write_bytes('{"id": "a", "question": "café"}\n'.encode("latin-1"))
     assert fails_with("latin1.jsonl", EX / "run.jsonl", tmp_path) == (
-        "latin1.jsonl:1: not valid UTF-8 (byte 28); if it is Latin-1 or Windows-1252 text, convert it: "
-        "iconv -f cp1252 -t utf-8")
+        "latin1.jsonl:1: not valid UTF-8 (byte 0xe9 at column 29); if it is Latin-1 or Windows-1252 text, "
+        "convert it: iconv -f cp1252 -t utf-8")
+    # Chinese saved by a Windows tool in its default code page: the line, the column and the right conversion
+    lines = (EX / "golden.jsonl").read_text(encoding="utf-8").splitlines()
+    last = next(i for i, line in enumerate(lines) if "费" in line)
+    (tmp_path / "gbk.jsonl").write_bytes("\n".join(lines[: last + 1]).encode("gb18030") + b"\n")
+    chinese = next(i for i, line in enumerate(lines) if not line.isascii())  # the first line UTF-8 cannot read
+    raw = lines[chinese].encode("gb18030")
+    with pytest.raises(UnicodeDecodeError) as bad:  # a GBK pair may read as UTF-8: the first byte that cannot
+        raw.decode("utf-8")
+    assert fails_with("gbk.jsonl", EX / "run.jsonl", tmp_path) == (
+        f"gbk.jsonl:{chinese + 1}: not valid UTF-8 (byte 0x{raw[bad.value.start]:02x} at column "
+        f"{bad.value.start + 1}); if it is Chinese text saved as GB18030 (GBK), convert it: iconv -f gb18030 -t utf-8")
 
 
 def test_utf16_and_bom_files_are_read(tmp_path: Path, native: Dict[str, Any]) -> None:

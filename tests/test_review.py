@@ -289,7 +289,12 @@ def test_a_sheet_saved_as_windows_1252_names_the_line_and_column(exported, tmp_p
     sheet.write_bytes(("\n".join(lines) + "\n").encode("cp1252"))
     line = _one_error_line(ragmeter("review", "import", folder, sheet))
     assert f"{sheet}:{at + 1}:" in line and "0xe9" in line and "note column" in line, line
-    assert "CSV UTF-8" in line and "position" not in line
+    assert "CSV UTF-8" in line and "position" not in line and "probably Windows-1252" in line
+    # a Chinese reviewer's Excel saves plain "CSV" in GBK: the message names that encoding, not Windows-1252
+    lines[at] = lines[at].replace("Caf\u00e9 au lait", "\u7b54\u6848\u6b63\u786e\uff0c\u8bc1\u636e\u9f50\u5168")
+    sheet.write_bytes(("\n".join(lines) + "\n").encode("gb18030"))
+    line = _one_error_line(ragmeter("review", "import", folder, sheet))
+    assert f"{sheet}:{at + 1}:" in line and "note column" in line and "probably GB18030 (GBK)" in line, line
 
 
 def test_a_sheet_saved_as_csv_utf8_with_a_bom_is_read(exported, tmp_path: Path) -> None:

@@ -126,9 +126,30 @@ def to_utf8(path: Path, raw: bytes, what: str) -> Tuple[bytes, str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        hint = "; if it is Latin-1 or Windows-1252 text, convert it: iconv -f cp1252 -t utf-8"
-        raise InputError(f"{path}:{line}: not valid UTF-8 (byte {exc.start}){hint}") from None
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputError(f"{path}:{line}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {column}); "
+                         f"{legacy_encoding_hint(raw)}") from None
     return raw, text
+
+
+def legacy_encoding(raw: bytes) -> str:
+    """The likelier encoding of text that is not UTF-8: ``gb18030`` (GBK, GB2312: Windows' default for Chinese,
+    and what many PDF and OCR tools write) when it reads as that and its non-ASCII characters are mostly
+    Chinese, else ``cp1252`` (Windows' Western code page, a superset of Latin-1's letters)."""
+    try:
+        text = raw.decode("gb18030")
+    except UnicodeDecodeError:
+        return "cp1252"
+    wide = [c for c in text if ord(c) > 0x7F]
+    chinese = sum("\u3000" <= c <= "\u303f" or "\u4e00" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" for c in wide)
+    return "gb18030" if wide and chinese * 10 >= len(wide) * 9 else "cp1252"
+
+
+def legacy_encoding_hint(raw: bytes) -> str:
+    """How to convert text that is not UTF-8 (see :func:`legacy_encoding`)."""
+    if legacy_encoding(raw) == "gb18030":
+        return "if it is Chinese text saved as GB18030 (GBK), convert it: iconv -f gb18030 -t utf-8"
+    return "if it is Latin-1 or Windows-1252 text, convert it: iconv -f cp1252 -t utf-8"
 
 
 # ---------------------------------------------------------------------------

@@ -118,9 +118,12 @@ def _sheet_text(path: Path, raw: bytes) -> str:
         line = before.count("\n") + 1
         column = _field_at(before)
         where = f" in the {column} column" if column else f" at character {len(before) - before.rfind(chr(10))}"
+        from ragmeter._sniff import legacy_encoding
+
+        probably = "GB18030 (GBK)" if legacy_encoding(raw) == "gb18030" else "Windows-1252"
         raise InputError(
             f"{path}:{line}: not UTF-8 text: byte 0x{raw[exc.start]:02x}{where} (the sheet was saved in another "
-            f"encoding, probably Windows-1252 by Excel's plain \"CSV\"); {_SAVE_AS_UTF8}") from None
+            f"encoding, probably {probably} by Excel's plain \"CSV\"); {_SAVE_AS_UTF8}") from None
     shape = _json_shape(text)
     if shape:
         raise _not_a_sheet(path, shape)
