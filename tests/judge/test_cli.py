@@ -151,3 +151,21 @@ def test_cases_file_skips_comments_and_refuses_deep_nesting_with_its_line(tmp_pa
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == f"ragmeter: error: {path}:3: JSON nested deeper than 64 levels"
+
+
+def test_cases_not_in_utf8_name_their_line_counting_comments_and_the_encoding(tmp_path, server):
+    """Comment and blank lines count: the line named is the file's own (it was the number of records + 1)."""
+    bad = tmp_path / "gbk.jsonl"
+    text = ('# cases exported by hand\n\n{"id": "a", "question": "q", "answer": "a"}\n'
+            '{"id": "b", "question": "第二号产品是什么颜色？", "answer": "蓝色"}\n')
+    bad.write_bytes(text.encode("gb18030"))
+    p = cli(tmp_path, server, "--cases", str(bad))
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and "Traceback" not in err, err
+    assert f"{bad}:4: not valid UTF-8" in err and "iconv -f gb18030 -t utf-8" in err, err
+    assert server.requests == 0
+    utf16 = tmp_path / "utf16.jsonl"  # PowerShell's default: read, not refused
+    utf16.write_bytes(text.replace("# cases exported by hand\n", "").encode("utf-16"))
+    p = cli(tmp_path, server, "--cases", str(utf16), "--dry-run")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err

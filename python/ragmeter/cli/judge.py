@@ -175,16 +175,20 @@ def configure(parser: argparse.ArgumentParser, cases: bool = True) -> None:
 def _read_cases(path: str) -> List[Dict[str, Any]]:
     from ragmeter.errors import input_error
 
+    import io
+    from pathlib import Path
+
+    from ragmeter._sniff import to_utf8
+
     try:
-        f = open(path, encoding="utf-8")
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise input_error(path, None, f"cannot read: {exc.strerror}") from None
+    # the shared reading of text input: a byte-order mark or UTF-16 read, else the line, column and encoding of
+    # what is not UTF-8 (counting comment lines too, which the records do not)
+    _, text = to_utf8(Path(path), raw, "judge case files")
     records: List[Dict[str, Any]] = []
-    with f:
-        try:
-            _parse_lines(path, f, records)
-        except UnicodeDecodeError:
-            raise input_error(path, len(records) + 1, "not UTF-8 text") from None
+    _parse_lines(path, io.StringIO(text), records)
     return records
 
 
