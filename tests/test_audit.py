@@ -296,6 +296,7 @@ def test_corpus_in_another_text_shape_gets_one_diagnosis(tmp_path, first_line, s
     with pytest.raises(InputError) as err:
         ragmeter.audit(worked(), corpus=chunks)
     assert str(err.value).startswith(f"{chunks}: {shape}") and "invalid JSON" not in str(err.value), str(err.value)
+    assert str(err.value).endswith("see docs/audit.md (--corpus)")  # where chunk exports are described
 
 
 # --------------------------------------------------------------------------- command line

@@ -265,12 +265,13 @@ def _jsonl_name(path: Path) -> str:
 _YAML_LINE = re.compile(r"^(?:-\s|[A-Za-z_][\w .-]*:\s|---\s*$)")
 
 
-def text_shape_diagnosis(path: Path, first_line: str, what: str) -> Optional[str]:
-    """What a text file whose lines are mostly not JSON looks like (CSV, TSV, a Markdown table, YAML, XML), or None."""
+def text_shape_diagnosis(path: Path, first_line: str, what: str, where: str = FORMATS_HINT) -> Optional[str]:
+    """What a text file whose lines are mostly not JSON looks like (CSV, TSV, a Markdown table, YAML, XML), or None.
+    ``where``: the pointer to the documentation of the format (``see README#formats``)."""
     line = first_line.strip()
     if line[:1] in ("{", "["):
         return None
-    jsonl = f"{what} are JSON Lines (one object per line), {FORMATS_HINT}"
+    jsonl = f"{what} are JSON Lines (one object per line), {where}"
     if line.startswith("|"):
         return f"{path}: looks like a Markdown table; {jsonl}"
     if "\t" in line:

@@ -117,7 +117,8 @@ def _jsonl(path: Path) -> Tuple[List[Any], List[int]]:
             records.append(json.loads(stripped))
         except json.JSONDecodeError as exc:
             # a first line that is not JSON: one diagnosis of the whole file (CSV, TSV, ...) when it has a shape
-            shape = None if records else text_shape_diagnosis(path, stripped, "chunk exports")
+            shape = None if records else text_shape_diagnosis(path, stripped, "chunk exports",
+                                                              "see docs/audit.md (--corpus)")
             raise InputError(shape or f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})") from None
         lines.append(number)
     if not records:
