@@ -634,3 +634,23 @@ def test_explorer_shows_every_case_across_its_parts(tmp_path: Path, monkeypatch:
     assert got["info"] == "page 1 / 1 \u00b7 1 of 300 cases"
     assert "question 299?" in got["detail"] and "chunk 0 of case 299" in got["detail"]
     assert "correctness reason for " + last in got["detail"]
+
+
+def test_reports_state_the_settings_that_tell_two_runs_apart(tmp_path: Path) -> None:
+    # summary.json as `ragmeter eval` writes it: inputs and settings nested
+    from ragmeter.report import write_reports
+
+    summary = {"version": "0.1.0",
+               "inputs": {"golden": {"path": "/data/golden-v2.jsonl", "sha256": "82bec70787aef8fd02d8"},
+                          "run": {"path": "/data/run-bm25.jsonl", "sha256": "3e787436c2cd"}},
+               "settings": {"k": 7, "judge": {"model": "judge-model-x", "metrics": ["correctness", "faithfulness"]}}}
+    paths = write_reports(write_results(tmp_path / "r", synth_cases(12, seed=8), summary=summary), n_resamples=100)
+    html = paths["html"].read_text(encoding="utf-8")
+    md = paths["markdown"].read_text(encoding="utf-8")
+    header = html.split("</header>")[0]
+    for text in (md.split("| metric |")[0], header):
+        assert "golden-v2.jsonl" in text and "82bec70787ae" in text and "run-bm25.jsonl" in text
+        assert "k = 7" in text and "judge-model-x" in text and "correctness, faithfulness" in text
+    summary["settings"]["judge"] = None
+    paths = write_reports(write_results(tmp_path / "n", synth_cases(12, seed=8), summary=summary), n_resamples=100)
+    assert "judge: none" in paths["markdown"].read_text(encoding="utf-8").split("| metric |")[0]

@@ -35,6 +35,8 @@ __all__ = [
     "judge_failures",
     "compute_aggregates",
     "more_categories_line",
+    "settings_items",
+    "settings_texts",
 ]
 
 #: results-folder format understood by this version; summary.json may carry
@@ -477,6 +479,42 @@ def retrieval_modes(cases: pl.DataFrame) -> Dict[str, int]:
         return {}
     vc = cases.get_column("retrieval_mode").cast(pl.Utf8).fill_null("(none)").value_counts(sort=True)
     return dict(zip(vc.get_column("retrieval_mode").to_list(), vc.get_column("count").to_list()))
+
+
+def settings_items(summary: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """What tells two reports apart, as (label, value): golden set and run (file, short hash), k, the judge
+    model and metrics. From summary.json as ``ragmeter eval`` writes it (``inputs``, ``settings``), else the
+    flat keys of other writers; what the summary does not record is left out."""
+    from ragmeter.compare import golden_hash
+
+    def sub(*keys: str) -> Any:
+        node: Any = summary
+        for key in keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node
+
+    items: List[Tuple[str, str]] = []
+    for name in ("golden", "run"):
+        path = sub("inputs", name, "path") or (summary.get(name) if isinstance(summary.get(name), str) else None)
+        digest = golden_hash(summary) if name == "golden" else sub("inputs", "run", "sha256")
+        if path or digest:
+            items.append((name, " ".join(x for x in (str(path or ""), f"(sha256 {digest[:12]})" if digest else "") if x)))
+    k = next((v for v in (sub("settings", "k"), sub("retrieval", "k"), summary.get("k")) if isinstance(v, int)), None)
+    if k is not None:
+        items.append(("k", str(k)))
+    judge = sub("settings", "judge")
+    model = sub("settings", "judge", "model") or sub("judge", "model")
+    if model:
+        metrics = sub("settings", "judge", "metrics")
+        items.append(("judge", str(model) + (f" ({', '.join(map(str, metrics))})" if isinstance(metrics, list) else "")))
+    elif isinstance(summary.get("settings"), dict) and judge is None:
+        items.append(("judge", "none (answers not judged)"))
+    return items
+
+
+def settings_texts(summary: Dict[str, Any]) -> List[str]:
+    """:func:`settings_items` as texts: ``golden: PATH (sha256 ...)``, ``k = 5``, ``judge: MODEL (metrics)``."""
+    return [f"{label} = {value}" if label == "k" else f"{label}: {value}" for label, value in settings_items(summary)]
 
 
 def fmt_value(value: Optional[float], kind: str) -> str:

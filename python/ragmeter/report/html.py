@@ -41,6 +41,7 @@ from ragmeter.report.data import (
     more_categories_line,
     not_judged_metrics,
     retrieval_modes,
+    settings_texts,
 )
 from ragmeter.report.svg import PALETTE, bar_chart, esc, hbar_chart, histogram, line_chart
 
@@ -493,8 +494,8 @@ def _agg_cells(agg: Dict[str, Any], kind: str) -> List[str]:
 
 
 def _summary_meta(summary: Dict[str, Any]) -> str:
-    items = []
-    for key in ("name", "run", "golden", "version", "ragmeter_version", "k", "created", "started", "finished", "timestamp"):
+    items = [esc(text) for text in settings_texts(summary)]
+    for key in ("name", "version", "ragmeter_version", "created", "started", "finished", "timestamp"):
         v = summary.get(key)
         if v is not None and not isinstance(v, (dict, list)):
             items.append(f"{esc(key)}: {esc(v)}")

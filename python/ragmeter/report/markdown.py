@@ -12,6 +12,7 @@ from ragmeter.report.data import (
     metric_label,
     more_categories_line,
     not_judged_metrics,
+    settings_texts,
 )
 
 __all__ = ["md_escape", "md_table", "render_markdown"]
@@ -38,6 +39,9 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
     lines = [f"## ragmeter report: {md_escape(results.title)}", ""]
     lines.append(f"{n} cases; one case = {100 / max(n, 1):.2f} points. 95% percentile-bootstrap intervals "
                  f"({readings.get('n_resamples')} resamples, seed {readings.get('seed')}); n = scored / total.")
+    settings = settings_texts(results.summary)
+    if settings:
+        lines.append("Settings: " + md_escape(" · ".join(settings)) + ".")
     lines.append("")
     lines += _judge_failed_lines(results)
     lines += _warning_lines(results)
