@@ -209,6 +209,26 @@ def test_sample_cases_deleted_from_the_sheet_are_incomplete_exit_3(exported, tmp
     assert "missing_from_sheet" not in json.loads((folder / "summary.json").read_text())["calibration"]
 
 
+def test_a_sheet_row_for_a_case_the_judge_skipped_names_its_line(exported, tmp_path: Path) -> None:
+    folder, manifest = exported
+    cases = pl.read_parquet(folder / "cases.parquet")
+    skipped = next(i for i in cases["id"].to_list() if i not in manifest["ids"])
+    cases = cases.with_columns(pl.when(pl.col("id") == skipped).then(pl.lit("skipped"))
+                               .otherwise(pl.col("correctness_status")).alias("correctness_status"))
+    cases.write_parquet(folder / "cases.parquet")
+    sheet = fill(folder / "review" / "review.csv", tmp_path / "filled.csv", human_truth(manifest))
+    with sheet.open("a", encoding="utf-8", newline="") as fh:
+        n_lines = sheet.read_text(encoding="utf-8").count("\n")
+        csv.writer(fh).writerow([skipped, "1", "", "yes", "yes"] + [""] * (len(_header(sheet)) - 5))
+    line = _one_error_line(ragmeter("review", "import", folder, sheet))
+    assert f"{sheet}:{n_lines + 1}: id: case {skipped!r} has no correctness verdict" in line, line
+
+
+def _header(sheet: Path) -> list:
+    with sheet.open(encoding="utf-8") as fh:
+        return next(csv.reader(fh))
+
+
 def _bad(folder: Path, sheet: Path, text: str) -> subprocess.CompletedProcess:
     sheet.write_text(text, encoding="utf-8")
     return ragmeter("review", "import", folder, sheet)

@@ -175,7 +175,7 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
             raise InputError(f"{where}: point: {row.get('point')!r} is not a point number (1, 2, ...)") from None
         core = _flag(row.get("core"), where, "core")
         covered = _flag(row.get("covered"), where, "covered")
-        case = cases.setdefault(case_id, {"points": {}, "correct": None, "note": ""})
+        case = cases.setdefault(case_id, {"points": {}, "correct": None, "note": "", "line": reader.line_num})
         if point in case["points"]:
             raise InputError(f"{where}: point: case {case_id!r} has point {point} twice")
         case["points"][point] = (bool(core), covered)
@@ -344,7 +344,8 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
     require_judged(results.cases, results.path)
     table = strata(results.cases)
     known = set(table.get_column("id").to_list())
-    labels = human_labels(read_sheet(sheet, known, f"{results.path / 'cases.parquet'}"))
+    sheet_cases = read_sheet(sheet, known, f"{results.path / 'cases.parquet'}")
+    labels = human_labels(sheet_cases)
     population = select_sample(results.cases, results.summary, random_n=0).population
     by_id = {r["id"]: r for r in table.iter_rows(named=True)}
     rows = []
@@ -355,7 +356,8 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
                      "judge_score": case["judge_score"], **label})
     if any(r["stratum"] is None for r in rows):
         bad = next(r["id"] for r in rows if r["stratum"] is None)
-        raise InputError(f"{Path(sheet)}: id: case {bad!r} has no correctness verdict in {results.path} (not judged): "
+        raise InputError(f"{Path(sheet)}:{sheet_cases[bad]['line']}: id: case {bad!r} has no correctness verdict in "
+                         f"{results.path} (not judged): "
                          "it cannot be compared with the judge")
     review = pl.DataFrame(rows, schema_overrides={"judge_correct": pl.Boolean, "human_correct": pl.Boolean,
                                                   "judge_score": pl.Float64, "human_score": pl.Int64,
