@@ -654,3 +654,25 @@ def test_reports_state_the_settings_that_tell_two_runs_apart(tmp_path: Path) -> 
     summary["settings"]["judge"] = None
     paths = write_reports(write_results(tmp_path / "n", synth_cases(12, seed=8), summary=summary), n_resamples=100)
     assert "judge: none" in paths["markdown"].read_text(encoding="utf-8").split("| metric |")[0]
+
+
+def test_cost_rows_say_how_many_rows_they_cover_and_never_show_an_unknown_cost_as_zero(tmp_path: Path) -> None:
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(12, seed=9).with_columns(
+        pl.Series("cost", [0.001 if i % 3 else None for i in range(12)], dtype=pl.Float64))
+    d = write_results(tmp_path / "r", cases)
+    judge_frame(cases).with_columns(pl.lit(None, dtype=pl.Float64).alias("cost_usd")).write_parquet(d / "judge.parquet")
+    html = write_reports(d, n_resamples=100)["html"].read_text(encoding="utf-8")
+    costs = html.split("<h3>Cost and latency</h3>")[1].split("</table>")[0]
+    judge_cost = costs.split("judge cost (USD)</td>")[1].split("</tr>")[0]
+    assert "0.0000" not in judge_cost and "unknown" in judge_cost
+    system_cost = costs.split("system cost (USD, from the run)</td>")[1].split("</tr>")[0]
+    assert "0.0080" in system_cost and "8/12 cases" in system_cost
+    # eval's judge summary is the judge's own total: null (calls without a price) even if a skipped row cost 0
+    (d / "summary.json").write_text(json.dumps({"judge": {"judge_cost_usd": None}}), encoding="utf-8")
+    judge_frame(cases).with_columns(pl.when(pl.col("id") == cases["id"][0]).then(0.0).alias("cost_usd")) \
+        .write_parquet(d / "judge.parquet")
+    html = write_reports(d, n_resamples=100)["html"].read_text(encoding="utf-8")
+    judge_cost = html.split("judge cost (USD)</td>")[1].split("</tr>")[0]
+    assert "0.0000" not in judge_cost and "unknown" in judge_cost

@@ -402,7 +402,8 @@ def percentile(values: np.ndarray, q: float) -> Optional[float]:
 
 
 def cost_latency(results: Results) -> Dict[str, Any]:
-    """System vs judge cost, latency p50/p95 (whatever columns are present)."""
+    """System vs judge cost, latency p50/p95 (whatever columns are present). ``system_cost_cases`` and
+    ``judge_cost_rows``: (rows with a cost, all rows); ``judge_cost_usd`` is None when no judge row has one."""
     out: Dict[str, Any] = {}
     cases = results.cases
     for col, key in (("latency_ms", "system_latency_ms"),):
@@ -412,15 +413,26 @@ def cost_latency(results: Results) -> Dict[str, Any]:
     for col in ("cost", "cost_usd"):
         if col in cases.columns and cases.schema[col].is_numeric() and cases.get_column(col).drop_nulls().len():
             # a run that reports no cost has an unknown cost, not a zero one
-            out["system_cost_usd"] = float(cases.get_column(col).cast(pl.Float64).drop_nulls().sum())
+            known = cases.get_column(col).cast(pl.Float64).drop_nulls()
+            out["system_cost_usd"] = float(known.sum())
+            out["system_cost_cases"] = (known.len(), cases.height)
             break
     cost = results.summary.get("cost")
     if isinstance(cost, dict) and cost.get("judge_cost_share") is not None:
         out["judge_cost_share"] = float(cost["judge_cost_share"])
     if results.judge is not None:
         j = results.judge
-        if "cost_usd" in j.columns:
-            out["judge_cost_usd"] = float(j.get_column("cost_usd").cast(pl.Float64).fill_null(0).sum())
+        judge_summary = results.summary.get("judge")
+        if isinstance(judge_summary, dict) and "judge_cost_usd" in judge_summary:
+            # the judge's own total (null: calls without a price, no --price), as summary.json and the terminal say
+            total = judge_summary["judge_cost_usd"]
+            out["judge_cost_usd"] = float(total) if isinstance(total, (int, float)) else None
+            out["judge_cost_rows"] = (j.height, j.height)
+        elif "cost_usd" in j.columns:
+            # rows without a price have an unknown cost: none at all is unknown, not 0
+            known = j.get_column("cost_usd").cast(pl.Float64).drop_nulls()
+            out["judge_cost_usd"] = float(known.sum()) if known.len() else None
+            out["judge_cost_rows"] = (known.len(), j.height)
         if "latency_ms" in j.columns:
             v = j.get_column("latency_ms").cast(pl.Float64).to_numpy()
             out["judge_latency_ms"] = {"p50": percentile(v, 50), "p95": percentile(v, 95)}

@@ -668,9 +668,12 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
     modes = retrieval_modes(cases)
     cl = cost_latency(results)
     cl_rows = []
-    for key, label in (("system_cost_usd", "system cost (USD, from the run)"), ("judge_cost_usd", "judge cost (USD)")):
+    for key, label, of, unit in (("system_cost_usd", "system cost (USD, from the run)", "system_cost_cases", "cases"),
+                                 ("judge_cost_usd", "judge cost (USD)", "judge_cost_rows", "judge rows")):
         if key in cl:
-            cl_rows.append([label, f"{cl[key]:.4f}"])
+            known, total = cl[of]
+            cl_rows.append([label, "unknown (no price: --price IN,OUT or --prices FILE)" if cl[key] is None
+                            else f"{cl[key]:.4f}" + ("" if known == total else f" ({known}/{total} {unit} report one)")])
     for key, label in (("system_latency_ms", "system latency ms"), ("judge_latency_ms", "judge latency ms")):
         if key in cl and cl[key]["p50"] is not None:
             cl_rows.append([label, f"p50 {cl[key]['p50']:.0f} \u00b7 p95 {cl[key]['p95']:.0f}"])
