@@ -113,3 +113,15 @@ def test_numpy_reference_engine_still_matches_its_counts() -> None:
 def test_engine_argument_is_checked() -> None:
     with pytest.raises(ValueError):
         stats.bootstrap_means([0.1, 0.2, 0.3], n_resamples=10, engine="fortran")
+
+
+@pytest.mark.parametrize("engine", ["numpy", "auto"])
+def test_a_negative_seed_is_a_seed_on_every_path(engine):
+    """The Rust kernel takes the seed modulo 2**64; the NumPy path (used from 2**24 cases) raised ValueError."""
+    x = np.linspace(0.0, 1.0, 50)
+    a = stats.bootstrap_means(x, n_resamples=200, seed=-7, engine=engine)[None][:, 0]
+    b = stats.bootstrap_means(x, n_resamples=200, seed=-7, engine=engine)[None][:, 0]
+    c = stats.bootstrap_means(x, n_resamples=200, seed=-8, engine=engine)[None][:, 0]
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    agg = stats.aggregate(x, n_resamples=200, seed=-7)
+    assert agg.ci_low < x.mean() < agg.ci_high

@@ -138,7 +138,8 @@ def check_resampling(n_resamples: Any, seed: Any, names: Tuple[str, str] = ("n_r
 
 
 def _child_seeds(seed: int, n: int) -> List[np.random.SeedSequence]:
-    return np.random.SeedSequence(seed).spawn(n)
+    # taken modulo 2**64 as the Rust kernel takes it: a negative seed is a seed on every path
+    return np.random.SeedSequence(seed % 2**64).spawn(n)
 
 
 def resample_counts(
