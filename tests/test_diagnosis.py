@@ -196,3 +196,15 @@ def test_the_report_refusal_rate_is_over_answered_cases(tmp_path) -> None:
     overall = dg.summarize(cases)["refusal"]["overall"]
     assert refusal.count() == overall["answered"] == cases.height - unanswered.height
     assert refusal.sum() == overall["refusals"]
+
+
+def test_without_an_answer_column_no_case_is_a_generation_failure() -> None:
+    """A folder from `ragmeter score` has no answers: they were not read, not missing; a blank answer is."""
+    df = pl.DataFrame({"id": ["a", "b", "c", "d"], "category": ["f", "f", "noanswer", "f"],
+                       "labeled": [True, True, False, True], "hit": [True, False, None, True],
+                       "run_error": [None, None, None, "HTTP 500"]})
+    out = dg.diagnose(df)
+    assert out["diagnosis"].to_list() == ["NOT_JUDGED", "RETRIEVAL_MISS", "NOT_LABELED", "SYSTEM_FAILED"]
+    assert out["refusal"].null_count() == out["answer_correct"].null_count() == 4
+    blank = dg.diagnose(df.with_columns(pl.Series("answer", [" ", "x", "x", "x"])))
+    assert blank["diagnosis"][0] == "GENERATION_FAILED"

@@ -676,3 +676,25 @@ def test_cost_rows_say_how_many_rows_they_cover_and_never_show_an_unknown_cost_a
     html = write_reports(d, n_resamples=100)["html"].read_text(encoding="utf-8")
     judge_cost = html.split("judge cost (USD)</td>")[1].split("</tr>")[0]
     assert "0.0000" not in judge_cost and "unknown" in judge_cost
+
+
+def test_report_of_a_score_folder_shows_no_answer_outcomes(tmp_path: Path) -> None:
+    # `ragmeter score --out` reads no answers: the report must not call them failed generations or show
+    # empty refusal and correctness rows
+    from ragmeter.cli import main
+    from ragmeter.report import write_reports
+
+    examples = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
+    d = tmp_path / "s"
+    assert main(["score", "--golden", str(examples / "golden.jsonl"), "--run", str(examples / "run.jsonl"),
+                 "--out", str(d)]) == 0
+    paths = write_reports(d, n_resamples=100)
+    md = paths["markdown"].read_text(encoding="utf-8")
+    html = paths["html"].read_text(encoding="utf-8")
+    for text in (md, html):
+        assert "GENERATION_FAILED" not in text.split("case-data")[0] and "NOT\\_JUDGED" in md
+        assert "Refusal rate" not in text and "No-answer cases refused" not in text
+    assert "Refusals: 0/0" not in md and "Refusals: no answers in this folder" in md
+    refusals = html.split("<h3>Refusals</h3>")[1].split("</div>")[0]
+    assert "no answers in this folder" in refusals and "<table" not in refusals
+    assert "| Hit@k (chunk) | 80.0% |" in md

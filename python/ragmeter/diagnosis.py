@@ -13,7 +13,8 @@ Diagnosis (first matching rule wins)
    the top k (``labeled & !hit``) -- fix chunking/retrieval, not the prompt.
    ``MISS_BUT_CORRECT`` instead when the answer was still judged correct: look
    at the judge (too lenient?) or at the labels.
-2. ``GENERATION_FAILED``: no answer (null or blank).
+2. ``GENERATION_FAILED``: no answer (null or blank); never when the frame has no
+   ``answer`` column (retrieval scored only: the answers were not read).
 3. ``JUDGE_FAILED``: the correctness judge call failed (``correctness_status == "failed"``).
 4. ``NOT_LABELED``: no retrieval labels (typically no-answer questions).
 5. ``OK``: the answer is correct.
@@ -157,10 +158,13 @@ def _with_defaults(cases: pl.DataFrame) -> pl.DataFrame:
 def diagnose(cases: pl.DataFrame) -> pl.DataFrame:
     """Add ``is_noanswer``, ``refusal``, ``answer_correct``, ``diagnosis``,
     ``quadrant`` and ``faithfulness_band`` to ``cases`` (other columns kept).
-    ``refusal`` is null for a case without an answer (missing from the run, or empty)."""
+    ``refusal`` is null for a case without an answer (missing from the run, or empty). Without an ``answer``
+    column (a folder from ``ragmeter score``) the answers are unknown, not missing: no case is
+    ``GENERATION_FAILED`` and ``refusal`` / ``answer_correct`` are null."""
     original = list(cases.columns)
     df = _with_defaults(cases)
-    answered = pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars().str.len_chars() > 0)
+    answered = (pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars().str.len_chars() > 0)
+                if "answer" in original else pl.lit(None, dtype=pl.Boolean))
     labeled = pl.col("labeled").fill_null(False)
     no_reference = pl.col("reference_answer").is_null() | (pl.col("reference_answer").str.strip_chars() == "")
     is_noanswer = pl.col("category").fill_null("").str.to_lowercase().is_in(NOANSWER_CATEGORIES) | (

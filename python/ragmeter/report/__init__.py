@@ -52,7 +52,7 @@ def write_reports(
     for w in results.warnings:
         if on_warning is not None:
             on_warning(str(w["message"]))
-    aggregates = compute_aggregates(results.cases, n_resamples=n_resamples, seed=seed)
+    aggregates = compute_aggregates(results.aggregated_cases(), n_resamples=n_resamples, seed=seed)
     readings = build_readings(results, n_resamples=n_resamples, seed=seed)
     html = render_html(results, aggregates, readings)
     markdown = render_markdown(results, aggregates, readings)

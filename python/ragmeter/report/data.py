@@ -26,6 +26,7 @@ from ragmeter.errors import InputError
 
 __all__ = [
     "METRICS",
+    "NO_ANSWERS",
     "RESULTS_FORMAT",
     "Results",
     "load_results",
@@ -123,10 +124,24 @@ class Results:
         return str(self.summary.get("name") or self.name or self.path.name)
 
     @property
+    def has_answers(self) -> bool:
+        """Whether the folder holds the run's answers (``ragmeter score`` scores retrieval only and reads none):
+        without them the refusal and no-answer readings are not shown, rather than shown empty."""
+        return "answer" in self.cases.columns
+
+    def aggregated_cases(self) -> pl.DataFrame:
+        """The cases whose metrics the reports aggregate: without answers, not the answer-based ones (refusal,
+        answer_correct), which would only be null."""
+        return self.cases if self.has_answers else self.cases.drop("refusal", "answer_correct", strict=False)
+
+    @property
     def judged(self) -> bool:
         """Whether any judge metric was run (an unjudged run says "not judged", never 0)."""
         return self.judge is not None or any(f"{m}_score" in self.cases.columns for m in JUDGE_METRICS)
 
+
+#: what the reports say instead of the answer-based readings of a folder without answers
+NO_ANSWERS = "no answers in this folder (retrieval scored only, e.g. by `ragmeter score`)"
 
 #: diagnosis columns written into cases.parquet by ``ragmeter eval`` (read as they are when all present)
 DIAGNOSIS_COLUMNS = ["is_noanswer", "refusal", "answer_correct", "diagnosis", "quadrant", "faithfulness_band"]

@@ -31,6 +31,7 @@ import polars as pl
 
 from ragmeter.report.data import (
     METRICS,
+    NO_ANSWERS,
     Results,
     cost_latency,
     fmt_value,
@@ -694,7 +695,8 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         + "</div><div><h3>Faithfulness bands</h3>"
         + (not_judged if "faithfulness" in unjudged else _table(["band", "cases"], [[k, str(v)] for k, v in bands.items()]))
         + "</div><div><h3>Refusals</h3>"
-        + _table(["cases", "refusals", "answered", "rate"], r_rows)
+        + (_table(["cases", "refusals", "answered", "rate"], r_rows) if results.has_answers
+           else f'<p class="muted">{esc(NO_ANSWERS)}</p>')
         + "</div><div><h3>Retrieval modes</h3>"
         + (_table(["mode", "cases"], [[str(k), str(v)] for k, v in modes.items()]) if modes else '<p class="muted">no retrieval_mode column</p>')
         + "</div><div><h3>Cost and latency</h3>"
