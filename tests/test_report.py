@@ -698,3 +698,31 @@ def test_report_of_a_score_folder_shows_no_answer_outcomes(tmp_path: Path) -> No
     refusals = html.split("<h3>Refusals</h3>")[1].split("</div>")[0]
     assert "no answers in this folder" in refusals and "<table" not in refusals
     assert "| Hit@k (chunk) | 80.0% |" in md
+
+
+def test_rows_skipped_at_the_budget_are_shown_with_their_reason(tmp_path: Path) -> None:
+    # eval --budget: the rows it did not judge are their own outcome, named at the top like failed ones
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(12, seed=10)
+    d = write_results(tmp_path / "r", cases, judge=False)
+    budget = pl.col("id").is_in(cases["id"][:5].to_list()) & (pl.col("metric") == "faithfulness")
+    judge_frame(cases).with_columns(
+        pl.when(budget).then(pl.lit("skipped")).otherwise(pl.col("status")).alias("status"),
+        pl.when(budget).then(pl.lit("budget")).alias("error_kind"),
+        pl.when(budget).then(pl.lit("--budget $0.50 reached")).otherwise(pl.col("error")).alias("error"),
+    ).write_parquet(d / "judge.parquet")
+    paths = write_reports(d, n_resamples=100)
+    html = paths["html"].read_text(encoding="utf-8")
+    box = html.split('id="judge-skipped"')[1].split("</section>")[0]
+    assert html.index('id="judge-skipped"') < html.index('id="overall"')
+    assert "<b>faithfulness</b>: 5 of 12 rows skipped" in box and "budget \u00d7 5" in box
+    assert "--budget $0.50 reached" in box and "correctness" not in box
+    md = paths["markdown"].read_text(encoding="utf-8")
+    assert "**Judge skipped**" in md and "faithfulness: 5 of 12 rows skipped: budget x 5" in md
+    # from eval's judge summary (its per-metric skips), as the terminal prints them
+    summary = {"judge": {"metrics": {"correctness": {"n_total": 12, "failures": {}, "skips": {
+        "budget": {"count": 7, "example": "--budget $1 reached"}}}}}}
+    (d / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    md = write_reports(d, n_resamples=100)["markdown"].read_text(encoding="utf-8")
+    assert "correctness: 7 of 12 rows skipped: budget x 7 (e.g. --budget $1 reached)" in md

@@ -456,23 +456,25 @@ def cost_latency(results: Results) -> Dict[str, Any]:
     return out
 
 
-def judge_failures(results: Results) -> Dict[str, Dict[str, Dict[str, Any]]]:
-    """Failed judge rows per metric, grouped by error kind: ``{metric: {kind: {"count", "example"}}}``.
+def judge_failures(results: Results, status: str = "failed") -> Dict[str, Dict[str, Dict[str, Any]]]:
+    """Failed judge rows per metric, grouped by error kind: ``{metric: {kind: {"count", "example"}}}``;
+    with ``status="skipped"``, the skipped rows grouped by reason (``budget``, ``missing_run``, ...).
 
-    Taken from the judge summary's per-metric ``failures`` when it has them, else counted from
+    Taken from the judge summary's per-metric ``failures`` (``skips``) when it has them, else counted from
     ``judge.parquet`` (``status``, ``error_kind``, ``error``; repeat 1 when the run was repeated, as the
-    cases are). Metrics without a failed row are left out.
+    cases are). Metrics without such a row are left out.
     """
+    key = {"failed": "failures", "skipped": "skips"}[status]
     metrics = ((results.summary.get("judge") or {}).get("metrics") or {}) if isinstance(
         results.summary.get("judge"), dict) else {}
-    if metrics and all(isinstance(m, dict) and isinstance(m.get("failures"), dict) for m in metrics.values()):
-        return {name: dict(m["failures"]) for name, m in metrics.items() if m["failures"]}
+    if metrics and all(isinstance(m, dict) and isinstance(m.get(key), dict) for m in metrics.values()):
+        return {name: dict(m[key]) for name, m in metrics.items() if m[key]}
     j = results.judge
     if j is None or "status" not in j.columns:
         return {}
     if "repeat" in j.columns:
         j = j.filter(pl.col("repeat") == 1)
-    failed = j.filter(pl.col("status") == "failed")
+    failed = j.filter(pl.col("status") == status)
     if failed.height == 0:
         return {}
     kind = pl.col("error_kind").cast(pl.Utf8) if "error_kind" in failed.columns else pl.lit(None, dtype=pl.Utf8)

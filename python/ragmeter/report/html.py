@@ -468,9 +468,10 @@ def _warnings_section(results: Results) -> str:
             f"warnings.json in the results folder lists them all.</p></details></section>")
 
 
-def _judge_failed_section(results: Results) -> str:
-    """The judge-failed box at the top: per metric, failed rows grouped by error kind with one example each."""
-    failures = judge_failures(results)
+def _judge_failed_section(results: Results, status: str = "failed") -> str:
+    """The judge-failed box at the top: per metric, failed rows grouped by error kind with one example each
+    (``status="skipped"``: the judge-skipped box, rows grouped by reason, e.g. ``budget``)."""
+    failures = judge_failures(results, status)
     if not failures:
         return ""
     totals = judge_row_totals(results)
@@ -482,10 +483,10 @@ def _judge_failed_section(results: Results) -> str:
                  + (f" (e.g. \u201c{esc(str(info['example'])[:300])}\u201d)" if info.get("example") else "")
                  for kind, info in kinds.items()]
         of = f" of {total}" if total else ""
-        lines.append(f"<li><b>{esc(metric)}</b>: {n_failed}{of} rows failed \u2014 {'; '.join(parts)}</li>")
-    return ('<section class="warn fail" id="judge-failed"><h2>Judge failed</h2><ul>' + "".join(lines)
-            + '</ul><p class="muted">Failed rows are not scored: they are excluded from the means and counted in '
-            "the totals (n scored / total).</p></section>")
+        lines.append(f"<li><b>{esc(metric)}</b>: {n_failed}{of} rows {status} \u2014 {'; '.join(parts)}</li>")
+    return (f'<section class="warn{" fail" if status == "failed" else ""}" id="judge-{status}"><h2>Judge {status}</h2>'
+            f'<ul>{"".join(lines)}</ul><p class="muted">{status.capitalize()} rows are not scored: they are excluded '
+            "from the means and counted in the totals (n scored / total).</p></section>")
 
 
 def _agg_cells(agg: Dict[str, Any], kind: str) -> List[str]:
@@ -602,6 +603,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         f"{' · ' + _summary_meta(summary) if _summary_meta(summary) else ''}</div></header><main>"
     )
     parts.append(_judge_failed_section(results))
+    parts.append(_judge_failed_section(results, "skipped"))
     parts.append(_warnings_section(results))
 
     # overall

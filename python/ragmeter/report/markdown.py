@@ -45,6 +45,7 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
         lines.append("Settings: " + md_escape(" · ".join(settings)) + ".")
     lines.append("")
     lines += _judge_failed_lines(results)
+    lines += _judge_failed_lines(results, "skipped")
     lines += _warning_lines(results)
     rows = []
     for name in aggregates.get("metrics", []):
@@ -151,16 +152,16 @@ def _warning_lines(results: Results) -> List[str]:
     return out + ["", "</details>", ""]
 
 
-def _judge_failed_lines(results: Results) -> List[str]:
-    failures = judge_failures(results)
+def _judge_failed_lines(results: Results, status: str = "failed") -> List[str]:
+    failures = judge_failures(results, status)
     if not failures:
         return []
     totals = judge_row_totals(results)
-    out = ["**Judge failed**", ""]
+    out = [f"**Judge {status}**", ""]
     for metric, kinds in failures.items():
         n_failed = sum(int(k.get("count") or 0) for k in kinds.values())
         of = f" of {totals[metric]}" if totals.get(metric) else ""
         parts = [f"{kind} x {int(info.get('count') or 0)}" + (f" (e.g. {str(info['example'])[:200]})" if info.get("example") else "")
                  for kind, info in kinds.items()]
-        out.append(f"- {md_escape(metric)}: {n_failed}{of} rows failed: " + md_escape("; ".join(parts)))
+        out.append(f"- {md_escape(metric)}: {n_failed}{of} rows {status}: " + md_escape("; ".join(parts)))
     return out + [""]
