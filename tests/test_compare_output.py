@@ -132,9 +132,11 @@ def test_non_finite_values_are_missing_with_a_warning_and_json_is_strict(tmp_pat
     assert proc.returncode == 0, proc.stderr
     payload = _strict(proc.stdout)
     assert payload["n_paired"] == 80 and "non-finite" in proc.stderr and "Traceback" not in proc.stderr
+    # the 3 faithfulness values the candidate lacks were not measured: a rule on faithfulness cannot pass
     proc = _cli(str(b), str(c), "--json", str(out), "--gate", "faithfulness>=-1pp")
-    assert proc.returncode == 0 and "Deltas" in proc.stdout
-    assert _strict(out.read_text(encoding="utf-8"))["gate"]["passed"] is True
+    assert proc.returncode == 1 and "Deltas" in proc.stdout
+    assert "3 case(s) scored in the baseline only" in proc.stderr
+    assert _strict(out.read_text(encoding="utf-8"))["gate"]["passed"] is False
 
 
 def test_json_never_writes_nan_tokens() -> None:

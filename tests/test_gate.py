@@ -158,3 +158,35 @@ def test_every_gate_line_shows_its_n(runs) -> None:  # type: ignore[no-untyped-d
     assert "delta -15.56pp over 45/51," in res["hit>=-2pp"].detail
     assert "over 45/51," in res["hit>=50%"].detail and res["hit>=50%"].passed
     assert "over 10/10," in res["hit[fact]>=-50pp"].detail
+
+
+def test_rules_fail_when_judge_calls_failed_in_one_run_only(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # The candidate's judge failed on 30 cases the baseline judged correct: over the cases judged in both runs
+    # nothing changed, so every `correct` rule passed and the CI job went green on the cases that were left.
+    from ragmeter.cli import main
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_report import synth_cases, write_results
+
+    base = synth_cases(120, seed=4)
+    lost = base.filter(pl.col("correct") == True).get_column("id").to_list()[:30]  # noqa: E712
+    failed = pl.col("id").is_in(lost)
+    cand = base.with_columns(
+        pl.when(failed).then(pl.lit("failed")).otherwise(pl.col("correctness_status")).alias("correctness_status"),
+        *[pl.when(failed).then(None).otherwise(pl.col(c)).alias(c) for c in ("correct", "correctness_score")])
+    b, c = write_results(tmp_path / "b", base), write_results(tmp_path / "c", cand)
+    comp = compare(b, c, n_resamples=RESAMPLES)
+    row = comp.row("correct")
+    assert (row.n_baseline_only, row.n_candidate_only) == (30, 0)
+    assert sum(comp.row("correct", g).n_baseline_only for g in comp.groups) == 30
+    assert any("correct: 30 case(s) scored in the baseline only" in w for w in comp.warnings)
+    rules = "correct>=-2pp,correct>=50%,regressions<=0,correct_regressions<=0,hit>=-2pp"
+    res = {r.rule.text: r for r in gate.evaluate(gate.parse_rules(rules), comp)}
+    for rule in ("correct>=-2pp", "correct>=50%", "regressions<=0", "correct_regressions<=0"):
+        assert not res[rule].passed, res[rule].detail
+        assert "correct: 30 case(s) scored in the baseline only" in res[rule].detail
+    assert res["hit>=-2pp"].passed
+    back = {r.rule.text: r for r in gate.evaluate(gate.parse_rules("correct>=-2pp"), compare(c, b, n_resamples=RESAMPLES))}
+    assert "30 case(s) scored in the candidate only" in back["correct>=-2pp"].detail
+    assert main(["compare", str(b), str(c), "--resamples", "200", "--gate", "correct>=-2pp"]) == 1
+    assert "gate failed: correct>=-2pp: not measured on every case" in capsys.readouterr().err

@@ -138,6 +138,10 @@ class MetricDelta:
     p_value: Optional[float]  # McNemar exact (boolean metrics)
     mdd: Optional[float]  # minimum detectable difference at this n
     better: str = "higher"  # "higher" or "lower": which way the metric improves
+    #: cases of the group scored in the baseline only / the candidate only (a failed or skipped judge call, an
+    #: answer missing from one run): left out of the delta; a gate rule on the row fails while any remain
+    n_baseline_only: int = 0
+    n_candidate_only: int = 0
 
     @property
     def significant(self) -> bool:
@@ -676,8 +680,11 @@ def compare_frames(
         scored_b = ~np.isnan(base_v[:, j])
         scored_c = ~np.isnan(cand_v[:, j])
         if (scored_b != scored_c).any():
-            k = int((scored_b != scored_c).sum())
-            notes.append(f"{name}: {k} case(s) scored in only one run are left out of its delta")
+            only_b, only_c = int((scored_b & ~scored_c).sum()), int((scored_c & ~scored_b).sum())
+            sides = ", ".join(f"{k} case(s) scored in the {side} only" for side, k in (("baseline", only_b),
+                                                                                      ("candidate", only_c)) if k)
+            warnings.append(f"{name}: {sides} (a failed or skipped judge call, a missing answer?), left out of its "
+                            "delta; a gate rule on it fails")
         for i, (g, sel) in enumerate(groups):
             d = diff[sel, j]
             ok = ~np.isnan(d)
@@ -699,6 +706,8 @@ def compare_frames(
                 delta=(c_mean - b_mean) if npair else None, ci_low=lo, ci_high=hi, n_paired=npair,  # type: ignore[operator]
                 n_total=len(sel), wins=wins, regressions=regressions, ties=npair - wins - regressions,
                 p_value=p_value, mdd=mdd, better=better(name),
+                n_baseline_only=int((scored_b[sel] & ~scored_c[sel]).sum()),
+                n_candidate_only=int((scored_c[sel] & ~scored_b[sel]).sum()),
             ))
     return Comparison(
         base=base_name, candidate=cand_name, rows=rows, n_base=base_cases.height, n_candidate=cand_cases.height,

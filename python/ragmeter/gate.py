@@ -41,7 +41,10 @@ runs (or an unknown category) fails, saying so. Without a judge, ``correct`` is
 only refusal detection on the no-answer cases: a value rule (``correct>=75%``)
 on a candidate, or a delta rule (``correct>=-2pp``) on runs, whose answers were
 not judged fails, saying so, rather than limiting that stand-in; the count
-rules still count those cases (``correct 0 of 6``). Each verdict names the
+rules still count those cases (``correct 0 of 6``). Every rule on a metric
+that one run scored on cases the other did not (a failed or skipped judge
+call, an answer missing from one run) fails, naming how many on each side: the
+lost cases may be the ones that regressed. Each verdict names the
 cases it rests on: ``candidate 0.8333 over 6/51`` (scored in both / in the
 group).
 
@@ -262,6 +265,21 @@ def _count(rule: Rule, comparison: Any, group: str) -> Tuple[Optional[float], Di
     return float(sum(counted.values())), counted, f" ({parts})"
 
 
+def _one_sided(rule: Rule, comparison: Any, group: str) -> str:
+    """Why the rule's rows are not measured on every case of the group (cases scored in one run only), or ``""``."""
+    if rule.mode == "count" and rule.count_metric is None:
+        rows = comparison.outcomes(group)
+    else:
+        rows = [comparison.row(rule.count_metric or rule.name, group)]
+    parts = []
+    for r in rows:
+        sides = [f"{k} case(s) scored in the {side} only" for side, k in (("baseline", getattr(r, "n_baseline_only", 0)),
+                                                            ("candidate", getattr(r, "n_candidate_only", 0))) if k]
+        if r is not None and sides:
+            parts.append(f"{r.metric}: {', '.join(sides)}")
+    return "; ".join(parts)
+
+
 def _unjudged_sides(rule: Rule, comparison: Any) -> List[str]:
     """The runs a value or delta rule reads whose value of the rule's metric was not judged."""
     not_judged = getattr(comparison, "not_judged", None) or {}
@@ -306,9 +324,17 @@ def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
             what = rule.count_metric or (", ".join(OUTCOMES) if rule.mode == "count" else rule.name)
             out.append(RuleResult(rule, None, False, f"`{rule.text}`: no case scored in both runs for {what}{where}"))
             continue
+        what = {"delta": "delta", "absolute": "candidate", "count": rule.count_kind}[rule.mode]
+        one_sided = _one_sided(rule, comparison, group)
+        if one_sided:
+            # the cases one run could not score (a failed judge call) may be the ones that regressed: a verdict on
+            # the rest would pass a CI job whose candidate lost half its judge calls
+            out.append(RuleResult(rule, None, False, (
+                f"`{rule.text}`: not measured on every case: {one_sided} (a failed or skipped judge call?); "
+                f"{what} {_fmt(rule.mode, actual)}{how} on the rest"), counted))
+            continue
         passed = _holds(actual, rule.op, rule.value)
         gap = abs(actual - rule.value)
-        what = {"delta": "delta", "absolute": "candidate", "count": rule.count_kind}[rule.mode]
         detail = f"`{rule.text}`: {what} {_fmt(rule.mode, actual)}{how}, limit {rule.op} {_fmt(rule.mode, rule.value)}"
         if not passed:
             detail += f", violated by {_fmt('delta', gap).lstrip('+') if rule.mode == 'delta' else _fmt(rule.mode, gap)}"

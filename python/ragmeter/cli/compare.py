@@ -28,7 +28,8 @@ Gate rules, comma-separated, NAME[category] OP LIMIT:
 A rule that can never fail or never pass (hit>=-2: Hit@k is never below 0) is
 an error with a suggestion (did you mean hit>=-2pp?). A rule on a metric that
 was not measured fails: faithfulness with no case scored, correct>=75% or
-correct>=-2pp on answers that were not judged."""
+correct>=-2pp on answers that were not judged, any rule on a metric that one
+run scored on cases the other did not (a failed judge call)."""
 
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
