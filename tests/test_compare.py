@@ -294,3 +294,30 @@ def test_many_categories_resampled_in_blocks(monkeypatch: pytest.MonkeyPatch) ->
     assert same is not None and (same.delta, same.ci_low, same.ci_high) == (0, 0, 0) and same.n_paired > 0
     f = blocked.row("faithfulness", "c07")
     assert f is not None and f.n_total == 10 and f.ci_low is not None and f.ci_low < f.delta < f.ci_high  # resampled
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_no_interval_and_no_star_below_four_paired_cases(n: int) -> None:
+    # One case lost its hit out of 1 (2, 3): the "95% interval" was [-100pp, -100pp], starred as excluding 0,
+    # beside McNemar's p = 1.000 (0.5, 0.25). At n <= 3 a resample repeating one case has probability >= 1/9, so
+    # the percentile bootstrap's bounds are the smallest and largest delta whatever the level.
+    from ragmeter.diagnosis import diagnose
+
+    base = synth_cases(4 * n, seed=7, hit_p=1.0).filter(pl.col("category") == "fact")
+    cand = base.with_columns(pl.lit(False).alias("hit"))
+    comp = compare_frames(diagnose(base), diagnose(cand), n_resamples=500)
+    hit = comp.row("hit")
+    assert hit.n_paired == n and hit.regressions == n and hit.delta == pytest.approx(-1.0)
+    assert (hit.ci_low, hit.ci_high) == (None, None) and not hit.significant
+    assert any("at least 4 paired cases" in note for note in comp.notes)
+    md = to_markdown(comp)
+    assert "-100.0pp *" not in md and "[-100.0pp, -100.0pp]" not in md
+
+
+def test_four_paired_cases_get_an_interval() -> None:
+    from ragmeter.diagnosis import diagnose
+
+    base = synth_cases(16, seed=7, hit_p=1.0).filter(pl.col("category") == "fact")
+    cand = base.with_columns(pl.Series("hit", [False, True, True, True]))
+    hit = compare_frames(diagnose(base), diagnose(cand), n_resamples=500).row("hit")
+    assert hit.n_paired == 4 and hit.ci_low is not None and hit.ci_low < hit.delta <= hit.ci_high

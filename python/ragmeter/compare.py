@@ -6,7 +6,10 @@ candidate means over the cases scored in both runs, the delta (candidate -
 baseline) with a paired bootstrap 95% interval (10,000 resamples by default,
 seeded), ``n``, per-case wins / regressions / ties, McNemar's exact test for
 boolean metrics (correct, hit, ...), and the minimum detectable difference at
-this size (alpha 0.05, power 0.8; see :mod:`ragmeter.stats`).
+this size (alpha 0.05, power 0.8; see :mod:`ragmeter.stats`). Below 4 paired
+cases there is no interval (``ci_low`` / ``ci_high`` null, never starred): a
+resample repeating one case is then so likely that the percentile bounds are
+the smallest and largest delta whatever the level.
 
 Direction
 ---------
@@ -528,6 +531,16 @@ def _values(frame: pl.DataFrame, columns: List[str], n: int) -> np.ndarray:
     return v
 
 
+def interval_defined(n: int, confidence: float = 0.95) -> bool:
+    """Whether a percentile bootstrap interval of a mean over ``n`` cases can be the stated level: below 4 cases a
+    resample repeating one case has probability ``n**(1 - n)`` >= 1/9 (> 2.5%), so the 95% bounds are always the
+    smallest and largest value (one case: that case alone, an interval of zero width)."""
+    return n >= 1 and n ** (1.0 - n) < (1.0 - confidence) / 2.0
+
+
+#: the fewest paired cases with a 95% interval
+MIN_INTERVAL_CASES = next(n for n in range(1, 100) if interval_defined(n))
+
 RESAMPLE_BYTES = 256 * 2**20
 """The most memory one bootstrap call may return (resamples x groups x metrics, float64)."""
 
@@ -672,6 +685,7 @@ def compare_frames(
                      f"(at most {RESAMPLE_BYTES // 2**20} MB of resamples at a time); the overall interval from the whole set")
 
     rows: List[MetricDelta] = []
+    too_few = False
     for j, name in enumerate(names):
         kind = METRICS[name].kind
         # a mean over repeats is a share, not a 0/1 outcome: no McNemar test for it
@@ -690,7 +704,8 @@ def compare_frames(
             ok = ~np.isnan(d)
             improvement = sign * d[ok]
             npair = int(ok.sum())
-            lo, hi = (finite_or_none(float(x)) for x in intervals[i][:, j]) if npair else (None, None)
+            lo, hi = (finite_or_none(float(x)) for x in intervals[i][:, j]) if interval_defined(npair) else (None, None)
+            too_few = too_few or 0 < npair < MIN_INTERVAL_CASES
             b_mean = float(base_v[sel, j][ok].mean()) if npair else None
             c_mean = float(cand_v[sel, j][ok].mean()) if npair else None
             wins = int((improvement > EPS).sum())
@@ -709,6 +724,9 @@ def compare_frames(
                 n_baseline_only=int((scored_b[sel] & ~scored_c[sel]).sum()),
                 n_candidate_only=int((scored_c[sel] & ~scored_b[sel]).sum()),
             ))
+    if too_few:
+        notes.append(f"a 95% interval needs at least {MIN_INTERVAL_CASES} paired cases: with fewer, a resample "
+                     "repeating one case is so likely that the bounds are just the smallest and largest delta; shown n/a")
     return Comparison(
         base=base_name, candidate=cand_name, rows=rows, n_base=base_cases.height, n_candidate=cand_cases.height,
         n_paired=n, n_resamples=n_resamples, seed=seed, problems=list(problems or []),
