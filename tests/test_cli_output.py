@@ -116,11 +116,12 @@ def test_terminal_output_fits_80_columns(name: str, tmp_path: Path) -> None:
 def test_demo_says_where_it_wrote(tmp_path: Path) -> None:
     proc = piped(["demo", "--out", "my-demo"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    flat = proc.stdout.replace("\n", "")
-    assert f"wrote {tmp_path / 'my-demo'}/: cases.parquet" in flat
-    assert f"open {tmp_path / 'my-demo' / 'report.html'}" in flat
+    # without white space: a path wider than the 80 columns is cut, its rest indented on the next line
+    flat = "".join(proc.stdout.split())
+    assert f"wrote{tmp_path / 'my-demo'}/:cases.parquet" in flat
+    assert f"open{tmp_path / 'my-demo' / 'report.html'}inabrowser" in flat
     assert (tmp_path / "my-demo" / "report.html").stat().st_size > 0
-    written = flat.split("/: ", 1)[1].split("open ", 1)[0]
+    written = flat.split("/:", 1)[1].split("open", 1)[0]
     named = {name.strip() for name in written.split(",")}
     on_disk = {p.name + ("/" if p.is_dir() else "") for p in (tmp_path / "my-demo").iterdir()}
     assert named == on_disk  # the line names every file written, and only those

@@ -5,44 +5,13 @@ is split into blocks of columns, warnings are wrapped.
 """
 from __future__ import annotations
 
-import unicodedata
 from typing import Any, Dict, List, Optional
 
-WIDTH = 80
+from ragmeter._text import WIDTH, columns, hanging, wrap
 NAME = 20  # widest value name shown in a table
 #: rows of a table on the terminal (the first ones, in the audit's order); audit.md and --json hold them all.
 #: The same bound as the other commands' tables (ragmeter.cli._tables.MAX_ROWS).
 MAX_ROWS = 20
-
-
-def columns(text: str) -> int:
-    """Terminal columns of ``text`` (CJK and full-width characters take two)."""
-    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
-
-
-def wrap(text: str, width: int = WIDTH, indent: str = "", subsequent: str = "    ") -> List[str]:
-    """Break ``text`` at spaces into lines of at most ``width`` columns; a word wider than a line
-    (a path, a run of CJK text) is cut where it must be."""
-    lines: List[str] = []
-    line = indent
-    for word in text.split():
-        sep = "" if line.strip() == "" else " "
-        if columns(line) + len(sep) + columns(word) <= width:
-            line += sep + word
-            continue
-        if line.strip():
-            lines.append(line)
-            line = subsequent
-        while columns(line) + columns(word) > width:
-            room, cut = width - columns(line), 0
-            while cut < len(word) and columns(word[: cut + 1]) <= room:
-                cut += 1
-            lines.append(line + word[:cut])
-            line, word = subsequent, word[cut:]
-        line += word
-    if line.strip() or not lines:
-        lines.append(line)
-    return lines
 
 
 def _name(value: str) -> str:
@@ -145,11 +114,7 @@ def warning_lines(d: Dict[str, Any], limit: Optional[int] = 30) -> List[str]:
 
 
 def _wrapped(lines: List[str]) -> List[str]:
-    out = []
-    for line in lines:
-        indent = " " * (len(line) - len(line.lstrip()))
-        out += wrap(line.strip(), indent=indent, subsequent=indent + "  ")
-    return out
+    return hanging(lines, WIDTH)
 
 
 def _bounded(rows: List[Any]) -> List[Any]:

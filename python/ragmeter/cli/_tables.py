@@ -56,6 +56,15 @@ def make_console(stderr: bool = False) -> Console:
     return console
 
 
+def print_prose(lines: Any, console: Console, style: Optional[str] = None) -> None:
+    """Lines of prose (legends, findings, intervals) wrapped at the console's width with a hanging indent, never
+    inside an interval, no trailing spaces (``ragmeter._text.hanging``); rich would wrap them at column 0."""
+    from ragmeter._text import hanging
+
+    for line in hanging(lines, console.width):
+        console.print(Text(line, style=style or ""), no_wrap=True, overflow="ignore")
+
+
 def print_warning(text: str, console: Console) -> None:
     """``warning: text``, wrapped at the console's width under its first word (a hanging indent), never cut."""
     head = "warning: "
@@ -129,23 +138,24 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
     console.print(table)
     print_more(n_more, "categories", more_in, f"the {len(categories)} of lowest Hit@{k}, more cases first among "
                "equals", console)
-    console.print(f"n: labelled/all cases; (m): a value over m cases. Hit: a relevant chunk (expected file and "
-                  f"evidence phrase) in the top {k}. fHit: file level, some expected file in the top {k}. EvRec: "
-                  f"evidence recall. AllF: every expected file in the top {k}, over the cases expecting two or more (their count). empty: nothing "
-                  "retrieved.", style="dim", highlight=False)
+    print_prose([f"n: labelled/all cases; (m): a value over m cases. Hit: a relevant chunk (expected file and "
+                 f"evidence phrase) in the top {k}. fHit: file level, some expected file in the top {k}. EvRec: "
+                 f"evidence recall. AllF: every expected file in the top {k}, over the cases expecting two or more "
+                 "(their count). empty: nothing retrieved."], console, style="dim")
     modes = ", ".join(f"{'(missing)' if m == 'None' else m}: {n}" for m, n in summary["retrieval_modes"].items())
-    console.print(f"retrieval modes: {modes or 'not given'}")
+    lines = [f"retrieval modes: {modes or 'not given'}"]
     gap = _gap(summary["overall"])
     if gap is not None:
-        console.print(f"file-level minus chunk-level Hit@{k}: {gap:+.1f} points "
-                      "(the right file came back, the answer chunk did not)")
+        lines.append(f"file-level minus chunk-level Hit@{k}: {gap:+.1f} points (the right file came back, the "
+                     "answer chunk did not)")
+    print_prose(lines, console)
     from ragmeter._warnings import messages
 
     for text in messages(summary["warnings"]):  # one each: a count and the first few cases
         print_warning(text, console)
     if out_dir:
-        console.print(f"wrote {out_dir}/cases.parquet, {out_dir}/chunks.parquet, {out_dir}/summary.json, "
-                      f"{out_dir}/warnings.json")
+        print_prose([f"wrote {out_dir}/cases.parquet, {out_dir}/chunks.parquet, {out_dir}/summary.json, "
+                     f"{out_dir}/warnings.json"], console)
 
 
 def _value_over(agg: Dict[str, Any], key: str, n: int) -> str:
@@ -182,8 +192,8 @@ def print_sweep(table: Any, k: int, console: Optional[Console] = None, more_in: 
     if n_more:
         print_more(n_more, "categories at each threshold", more_in, f"the {MAX_ROWS} of lowest Hit@{k} at "
                    f"t={rows[0]['threshold']:g}, more cases first among equals, at every t", console)
-    console.print(f"t: threshold. n: labelled/all cases. empty: cases left with no chunk. kept: mean chunks kept "
-                  f"(at most {k}).", style="dim", highlight=False)
+    print_prose([f"t: threshold. n: labelled/all cases. empty: cases left with no chunk. kept: mean chunks kept "
+                 f"(at most {k})."], console, style="dim")
 
 
 def _bounded_sweep(rows: List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], int]:

@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     import polars as pl
     from rich.markup import escape
 
-    from ragmeter.cli._tables import make_console, print_score, print_sweep
+    from ragmeter.cli._tables import make_console, print_prose, print_score, print_sweep
     from ragmeter.evaluation import run_eval
     from ragmeter.judge import JudgeConfig
     from ragmeter.review import export_sheet, import_sheet
@@ -136,16 +136,14 @@ def run(args: argparse.Namespace) -> int:
     print_score(summary["retrieval"], out_dir=None, console=console)
     print_sweep(pl.read_parquet(Path(args.out) / "sweep.parquet"), args.k, console=console)
     correctness = ((summary.get("judge") or {}).get("metrics") or {}).get("correctness") or {}
-    console.print(f"answers judged by scripted example verdicts (judge_replay.jsonl, example data replayed offline, "
-                  f"not a model): {correctness.get('n_scored')}/{correctness.get('n_total')} scored; "
-                  "`ragmeter eval --base-url URL --model M` judges with a real model", markup=False, highlight=False)
+    print_prose([f"answers judged by scripted example verdicts (judge_replay.jsonl, example data replayed offline, "
+                 f"not a model): {correctness.get('n_scored')}/{correctness.get('n_total')} scored; "
+                 "`ragmeter eval --base-url URL --model M` judges with a real model"], console)
     export_sheet(args.out, Path(args.out) / "review", random_n=4)
     section = import_sheet(args.out, ex / "review_filled.csv")
-    console.print("review sheet filled by an example reviewer (review_filled.csv, example data):",
-                  markup=False, highlight=False)
-    for line in text_lines(section):
-        console.print(line, markup=False, highlight=False)
+    print_prose(["review sheet filled by an example reviewer (review_filled.csv, example data):",
+                 *text_lines(section)], console)
     out = Path(args.out).resolve()
-    console.print(f"wrote {escape(str(out))}/: {', '.join(OUTPUTS)}", highlight=False)
-    console.print(f"open {escape(str(out / 'report.html'))} in a browser for the report", highlight=False)
+    print_prose([f"wrote {out}/: {', '.join(OUTPUTS)}", f"open {out / 'report.html'} in a browser for the report"],
+                console)
     return 0

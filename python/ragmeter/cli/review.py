@@ -101,7 +101,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     from ragmeter._io import strict_json
-    from ragmeter.cli._tables import make_console
+    from ragmeter.cli._tables import make_console, print_prose
     from ragmeter.review import import_sheet
     from ragmeter.review.render import text_lines
 
@@ -110,10 +110,9 @@ def _import(args: argparse.Namespace) -> int:
         print(strict_json(section))
     else:
         console = make_console()
-        for line in text_lines(section):
-            console.print(line, markup=False, highlight=False)
-        console.print(f"wrote {args.results}/: review.parquet, summary.json (calibration), report.html, report.md",
-                      markup=False, highlight=False)
+        print_prose([*text_lines(section),
+                     f"wrote {args.results}/: review.parquet, summary.json (calibration), report.html, report.md"],
+                    console)
     return 3 if section["n_incomplete"] else 0
 
 

@@ -1,0 +1,65 @@
+"""Plain text for terminals and pipes: columns of CJK text, and lines wrapped at spaces with a hanging indent.
+
+The audit, the review and the demo print lines of prose (findings, intervals, warnings) that must fit 80
+columns when piped and read well when wrapped: a wrapped line is indented under its first line, and an interval
+such as ``[0.34, 0.99]`` is never split between two lines.
+"""
+from __future__ import annotations
+
+import unicodedata
+from typing import Iterable, List
+
+WIDTH = 80
+
+
+def columns(text: str) -> int:
+    """Terminal columns of ``text`` (CJK and full-width characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
+def _words(text: str) -> List[str]:
+    """The words of ``text``; a bracketed group (``[0.34, 0.99]``) is one word, so no line ends inside it."""
+    words: List[str] = []
+    open_group = False
+    for word in text.split():
+        if open_group:
+            words[-1] += " " + word
+        else:
+            words.append(word)
+        opened = words[-1].count("[") > words[-1].count("]")
+        open_group = opened and len(words[-1]) <= 40  # a stray '[' does not swallow the rest of the line
+    return words
+
+
+def wrap(text: str, width: int = WIDTH, indent: str = "", subsequent: str = "    ") -> List[str]:
+    """Break ``text`` at spaces into lines of at most ``width`` columns; a word wider than a line
+    (a path, a run of CJK text) is cut where it must be."""
+    lines: List[str] = []
+    line = indent
+    for word in _words(text):
+        sep = "" if line.strip() == "" else " "
+        if columns(line) + len(sep) + columns(word) <= width:
+            line += sep + word
+            continue
+        if line.strip():
+            lines.append(line)
+            line = subsequent
+        while columns(line) + columns(word) > width:
+            room, cut = width - columns(line), 0
+            while cut < len(word) and columns(word[: cut + 1]) <= room:
+                cut += 1
+            lines.append(line + word[:cut])
+            line, word = subsequent, word[cut:]
+        line += word
+    if line.strip() or not lines:
+        lines.append(line)
+    return lines
+
+
+def hanging(lines: Iterable[str], width: int = WIDTH) -> List[str]:
+    """Each line wrapped at ``width``, its continuation lines indented two columns under its own indent."""
+    out: List[str] = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip()))
+        out += wrap(line.strip(), width, indent=indent, subsequent=indent + "  ")
+    return out
