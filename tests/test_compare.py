@@ -148,6 +148,34 @@ def test_refuses_different_k_unless_forced(tmp_path: Path, capsys: pytest.Captur
     assert compare(b, write_results(tmp_path / "b2", base, summary={"settings": {"k": 5}}), n_resamples=200).problems == []
 
 
+def test_refuses_a_different_judge_model_unless_forced(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from ragmeter.cli import main
+
+    # correct -6pp between two judges grading the same answers is the judge changing, not the system
+    def judge(**changes: object) -> dict:
+        return {"settings": {"k": 5, "judge": {"base_url": "http://127.0.0.1:8000/v1", "model": "judge-a",
+                                               "concurrency": 8, "embeddings_model": None, **changes}}}
+
+    base = synth_cases(40, seed=1)
+    b = write_results(tmp_path / "b", base, summary=judge())
+    c = write_results(tmp_path / "c", base, summary=judge(model="judge-b"))
+    with pytest.raises(CompareRefused, match="judge model differs: baseline 'judge-a', candidate 'judge-b'"):
+        compare(b, c)
+    assert main(["compare", str(b), str(c), "--resamples", "200", "--gate", "correct>=-2pp"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "judge model differs" in err and "--force" in err
+    comp = compare(b, c, force=True, n_resamples=200)
+    assert comp.forced and any("judge model differs" in p for p in comp.problems)
+    # another endpoint or concurrency for the same model grades alike; a folder without a judge is not checked
+    same = write_results(tmp_path / "s", base, summary=judge(base_url="http://10.0.0.2/v1", concurrency=2))
+    assert compare(b, same, n_resamples=200).problems == []
+    assert compare(b, write_results(tmp_path / "n", base, summary={"settings": {"k": 5, "judge": None}}),
+                   n_resamples=200).problems == []
+    emb = write_results(tmp_path / "e", base, summary=judge(embeddings_model="emb-2"))
+    with pytest.raises(CompareRefused, match="judge embeddings_model differs: baseline None, candidate 'emb-2'"):
+        compare(b, emb)
+
+
 def test_no_common_case_is_refused_even_when_forced(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     from ragmeter.cli import main
 

@@ -24,8 +24,10 @@ the correct answer to a no-answer question), never as refusal regressions.
 Comparability
 -------------
 The two runs must be comparable: the same cases (ids, questions, reference
-answers, categories and labels), the same retrieval-mode mix and the same
-cut-off k (when both summary.json files record it). Cases are
+answers, categories and labels), the same retrieval-mode mix, the same
+cut-off k and the same judge model (``settings.judge``; for answer_relevancy
+also its embeddings model, variant and question count), each checked when both
+summary.json files record it. Cases are
 compared, not file bytes, so a comment line or reformatting in the golden set
 does not matter. When both folders record a golden file (``summary.json``
 ``inputs.golden``) that still exists with the recorded SHA-256, the cases are
@@ -349,6 +351,28 @@ def _cutoff(summary: Dict[str, Any]) -> Optional[int]:
     return None
 
 
+#: judge settings that change the grades (not the endpoint, concurrency or limits), and the metric each needs
+#: judged in both runs to matter (None: every judge metric)
+JUDGE_SETTINGS = (("model", None), ("embeddings_model", "answer_relevancy"), ("relevancy_variant", "answer_relevancy"),
+                  ("n_questions", "answer_relevancy"))
+
+
+def _judge_differences(sb: Dict[str, Any], sc: Dict[str, Any]) -> List[str]:
+    """The grading judge settings that differ between two summary.json files that both record a judge."""
+    jb, jc = (s["settings"].get("judge") if isinstance(s.get("settings"), dict) else None for s in (sb, sc))
+    if not isinstance(jb, dict) or not isinstance(jc, dict):
+        return []
+    out = []
+    for name, needs in JUDGE_SETTINGS:
+        metrics = [j.get("metrics") for j in (jb, jc)]
+        if needs is not None and not all(not isinstance(m, list) or needs in m for m in metrics):
+            continue
+        if name in jb and name in jc and jb[name] != jc[name]:
+            out.append(f"judge {name} differs: baseline {jb[name]!r}, candidate {jc[name]!r}; the judge metrics' "
+                       "deltas would be the judge changing")
+    return out
+
+
 def _check(base: Any, cand: Any) -> Tuple[List[str], List[str]]:
     """(problems that make the runs incomparable, notes).
 
@@ -381,6 +405,7 @@ def _check(base: Any, cand: Any) -> Tuple[List[str], List[str]]:
             f"{', '.join(['id', *[c for c in gb.columns if c != 'id' and c in gc.columns]])} is the same "
             f"(compared from {source}{caveat})"
         )
+    problems += _judge_differences(base.summary, cand.summary)
     mb, mc = _mode_mix(base.cases), _mode_mix(cand.cases)
     if mb != mc:
         problems.append(f"retrieval-mode mix differs: baseline {mb or 'none recorded'}, candidate {mc or 'none recorded'}")

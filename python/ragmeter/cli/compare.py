@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("base", metavar="BASE_DIR", help="baseline results directory")
     parser.add_argument("candidate", metavar="CAND_DIR", help="candidate results directory")
     parser.add_argument("--gate", metavar="RULES", default=None, help="comma-separated gate rules (see below)")
-    parser.add_argument("--force", action="store_true", help="compare even if golden sets, retrieval-mode mixes or k differ (warns loudly)")
+    parser.add_argument("--force", action="store_true", help="compare even if golden sets, retrieval-mode mixes, k or judge models differ (warns loudly)")
     parser.add_argument("--markdown", action="store_true", help="print the Markdown summary instead of tables")
     parser.add_argument("--out", metavar="FILE.md", default=None, help="also write the Markdown summary here")
     parser.add_argument("--json", metavar="FILE.json", nargs="?", const="-", default=None,
