@@ -349,3 +349,26 @@ def test_four_paired_cases_get_an_interval() -> None:
     cand = base.with_columns(pl.Series("hit", [False, True, True, True]))
     hit = compare_frames(diagnose(base), diagnose(cand), n_resamples=500).row("hit")
     assert hit.n_paired == 4 and hit.ci_low is not None and hit.ci_low < hit.delta <= hit.ci_high
+
+
+def test_cases_absent_from_one_run_are_named(tmp_path: Path) -> None:
+    # 3 cases dropped from the candidate's run file are scored as empty retrievals: they showed up as 3 hit
+    # regressions with no word that the run simply lacked them
+    base = synth_cases(40, seed=5, hit_p=1.0).with_columns(pl.lit(False).alias("missing_from_run"),
+                                                           pl.lit(None, dtype=pl.Utf8).alias("run_error"))
+    gone = base.filter(pl.col("labeled")).get_column("id").to_list()[:3]
+    failed = base.filter(pl.col("labeled")).get_column("id").to_list()[3]
+    cand = _flip(_flip(base, "missing_from_run", gone, True), "hit", [*gone, failed], False).with_columns(
+        pl.when(pl.col("id") == failed).then(pl.lit("HTTP 500")).otherwise(pl.col("run_error")).alias("run_error"))
+    b, c = write_results(tmp_path / "b", base), write_results(tmp_path / "c", cand)
+    comp = compare(b, c, n_resamples=200)
+    assert comp.row("hit").regressions == 4
+    said = [w for w in comp.warnings if "missing from" in w]
+    assert len(said) == 1 and "candidate" in said[0] and "3 case(s) missing from" in said[0]
+    assert all(i in said[0] for i in gone)
+    failed_said = [w for w in comp.warnings if "failed when" in w]
+    assert len(failed_said) == 1 and failed in failed_said[0] and "1 case(s)" in failed_said[0]
+    back = compare(c, b, n_resamples=200)
+    assert any("baseline" in w and "3 case(s) missing from" in w for w in back.warnings)
+    # the same gaps on both sides change no delta: nothing to say
+    assert not any("missing from" in w or "failed when" in w for w in compare(c, c, n_resamples=200).warnings)

@@ -543,6 +543,34 @@ def non_finite_counts(cases: pl.DataFrame) -> Dict[str, int]:
     return out
 
 
+#: cases.parquet flags of a case the run file lacked or that failed when collected: (column, code, what)
+RUN_GAPS = (
+    (pl.col("missing_from_run").fill_null(False), "missing_from_run", "missing from the {side}'s run file only, "
+     "scored there as empty retrievals (their deltas are the run file's gap, not the system's)"),
+    (pl.col("run_error").is_not_null(), "failed_in_run", "failed when the {side}'s run was collected, in that run "
+     "only (scored from what the run holds: an empty retrieval, no answer)"),
+)
+
+
+def run_gaps(base_cases: pl.DataFrame, cand_cases: pl.DataFrame) -> List[str]:
+    """One warning per side and kind for the paired cases that one run's file lacked or failed on and the other's
+    did not: they enter the deltas as misses."""
+    from ragmeter._warnings import warning
+
+    common = base_cases.select(pl.col("id").cast(pl.Utf8)).join(
+        cand_cases.select(pl.col("id").cast(pl.Utf8)), on="id", how="semi").get_column("id").to_list()
+    out: List[str] = []
+    for flag, code, what in RUN_GAPS:
+        column = flag.meta.root_names()[0]
+        b, c = ({str(i) for i in cases.filter(flag).get_column("id").to_list()} if column in cases.columns else set()
+                for cases in (base_cases, cand_cases))
+        for side, mine, other in (("baseline", b, c), ("candidate", c, b)):
+            only = [i for i in common if i in mine and i not in other]
+            if only:
+                out.append(warning(code, "case(s) " + what.format(side=side), only)["message"])
+    return out
+
+
 def correctness_judged(cases: pl.DataFrame) -> bool:
     """Whether the judge gave any correctness verdict (else ``answer_correct`` is refusal detection alone)."""
     return "correct" in cases.columns and cases.get_column("correct").null_count() < cases.height
@@ -680,6 +708,7 @@ def compare_frames(
                 f"{side}: cases.parquet has values that are not finite (NaN or infinity), treated as missing: "
                 + ", ".join(f"{k} in {name}" for name, k in bad.items())
             )
+    warnings += run_gaps(base_cases, cand_cases)
     mb = _metric_frame(base_cases) if base_repeats is None else _case_means(base_repeats)
     mc = _metric_frame(cand_cases) if cand_repeats is None else _case_means(cand_repeats)
     names = [c for c in mb.columns if c not in ("id", "category") and c in mc.columns]
