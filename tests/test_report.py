@@ -726,3 +726,29 @@ def test_rows_skipped_at_the_budget_are_shown_with_their_reason(tmp_path: Path) 
     (d / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     md = write_reports(d, n_resamples=100)["markdown"].read_text(encoding="utf-8")
     assert "correctness: 7 of 12 rows skipped: budget x 7 (e.g. --budget $1 reached)" in md
+
+
+def test_the_two_correct_rates_are_named_side_by_side_when_calls_failed(tmp_path: Path) -> None:
+    """The report's Correct leaves failed calls out (n scored / total); the judge summary's correct_rate counts
+    them as not correct. With failed calls the two differ, and the report says both, each by its name."""
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(60, seed=4)
+    failed = int((cases["correctness_status"] == "failed").sum())
+    assert failed > 0
+    ok = cases.filter(pl.col("correctness_status") == "ok")
+    n_correct = int(ok["correct"].sum())
+    expected = (f"Counting the {failed} failed correctness call(s) as not correct, as summary.json's correct_rate "
+                f"does: {100 * n_correct / (ok.height + failed):.1f}% ({n_correct}/{ok.height + failed}).")
+    d = write_results(tmp_path / "r", cases)
+    paths = write_reports(d, n_resamples=100)
+    md = paths["markdown"].read_text(encoding="utf-8")
+    html = paths["html"].read_text(encoding="utf-8")
+    from ragmeter.report.markdown import md_escape
+
+    assert md_escape(expected) in md and f"{100 * n_correct / ok.height:.1f}%" in md  # the judged-rows rate stays
+    assert expected.replace("'", "&#x27;") in html or expected in html
+    no_failures = cases.with_columns(pl.lit("ok").alias("correctness_status"),
+                                     pl.col("correct").fill_null(False))
+    d2 = write_results(tmp_path / "r2", no_failures)
+    assert "failed correctness call" not in write_reports(d2, n_resamples=100)["markdown"].read_text(encoding="utf-8")

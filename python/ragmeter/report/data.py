@@ -324,6 +324,24 @@ def metric_frame(cases: pl.DataFrame, names: Optional[List[str]] = None) -> pl.D
     return cases.select(exprs)
 
 
+def correct_rate_note(cases: pl.DataFrame) -> Optional[str]:
+    """The reports' Correct is the rate over the rows the judge scored; the judge's own ``correct_rate`` (in
+    summary.json and on the terminal) counts a failed call as not correct. Both are honest and they differ when
+    calls failed: this sentence names the second beside the first (None when no correctness call failed)."""
+    if "correctness_status" not in cases.columns or "correct" not in cases.columns:
+        return None
+    status = cases.get_column("correctness_status")
+    failed = int((status == "failed").sum())
+    if not failed:
+        return None
+    ok = cases.filter(pl.col("correctness_status") == "ok")
+    n_correct = int(ok.get_column("correct").fill_null(False).sum())
+    denominator = ok.height + failed
+    return (f"Correct is the rate over the answers the judge scored. Counting the {failed} failed correctness "
+            f"call(s) as not correct, as summary.json's correct_rate does: {100 * n_correct / denominator:.1f}% "
+            f"({n_correct}/{denominator}).")
+
+
 #: the reports show at most this many categories (the lowest headline metric, more cases first among equals)
 REPORT_CATEGORIES = 30
 #: the metric that picks the categories a bounded report shows: the first of these the cases have

@@ -33,6 +33,7 @@ from ragmeter.report.data import (
     METRICS,
     NO_ANSWERS,
     Results,
+    correct_rate_note,
     cost_latency,
     fmt_value,
     judge_failures,
@@ -617,7 +618,10 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         + _table(["metric", "value", "95% interval", "n scored / total"], rows)
         + f'<p class="muted">Intervals: percentile bootstrap, {esc(readings.get("n_resamples"))} resamples, seed {esc(readings.get("seed"))}. '
         f"Unscored cases (unlabelled, judge failed or skipped) are excluded from the mean and counted in the total. "
-        f"Resolution: one case = {100 / max(n, 1):.2f} points.</p></section>"
+        f"Resolution: one case = {100 / max(n, 1):.2f} points.</p>"
+        + (f'<p class="muted" id="correct-rate-note">{esc(note)}</p>' if (note := correct_rate_note(results.cases))
+           else "")
+        + "</section>"
     )
 
     # per category

@@ -7,6 +7,7 @@ from ragmeter.report.data import (
     METRICS,
     NO_ANSWERS,
     Results,
+    correct_rate_note,
     fmt_value,
     judge_failures,
     judge_row_totals,
@@ -55,6 +56,8 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
         rows.append([metric_label(name, results), fmt_value(agg["value"], kind), ci, f"{agg['n_scored']}/{agg['n_total']}"])
     rows += [[METRICS[name].label, "not judged", "n/a", f"0/{n}"] for name in not_judged_metrics(results)]
     lines += [md_table(["metric", "value", "95% CI", "n"], rows), ""]
+    note = correct_rate_note(results.cases)
+    lines += [md_escape(note), ""] if note else []
     shown = [x for x in ("hit", "file_hit", "mrr", "correct", "faithfulness") if x in aggregates.get("metrics", [])]
     if shown:
         cat_rows = []
