@@ -116,7 +116,22 @@ def test_bootstrap_is_seeded_and_thread_independent() -> None:
 
 def test_constant_values_give_a_degenerate_interval() -> None:
     assert stats.bootstrap_ci([0.5] * 1000) == (0.5, 0.5)
-    assert stats.bootstrap_ci([1.0, 1.0, None, 1.0]) == (1.0, 1.0)
+    assert stats.bootstrap_ci([1.0, 1.0, None, 1.0, 1.0]) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_no_interval_below_four_scored_cases(n: int) -> None:
+    """Below 4 cases the 95% percentile bounds are always the smallest and largest value (one case: [v, v]): no
+    interval is given, for a mean (reports) as for a paired difference (compare)."""
+    values = [0.0, 1.0, 1.0][:n] + [None, float("nan")]
+    assert stats.bootstrap_ci(values) == (None, None)
+    agg = stats.Aggregate.of(values)
+    assert agg.value is not None and agg.n_scored == n and agg.n_total == n + 2
+    assert (agg.ci_low, agg.ci_high) == (None, None) and "[" not in agg.format()
+    resampled = stats.bootstrap_means(np.array(values[:n], dtype=float), n_resamples=200)[None][:, 0]
+    assert stats.Aggregate.from_resamples(values, resampled).ci_low is None
+    four = stats.Aggregate.of([0.0, 1.0, 1.0, 0.0])
+    assert four.ci_low is not None and four.ci_low < four.ci_high
 
 
 def test_nothing_scored() -> None:

@@ -68,6 +68,7 @@ import numpy as np
 import polars as pl
 
 from ragmeter.errors import InputError
+from ragmeter.stats import interval_defined
 
 __all__ = [
     "CompareRefused",
@@ -582,13 +583,6 @@ def _values(frame: pl.DataFrame, columns: List[str], n: int) -> np.ndarray:
     v = frame.select(columns).to_numpy().astype(np.float64)
     v[~np.isfinite(v)] = np.nan  # NaN = unscored; infinities were counted and warned about
     return v
-
-
-def interval_defined(n: int, confidence: float = 0.95) -> bool:
-    """Whether a percentile bootstrap interval of a mean over ``n`` cases can be the stated level: below 4 cases a
-    resample repeating one case has probability ``n**(1 - n)`` >= 1/9 (> 2.5%), so the 95% bounds are always the
-    smallest and largest value (one case: that case alone, an interval of zero width)."""
-    return n >= 1 and n ** (1.0 - n) < (1.0 - confidence) / 2.0
 
 
 #: the fewest paired cases with a 95% interval

@@ -373,6 +373,14 @@ def percentile_interval(resampled: np.ndarray, confidence: float = 0.95) -> Tupl
     return (float(lo), float(hi))
 
 
+def interval_defined(n: int, confidence: float = 0.95) -> bool:
+    """Whether a percentile bootstrap interval of a mean over ``n`` cases can be the stated level: below 4 cases a
+    resample repeating one case has probability ``n**(1 - n)`` >= 1/9 (> 2.5%), so the 95% bounds are always the
+    smallest and largest value (one case: that case alone, an interval of zero width). Below that, no interval
+    is given (None), never a degenerate one."""
+    return n >= 1 and n ** (1.0 - n) < (1.0 - confidence) / 2.0
+
+
 def bootstrap_ci(
     values: ArrayLike,
     *,
@@ -382,11 +390,11 @@ def bootstrap_ci(
 ) -> Tuple[Optional[float], Optional[float]]:
     """Percentile bootstrap interval of the mean of the non-null ``values``.
 
-    ``(None, None)`` when nothing is scored.
+    ``(None, None)`` when fewer are scored than give an interval at that level (:func:`interval_defined`).
     """
     data = to_float_array(values)
     data = data[~np.isnan(data)]
-    if data.size == 0:
+    if not interval_defined(data.size, confidence):
         return (None, None)
     means = bootstrap_means(data, n_resamples=n_resamples, seed=seed)[None][:, 0]
     return percentile_interval(means, confidence)
@@ -551,7 +559,7 @@ class Aggregate:
         scored = data[~np.isnan(data)]
         if scored.size == 0:
             return cls(None, 0, int(data.size), None, None)
-        lo, hi = percentile_interval(resampled, confidence)
+        lo, hi = percentile_interval(resampled, confidence) if interval_defined(scored.size, confidence) else (None, None)
         return cls(float(scored.mean()), int(scored.size), int(data.size), lo, hi)
 
     def to_dict(self) -> Dict[str, Any]:
