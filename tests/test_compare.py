@@ -372,3 +372,21 @@ def test_cases_absent_from_one_run_are_named(tmp_path: Path) -> None:
     assert any("baseline" in w and "3 case(s) missing from" in w for w in back.warnings)
     # the same gaps on both sides change no delta: nothing to say
     assert not any("missing from" in w or "failed when" in w for w in compare(c, c, n_resamples=200).warnings)
+
+
+def test_cases_absent_from_one_run_do_not_read_as_a_change_of_retrieval_modes(tmp_path: Path) -> None:
+    """A case one run file lacks has no mode there; the refusal 'retrieval-mode mix differs' hid the warning
+    that names the absent cases. The modes are compared over the cases both run files hold."""
+    base = synth_cases(40, seed=5).with_columns(pl.lit(False).alias("missing_from_run"))
+    gone = base.get_column("id").to_list()[:3]
+    cand = _flip(base, "missing_from_run", gone, True).with_columns(
+        pl.when(pl.col("id").is_in(gone)).then(pl.lit(None, dtype=pl.Utf8)).otherwise(pl.col("retrieval_mode"))
+        .alias("retrieval_mode"))
+    b, c = write_results(tmp_path / "b", base), write_results(tmp_path / "c", cand)
+    comp = compare(b, c, n_resamples=200)  # not refused
+    assert any("3 case(s) missing from" in w for w in comp.warnings)
+    degraded = cand.with_columns(pl.when(pl.col("id") == base["id"][5]).then(pl.lit("bm25"))
+                                 .otherwise(pl.col("retrieval_mode")).alias("retrieval_mode"))
+    d = write_results(tmp_path / "d", degraded)
+    with pytest.raises(CompareRefused, match="retrieval-mode mix differs"):  # a real change of modes still is
+        compare(b, d, n_resamples=200)

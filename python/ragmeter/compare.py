@@ -334,10 +334,22 @@ def _describe_differences(diffs: List[Tuple[str, str]], source: str) -> str:
     return f"golden sets differ in {len(diffs)} case(s), compared from {source}: {shown}{more}"
 
 
-def _mode_mix(cases: pl.DataFrame) -> Dict[str, int]:
+def _mode_mix(cases: pl.DataFrame, ids: pl.DataFrame) -> Dict[str, int]:
+    """The retrieval modes of the cases ``ids`` (those both run files hold): a case one run file lacks has no
+    mode there, and is named by its own warning rather than read as a change of modes."""
     from ragmeter.report.data import retrieval_modes
 
-    return retrieval_modes(cases)
+    return retrieval_modes(cases.with_columns(pl.col("id").cast(pl.Utf8)).join(ids, on="id", how="semi"))
+
+
+def _in_both_runs(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
+    """``id`` of the cases present in both run files (not ``missing_from_run`` on either side)."""
+    def present(cases: pl.DataFrame) -> pl.DataFrame:
+        kept = cases.filter(~pl.col("missing_from_run").fill_null(False)) if "missing_from_run" in cases.columns \
+            else cases
+        return kept.select(pl.col("id").cast(pl.Utf8))
+
+    return present(base).join(present(cand), on="id", how="semi")
 
 
 def _cutoff(summary: Dict[str, Any]) -> Optional[int]:
@@ -407,7 +419,8 @@ def _check(base: Any, cand: Any) -> Tuple[List[str], List[str]]:
             f"(compared from {source}{caveat})"
         )
     problems += _judge_differences(base.summary, cand.summary)
-    mb, mc = _mode_mix(base.cases), _mode_mix(cand.cases)
+    both = _in_both_runs(base.cases, cand.cases)
+    mb, mc = _mode_mix(base.cases, both), _mode_mix(cand.cases, both)
     if mb != mc:
         problems.append(f"retrieval-mode mix differs: baseline {mb or 'none recorded'}, candidate {mc or 'none recorded'}")
     return problems, notes
