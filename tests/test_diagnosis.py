@@ -208,3 +208,20 @@ def test_without_an_answer_column_no_case_is_a_generation_failure() -> None:
     assert out["refusal"].null_count() == out["answer_correct"].null_count() == 4
     blank = dg.diagnose(df.with_columns(pl.Series("answer", [" ", "x", "x", "x"])))
     assert blank["diagnosis"][0] == "GENERATION_FAILED"
+
+
+def test_a_case_the_run_file_lacks_is_not_in_run_never_a_retrieval_miss() -> None:
+    """Scored as an empty retrieval, a case the run file lacks read as RETRIEVAL_MISS ('fix chunking /
+    retrieval'), though the system was never seen on it; a recorded failure (run_error) still comes first."""
+    df = _frame([
+        ("absent", "fact", True, False, None, "42", None, "skipped", None, None),
+        ("absent-unlabelled", "noanswer", False, None, None, None, None, "skipped", None, None),
+        ("failed", "fact", True, False, None, "42", None, "skipped", None, None),
+        ("miss", "fact", True, False, "41", "42", False, "ok", None, None),
+    ]).with_columns(pl.Series("missing_from_run", [True, True, True, False]),
+                    pl.Series("run_error", [None, None, "timeout", None], dtype=pl.Utf8))
+    got = dict(zip(*dg.diagnose(df).select("id", "diagnosis").to_dict(as_series=False).values()))
+    assert got == {"absent": "NOT_IN_RUN", "absent-unlabelled": "NOT_IN_RUN", "failed": "SYSTEM_FAILED",
+                   "miss": "RETRIEVAL_MISS"}
+    assert dg.DIAGNOSES.index("NOT_IN_RUN") == dg.DIAGNOSES.index("SYSTEM_FAILED") + 1
+    assert "rerun" in dg.DIAGNOSIS_HINTS["NOT_IN_RUN"]

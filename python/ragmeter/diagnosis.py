@@ -9,6 +9,10 @@ Everything is computed with Polars expressions over the whole frame.
 
 Diagnosis (first matching rule wins)
 ------------------------------------
+0. ``SYSTEM_FAILED``: the run file records the system's failure on the case (``run_error``); then
+   ``NOT_IN_RUN``: the run file has no record of the case (``missing_from_run``). Either way the system's
+   retrieval and answer were never seen, so the empty retrieval they are scored as says nothing about the
+   retriever.
 1. ``RETRIEVAL_MISS``: labelled for retrieval and the relevant chunk was not in
    the top k (``labeled & !hit``) -- fix chunking/retrieval, not the prompt.
    ``MISS_BUT_CORRECT`` instead when the answer was still judged correct: look
@@ -70,6 +74,7 @@ __all__ = [
 
 DIAGNOSES: List[str] = [
     "SYSTEM_FAILED",
+    "NOT_IN_RUN",
     "RETRIEVAL_MISS",
     "MISS_BUT_CORRECT",
     "GENERATION_FAILED",
@@ -83,6 +88,8 @@ DIAGNOSES: List[str] = [
 DIAGNOSIS_HINTS: Dict[str, str] = {
     "SYSTEM_FAILED": "the RAG system failed on this case when the run was collected (its error is in the run file): "
                      "rerun `ragmeter collect`",
+    "NOT_IN_RUN": "the run file has no record of this case (scored as an empty retrieval): the system was not "
+                  "asked, or its record was lost; rerun it or check the run file",
     "RETRIEVAL_MISS": "the answer chunk was not retrieved: fix chunking / retrieval, not the prompt",
     "MISS_BUT_CORRECT": "judged correct although the answer chunk was missed: check the judge (lenient?) or the labels",
     "GENERATION_FAILED": "no answer was produced",
@@ -140,6 +147,7 @@ _OPTIONAL = {
     "faithfulness_score": pl.Float64,
     "context_precision_score": pl.Float64,
     "run_error": pl.Utf8,
+    "missing_from_run": pl.Boolean,
 }
 
 
@@ -190,6 +198,8 @@ def diagnose(cases: pl.DataFrame) -> pl.DataFrame:
         # before the miss: the system never answered, so its empty retrieval says nothing about the retriever
         pl.when(pl.col("run_error").is_not_null())
         .then(pl.lit("SYSTEM_FAILED"))
+        .when(pl.col("missing_from_run").fill_null(False))
+        .then(pl.lit("NOT_IN_RUN"))
         .when(labeled & (pl.col("hit") == False))  # noqa: E712 (null-aware Polars comparison)
         .then(pl.when(correct.fill_null(False)).then(pl.lit("MISS_BUT_CORRECT")).otherwise(pl.lit("RETRIEVAL_MISS")))
         .when(~pl.col("_answered"))
