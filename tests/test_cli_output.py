@@ -247,3 +247,26 @@ def test_help_fits_80_columns(command: List[str], tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "usage: ragmeter" in proc.stdout
     assert_fits(proc.stdout)
+
+
+def test_no_file_level_gap_line_when_there_is_no_gap(tmp_path: Path) -> None:
+    """'+0.0 points (the right file came back, the answer chunk did not)' explained a gap that was not there."""
+    import json
+
+    golden = [json.loads(line) for line in Path(GOLDEN).read_text(encoding="utf-8").splitlines()
+              if line.strip() and not line.startswith("#")]
+    run = {r["id"]: r for r in (json.loads(line) for line in Path(RUN).read_text(encoding="utf-8").splitlines()
+                               if line.strip() and not line.startswith("#"))}
+    # every case retrieves exactly its evidence: the chunk-level and file-level hit rates are equal
+    g = tmp_path / "g.jsonl"
+    g.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in golden), encoding="utf-8")
+    same = [dict(run[c["id"]], retrieved=[{"file": f, "text": " ".join(c.get("expectedEvidence") or ["x"])}
+                                          for f in (c.get("expectedFileNames") or ["none.md"])])
+            for c in golden if c["id"] in run]
+    r = tmp_path / "r.jsonl"
+    r.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in same), encoding="utf-8")
+    proc = piped(["score", "--golden", str(g), "--run", str(r)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    row = next(line.split() for line in proc.stdout.splitlines() if line.startswith("ALL"))
+    assert row[2] == row[3] and float(row[2].rstrip("%")) > 90, row  # Hit and fHit equal, and not both 0
+    assert "file-level minus chunk-level" not in proc.stdout, proc.stdout

@@ -145,7 +145,7 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
     modes = ", ".join(f"{'(missing)' if m == 'None' else m}: {n}" for m, n in summary["retrieval_modes"].items())
     lines = [f"retrieval modes: {modes or 'not given'}"]
     gap = _gap(summary["overall"])
-    if gap is not None:
+    if gap is not None and round(gap, 1) > 0:  # the explanation is of a positive gap only
         lines.append(f"file-level minus chunk-level Hit@{k}: {gap:+.1f} points (the right file came back, the "
                      "answer chunk did not)")
     print_prose(lines, console)
