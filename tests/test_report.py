@@ -752,3 +752,12 @@ def test_the_two_correct_rates_are_named_side_by_side_when_calls_failed(tmp_path
                                      pl.col("correct").fill_null(False))
     d2 = write_results(tmp_path / "r2", no_failures)
     assert "failed correctness call" not in write_reports(d2, n_resamples=100)["markdown"].read_text(encoding="utf-8")
+
+
+def test_markdown_says_no_faithfulness_was_scored_rather_than_dropping_the_line(tmp_path: Path) -> None:
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(8, seed=2).with_columns(pl.lit("failed").alias("faithfulness_status"),
+                                                pl.lit(None, dtype=pl.Float64).alias("faithfulness_score"))
+    md = write_reports(write_results(tmp_path / "r", cases), n_resamples=100)["markdown"].read_text(encoding="utf-8")
+    assert "Faithfulness bands: no answer scored (0/8)." in md

@@ -92,6 +92,8 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
         lines.append("Faithfulness bands: not judged.")
     elif any(bands.values()):
         lines.append("Faithfulness bands: " + ", ".join(f"{k} {v}" for k, v in bands.items()) + ".")
+    elif "faithfulness" in aggregates.get("metrics", []):  # judged, but no row scored: said, not left out
+        lines.append(f"Faithfulness bands: no answer scored (0/{n}).")
     lines.append("")
     from ragmeter.repeats import repeat_sections, repeat_table
 
