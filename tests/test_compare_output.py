@@ -99,6 +99,12 @@ def test_markdown_only_when_asked(folders, tmp_path: Path) -> None:  # type: ign
     assert proc.returncode == 2 and "name the file .md" in proc.stderr
     proc = _cli(str(folders["base"]), str(folders["miss"]), "--json", str(tmp_path / "cmp.txt"))
     assert proc.returncode == 2 and "name the file .json" in proc.stderr and not (tmp_path / "cmp.txt").exists()
+    # both on stdout: one would silently win; refused, and --json FILE beside --markdown works
+    proc = _cli(str(folders["base"]), str(folders["miss"]), "--markdown", "--json")
+    assert proc.returncode == 2 and "--json and --markdown both print" in proc.stderr and not proc.stdout
+    proc = _cli(str(folders["base"]), str(folders["miss"]), "--markdown", "--json", str(tmp_path / "cmp.json"))
+    assert proc.returncode == 0 and proc.stdout.startswith("## ragmeter compare")
+    assert json.loads((tmp_path / "cmp.json").read_text(encoding="utf-8"))["rows"]
 
 
 # ------------------------------------------------------------------ strict JSON, non-finite values

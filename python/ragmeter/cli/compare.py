@@ -75,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--out {args.out}: the summary is Markdown; name the file .md")
     if args.json not in (None, "-") and not args.json.lower().endswith(".json"):
         raise InputError(f"--json {args.json}: the comparison is JSON; name the file .json (or give no file to print it)")
+    if args.json == "-" and args.markdown:
+        raise InputError("--json and --markdown both print the comparison on stdout: give one (or --json FILE.json "
+                         "to write the JSON to a file beside the Markdown)")
     from ragmeter.cli._inputs import check_out
 
     check_out(args.out, folder=False)  # before the comparison is computed
