@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -340,6 +341,11 @@ def test_no_interval_and_no_star_below_four_paired_cases(n: int) -> None:
     assert any("at least 4 paired cases" in note for note in comp.notes)
     md = to_markdown(comp)
     assert "-100.0pp *" not in md and "[-100.0pp, -100.0pp]" not in md
+    # a minimum detectable difference of two rates over 100 points is none at all: said so, not '280.0pp'
+    from ragmeter.compare import fmt_mdd
+
+    assert hit.mdd is not None and (hit.mdd > 1.0) == (fmt_mdd(hit) == ">100pp")
+    assert all(float(v) <= 100.0 for v in re.findall(r"(\d+\.\d)pp", md)), md
 
 
 def test_four_paired_cases_get_an_interval() -> None:

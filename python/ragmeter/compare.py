@@ -822,6 +822,8 @@ def fmt_ci(r: MetricDelta) -> str:
 
 
 def fmt_mdd(r: MetricDelta) -> str:
+    if r.kind == "rate" and _finite(r.mdd) and r.mdd > 1.0:  # type: ignore[operator]
+        return ">100pp"  # a difference of two rates spans at most 100 points: none is detectable at this n
     return fmt_delta(r.mdd, r.kind).lstrip("+") if _finite(r.mdd) else "n/a"
 
 
