@@ -593,7 +593,8 @@ def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.
     Returns one row per (threshold, category) and per threshold overall
     (``category == "ALL"``): hit rate, MRR, empty retrievals, mean chunks kept,
     each rate with ``n_scored`` / ``n_total``. Chunks without a score pass every
-    threshold. Relevance is decided once; the engine evaluates every threshold.
+    threshold; a run in which no chunk has a score is an :class:`InputError`
+    (nothing to sweep). Relevance is decided once; the engine evaluates every threshold.
     """
     thresholds = check_thresholds(thresholds)
     if not thresholds:
@@ -601,7 +602,21 @@ def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.
 
         raise InputError("thresholds: give at least one threshold")
     k = _check_k(k)
-    return _sweep_prepared(_prepared_match(golden, run), thresholds, k)
+    prepared = _prepared_match(golden, run)
+    _check_swept_scores(prepared.joined, run)
+    return _sweep_prepared(prepared, thresholds, k)
+
+
+def _check_swept_scores(joined: pl.DataFrame, run: Any) -> None:
+    """An :class:`InputError` for a run in which no retrieved chunk has a score: every threshold would keep every
+    chunk, and the table would repeat one row per threshold as if the threshold changed nothing."""
+    scores = _flat_chunk_field(joined, "score")
+    if scores.null_count() == scores.len():
+        from ragmeter.errors import InputError
+
+        name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
+        raise InputError(f"{name}: no retrieved chunk has a score ('retrieved[*].score'), so every threshold would "
+                         "keep every chunk: nothing to sweep")
 
 
 def _sweep_prepared(prepared: _PreparedMatch, thresholds: Sequence[float], k: int = 5) -> pl.DataFrame:

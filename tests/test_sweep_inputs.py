@@ -1,0 +1,50 @@
+"""``ragmeter sweep`` / ``ragmeter.sweep`` on runs whose scores cannot all be swept."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import pytest
+
+import ragmeter
+from ragmeter.errors import InputError
+
+GOLDEN = [
+    {"id": "a", "question": "qa", "expectedFileNames": ["x.md"], "category": "c1"},
+    {"id": "b", "question": "qb", "expectedFileNames": ["y.md"], "category": "c1"},
+    {"id": "c", "question": "qc", "expectedFileNames": ["z.md"], "category": "c2"},
+]
+
+
+def run_of(scores: dict) -> List[dict]:
+    """A run whose case ``id`` retrieves one chunk per ``(file, score)``; a score of None writes no score."""
+    return [{"id": i, "retrieved": [{"file": f, "text": "t", **({} if s is None else {"score": s})} for f, s in chunks]}
+            for i, chunks in scores.items()]
+
+
+def write(tmp_path: Path, golden: List[dict], run: List[dict]) -> None:
+    for name, rows in (("g.jsonl", golden), ("r.jsonl", run)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def cli(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragmeter", "sweep", "--golden", "g.jsonl", "--run", "r.jsonl", *extra],
+                          capture_output=True, text=True, cwd=tmp_path)
+
+
+UNSCORED = {"a": [("x.md", None)], "b": [("w.md", None), ("y.md", None)], "c": [("z.md", None)]}
+
+
+def test_a_run_without_any_score_has_nothing_to_sweep(tmp_path: Path) -> None:
+    """Every threshold keeps every chunk of a run without scores: the same row at every t is no sweep."""
+    write(tmp_path, GOLDEN, run_of(UNSCORED))
+    proc = cli(tmp_path, "--thresholds", "0,0.5", "--out", "sweep.csv")
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "r.jsonl" in proc.stderr and "no retrieved chunk has a score" in proc.stderr
+    assert proc.stdout == "" and not (tmp_path / "sweep.csv").exists()
+    with pytest.raises(InputError, match="no retrieved chunk has a score"):
+        ragmeter.sweep(GOLDEN, run_of(UNSCORED), [0.0, 0.5])
