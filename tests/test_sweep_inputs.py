@@ -48,3 +48,30 @@ def test_a_run_without_any_score_has_nothing_to_sweep(tmp_path: Path) -> None:
     assert proc.stdout == "" and not (tmp_path / "sweep.csv").exists()
     with pytest.raises(InputError, match="no retrieved chunk has a score"):
         ragmeter.sweep(GOLDEN, run_of(UNSCORED), [0.0, 0.5])
+
+
+PARTLY_SCORED = {"a": [("x.md", None), ("w.md", 0.9)], "b": [("w.md", 0.5), ("y.md", 0.3)], "c": [("z.md", None)]}
+
+
+@pytest.mark.parametrize("json_out", [False, True], ids=["table", "json"])
+def test_chunks_without_a_score_are_said_to_pass_every_threshold(tmp_path: Path, json_out: bool) -> None:
+    """Above every score, only the unscored chunks are left, and they hit: the user is told why."""
+    write(tmp_path, GOLDEN, run_of(PARTLY_SCORED))
+    proc = cli(tmp_path, "--thresholds", "0,5", *(["--json"] if json_out else []))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ("ragmeter: note: r.jsonl: 2 of 5 retrieved chunks (in 2 of 3 cases) have no score; "
+                           "the sweep keeps them at every threshold\n")
+    if json_out:  # stdout holds the JSON alone
+        rows = json.loads(proc.stdout)
+        assert {r["threshold"] for r in rows} == {0.0, 5.0}
+
+
+def test_the_library_logs_the_unscored_chunks_as_a_note(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="ragmeter.notes"):
+        ragmeter.sweep(GOLDEN, run_of(PARTLY_SCORED), [0.0])
+    assert [r.getMessage() for r in caplog.records] == [
+        "run: 2 of 5 retrieved chunks (in 2 of 3 cases) have no score; the sweep keeps them at every threshold"]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="ragmeter.notes"):
+        ragmeter.sweep(GOLDEN, run_of({i: [(f, 0.5) for f, _s in c] for i, c in PARTLY_SCORED.items()}), [0.0])
+    assert caplog.records == []  # every chunk scored: nothing to say

@@ -609,14 +609,24 @@ def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.
 
 def _check_swept_scores(joined: pl.DataFrame, run: Any) -> None:
     """An :class:`InputError` for a run in which no retrieved chunk has a score: every threshold would keep every
-    chunk, and the table would repeat one row per threshold as if the threshold changed nothing."""
+    chunk, and the table would repeat one row per threshold as if the threshold changed nothing. When only some
+    chunks have none, a note (``ragmeter.notes``) says how many: they are kept at every threshold, so even above
+    every score a case can still hit."""
     scores = _flat_chunk_field(joined, "score")
-    if scores.null_count() == scores.len():
+    n_unscored = scores.null_count()
+    if not n_unscored:
+        return
+    name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
+    if n_unscored == scores.len():
         from ragmeter.errors import InputError
 
-        name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
         raise InputError(f"{name}: no retrieved chunk has a score ('retrieved[*].score'), so every threshold would "
                          "keep every chunk: nothing to sweep")
+    from ragmeter.dataset import _note
+
+    n_cases = joined["retrieved"].list.eval(pl.element().struct.field("score").is_null()).list.any().sum()
+    _note(f"{name}: {n_unscored} of {scores.len()} retrieved chunks (in {n_cases} of {joined.height} cases) have no "
+          "score; the sweep keeps them at every threshold")
 
 
 def _sweep_prepared(prepared: _PreparedMatch, thresholds: Sequence[float], k: int = 5) -> pl.DataFrame:
