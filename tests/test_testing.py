@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 import ragmeter
+from ragmeter.errors import InputError
 from ragmeter.testing import assert_no_regression, assert_scores, score_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +68,16 @@ def test_bad_rules_and_unknown_metrics_are_named(example):
         assert_scores(example, {"hitt": ">=0.8"})
     with pytest.raises(ValueError, match="hit: rule 'at least 0.8'"):
         assert_scores(example, {"hit": "at least 0.8"})
+
+
+def test_no_rule_is_a_usage_error_never_a_pass(example):
+    # nothing asked is nothing measured: an empty rule set (a dict built from an empty config) must not pass
+    for rules in ({}, [], None):
+        with pytest.raises(InputError, match="assert_scores: rules must be a mapping of metric to rule"):
+            assert_scores(example, rules)
+    for gate in (None, "", "  "):
+        with pytest.raises(InputError, match="gate"):
+            assert_no_regression(example, example, gate=gate)
 
 
 def test_score_table_counts_scored_of_total(example):

@@ -95,7 +95,11 @@ def assert_scores(result: Any, rules: Mapping[str, Union[str, float, int]]) -> N
 
     A metric no case was scored on fails (``FAILED (no case scored)``), and so does ``correct`` when the answers
     were not judged (``FAILED (not measured: answers not judged)``): its value is then only refusal detection on
-    the no-answer cases, which would let a run whose judge step was skipped pass."""
+    the no-answer cases, which would let a run whose judge step was skipped pass. No rule at all (``{}``) is an
+    :class:`~ragmeter.errors.InputError`: nothing asked would pass every run."""
+    if not isinstance(rules, Mapping) or not rules:  # no rule is nothing measured, never a pass
+        raise InputError(f"assert_scores: rules must be a mapping of metric to rule with at least one rule, e.g. "
+                         f"{{'hit': '>=0.8'}}; got {rules!r}")
     parsed = {name: _parse(name, rule) for name, rule in rules.items()}
     res = _result(result)
     stand_ins = _stand_ins(res)
@@ -126,9 +130,12 @@ def assert_no_regression(candidate: Any, baseline: Any, gate: str, *, force: boo
                          n_resamples: int = 2_000, seed: Optional[int] = None) -> Any:
     """Assert ``candidate`` holds every gate rule against ``baseline`` (the rules of ``ragmeter compare --gate``,
     e.g. ``"hit>=-2pp,faithfulness>=-3pp,regressions<=2"``); return the
-    :class:`ragmeter.compare.Comparison`. The failure message shows the comparison table and each failed rule."""
+    :class:`ragmeter.compare.Comparison`. The failure message shows the comparison table and each failed rule.
+    A ``gate`` that is not a string with at least one rule is an :class:`~ragmeter.errors.InputError`."""
+    from ragmeter._args import check_arg
     from ragmeter.compare import fmt_ci, fmt_delta, fmt_value, label
 
+    gate = check_arg("gate", gate, "text")  # without a gate nothing is asserted: None would pass every run
     comp = _result(candidate).compare(_result(baseline), gate=gate, force=force, n_resamples=n_resamples, seed=seed)
     if comp.passed:
         return comp
