@@ -68,6 +68,8 @@ def evaluate(
                              judged_only=judged_only, num_docs_in_coll=num_docs_in_coll)
     try:
         if _is_path(qrels) and _is_path(run):
+            check_file_head(qrels)
+            check_file_head(run)
             result = _core.trec_evaluate_files(os.fspath(qrels), os.fspath(run), measures, opts)
         else:
             *q, qrels_groups = _qrels_columns(qrels)
@@ -77,6 +79,21 @@ def evaluate(
     except InputError as exc:
         raise _in_python_terms(exc) from None
     return _frame(pl, result, per_query)
+
+
+def check_file_head(path: PathLike) -> None:
+    """An :class:`InputError` for a qrels or run file that starts with a UTF-8 byte order mark: trec_eval (and the
+    engine, which reads as it does) would take it for part of the first query id, making that line a query of
+    its own. A file that cannot be opened is left to the engine's error."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(3)
+    except OSError:
+        return
+    if head == b"\xef\xbb\xbf":
+        raise InputError(f"{os.fspath(path)}:1: starts with a UTF-8 byte order mark (BOM), which trec_eval reads as "
+                         f"part of the first query id; save the file without it: sed -i '1s/^\\xEF\\xBB\\xBF//' "
+                         f"{os.fspath(path)}")
 
 
 def _in_python_terms(exc: InputError) -> InputError:
@@ -162,6 +179,7 @@ def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
     if _is_path(source):  # mixed inputs (one path, one table): the file is parsed in Rust
         from ragmeter import _core
 
+        check_file_head(source)
         read = _core.trec_read_qrels if what == "qrels" else _core.trec_read_run
         return read(os.fspath(source))
     if isinstance(source, Mapping):
