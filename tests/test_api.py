@@ -208,6 +208,20 @@ def test_bad_inputs_are_named():
                                                                         dry_run=True))
 
 
+def test_a_result_that_is_neither_an_eval_result_nor_a_folder_is_named(example):
+    from ragmeter.testing import assert_no_regression, assert_scores
+
+    scored = ragmeter.score(GOLDEN, RUN)  # ragmeter.score's result, not an EvalResult
+    with pytest.raises(InputError, match=r"baseline: expected an EvalResult or a results folder \(a path\), got int"):
+        example.compare(42)
+    with pytest.raises(InputError, match="EvalResult.load: expected a results folder"):
+        EvalResult.load(None)
+    with pytest.raises(InputError, match="result: expected an EvalResult or a results folder.*got ScoreResult"):
+        assert_scores(scored, {"hit": ">=0.5"})
+    with pytest.raises(InputError, match="baseline: expected an EvalResult.*got ScoreResult"):
+        assert_no_regression(example, scored, gate="hit>=-2pp")
+
+
 def test_custom_rubric_metric_through_evaluate_report_compare_and_assertions(monkeypatch):
     from ragmeter.judge import RubricMetric
     from ragmeter.testing import assert_scores

@@ -63,6 +63,22 @@ def as_source(source: Any, name: str) -> Any:
                      f"got {type(source).__name__}")
 
 
+def _check_folder(name: str, value: Any, expected: str) -> None:
+    import os
+
+    if not isinstance(value, (str, os.PathLike)):
+        raise InputError(f"{name}: expected {expected}, got {type(value).__name__}")
+
+
+def _as_result(value: Any, name: str) -> "EvalResult":
+    """``value`` as an :class:`EvalResult`: itself, or the results folder it names, read with
+    :meth:`EvalResult.load`; anything else is an :class:`InputError` naming ``name``."""
+    if isinstance(value, EvalResult):
+        return value
+    _check_folder(name, value, "an EvalResult or a results folder (a path)")
+    return EvalResult.load(value)
+
+
 @dataclass
 class EvalResult:
     """One evaluation in memory: what a results folder holds, as frames and a dict."""
@@ -121,6 +137,7 @@ class EvalResult:
         from ragmeter.compare import load_repeats
         from ragmeter.report.data import _read_parquet, load_results
 
+        _check_folder("EvalResult.load", directory, "a results folder (a path)")
         res = load_results(directory)
         chunks_path = Path(directory) / "chunks.parquet"
         chunks = _read_parquet(chunks_path) if chunks_path.is_file() else pl.DataFrame({"id": []}, schema={"id": pl.Utf8})
@@ -185,7 +202,7 @@ class EvalResult:
 
         n_resamples, seed = check_resampling(n_resamples, seed)  # before the baseline is read
         gate = check_arg("gate", gate, "text", optional=True)
-        base = baseline if isinstance(baseline, EvalResult) else EvalResult.load(baseline)
+        base = _as_result(baseline, "baseline")
         b, c = base._results("baseline"), self._results("candidate")
         rules = gates.parse_rules(gate) if gate is not None else None  # after the metrics are known
         problems, notes = _check(b, c)

@@ -28,10 +28,10 @@ __all__ = ["assert_no_regression", "assert_scores", "score_table"]
 _RULE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(%?)\s*$")
 
 
-def _result(value: Any) -> Any:
-    from ragmeter.api import EvalResult
+def _result(value: Any, name: str = "result") -> Any:
+    from ragmeter.api import _as_result
 
-    return value if isinstance(value, EvalResult) else EvalResult.load(value)
+    return _as_result(value, name)
 
 
 def _parse(metric: str, rule: Union[str, float, int]) -> Tuple[str, float, str]:
@@ -136,7 +136,7 @@ def assert_no_regression(candidate: Any, baseline: Any, gate: str, *, force: boo
     from ragmeter.compare import fmt_ci, fmt_delta, fmt_value, label
 
     gate = check_arg("gate", gate, "text")  # without a gate nothing is asserted: None would pass every run
-    comp = _result(candidate).compare(_result(baseline), gate=gate, force=force, n_resamples=n_resamples, seed=seed)
+    comp = _result(candidate, "candidate").compare(_result(baseline, "baseline"), gate=gate, force=force, n_resamples=n_resamples, seed=seed)
     if comp.passed:
         return comp
     rows = [[label(r.metric), fmt_value(r.baseline, r.kind), fmt_value(r.candidate, r.kind),
