@@ -12,6 +12,7 @@ import os
 from itertools import chain
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
+from ragmeter._trec_files import check_file_head
 from ragmeter.errors import InputError
 
 __all__ = ["evaluate", "known_measures"]
@@ -79,21 +80,6 @@ def evaluate(
     except InputError as exc:
         raise _in_python_terms(exc) from None
     return _frame(pl, result, per_query)
-
-
-def check_file_head(path: PathLike) -> None:
-    """An :class:`InputError` for a qrels or run file that starts with a UTF-8 byte order mark: trec_eval (and the
-    engine, which reads as it does) would take it for part of the first query id, making that line a query of
-    its own. A file that cannot be opened is left to the engine's error."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(3)
-    except OSError:
-        return
-    if head == b"\xef\xbb\xbf":
-        raise InputError(f"{os.fspath(path)}:1: starts with a UTF-8 byte order mark (BOM), which trec_eval reads as "
-                         f"part of the first query id; save the file without it: sed -i '1s/^\\xEF\\xBB\\xBF//' "
-                         f"{os.fspath(path)}")
 
 
 def _in_python_terms(exc: InputError) -> InputError:

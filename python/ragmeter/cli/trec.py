@@ -104,7 +104,7 @@ def full_parser() -> argparse.ArgumentParser:
 def run(args: Any) -> int:
     """Evaluate and print; ``args`` has the attributes ``configure`` defines."""
     from ragmeter import _core
-    from ragmeter.trec import check_file_head
+    from ragmeter._trec_files import check_file_head
 
     check_file_head(args.qrels)
     check_file_head(args.run)

@@ -1,0 +1,23 @@
+"""Checks of a TREC qrels or run file before the engine reads it, shared by ``ragmeter trec`` and
+:func:`ragmeter.trec.evaluate`. Imports nothing but the compiled core: the command's start-up stays
+without ``typing`` and ``re`` (``tests/test_trec.py``)."""
+from __future__ import annotations
+
+import os
+
+
+def check_file_head(path: "str | os.PathLike[str]") -> None:
+    """An ``InputError`` for a qrels or run file that starts with a UTF-8 byte order mark: trec_eval (and the
+    engine, which reads as it does) would take it for part of the first query id, making that line a query of
+    its own. A file that cannot be opened is left to the engine's error."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(3)
+    except OSError:
+        return
+    if head == b"\xef\xbb\xbf":
+        from ragmeter._core import InputError
+
+        name = os.fspath(path)
+        raise InputError(f"{name}:1: starts with a UTF-8 byte order mark (BOM), which trec_eval reads as part of the "
+                         f"first query id; save the file without it: sed -i '1s/^\\xEF\\xBB\\xBF//' {name}")
