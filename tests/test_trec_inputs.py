@@ -42,3 +42,17 @@ def test_a_byte_order_mark_is_refused_not_glued_to_the_first_query_id(tmp_path: 
         evaluate(tmp_path / which, {"1": {"d1": 1}}, "map") if which == "q" else evaluate({"1": {"d1": 1}}, tmp_path / "r", "map")
     write(tmp_path, qrels, run)  # the same files without the BOM
     assert trec(tmp_path, "-m", "num_q", "q", "r").stdout == "num_q                 \tall\t2\n"
+
+
+@pytest.mark.parametrize("which", ["q", "r"])
+def test_a_gzip_file_gets_one_diagnosis_of_the_whole_file(tmp_path: Path, which: str) -> None:
+    """A gzipped qrels or run (as TREC distributes them) was 'FILE:1: not valid UTF-8 text'."""
+    import gzip
+
+    qrels, run = QRELS.encode(), RUN.encode()
+    write(tmp_path, gzip.compress(qrels) if which == "q" else qrels, gzip.compress(run) if which == "r" else run)
+    proc = trec(tmp_path, "q", "r")
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr == f"ragmeter: error: {which}: is gzip-compressed; decompress it first (gunzip -k {which})\n"
+    with pytest.raises(InputError, match=f"^{re.escape(str(tmp_path / which))}: is gzip-compressed"):
+        evaluate(tmp_path / "q", tmp_path / "r", "map")

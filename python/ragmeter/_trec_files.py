@@ -9,12 +9,20 @@ import os
 def check_file_head(path: "str | os.PathLike[str]") -> None:
     """An ``InputError`` for a qrels or run file that starts with a UTF-8 byte order mark: trec_eval (and the
     engine, which reads as it does) would take it for part of the first query id, making that line a query of
-    its own. A file that cannot be opened is left to the engine's error."""
+    its own; and one diagnosis for a gzip-compressed file (the engine would call its first line not UTF-8).
+    A file that cannot be opened is left to the engine's error."""
     try:
         with open(path, "rb") as f:
             head = f.read(3)
     except OSError:
         return
+    if head.startswith(b"\x1f\x8b"):
+        from pathlib import Path
+
+        from ragmeter._core import InputError
+        from ragmeter._sniff import binary_diagnosis
+
+        raise InputError(binary_diagnosis(Path(path), head, "qrels and runs"))
     if head == b"\xef\xbb\xbf":
         from ragmeter._core import InputError
 
