@@ -206,6 +206,12 @@ def test_bad_inputs_are_named():
     with pytest.raises(InputError, match="a dry run writes no results"):
         ragmeter.evaluate(GOLDEN, RUN, judge=ragmeter.judge.JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m",
                                                                         dry_run=True))
+    # a judge that is not a JudgeConfig (a model name, a dict of its fields): named, before anything is loaded
+    for judge in ("gpt-4o-mini", {"base_url": "http://127.0.0.1:9/v1", "model": "m"}):
+        with pytest.raises(InputError, match=r"judge must be a ragmeter\.judge\.JudgeConfig or None, got"):
+            ragmeter.evaluate(GOLDEN, RUN, judge=judge)
+        with pytest.raises(InputError, match=r"judge must be a ragmeter\.judge\.JudgeConfig or None, got"):
+            ragmeter.evaluate(GOLDEN, RUN, judge=judge, metrics=["faithfulness"])
 
 
 def test_a_result_that_is_neither_an_eval_result_nor_a_folder_is_named(example):

@@ -131,7 +131,7 @@ def evaluate(
     if thresholds is not None:
         thresholds = check_thresholds(thresholds)
     review_settings(review_rate, review_seed, names=("review_rate", "review_seed"))
-    judge = _with_metrics(judge, metrics)
+    judge = _with_metrics(_check_judge(judge, optional=True), metrics)
     if getattr(judge, "dry_run", False):
         from ragmeter.errors import InputError
 
@@ -504,6 +504,21 @@ def _check_repeat(repeat: Any) -> int:
     return int(check_arg("repeat", repeat, "int", low=1))
 
 
+def _check_judge(judge: Any, *, optional: bool) -> Any:
+    """``judge`` when it is a :class:`ragmeter.judge.JudgeConfig` (or None when ``optional``); else an
+    :class:`~ragmeter.errors.InputError` naming it (a model name or a dict failed deep inside as an AttributeError)."""
+    if judge is None and optional:
+        return None
+    from ragmeter._args import _shown
+    from ragmeter.errors import InputError
+    from ragmeter.judge import JudgeConfig
+
+    if not isinstance(judge, JudgeConfig):
+        raise InputError(f"judge must be a ragmeter.judge.JudgeConfig{' or None' if optional else ''}, got "
+                         f"{_shown(judge)}: e.g. JudgeConfig(base_url='https://api.openai.com/v1', model='gpt-4o-mini')")
+    return judge
+
+
 def _judge_records(joined: pl.DataFrame) -> List[Dict[str, Any]]:
     """One record per case (golden set joined with the run) for the judge. It sees what the generator saw: the
     run's contexts (the retrieved texts when the run gives none).
@@ -577,7 +592,7 @@ def estimate_eval(golden: Any, run: Any, judge: Any, *, repeat: int = 1,
     from ragmeter.api import as_source
 
     repeat = _check_repeat(repeat)
-    judge = _with_metrics(judge, metrics)
+    judge = _with_metrics(_check_judge(judge, optional=False), metrics)
     golden_in, run_in = as_source(golden, "golden"), as_source(run, "run")
     collected = _collected_repeats(golden_in, run_in, repeat)
     if collected is not None:
