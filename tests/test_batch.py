@@ -51,6 +51,25 @@ def test_partial_sums_reduce_to_the_same_counts_and_means(whole, run_table):
     assert totals[None]["n_cases"] == whole.summary["n_cases"]
 
 
+def test_combine_with_the_golden_set_refuses_golden_cases_in_no_batch(whole, run_table):
+    # the documented flow (partial_sums per batch, combine at the end) on a run lacking one golden case: that
+    # case is an empty retrieval for ragmeter.score (45/51 scored); it must not vanish from the counts (44/50)
+    parts = [partial_sums(ragmeter.score_batch(run_table.slice(i, 9), GOLDEN)) for i in range(0, run_table.num_rows, 9)]
+    missing = whole.summary["missing_from_run"]
+    assert len(missing) == 1
+    with pytest.raises(InputError, match=r"1 golden case\(s\) in no batch \(50 of 51 cases summed\)"):
+        combine(parts, golden=GOLDEN)
+    # with their sums added (scored as empty retrievals, as ragmeter.score does), the numbers are ragmeter.score's
+    empty = ragmeter.score_batch([{"id": i, "retrieved": []} for i in missing], GOLDEN)
+    totals = combine([*parts, partial_sums(empty)], golden=GOLDEN)
+    assert totals[None]["hit_rate"]["n_total"] == whole.summary["overall"]["hit_rate"]["n_total"] == 51
+    assert totals[None]["hit_rate"]["value"] == pytest.approx(whole.summary["overall"]["hit_rate"]["value"], rel=1e-12)
+    # a batch summed twice is refused too (its cases would count twice)
+    twice = 51 + parts[0][0]["n_cases"]
+    with pytest.raises(InputError, match=rf"{twice} cases summed, the golden set has 51"):
+        combine([*parts, parts[0], partial_sums(empty)], golden=GOLDEN)
+
+
 def test_score_batch_is_picklable_and_accepts_a_record_batch(run_table):
     fn = pickle.loads(pickle.dumps(ragmeter.score_batch))
     out = fn(run_table.to_batches(max_chunksize=5)[0], GOLDEN)

@@ -10,7 +10,8 @@ Per-case values depend only on the case's own golden and run rows, so the batche
 :func:`reduce_batches` collects the per-case tables and aggregates them once, as :func:`ragmeter.score` does
 (the same numbers, bit for bit). Where collecting is too much, :func:`partial_sums` and :func:`combine`
 reduce sums and counts per batch, never means of means; their sums are correctly rounded (``math.fsum``), so
-the batch order cannot change them, and they agree with the collected aggregates to the last bit or two.
+the batch order cannot change them, and they agree with the collected aggregates to the last bit or two when
+every golden case is in a batch (``combine(..., golden=...)`` refuses otherwise).
 """
 from __future__ import annotations
 
@@ -125,10 +126,15 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
     return out
 
 
-def combine(partials: Iterable[List[Dict[str, Any]]]) -> Dict[Any, Dict[str, Any]]:
+def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> Dict[Any, Dict[str, Any]]:
     """Reduce the batches' :func:`partial_sums`: ``{group: {"n_cases", "n_labeled", "empty_retrievals",
     "mean_retrieved", name: {"value", "n_scored", "n_total"}}}`` (group ``None``: all cases). A mean is the
-    exact sum over every batch divided by the count over every batch; null when nothing is scored."""
+    exact sum over every batch divided by the count over every batch; null when nothing is scored.
+
+    ``golden`` (the golden set, as :func:`score_batch` takes it): the cases summed must be the golden set's, as
+    many; fewer (golden cases in no batch, which :func:`ragmeter.score` counts as empty retrievals) or more (a
+    batch summed twice) is an :class:`~ragmeter.errors.InputError`. Without it nothing checks that no case was
+    dropped: the sums cover only the cases of the batches."""
     acc: Dict[Any, Dict[str, Any]] = {}
     for rows in partials:
         for row in rows:
@@ -140,6 +146,8 @@ def combine(partials: Iterable[List[Dict[str, Any]]]) -> Dict[Any, Dict[str, Any
             for key, value in row.items():
                 if key != "group":
                     a[key] = a[key] + value
+    if golden is not None:
+        _check_all_cases_summed(acc[None]["n_cases"] if None in acc else 0, golden)
     out: Dict[Any, Dict[str, Any]] = {}
     for group, a in acc.items():
         entry: Dict[str, Any] = {"n_cases": a["n_cases"], "n_labeled": a["n_labeled"],
@@ -151,6 +159,21 @@ def combine(partials: Iterable[List[Dict[str, Any]]]) -> Dict[Any, Dict[str, Any
                            "n_total": a[f"{name}_n_total"]}
         out[group] = entry
     return out
+
+
+def _check_all_cases_summed(n_summed: int, golden: Any) -> None:
+    from ragmeter.errors import InputError
+
+    g = golden if isinstance(golden, pl.DataFrame) and "expected_files" in golden.columns else _golden_frame(golden)
+    if n_summed < g.height:
+        raise InputError(
+            f"partial sums: {g.height - n_summed} golden case(s) in no batch ({n_summed} of {g.height} cases summed); "
+            "ragmeter.score counts a case missing from the run as an empty retrieval: add "
+            "partial_sums(score_batch([{'id': i, 'retrieved': []} for i in missing_ids], golden)), or collect the "
+            "batches with reduce_batches (which names them)")
+    if n_summed > g.height:
+        raise InputError(f"partial sums: {n_summed} cases summed, the golden set has {g.height}: a batch summed "
+                         "twice, or an id in more than one batch, would be counted twice")
 
 
 def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, Any]:
