@@ -85,6 +85,14 @@ def test_a_batch_with_an_unknown_id_names_the_batch(run_table):
         ragmeter.score_batch(pa.table({"x": [1]}), GOLDEN)
 
 
+@pytest.mark.parametrize("batch", [5, None, "run.jsonl", RUN])
+def test_a_batch_that_is_not_a_table_is_named(batch):
+    # not a table, nor records: one InputError naming what a batch may be (not polars' TypeError, not an empty batch)
+    with pytest.raises(InputError, match=r"batch: expected a pyarrow Table or RecordBatch, a Polars or pandas "
+                                         r"DataFrame or a list of dicts, got (int|NoneType|str|PosixPath)"):
+        ragmeter.score_batch(batch, GOLDEN)
+
+
 def test_an_id_in_two_batches_is_refused_not_counted_twice(run_table):
     part = ragmeter.score_batch(run_table.slice(0, 4), GOLDEN)
     with pytest.raises(InputError, match="more than one batch"):

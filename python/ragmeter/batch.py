@@ -75,7 +75,16 @@ def _run_frame(batch: Any) -> pl.DataFrame:
         batch = pa.Table.from_batches([batch])
     if isinstance(batch, pa.Table):
         return pl.from_arrow(batch)  # type: ignore[return-value]
-    return pl.from_pandas(batch) if hasattr(batch, "to_numpy") else pl.DataFrame(batch)
+    from ragmeter.api import _is_pandas
+
+    if _is_pandas(batch):
+        return pl.from_pandas(batch)
+    if isinstance(batch, (list, tuple, dict)):
+        return pl.DataFrame(batch)
+    from ragmeter.errors import InputError
+
+    raise InputError("batch: expected a pyarrow Table or RecordBatch, a Polars or pandas DataFrame or a list of "
+                     f"dicts, got {type(batch).__name__}")
 
 
 def _label(run: pl.DataFrame) -> str:
