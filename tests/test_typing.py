@@ -56,3 +56,14 @@ def test_user_script_type_checks_strictly_and_score_is_typed(tmp_path: Path) -> 
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert len(errors) == 1 and 'expression has type "ScoreResult", variable has type "int"' in errors[0], out
     assert proc.returncode == 1
+
+
+def test_every_lazy_top_level_function_is_typed(tmp_path: Path) -> None:
+    # each callable name of ragmeter.__all__ reaches type checkers through the TYPE_CHECKING imports, not as the
+    # Any of the module's __getattr__ (a wrong use of it would then pass silently)
+    names = ["evaluate", "score", "sweep", "score_batch"]
+    proc = _mypy(tmp_path, "import ragmeter\n" + "".join(f"reveal_type(ragmeter.{n})\n" for n in names))
+    revealed = [line.split("Revealed type is ", 1)[1] for line in proc.stdout.splitlines() if "Revealed type is" in line]
+    assert len(revealed) == len(names), proc.stdout
+    untyped = [n for n, r in zip(names, revealed) if r == '"Any"']
+    assert not untyped, proc.stdout

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # neither typing nor importlib is imported at start-up: each 
     from ragmeter import trec as trec
     from ragmeter import testing as testing
     from ragmeter.api import EvalResult as EvalResult
+    from ragmeter.batch import score_batch as score_batch
     from ragmeter.evaluation import evaluate as evaluate
     from ragmeter.retrieval import score as score
     from ragmeter.retrieval import sweep as sweep
