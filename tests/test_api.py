@@ -279,3 +279,9 @@ def test_custom_metric_reads_input_fields_beyond_the_case_fields(monkeypatch, tm
 
 def test_repr_is_one_line_that_says_what_it_covers(example):
     assert repr(example) == "EvalResult(51 cases, hit_rate 0.8 (45/51 scored), judged: no)"
+
+
+def test_repr_of_a_ragmeter_score_folder_gives_its_hit_rate(tmp_path):
+    # `ragmeter score --out` writes the retrieval summary at the top level of summary.json, not under "retrieval"
+    ragmeter.score(GOLDEN, RUN, k=5).write(tmp_path / "scored")
+    assert repr(EvalResult.load(tmp_path / "scored")) == "EvalResult(51 cases, hit_rate 0.8 (45/51 scored), judged: no)"

@@ -94,7 +94,8 @@ class EvalResult:
 
     def __repr__(self) -> str:  # the frames' own reprs would fill a notebook cell
         judged = sorted(self.judge["metric"].unique().to_list()) if self.judge is not None else []
-        hit = ((self.summary.get("retrieval") or {}).get("overall") or {}).get("hit_rate") or {}
+        retrieval = self.summary.get("retrieval") or self.summary  # a `ragmeter score` folder: at the top level
+        hit = (retrieval.get("overall") or {}).get("hit_rate") or {}
         return (f"EvalResult({self.cases.height} cases, hit_rate {hit.get('value')} "
                 f"({hit.get('n_scored')}/{hit.get('n_total')} scored), judged: {', '.join(judged) or 'no'})")
 
