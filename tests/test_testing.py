@@ -126,6 +126,7 @@ def test_the_documented_example_test_runs_with_the_plugin(example, tmp_path):
     # a folder that is not a results folder: a usage error naming it
     proc = _pytest(str(test_file), "--ragmeter-baseline", str(tmp_path / "nowhere"), cwd=tmp_path)
     assert proc.returncode != 0 and "results directory not found" in proc.stdout + proc.stderr
+    assert "--ragmeter-baseline: " in proc.stdout and "pytest_plugin.py" not in proc.stdout, proc.stdout  # no traceback
 
 
 def test_a_regression_fails_the_test_run_with_the_table(worse, tmp_path):
