@@ -86,9 +86,10 @@ def test_cases_parquet_carries_the_diagnosis(tmp_path: Path) -> None:
         assert column in cases.columns, column
     diag = dict(zip(cases["id"], cases["diagnosis"]))
     assert diag["noanswer-01-parental-leave"] == "NOT_LABELED"
-    assert diag["crossdoc-06-formats-today"] == "RETRIEVAL_MISS"  # missing from the run: an empty retrieval
-    n_miss = cases.filter(pl.col("labeled") & ~pl.col("hit")).height
-    assert n_miss == 9 and (cases["diagnosis"] == "RETRIEVAL_MISS").sum() == n_miss
+    # missing from the run: scored as an empty retrieval, but the system was never seen on it
+    assert diag["crossdoc-06-formats-today"] == "NOT_IN_RUN"
+    n_miss = cases.filter(pl.col("labeled") & ~pl.col("hit") & ~pl.col("missing_from_run")).height
+    assert n_miss == 8 and (cases["diagnosis"] == "RETRIEVAL_MISS").sum() == n_miss
     # unjudged: everything labelled and retrieved has no verdict; no quadrant or band is invented
     assert set(cases.filter(pl.col("labeled") & pl.col("hit"))["diagnosis"]) == {"NOT_JUDGED"}
     assert cases["quadrant"].null_count() == cases.height
