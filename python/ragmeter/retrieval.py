@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import polars as pl
@@ -199,7 +199,15 @@ def score(golden: Any, run: Any, k: int = 5) -> ScoreResult:
     texts are matched and let go, never all in memory; ``chunks`` and :meth:`ScoreResult.write` read them
     again from the file. Other runs are loaded whole.
     """
-    return _score(golden, run, _check_k(k))
+    return _score(*_sources(golden, run), _check_k(k))
+
+
+def _sources(golden: Any, run: Any) -> Tuple[Any, Any]:
+    """The inputs as the loaders take them, from what :func:`ragmeter.evaluate` also takes (Arrow tables, lazy
+    frames, dicts of columns, ``datasets.Dataset``): one function accepts what the other does."""
+    from ragmeter.api import as_source
+
+    return as_source(golden, "golden"), as_source(run, "run")
 
 
 def score_into(golden: Any, run: Any, out_dir: Any, k: int = 5) -> ScoreResult:
@@ -210,6 +218,7 @@ def score_into(golden: Any, run: Any, out_dir: Any, k: int = 5) -> ScoreResult:
     from ragmeter._io import results_folder
 
     k = _check_k(k)  # before the folder is opened
+    golden, run = _sources(golden, run)
     with results_folder(out_dir) as tmp:
         result = _score(golden, run, k, chunks_to=tmp / "chunks.parquet")
         result._write_files(tmp)
@@ -602,6 +611,7 @@ def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.
 
         raise InputError("thresholds: give at least one threshold")
     k = _check_k(k)
+    golden, run = _sources(golden, run)
     prepared = _prepared_match(golden, run)
     _check_swept_scores(prepared.joined, run)
     return _sweep_prepared(prepared, thresholds, k)
