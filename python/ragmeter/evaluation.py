@@ -123,7 +123,7 @@ def evaluate(
     from ragmeter.api import EvalResult, as_source
     from ragmeter.calibration import review_settings
     from ragmeter.diagnosis import diagnose
-    from ragmeter.retrieval import _check_k, _prepared_match, _sweep_prepared, check_thresholds
+    from ragmeter.retrieval import _check_k, _check_swept_scores, _prepared_match, _sweep_prepared, check_thresholds
 
     # every argument is checked before anything is loaded or judged
     repeat = _check_repeat(repeat)
@@ -144,6 +144,8 @@ def evaluate(
                                    review_rate=review_rate, review_seed=review_seed, started=started)
     # Load and match once; scoring, judging and the sweep all start from it.
     prepared = _prepared_match(golden_in, run_in, run_wide=True)
+    if thresholds:  # a sweep of a run without scores is refused before any judge call is paid for
+        _check_swept_scores(prepared.joined, run)
     result, cases = _scored_cases(prepared, k)
     judge_frame = judge_summary = repeats = None
     if judge is not None:
@@ -261,9 +263,11 @@ def _evaluate_collected(golden: Any, run: Any, golden_in: Any, collected: List[A
     ``summary["collected_repeats"]`` the spread (see :func:`collected_summary`)."""
     from ragmeter.api import EvalResult
     from ragmeter.diagnosis import diagnose
-    from ragmeter.retrieval import _prepared_match, _sweep_prepared
+    from ragmeter.retrieval import _check_swept_scores, _prepared_match, _sweep_prepared
 
     prepared = [_prepared_match(golden_in, rr.frame, run_wide=True) for rr in collected]
+    if thresholds:  # as evaluate: before any judge call
+        _check_swept_scores(prepared[0].joined, run)
     scored = [_scored_cases(p, k) for p in prepared]
     tables = [cases for _result, cases in scored]
     judge_frame = judge_summary = None
