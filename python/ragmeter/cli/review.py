@@ -118,7 +118,7 @@ def _import(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from ragmeter._io import strict_json
-    from ragmeter.cli._tables import make_console
+    from ragmeter.cli._tables import make_console, print_prose
     from ragmeter.review.raters import compare_raters
     from ragmeter.review.render import interval, kappa_text, pct
 
@@ -127,13 +127,12 @@ def _compare(args: argparse.Namespace) -> int:
         print(strict_json(result))
         return 0
     console = make_console()
-    if result["n_cases"] is not None:
-        console.print(f"every pair compared on the {result['n_cases']} human-reviewed cases", markup=False)
-    console.print("pair | n | agreement (95%) | Cohen's kappa (95%), band", markup=False)
-    for row in result["pairs"]:
-        console.print(f"{row['a']} vs {row['b']} | {row['n']} | {row['agreed']}/{row['n']} = {pct(row['value'])} "
-                      f"{interval(row['ci_low'], row['ci_high'])} | {kappa_text(row['kappa'])}",
-                      markup=False, highlight=False)
+    lines = [f"every pair compared on the {result['n_cases']} human-reviewed cases"] if result["n_cases"] is not None \
+        else []
+    lines.append("pair | n | agreement (95%) | Cohen's kappa (95%), band")
+    lines += [f"{row['a']} vs {row['b']} | {row['n']} | {row['agreed']}/{row['n']} = {pct(row['value'])} "
+              f"{interval(row['ci_low'], row['ci_high'])} | {kappa_text(row['kappa'])}" for row in result["pairs"]]
     if result["finding"]:
-        console.print(f"finding: {result['finding']}", markup=False, highlight=False)
+        lines.append(f"finding: {result['finding']}")
+    print_prose(lines, console)
     return 0
