@@ -56,3 +56,15 @@ def test_a_gzip_file_gets_one_diagnosis_of_the_whole_file(tmp_path: Path, which:
     assert proc.stderr == f"ragmeter: error: {which}: is gzip-compressed; decompress it first (gunzip -k {which})\n"
     with pytest.raises(InputError, match=f"^{re.escape(str(tmp_path / which))}: is gzip-compressed"):
         evaluate(tmp_path / "q", tmp_path / "r", "map")
+
+
+@pytest.mark.parametrize("which", ["q", "r"])
+def test_a_utf16_file_gets_one_diagnosis_of_the_whole_file(tmp_path: Path, which: str) -> None:
+    """A run written by a PowerShell redirect is UTF-16: it was 'FILE:1: not valid UTF-8 text'."""
+    qrels, run = QRELS.encode(), RUN.encode()
+    write(tmp_path, QRELS.encode("utf-16") if which == "q" else qrels, RUN.encode("utf-16") if which == "r" else run)
+    proc = trec(tmp_path, "q", "r")
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith(f"ragmeter: error: {which}: is UTF-16 text (a PowerShell redirect?)"), proc.stderr
+    with pytest.raises(InputError, match=f"^{re.escape(str(tmp_path / which))}: is UTF-16 text"):
+        evaluate(tmp_path / "q", tmp_path / "r", "map")
