@@ -75,3 +75,25 @@ def test_the_library_logs_the_unscored_chunks_as_a_note(caplog: pytest.LogCaptur
     with caplog.at_level("INFO", logger="ragmeter.notes"):
         ragmeter.sweep(GOLDEN, run_of({i: [(f, 0.5) for f, _s in c] for i, c in PARTLY_SCORED.items()}), [0.0])
     assert caplog.records == []  # every chunk scored: nothing to say
+
+
+def test_sweep_says_which_cases_ran_in_another_mode_or_are_absent_from_the_run(tmp_path: Path) -> None:
+    """Another mode's scores are on another scale (one threshold means another thing there), and an absent case
+    is an empty retrieval at every threshold: `score` warned about both, `sweep` said nothing."""
+    from ragmeter.retrieval import sweep_with_warnings
+
+    ex = Path(ragmeter.__file__).parent / "_example"
+    table, warnings = sweep_with_warnings(ex / "golden.jsonl", ex / "run.jsonl", [0.0, 0.2])
+    codes = {w["code"]: w for w in warnings}
+    assert set(codes) == {"mode_fallback", "missing_from_run"}
+    assert codes["mode_fallback"]["count"] == 3 and codes["missing_from_run"]["cases"] == ["crossdoc-06-formats-today"]
+    assert table.equals(ragmeter.sweep(ex / "golden.jsonl", ex / "run.jsonl", [0.0, 0.2]))
+    args = [sys.executable, "-m", "ragmeter", "sweep", "--golden", str(ex / "golden.jsonl"), "--run",
+            str(ex / "run.jsonl"), "--thresholds", "0,0.2"]
+    proc = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
+    said = " ".join(proc.stdout.split())
+    assert proc.returncode == 0 and "warning: 3 case(s) ran in a retrieval mode other than" in said
+    assert "warning: 1 golden case(s) missing from the run" in said
+    assert all(len(line) <= 80 for line in proc.stdout.splitlines())
+    rows = json.loads(subprocess.run(args + ["--json"], capture_output=True, text=True, cwd=tmp_path).stdout)
+    assert rows and all("threshold" in r for r in rows)  # --json: the rows alone

@@ -39,7 +39,7 @@ from ragmeter import _core
 from ragmeter.dataset import check_run_against_golden, load_golden, load_run
 from ragmeter.evidence import EvidenceMatch, match_relevance, phrases_in_texts, retrieved_columns
 
-__all__ = ["score", "score_into", "sweep", "ScoreResult", "CASE_COLUMNS", "aggregate"]
+__all__ = ["score", "score_into", "sweep", "sweep_with_warnings", "ScoreResult", "CASE_COLUMNS", "aggregate"]
 
 CASE_COLUMNS = [
     "id", "category", "labeled", "hit", "first_relevant_rank", "reciprocal_rank", "average_precision",
@@ -429,6 +429,33 @@ def _warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str],
     from ragmeter._warnings import warning
     from ragmeter.diagnosis import NOANSWER_CATEGORIES
 
+    warnings = _run_health_warnings(cases, main_mode, missing)
+    if unfound:
+        warnings.append(warning(
+            "evidence_never_found", "evidence phrase(s) never found in any retrieved chunk of the run (annotation slip?)",
+            [u["id"] for u in unfound], [f"{u['id']}: {u['phrase']!r}" for u in unfound]))
+    # A case with a reference answer but no labels is answerable yet unscored for retrieval: an annotation
+    # gap, unlike a no-answer question, which has nothing to retrieve.
+    unlabelled = joined.filter(
+        ~cases["labeled"] & joined["reference_answer"].str.strip_chars().fill_null("").ne("")
+        & ~joined["category"].fill_null("").str.to_lowercase().is_in(NOANSWER_CATEGORIES))["id"].to_list()
+    if unlabelled:
+        warnings.append(warning("unlabelled", "case(s) have a reference answer but no expected files or evidence, so "
+                                "their retrieval is not scored (counted in n_total only)", unlabelled))
+    n = cases.height
+    if n:
+        warnings.append(warning("resolution", f"cases in the set, so one case = {100.0 / n:.2f} points "
+                                "(the resolution of every rate)", [], count=n))
+    return warnings
+
+
+def _run_health_warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str]) -> List[Dict[str, Any]]:
+    """What the run file says about how the system ran (``id``, ``retrieval_mode``, ``run_error``): cases in
+    another retrieval mode than the main one, golden cases it lacks, cases it records as failed. ``score`` and
+    ``sweep`` both say them: for a sweep a threshold means another thing on another mode's scores, and an
+    absent or failed case is an empty retrieval at every threshold."""
+    from ragmeter._warnings import warning
+
     warnings: List[Dict[str, Any]] = []
     off_mode = cases.filter(pl.col("retrieval_mode").is_not_null() & (pl.col("retrieval_mode") != main_mode)) \
         if main_mode is not None else cases.clear()
@@ -447,22 +474,6 @@ def _warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str],
             "failed_in_run", "case(s) failed when the run was collected (the run file keeps their error): scored "
             "from what the run holds for them (an empty retrieval, no answer); rerun `ragmeter collect` for them", ids,
             [f"{i} ({kind})" for i, kind in zip(ids, kinds)]))
-    if unfound:
-        warnings.append(warning(
-            "evidence_never_found", "evidence phrase(s) never found in any retrieved chunk of the run (annotation slip?)",
-            [u["id"] for u in unfound], [f"{u['id']}: {u['phrase']!r}" for u in unfound]))
-    # A case with a reference answer but no labels is answerable yet unscored for retrieval: an annotation
-    # gap, unlike a no-answer question, which has nothing to retrieve.
-    unlabelled = joined.filter(
-        ~cases["labeled"] & joined["reference_answer"].str.strip_chars().fill_null("").ne("")
-        & ~joined["category"].fill_null("").str.to_lowercase().is_in(NOANSWER_CATEGORIES))["id"].to_list()
-    if unlabelled:
-        warnings.append(warning("unlabelled", "case(s) have a reference answer but no expected files or evidence, so "
-                                "their retrieval is not scored (counted in n_total only)", unlabelled))
-    n = cases.height
-    if n:
-        warnings.append(warning("resolution", f"cases in the set, so one case = {100.0 / n:.2f} points "
-                                "(the resolution of every rate)", [], count=n))
     return warnings
 
 
@@ -605,6 +616,15 @@ def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.
     threshold; a run in which no chunk has a score is an :class:`InputError`
     (nothing to sweep). Relevance is decided once; the engine evaluates every threshold.
     """
+    return sweep_with_warnings(golden, run, thresholds, k)[0]
+
+
+def sweep_with_warnings(golden: Any, run: Any, thresholds: Sequence[float],
+                        k: int = 5) -> Tuple[pl.DataFrame, List[Dict[str, Any]]]:
+    """:func:`sweep`, and the warnings about how the system ran that bear on it (structured as ``score``'s, see
+    :mod:`ragmeter._warnings`): cases in another retrieval mode (their scores are on another scale, so one
+    threshold means another thing for them), golden cases the run lacks and cases it records as failed (an empty
+    retrieval at every threshold)."""
     thresholds = check_thresholds(thresholds)
     if not thresholds:
         from ragmeter.errors import InputError
@@ -614,7 +634,9 @@ def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.
     golden, run = _sources(golden, run)
     prepared = _prepared_match(golden, run)
     _check_swept_scores(prepared.joined, run)
-    return _sweep_prepared(prepared, thresholds, k)
+    joined = prepared.joined
+    warnings = _run_health_warnings(joined, _main_mode(joined), prepared.missing)
+    return _sweep_prepared(prepared, thresholds, k), warnings
 
 
 def _check_swept_scores(joined: pl.DataFrame, run: Any) -> None:

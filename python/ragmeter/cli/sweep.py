@@ -51,7 +51,7 @@ def out_format(path: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from ragmeter.cli._inputs import refuse_unlabelled_golden
     from ragmeter.dataset import reusing_golden_loads
-    from ragmeter.retrieval import sweep
+    from ragmeter.retrieval import sweep_with_warnings
 
     from ragmeter.cli._inputs import check_out
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     thresholds = parse_thresholds(args.thresholds)
     with reusing_golden_loads():  # the label check and the sweep parse the golden set once
         refuse_unlabelled_golden(args.golden)
-        table = sweep(args.golden, args.run, thresholds, k=args.k)
+        table, warnings = sweep_with_warnings(args.golden, args.run, thresholds, k=args.k)
     if args.out:
         from ragmeter._io import atomic_file, write_frame
 
@@ -71,7 +71,11 @@ def run(args: argparse.Namespace) -> int:
 
         print(strict_json(table.to_dicts()))
     else:
-        from ragmeter.cli._tables import print_sweep
+        from ragmeter._warnings import messages
+        from ragmeter.cli._tables import make_console, print_sweep, print_warning
 
-        print_sweep(table, args.k, more_in=args.out)
+        console = make_console()
+        print_sweep(table, args.k, console=console, more_in=args.out)
+        for text in messages(warnings):  # --json prints the rows alone; `score --json` carries these warnings
+            print_warning(text, console)
     return 0
