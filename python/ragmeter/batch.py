@@ -31,6 +31,10 @@ AGGREGATE_COLUMNS = {
 
 
 def _golden_frame(golden: Any) -> pl.DataFrame:
+    """The golden set loaded (:func:`ragmeter.dataset.load_golden`), unless it already is: a frame with its
+    ``expected_files`` column is taken as it is, so that each batch does not load it again."""
+    if isinstance(golden, pl.DataFrame) and "expected_files" in golden.columns:
+        return golden
     from ragmeter.dataset import load_golden
 
     return load_golden(golden)
@@ -57,7 +61,7 @@ def score_batch(batch: Any, golden: Any, k: int = 5, *, name: Optional[str] = No
         return _empty_cases(golden, k)
     if "id" not in run.columns:
         raise InputError(f"{label}: no 'id' column (columns: {', '.join(run.columns) or 'none'})")
-    g = golden if isinstance(golden, pl.DataFrame) and "expected_files" in golden.columns else _golden_frame(golden)
+    g = _golden_frame(golden)
     ids = run["id"].cast(pl.Utf8)
     try:
         result = score(g.filter(pl.col("id").is_in(ids.implode())), run, k=k)
@@ -97,7 +101,7 @@ def _empty_cases(golden: Any, k: int) -> Any:
     from ragmeter.dataset import load_run
     from ragmeter.retrieval import score
 
-    g = _golden_frame(golden) if not isinstance(golden, pl.DataFrame) else golden
+    g = _golden_frame(golden)
     first = g.head(1)
     cases = score(first, load_run([{"id": first["id"][0], "retrieved": []}]), k=k).cases
     return cases.clear().to_arrow()
@@ -173,7 +177,7 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
 def _check_all_cases_summed(n_summed: int, golden: Any) -> None:
     from ragmeter.errors import InputError
 
-    g = golden if isinstance(golden, pl.DataFrame) and "expected_files" in golden.columns else _golden_frame(golden)
+    g = _golden_frame(golden)
     if n_summed < g.height:
         raise InputError(
             f"partial sums: {g.height - n_summed} golden case(s) in no batch ({n_summed} of {g.height} cases summed); "
@@ -193,7 +197,7 @@ def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, 
     from ragmeter.retrieval import _check_k, score
 
     k = _check_k(k)
-    g = golden if isinstance(golden, pl.DataFrame) and "expected_files" in golden.columns else _golden_frame(golden)
+    g = _golden_frame(golden)
     frames = [_run_frame(t) for t in tables]
     frames = [f for f in frames if f.height]
     seen = pl.concat([f.select("id") for f in frames]) if frames else pl.DataFrame({"id": []}, schema={"id": pl.Utf8})

@@ -49,7 +49,7 @@ import polars as pl
 
 from ragmeter import _dictionary_texts, _parquet_ahead, _sniff
 from ragmeter._parquet_ahead import is_parquet as _is_parquet
-from ragmeter.errors import InputError
+from ragmeter.errors import NOTES_LOGGER, InputError
 
 __all__ = [
     "load_golden",
@@ -510,8 +510,8 @@ def _ids_from_lines(records: List[Record], label: str, note: bool = True) -> boo
     return True
 
 
-#: the notes' logger (the command line prints what it logs; keep the name in step with ragmeter.cli.NOTES_LOGGER)
-NOTES = logging.getLogger("ragmeter.notes")
+#: the notes' logger (the command line prints what it logs)
+NOTES = logging.getLogger(NOTES_LOGGER)
 
 
 def _note(message: str) -> None:

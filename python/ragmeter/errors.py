@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from ragmeter._core import InputError, MeasureError, RagmeterError
 
-__all__ = ["RagmeterError", "InputError", "MeasureError", "input_error"]
+__all__ = ["RagmeterError", "InputError", "MeasureError", "input_error", "NOTES_LOGGER"]
+
+#: the logger a library call says how an input was read on (INFO records, never printed by the library); the
+#: command line prints them as ``ragmeter: note: ...`` (``ragmeter.cli``). Here, in the one light module both
+#: import, so that the two cannot name different loggers.
+NOTES_LOGGER = "ragmeter.notes"
 
 
 def input_error(path: object, line: int | None, message: str) -> InputError:

@@ -81,12 +81,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _guarded(lambda: args._module.run(args))
 
 
-#: the logger ragmeter's modules say how an input was read on (INFO records; see ragmeter.dataset._note)
-NOTES_LOGGER = "ragmeter.notes"
 
 
 class _NotesOnStderr:
-    """For one command: the notes logged on :data:`NOTES_LOGGER` (which a library call leaves to the
+    """For one command: the notes logged on :data:`ragmeter.errors.NOTES_LOGGER` (which a library call leaves to the
     application) as ``ragmeter: note: MESSAGE`` lines on stderr, each note once however many times the command
     reads the same input; the logger is put back as it was afterwards. The notes do not reach other handlers
     (``judge``'s ``logging.basicConfig`` would print them a second time)."""
@@ -103,6 +101,8 @@ class _NotesOnStderr:
                     said.add(message)
                     # print, as every line of the command: a closed pipe is the command's (see _guarded)
                     print(f"ragmeter: note: {message}", file=sys.stderr)
+
+        from ragmeter.errors import NOTES_LOGGER
 
         self.logger = logging.getLogger(NOTES_LOGGER)
         self.saved = (self.logger.level, self.logger.propagate)

@@ -532,7 +532,7 @@ def settings_items(summary: Dict[str, Any]) -> List[Tuple[str, str]]:
     """What tells two reports apart, as (label, value): golden set and run (file, short hash), k, the judge
     model and metrics. From summary.json as ``ragmeter eval`` writes it (``inputs``, ``settings``), else the
     flat keys of other writers; what the summary does not record is left out."""
-    from ragmeter.compare import golden_hash
+    from ragmeter.compare import _cutoff, golden_hash
 
     def sub(*keys: str) -> Any:
         node: Any = summary
@@ -546,7 +546,7 @@ def settings_items(summary: Dict[str, Any]) -> List[Tuple[str, str]]:
         digest = golden_hash(summary) if name == "golden" else sub("inputs", "run", "sha256")
         if path or digest:
             items.append((name, " ".join(x for x in (str(path or ""), f"(sha256 {digest[:12]})" if digest else "") if x)))
-    k = next((v for v in (sub("settings", "k"), sub("retrieval", "k"), summary.get("k")) if isinstance(v, int)), None)
+    k = _cutoff(summary)  # where compare reads it (settings, retrieval, the top level)
     if k is not None:
         items.append(("k", str(k)))
     judge = sub("settings", "judge")
