@@ -49,12 +49,14 @@ def piped(args: List[str], cwd: Path, columns: int = 80) -> subprocess.Completed
                           env=_env(columns), timeout=300)
 
 
-def in_terminal(args: List[str], cwd: Path, columns: int = 80, coloured: bool = True) -> Tuple[int, str]:
-    """Run in a pseudo-terminal ``columns`` wide; returns the exit status and the text without escapes."""
+def in_terminal(args: List[str], cwd: Path, columns: int = 80, coloured: bool = True,
+                stdout_only: bool = False) -> Tuple[int, str]:
+    """Run in a pseudo-terminal ``columns`` wide; returns the exit status and the text without escapes.
+    ``stdout_only``: stderr is discarded (the terminal shows what a script reading stdout sees)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     proc = subprocess.Popen([sys.executable, "-m", "ragmeter", *args], cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=slave, env=_env(columns))
+                            stdout=slave, stderr=subprocess.DEVNULL if stdout_only else slave, env=_env(columns))
     os.close(slave)
     chunks = []
     while True:
@@ -168,8 +170,10 @@ def test_a_long_category_name_folds_instead_of_pushing_numbers_out(tmp_path: Pat
     ["sweep", "--golden", GOLDEN, "--run", RUN, "--thresholds", "0,0.2", "--json"],
 ], ids=["score", "score-out", "sweep"])
 def test_json_prints_machine_readable_output_only(args: List[str], tmp_path: Path) -> None:
+    """stdout is the JSON alone, in a pipe and in a terminal; warnings (sweep's run health) go to stderr."""
     proc = piped(args, tmp_path)
-    for status, text in ((proc.returncode, proc.stdout), in_terminal(args, tmp_path, coloured=False)):
+    for status, text in ((proc.returncode, proc.stdout), in_terminal(args, tmp_path, coloured=False,
+                                                                       stdout_only=True)):
         assert status == 0, text
         data = json.loads(text)  # the whole of stdout, nothing around it
         if args[0] == "score":

@@ -102,3 +102,27 @@ def test_an_error_flag_of_true_or_false_is_read_as_failed_or_not(tmp_path):
     assert load_run(run)["run_error"].to_list() == ["error", None, None]
     pl.DataFrame(records).write_parquet(tmp_path / "run.parquet")
     assert load_run(tmp_path / "run.parquet")["run_error"].to_list() == ["error", None, None]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_sweep_exits_3_and_names_the_failed_cases_also_with_json(tmp_path, fmt, capsys):
+    """A failed case is an empty retrieval at every threshold: the sweep measured the run, not the system on
+    every question, as score says with the same 3. ``--json`` keeps stdout for the rows alone and says it on
+    stderr."""
+    run, failed = _failed_run(tmp_path, fmt)
+    args = ["sweep", "--golden", str(GOLDEN), "--run", str(run), "--thresholds", "0,0.5"]
+    assert main(args) == 3
+    assert "3 case(s) failed when the run was collected" in " ".join(capsys.readouterr().out.split())
+    assert main([*args, "--json"]) == 3
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)  # stdout is the rows alone
+    assert sorted({r["threshold"] for r in rows}) == [0.0, 0.5]
+    assert "3 case(s) failed when the run was collected" in " ".join(captured.err.split())
+    assert any(i in captured.err for i in failed)
+
+
+def test_sweep_of_a_run_without_failures_exits_0_and_json_stderr_is_quiet(tmp_path, capsys):
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(json.dumps(r) + "\n" for r in _example_run()), encoding="utf-8")
+    assert main(["sweep", "--golden", str(GOLDEN), "--run", str(run), "--json"]) == 0
+    assert "failed when the run was collected" not in capsys.readouterr().err

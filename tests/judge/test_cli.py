@@ -169,3 +169,36 @@ def test_cases_not_in_utf8_name_their_line_counting_comments_and_the_encoding(tm
     p = cli(tmp_path, server, "--cases", str(utf16), "--dry-run")
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
+
+
+def test_cli_golden_and_run_with_failed_cases_exits_3_and_names_them(tmp_path, server, api_key):
+    """Cases that failed when the run was collected have no answer: their rows are skipped (missing input),
+    so the judge itself finished, but it did not measure the system on every question: 3, as eval says."""
+    example = Path(__file__).resolve().parents[2] / "python" / "ragmeter" / "_example"
+    records = [json.loads(line) for line in (example / "run.jsonl").read_text(encoding="utf-8").splitlines()
+               if line.startswith("{")][:4]
+    for rec in records[:2]:
+        rec.update(retrieved=[], answer=None, error="the system failed", error_kind="timeout")
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    golden = tmp_path / "golden.jsonl"
+    ids = {r["id"] for r in records}
+    golden.write_text("".join(line + "\n" for line in (example / "golden.jsonl").read_text(encoding="utf-8")
+                              .splitlines() if line.startswith("{") and json.loads(line)["id"] in ids),
+                      encoding="utf-8")
+    p = cli(tmp_path, server, "--golden", str(golden), "--run", str(run), "--metrics", "correctness", key=api_key)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 3, err
+    assert "2 case(s) failed when the run was collected" in " ".join(err.split())
+    assert records[0]["id"] in err and (tmp_path / "out" / "judge.parquet").exists()
+    judged = pl.read_parquet(tmp_path / "out" / "judge.parquet")
+    assert judged.filter(pl.col("status") == "ok").height == 2
+
+    records = records[2:]  # the same without the failed cases: 0
+    run.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    golden.write_text("".join(line + "\n" for line in golden.read_text(encoding="utf-8").splitlines()
+                              if json.loads(line)["id"] in {r["id"] for r in records}), encoding="utf-8")
+    p = cli(tmp_path, server, "--golden", str(golden), "--run", str(run), "--metrics", "correctness", key=api_key)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert "failed when the run was collected" not in err

@@ -1,7 +1,7 @@
 """Checks the commands make on their inputs and output paths before any work."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 
 def refuse_unlabelled_golden(golden: Any) -> None:
@@ -26,6 +26,11 @@ def failed_in_run_exit(*run_errors: Optional[Dict[str, int]]) -> int:
     Those cases were scored from what the failure left (an empty retrieval, no answer): the command measured
     the run, but not the system on every question, as ``collect`` and ``eval --target`` say with the same 3."""
     return 3 if any(sum(counts.values()) for counts in run_errors if counts) else 0
+
+
+def failed_in_run_warned(warnings: List[Dict[str, Any]]) -> int:
+    """:func:`failed_in_run_exit` for a command that has the warnings (``failed_in_run``) rather than the counts."""
+    return failed_in_run_exit({str(w["code"]): int(w["count"]) for w in warnings if w.get("code") == "failed_in_run"})
 
 
 def check_out(path: Any, *, folder: bool = True, flag: str = "--out") -> None:

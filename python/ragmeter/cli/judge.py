@@ -6,7 +6,8 @@ cache, the outputs or the log.
 
 Exit status: 0 when every row was judged (or as many failed as ``--max-failed``
 allows); 3 when the results were written but more rows failed (or were skipped
-at ``--budget``) than that; 2 for a configuration error, including an endpoint
+at ``--budget``) than that, or when the run file (``--run``) holds cases that failed
+when it was collected; 2 for a configuration error, including an endpoint
 that refuses the key, an unknown model, an unreachable endpoint and a cache
 that is damaged or cannot be written (nothing is written then); 130/143 when
 interrupted (SIGINT/SIGTERM), after saying how far the run got.
@@ -17,7 +18,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 HELP = "LLM judge: correctness, faithfulness, relevancy, context precision and recall"
 
@@ -38,7 +39,9 @@ def exit_epilog(also_3: str = "") -> str:
        finished; the cache keeps it and a rerun resumes"""
 
 
-EPILOG = exit_epilog()
+EPILOG = exit_epilog("""       (or, with --golden and --run, the run file holds cases that failed
+       when it was collected: a failed_in_run warning names them)
+""")
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 class MaxFailed:
@@ -216,14 +219,37 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
         records.append(rec)
 
 
-def _join(golden_path: str, run_path: str) -> List[Dict[str, Any]]:
+def _join(golden_path: str, run_path: str) -> Tuple[List[Dict[str, Any]], List[Tuple[str, str]]]:
     """Golden x run on id, as ``eval`` joins them (aliases, id checks, one case missing from the run marked
-    rather than dropped): one judge record per golden case."""
+    rather than dropped): one judge record per golden case, and the (id, failure kind) of each case the run file
+    records as failed when it was collected (``run_error``)."""
+    import polars as pl
+
     from ragmeter.evaluation import _judge_records
     from ragmeter.retrieval import _prepare
 
     _golden, _run, joined, _missing = _prepare(golden_path, run_path)
-    return _judge_records(joined)
+    failed = joined.filter(pl.col("run_error").is_not_null()).select("id", "run_error")
+    return _judge_records(joined), list(failed.iter_rows())
+
+
+def _warn_failed_in_run(failed: List[Tuple[str, str]]) -> int:
+    """Name on stderr the cases the run file records as failed (no answer, so none is judged); 3 when there
+    are any (:func:`ragmeter.cli._inputs.failed_in_run_exit`), else 0."""
+    if not failed:
+        return 0
+    from rich.console import Console
+
+    from ragmeter._warnings import warning
+    from ragmeter.cli._tables import print_warning
+
+    entry = warning("failed_in_run", "case(s) failed when the run was collected (the run file keeps their error): "
+                    "they have no answer to judge; rerun `ragmeter collect` for them",
+                    [i for i, _kind in failed], [f"{i} ({kind})" for i, kind in failed])
+    print_warning(entry["message"], Console(stderr=True))
+    from ragmeter.cli._inputs import failed_in_run_exit
+
+    return failed_in_run_exit({"failed": len(failed)})
 
 
 def build_config(args: argparse.Namespace) -> Any:
@@ -375,10 +401,11 @@ def run(args: argparse.Namespace) -> int:
         from ragmeter.cli._inputs import check_out
 
         check_out(args.out)  # before anything is judged
+    failed_in_run: List[Tuple[str, str]] = []
     if args.cases:
         records = _read_cases(args.cases)
     elif args.golden and args.run:
-        records = _join(args.golden, args.run)
+        records, failed_in_run = _join(args.golden, args.run)
     else:
         raise InputError("--golden G and --run R are required (or --cases JSONL)")
     cfg = build_config(args)
@@ -394,7 +421,7 @@ def run(args: argparse.Namespace) -> int:
     s = result.summary
     if args.json:
         print(strict_json(s))
-        return incomplete_exit(s, args.max_failed, out)
+        return max(incomplete_exit(s, args.max_failed, out), _warn_failed_in_run(failed_in_run))
     print(f"wrote {out / 'judge.parquet'} and {out / 'judge_summary.json'}")
     for line in judge_lines(s):
         print(line)
@@ -405,4 +432,4 @@ def run(args: argparse.Namespace) -> int:
           f"{s['cached_calls']} cached calls{refreshed}")
     if s.get("budget_reached"):
         print("  --budget reached: remaining rows are marked skipped", file=sys.stderr)
-    return incomplete_exit(s, args.max_failed, out)
+    return max(incomplete_exit(s, args.max_failed, out), _warn_failed_in_run(failed_in_run))

@@ -4,6 +4,12 @@ from __future__ import annotations
 import argparse
 
 HELP = "sweep reranker score thresholds: hit rate, MRR, empty retrievals and chunks kept per threshold"
+EPILOG = """exit status: 0 = swept; 2 = bad input, nothing written (a malformed
+file, a golden set without a single label, a run without a single chunk
+score); 3 = swept and written, but the run file holds cases that failed when
+it was collected (a failed_in_run warning names them: an empty retrieval at
+every threshold); 130 = interrupted. With --json the warnings go to stderr."""
+PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +55,7 @@ def out_format(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragmeter.cli._inputs import refuse_unlabelled_golden
+    from ragmeter.cli._inputs import failed_in_run_warned, refuse_unlabelled_golden
     from ragmeter.dataset import reusing_golden_loads
     from ragmeter.retrieval import sweep_with_warnings
 
@@ -66,16 +72,21 @@ def run(args: argparse.Namespace) -> int:
 
         with atomic_file(args.out) as tmp:
             write_frame(table, tmp, fmt)
+    from ragmeter._warnings import messages
+    from ragmeter.cli._tables import make_console, print_warning
+
     if args.json:
+        from rich.console import Console
+
         from ragmeter._io import strict_json
 
         print(strict_json(table.to_dicts()))
+        console = Console(stderr=True)  # stdout holds the rows alone
     else:
-        from ragmeter._warnings import messages
-        from ragmeter.cli._tables import make_console, print_sweep, print_warning
+        from ragmeter.cli._tables import print_sweep
 
         console = make_console()
         print_sweep(table, args.k, console=console, more_in=args.out)
-        for text in messages(warnings):  # --json prints the rows alone; `score --json` carries these warnings
-            print_warning(text, console)
-    return 0
+    for text in messages(warnings):
+        print_warning(text, console)
+    return failed_in_run_warned(warnings)
