@@ -761,3 +761,21 @@ def test_markdown_says_no_faithfulness_was_scored_rather_than_dropping_the_line(
                                                 pl.lit(None, dtype=pl.Float64).alias("faithfulness_score"))
     md = write_reports(write_results(tmp_path / "r", cases), n_resamples=100)["markdown"].read_text(encoding="utf-8")
     assert "Faithfulness bands: no answer scored (0/8)." in md
+
+
+def test_all_files_hit_counts_the_cases_expecting_two_or_more_files_as_the_summary_does() -> None:
+    """All files hit applies to cases that expect two or more files: the report's n_total is theirs (13 in the
+    example), as summary.json and the terminal say, not every case (51), which read as 38 unscored cases."""
+    import ragmeter
+    from ragmeter.report.data import compute_aggregates
+
+    example = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
+    result = ragmeter.score(example / "golden.jsonl", example / "run.jsonl")
+    aggregates = compute_aggregates(result.cases, n_resamples=200)
+    summary = result.summary["overall"]["all_files_hit_rate"]
+    assert {k: aggregates["overall"]["all_files_hit"][k] for k in ("n_scored", "n_total")} == \
+        {"n_scored": summary["n_scored"], "n_total": summary["n_total"]}
+    multi = result.cases.group_by("category").agg((pl.col("n_expected_files") >= 2).sum().alias("n"))
+    for category, n in multi.iter_rows():
+        assert aggregates["by_category"][category]["all_files_hit"]["n_total"] == n, category
+    assert aggregates["overall"]["hit"]["n_total"] == result.cases.height  # the others count every case

@@ -368,6 +368,14 @@ def _flatten(lists: pl.Series) -> pl.Series:
     return lists.explode(empty_as_null=False, keep_nulls=False)
 
 
+def scope_filter(scope: str) -> pl.Expr:
+    """The cases an aggregate of this scope covers, its ``n_total`` (the reports count the same):
+    ``multi_file``, the cases expecting two or more files (for one file, "all files hit" is "file hit")."""
+    if scope == "multi_file":
+        return pl.col("n_expected_files") >= 2
+    raise ValueError(f"unknown aggregate scope {scope!r}")
+
+
 def aggregate(cases: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
     """Aggregates (mean, n_scored, n_total) of the retrieval columns, overall or per group.
 
@@ -378,9 +386,10 @@ def aggregate(cases: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
     exprs: List[pl.Expr] = [pl.len().alias("n_cases"), pl.col("labeled").sum().alias("n_labeled")]
     for name, (column, _, only) in _AGGREGATES.items():
         values = pl.col(column).cast(pl.Float64)
-        if only == "multi_file":
-            values = pl.when(pl.col("n_expected_files") >= 2).then(values)
-            total = (pl.col("n_expected_files") >= 2).sum()
+        if only is not None:
+            covered = scope_filter(only)
+            values = pl.when(covered).then(values)
+            total = covered.sum()
         else:
             total = pl.len()
         exprs += [values.mean().alias(name), values.count().alias(f"{name}_n_scored"), total.alias(f"{name}_n_total")]

@@ -553,14 +553,17 @@ class Aggregate:
         return cls(float(scored.mean()), int(scored.size), int(data.size), lo, hi)
 
     @classmethod
-    def from_resamples(cls, values: ArrayLike, resampled: np.ndarray, confidence: float = 0.95) -> "Aggregate":
-        """Build from precomputed resampled means (see :func:`bootstrap_means`)."""
+    def from_resamples(cls, values: ArrayLike, resampled: np.ndarray, confidence: float = 0.95,
+                       n_total: Optional[int] = None) -> "Aggregate":
+        """Build from precomputed resampled means (see :func:`bootstrap_means`). ``n_total``: the cases the metric
+        applies to, when not every value's case (default: all of ``values``)."""
         data = to_float_array(values)
         scored = data[~np.isnan(data)]
+        total = int(data.size) if n_total is None else int(n_total)
         if scored.size == 0:
-            return cls(None, 0, int(data.size), None, None)
+            return cls(None, 0, total, None, None)
         lo, hi = percentile_interval(resampled, confidence) if interval_defined(scored.size, confidence) else (None, None)
-        return cls(float(scored.mean()), int(scored.size), int(data.size), lo, hi)
+        return cls(float(scored.mean()), int(scored.size), total, lo, hi)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

@@ -56,6 +56,7 @@ class Metric:
     kind: str  # "rate" (boolean, shown in %) or "score" (0-1 unless noted)
     label: str
     status: Optional[str] = None  # judge status column gating the value
+    scope: Optional[str] = None  # the cases it applies to (n_total), see ragmeter.retrieval.scope_filter
 
 
 #: metric name (as used in compare / gate rules) -> definition
@@ -68,7 +69,7 @@ METRICS: Dict[str, Metric] = {
         Metric("ndcg", "ndcg", "score", "NDCG"),
         Metric("precision", "precision", "score", "Precision@k"),
         Metric("file_hit", "file_hit", "rate", "Hit@k (file)"),
-        Metric("all_files_hit", "all_files_hit", "rate", "All files hit"),
+        Metric("all_files_hit", "all_files_hit", "rate", "All files hit", scope="multi_file"),
         Metric("evidence_recall", "evidence_recall", "score", "Evidence recall"),
         Metric("correct", "answer_correct", "rate", "Correct", "correctness_status"),
         Metric("correctness", "correctness_score", "score", "Correctness score", "correctness_status"),
@@ -378,16 +379,37 @@ def compute_aggregates(
     else:
         groups = cats
     res = stats.bootstrap_means(values, n_resamples=n_resamples, seed=seed, groups=groups)
+    covered = _covered(cases, names)
     for j, name in enumerate(names):
-        out["overall"][name] = stats.Aggregate.from_resamples(values[:, j], res[None][:, j]).to_dict()
+        out["overall"][name] = stats.Aggregate.from_resamples(values[:, j], res[None][:, j],
+                                                              n_total=int(covered[:, j].sum())).to_dict()
     for g in sorted(kept, key=lambda g: labels[g]):
         sel = codes == g
         cat = str(labels[g])
         out["by_category"][cat] = {
-            name: stats.Aggregate.from_resamples(values[sel, j], res[cat][:, j]).to_dict()
+            name: stats.Aggregate.from_resamples(values[sel, j], res[cat][:, j],
+                                                 n_total=int(covered[sel, j].sum())).to_dict()
             for j, name in enumerate(names)
         }
     return out
+
+
+def _covered(cases: pl.DataFrame, names: List[str]) -> np.ndarray:
+    """Per case and metric, whether the metric applies to the case (its :attr:`Metric.scope`; every case when it
+    has none, or when the cases lack the columns the scope reads)."""
+    from ragmeter.retrieval import scope_filter
+
+    covered = np.ones((cases.height, len(names)), dtype=bool)
+    for j, name in enumerate(names):
+        scope = METRICS[name].scope
+        if scope is None:
+            continue
+        try:
+            mask = cases.select(scope_filter(scope).fill_null(False)).to_series()
+        except pl.exceptions.ColumnNotFoundError:  # an older results folder
+            continue
+        covered[:, j] = mask.to_numpy()
+    return covered
 
 
 def more_categories_line(aggregates: Dict[str, Any]) -> Optional[str]:
