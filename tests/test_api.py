@@ -285,3 +285,19 @@ def test_repr_of_a_ragmeter_score_folder_gives_its_hit_rate(tmp_path):
     # `ragmeter score --out` writes the retrieval summary at the top level of summary.json, not under "retrieval"
     ragmeter.score(GOLDEN, RUN, k=5).write(tmp_path / "scored")
     assert repr(EvalResult.load(tmp_path / "scored")) == "EvalResult(51 cases, hit_rate 0.8 (45/51 scored), judged: no)"
+
+
+def test_a_score_folder_loads_in_evaluate_s_layout(tmp_path):
+    """`ragmeter score --out` writes its retrieval summary at the top level; loaded as an EvalResult it is under
+    "retrieval", as the docs' `result.summary["retrieval"]["overall"]` reads it (that was a KeyError), with the
+    warnings and the files where evaluate puts them. Written back, it is an eval folder that loads the same."""
+    scored = ragmeter.score(GOLDEN, RUN, k=5)
+    scored.write(tmp_path / "scored")
+    loaded = EvalResult.load(tmp_path / "scored")
+    assert loaded.summary["retrieval"]["overall"]["hit_rate"] == scored.summary["overall"]["hit_rate"]
+    assert loaded.summary["retrieval"]["k"] == 5 and "overall" not in loaded.summary
+    assert [w["code"] for w in loaded.summary["warnings"]] == [w["code"] for w in scored.summary["warnings"]]
+    assert loaded.summary["files"] == ["cases.parquet", "chunks.parquet", "warnings.json", "summary.json"]
+    again = EvalResult.load(loaded.write(tmp_path / "again"))
+    assert again.summary["retrieval"]["overall"] == loaded.summary["retrieval"]["overall"]
+    assert (tmp_path / "again" / "report.html").is_file()

@@ -79,6 +79,21 @@ def _as_result(value: Any, name: str) -> "EvalResult":
     return EvalResult.load(value)
 
 
+#: the members of a ``ragmeter score`` summary that stay at the top level in :func:`ragmeter.evaluate`'s layout
+_SUMMARY_TOP_LEVEL = ("warnings", "files")
+
+
+def _evaluate_layout(summary: Dict[str, Any]) -> Dict[str, Any]:
+    """A results folder's summary in :func:`ragmeter.evaluate`'s layout. ``ragmeter score --out`` writes the
+    retrieval summary at the top level (``overall``, ``k``, ...): it moves under ``"retrieval"``, its warnings
+    and file list stay where evaluate keeps them. Any other summary is returned as it is."""
+    if "retrieval" in summary or "overall" not in summary:
+        return summary
+    out: Dict[str, Any] = {"retrieval": {k: v for k, v in summary.items() if k not in _SUMMARY_TOP_LEVEL}}
+    out.update({k: summary[k] for k in _SUMMARY_TOP_LEVEL if k in summary})
+    return out
+
+
 @dataclass
 class EvalResult:
     """One evaluation in memory: what a results folder holds, as frames and a dict."""
@@ -94,8 +109,7 @@ class EvalResult:
 
     def __repr__(self) -> str:  # the frames' own reprs would fill a notebook cell
         judged = sorted(self.judge["metric"].unique().to_list()) if self.judge is not None else []
-        retrieval = self.summary.get("retrieval") or self.summary  # a `ragmeter score` folder: at the top level
-        hit = (retrieval.get("overall") or {}).get("hit_rate") or {}
+        hit = ((self.summary.get("retrieval") or {}).get("overall") or {}).get("hit_rate") or {}
         return (f"EvalResult({self.cases.height} cases, hit_rate {hit.get('value')} "
                 f"({hit.get('n_scored')}/{hit.get('n_total')} scored), judged: {', '.join(judged) or 'no'})")
 
@@ -134,7 +148,8 @@ class EvalResult:
 
     @classmethod
     def load(cls, directory: Any) -> "EvalResult":
-        """Read a results folder (``ragmeter eval --out``, :meth:`write`) back; errors name what is missing."""
+        """Read a results folder (``ragmeter eval --out``, :meth:`write`) back; errors name what is missing. A
+        ``ragmeter score --out`` folder loads too, its summary in evaluate's layout (under ``"retrieval"``)."""
         from ragmeter.compare import load_repeats
         from ragmeter.report.data import _read_parquet, load_results
 
@@ -142,8 +157,8 @@ class EvalResult:
         res = load_results(directory)
         chunks_path = Path(directory) / "chunks.parquet"
         chunks = _read_parquet(chunks_path) if chunks_path.is_file() else pl.DataFrame({"id": []}, schema={"id": pl.Utf8})
-        return cls(cases=res.cases, chunks=chunks, judge=res.judge, summary=res.summary, sweep=res.sweep,
-                   name=str(res.path), repeats=load_repeats(res))
+        return cls(cases=res.cases, chunks=chunks, judge=res.judge, summary=_evaluate_layout(res.summary),
+                   sweep=res.sweep, name=str(res.path), repeats=load_repeats(res))
 
     # -- reading ------------------------------------------------------------------------------------------
     def _results(self, name: Optional[str] = None) -> Any:
