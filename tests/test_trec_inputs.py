@@ -68,3 +68,72 @@ def test_a_utf16_file_gets_one_diagnosis_of_the_whole_file(tmp_path: Path, which
     assert proc.stderr.startswith(f"ragmeter: error: {which}: is UTF-16 text (a PowerShell redirect?)"), proc.stderr
     with pytest.raises(InputError, match=f"^{re.escape(str(tmp_path / which))}: is UTF-16 text"):
         evaluate(tmp_path / "q", tmp_path / "r", "map")
+
+
+#: trec_eval 10's long options (its getopt_long table) and the short flag each stands for
+LONG_OPTIONS = [
+    (["--query_eval_wanted"], ["-q"]),
+    (["--nosummary", "--query_eval_wanted"], ["-n", "-q"]),
+    (["--complete_rel_info_wanted"], ["-c"]),
+    (["--Judged_docs_only"], ["-J"]),
+    (["--measure", "P.1,2"], ["-m", "P.1,2"]),
+    (["--measure=map"], ["-m", "map"]),
+    (["--level_for_rel", "2"], ["-l", "2"]),
+    (["--Number_docs_in_coll", "10", "--measure", "utility"], ["-N", "10", "-m", "utility"]),
+    (["--Max_retrieved_per_topic", "1"], ["-M", "1"]),
+    (["--Rel_info_format", "qrels", "--Results_format", "trec_results"], []),
+    (["-R", "qrels", "-Ttrec_results"], []),
+]
+
+
+@pytest.mark.parametrize("long_args,short_args", LONG_OPTIONS)
+def test_trec_eval_s_long_options_mean_what_its_short_flags_mean(tmp_path: Path, long_args: list,
+                                                                 short_args: list) -> None:
+    """Scripts written for trec_eval 10 pass its long options (and the default formats by name): they were
+    usage errors."""
+    write(tmp_path, QRELS.replace("d2 0", "d2 2").encode(), RUN.encode())
+    by_long, by_short = trec(tmp_path, *long_args, "q", "r"), trec(tmp_path, *short_args, "q", "r")
+    assert by_long.returncode == 0, by_long.stderr
+    assert by_long.stdout == by_short.stdout and by_long.stdout
+
+
+def test_dash_v_prints_the_version_on_stderr_and_exits_0(tmp_path: Path) -> None:
+    """trec_eval -v (and --version) prints its version on stderr and exits 0, with no files given."""
+    import ragmeter
+
+    for flag in ("-v", "--version"):
+        proc = trec(tmp_path, flag)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == "" and ragmeter.__version__ in proc.stderr and "trec_eval" in proc.stderr
+
+
+@pytest.mark.parametrize("args,said", [
+    (["-R", "prefs"], "-R prefs: ragmeter trec reads qrels files only"),
+    (["--Results_format", "trec_results_x"], "-T trec_results_x: ragmeter trec reads trec_results files only"),
+    (["-Z", "zmeans.txt"], "-Z (z-scores against a Zmean file) is not supported"),
+    (["-D", "1"], "-D (debug output) is not supported"),
+    (["-o"], "-o (trec_eval's old output format) is not supported"),
+])
+def test_trec_eval_options_ragmeter_does_not_implement_are_named(tmp_path: Path, args: list, said: str) -> None:
+    """Not 'unrecognized arguments: -Z zmeans.txt' (which reads as a typo): the option exists in trec_eval and is
+    not implemented here; exit 2, nothing on stdout."""
+    write(tmp_path, QRELS.encode(), RUN.encode())
+    proc = trec(tmp_path, *args, "q", "r")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert said in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_run_on_stdin_is_read_as_trec_eval_reads_results_file_dash(tmp_path: Path) -> None:
+    """trec_eval reads the results file from stdin when it is '-' (`ranker | trec_eval qrels -`)."""
+    write(tmp_path, QRELS.encode(), RUN.encode())
+    from_file = trec(tmp_path, "-q", "-m", "all_trec", "q", "r")
+    piped = subprocess.run([sys.executable, "-m", "ragmeter", "trec", "-q", "-m", "all_trec", "q", "-"],
+                           input=RUN, capture_output=True, text=True, cwd=tmp_path)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == from_file.stdout and "map" in piped.stdout
+    bad = subprocess.run([sys.executable, "-m", "ragmeter", "trec", "q", "-"], input=RUN + "2 Q0 d4 4 x r\n",
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.startswith("ragmeter: error: stdin:4: "), bad.stderr
+    bom = subprocess.run([sys.executable, "-m", "ragmeter", "trec", "q", "-"], input=BOM + RUN.encode(),
+                         capture_output=True, cwd=tmp_path)
+    assert bom.returncode == 2 and b"stdin:1: starts with a UTF-8 byte order mark" in bom.stderr, bom.stderr

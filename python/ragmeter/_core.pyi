@@ -102,6 +102,7 @@ def trec_eval_text(
     options: Optional[TrecOptions] = None,
     per_query: bool = False,
     summary: bool = True,
+    run_text: Optional[bytes] = None,
 ) -> str: ...
 def trec_evaluate_files(
     qrels_path: str,

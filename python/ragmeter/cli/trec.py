@@ -2,7 +2,9 @@
 
 It accepts trec_eval's own flag syntax (``-q``, ``-c``, ``-J``, ``-n``,
 ``-M100``, ``-l2``, ``-N n``, ``-m all_trec``, ``-m P.5,10``,
-``-mndcg.1=3,2=9``) and prints the same output.
+``-mndcg.1=3,2=9``), its long options (``--query_eval_wanted``, ...), ``-v``,
+the default formats by name (``-R qrels``, ``-T trec_results``) and ``-`` for a
+run on stdin, and prints the same output.
 
 Start-up is most of the wall time on small and mid-sized files, so the usual
 command lines are read by a small getopt-style parser and only the standard
@@ -20,7 +22,9 @@ if TYPE_CHECKING:  # typing and argparse cost milliseconds to import; the fast p
     from typing import Any, Dict, List, Optional, Sequence
 
 HELP = "trec_eval-compatible evaluation of a TREC run against qrels"
-PARSER_OPTIONS = {"add_help": True}
+EPILOG = ("trec_eval's long options (--query_eval_wanted, --measure, ...) are read too. Its -D (debug), "
+          "-Z (z-scores) and -o (old output format) are not supported.")
+PARSER_OPTIONS = {"add_help": True, "epilog": EPILOG}
 
 #: trec_eval's switches and the argument name each sets.
 SWITCHES = {"q": "per_query", "n": "no_summary", "c": "complete", "J": "judged_only"}
@@ -28,24 +32,76 @@ SWITCHES = {"q": "per_query", "n": "no_summary", "c": "complete", "J": "judged_o
 VALUED = {"M": ("max_docs", True), "l": ("level", True), "N": ("num_docs", True), "m": ("measures", False)}
 #: Values of the arguments not given (``configure`` declares them from here too).
 DEFAULTS = {"per_query": False, "no_summary": False, "complete": False, "judged_only": False,
-            "max_docs": None, "level": 1, "num_docs": 0}
+            "max_docs": None, "level": 1, "num_docs": 0, "rel_info_format": "qrels", "results_format": "trec_results"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    import argparse
+
     parser.add_argument("qrels", metavar="QRELS", help="qrels file: query iteration document relevance")
-    parser.add_argument("run", metavar="RUN", help="run file: query Q0 document rank score run_id")
-    parser.add_argument("-q", action="store_true", dest="per_query", help="print per-query values, then the summary")
-    parser.add_argument("-n", action="store_true", dest="no_summary", help="do not print the summary")
-    parser.add_argument("-c", action="store_true", dest="complete",
+    parser.add_argument("run", metavar="RUN",
+                        help="run file: query Q0 document rank score run_id; '-' reads it from stdin")
+    parser.add_argument("-q", "--query_eval_wanted", action="store_true", dest="per_query",
+                        help="print per-query values, then the summary")
+    parser.add_argument("-n", "--nosummary", action="store_true", dest="no_summary", help="do not print the summary")
+    parser.add_argument("-c", "--complete_rel_info_wanted", action="store_true", dest="complete",
                         help="average over every qrels query; queries missing from the run count as empty")
-    parser.add_argument("-J", action="store_true", dest="judged_only", help="drop unjudged documents before measuring")
-    parser.add_argument("-M", type=int, dest="max_docs", metavar="N", help="only the first N documents of each ranking")
-    parser.add_argument("-l", type=int, dest="level", default=DEFAULTS["level"], metavar="L",
+    parser.add_argument("-J", "--Judged_docs_only", action="store_true", dest="judged_only",
+                        help="drop unjudged documents before measuring")
+    parser.add_argument("-M", "--Max_retrieved_per_topic", type=int, dest="max_docs", metavar="N",
+                        help="only the first N documents of each ranking")
+    parser.add_argument("-l", "--level_for_rel", type=int, dest="level", default=DEFAULTS["level"], metavar="L",
                         help="a document is relevant when its judgement is >= L (default 1)")
-    parser.add_argument("-N", type=int, dest="num_docs", default=DEFAULTS["num_docs"], metavar="N",
-                        help="number of documents in the collection (utility)")
-    parser.add_argument("-m", action="append", dest="measures", default=[], metavar="MEASURE[.PARAMS]",
+    parser.add_argument("-N", "--Number_docs_in_coll", type=int, dest="num_docs", default=DEFAULTS["num_docs"],
+                        metavar="N", help="number of documents in the collection (utility)")
+    parser.add_argument("-m", "--measure", action="append", dest="measures", default=[], metavar="MEASURE[.PARAMS]",
                         help="measure or set (official, all_trec, set); repeatable; e.g. -m P.5,10 -m ndcg_cut.10")
+    parser.add_argument("-R", "--Rel_info_format", dest="rel_info_format", default=DEFAULTS["rel_info_format"],
+                        metavar="FORMAT",
+                        help="format of QRELS: qrels (trec_eval's default; the only one read)")
+    parser.add_argument("-T", "--Results_format", dest="results_format", default=DEFAULTS["results_format"],
+                        metavar="FORMAT",
+                        help="format of RUN: trec_results (trec_eval's default; the only one read)")
+    print_version, not_supported = _actions()
+    parser.add_argument("-v", "--version", action=print_version, nargs=0, default=argparse.SUPPRESS,
+                        help="print the version on stderr, as trec_eval does, and exit")
+    for flags, _what, nargs in _NOT_SUPPORTED:
+        parser.add_argument(*flags, action=not_supported, nargs=nargs, default=argparse.SUPPRESS,
+                            help=argparse.SUPPRESS)
+
+
+#: trec_eval options ragmeter does not implement: flags, what the option does, values it takes
+_NOT_SUPPORTED = [
+    (("-D", "--Debug_level"), "-D (debug output)", None),
+    (("-Z", "--Zscore"), "-Z (z-scores against a Zmean file)", None),
+    (("-o", "--Output_old_results_format"), "-o (trec_eval's old output format)", 0),
+]
+
+
+def _version_text() -> str:
+    from ragmeter import __version__
+
+    return f"ragmeter trec {__version__} (trec_eval 10 compatible)"
+
+
+def _actions() -> Any:
+    """The argparse actions of ``-v`` and of the options in :data:`_NOT_SUPPORTED` (made when a parser is built:
+    the fast path does not import argparse)."""
+    import argparse
+
+    class PrintVersion(argparse.Action):
+        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+            sys.stderr.write(_version_text() + "\n")  # where trec_eval -v prints it
+            parser.exit(0)
+
+    class NotSupported(argparse.Action):
+        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+            from ragmeter.errors import InputError
+
+            what = next(w for flags, w, _n in _NOT_SUPPORTED if option_string in flags)
+            raise InputError(f"{what} is not supported by ragmeter trec; run trec_eval itself for it")
+
+    return PrintVersion, NotSupported
 
 
 def parse_common(argv: Sequence[str]) -> Optional[Dict[str, Any]]:
@@ -96,26 +152,48 @@ def parse_common(argv: Sequence[str]) -> Optional[Dict[str, Any]]:
 def full_parser() -> argparse.ArgumentParser:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="ragmeter trec", description=HELP)
+    parser = argparse.ArgumentParser(prog="ragmeter trec", description=HELP, epilog=EPILOG)
     configure(parser)
     return parser
+
+
+#: the run's name in messages when it is read from stdin
+STDIN_NAME = "stdin"
+
+
+def _check_formats(args: Any) -> None:
+    """trec_eval's ``-R`` and ``-T`` name the input formats; ragmeter reads trec_eval's defaults only."""
+    from ragmeter.errors import InputError
+
+    for flag, given, known, of in (("-R", args.rel_info_format, "qrels", "qrels"),
+                                   ("-T", args.results_format, "trec_results", "run")):
+        if given != known:
+            raise InputError(f"{flag} {given}: ragmeter trec reads {known} files only (trec_eval's default {of} "
+                             f"format); run trec_eval itself for {given}")
 
 
 def run(args: Any) -> int:
     """Evaluate and print; ``args`` has the attributes ``configure`` defines."""
     from ragmeter import _core
-    from ragmeter._trec_files import check_file_head
+    from ragmeter._trec_files import check_file_head, check_head
 
+    _check_formats(args)
     check_file_head(args.qrels)
-    check_file_head(args.run)
+    run_name, run_text = args.run, None
+    if args.run == "-":  # trec_eval's results file '-': stdin
+        run_name, run_text = STDIN_NAME, sys.stdin.buffer.read()
+        check_head(run_text[:3], run_name)
+    else:
+        check_file_head(args.run)
     text = _core.trec_eval_text(
         args.qrels,
-        args.run,
+        run_name,
         list(args.measures),
         _core.TrecOptions(relevance_level=args.level, max_docs=args.max_docs, complete=args.complete,
                           judged_only=args.judged_only, num_docs_in_coll=args.num_docs),
         per_query=args.per_query,
         summary=not args.no_summary,
+        run_text=run_text,
     )
     sys.stdout.write(text)
     sys.stdout.flush()

@@ -42,9 +42,11 @@ fn evaluate_files(qrels_path: &str, run_path: &str, measures: &[String], opts: &
     trec::evaluate_texts(qtext.as_str(), rtext.as_str(), measures, opts, qrels_path, run_path)
 }
 
-/// Evaluate TREC files and return trec_eval's text output.
+/// Evaluate TREC files and return trec_eval's text output. `run_text`: the run's bytes (trec_eval's results
+/// file `-`, read from stdin by the caller), `run_path` then only names it in errors.
 #[pyfunction]
-#[pyo3(signature = (qrels_path, run_path, measures, options=None, per_query=false, summary=true))]
+#[pyo3(signature = (qrels_path, run_path, measures, options=None, per_query=false, summary=true, run_text=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn trec_eval_text(
     py: Python<'_>,
     qrels_path: String,
@@ -53,10 +55,18 @@ pub fn trec_eval_text(
     options: Option<TrecOptions>,
     per_query: bool,
     summary: bool,
+    run_text: Option<Vec<u8>>,
 ) -> PyResult<String> {
     let opts = options_or_default(options);
     py.allow_threads(|| {
-        let eval = evaluate_files(&qrels_path, &run_path, &measures, &opts)?;
+        let eval = match run_text {
+            None => evaluate_files(&qrels_path, &run_path, &measures, &opts)?,
+            Some(bytes) => {
+                let qtext = trec::FileText::open(&qrels_path)?;
+                let rtext = trec::text_from_bytes(bytes, &run_path)?;
+                trec::evaluate_texts(qtext.as_str(), &rtext, &measures, &opts, &qrels_path, &run_path)?
+            }
+        };
         Ok(trec::format_trec(&eval, per_query, summary))
     })
     .map_err(to_py_err)

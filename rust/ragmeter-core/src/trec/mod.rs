@@ -24,7 +24,7 @@ use std::hash::Hasher as _;
 use crate::error::{Error, Result};
 pub use grouped::{consecutive_groups, evaluate_grouped, Grouped};
 pub use measures::{known_measures, Average, Kind, Measure, Print};
-pub use parse::{parse_qrels, parse_run, read_text, FileText, QrelsRow, RunRow};
+pub use parse::{parse_qrels, parse_run, read_text, text_from_bytes, FileText, QrelsRow, RunRow};
 
 /// A ranking entry: document, score, location (a line number, or a byte offset in a file).
 pub type Ranked<'a> = (&'a str, f64, usize);

@@ -315,10 +315,15 @@ fn eight_digits(chunk: &[u8]) -> Option<u32> {
 /// Read a whole file as UTF-8 text, naming the file in any error.
 pub fn read_text(path: &str) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_string(), message: io_message(&e) })?;
+    text_from_bytes(bytes, path)
+}
+
+/// `bytes` as UTF-8 text; an error names `name` and the line of the first byte that is not UTF-8.
+pub fn text_from_bytes(bytes: Vec<u8>, name: &str) -> Result<String> {
     String::from_utf8(bytes).map_err(|e| {
         let upto = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
-        Error::parse(path, line, "not valid UTF-8 text")
+        Error::parse(name, line, "not valid UTF-8 text")
     })
 }
 
