@@ -455,6 +455,8 @@ def _mean(values: List[float]) -> Optional[float]:
 
 
 def _metric_summary(metric: str, rs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    from ragmeter.stats import rate_counting_failed
+
     ok = [r for r in rs if r["status"] == "ok"]
     scored = [r["score"] for r in ok if r["score"] is not None]
     failed = [r for r in rs if r["status"] == "failed"]
@@ -471,17 +473,14 @@ def _metric_summary(metric: str, rs: List[Dict[str, Any]]) -> Dict[str, Any]:
         "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
         "latency_ms_p50": _percentile(lat, 0.5), "latency_ms_p95": _percentile(lat, 0.95),
     }
+    n_yes = sum(1 for r in ok if r.get("correct"))
+    denom, rate = rate_counting_failed(n_yes, len(ok), len(failed))
+    rate = None if rate is None else round(rate, 6)
     if metric == "correctness":
-        n_correct = sum(1 for r in ok if r.get("correct"))
-        denom = len(ok) + len(failed)
-        entry.update(n_correct=n_correct, correct_rate_denominator=denom,
-                     correct_rate=round(n_correct / denom, 6) if denom else None)
+        entry.update(n_correct=n_yes, correct_rate_denominator=denom, correct_rate=rate)
     threshold = getattr(METRICS.get(metric), "pass_threshold", None) if metric not in BUILTIN_METRICS else None
     if threshold is not None:  # a custom metric's pass rate, counted like correct_rate (a failed row did not pass)
-        n_pass = sum(1 for r in ok if r.get("correct"))
-        denom = len(ok) + len(failed)
-        entry.update(pass_threshold=threshold, n_pass=n_pass, pass_rate_denominator=denom,
-                     pass_rate=round(n_pass / denom, 6) if denom else None)
+        entry.update(pass_threshold=threshold, n_pass=n_yes, pass_rate_denominator=denom, pass_rate=rate)
     if metric == "faithfulness":
         entry["band"] = faithfulness_band(entry["mean"])
     if metric == "answer_relevancy":

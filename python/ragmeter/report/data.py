@@ -335,11 +335,13 @@ def correct_rate_note(cases: pl.DataFrame) -> Optional[str]:
     failed = int((status == "failed").sum())
     if not failed:
         return None
+    from ragmeter.stats import rate_counting_failed
+
     ok = cases.filter(pl.col("correctness_status") == "ok")
     n_correct = int(ok.get_column("correct").fill_null(False).sum())
-    denominator = ok.height + failed
+    denominator, rate = rate_counting_failed(n_correct, ok.height, failed)
     return (f"Correct is the rate over the answers the judge scored. Counting the {failed} failed correctness "
-            f"call(s) as not correct, as summary.json's correct_rate does: {100 * n_correct / denominator:.1f}% "
+            f"call(s) as not correct, as summary.json's correct_rate does: {100 * (rate or 0.0):.1f}% "
             f"({n_correct}/{denominator}).")
 
 
