@@ -112,3 +112,19 @@ def test_interrupt_after_failed_calls_adds_up(tmp_path, server, api_key):
     assert cached == cached_rows(tmp_path / "cache.sqlite") == sent - failed
     server.rules = []
     server.release()
+
+
+def test_identical_requests_sharing_one_cache_entry_are_said(server, tmp_path, fast_retry):
+    """Two cases asking the judge the same thing send the same request; both replies come back, one cache entry
+    holds them. The message said "4 calls came back ... 3 replies are cached" with no word on the fourth."""
+    same = cases(3) + [{**cases(1)[0], "id": "copy-of-c0"}]
+    tally = Tally()
+    run_sync(same, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                               cache=tmp_path / "c.sqlite", retry=fast_retry, tally=tally, concurrency=4))
+    message = tally.message()
+    entries = cached_rows(tmp_path / "c.sqlite")
+    sent = int(re.search(r"(\d+) calls came back", message).group(1))
+    shared = sent - entries
+    assert shared > 0, message  # the premise: identical requests, one entry
+    assert f"{entries} replies are cached" in message
+    assert f"{shared} identical request(s) share a cache entry with another" in message, message

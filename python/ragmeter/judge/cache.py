@@ -47,7 +47,7 @@ import time
 import urllib.parse
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 from ragmeter.errors import InputError
 
@@ -239,7 +239,10 @@ class Cache:
         self.hits = 0
         self.misses = 0
         self.transactions = 0  #: write transactions committed (group commits and puts)
-        self.written = 0       #: entries committed by this instance
+        self.written = 0       #: entries committed by this instance (distinct keys)
+        #: replies stored under a key this instance had already queued or committed (identical requests: one entry)
+        self.shared = 0
+        self._committed: Set[str] = set()
         self.undecodable = 0   #: entries whose stored value did not decode (served as misses)
         self.unsaved: List[Tuple[str, str, str, str, float]] = []  #: entries whose commit failed
         self.write_error: Optional[CacheWriteError] = None  #: the first failed commit
@@ -299,14 +302,14 @@ class Cache:
         """Store and commit at once (with anything :meth:`commit` queued), so it survives a kill right after."""
         if self._conn is None:
             return
-        self._pending[key] = self._row(key, value, prompt, model)
+        self._queue(key, self._row(key, value, prompt, model))
         self.flush()
 
     async def commit(self, key: str, value: Mapping[str, Any], *, prompt: str = "", model: str = "") -> None:
         """Store ``value``; return once the transaction holding it is committed (group commit, see above)."""
         if self._conn is None:
             return
-        self._pending[key] = self._row(key, value, prompt, model)
+        self._queue(key, self._row(key, value, prompt, model))
         loop = asyncio.get_running_loop()
         fut: "asyncio.Future[None]" = loop.create_future()
         self._waiters.append(fut)
@@ -318,6 +321,11 @@ class Cache:
         elif self._timer is None:
             self._timer = loop.call_later(self.flush_interval, self._flush_soon)
         await fut
+
+    def _queue(self, key: str, row: Tuple[str, str, str, str, float]) -> None:
+        if key in self._pending:  # an identical request's reply, queued in the same transaction
+            self.shared += 1
+        self._pending[key] = row
 
     def _flush_soon(self) -> None:
         self._timer = None
@@ -351,7 +359,12 @@ class Cache:
                         conn.execute("ROLLBACK")
                     raise
             self.transactions += 1
-            self.written += len(rows)
+            for row in rows:
+                if row[0] in self._committed:  # an identical request's reply, committed before
+                    self.shared += 1
+                else:
+                    self._committed.add(row[0])
+                    self.written += 1
         except (sqlite3.Error, OSError) as exc:
             error = CacheWriteError(self.path, exc)
             self.unsaved.extend(rows)

@@ -54,7 +54,8 @@ class Tally:
     sent: int = 0        #: calls sent that came back (answered or failed for good)
     failed: int = 0      #: of ``sent``, the calls that failed for good (no reply, nothing to cache)
     uncached: int = 0    #: of ``sent``, replies received by runs without a cache (--no-cache, repeats 2..N)
-    cached: int = 0      #: replies committed to the cache
+    cached: int = 0      #: replies committed to the cache (entries)
+    shared: int = 0      #: of ``sent``, replies of identical requests, kept in another reply's entry
     replayed: int = 0    #: calls answered from the cache
     rows_done: int = 0
     rows_total: int = 0
@@ -63,8 +64,8 @@ class Tally:
 
     def message(self) -> str:
         """One line: rows finished, and what became of every call that came back. ``sent`` is ``failed`` +
-        ``uncached`` + ``cached`` + the replies the notes account for (those the cache could not take), except
-        that identical requests whose replies are committed in one transaction share one cache entry."""
+        ``uncached`` + ``cached`` + ``shared`` + the replies the notes account for (those the cache could not
+        take)."""
         done = f"{self.rows_done} of {self.rows_total} judge rows finished; {self.sent} calls came back this run"
         if not self.cache_path:
             failed = f" ({self.failed} failed)" if self.failed else ""
@@ -73,6 +74,8 @@ class Tally:
         apart = [f"{self.failed} failed, nothing to cache"] if self.failed else []
         if self.uncached:
             apart.append(f"{self.uncached} answered by runs without the cache")
+        if self.shared:
+            apart.append(f"{self.shared} identical request(s) share a cache entry with another")
         apart_text = f" ({'; '.join(apart)})" if apart else ""
         return (f"{done}{apart_text} and {self.cached} replies are cached in {self.cache_path} ({self.replayed} "
                 f"answered from the cache); a rerun with the same --cache resumes from them" + "".join(self.notes))
@@ -573,6 +576,7 @@ async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[
         cache.close()
         if tally is not None:
             tally.cached += cache.written
+            tally.shared += cache.shared
         if cache.unsaved:  # an interrupt, or a last commit that failed: said with the interrupt, else logged
             note = _keep_unsaved(cache, cfg)
             if tally is not None:
