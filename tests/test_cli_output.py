@@ -274,3 +274,16 @@ def test_no_file_level_gap_line_when_there_is_no_gap(tmp_path: Path) -> None:
     row = next(line.split() for line in proc.stdout.splitlines() if line.startswith("ALL"))
     assert row[2] == row[3] and float(row[2].rstrip("%")) > 90, row  # Hit and fHit equal, and not both 0
     assert "file-level minus chunk-level" not in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("command", ["score", "sweep", "eval", "demo"])
+def test_a_bad_k_is_named_by_its_flag(command: str, tmp_path: Path, capsys) -> None:
+    """Every other numeric flag's error names the flag (--repeat, --concurrency, ...); --k said 'k must be'."""
+    from ragmeter.cli import main
+
+    inputs = [] if command == "demo" else ["--golden", GOLDEN, "--run", RUN]
+    out = ["--out", str(tmp_path / ("sweep.csv" if command == "sweep" else "out"))]
+    assert main([command, *inputs, *out, "--k", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ragmeter: error: --k must be a positive integer, got 0"), err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "sweep.csv").exists()

@@ -28,6 +28,13 @@ def failed_in_run_exit(*run_errors: Optional[Dict[str, int]]) -> int:
     return 3 if any(sum(counts.values()) for counts in run_errors if counts) else 0
 
 
+def check_k_flag(k: Any) -> int:
+    """``--k`` as the commands take it: a positive integer, else an :class:`InputError` naming the flag."""
+    from ragmeter._args import check_arg
+
+    return int(check_arg("--k", k, "int", low=1))
+
+
 def failed_in_run_warned(warnings: List[Dict[str, Any]]) -> int:
     """:func:`failed_in_run_exit` for a command that has the warnings (``failed_in_run``) rather than the counts."""
     return failed_in_run_exit({str(w["code"]): int(w["count"]) for w in warnings if w.get("code") == "failed_in_run"})

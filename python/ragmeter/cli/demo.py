@@ -119,8 +119,9 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.review.export import refuse_filled_sheet
     from ragmeter.review.render import text_lines
 
-    from ragmeter.cli._inputs import check_out
+    from ragmeter.cli._inputs import check_k_flag, check_out
 
+    check_k_flag(args.k)
     check_out(args.out)
     ex = example_dir()
     # checked before anything is written: the demo would otherwise overwrite its tables, then stop at the sheet

@@ -60,7 +60,10 @@ def run(args: argparse.Namespace) -> int:
         check_out(args.out)  # before anything is collected or judged
     from ragmeter._args import check_arg
 
+    from ragmeter.cli._inputs import check_k_flag
+
     check_arg("--repeat", args.repeat, "int", low=1)
+    check_k_flag(args.k)
     from ragmeter.cli.judge import apply_preset
 
     apply_preset(args)  # --concurrency and --timeout serve --target's collection too, judged or not

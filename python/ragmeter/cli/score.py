@@ -23,6 +23,9 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter import _parquet_ahead
     from ragmeter.cli._inputs import check_out
 
+    from ragmeter.cli._inputs import check_k_flag
+
+    check_k_flag(args.k)
     check_out(args.out)  # before any work
 
     # The run's first slices are decoded on a helper thread while Polars and the scorer are imported and the

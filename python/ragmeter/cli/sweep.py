@@ -55,12 +55,13 @@ def out_format(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragmeter.cli._inputs import failed_in_run_warned, refuse_unlabelled_golden
+    from ragmeter.cli._inputs import check_k_flag, failed_in_run_warned, refuse_unlabelled_golden
     from ragmeter.dataset import reusing_golden_loads
     from ragmeter.retrieval import sweep_with_warnings
 
     from ragmeter.cli._inputs import check_out
 
+    check_k_flag(args.k)
     fmt = out_format(args.out) if args.out else None  # checked before any work
     check_out(args.out, folder=False)
     thresholds = parse_thresholds(args.thresholds)
