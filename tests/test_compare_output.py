@@ -16,7 +16,7 @@ import pytest
 from ragmeter.compare import CompareRefused, compare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # works under any --import-mode
-from compare_runs import GOLDEN, diagnosed, eval_folder, golden_cases, variant_run, write_jsonl  # noqa: E402
+from compare_runs import GOLDEN, diagnosed, eval_folder, golden_cases, run_cases, variant_run, write_jsonl  # noqa: E402
 from test_report import synth_cases, write_results  # noqa: E402
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -107,6 +107,35 @@ def test_markdown_only_when_asked(folders, tmp_path: Path) -> None:  # type: ign
     assert json.loads((tmp_path / "cmp.json").read_text(encoding="utf-8"))["rows"]
 
 
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_stderr_warnings_wrap_at_80_columns_with_a_hanging_indent(folders) -> None:  # type: ignore[no-untyped-def]
+    # the candidate's run file lacks its last five cases: two long warnings and a failed gate on stderr, which were
+    # single lines of 200 columns and more; COLUMNS does not widen a pipe
+    tmp = folders["tmp"]
+    short = eval_folder(tmp / "short", write_jsonl(tmp / "short.jsonl", run_cases()[:-5]))
+    proc = _cli(str(folders["base"]), str(short), "--gate", "regressions<=0", columns=200)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    _assert_fits(proc.stderr)
+    heads = [line for line in lines if line.startswith("ragmeter: ")]
+    assert len(heads) >= 3 and len(lines) > len(heads)
+    head = ""
+    for line in lines:
+        if line.startswith("ragmeter: "):
+            head = re.match(r"ragmeter: [a-zA-Z ]+: ", line).group(0)
+        else:  # a continuation line: indented under its message's text
+            assert line.startswith(" " * len(head)) and line[len(head)] != " ", line
+        assert line == line.rstrip()
+    comp = compare(folders["base"], short, n_resamples=200)
+    assert len(comp.warnings) >= 2
+    for w in comp.warnings:
+        assert "ragmeter: warning: " + _flat(w) in _flat(proc.stderr)
+    assert "ragmeter: gate failed: regressions<=0: not measured on every case" in _flat(proc.stderr)
+
+
 # ------------------------------------------------------------------ strict JSON, non-finite values
 
 
@@ -137,11 +166,11 @@ def test_non_finite_values_are_missing_with_a_warning_and_json_is_strict(tmp_pat
     proc = _cli(str(b), str(c), "--json")
     assert proc.returncode == 0, proc.stderr
     payload = _strict(proc.stdout)
-    assert payload["n_paired"] == 80 and "non-finite" in proc.stderr and "Traceback" not in proc.stderr
+    assert payload["n_paired"] == 80 and "non-finite" in _flat(proc.stderr) and "Traceback" not in proc.stderr
     # the 3 faithfulness values the candidate lacks were not measured: a rule on faithfulness cannot pass
     proc = _cli(str(b), str(c), "--json", str(out), "--gate", "faithfulness>=-1pp")
     assert proc.returncode == 1 and "Deltas" in proc.stdout
-    assert "3 case(s) scored in the baseline only" in proc.stderr
+    assert "3 case(s) scored in the baseline only" in _flat(proc.stderr)
     assert _strict(out.read_text(encoding="utf-8"))["gate"]["passed"] is False
 
 

@@ -60,7 +60,7 @@ def test_cli_bare_regressions_exit_1(runs, capsys: pytest.CaptureFixture) -> Non
     f, _ = runs
     assert main(["compare", str(f["base"]), str(f["miss7"]), "--resamples", "200", "--gate", "regressions<=0"]) == 1
     err = capsys.readouterr().err
-    assert "gate failed: regressions<=0: regressions 7 (hit 7 of 45" in err
+    assert "gate failed: regressions<=0: regressions 7 (hit 7 of 45" in " ".join(err.split())
     assert main(["compare", str(f["base"]), str(f["base"]), "--resamples", "200", "--gate", "regressions<=0"]) == 0
 
 
@@ -149,7 +149,7 @@ def test_correct_rules_fail_when_the_answers_were_not_judged(runs, capsys: pytes
     assert res["hit>=-2pp"].passed
     assert main(["compare", str(f["base"]), str(f["base"]), "--resamples", "200", "--gate", "correct>=75%"]) == 1
     out = capsys.readouterr()
-    assert "FAILED: correct>=75%" in out.out and "gate failed: correct>=75%" in out.err
+    assert "FAILED: correct>=75%" in out.out and "gate failed: correct>=75%" in " ".join(out.err.split())
 
 
 def test_every_gate_line_shows_its_n(runs) -> None:  # type: ignore[no-untyped-def]
@@ -189,4 +189,4 @@ def test_rules_fail_when_judge_calls_failed_in_one_run_only(tmp_path: Path, caps
     back = {r.rule.text: r for r in gate.evaluate(gate.parse_rules("correct>=-2pp"), compare(c, b, n_resamples=RESAMPLES))}
     assert "30 case(s) scored in the candidate only" in back["correct>=-2pp"].detail
     assert main(["compare", str(b), str(c), "--resamples", "200", "--gate", "correct>=-2pp"]) == 1
-    assert "gate failed: correct>=-2pp: not measured on every case" in capsys.readouterr().err
+    assert "gate failed: correct>=-2pp: not measured on every case" in " ".join(capsys.readouterr().err.split())

@@ -85,9 +85,9 @@ def run(args: argparse.Namespace) -> int:
     comp = compare(args.base, args.candidate, force=args.force, n_resamples=args.resamples, seed=args.seed)
     results = gate.evaluate(rules, comp) if rules is not None else None
     for w in comp.warnings:
-        print(f"ragmeter: warning: {w}", file=sys.stderr)
+        _stderr("ragmeter: warning: ", w)
     if comp.forced:
-        print("ragmeter: WARNING: --force: comparing runs that are not comparable: " + "; ".join(comp.problems), file=sys.stderr)
+        _stderr("ragmeter: WARNING: ", "--force: comparing runs that are not comparable: " + "; ".join(comp.problems))
     if args.json == "-":
         print(to_json(comp, results))
     elif args.markdown:
@@ -100,9 +100,20 @@ def run(args: argparse.Namespace) -> int:
         _write(args.json, to_json(comp, results) + "\n")
     if results is not None and not all(r.passed for r in results):
         failed = [r.detail.replace("`", "") for r in results if not r.passed]
-        print("ragmeter: gate failed: " + "; ".join(failed), file=sys.stderr)
+        _stderr("ragmeter: gate failed: ", "; ".join(failed))
         return 1
     return 0
+
+
+def _stderr(head: str, text: str) -> None:
+    """``head`` and ``text`` on stderr, wrapped at its width (80 when it is not a terminal) with a hanging indent
+    under the text, never inside an interval (``ragmeter._text.wrap``), as the other commands' warnings."""
+    from ragmeter._text import wrap
+    from ragmeter.cli._tables import make_console
+
+    width = max(40, make_console(stderr=True).width)
+    for line in wrap(head + " ".join(text.split()), width, subsequent=" " * len(head)):
+        print(line.rstrip(), file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- terminal tables
