@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ragmeter.compare import CompareRefused, compare
+from ragmeter.compare import LEGEND, CompareRefused, compare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # works under any --import-mode
 from compare_runs import GOLDEN, diagnosed, eval_folder, golden_cases, run_cases, variant_run, write_jsonl  # noqa: E402
@@ -111,11 +111,16 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def test_stderr_warnings_wrap_at_80_columns_with_a_hanging_indent(folders) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module")
+def short(folders):  # type: ignore[no-untyped-def]
+    """The example evaluated from a run file that lacks its last five cases: long warnings, a gate that fails."""
+    tmp = folders["tmp"]
+    return eval_folder(tmp / "short", write_jsonl(tmp / "short.jsonl", run_cases()[:-5]))
+
+
+def test_stderr_warnings_wrap_at_80_columns_with_a_hanging_indent(folders, short) -> None:  # type: ignore[no-untyped-def]
     # the candidate's run file lacks its last five cases: two long warnings and a failed gate on stderr, which were
     # single lines of 200 columns and more; COLUMNS does not widen a pipe
-    tmp = folders["tmp"]
-    short = eval_folder(tmp / "short", write_jsonl(tmp / "short.jsonl", run_cases()[:-5]))
     proc = _cli(str(folders["base"]), str(short), "--gate", "regressions<=0", columns=200)
     assert proc.returncode == 1, proc.stderr
     lines = proc.stderr.splitlines()
@@ -134,6 +139,43 @@ def test_stderr_warnings_wrap_at_80_columns_with_a_hanging_indent(folders) -> No
     for w in comp.warnings:
         assert "ragmeter: warning: " + _flat(w) in _flat(proc.stderr)
     assert "ragmeter: gate failed: regressions<=0: not measured on every case" in _flat(proc.stderr)
+
+
+def test_prose_on_stdout_wraps_with_a_hanging_indent(folders, short) -> None:  # type: ignore[no-untyped-def]
+    # rich wrapped the header, the gate's lines, the legend, warnings and notes at column 0 with a trailing space on
+    # each broken line, so a continuation read as a new line and an interval could be split
+    import io
+
+    from rich.console import Console
+
+    from ragmeter import gate
+    from ragmeter.cli.compare import render
+
+    comp = compare(folders["base"], short, n_resamples=200)
+    buf = io.StringIO()
+    render(comp, gate.evaluate(gate.parse_rules("hit>=-2pp,regressions<=0"), comp), Console(file=buf, width=80))
+    lines = buf.getvalue().splitlines()
+    _assert_fits(buf.getvalue())
+    assert all(line == line.rstrip() for line in lines), [line for line in lines if line != line.rstrip()]
+
+    def paragraph(start: str) -> list:
+        i = next(i for i, line in enumerate(lines) if line.startswith(start))
+        j = i + 1
+        while j < len(lines) and lines[j].startswith(" ") and not lines[j].lstrip().startswith(("ok:", "FAILED:")):
+            j += 1
+        return lines[i:j]
+
+    legend = paragraph("* = the 95% interval")
+    assert len(legend) > 1 and all(line.startswith("  ") for line in legend[1:])
+    assert " ".join(" ".join(legend).split()) == " ".join(LEGEND.split())
+    failed = paragraph("  FAILED: regressions<=0")
+    assert len(failed) > 1 and all(line.startswith("    ") for line in failed[1:])
+    for w in comp.warnings:
+        block = paragraph("warning: " + w.split()[0])
+        assert " ".join(" ".join(block).split()) == "warning: " + " ".join(w.split())
+        assert all(line.startswith(" " * len("warning: ")) for line in block[1:])
+    note = paragraph("note: " + comp.notes[0].split()[0])
+    assert " ".join(" ".join(note).split()) == "note: " + " ".join(comp.notes[0].split())
 
 
 # ------------------------------------------------------------------ strict JSON, non-finite values

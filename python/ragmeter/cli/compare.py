@@ -145,12 +145,16 @@ def _table(title: str, headers: List[str], first_left: int = 1) -> Any:
 
 def render(comp: Any, gate_results: Optional[List[Any]] = None, console: Any = None) -> None:
     """Print the comparison as terminal tables (every table fits 80 columns)."""
-    from rich.text import Text
-
     from ragmeter.compare import LEGEND, flip_lines, fmt_ci, fmt_delta, fmt_mdd, fmt_p, fmt_value, gate_lines, header_sentence
 
+    from ragmeter.cli._tables import print_prose, print_warning
+
     console = console or _console()
-    say = lambda text, style=None: console.print(Text(text, style=style or ""))  # noqa: E731 (markup never parsed)
+
+    def say(text: str, style: Optional[str] = None) -> None:
+        # prose wrapped at the console's width with a hanging indent, never inside an interval, no trailing spaces
+        # (rich would wrap it at column 0 and split "n = 45" or "[-14.9pp, +0.0pp]"); markup never parsed
+        print_prose([text], console, style=style)
     if comp.forced:
         say("FORCED COMPARISON: these runs are not comparable; the numbers compare only the "
             f"{comp.n_paired} common cases and may be meaningless:", "bold red")
@@ -187,7 +191,7 @@ def render(comp: Any, gate_results: Optional[List[Any]] = None, console: Any = N
         for line in lines:
             say(line)
     for w in comp.warnings:
-        say(f"warning: {w}", "yellow")
+        print_warning(w, console)
     for n in comp.notes:
         say(f"note: {n}")
 
