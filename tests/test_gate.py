@@ -1,6 +1,7 @@
 """Gate rules on real results folders of the bundled example (``ragmeter eval --no-judge``)."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -76,6 +77,18 @@ def test_rules_that_cannot_fail_or_pass_are_rejected(rule: str, suggestion: str)
     with pytest.raises(gate.GateError) as info:
         gate.parse_rules(rule)
     assert suggestion in str(info.value) and repr(rule) in str(info.value)
+
+
+@pytest.mark.parametrize("rule, change", [("mrr>=-0.02", -0.02), ("hit>=-0.05", -0.05), ("faithfulness>=-0.015", -0.015),
+                                          ("hit<=-0.1", -0.1), ("correctness>=-0.5", -0.5)])
+def test_suggestion_for_a_plain_negative_number_keeps_its_size(rule: str, change: float) -> None:
+    # `mrr>=-0.02` (a drop of 0.02 on the metric's scale) was answered "did you mean mrr>=-0.02pp?": a rule a
+    # hundred times stricter (a drop of 0.0002), which a user pasting the suggestion would not notice
+    with pytest.raises(gate.GateError) as info:
+        gate.parse_rules(rule)
+    suggested = re.search(r"did you mean (\S+)\?", str(info.value)).group(1)
+    (parsed,) = gate.parse_rules(suggested)
+    assert parsed.mode == "delta" and parsed.value == pytest.approx(change), suggested
 
 
 @pytest.mark.parametrize("rule", ["hit>=0.5", "hit>0", "hit>=1", "hit>=-99pp", "correct<=99pp", "regressions<=0",

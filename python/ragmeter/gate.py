@@ -173,13 +173,18 @@ def _scale_problem(raw: str, name: str, op: str, number: float, unit: Optional[s
 
 
 def _suggestion(name: str, op: str, number: float, unit: Optional[str], lo: float, hi: float) -> str:
-    """``; did you mean ...?`` with the first reading of the same number that can both pass and fail."""
-    units = (["%"] if unit is None and (lo, hi) == (0.0, 1.0) and number > hi else []) + ["pp"]
+    """``; did you mean ...?`` with the first reading of the same number that can both pass and fail: a percentage
+    (``hit>=80``: 80%), a change on the metric's own scale (``mrr>=-0.02``: a drop of 0.02, -2pp), points
+    (``hit>=-2``: -2pp)."""
+    readings = [(number, "%")] if unit is None and (lo, hi) == (0.0, 1.0) and number > hi else []
+    if unit is None:
+        readings.append((round(number * 100.0, 10), "pp"))  # a plain number is on the metric's scale
+    readings.append((number, "pp"))
     span = hi - lo
-    for u in units:
+    for value, u in readings:
         bounds = (lo, hi) if u == "%" else (-span, span)
-        if _vacuous(op, number / 100.0, *bounds) is None:
-            return f"; did you mean {name}{op}{_number(number)}{u}?"
+        if _vacuous(op, value / 100.0, *bounds) is None:
+            return f"; did you mean {name}{op}{_number(value)}{u}?"
     return ""
 
 
