@@ -149,6 +149,23 @@ def test_category_count_rule(runs) -> None:  # type: ignore[no-untyped-def]
     assert not res["regressions[fact]<=0"].passed
 
 
+def test_category_names_are_trimmed_and_an_unknown_one_is_named(runs) -> None:  # type: ignore[no-untyped-def]
+    # `hit[ fact ]` looked for a category " fact " and failed as unmeasured; `hit[facts]` failed saying only "no case
+    # scored in both runs", as if the runs lacked data, not the rule a typo
+    f, _ = runs
+    comp = compare(f["base"], f["miss7"], n_resamples=RESAMPLES)
+    res = {r.rule.text: r for r in gate.evaluate(gate.parse_rules("hit[ fact ]>=-50pp,hit[facts]>=-5pp,hit[Fact]>=-5pp"), comp)}
+    spaced = res["hit[ fact ]>=-50pp"]
+    assert spaced.rule.category == "fact" and spaced.actual == comp.row("hit", "fact").delta
+    assert f"over {comp.row('hit', 'fact').n_paired}/{comp.row('hit', 'fact').n_total}" in spaced.detail
+    for rule in ("hit[facts]>=-5pp", "hit[Fact]>=-5pp"):
+        r = res[rule]
+        assert not r.passed and r.actual is None
+        assert "did you mean 'fact'?" in r.detail and all(repr(g) in r.detail for g in comp.groups), r.detail
+    with pytest.raises(gate.GateError, match="empty category"):
+        gate.parse_rules("hit[ ]>=0pp")
+
+
 def test_correct_rules_fail_when_the_answers_were_not_judged(runs, capsys: pytest.CaptureFixture) -> None:  # type: ignore[no-untyped-def]
     # Unjudged, `correct` is refusal detection on the 6 no-answer cases (5 of them refuse: 0.8333): a CI job
     # whose judge step was skipped must not pass `correct>=75%` on that.

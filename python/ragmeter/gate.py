@@ -228,7 +228,12 @@ def parse_rules(text: str) -> List[Rule]:
         if problem:
             errors.append(problem)
             continue
-        rules.append(Rule(raw.strip(), name, op, value, mode, m.group("cat")))
+        category = m.group("cat").strip() if m.group("cat") is not None else None
+        if category == "":
+            errors.append(f"cannot parse {raw.strip()!r}: an empty category")
+            syntax = True
+            continue
+        rules.append(Rule(raw.strip(), name, op, value, mode, category))
     if errors:
         raise GateError("--gate: " + "; ".join(errors) + (". " + _known_message() if syntax else ""))
     if not rules:
@@ -324,6 +329,9 @@ def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
                     f"`{rule.text}`: not measured: answers not judged in the {' and '.join(unjudged)}; "
                     f"{rule.name} there is only refusal detection on the no-answer cases{shown}")))
                 continue
+        if actual is None and rule.category and rule.category not in comparison.groups:
+            out.append(RuleResult(rule, None, False, f"`{rule.text}`: not measured: {_unknown_category(rule.category, comparison.groups)}"))
+            continue
         if actual is None:
             where = f" in category {rule.category!r}" if rule.category else ""
             what = rule.count_metric or (", ".join(OUTCOMES) if rule.mode == "count" else rule.name)
@@ -345,6 +353,26 @@ def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
             detail += f", violated by {_fmt('delta', gap).lstrip('+') if rule.mode == 'delta' else _fmt(rule.mode, gap)}"
         out.append(RuleResult(rule, actual, passed, detail, counted))
     return out
+
+
+#: categories named in the message about an unknown one
+SHOW_CATEGORIES = 10
+
+
+def _unknown_category(category: str, groups: List[str]) -> str:
+    """``no paired case has category 'facts' (categories: ...); did you mean 'fact'?``: a typo names no case, so
+    the rule measured nothing."""
+    import difflib
+
+    if not groups:
+        return f"category {category!r}: the runs have no categories"
+    folded = {g.casefold(): g for g in groups}
+    close = [folded[category.casefold()]] if category.casefold() in folded else \
+        difflib.get_close_matches(category, groups, n=1, cutoff=0.6)
+    shown = ", ".join(repr(g) for g in groups[:SHOW_CATEGORIES])
+    more = f" and {len(groups) - SHOW_CATEGORIES:,} more" if len(groups) > SHOW_CATEGORIES else ""
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"no paired case has category {category!r} (categories: {shown}{more}){hint}"
 
 
 def summary(results: List[RuleResult]) -> Dict[str, Any]:
