@@ -220,3 +220,27 @@ def test_rules_fail_when_judge_calls_failed_in_one_run_only(tmp_path: Path, caps
     assert "30 case(s) scored in the candidate only" in back["correct>=-2pp"].detail
     assert main(["compare", str(b), str(c), "--resamples", "200", "--gate", "correct>=-2pp"]) == 1
     assert "gate failed: correct>=-2pp: not measured on every case" in " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.parametrize("rule, candidate", [("faithfulness>=-1pp", 0.80 - 0.01004), ("faithfulness>=0.79", 0.78996),
+                                             ("hit>=-2pp", 0.75 - 0.020003), ("refusal<=+2pp", 0.10 + 0.02004)])
+def test_a_narrow_violation_shows_the_digits_that_fail_it(rule: str, candidate: float) -> None:
+    # a delta of -1.004pp against faithfulness>=-1pp read "delta -1.00pp, limit >= -1.00pp, violated by 0.00pp":
+    # a failing gate whose line says the value meets the limit
+    from ragmeter.compare import Comparison, MetricDelta, better
+
+    (parsed,) = gate.parse_rules(rule)
+    base = 0.10 if parsed.name == "refusal" else 0.75 if parsed.name == "hit" else 0.80
+    kind = "score" if parsed.name == "faithfulness" else "rate"
+    row = MetricDelta(parsed.name, "overall", kind, base, candidate, candidate - base, None, None, 500, 500, 10, 10, 480,
+                      None, 0.01, better(parsed.name))
+    (res,) = gate.evaluate([parsed], Comparison("a", "b", [row], 500, 500, 500, 100, 1))
+    assert not res.passed
+    unit = "pp" if parsed.mode == "delta" else ""
+    m = re.search(rf"(?:delta|candidate) ([-+\d.e]+){unit} over .*, limit [<>]=? ([-+\d.e]+){unit}, violated by "
+                  rf"([-+\d.e]+){unit}$", res.detail)
+    assert m, res.detail
+    shown, limit, by = (float(x) for x in m.groups())
+    assert shown != limit and by > 0, res.detail
+    assert not gate._holds(shown / (100 if unit else 1), parsed.op, parsed.value), res.detail  # the shown value fails
+    assert abs(abs(shown - limit) - by) <= 1e-9 * max(1.0, by), res.detail

@@ -251,12 +251,23 @@ def _holds(actual: float, op: str, value: float) -> bool:
     }[op]
 
 
-def _fmt(mode: str, v: float) -> str:
+def _fmt(mode: str, v: float, extra: int = 0) -> str:
     if mode == "delta":
-        return f"{100 * v:+.2f}pp"
+        return f"{100 * v:+.{2 + extra}f}pp"
     if mode == "count":
         return f"{v:g}"
-    return f"{v:.4g}"
+    return f"{v:.{4 + extra}g}"
+
+
+def _fmt_failed(mode: str, actual: float, limit: float) -> Tuple[str, str, str]:
+    """(actual, limit, gap) of a failed rule with as many more digits as it takes for the actual value to differ
+    from the limit and the gap from 0: ``-2.00pp, limit >= -2.00pp, violated by 0.00pp`` read as a pass."""
+    for extra in range(0, 9):
+        a, lim = _fmt(mode, actual, extra), _fmt(mode, limit, extra)
+        gap = _fmt(mode, abs(actual - limit), extra)
+        if a != lim and gap.strip("+-0.pp") != "":
+            break
+    return a, lim, gap.lstrip("+") if mode == "delta" else gap
 
 
 def _count(rule: Rule, comparison: Any, group: str) -> Tuple[Optional[float], Dict[str, int], str]:
@@ -347,10 +358,11 @@ def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
                 f"{what} {_fmt(rule.mode, actual)}{how} on the rest"), counted))
             continue
         passed = _holds(actual, rule.op, rule.value)
-        gap = abs(actual - rule.value)
-        detail = f"`{rule.text}`: {what} {_fmt(rule.mode, actual)}{how}, limit {rule.op} {_fmt(rule.mode, rule.value)}"
-        if not passed:
-            detail += f", violated by {_fmt('delta', gap).lstrip('+') if rule.mode == 'delta' else _fmt(rule.mode, gap)}"
+        if passed:
+            detail = f"`{rule.text}`: {what} {_fmt(rule.mode, actual)}{how}, limit {rule.op} {_fmt(rule.mode, rule.value)}"
+        else:
+            shown, limit, by = _fmt_failed(rule.mode, actual, rule.value)
+            detail = f"`{rule.text}`: {what} {shown}{how}, limit {rule.op} {limit}, violated by {by}"
         out.append(RuleResult(rule, actual, passed, detail, counted))
     return out
 
