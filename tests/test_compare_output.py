@@ -178,6 +178,19 @@ def test_prose_on_stdout_wraps_with_a_hanging_indent(folders, short) -> None:  #
     assert " ".join(" ".join(note).split()) == "note: " + " ".join(comp.notes[0].split())
 
 
+def test_a_folder_compared_with_itself_is_named(folders) -> None:  # type: ignore[no-untyped-def]
+    # a CI job whose baseline and candidate paths point at one folder passed every gate rule without a word
+    base = folders["base"]
+    for other in (base, base.parent / ".." / base.parent.name / base.name):
+        comp = compare(base, other, n_resamples=200)
+        same = [w for w in comp.warnings if "same folder" in w]
+        assert len(same) == 1 and str(base.resolve()) in same[0], comp.warnings
+        assert all(r.delta in (0, None) for r in comp.rows)
+    assert not any("same folder" in w for w in compare(base, folders["miss"], n_resamples=200).warnings)
+    proc = _cli(str(base), str(base), "--gate", "regressions<=0")
+    assert proc.returncode == 0 and "the baseline and the candidate are the same folder" in _flat(proc.stderr)
+
+
 # ------------------------------------------------------------------ strict JSON, non-finite values
 
 

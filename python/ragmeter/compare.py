@@ -455,6 +455,10 @@ def compare(
 
     warnings = ([f"{base.path}: {w}" for w in messages(base.warnings)]
                 + [f"{cand.path}: {w}" for w in messages(cand.warnings)])
+    if _same_folder(base.path, cand.path):
+        # a CI job whose two paths point at one folder would pass every gate rule without measuring anything
+        warnings.insert(0, f"the baseline and the candidate are the same folder ({Path(cand.path).resolve()}): every "
+                           "delta is 0 by construction and a gate rule measures nothing")
     comp = compare_frames(
         base.cases, cand.cases, base_name=str(base.path), cand_name=str(cand.path), problems=problems,
         forced=bool(problems), n_resamples=n_resamples, seed=seed, threads=threads,
@@ -463,6 +467,13 @@ def compare(
     comp.notes[:0] = notes
     comp.warnings[:0] = warnings
     return comp
+
+
+def _same_folder(a: Any, b: Any) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve() or Path(a).samefile(b)
+    except OSError:
+        return False
 
 
 # --------------------------------------------------------------------------- collected repeats
