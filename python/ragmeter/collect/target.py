@@ -145,9 +145,10 @@ def load_target(path: Union[str, os.PathLike]) -> HttpTarget:
     body = data.get("body")
     if body is not None and not isinstance(body, dict):
         raise _bad(path, "body: must be a table, e.g. { query = \"{question}\" }")
+    if not isinstance(data.get("response", {}), dict):  # before dict(): a string or number raised a traceback
+        raise _bad(path, "response: must be a table of run field = \"path.in.response\", e.g. [response] "
+                   "then answer = \"data.output.text\"")
     response = dict(data.get("response", {}))
-    if not isinstance(data.get("response", {}), dict):
-        raise _bad(path, "response: must be a table of run field = \"path.in.response\"")
     item = response.pop("retrieved_item", {})
     _check_paths(path, "response", response, RUN_FIELDS)
     if not isinstance(item, dict):
