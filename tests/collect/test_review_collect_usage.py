@@ -12,6 +12,10 @@ from ragmeter.errors import InputError
 @pytest.mark.parametrize("content, words", [
     ('url = "http://127.0.0.1:1/ask"\nresponse = "data.answer"\n', ["response: must be a table"]),
     ('url = "http://127.0.0.1:1/ask"\nresponse = 5\n', ["response: must be a table"]),
+    ('url = "http://"\n', ["url: has no host name"]),
+    ('url = "http:///ask"\n', ["url: has no host name"]),
+    ('url = "http://127.0.0.1:99999/ask"\n', ["url: not a valid address", "Port out of range"]),
+    ('url = "http://[::1/ask"\n', ["url: not a valid address"]),
 ])
 def test_a_target_file_with_a_wrong_type_or_an_unusable_url_is_one_line_exit_2(tmp_path, content, words):
     (tmp_path / "t.toml").write_text(content)

@@ -29,6 +29,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Union
+from urllib.parse import urlsplit
 
 from ragmeter.errors import InputError
 from ragmeter.judge.urls import public_endpoint
@@ -136,6 +137,7 @@ def load_target(path: Union[str, os.PathLike]) -> HttpTarget:
     url = data.get("url")
     if not isinstance(url, str) or not re.match(r"(?i)^https?://", url):
         raise _bad(path, "url: required, an http:// or https:// address")
+    _check_url(path, url)
     method = data.get("method", "POST")
     if not isinstance(method, str) or method.upper() not in _METHODS:
         raise _bad(path, f"method: must be one of {', '.join(_METHODS)}, got {method!r}")
@@ -157,6 +159,20 @@ def load_target(path: Union[str, os.PathLike]) -> HttpTarget:
     if item and "retrieved" not in response:
         raise _bad(path, "response.retrieved_item needs response.retrieved (the path of the list of items)")
     return HttpTarget(str(path), url, method.upper(), headers, body, response, item)
+
+
+def _check_url(path: Path, url: str) -> None:
+    """A url that no request could be sent to (no host, a port out of range, a broken IPv6 bracket) is the target
+    file's error, said once: it used to make every case a failed record ('InvalidUrlClientError'), exit 3. The
+    url itself is not repeated: it may hold a credential."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError when out of range or not a number)
+        host = parts.hostname
+    except ValueError as exc:
+        raise _bad(path, f"url: not a valid address ({exc})") from None
+    if not host:
+        raise _bad(path, "url: has no host name (e.g. http://localhost:8000/ask)")
 
 
 def _check_paths(path: Path, table: str, mapping: Mapping[str, Any], allowed: tuple) -> None:
