@@ -1,6 +1,7 @@
 """Gate rules on real results folders of the bundled example (``ragmeter eval --no-judge``)."""
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ import polars as pl
 import pytest
 
 from ragmeter import gate
-from ragmeter.compare import compare
+from ragmeter.compare import compare, to_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # works under any --import-mode
 from compare_runs import INVENTED, REFUSAL, diagnosed, eval_folder, variant_run  # noqa: E402
@@ -244,3 +245,33 @@ def test_a_narrow_violation_shows_the_digits_that_fail_it(rule: str, candidate: 
     assert shown != limit and by > 0, res.detail
     assert not gate._holds(shown / (100 if unit else 1), parsed.op, parsed.value), res.detail  # the shown value fails
     assert abs(abs(shown - limit) - by) <= 1e-9 * max(1.0, by), res.detail
+
+
+def test_judge_calls_failed_in_both_runs_are_named_not_dropped(tmp_path: Path) -> None:
+    # faithfulness calls that failed in both runs (and correctness calls failed in the baseline, not scored in the
+    # candidate) left those cases out of every delta without a word: n was smaller, nothing said why
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_report import synth_cases, write_results
+
+    base = synth_cases(120, seed=4)
+    ids = base.filter((pl.col("correctness_status") == "ok") & (pl.col("category") != "noanswer")).get_column("id").to_list()
+    lost, half = pl.col("id").is_in(ids[:9]), pl.col("id").is_in(ids[9:13])
+
+    def fail(frame: pl.DataFrame, which: pl.Expr, metric: str, columns: tuple) -> pl.DataFrame:
+        return frame.with_columns(
+            pl.when(which).then(pl.lit("failed")).otherwise(pl.col(f"{metric}_status")).alias(f"{metric}_status"),
+            *[pl.when(which).then(None).otherwise(pl.col(c)).alias(c) for c in columns])
+
+    b = fail(fail(base, lost, "faithfulness", ("faithfulness_score",)), half, "correctness", ("correct", "correctness_score"))
+    c = fail(base, lost, "faithfulness", ("faithfulness_score",))
+    c = c.with_columns(*[pl.when(half).then(None).otherwise(pl.col(x)).alias(x) for x in ("correct", "correctness_score")])
+    comp = compare(write_results(tmp_path / "b", b), write_results(tmp_path / "c", c), n_resamples=RESAMPLES)
+    already = int((base.get_column("correctness_status") == "failed").sum())  # synth_cases fails a few in both
+    for metric, k in (("faithfulness", 9), ("correct", 4 + already)):
+        assert any(w.startswith(f"{metric}: {k} case(s) scored in neither run because a judge call failed")
+                   for w in comp.warnings), comp.warnings
+        row = comp.row(metric)
+        assert row.n_judge_failed == k and row.n_baseline_only == row.n_candidate_only == 0
+        assert sum(comp.row(metric, g).n_judge_failed for g in comp.groups) == k
+    assert comp.row("hit").n_judge_failed == 0
+    assert json.loads(to_json(comp))["rows"][0]["n_judge_failed"] == 0

@@ -148,6 +148,9 @@ class MetricDelta:
     #: answer missing from one run): left out of the delta; a gate rule on the row fails while any remain
     n_baseline_only: int = 0
     n_candidate_only: int = 0
+    #: cases of the group scored in neither run because a judge call failed there (``<metric>_status`` "failed" in
+    #: either run): left out of the delta, named by a warning
+    n_judge_failed: int = 0
 
     @property
     def significant(self) -> bool:
@@ -596,6 +599,28 @@ def run_gaps(base_cases: pl.DataFrame, cand_cases: pl.DataFrame) -> List[str]:
     return out
 
 
+def _failed_calls(base_cases: pl.DataFrame, cand_cases: pl.DataFrame, ids: pl.Series,
+                  names: List[str]) -> Dict[str, np.ndarray]:
+    """Metric -> per paired case (in ``ids`` order), whether its judge call failed in either run
+    (``<metric>_status`` "failed")."""
+    from ragmeter.report.data import METRICS
+
+    out: Dict[str, np.ndarray] = {}
+    frame = pl.DataFrame({"id": ids})
+    for name in names:
+        status = METRICS[name].status
+        if not status:
+            continue
+        failed = np.zeros(len(ids), dtype=bool)
+        for cases in (base_cases, cand_cases):
+            if status in cases.columns:
+                ids_failed = cases.filter(pl.col(status).cast(pl.Utf8) == "failed").select(pl.col("id").cast(pl.Utf8))
+                failed |= frame.select(pl.col("id").is_in(ids_failed.get_column("id").implode())).to_series().to_numpy()
+        if failed.any():
+            out[name] = failed
+    return out
+
+
 def correctness_judged(cases: pl.DataFrame) -> bool:
     """Whether the judge gave any correctness verdict (else ``answer_correct`` is refusal detection alone)."""
     return "correct" in cases.columns and cases.get_column("correct").null_count() < cases.height
@@ -739,6 +764,7 @@ def compare_frames(
     base_v = _values(joined, names, n)
     cand_v = _values(joined, [f"{x}__c" for x in names], n)
     diff = cand_v - base_v  # NaN where either side is unscored
+    failed_calls = _failed_calls(base_cases, cand_cases, joined.get_column("id").cast(pl.Utf8), names)
     notes: List[str] = []
     for side, per_repeat in ((base_name, base_repeats), (cand_name, cand_repeats)):
         if per_repeat is not None:
@@ -771,6 +797,12 @@ def compare_frames(
                                                                                       ("candidate", only_c)) if k)
             warnings.append(f"{name}: {sides} (a failed or skipped judge call, a missing answer?), left out of its "
                             "delta; a gate rule on it fails")
+        # a judge call that failed in both runs (or in one, the other not scoring the case) leaves a case unscored
+        # on both sides: not one-sided, but not measured either
+        lost = failed_calls.get(name, np.zeros(n, dtype=bool)) & ~scored_b & ~scored_c
+        if lost.any():
+            warnings.append(f"{name}: {int(lost.sum())} case(s) scored in neither run because a judge call failed, "
+                            "left out of its delta and of every gate rule on it (n counts the cases scored in both)")
         for i, (g, sel) in enumerate(groups):
             d = diff[sel, j]
             ok = ~np.isnan(d)
@@ -795,6 +827,7 @@ def compare_frames(
                 p_value=p_value, mdd=mdd, better=better(name),
                 n_baseline_only=int((scored_b[sel] & ~scored_c[sel]).sum()),
                 n_candidate_only=int((scored_c[sel] & ~scored_b[sel]).sum()),
+                n_judge_failed=int(lost[sel].sum()),
             ))
     if too_few:
         notes.append(f"a 95% interval needs at least {MIN_INTERVAL_CASES} paired cases: with fewer, a resample "
