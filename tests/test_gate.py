@@ -275,3 +275,21 @@ def test_judge_calls_failed_in_both_runs_are_named_not_dropped(tmp_path: Path) -
         assert sum(comp.row(metric, g).n_judge_failed for g in comp.groups) == k
     assert comp.row("hit").n_judge_failed == 0
     assert json.loads(to_json(comp))["rows"][0]["n_judge_failed"] == 0
+
+
+@pytest.mark.parametrize("text, hint", [
+    ("hit>=-2pp;regressions<=0", "separated by commas"), ("hit>=-2pp regressions<=0", "separated by commas"),
+    ("hit>=\u22122pp", "ASCII '-'"), ("hit=>-2pp", "operators are >=, <=, > and <"), ("hit==0pp", "operators are"),
+    ("hit>=-2PP", "got 'PP'"), ("hit>=-2pts", "got 'pts'"), ("Hit>=-2pp", "did you mean 'hit'?"),
+    ("faithfullness>=0.8", "did you mean 'faithfulness'?"), ("hit_regression<=0", "did you mean 'hit_regressions'?"),
+])
+def test_a_rule_with_a_typo_says_what_is_wrong(text: str, hint: str) -> None:
+    # a typo was answered with "cannot parse" (or "unknown metric") and the whole list of metrics, nothing on which
+    # part of the rule was wrong
+    with pytest.raises(gate.GateError) as info:
+        gate.parse_rules(text)
+    message = str(info.value)
+    assert hint in message and repr(text) in message and "known metrics" in message
+    fixed = re.search(r"did you mean '(\w+)'", message)
+    if fixed:  # the suggested name parses in the same rule
+        assert gate.parse_rules(text.replace(text.split(">")[0].split("<")[0], fixed.group(1), 1))

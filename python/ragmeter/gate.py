@@ -188,6 +188,31 @@ def _suggestion(name: str, op: str, number: float, unit: Optional[str], lo: floa
     return ""
 
 
+def _parse_hint(raw: str) -> str:
+    """What is likely wrong with a rule that does not parse (``; ...``), or ``""``."""
+    text = raw.strip()
+    if any(ch in text for ch in "\u2212\u2013\u2014"):
+        return " (write the minus sign as an ASCII '-')"
+    if ";" in text or re.search(r"[\d%p]\s+[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*[<>]", text):
+        return " (rules are separated by commas: hit>=-2pp,regressions<=0)"
+    if re.search(r"=>|=<|==|!=|(?<![<>])=(?!=)", text):
+        return " (the operators are >=, <=, > and <)"
+    unit = re.search(r"\d\s*([A-Za-z]+)\s*$", text)
+    if unit and unit.group(1).lower() in ("pp", "pt", "pts", "points", "percent", "pct"):
+        return f" (the units are pp for a change in points and % for the candidate's value; got {unit.group(1)!r})"
+    return ""
+
+
+def _name_hint(name: str) -> str:
+    """``; did you mean 'hit'?`` for a misspelt metric or count name, or ``""``."""
+    import difflib
+
+    names = known_names()
+    folded = {n.casefold(): n for n in names}
+    close = [folded[name.casefold()]] if name.casefold() in folded else difflib.get_close_matches(name, names, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def parse_rules(text: str) -> List[Rule]:
     """Parse a comma-separated rule set; raise :class:`GateError` listing every bad rule."""
     from ragmeter.report.data import METRICS
@@ -200,7 +225,7 @@ def parse_rules(text: str) -> List[Rule]:
             continue
         m = _RULE.match(raw)
         if not m:
-            errors.append(f"cannot parse {raw.strip()!r}")
+            errors.append(f"cannot parse {raw.strip()!r}{_parse_hint(raw)}")
             syntax = True
             continue
         name, op, unit = m.group("name"), m.group("op"), m.group("unit")
@@ -221,7 +246,7 @@ def parse_rules(text: str) -> List[Rule]:
             else:
                 mode = "absolute"
         else:
-            errors.append(f"unknown metric {name!r} in {raw.strip()!r}")
+            errors.append(f"unknown metric {name!r} in {raw.strip()!r}{_name_hint(name)}")
             syntax = True
             continue
         problem = _scale_problem(raw, name, op, number, unit, mode, value)
