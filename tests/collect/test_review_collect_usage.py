@@ -27,3 +27,29 @@ def test_a_target_file_with_a_wrong_type_or_an_unusable_url_is_one_line_exit_2(t
     assert proc.returncode == 2, proc.stderr  # not a traceback (exit 1), not 51 failed records (exit 3)
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("ragmeter: error: t.toml: "), proc.stderr
     assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--rpm", "-5"], "--rpm: must be a number > 0 (leave it out for no limit), got -5.0"),
+    (["--rpm", "0"], "--rpm: must be a number > 0"),
+    (["--rpm", "nan"], "--rpm: must be a number > 0"),
+    (["--rpm", "inf"], "--rpm: must be a number > 0"),
+    (["--timeout", "nan"], "--timeout: must be a number of seconds > 0, got nan"),
+    (["--timeout", "inf"], "--timeout: must be a number of seconds > 0, got inf"),
+    (["--retry-attempts", "0"], "--retry-attempts: must be at least 1"),
+    (["--retry-attempts", "-1"], "--retry-attempts: must be at least 1"),
+])
+def test_a_nonsense_rate_time_out_or_attempt_count_is_a_usage_error_before_any_call(tmp_path, flags, words):
+    from ragserver import RagServer
+
+    from collect_helpers import write_target
+
+    with RagServer() as s:
+        write_target(tmp_path / "t.toml", s.url)
+        proc = cli("collect", "--golden", str(GOLDEN), "--target", "t.toml", "--out", "r.jsonl", "--no-cache",
+                   *flags, cwd=tmp_path, timeout=30)  # --rpm -5 / nan / inf used to hang after the first case
+        sent = sum(s.requests.values())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr == f"ragmeter: error: {words}\n" or (proc.stderr.startswith(f"ragmeter: error: {words}")
+                                                            and proc.stderr.count("\n") == 1), proc.stderr
+    assert sent == 0 and not (tmp_path / "r.jsonl").exists()

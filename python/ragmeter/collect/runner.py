@@ -17,6 +17,7 @@ import asyncio
 import concurrent.futures
 import inspect
 import json
+import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -524,8 +525,13 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
         raise InputError("--concurrency: must be at least 1")
     if repeat < 1:
         raise InputError("--repeat: must be at least 1")
-    if timeout <= 0:
-        raise InputError("--timeout: must be positive")
+    # NaN or infinity would not mean "no time-out" or "no limit" to the user, but did: --rpm -5, nan or inf hung
+    # before the second case, --timeout inf failed every case ('float infinity to integer'), nan waited forever;
+    # --rpm 0 meant no limit. Leaving the option out is how to say no limit (the judge's rule)
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise InputError(f"--timeout: must be a number of seconds > 0, got {timeout!r}")
+    if rpm is not None and not (isinstance(rpm, (int, float)) and math.isfinite(rpm) and rpm > 0):
+        raise InputError(f"--rpm: must be a number > 0 (leave it out for no limit), got {rpm!r}")
     resolved = resolve_target(target)
     cases = _golden_cases(golden)
     if out is not None:
