@@ -282,6 +282,7 @@ def test_judge_calls_failed_in_both_runs_are_named_not_dropped(tmp_path: Path) -
     ("hit>=\u22122pp", "ASCII '-'"), ("hit=>-2pp", "operators are >=, <=, > and <"), ("hit==0pp", "operators are"),
     ("hit>=-2PP", "got 'PP'"), ("hit>=-2pts", "got 'pts'"), ("Hit>=-2pp", "did you mean 'hit'?"),
     ("faithfullness>=0.8", "did you mean 'faithfulness'?"), ("hit_regression<=0", "did you mean 'hit_regressions'?"),
+    ("hit[fact>=-2pp", "cannot parse 'hit[fact>=-2pp'."),
 ])
 def test_a_rule_with_a_typo_says_what_is_wrong(text: str, hint: str) -> None:
     # a typo was answered with "cannot parse" (or "unknown metric") and the whole list of metrics, nothing on which
@@ -293,3 +294,20 @@ def test_a_rule_with_a_typo_says_what_is_wrong(text: str, hint: str) -> None:
     fixed = re.search(r"did you mean '(\w+)'", message)
     if fixed:  # the suggested name parses in the same rule
         assert gate.parse_rules(text.replace(text.split(">")[0].split("<")[0], fixed.group(1), 1))
+
+
+def test_a_category_with_a_comma_is_one_rule(tmp_path: Path) -> None:
+    # rules were split at every comma, so `hit[billing, refunds]>=-5pp` became two halves that did not parse
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_report import synth_cases, write_results
+
+    cases = synth_cases(60, seed=2).with_columns(
+        pl.when(pl.col("category") == "fact").then(pl.lit("fact, short")).otherwise(pl.col("category")).alias("category"))
+    folder = write_results(tmp_path / "b", cases)
+    comp = compare(folder, folder, n_resamples=RESAMPLES)
+    rules = gate.parse_rules("hit[fact, short]>=-5pp, regressions<=0")
+    assert [(r.name, r.category) for r in rules] == [("hit", "fact, short"), ("regressions", None)]
+    res = gate.evaluate(rules, comp)
+    row = comp.row("hit", "fact, short")
+    assert row is not None and row.n_paired > 0
+    assert res[0].passed and f"over {row.n_paired}/{row.n_total}" in res[0].detail

@@ -198,7 +198,7 @@ def _parse_hint(raw: str) -> str:
     if re.search(r"=>|=<|==|!=|(?<![<>])=(?!=)", text):
         return " (the operators are >=, <=, > and <)"
     unit = re.search(r"\d\s*([A-Za-z]+)\s*$", text)
-    if unit and unit.group(1).lower() in ("pp", "pt", "pts", "points", "percent", "pct"):
+    if unit and unit.group(1) != "pp" and unit.group(1).lower() in ("pp", "pt", "pts", "points", "percent", "pct"):
         return f" (the units are pp for a change in points and % for the candidate's value; got {unit.group(1)!r})"
     return ""
 
@@ -220,7 +220,7 @@ def parse_rules(text: str) -> List[Rule]:
     rules: List[Rule] = []
     errors: List[str] = []
     syntax = False
-    for raw in (text or "").split(","):
+    for raw in re.split(r",(?![^\[\]]*\])", text or ""):  # a comma inside [category] is the category's
         if not raw.strip():
             continue
         m = _RULE.match(raw)
