@@ -17,6 +17,9 @@ is ``modes[0]`` for the first ``degrade_after`` answered cases and ``modes[1]`` 
 its record: the n-th request for that case is answered with ``vary[id][n - 1]`` merged into the record (None or
 a short list: the record as it is), so with ``collect --repeat N --concurrency 1`` repeat n gets the n-th entry.
 
+``echo_url``: every answer ends with the request's url and Authorization header, as a debug field would show
+them (the ``echo`` error page shows the url too).
+
 ``requests`` counts the requests per case id (every request, whatever its answer).
 """
 from __future__ import annotations
@@ -43,7 +46,8 @@ class RagServer:
                  modes: Optional[Sequence[str]] = ("hybrid", "bm25"), degrade_after: Optional[int] = None,
                  shape: str = "run", delay: float = 0.0, timeout_sleep: float = 2.0,
                  records: Optional[Dict[str, Dict[str, Any]]] = None,
-                 vary: Optional[Dict[str, Sequence[Optional[Dict[str, Any]]]]] = None) -> None:
+                 vary: Optional[Dict[str, Sequence[Optional[Dict[str, Any]]]]] = None, echo_url: bool = False) -> None:
+        self.echo_url = echo_url
         self.records = example_records() if records is None else dict(records)
         self.vary = {k: list(v) for k, v in (vary or {}).items()}
         self.script = {k: list(v) for k, v in (script or {}).items()}
@@ -102,7 +106,8 @@ class RagServer:
             return web.json_response({"error": {"message": f"scripted {action}"}}, status=action)
         if isinstance(action, dict) and action.get("echo"):  # a debug page showing the request's headers
             return web.Response(text=f"upstream error; request headers: Authorization: "
-                                     f"{request.headers.get('Authorization')}", status=action["status"])
+                                     f"{request.headers.get('Authorization')}; url: {request.url}",
+                                status=action["status"])
         if isinstance(action, dict):
             return web.json_response({"error": {"message": "scripted"}}, status=action["status"],
                                      headers=action.get("headers"))
@@ -121,6 +126,8 @@ class RagServer:
         rec.update(overrides[nth - 1] if nth <= len(overrides) and overrides[nth - 1] else {})
         if action == "empty":
             rec["answer"] = ""
+        elif self.echo_url:
+            rec["answer"] = f"{rec.get('answer')} (asked {request.url} with {request.headers.get('Authorization')})"
         return web.json_response(self._wrap(rec))
 
     # -- lifecycle ------------------------------------------------------------------------------------

@@ -75,3 +75,39 @@ def test_scrub_masks_every_string_of_a_decoded_reply_keys_included():
     assert _scrub(run, {"answer": "clean"}) == ({"answer": "clean"}, False)
     run.secrets = []
     assert _scrub(run, value) == (value, False)
+
+
+def test_credentials_in_the_target_url_are_masked_like_header_values(tmp_path):
+    """A key in the url (``?api_key=``, ``user:password@``) is a credential as a header value is: a system that
+    echoes its request url (or the Basic header made of the password) must not put it on disk or the terminal."""
+    import base64
+
+    ids = golden_ids()
+    password, key = "PassWord-Url-7c1e", "Query-Key/59ab3f0e"
+    basic = base64.b64encode(f"ragmeter:{password}".encode()).decode()
+    secrets = (password, key, key.replace("/", "%2F"), basic)
+    with RagServer(echo_url=True, script={ids[3]: [{"status": 500, "echo": True}] * 3}) as s:
+        url = s.url.replace("http://", f"http://ragmeter:{password}@") + f"?api_key={key.replace('/', '%2F')}&mode=x"
+        target = write_target(tmp_path / "t.toml", url)
+        proc = cli("collect", "--golden", str(GOLDEN), "--target", str(target), "--out", "run.jsonl", "--cache",
+                   "c.sqlite", "--retry-attempts", "3", cwd=tmp_path)
+        echoed = s.auth_headers[0]
+        with RagServer(echo_url=True, script={ids[0]: [{"status": 400, "echo": True}]}) as s2:  # exit 2 on case 1
+            url2 = s2.url.replace("http://", f"http://ragmeter:{password}@") + f"?api_key={key}"
+            first = cli("collect", "--golden", str(GOLDEN), "--target", str(write_target(tmp_path / "t2.toml", url2)),
+                        "--out", "run2.jsonl", "--no-cache", cwd=tmp_path)
+    assert echoed == f"Basic {basic}"  # the premise: the client sends the url's password as a Basic header
+    assert proc.returncode == 3, proc.stderr  # ids[3] failed, its error page echoing the url
+    assert first.returncode == 2 and "HTTP 400" in first.stderr and "***" in first.stderr, first.stderr
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert "collected case(s) came back with a value of a request header (a credential)" in said, said
+    run = {r["id"]: r for r in load_run(tmp_path / "run.jsonl").iter_rows(named=True)}
+    assert "api_key=***" in run[ids[1]]["answer"] and "with Basic ***" in run[ids[1]]["answer"]
+    assert "mode=x" in run[ids[1]]["answer"]  # a parameter that is no credential is kept
+    raw = {r["id"]: r for r in map(json.loads, (tmp_path / "run.jsonl").read_text().splitlines())}
+    assert raw[ids[3]]["error_kind"] == "server" and "***" in raw[ids[3]]["error"]
+    cached = _cached_values(tmp_path / "c.sqlite")
+    assert len(cached) == len(ids) - 1
+    for text in [proc.stdout, proc.stderr, first.stdout, first.stderr, (tmp_path / "run.jsonl").read_text(),
+                 *cached]:
+        assert not any(secret in text for secret in secrets), text[:300]

@@ -18,6 +18,7 @@ import concurrent.futures
 import inspect
 import json
 import math
+import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -84,7 +85,7 @@ class _Run:
         self.breaker = Breaker()
         self.session: Any = None
         self.headers: Dict[str, str] = {}
-        self.secrets: List[str] = []    #: header values, masked in every message (see :func:`_mask`)
+        self.secrets: List[str] = []    #: header values and url credentials, masked everywhere (:func:`_mask`)
         self.pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self.calls = 0          #: calls started (for the breaker)
         self.requests = 0       #: requests sent to the system
@@ -156,12 +157,43 @@ async def _call_python(run: _Run, case: Dict[str, Any]) -> Any:
     return value
 
 
-def _secrets(headers: Dict[str, str]) -> List[str]:
+def _secrets(headers: Dict[str, str], url: Optional[str] = None) -> List[str]:
     """The header values to mask, longest first: each whole value and each long word of it (the token of
-    ``Bearer <token>``, which a server may echo alone). Short values (``X-Tenant = "eval"``) are left alone:
-    masking them would garble messages, and no credential is that short."""
-    found = {v for value in headers.values() for v in (value, *value.split()) if len(v) >= 8}
+    ``Bearer <token>``, which a server may echo alone), and the credentials ``url`` carries
+    (:func:`_url_secrets`). Short values (``X-Tenant = "eval"``) are left alone: masking them would garble
+    messages, and no credential is that short."""
+    values = [*headers.values(), *(_url_secrets(url) if url else [])]
+    found = {v for value in values for v in (value, *value.split()) if len(v) >= 8}
     return sorted(found, key=len, reverse=True)
+
+
+#: query parameters whose value is a credential (``?api_key=``, ``?access_token=``, Azure's ``?code=``, a SAS ``sig``)
+_CREDENTIAL_PARAM = re.compile(r"(?i)key|token|secret|passw|pwd|auth|sig|credential|session|code")
+
+
+def _url_secrets(url: str) -> List[str]:
+    """The credentials in a target's url: its user and password (raw and decoded), the ``Basic`` value the
+    client sends for them, and the values of query parameters named like a credential. A system that echoes
+    its request url or headers (a debug field, an error page) returned them, and they went into the run file,
+    the cache and messages unmasked: only header values were masked."""
+    import base64
+    from urllib.parse import unquote, unquote_plus, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return []
+    out: List[str] = []
+    if user is not None or password is not None:
+        plain_user, plain_password = unquote(user or ""), unquote(password or "")
+        out += [user or "", password or "", plain_user, plain_password,
+                base64.b64encode(f"{plain_user}:{plain_password}".encode("latin-1", "replace")).decode("ascii")]
+    for pair in parts.query.split("&"):
+        name, _, value = pair.partition("=")
+        if value and _CREDENTIAL_PARAM.search(unquote_plus(name)):
+            out += [value, unquote_plus(value)]
+    return [v for v in out if v]
 
 
 def _mask(run: "_Run", text: str) -> str:
@@ -459,7 +491,7 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
             import aiohttp
 
             run.headers = run.target.resolved_headers()
-            run.secrets = _secrets(run.headers)
+            run.secrets = _secrets(run.headers, run.target.url)
             run.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=run.opts.timeout),
                                                 connector=aiohttp.TCPConnector(limit=run.opts.concurrency))
         else:
@@ -584,8 +616,8 @@ def _echo_warning(records: Sequence[Dict[str, Any]], echoed: set) -> Dict[str, A
     hits = [(r["id"], r.get("repeat")) for r in records if (r["id"], r.get("repeat", 1)) in echoed]
     labels = [f"{i} repeat {rep}" if rep else str(i) for i, rep in hits]
     return warning("credential_echoed", "collected case(s) came back with a value of a request header (a "
-                   "credential) in the reply; it is masked as *** in the run file and the cache, and the "
-                   "system should not echo it", [i for i, _ in hits], labels)
+                   "credential), or a credential of the url, in the reply; it is masked as *** in the run file "
+                   "and the cache, and the system should not echo it", [i for i, _ in hits], labels)
 
 
 def _summarise(records: List[Dict[str, Any]], run: _Run, n_cases: int, repeat: int, expect_mode: Optional[str],
