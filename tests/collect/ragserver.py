@@ -17,6 +17,8 @@ is ``modes[0]`` for the first ``degrade_after`` answered cases and ``modes[1]`` 
 its record: the n-th request for that case is answered with ``vary[id][n - 1]`` merged into the record (None or
 a short list: the record as it is), so with ``collect --repeat N --concurrency 1`` repeat n gets the n-th entry.
 
+``ok_status``: the HTTP status of the answers (200; a service may say 201 Created).
+
 ``echo_url``: every answer ends with the request's url and Authorization header, as a debug field would show
 them (the ``echo`` error page shows the url too).
 
@@ -46,8 +48,9 @@ class RagServer:
                  modes: Optional[Sequence[str]] = ("hybrid", "bm25"), degrade_after: Optional[int] = None,
                  shape: str = "run", delay: float = 0.0, timeout_sleep: float = 2.0,
                  records: Optional[Dict[str, Dict[str, Any]]] = None,
-                 vary: Optional[Dict[str, Sequence[Optional[Dict[str, Any]]]]] = None, echo_url: bool = False) -> None:
-        self.echo_url = echo_url
+                 vary: Optional[Dict[str, Sequence[Optional[Dict[str, Any]]]]] = None, echo_url: bool = False,
+                 ok_status: int = 200) -> None:
+        self.echo_url, self.ok_status = echo_url, ok_status
         self.records = example_records() if records is None else dict(records)
         self.vary = {k: list(v) for k, v in (vary or {}).items()}
         self.script = {k: list(v) for k, v in (script or {}).items()}
@@ -114,7 +117,7 @@ class RagServer:
         if action == "timeout":
             await asyncio.sleep(self.timeout_sleep)
         if action == "garbage":
-            return web.Response(text="<html>upstream error</html>", content_type="text/html")
+            return web.Response(text="<html>upstream error</html>", content_type="text/html", status=self.ok_status)
         if action == "wrongshape":
             return web.json_response({"status": "degraded", "detail": "try later"})
         if action in ("latin1", "not_utf8"):  # the record in Latin-1, its charset declared or not
@@ -128,7 +131,7 @@ class RagServer:
             rec["answer"] = ""
         elif self.echo_url:
             rec["answer"] = f"{rec.get('answer')} (asked {request.url} with {request.headers.get('Authorization')})"
-        return web.json_response(self._wrap(rec))
+        return web.json_response(self._wrap(rec), status=self.ok_status)
 
     # -- lifecycle ------------------------------------------------------------------------------------
     def start(self) -> "RagServer":

@@ -53,3 +53,21 @@ def test_a_nonsense_rate_time_out_or_attempt_count_is_a_usage_error_before_any_c
     assert proc.stderr == f"ragmeter: error: {words}\n" or (proc.stderr.startswith(f"ragmeter: error: {words}")
                                                             and proc.stderr.count("\n") == 1), proc.stderr
     assert sent == 0 and not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_system_that_answers_201_created_is_collected_not_rejected(tmp_path):
+    """Any 2xx is an answer: a 201 made the first case 'the system rejected the request' (exit 2)."""
+    import ragmeter
+    from collect_helpers import FAST, golden_ids, write_target
+    from ragserver import RagServer
+
+    ids = golden_ids()
+    with RagServer(ok_status=201, modes=None, script={ids[4]: ["garbage"] * 3}) as s:
+        target = write_target(tmp_path / "t.toml", s.url)
+        result = ragmeter.collect(GOLDEN, target=target, out=tmp_path / "run.jsonl", policy=FAST)
+        with RagServer(ok_status=201, script={ids[0]: ["garbage"]}) as s2:  # the first case: named as it came
+            with pytest.raises(InputError, match=r"is not JSON \(HTTP 201, starts '<html>upstream error"):
+                ragmeter.collect(GOLDEN, target=write_target(tmp_path / "t2.toml", s2.url), policy=FAST)
+    records = {r["id"]: r for r in result.records}
+    assert result.summary["n_collected"] == len(ids) - 1 and records[ids[1]]["answer"]
+    assert records[ids[4]]["error_kind"] == "bad_response" and s.requests[ids[4]] == FAST.max_attempts

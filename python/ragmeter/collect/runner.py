@@ -323,7 +323,7 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
         status, headers, body, exc, latency = await _attempt(run, case, waited)
         if status is not None and isinstance(run.target, HttpTarget):
             run.breaker.answered()
-        if exc is None and status == 200:
+        if exc is None and status is not None and 200 <= status < 300:  # 201 Created is an answer too
             data = body
             if isinstance(run.target, HttpTarget):
                 if isinstance(body, _Undecoded):
@@ -336,7 +336,7 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                     except ValueError:
                         if first:
                             raise InputError(f"{_where(run)}: the response to case {case['id']} is not JSON "
-                                             f"(HTTP 200, starts {_mask(run, body)[:60]!r})") from None
+                                             f"(HTTP {status}, starts {_mask(run, body)[:60]!r})") from None
                         data = _NOT_JSON
                     else:
                         data, echoed = _scrub(run, data)
@@ -356,7 +356,9 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                         transient -= 1
                         continue
                     return {"response": data, "latency_ms": round(latency, 3), "attempts": transient + empty_asked}
-        decision = classify(attempt=transient, policy=run.opts.policy, status=status, headers=headers,
+        answered = status is not None and 200 <= status < 300  # an unreadable 2xx: retried as an unreadable 200
+        decision = classify(attempt=transient, policy=run.opts.policy, status=200 if answered else status,
+                            headers=headers,
                             body=_mask(run, body) if isinstance(body, str) else None, exc=exc)
         decision = replace(decision, message=_mask(run, decision.message))
         if isinstance(run.target, CallableTarget) and exc is not None and decision.kind == "client":
