@@ -311,3 +311,25 @@ def test_a_category_with_a_comma_is_one_rule(tmp_path: Path) -> None:
     row = comp.row("hit", "fact, short")
     assert row is not None and row.n_paired > 0
     assert res[0].passed and f"over {row.n_paired}/{row.n_total}" in res[0].detail
+
+
+def test_a_candidate_that_lost_every_answer_fails_bare_regressions(runs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # every answer of the candidate empty: no `correct` or `refusal` case is scored in both runs, so `regressions`
+    # counted hit alone and passed (exit 0) under warnings saying "a gate rule on it fails"
+    from ragmeter.cli import main
+
+    from compare_runs import run_cases
+
+    f, _ = runs
+    cand = eval_folder(tmp_path / "mute", variant_run(tmp_path / "mute.jsonl", answers={r["id"]: "" for r in run_cases()}))
+    comp = compare(f["base"], cand, n_resamples=RESAMPLES)
+    lost = {m: comp.row(m).n_baseline_only for m in ("correct", "refusal")}
+    assert all(lost.values()) and all(comp.row(m).n_paired == 0 for m in lost)
+    res = {r.rule.text: r for r in gate.evaluate(gate.parse_rules("regressions<=0,refusal<=+2pp,hit_regressions<=0"), comp)}
+    reg = res["regressions<=0"]
+    assert not reg.passed and reg.actual is None, reg.detail
+    for m, k in lost.items():
+        assert f"{m}: {k} case(s) scored in the baseline only" in reg.detail
+    assert f"refusal: {lost['refusal']} case(s) scored in the baseline only" in res["refusal<=+2pp"].detail
+    assert res["hit_regressions<=0"].passed  # retrieval is unchanged and fully measured
+    assert main(["compare", str(f["base"]), str(cand), "--resamples", "200", "--gate", "regressions<=0"]) == 1

@@ -23,7 +23,8 @@ Count rules (cases, not points; no unit):
   retrieval hit), ``correct`` (the answer verdict) and ``refusal`` (refusing an
   answerable question). The rule's output names each one counted, e.g.
   ``regressions 7 (hit 7 of 45, correct 0 of 6, refusal 0 of 44)``; an outcome
-  that only one run has is not counted. A case that flips two outcomes counts
+  that only one run has is not counted, but one that a run scored on cases the
+  other did not (a candidate that lost its answers) fails the rule. A case that flips two outcomes counts
   twice: the limit is on flips.
 * ``<metric>_regressions`` / ``<metric>_wins`` count one metric's cases that
   got worse / better: ``correct_regressions<=0``, ``hit_wins>=1``,
@@ -314,7 +315,11 @@ def _count(rule: Rule, comparison: Any, group: str) -> Tuple[Optional[float], Di
 def _one_sided(rule: Rule, comparison: Any, group: str) -> str:
     """Why the rule's rows are not measured on every case of the group (cases scored in one run only), or ``""``."""
     if rule.mode == "count" and rule.count_metric is None:
-        rows = comparison.outcomes(group)
+        from ragmeter.compare import OUTCOMES
+
+        # every outcome both runs carry, paired cases or not: a candidate that lost every answer has no `correct` or
+        # `refusal` case scored in both, and counting hit alone passed `regressions<=0`
+        rows = [comparison.row(m, group) for m in OUTCOMES]
     else:
         rows = [comparison.row(rule.count_metric or rule.name, group)]
     parts = []
@@ -371,7 +376,9 @@ def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
         if actual is None:
             where = f" in category {rule.category!r}" if rule.category else ""
             what = rule.count_metric or (", ".join(OUTCOMES) if rule.mode == "count" else rule.name)
-            out.append(RuleResult(rule, None, False, f"`{rule.text}`: no case scored in both runs for {what}{where}"))
+            lost = _one_sided(rule, comparison, group)
+            out.append(RuleResult(rule, None, False, f"`{rule.text}`: no case scored in both runs for {what}{where}"
+                                  + (f" ({lost})" if lost else "")))
             continue
         what = {"delta": "delta", "absolute": "candidate", "count": rule.count_kind}[rule.mode]
         one_sided = _one_sided(rule, comparison, group)
