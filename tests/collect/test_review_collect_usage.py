@@ -71,3 +71,32 @@ def test_a_system_that_answers_201_created_is_collected_not_rejected(tmp_path):
     records = {r["id"]: r for r in result.records}
     assert result.summary["n_collected"] == len(ids) - 1 and records[ids[1]]["answer"]
     assert records[ids[4]]["error_kind"] == "bad_response" and s.requests[ids[4]] == FAST.max_attempts
+
+
+@pytest.mark.parametrize("out, what", [("g.jsonl", "the golden set (--golden)"),
+                                       ("./t.toml", "the target file (--target)"),
+                                       ("c.sqlite", "the collect cache (--cache)")])
+def test_out_over_an_input_is_refused_before_any_call_and_the_input_is_kept(tmp_path, out, what):
+    import shutil
+
+    from collect_helpers import write_target
+    from ragserver import RagServer
+
+    shutil.copy(GOLDEN, tmp_path / "g.jsonl")
+    with RagServer() as s:
+        write_target(tmp_path / "t.toml", s.url)
+        ok = cli("collect", "--golden", "g.jsonl", "--target", "t.toml", "--out", "first.jsonl", "--cache",
+                 "c.sqlite", "--concurrency", "1", cwd=tmp_path)
+        assert ok.returncode == 0, ok.stderr
+        before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+        n_sent = sum(s.requests.values())
+        proc = cli("collect", "--golden", "g.jsonl", "--target", "t.toml", "--out", out, "--cache", "c.sqlite",
+                   "--refresh", cwd=tmp_path)
+        sent = sum(s.requests.values()) - n_sent
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    from pathlib import Path
+
+    assert proc.stderr == f"ragmeter: error: --out {Path(out)}: is {what}; writing the run there would replace it, " \
+                          f"choose another --out\n"
+    assert sent == 0
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before

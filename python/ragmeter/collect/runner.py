@@ -569,6 +569,7 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     resolved = resolve_target(target)
     cases = _golden_cases(golden)
     if out is not None:
+        _check_not_an_input(Path(out), golden=golden, target=resolved, cache=cache)
         _check_writable(Path(out))
     opts = _Options(concurrency, rpm, float(timeout), refresh, policy or RetryPolicy(), rate_control)
     run = _Run(resolved, opts, open_cache(None if cache is None else str(cache)), repeat)
@@ -661,6 +662,27 @@ def _summarise(records: List[Dict[str, Any]], run: _Run, n_cases: int, repeat: i
 
 
 # -- output ------------------------------------------------------------------------------------------------
+def _check_not_an_input(out: Path, *, golden: Any, target: Any, cache: Any) -> None:
+    """:class:`InputError` when ``out`` is the golden set, the target file or the cache: the run file replaced it
+    when the run ended (``--out golden.jsonl`` lost the golden set, ``--out`` on the cache every paid reply)."""
+    def same(other: Any) -> bool:
+        if not isinstance(other, (str, Path)):
+            return False
+        try:
+            return out.resolve() == Path(other).resolve() or (out.exists() and Path(other).exists()
+                                                              and out.samefile(other))
+        except OSError:
+            return False
+
+    inputs = [("the golden set (--golden)", golden), ("the collect cache (--cache)", cache)]
+    if isinstance(target, HttpTarget):
+        inputs.insert(1, ("the target file (--target)", target.source))
+    for what, path in inputs:
+        if same(path):
+            raise InputError(f"--out {out}: is {what}; writing the run there would replace it, choose another "
+                             f"--out")
+
+
 def _check_writable(path: Path) -> None:
     """:class:`OSError` naming ``path`` when the run file could not be written there (a missing folder, a folder
     in its place, no permission): said before the first call, not after the last, when without a cache every
