@@ -100,3 +100,32 @@ def test_out_over_an_input_is_refused_before_any_call_and_the_input_is_kept(tmp_
                           f"choose another --out\n"
     assert sent == 0
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_callable_that_calls_sys_exit_fails_that_case_and_the_run_goes_on(tmp_path, asynchronous):
+    """sys.exit() inside the user's function (a library giving up) escaped the worker thread or the task: a
+    traceback, exit 1, nothing written. It is that case's failure, as any exception the function raises."""
+    import json
+    import sys
+
+    import ragmeter
+    from collect_helpers import golden_ids
+
+    ids = golden_ids()
+
+    def answer(case):
+        if case["id"] == ids[2]:
+            sys.exit(4)
+        return {"answer": f"about {case['id']}", "retrieved": [{"file": "a.md", "text": "t"}]}
+
+    async def answer_async(case):
+        return answer(case)
+
+    result = ragmeter.collect(GOLDEN, target=answer_async if asynchronous else answer, out=tmp_path / "run.jsonl")
+    records = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in records] == ids and result.summary["n_failed"] == 1
+    failed = records[2]
+    assert failed["error_kind"] == "exception" and failed["answer"] is None and failed["attempts"] == 1
+    assert failed["error"] == "SystemExit(4): the function called sys.exit()"
+    assert records[3]["answer"] == f"about {ids[3]}"

@@ -144,16 +144,38 @@ def _decode(raw: bytes, charset: Optional[str]) -> str:
         return body
 
 
+class _Exited(Exception):
+    """The function called ``sys.exit()``: that case's failure. A ``SystemExit`` let through a worker thread or a
+    task escaped the event loop: a traceback and exit status 1 with nothing written, whatever had been collected."""
+
+    def __init__(self, code: Any) -> None:
+        super().__init__(f"SystemExit({code!r}): the function called sys.exit()")
+
+
+def _no_exit(fn: Any, arg: Any) -> Any:
+    try:
+        return fn(arg)
+    except SystemExit as exc:
+        raise _Exited(exc.code) from None
+
+
+async def _no_exit_async(awaitable: Any) -> Any:
+    try:
+        return await awaitable
+    except SystemExit as exc:
+        raise _Exited(exc.code) from None
+
+
 async def _call_python(run: _Run, case: Dict[str, Any]) -> Any:
     target = run.target
     assert isinstance(target, CallableTarget)
     arg = dict(case)
     if inspect.iscoroutinefunction(target.fn):
-        return await asyncio.wait_for(target.fn(arg), run.opts.timeout)
+        return await asyncio.wait_for(_no_exit_async(_no_exit(target.fn, arg)), run.opts.timeout)
     loop = asyncio.get_running_loop()
-    value = await asyncio.wait_for(loop.run_in_executor(run.pool, target.fn, arg), run.opts.timeout)
+    value = await asyncio.wait_for(loop.run_in_executor(run.pool, _no_exit, target.fn, arg), run.opts.timeout)
     if inspect.isawaitable(value):  # a sync wrapper that returns a coroutine
-        value = await asyncio.wait_for(value, run.opts.timeout)
+        value = await asyncio.wait_for(_no_exit_async(value), run.opts.timeout)
     return value
 
 
@@ -362,7 +384,8 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                             body=_mask(run, body) if isinstance(body, str) else None, exc=exc)
         decision = replace(decision, message=_mask(run, decision.message))
         if isinstance(run.target, CallableTarget) and exc is not None and decision.kind == "client":
-            decision = type(decision)(False, 0.0, "exception", scrub_urls(f"{type(exc).__name__}: {exc}")[:300])
+            text = str(exc) if isinstance(exc, _Exited) else f"{type(exc).__name__}: {exc}"
+            decision = type(decision)(False, 0.0, "exception", scrub_urls(text)[:300])
         if decision.kind in FATAL_KINDS and not decision.retry:
             run.stop.trip(decision.kind, _stop_message(run, decision.kind, status, decision.message, case["id"]))
             raise Halt(run.stop.reason)
