@@ -129,3 +129,12 @@ def test_a_callable_that_calls_sys_exit_fails_that_case_and_the_run_goes_on(tmp_
     assert failed["error_kind"] == "exception" and failed["answer"] is None and failed["attempts"] == 1
     assert failed["error"] == "SystemExit(4): the function called sys.exit()"
     assert records[3]["answer"] == f"about {ids[3]}"
+
+
+def test_a_cache_that_is_not_sqlite_is_named_the_collect_cache(tmp_path):
+    from ragmeter.collect.cache import CacheError, open_cache
+
+    (tmp_path / "c.sqlite").write_text("not a database\n")
+    with pytest.raises(CacheError) as err:
+        open_cache(str(tmp_path / "c.sqlite"))
+    assert "not a collect cache" in str(err.value) and "judge" not in str(err.value), str(err.value)

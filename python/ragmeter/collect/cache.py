@@ -34,4 +34,5 @@ def open_cache(path: Optional[str]) -> Cache:
     try:
         return Cache(path)
     except CacheError as exc:  # the judge's wording, for this cache
-        raise CacheError(str(exc).replace("the judge cache", "the collect cache")) from None
+        raise CacheError(str(exc).replace("the judge cache", "the collect cache")
+                         .replace("not a judge cache", "not a collect cache")) from None
