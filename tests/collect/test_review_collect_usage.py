@@ -138,3 +138,21 @@ def test_a_cache_that_is_not_sqlite_is_named_the_collect_cache(tmp_path):
     with pytest.raises(CacheError) as err:
         open_cache(str(tmp_path / "c.sqlite"))
     assert "not a collect cache" in str(err.value) and "judge" not in str(err.value), str(err.value)
+
+
+def test_a_function_whose_later_return_value_is_unusable_says_function_not_endpoint(tmp_path):
+    import ragmeter
+    from collect_helpers import FAST, golden_ids
+
+    ids = golden_ids()
+
+    def answer(case):
+        if case["id"] == ids[1]:
+            return ["not", "a", "record"]
+        return {"answer": "a", "retrieved": []}
+
+    result = ragmeter.collect(GOLDEN, target=answer, policy=FAST)
+    failed = result.records[1]
+    assert failed["error_kind"] == "bad_response" and failed["attempts"] == FAST.max_attempts
+    assert failed["error"].startswith("unusable return value of the function: the response is list"), failed
+    assert "endpoint" not in failed["error"]

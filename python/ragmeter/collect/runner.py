@@ -383,6 +383,9 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                             headers=headers,
                             body=_mask(run, body) if isinstance(body, str) else None, exc=exc)
         decision = replace(decision, message=_mask(run, decision.message))
+        if isinstance(run.target, CallableTarget) and decision.kind == "bad_response":  # no endpoint: a function
+            decision = replace(decision, message=decision.message.replace("unreadable response from the endpoint",
+                                                                          "unusable return value of the function"))
         if isinstance(run.target, CallableTarget) and exc is not None and decision.kind == "client":
             text = str(exc) if isinstance(exc, _Exited) else f"{type(exc).__name__}: {exc}"
             decision = type(decision)(False, 0.0, "exception", scrub_urls(text)[:300])
