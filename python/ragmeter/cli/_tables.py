@@ -65,13 +65,15 @@ def print_prose(lines: Any, console: Console, style: Optional[str] = None) -> No
         console.print(Text(line, style=style or ""), no_wrap=True, overflow="ignore")
 
 
-def print_warning(text: str, console: Console) -> None:
-    """``warning: text``, wrapped at the console's width under its first word (a hanging indent), never cut."""
-    head = "warning: "
-    lines = Text(text).wrap(console, max(20, console.width - len(head)), overflow="fold")
+def print_warning(text: str, console: Console, head: str = "warning: ") -> None:
+    """``head`` and ``text``, wrapped at the console's width under the text's first word (a hanging indent),
+    never inside an interval, no trailing spaces (``ragmeter._text.wrap``); the head in yellow."""
+    from ragmeter._text import wrap
+
+    lines = wrap(" ".join(text.split()), max(20, console.width - len(head)), subsequent="")
     for i, line in enumerate(lines):
-        line.rstrip()
-        console.print(Text(head, style="yellow") if i == 0 else Text(" " * len(head)), line, sep="")
+        console.print(Text(head, style="yellow") if i == 0 else Text(" " * len(head)), Text(line.rstrip()), sep="",
+                      no_wrap=True, overflow="ignore")
 
 
 def print_audit_pointer(golden: Any, console: Console, panel: Optional[Dict[str, Any]] = None) -> None:

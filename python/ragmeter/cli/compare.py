@@ -106,14 +106,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stderr(head: str, text: str) -> None:
-    """``head`` and ``text`` on stderr, wrapped at its width (80 when it is not a terminal) with a hanging indent
-    under the text, never inside an interval (``ragmeter._text.wrap``), as the other commands' warnings."""
-    from ragmeter._text import wrap
-    from ragmeter.cli._tables import make_console
+    """``head`` and ``text`` on stderr, wrapped at its width (80 when it is not a terminal) as the other commands'
+    warnings (``print_warning``)."""
+    from ragmeter.cli._tables import make_console, print_warning
 
-    width = max(40, make_console(stderr=True).width)
-    for line in wrap(head + " ".join(text.split()), width, subsequent=" " * len(head)):
-        print(line.rstrip(), file=sys.stderr)
+    print_warning(text, make_console(stderr=True), head=head)
 
 
 # --------------------------------------------------------------------------- terminal tables
