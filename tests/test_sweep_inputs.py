@@ -97,3 +97,28 @@ def test_sweep_says_which_cases_ran_in_another_mode_or_are_absent_from_the_run(t
     assert all(len(line) <= 80 for line in proc.stdout.splitlines())
     rows = json.loads(subprocess.run(args + ["--json"], capture_output=True, text=True, cwd=tmp_path).stdout)
     assert rows and all("threshold" in r for r in rows)  # --json: the rows alone
+
+
+@pytest.mark.parametrize("which", ["golden", "run"])
+def test_out_naming_an_input_is_refused_and_the_input_kept(tmp_path, which, capsys):
+    """`sweep --out` with the golden set's or the run's own name (a .json or .parquet input) replaced that input
+    with the table."""
+    import polars as pl
+
+    from ragmeter.cli import main
+
+    example = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
+
+    def records(name: str) -> list:
+        return [json.loads(line) for line in (example / name).read_text(encoding="utf-8").splitlines()
+                if line.startswith("{")]
+
+    golden, run = tmp_path / "golden.json", tmp_path / "run.parquet"
+    golden.write_text(json.dumps(records("golden.jsonl"), ensure_ascii=False), encoding="utf-8")
+    pl.DataFrame(records("run.jsonl")).write_parquet(run)
+    before = {p: p.read_bytes() for p in (golden, run)}
+    out = golden if which == "golden" else run
+    assert main(["sweep", "--golden", str(golden), "--run", str(run), "--out", f"{tmp_path}/./{out.name}"]) == 2
+    err = capsys.readouterr().err
+    assert f"is the {'golden set (--golden)' if which == 'golden' else 'run (--run)'}" in err, err
+    assert {p: p.read_bytes() for p in (golden, run)} == before

@@ -18,10 +18,10 @@ import secrets
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, List, Optional
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
 
 __all__ = [
-    "RESULT_FILES", "output_path_problem", "ensure_folder", "atomic_outputs", "results_folder", "atomic_file",
+    "RESULT_FILES", "output_path_problem", "same_path", "input_overwritten", "ensure_folder", "atomic_outputs", "results_folder", "atomic_file",
     "write_frame", "write_parquet_parts", "write_chunk_frame", "slice_memory_pool", "release_slice_memory", "write_text",
     "strict_json", "write_json", "sanitise_json", "OneLineMembers",
 ]
@@ -49,6 +49,24 @@ def output_path_problem(path: Any, *, folder: bool) -> Optional[str]:
         if not stat.S_ISDIR(mode):
             return "is a file, not a folder" if part == target else f"{part} is a file, not a folder"
     return None
+
+
+def same_path(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` (paths; anything else is never the same) name one file: the same path once
+    resolved, or two names (a link) of one existing file."""
+    if not isinstance(a, (str, os.PathLike)) or not isinstance(b, (str, os.PathLike)):
+        return False
+    try:
+        first, second = Path(a), Path(b)
+        return first.resolve() == second.resolve() or (first.exists() and second.exists() and first.samefile(second))
+    except OSError:
+        return False
+
+
+def input_overwritten(out: Any, inputs: Iterable[Tuple[str, Any]]) -> Optional[str]:
+    """The description of the first of ``inputs`` ((what, path) pairs, e.g. ``("the golden set (--golden)", G)``)
+    that ``out`` would overwrite, or None."""
+    return next((what for what, path in inputs if same_path(out, path)), None)
 
 
 def _refuse_file_in_the_way(path: Path, *, folder: bool) -> None:

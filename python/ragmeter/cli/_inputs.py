@@ -1,7 +1,7 @@
 """Checks the commands make on their inputs and output paths before any work."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
 def refuse_unlabelled_golden(golden: Any) -> None:
@@ -40,15 +40,20 @@ def failed_in_run_warned(warnings: List[Dict[str, Any]]) -> int:
     return failed_in_run_exit({str(w["code"]): int(w["count"]) for w in warnings if w.get("code") == "failed_in_run"})
 
 
-def check_out(path: Any, *, folder: bool = True, flag: str = "--out") -> None:
+def check_out(path: Any, *, folder: bool = True, flag: str = "--out",
+              inputs: Sequence[Tuple[str, Any]] = ()) -> None:
     """Refuse, before any work, an output path that cannot be written because a part of it that must be a
     folder is a file: ``--out afile/x.md: afile is a file, not a folder`` (an :class:`InputError`, exit status 2,
-    nothing written). ``folder``: the path names a folder (``--out DIR``) rather than a file; None passes."""
+    nothing written), or that is one of the command's ``inputs`` ((what, path) pairs): writing would replace it.
+    ``folder``: the path names a folder (``--out DIR``) rather than a file; None passes."""
     if path is None:
         return
-    from ragmeter._io import output_path_problem
+    from ragmeter._io import input_overwritten, output_path_problem
     from ragmeter.errors import InputError
 
     problem = output_path_problem(path, folder=folder)
     if problem is not None:
         raise InputError(f"{flag} {path}: {problem}")
+    what = input_overwritten(path, inputs)
+    if what is not None:
+        raise InputError(f"{flag} {path}: is {what}; writing there would replace it, choose another {flag}")

@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_k_flag(args.k)
     fmt = out_format(args.out) if args.out else None  # checked before any work
-    check_out(args.out, folder=False)
+    check_out(args.out, folder=False,
+              inputs=[("the golden set (--golden)", args.golden), ("the run (--run)", args.run)])
     thresholds = parse_thresholds(args.thresholds)
     with reusing_golden_loads():  # the label check and the sweep parse the golden set once
         refuse_unlabelled_golden(args.golden)

@@ -691,22 +691,14 @@ def _summarise(records: List[Dict[str, Any]], run: _Run, n_cases: int, repeat: i
 def _check_not_an_input(out: Path, *, golden: Any, target: Any, cache: Any) -> None:
     """:class:`InputError` when ``out`` is the golden set, the target file or the cache: the run file replaced it
     when the run ended (``--out golden.jsonl`` lost the golden set, ``--out`` on the cache every paid reply)."""
-    def same(other: Any) -> bool:
-        if not isinstance(other, (str, Path)):
-            return False
-        try:
-            return out.resolve() == Path(other).resolve() or (out.exists() and Path(other).exists()
-                                                              and out.samefile(other))
-        except OSError:
-            return False
+    from ragmeter._io import input_overwritten
 
     inputs = [("the golden set (--golden)", golden), ("the collect cache (--cache)", cache)]
     if isinstance(target, HttpTarget):
         inputs.insert(1, ("the target file (--target)", target.source))
-    for what, path in inputs:
-        if same(path):
-            raise InputError(f"--out {out}: is {what}; writing the run there would replace it, choose another "
-                             f"--out")
+    what = input_overwritten(out, inputs)
+    if what is not None:
+        raise InputError(f"--out {out}: is {what}; writing the run there would replace it, choose another --out")
 
 
 def _check_writable(path: Path) -> None:
