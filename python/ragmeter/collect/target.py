@@ -200,13 +200,61 @@ def _import_callable(spec: str) -> CallableTarget:
     return CallableTarget(obj, spec)
 
 
+def callable_name(fn: Any) -> str:
+    """What names a Python target in cache keys and messages: ``module:qualname`` for a function of its own name
+    in its module. A callable that name does not single out (a lambda, a function made inside another, a
+    ``functools.partial``, an object with ``__call__``) gets ``#`` and a digest of what tells it apart: its code,
+    the values it captured, its bound arguments, the object's repr. Two lambdas of one module shared their cache
+    entries, so one replayed the other's answers. The digest is stable across processes (a rerun resumes) as long
+    as those values have a repr without a memory address; one with an address is left out of it."""
+    import functools
+
+    base, parts = fn, []
+    while isinstance(base, functools.partial):
+        parts.append(_plain_repr((base.args, sorted(base.keywords.items()))))
+        base = base.func
+    module = getattr(base, "__module__", None) or type(base).__module__
+    qualname = getattr(base, "__qualname__", None)
+    code = getattr(base, "__code__", None)
+    if qualname is None:  # an object with __call__: its class, and its state as its repr shows it
+        qualname = type(base).__qualname__
+        parts.append(_plain_repr(base))
+        code = getattr(getattr(type(base), "__call__", None), "__code__", None)
+    if "<" in qualname or parts:
+        if code is not None:
+            parts.append(f"{code.co_filename}:{code.co_firstlineno}:{code.co_code.hex()}:{_plain_repr(code.co_consts)}")
+        cells = getattr(base, "__closure__", None) or ()
+        parts.append(_plain_repr([_cell_value(c) for c in cells]))
+    name = f"{module}:{qualname}"
+    if not parts:
+        return name
+    import hashlib
+
+    return f"{name}#{hashlib.sha256(chr(0).join(parts).encode('utf-8', 'replace')).hexdigest()[:12]}"
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
+def _plain_repr(value: Any) -> str:
+    """``repr(value)``, or "" when it holds a memory address (it would differ in every process)."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ leaves the value out of the digest
+        return ""
+    return "" if re.search(r" at 0x[0-9a-fA-F]+", text) else text
+
+
 def resolve_target(target: Any) -> Union[HttpTarget, CallableTarget]:
     """A TOML path, ``module:function``, a callable, or an already built target."""
     if isinstance(target, (HttpTarget, CallableTarget)):
         return target
     if callable(target):
-        name = f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(target).__name__)}"
-        return CallableTarget(target, name)
+        return CallableTarget(target, callable_name(target))
     if not isinstance(target, (str, os.PathLike)):  # os.fspath's TypeError would not say what a target is
         raise InputError(f"target: expected a TOML file, 'module:function' or a callable, got "
                          f"{type(target).__name__}")
