@@ -85,6 +85,7 @@ class _Run:
         self.breaker = Breaker()
         self.session: Any = None
         self.headers: Dict[str, str] = {}
+        self.url = getattr(target, "url", "")  #: an HttpTarget's url with its ${VAR} read (in memory only)
         self.secrets: List[str] = []    #: header values and url credentials, masked everywhere (:func:`_mask`)
         self.pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self.calls = 0          #: calls started (for the breaker)
@@ -113,9 +114,9 @@ async def _send_http(run: _Run, case: Dict[str, Any]) -> Tuple[Optional[int], An
     request = target.request(case)
     if target.method == "GET":
         params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in request.items()}
-        ctx = run.session.get(target.url, params=params, headers=run.headers)
+        ctx = run.session.get(run.url, params=params, headers=run.headers)
     else:
-        ctx = run.session.request(target.method, target.url, json=request, headers=run.headers)
+        ctx = run.session.request(target.method, run.url, json=request, headers=run.headers)
     async with ctx as resp:
         return resp.status, resp.headers, _decode(await resp.read(), resp.charset)
 
@@ -179,12 +180,12 @@ async def _call_python(run: _Run, case: Dict[str, Any]) -> Any:
     return value
 
 
-def _secrets(headers: Dict[str, str], url: Optional[str] = None) -> List[str]:
+def _secrets(headers: Dict[str, str], url: Optional[str] = None, from_environment: Sequence[str] = ()) -> List[str]:
     """The header values to mask, longest first: each whole value and each long word of it (the token of
-    ``Bearer <token>``, which a server may echo alone), and the credentials ``url`` carries
-    (:func:`_url_secrets`). Short values (``X-Tenant = "eval"``) are left alone: masking them would garble
-    messages, and no credential is that short."""
-    values = [*headers.values(), *(_url_secrets(url) if url else [])]
+    ``Bearer <token>``, which a server may echo alone), the credentials ``url`` carries (:func:`_url_secrets`)
+    and the values its ``${VAR}`` read from the environment. Short values (``X-Tenant = "eval"``) are left
+    alone: masking them would garble messages, and no credential is that short."""
+    values = [*headers.values(), *(_url_secrets(url) if url else []), *from_environment]
     found = {v for value in values for v in (value, *value.split()) if len(v) >= 8}
     return sorted(found, key=len, reverse=True)
 
@@ -519,7 +520,8 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
             import aiohttp
 
             run.headers = run.target.resolved_headers()
-            run.secrets = _secrets(run.headers, run.target.url)
+            run.url, from_environment = run.target.resolved_url()
+            run.secrets = _secrets(run.headers, run.url, from_environment)
             run.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=run.opts.timeout),
                                                 connector=aiohttp.TCPConnector(limit=run.opts.concurrency))
         else:

@@ -28,7 +28,7 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 from urllib.parse import urlsplit
 
 from ragmeter.errors import InputError
@@ -76,15 +76,34 @@ class HttpTarget:
 
     def resolved_headers(self) -> Dict[str, str]:
         """Header values with ``${VAR}`` read from the environment now (kept in memory only)."""
-        out = {}
-        for name, value in self.headers.items():
-            def env(m: "re.Match[str]", name: str = name) -> str:
-                got = os.environ.get(m.group(1))
-                if got is None:
-                    raise InputError(f"{self.source}: headers.{name}: environment variable {m.group(1)} is not set")
-                return got
-            out[name] = _ENV.sub(env, value)
-        return out
+        return {name: _from_environment(value, f"{self.source}: headers.{name}", []) for name, value in
+                self.headers.items()}
+
+    def resolved_url(self) -> Tuple[str, List[str]]:
+        """The url with ``${VAR}`` read from the environment now (kept in memory only; messages and cache keys
+        show the url as the file writes it), checked as an address, and the values read: they are masked as
+        credentials wherever the system echoes them."""
+        values: List[str] = []
+        url = _from_environment(self.url, f"{self.source}: url", values)
+        if values:
+            if not re.match(r"(?i)^https?://", url):
+                raise _bad(self.source, "url: once its environment variables are read, not an http:// or https:// "
+                           "address")
+            _check_url(Path(self.source), url)
+        return url, values
+
+
+def _from_environment(template: str, where: str, values: List[str]) -> str:
+    """``template`` with each ``${VAR}`` replaced by the variable's value (appended to ``values``); an unset
+    variable is an :class:`InputError` at ``where``."""
+    def env(m: "re.Match[str]") -> str:
+        got = os.environ.get(m.group(1))
+        if got is None:
+            raise InputError(f"{where}: environment variable {m.group(1)} is not set")
+        values.append(got)
+        return got
+
+    return _ENV.sub(env, template)
 
 
 @dataclass(frozen=True)
@@ -135,9 +154,10 @@ def load_target(path: Union[str, os.PathLike]) -> HttpTarget:
     if unknown:
         raise _bad(path, f"unknown key {unknown[0]!r} (a target has {', '.join(_TOP_KEYS)})")
     url = data.get("url")
-    if not isinstance(url, str) or not re.match(r"(?i)^https?://", url):
+    if not isinstance(url, str) or not (re.match(r"(?i)^https?://", url) or url.startswith("${")):
         raise _bad(path, "url: required, an http:// or https:// address")
-    _check_url(path, url)
+    if not _ENV.search(url):  # else checked once its variables are read (HttpTarget.resolved_url)
+        _check_url(path, url)
     method = data.get("method", "POST")
     if not isinstance(method, str) or method.upper() not in _METHODS:
         raise _bad(path, f"method: must be one of {', '.join(_METHODS)}, got {method!r}")
