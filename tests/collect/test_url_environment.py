@@ -41,3 +41,18 @@ def test_an_unset_url_variable_is_named_before_any_call(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "t.toml: url: environment variable RAG_ROUTE is not set" in proc.stderr
     assert sent == 0 and not (tmp_path / "run.jsonl").exists()
+
+
+def test_query_parameters_that_change_the_system_are_part_of_the_cache_key(tmp_path):
+    """`?top_k=5` and `?top_k=10` are two systems: with one cache, the second run replayed the first's replies.
+    A credential-named parameter's value stays out of the key (a rotated key still resumes)."""
+    from ragmeter.collect import load_target
+
+    def target(query: str):
+        return load_target(write_target(tmp_path / "t.toml", f"http://127.0.0.1:9/ask?{query}")).identity
+
+    assert target("top_k=5") != target("top_k=10")
+    assert target("top_k=5&api_key=AAA") == target("top_k=5&api_key=BBB")
+    assert "AAA" not in json.dumps(target("top_k=5&api_key=AAA"))
+    plain = load_target(write_target(tmp_path / "t.toml", "http://127.0.0.1:9/ask")).identity
+    assert "query" not in plain  # a url without a query keeps the key it had: existing caches serve it

@@ -34,7 +34,7 @@ from ragmeter.judge.cache import CacheWriteError
 
 from .cache import DEFAULT_PATH, collect_key, open_cache
 from .mapping import keys_of, to_record, unmatched_paths
-from .target import CallableTarget, HttpTarget, resolve_target
+from .target import CREDENTIAL_PARAM, CallableTarget, HttpTarget, resolve_target
 
 __all__ = ["collect", "CollectResult", "CollectStopped", "write_run", "DEFAULT_PATH"]
 
@@ -190,8 +190,6 @@ def _secrets(headers: Dict[str, str], url: Optional[str] = None, from_environmen
     return sorted(found, key=len, reverse=True)
 
 
-#: query parameters whose value is a credential (``?api_key=``, ``?access_token=``, Azure's ``?code=``, a SAS ``sig``)
-_CREDENTIAL_PARAM = re.compile(r"(?i)key|token|secret|passw|pwd|auth|sig|credential|session|code")
 
 
 def _url_secrets(url: str) -> List[str]:
@@ -214,7 +212,7 @@ def _url_secrets(url: str) -> List[str]:
                 base64.b64encode(f"{plain_user}:{plain_password}".encode("latin-1", "replace")).decode("ascii")]
     for pair in parts.query.split("&"):
         name, _, value = pair.partition("=")
-        if value and _CREDENTIAL_PARAM.search(unquote_plus(name)):
+        if value and CREDENTIAL_PARAM.search(unquote_plus(name)):
             out += [value, unquote_plus(value)]
     return [v for v in out if v]
 
