@@ -18,7 +18,6 @@ import concurrent.futures
 import inspect
 import json
 import math
-import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
