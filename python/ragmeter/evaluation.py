@@ -669,6 +669,7 @@ def _repeat_judge(records: List[Dict[str, Any]], judge: Any, repeat: int, first_
     from ragmeter.repeats import repeat_summary
 
     runs = [{"repeat": 1, **_run_info(first_summary)}]
+    summaries = [first_summary]
     spent = first_summary.get("judge_cost_usd") or 0.0
     for r in range(2, repeat + 1):
         options: Dict[str, Any] = {"cache": None}  # bypass: neither read nor written
@@ -676,10 +677,19 @@ def _repeat_judge(records: List[Dict[str, Any]], judge: Any, repeat: int, first_
             options["budget"] = max(0.0, judge.budget - spent)  # one budget for all repeats
         jr = run_sync(records, replace(judge, **options))
         frames.append(jr.frame())
+        summaries.append(jr.summary)
         spent += jr.summary.get("judge_cost_usd") or 0.0
         runs.append({"repeat": r, **_run_info(jr.summary)})
     section = repeat_summary(frames)
+    for metric, entry in section["metrics"].items():  # every per-repeat mean says how many rows it is over
+        name = "correctness" if metric == "correct" else metric
+        entry["n_total"] = [int(f.filter(pl.col("metric") == name).height) for f in frames]
     section["runs"] = runs
+    # what --max-failed is checked against: the rows of every repeat, not repeat 1's alone (a repeat whose
+    # calls all failed left its means n/a and the run exited 0)
+    section["judge_incomplete"] = _sum_incomplete(summaries)
+    for run_entry, s in zip(runs, summaries):
+        run_entry["incomplete"] = s.get("incomplete")
     return section
 
 

@@ -1,0 +1,40 @@
+"""Review session 23 of ``ragmeter eval``: defects found running it as a CI job would, each with the test that
+failed before its fix."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import polars as pl
+from evalcli import EXAMPLES as EX
+from evalcli import eval_cli
+
+
+# -- --repeat N: a repeat whose calls failed is incomplete, and --max-failed sees it ---------------------------
+def test_failed_rows_of_a_later_repeat_count_against_max_failed(tmp_path, server, api_key):
+    # repeat 1 (50 correctness calls; the case missing from the run sends none) answers; repeat 2 only fails
+    server.script = ["ok"] * 50 + [500] * 200
+    out = tmp_path / "ev"
+    proc = eval_cli("--metrics", "correctness", "--no-cache", "--repeat", "2", "--retry-attempts", "1",
+                    "--out", str(out), server=server)
+    judge = pl.read_parquet(out / "judge.parquet")
+    failed = judge.filter((pl.col("repeat") == 2) & (pl.col("status") == "failed")).height
+    assert failed == 50 and judge.filter(pl.col("repeat") == 1)["status"].to_list().count("failed") == 0
+    # before: exit 0, as if everything asked had been measured
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "50 of 100 judge rows were not judged (50 failed" in proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["repeats"]["judge_incomplete"] == {"rows": 50, "failed": 50, "skipped_budget": 0, "of": 100}
+    entry = summary["repeats"]["metrics"]["correctness"]
+    assert entry["n_scored"] == [50, 0] and entry["n_total"] == [51, 51]
+    flat = " ".join(proc.stdout.split())
+    assert "scored per repeat: correctness 50/51, 0/51" in flat
+    assert "repeat 2: 50 of 50 judge rows not judged (50 failed" in flat
+    # a limit that allows them: results written, exit 0
+    server.script = ["ok"] * 50 + [500] * 200
+    proc = eval_cli("--metrics", "correctness", "--no-cache", "--repeat", "2", "--retry-attempts", "1",
+                    "--max-failed", "60%", "--out", str(out), "--json", server=server)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["repeats"]["judge_incomplete"]["failed"] == 50
