@@ -38,3 +38,44 @@ def test_failed_rows_of_a_later_repeat_count_against_max_failed(tmp_path, server
                     "--max-failed", "60%", "--out", str(out), "--json", server=server)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["repeats"]["judge_incomplete"]["failed"] == 50
+
+
+# -- bad flags are refused before the live system is asked anything, and an empty --out is not "here" ---------
+TARGET = '''
+import json, pathlib
+CALLS = pathlib.Path(__file__).with_name("calls.txt")
+def ask(case):
+    with open(CALLS, "a") as fh:
+        fh.write(case["id"] + "\\n")
+    return {"answer": "x", "retrieved": [{"file": "a.md", "chunk_id": "a#1", "text": "t", "score": 0.5}]}
+'''
+
+
+def test_a_malformed_threshold_list_is_refused_before_the_target_is_asked(tmp_path):
+    (tmp_path / "evaltarget_s23.py").write_text(TARGET)
+    out = tmp_path / "ev"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "eval", "--golden", str(EX / "golden.jsonl"),
+                           "--target", "evaltarget_s23:ask", "--no-cache", "--thresholds", "0,O.1",
+                           "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "--thresholds" in proc.stderr and "0,O.1" in proc.stderr
+    # before: every golden question went to the system and OUT/run.jsonl was written, then the list was read
+    assert not (tmp_path / "calls.txt").exists()
+    assert not out.exists()
+
+
+def test_an_empty_out_or_threshold_list_is_an_error_not_the_current_folder(tmp_path):
+    (tmp_path / "summary.json").write_text('{"mine": true}')
+    cmd = [sys.executable, "-m", "ragmeter", "eval", "--golden", str(EX / "golden.jsonl"),
+           "--run", str(EX / "run.jsonl"), "--no-judge"]
+    proc = subprocess.run(cmd + ["--out", ""], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and "--out" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    # before: the results went into the current folder, replacing its summary.json
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+    assert (tmp_path / "summary.json").read_text() == '{"mine": true}'
+    proc = subprocess.run(cmd + ["--out", "ev", "--thresholds", ""], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300)
+    # before: exit 0 without a sweep, as if none had been asked for
+    assert proc.returncode == 2 and "--thresholds" in proc.stderr, proc.stderr
+    assert not (tmp_path / "ev").exists()

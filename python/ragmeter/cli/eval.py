@@ -54,6 +54,12 @@ def run(args: argparse.Namespace) -> int:
 
     if not (args.golden and (args.run or args.target)):
         raise InputError("--golden G and --run R (or --target TARGET) are required")
+    if not str(args.out).strip():  # an unset "$OUT" in CI: not the current folder, whose files would be replaced
+        raise InputError("--out: empty; name the results folder (default ragmeter-eval)")
+    if args.thresholds is not None and not args.thresholds.strip():
+        raise InputError("--thresholds: empty; give comma-separated thresholds (e.g. 0,0.1,0.2) or leave it out")
+    # a malformed list is an error before anything is collected (--target asks the live system) or judged
+    thresholds = parse_thresholds(args.thresholds) if args.thresholds else None
     if not args.dry_run:  # a dry run writes nothing
         from ragmeter.cli._inputs import check_out
 
@@ -106,7 +112,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if judge is None:
         console.print("[yellow]no judge endpoint given: answers are not judged; judge metrics are reported as not measured[/]")
-    thresholds = parse_thresholds(args.thresholds) if args.thresholds else None
     if judge is None and args.repeat > 1:
         console.print("[yellow]--repeat applies to judging only: nothing is repeated without a judge[/]")
     summary = judged(lambda: run_eval(args.golden, run, args.out, k=args.k, judge=judge,
