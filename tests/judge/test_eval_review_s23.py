@@ -79,3 +79,18 @@ def test_an_empty_out_or_threshold_list_is_an_error_not_the_current_folder(tmp_p
     # before: exit 0 without a sweep, as if none had been asked for
     assert proc.returncode == 2 and "--thresholds" in proc.stderr, proc.stderr
     assert not (tmp_path / "ev").exists()
+
+
+# -- --no-judge is named as the reason, never "no endpoint given" when one was ----------------------------------
+def test_no_judge_with_an_endpoint_says_no_judge(tmp_path, server, api_key):
+    proc = eval_cli("--no-judge", "--dry-run", server=server)
+    # before: "pass --base-url and --model", which the command line had just done
+    assert proc.returncode == 2 and "--no-judge" in proc.stderr and "pass --base-url" not in proc.stderr, proc.stderr
+    assert server.requests == 0
+    proc = eval_cli("--no-judge", "--out", str(tmp_path / "ev"), server=server)
+    assert proc.returncode == 0, proc.stderr
+    flat = " ".join(proc.stdout.split())
+    assert "--no-judge: answers are not judged" in flat and "no judge endpoint given" not in flat
+    assert server.requests == 0 and json.loads((tmp_path / "ev" / "summary.json").read_text())["judge"] is None
+    proc = eval_cli("--out", str(tmp_path / "ev2"))
+    assert "no judge endpoint given: answers are not judged" in " ".join(proc.stdout.split())

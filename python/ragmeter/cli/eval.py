@@ -95,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.cli.judge import incomplete_exit, judge_lines, judged
     if args.dry_run:
         if judge is None:
+            if args.no_judge:  # the endpoint may well be there: it was turned off
+                raise InputError("--dry-run estimates the judge's calls and cost, and --no-judge turns the judge "
+                                 "off: drop one of them")
             raise InputError("--dry-run estimates the judge's calls and cost: pass --base-url and --model")
         from ragmeter.cli.judge import print_estimate
         from ragmeter.evaluation import estimate_eval
@@ -111,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
                       f"judged once through the cache")
         return 0
     if judge is None:
-        console.print("[yellow]no judge endpoint given: answers are not judged; judge metrics are reported as not measured[/]")
+        why = "--no-judge" if args.no_judge else "no judge endpoint given"
+        console.print(f"[yellow]{why}: answers are not judged; judge metrics are reported as not measured[/]")
     if judge is None and args.repeat > 1:
         console.print("[yellow]--repeat applies to judging only: nothing is repeated without a judge[/]")
     summary = judged(lambda: run_eval(args.golden, run, args.out, k=args.k, judge=judge,
