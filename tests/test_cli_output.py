@@ -287,3 +287,36 @@ def test_a_bad_k_is_named_by_its_flag(command: str, tmp_path: Path, capsys) -> N
     err = capsys.readouterr().err
     assert err.startswith("ragmeter: error: --k must be a positive integer, got 0"), err
     assert not (tmp_path / "out").exists() and not (tmp_path / "sweep.csv").exists()
+
+
+def _subparsers(parser) -> Dict[str, object]:
+    import argparse
+
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found[name] = sub
+                found.update({f"{name} {k}": v for k, v in _subparsers(sub).items()})
+    return found
+
+
+def test_every_flag_a_help_text_names_is_one_its_command_takes() -> None:
+    """collect's help said '--rpm, --tpm and --concurrency are ceilings' (a text shared with judge): collect has
+    no --tpm, and trying it was a usage error."""
+    import re
+
+    from ragmeter.cli import build_parser
+
+    commands = _subparsers(build_parser())
+    wrong = {}
+    for name, sub in commands.items():
+        # a command's own flags, those of its subcommands (review's help names export's --force), and flags of
+        # another command named with it ("eval --review-seed")
+        known = {o for other, parser in commands.items() if other == name or other.startswith(name + " ")
+                 for a in parser._actions for o in a.option_strings}
+        text = re.sub(rf"(?<![\w-])(?:{'|'.join(map(re.escape, commands))})\s+--[\w-]+", "", sub.format_help())
+        named = set(re.findall(r"(?<![\w-])--[a-zA-Z][a-zA-Z0-9_-]*[a-zA-Z0-9]", text))
+        if named - known:
+            wrong[name] = sorted(named - known)
+    assert not wrong, wrong

@@ -28,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rpm", type=float, metavar="N", help="requests per minute (default: no limit)")
     from ragmeter.cli.judge import add_rate_control
 
-    add_rate_control(parser)
+    add_rate_control(parser, ceilings="--rpm and --concurrency")  # collect has no --tpm
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="collect N runs of the golden set (a 'repeat' column, 1..N; default 1)")
     parser.add_argument("--cache", default=None, metavar="PATH",

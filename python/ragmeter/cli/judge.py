@@ -293,13 +293,13 @@ def build_config(args: argparse.Namespace) -> Any:
     )
 
 
-def add_rate_control(group: Any) -> None:
-    """``--rate-control``, shared by judge, eval and collect."""
+def add_rate_control(group: Any, ceilings: str = "--rpm, --tpm and --concurrency") -> None:
+    """``--rate-control``, shared by judge, eval and collect; ``ceilings``: the command's own limit flags."""
     group.add_argument("--rate-control", choices=("adaptive", "fixed"), default="adaptive",
                        help="adaptive (default): learn the provider's limit, a request rate cut on 429/529 and "
                             "regrown on success, fewer requests in flight when a server queues or times out; "
                             "fixed: the concurrency as given, every 429's Retry-After pauses all new requests. "
-                            "--rpm, --tpm and --concurrency are ceilings either way (docs/scale-out.md)")
+                            f"{ceilings} are ceilings either way (docs/scale-out.md)")
 
 
 def with_custom_metrics(names: List[Any], args: argparse.Namespace) -> List[Any]:

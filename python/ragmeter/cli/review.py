@@ -44,7 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="review a seeded random N of the other cases judged correct (default: the cases "
                              "the run sampled, review_reason 'sampled'; else 4)")
     export.add_argument("--seed", type=int, metavar="S", help="seed of that draw and of the card order "
-                        "(default: the run's --review-seed)")
+                        "(default: the run's own, eval --review-seed)")
     export.add_argument("--base-url", metavar="URL", help="split references without keyPoints into key points "
                         "with this OpenAI-compatible endpoint (one cached call per reference; key from "
                         "RAGMETER_API_KEY or OPENAI_API_KEY)")
