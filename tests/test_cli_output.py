@@ -320,3 +320,21 @@ def test_every_flag_a_help_text_names_is_one_its_command_takes() -> None:
         if named - known:
             wrong[name] = sorted(named - known)
     assert not wrong, wrong
+
+
+@pytest.mark.parametrize("args", [
+    ["score", "--golden", GOLDEN, "--run", RUN], ["sweep", "--golden", GOLDEN, "--run", RUN],
+    ["audit", "--golden", GOLDEN], ["demo"], ["eval", "--golden", GOLDEN, "--run", RUN, "--no-judge"],
+    ["judge", "--golden", GOLDEN, "--run", RUN, "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
+], ids=lambda a: a[0])
+def test_an_empty_out_is_refused_not_read_as_no_out_or_the_current_folder(args: List[str], tmp_path: Path,
+                                                                           capsys, monkeypatch) -> None:
+    """`--out "$OUT"` with OUT unset: score and audit wrote nothing and exited 0, demo and report wrote into the
+    current folder (replacing its ragmeter-named files)."""
+    from ragmeter.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for value in ("", "  "):
+        assert main([*args, "--out", value]) == 2
+        assert "--out: empty" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -51,6 +51,9 @@ def check_out(path: Any, *, folder: bool = True, flag: str = "--out",
     from ragmeter._io import input_overwritten, output_path_problem
     from ragmeter.errors import InputError
 
+    if not str(path).strip():  # `--out "$OUT"` with OUT unset: not "no --out", not the current folder
+        raise InputError(f"{flag}: empty (an unset variable?); name the {'folder' if folder else 'file'} to write")
+
     problem = output_path_problem(path, folder=folder)
     if problem is not None:
         raise InputError(f"{flag} {path}: {problem}")

@@ -62,9 +62,9 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.cli._inputs import check_out
 
     check_k_flag(args.k)
-    fmt = out_format(args.out) if args.out else None  # checked before any work
-    check_out(args.out, folder=False,
+    check_out(args.out, folder=False,  # before any work
               inputs=[("the golden set (--golden)", args.golden), ("the run (--run)", args.run)])
+    fmt = out_format(args.out) if args.out else None
     thresholds = parse_thresholds(args.thresholds)
     with reusing_golden_loads():  # the label check and the sweep parse the golden set once
         refuse_unlabelled_golden(args.golden)
