@@ -326,6 +326,8 @@ class JudgeClient:
             async with self._session.post(url, data=data) as resp:
                 body = (await resp.read()).decode("utf-8", "replace")  # OpenAI-compatible APIs speak UTF-8
                 slot.answer(resp.status, resp.headers)  # the rate controller learns from it (time-outs too)
+                if self._key and self._key in body:  # echoed (a proxy, a debug field): never cached or written
+                    body = body.replace(self._key, "***")
                 return resp.status, resp.headers, body
 
     async def _call(self, url: Any, build: Callable[[], Dict[str, Any]], tokens: Callable[[], int],
