@@ -779,3 +779,20 @@ def test_all_files_hit_counts_the_cases_expecting_two_or_more_files_as_the_summa
     for category, n in multi.iter_rows():
         assert aggregates["by_category"][category]["all_files_hit"]["n_total"] == n, category
     assert aggregates["overall"]["hit"]["n_total"] == result.cases.height  # the others count every case
+
+
+def test_the_repeats_table_says_how_many_rows_each_repeat_mean_is_over_and_which_repeats_failed() -> None:
+    """A run whose repeat 2 failed showed 'n/a' in the report's repeats table and nothing else; the terminal said
+    '50/51, 0/51' and 'repeat 2: 51 of 51 judge rows not judged'."""
+    from ragmeter.repeats import repeat_sections, repeat_table
+
+    repeats = {"n": 2, "metrics": {"correctness": {
+        "per_repeat": [2.06, None], "n_scored": [50, 0], "n_total": [51, 51], "mean": 2.06, "std": None,
+        "min": 2.06, "max": 2.06, "n_compared": 0, "n_flipped": 0, "flip_rate": None}},
+        "runs": [{"repeat": 1, "incomplete": {"rows": 1, "of": 51, "failed": 1, "skipped_budget": 0}},
+                 {"repeat": 2, "incomplete": {"rows": 51, "of": 51, "failed": 51, "skipped_budget": 0}}]}
+    _headers, rows = repeat_table(repeats)
+    assert rows[0][4] == "2.060 (50/51), n/a (0/51)"
+    (_key, _title, note), = repeat_sections({"repeats": repeats})
+    assert "repeat 1: 1 of 51 judge rows not judged (1 failed)" in note
+    assert "repeat 2: 51 of 51 judge rows not judged (51 failed)" in note

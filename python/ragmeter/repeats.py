@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import polars as pl
 
-__all__ = ["repeat_summary", "repeat_table", "repeat_sections", "spread", "EPS"]
+__all__ = ["repeat_summary", "repeat_table", "repeat_sections", "incomplete_runs", "spread", "EPS"]
 
 EPS = 1e-9
 
@@ -100,8 +100,30 @@ def repeat_table(repeats: Dict[str, Any]) -> Tuple[List[str], List[List[str]]]:
         flips = "n/a" if e.get("flip_rate") is None else (
             f"{e['n_flipped']}/{e['n_compared']} ({100 * e['flip_rate']:.1f}%)")
         rows.append([str(metric), f(e.get("mean")), f(e.get("std")), f"{f(e.get('min'))} .. {f(e.get('max'))}",
-                     ", ".join(f(v) for v in e.get("per_repeat") or []), flips])
+                     _per_repeat(e, f), flips])
     return headers, rows
+
+
+def _per_repeat(entry: Dict[str, Any], f: Any) -> str:
+    """``2.060 (50/51), n/a (0/51)``: each repeat's mean and the rows it is over (the means alone when the
+    summary does not count the rows, an older folder)."""
+    means, scored, totals = entry.get("per_repeat") or [], entry.get("n_scored") or [], entry.get("n_total") or []
+    if len(scored) == len(means) == len(totals):
+        return ", ".join(f"{f(v)} ({s}/{t})" for v, s, t in zip(means, scored, totals))
+    return ", ".join(f(v) for v in means)
+
+
+def incomplete_runs(section: Dict[str, Any]) -> List[str]:
+    """One phrase per repeat with judge rows not judged: ``repeat 2: 51 of 51 judge rows not judged (51
+    failed)``, with the rows skipped at ``--budget`` when there are any."""
+    out = []
+    for run in section.get("runs") or []:
+        inc = run.get("incomplete") or {}
+        if inc.get("rows"):
+            budget = f", {inc['skipped_budget']} skipped at --budget" if inc.get("skipped_budget") else ""
+            out.append(f"repeat {run.get('repeat')}: {inc['rows']} of {inc['of']} judge rows not judged "
+                       f"({inc.get('failed', 0)} failed{budget})")
+    return out
 
 
 def repeat_sections(summary: Dict[str, Any]) -> List[Tuple[str, str, str]]:
@@ -109,8 +131,11 @@ def repeat_sections(summary: Dict[str, Any]) -> List[Tuple[str, str, str]]:
     out = []
     judged = summary.get("repeats")
     if isinstance(judged, dict) and judged.get("metrics"):
+        failed = incomplete_runs(judged)
         out.append(("repeats", f"Repeat runs ({judged.get('n')} judgements per case)",
-                    "Repeats 2..N bypass the judge cache; cases, diagnosis and intervals above use repeat 1."))
+                    "Repeats 2..N bypass the judge cache; cases, diagnosis and intervals above use repeat 1. "
+                    "Per repeat: the mean (rows scored / rows)." + (f" Not judged: {'; '.join(failed)}." if failed
+                                                                    else "")))
     collected = summary.get("collected_repeats")
     if isinstance(collected, dict) and collected.get("metrics"):
         out.append(("collected_repeats", f"Collected repeats ({collected.get('n')} runs of the system per case)",

@@ -30,7 +30,7 @@ def test_failed_rows_of_a_later_repeat_count_against_max_failed(tmp_path, server
     entry = summary["repeats"]["metrics"]["correctness"]
     assert entry["n_scored"] == [50, 0] and entry["n_total"] == [51, 51]
     flat = " ".join(proc.stdout.split())
-    assert "scored per repeat: correctness 50/51, 0/51" in flat
+    assert "(50/51), n/a (0/51)" in flat  # each repeat's mean with the rows it is over
     assert "repeat 2: 50 of 50 judge rows not judged (50 failed" in flat
     # a limit that allows them: results written, exit 0
     server.script = ["ok"] * 50 + [500] * 200

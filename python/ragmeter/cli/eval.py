@@ -136,21 +136,15 @@ def run(args: argparse.Namespace) -> int:
         for line in judge_lines(summary["judge"]):
             console.print(line, markup=False, highlight=False)
     if summary.get("repeats"):
-        from ragmeter.repeats import repeat_table
+        from ragmeter.repeats import incomplete_runs, repeat_table
 
         headers, rows = repeat_table(summary["repeats"])
         console.print(f"repeats: {summary['repeats']['n']} (repeats 2..N bypassed the cache)")
         console.print("  " + " | ".join(headers), markup=False)
         for row in rows:
             console.print("  " + " | ".join(row), markup=False)
-        console.print("  scored per repeat: " + "; ".join(
-            f"{name} {_scored_per_repeat(entry)}" for name, entry in summary["repeats"]["metrics"].items()),
-            markup=False, highlight=False)
-        for run_entry in summary["repeats"].get("runs") or []:
-            inc = run_entry.get("incomplete") or {}
-            if inc.get("rows"):
-                console.print(f"  repeat {run_entry['repeat']}: {inc['rows']} of {inc['of']} judge rows not judged "
-                              f"({inc['failed']} failed, {inc['skipped_budget']} skipped at --budget)", markup=False)
+        for line in incomplete_runs(summary["repeats"]):
+            console.print("  " + line, markup=False, highlight=False)
     if summary.get("collected_repeats"):
         print_collected(summary["collected_repeats"], console)
     if summary.get("cost"):
@@ -159,13 +153,6 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"wrote {args.out}/: " + ", ".join(files), markup=False, highlight=False)
     return max(collected, _failed_in_run(summary),
                    incomplete_exit(_judge_outcome(summary), args.max_failed, args.out))
-
-
-def _scored_per_repeat(entry: dict) -> str:
-    """``50/51, 0/51``: the rows each per-repeat mean is over."""
-    scored, totals = entry.get("n_scored") or [], entry.get("n_total") or []
-    return ", ".join(f"{s}/{t}" for s, t in zip(scored, totals)) if len(totals) == len(scored) else \
-        ", ".join(str(s) for s in scored)
 
 
 def _failed_in_run(summary: dict) -> int:
