@@ -202,3 +202,14 @@ def test_cli_golden_and_run_with_failed_cases_exits_3_and_names_them(tmp_path, s
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
     assert "failed when the run was collected" not in err
+
+
+def test_cli_dry_run_lines_fit_80_columns(tmp_path, server, api_key):
+    """The estimate's tokens/cost line was 95 columns."""
+    cases = write_cases(tmp_path / "cases.jsonl", 3)
+    p = cli(tmp_path, server, "--cases", str(cases), "--dry-run", "--price", "0.15,0.6", key=api_key)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert "at most $" in out  # the long line is there
+    too_wide = [line for line in out.splitlines() if len(line) > 80 or line != line.rstrip()]
+    assert not too_wide, too_wide

@@ -108,8 +108,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             print_estimate(estimate, len(judge.metrics))
             if estimate.get("collected_repeats"):
-                print(f"  totals over {estimate['collected_repeats']} collected repeats (collect --repeat), each "
-                      f"judged once through the cache")
+                from ragmeter._text import hanging
+
+                for line in hanging([f"  totals over {estimate['collected_repeats']} collected repeats (collect "
+                                     "--repeat), each judged once through the cache"]):
+                    print(line)
         return 0
     if judge is None:
         why = "--no-judge" if args.no_judge else "no judge endpoint given"

@@ -330,14 +330,18 @@ def print_estimate(est: Dict[str, Any], n_metrics: int) -> None:
     cost = "unknown (no price for this model)" if est.get("cost_usd") is None else f"${est['cost_usd']:.4f}"
     cmax = "" if est.get("cost_usd_max") is None else f" (at most ${est['cost_usd_max']:.4f} if every reply " \
                                                        f"used --max-tokens)"
+    from ragmeter._text import hanging
+
     repeats = f" x {est['repeat']} repeats" if est.get("repeat", 1) > 1 else ""
-    print(f"dry run: {est.get('n_cases')} cases x {n_metrics} metrics{repeats}: {est.get('calls')} calls to send, "
-          f"{est.get('cached_calls')} already cached")
+    lines = [f"dry run: {est.get('n_cases')} cases x {n_metrics} metrics{repeats}: {est.get('calls')} calls to "
+             f"send, {est.get('cached_calls')} already cached"]
     if repeats:
         first, further = est["per_repeat"]["first"], est["per_repeat"]["each_further"]
-        print(f"  repeat 1: {first['calls']} calls ({first['cached_calls']} cached); repeats 2..{est['repeat']} "
-              f"bypass the cache: {further['calls']} calls each")
-    print(f"  tokens ~{est.get('prompt_tokens')} in, ~{est.get('completion_tokens')} out; cost ~{cost}{cmax}")
+        lines.append(f"  repeat 1: {first['calls']} calls ({first['cached_calls']} cached); repeats "
+                     f"2..{est['repeat']} bypass the cache: {further['calls']} calls each")
+    lines.append(f"  tokens ~{est.get('prompt_tokens')} in, ~{est.get('completion_tokens')} out; cost ~{cost}{cmax}")
+    for line in hanging(lines):  # 80 columns, as every command's prose
+        print(line)
     for metric, m in (est.get("per_metric") or {}).items():
         print(f"  {metric:<18} {m['calls']:>6} calls  {m['cached_calls']:>6} cached  "
               f"~{m['prompt_tokens']} in  ~{m['completion_tokens']} out")
