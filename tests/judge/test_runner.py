@@ -176,8 +176,11 @@ def test_dry_run_sends_nothing_and_counts_cached(server, tmp_path, fast_retry):
     assert est["calls"] == 4 * 7 and est["cached_calls"] == 0 and est["cost_usd"] > 0
     assert est["cost_usd_max"] >= est["cost_usd"]
     run_sync(cases(2), c)
+    sent = server.requests
     est2 = run_sync(cases(4), c, dry_run=True).estimate
-    assert est2["cached_calls"] == 2 * 5  # first-step prompts of the 2 judged cases
+    # every call of the 2 judged cases, second steps included (their first steps' cached replies say what the
+    # second steps send); the 2 others are still to send
+    assert est2["cached_calls"] == sent == 2 * 7 and est2["calls"] == 2 * 7
 
 
 def test_rerun_is_served_from_cache(server, tmp_path, fast_retry):

@@ -148,7 +148,8 @@ async def correctness(engine: Engine, case: Case, stats: RowStats, opts: "Metric
     return await engine.ask(P.CORRECTNESS, payload, _language(case, opts.language), validate, stats)
 
 
-def _statements(d: Dict[str, Any]) -> List[str]:
+def statements_of(d: Dict[str, Any]) -> List[str]:
+    """The statements of a faithfulness reply (blank ones dropped)."""
     items = _list(d, "statements")
     out = []
     for i, s in enumerate(items):
@@ -164,7 +165,7 @@ async def faithfulness(engine: Engine, case: Case, stats: RowStats, opts: "Metri
         raise Skip("the run has no answer for this case")
     lang = _language(case, opts.language)
     statements = await engine.ask(P.FAITHFULNESS_STATEMENTS, {"question": case.question, "answer": case.answer},
-                                  lang, _statements, stats)
+                                  lang, statements_of, stats)
     if not statements:
         return MetricResult(score=None, outcome="no_claims", reason="the answer makes no claim", claims=[])
     if not case.contexts:
@@ -226,27 +227,29 @@ def _grade(v: Any, where: str) -> float:
     raise ParseError(f"{where} must be same, partial or different, got {v!r}")
 
 
+def relevancy_questions(d: Dict[str, Any], n: int) -> List[Dict[str, Any]]:
+    """The first ``n`` generated questions of an answer_relevancy reply, each with its noncommittal flag."""
+    items = _list(d, "questions")
+    out = []
+    for i, q in enumerate(items[:n]):
+        if not isinstance(q, dict) or not isinstance(q.get("question"), str) or not q["question"].strip():
+            raise ParseError(f'question {i} needs a non-empty "question" string')
+        nc = q.get("noncommittal")
+        if not isinstance(nc, bool):
+            nc = bool(_binary(nc, f"question {i} noncommittal"))
+        out.append({"question": q["question"].strip(), "noncommittal": nc})
+    if not out:
+        raise ParseError("no question generated")
+    return out
+
+
 async def answer_relevancy(engine: Engine, case: Case, stats: RowStats, opts: "MetricOptions") -> MetricResult:
     if case.answer is None:
         raise Skip("the run has no answer for this case")
     lang = _language(case, opts.language)
     n = opts.n_questions
-
-    def validate(d: Dict[str, Any]) -> List[Dict[str, Any]]:
-        items = _list(d, "questions")
-        out = []
-        for i, q in enumerate(items[:n]):
-            if not isinstance(q, dict) or not isinstance(q.get("question"), str) or not q["question"].strip():
-                raise ParseError(f'question {i} needs a non-empty "question" string')
-            nc = q.get("noncommittal")
-            if not isinstance(nc, bool):
-                nc = bool(_binary(nc, f"question {i} noncommittal"))
-            out.append({"question": q["question"].strip(), "noncommittal": nc})
-        if not out:
-            raise ParseError("no question generated")
-        return out
-
-    questions = await engine.ask(P.RELEVANCY_QUESTIONS, {"answer": case.answer, "n": n}, lang, validate, stats)
+    questions = await engine.ask(P.RELEVANCY_QUESTIONS, {"answer": case.answer, "n": n}, lang,
+                                 lambda d: relevancy_questions(d, n), stats)
     flags = [q["noncommittal"] for q in questions]
     texts = [q["question"] for q in questions]
     if engine.client.config.embeddings_model:

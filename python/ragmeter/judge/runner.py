@@ -24,7 +24,7 @@ import math
 import time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from .cache import Cache
 from .client import ClientConfig, JudgeCallError, JudgeClient
@@ -32,7 +32,8 @@ from .cost import PriceTable, estimate_tokens
 from .engine import Budget, BudgetExceeded, Engine, OutputError, ParseError, RowStats, parse_json_object
 from .limits import Limits
 from .metrics import (BUILTIN_METRICS, DEFAULT_METRICS, METRICS, NO_ANSWER_CATEGORIES, Case, MetricOptions,
-                      MetricResult, Skip, evidence_json, faithfulness_band, metric_scale)
+                      MetricResult, Skip, evidence_json, faithfulness_band, metric_scale, relevancy_questions,
+                      statements_of)
 from . import prompts as P
 from .retry import RetryPolicy
 from .custom import MetricError
@@ -797,6 +798,24 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
             except ParseError:
                 return False
 
+    def cached_reply(prompt: P.Prompt, messages: List[Dict[str, str]],
+                     validate: Callable[[Dict[str, Any]], Any]) -> Any:
+        """The validated reply a run would read from the cache for this step (after the cached repair turn when
+        the first reply was unusable), or None when the run would send it: a later step is then exact."""
+        hit = cache.get(key(prompt.id, messages))
+        if hit is None:
+            return None
+        raw = str(hit.get("content"))
+        try:
+            return validate(parse_json_object(raw))
+        except ParseError as err:
+            repaired = messages + [{"role": "assistant", "content": raw}, P.repair_message(str(err))]
+            hit2 = cache.get(key(prompt.id + "+repair", repaired))
+            try:
+                return None if hit2 is None else validate(parse_json_object(str(hit2.get("content"))))
+            except ParseError:
+                return None
+
     per: Dict[str, Dict[str, int]] = {}
     unestimated: set = set()  # custom metrics that cannot say what they would send
     calls = cached = pt = ct = ct_max = emb_tokens = 0
@@ -832,20 +851,25 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
             elif metric == "faithfulness" and case.answer:
                 msgs = P.FAITHFULNESS_STATEMENTS.messages({"question": case.question, "answer": case.answer}, lang)
                 add(metric, P.FAITHFULNESS_STATEMENTS, msgs, int(ans_t * 1.3) + 20, True)
-                n_st = max(1, ans_t // 15)
-                if case.contexts:
+                # a cached first step gives the statements the run would send on: the second step is exact
+                statements = cached_reply(P.FAITHFULNESS_STATEMENTS, msgs, statements_of)
+                n_st = max(1, ans_t // 15) if statements is None else len(statements)
+                if case.contexts and n_st:
                     msgs2 = P.FAITHFULNESS_VERDICTS.messages(
-                        {"contexts": case.contexts, "statements": ["x" * 60] * n_st}, lang)
-                    add(metric, P.FAITHFULNESS_VERDICTS, msgs2, 35 * n_st, False)
+                        {"contexts": case.contexts, "statements": statements or ["x" * 60] * n_st}, lang)
+                    add(metric, P.FAITHFULNESS_VERDICTS, msgs2, 35 * n_st, statements is not None)
             elif metric == "answer_relevancy" and case.answer:
                 msgs = P.RELEVANCY_QUESTIONS.messages({"answer": case.answer, "n": cfg.n_questions}, lang)
                 add(metric, P.RELEVANCY_QUESTIONS, msgs, 30 * cfg.n_questions, True)
                 if cfg.embeddings_model:
                     emb_tokens += estimate_tokens(case.question) * (1 + cfg.n_questions)
                 else:
+                    n_q = cfg.n_questions
+                    questions = cached_reply(P.RELEVANCY_QUESTIONS, msgs, lambda d: relevancy_questions(d, n_q))
+                    texts = [case.question] * n_q if questions is None else [q["question"] for q in questions]
                     msgs2 = P.RELEVANCY_GRADED.messages(
-                        {"question": case.question, "generated_questions": [case.question] * cfg.n_questions}, lang)
-                    add(metric, P.RELEVANCY_GRADED, msgs2, 15 * cfg.n_questions, False)
+                        {"question": case.question, "generated_questions": texts}, lang)
+                    add(metric, P.RELEVANCY_GRADED, msgs2, 15 * len(texts), questions is not None)
             elif metric == "context_precision" and case.contexts:
                 use_ref = cfg.precision_against == "reference" or (
                     cfg.precision_against == "auto" and case.reference_answer)
