@@ -341,3 +341,14 @@ def test_unreadable_folder_is_one_line_exit_2(folders, tmp_path: Path) -> None: 
     proc = _cli(str(folders["base"]), str(broken))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "cases.parquet" in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_the_resolution_sentence_says_it_is_per_paired_case_not_per_metric() -> None:
+    """'One case = 1.96 points' read as every rate's resolution; hit covers 45 of the example's 51 paired cases,
+    where one case is 2.22 points."""
+    from ragmeter.compare import Comparison, header_sentence, to_markdown
+
+    comp = Comparison("a", "b", [], 51, 51, 51, 200, 1)
+    for text in (header_sentence(comp), to_markdown(comp, None)):
+        flat = " ".join(text.split())
+        assert "One case = 1.96 points of a rate over all 51 paired cases; more for a metric scored on fewer" in flat

@@ -881,6 +881,13 @@ def _resolution(n: int) -> str:
     return f"{100 / max(n, 1):.3g}"
 
 
+def _resolution_sentence(n_paired: int) -> str:
+    """What one case is worth in a rate: over all paired cases, and more over the fewer a metric scores (hit
+    covers 45 of the example's 51 paired cases: one case is 2.22 points there, not 1.96)."""
+    return (f"One case = {_resolution(n_paired)} points of a rate over all {n_paired} paired cases; more for a metric "
+            f"scored on fewer (100/n, with each metric's n below).")
+
+
 def _cases_text(n: int, repeats: int) -> str:
     return f"{n} cases" if repeats <= 1 else f"{n} cases x {repeats} collected repeats, per-case mean"
 
@@ -890,7 +897,7 @@ def header_sentence(comp: Comparison) -> str:
         f"Baseline {comp.base} ({_cases_text(comp.n_base, comp.base_repeats)}) vs candidate {comp.candidate} "
         f"({_cases_text(comp.n_candidate, comp.cand_repeats)}), "
         f"{comp.n_paired} paired. Delta = candidate - baseline over cases scored in both; 95% CI: paired bootstrap, "
-        f"{comp.n_resamples} resamples, seed {comp.seed}. One case = {_resolution(comp.n_paired)} points."
+        f"{comp.n_resamples} resamples, seed {comp.seed}. {_resolution_sentence(comp.n_paired)}"
     )
 
 
@@ -944,7 +951,8 @@ def to_markdown(comp: Comparison, gate_results: Optional[List[Any]] = None) -> s
     lines.append(
         f"Baseline {_code(comp.base)} ({_cases_text(comp.n_base, comp.base_repeats)}) vs candidate "
         f"{_code(comp.candidate)} ({_cases_text(comp.n_candidate, comp.cand_repeats)}), {comp.n_paired} paired. Delta = candidate - baseline over cases scored in both; "
-        f"95% CI: paired bootstrap, {comp.n_resamples} resamples, seed {comp.seed}. One case = {_resolution(comp.n_paired)} points."
+        f"95% CI: paired bootstrap, {comp.n_resamples} resamples, seed {comp.seed}. "
+        f"{_resolution_sentence(comp.n_paired)}"
     )
     lines.append("")
     if gate_results is not None:
