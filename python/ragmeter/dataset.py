@@ -1424,8 +1424,10 @@ class ParquetRun:
         for first, batch, checked in self._slices(prepare=self._check):
             seen = True
             yield batch, self._recorded(checked if checked is not None else self._check(batch, first))
-        if not seen:  # no rows: the columns' types are still checked
-            self.frame(self._file.schema_arrow.empty_table(), 1)
+        if not seen:  # no rows: the columns' types are still checked (on a batch: a table's columns are chunked)
+            import pyarrow as pa
+
+            self.frame(pa.RecordBatch.from_pylist([], schema=self._file.schema_arrow), 1)
 
     def frame(self, batch: Any, first_row: int, record: bool = True) -> pl.DataFrame:
         """One slice as :func:`load_run`'s frame (empty when it has problems; :meth:`finish` raises them).
