@@ -97,3 +97,14 @@ def test_an_id_in_two_batches_is_refused_not_counted_twice(run_table):
     part = ragmeter.score_batch(run_table.slice(0, 4), GOLDEN)
     with pytest.raises(InputError, match="more than one batch"):
         reduce_batches([part, part], GOLDEN)
+
+
+@pytest.mark.parametrize("alias", ["case_id", "sample_id"])
+def test_a_run_whose_ids_use_an_accepted_alias_is_scored_as_ragmeter_score_scores_it(whole, run_table, alias):
+    # README "Formats": the id may be spelt case_id or sample_id; ragmeter.score takes such a run, so must the batches
+    table = run_table.rename_columns([alias if c == "id" else c for c in run_table.column_names])
+    assert ragmeter.score(GOLDEN, table).summary["overall"] == whole.summary["overall"]
+    parts = [ragmeter.score_batch(table.slice(i, 9), GOLDEN) for i in range(0, table.num_rows, 9)]
+    red = reduce_batches(parts, GOLDEN)
+    assert_frame_equal(red["cases"], whole.cases)
+    assert red["overall"] == whole.summary["overall"] and red["by_category"] == whole.summary["by_category"]

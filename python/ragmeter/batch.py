@@ -59,10 +59,10 @@ def score_batch(batch: Any, golden: Any, k: int = 5, *, name: Optional[str] = No
     label = name or _label(run)
     if run.height == 0:
         return _empty_cases(golden, k)
-    if "id" not in run.columns:
+    ids = _ids(run)
+    if ids is None:
         raise InputError(f"{label}: no 'id' column (columns: {', '.join(run.columns) or 'none'})")
     g = _golden_frame(golden)
-    ids = run["id"].cast(pl.Utf8)
     try:
         result = score(g.filter(pl.col("id").is_in(ids.implode())), run, k=k)
     except InputError as err:
@@ -91,8 +91,20 @@ def _run_frame(batch: Any) -> pl.DataFrame:
                      f"dicts, got {type(batch).__name__}")
 
 
+def _ids(run: pl.DataFrame) -> Optional[pl.Series]:
+    """The run rows' ids as strings, from whichever accepted spelling (``id``, ``case_id``, ``sample_id``, README
+    "Formats") each row uses, as the run loader reads them; None when the batch has no id column."""
+    from ragmeter.dataset import _ID_NAMES
+
+    present = [n for n in _ID_NAMES if n in run.columns]
+    if not present:
+        return None
+    return run.select(pl.coalesce([pl.col(n).cast(pl.Utf8) for n in present]).alias("id"))["id"]
+
+
 def _label(run: pl.DataFrame) -> str:
-    first = run["id"][0] if "id" in run.columns and run.height else None
+    ids = _ids(run) if run.height else None
+    first = ids[0] if ids is not None else None
     return f"batch of {run.height} rows" + (f" from id {first!r}" if first is not None else "")
 
 
