@@ -58,3 +58,44 @@ def test_a_zero_row_file_from_pyarrow_scores_every_case_as_missing(tmp_path, row
     assert got.cases.height == ragmeter.score(GOLDEN, EX / "run.jsonl").cases.height
     whole = ragmeter.score(GOLDEN, ragmeter.dataset.load_run(path))
     assert got.cases.equals(whole.cases, null_equal=True)
+
+
+@pytest.mark.parametrize("field, spelling", [("file", "fileName"), ("file", "file_name"), ("text", "content"),
+                                             ("text", "page_content"), ("chunk_id", "chunkId")])
+@pytest.mark.parametrize("row_group_size", [None, 7])
+def test_item_field_aliases_are_read_from_parquet_as_from_json_lines(tmp_path, field, spelling, row_group_size):
+    # A run file's items may spell their fields as README's "Formats" table says. JSON Lines accepted them; Parquet
+    # ignored fileName/file_name (every file-level metric silently unscored, "no file" warning) and chunkId (chunk
+    # ids null), and refused content/page_content ("column 'retrieved' has no field 'text'").
+    rows = [dict(r, retrieved=[{(spelling if k == field else k): v for k, v in item.items()} for item in r["retrieved"]])
+            for r in RUN]
+    path = tmp_path / "run.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=row_group_size)
+    assert_scored_as_jsonl(tmp_path, path, rows)
+    assert_scored_as_jsonl(tmp_path, path, RUN)
+
+
+def test_two_spellings_of_an_item_field_with_different_values_are_refused_naming_the_row(tmp_path):
+    rows = [dict(r, retrieved=[dict(item, fileName=item["file"]) for item in r["retrieved"]]) for r in RUN]
+    rows[3]["retrieved"][1]["fileName"] = "other.md"
+    path = tmp_path / "run.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    line = cli_error(tmp_path, path)
+    assert line == (f"ragmeter: error: {path}: row 4: both 'retrieved.file' and 'retrieved.fileName' given "
+                    f"with different values")
+    same = [dict(r, retrieved=[dict(item, fileName=item["file"]) for item in r["retrieved"]]) for r in RUN]
+    pq.write_table(pa.Table.from_pylist(same), path)
+    assert_scored_as_jsonl(tmp_path, path, RUN)
+
+
+@pytest.mark.parametrize("use_dictionary", [True, False])
+def test_an_item_with_text_null_and_content_given_is_matched_on_its_content(tmp_path, use_dictionary):
+    # Items giving both 'text' and 'content' (one null where the other is given) are read as JSON Lines reads them
+    # (the first spelling not null). The scorer matched the Arrow 'text' field: its null text went unmatched
+    # (plain pages: different scores, silently) or its dictionary texts were blanked before the spellings were
+    # compared (dictionary pages: every row refused for 'different values').
+    rows = [dict(r, retrieved=[dict(item, content=item["text"]) for item in r["retrieved"]]) for r in RUN]
+    rows[0]["retrieved"][1]["text"] = None
+    path = tmp_path / "run.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path, use_dictionary=use_dictionary)
+    assert_scored_as_jsonl(tmp_path, path, RUN)

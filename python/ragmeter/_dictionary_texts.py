@@ -135,12 +135,14 @@ def _replaced(column: Any, make: Callable[[Any], Any]) -> Optional[Any]:
     ``text``) when they are a dictionary array; None when they are not."""
     import pyarrow as pa
 
+    from ragmeter._parquet_ahead import texts_in_text_field
+
     if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
         return None
     child = column.values  # the whole child, whatever the list's offset
     if pa.types.is_dictionary(child.type):
         new_child = make(child)
-    elif pa.types.is_struct(child.type) and child.type.get_field_index("text") >= 0 and child.offset == 0:
+    elif pa.types.is_struct(child.type) and texts_in_text_field(child.type) and child.offset == 0:
         at = child.type.get_field_index("text")
         fields = [child.field(i) for i in range(child.type.num_fields)]
         if not pa.types.is_dictionary(fields[at].type):

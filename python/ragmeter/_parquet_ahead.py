@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 __all__ = ["EARLY_SLICES", "MAX_DICTIONARY_BYTES", "MAX_DICTIONARY_SHARE", "MAX_SLICES_PER_DICTIONARY",
-           "PARQUET_SLICE_BYTES", "RETRIEVED_NAMES", "SLICE_ROWS", "Prepared", "ReadAhead", "chunk_texts",
+           "PARQUET_SLICE_BYTES", "RETRIEVED_NAMES", "SLICE_ROWS", "TEXT_NAMES", "Prepared", "ReadAhead", "chunk_texts",
            "dictionary_text_path", "discard", "has_dictionary", "is_parquet", "open_run", "pq_file", "slice_pool",
-           "slice_rows", "slices", "start", "take"]
+           "slice_rows", "slices", "start", "take", "texts_in_text_field"]
 
 #: Text per slice of a Parquet run: about this many bytes of chunk text, whatever the file's row groups.
 PARQUET_SLICE_BYTES = 32 << 20
@@ -93,6 +93,15 @@ def open_run(path: Path) -> Any:
 
 #: the run's names of the retrieved chunks (``ragmeter.dataset`` reads the same ones), and of a chunk's text
 RETRIEVED_NAMES = ("retrieved", "retrieved_contexts", "retrieval_context")
+TEXT_NAMES = ("text", "content", "page_content")
+
+
+def texts_in_text_field(item_type: Any) -> bool:
+    """Are the texts of retrieved items of the Arrow struct type ``item_type`` its field ``text``, with no other
+    spelling of it beside (``content``, ``page_content``: an item's text is then the first of them not null,
+    which ``ragmeter.dataset`` picks per item, and the Arrow ``text`` field alone is not the texts)?"""
+    present = [n for n in TEXT_NAMES if item_type.get_field_index(n) >= 0]
+    return present == ["text"]
 
 
 def dictionary_text_path(file: Any) -> Optional[str]:
@@ -105,6 +114,8 @@ def dictionary_text_path(file: Any) -> Optional[str]:
     row group stores the texts with a dictionary page, and reading a row group at a time (pyarrow cannot join
     dictionary arrays of several row groups into one nested column) makes at most twice as many slices, none
     of its row groups cut into more than :data:`MAX_SLICES_PER_DICTIONARY`."""
+    import pyarrow as pa
+
     names = file.schema_arrow.names
     name = next((n for n in RETRIEVED_NAMES if n in names), None)
     if name is None:
@@ -115,6 +126,9 @@ def dictionary_text_path(file: Any) -> Optional[str]:
                              f"{name}.list.item") if p in paths), None)
     meta = file.metadata
     if text is None or meta.num_row_groups == 0 or schema.column(paths.index(text)).physical_type != "BYTE_ARRAY":
+        return None
+    item = file.schema_arrow.field(name).type
+    if hasattr(item, "value_type") and pa.types.is_struct(item.value_type) and not texts_in_text_field(item.value_type):
         return None
     at = paths.index(text)
     if not all(meta.row_group(g).column(at).has_dictionary_page for g in range(meta.num_row_groups)):
@@ -195,7 +209,7 @@ def chunk_texts(batch: Any) -> Optional[Tuple[Any, Any]]:
         return None
     texts = column.values
     if pa.types.is_struct(texts.type):
-        if texts.type.get_field_index("text") < 0:
+        if not texts_in_text_field(texts.type):
             return None
         texts = texts.field("text")
     return column, texts

@@ -118,7 +118,7 @@ _RUN_ALIASES = {
 _CHUNK_ALIASES = {
     "file": ("file", "fileName", "file_name"),
     "chunk_id": ("chunk_id", "chunkId"),
-    "text": ("text", "content", "page_content"),
+    "text": _parquet_ahead.TEXT_NAMES,
     "score": ("score",),
 }
 
@@ -1118,6 +1118,12 @@ def _one_spelling(df: pl.DataFrame, names: Sequence[str], where: str, problems: 
     return df.rename({first: names[0]}) if first != names[0] else df
 
 
+def _item_type_ok(name: str, got: Any, want: Any) -> bool:
+    """May a retrieved item's field ``name`` of Polars type ``got`` be read as ``want``?"""
+    return got == want or (name == "chunk_id" and got.is_integer()) or (name == "score" and _numeric(got)) \
+        or got == pl.Null
+
+
 def _rows_where(df: pl.DataFrame, mask: pl.Expr) -> List[int]:
     return df.with_row_index("__row").filter(mask)["__row"].to_list()
 
@@ -1223,6 +1229,7 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
         problems.add(where, f"column 'id' has type {schema['id']}, expected string")
 
     retrieved_ok = False
+    spelled: List[Tuple[pl.Expr, str]] = []  # rows whose items give two spellings of a field different values
     if "retrieved" not in schema:
         _check_field_present([(f"{where}: row 1", 1, dict.fromkeys(schema))], "retrieved", _RETRIEVED_NAMES, where)
         problems.add(where, "missing column 'retrieved'")
@@ -1242,15 +1249,24 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
             fields = {f.name: f.dtype for f in inner.fields}
             parts: List[pl.Expr] = []
             for name, want in (("file", pl.String), ("chunk_id", pl.String), ("text", pl.String), ("score", pl.Float64)):
-                got = fields.get(name)
-                if got is None:
+                # the item's spellings of the field (README "Formats"), as a JSON Lines item's are read
+                spellings = [n for n in _CHUNK_ALIASES[name] if n in fields]
+                if not spellings:
                     if name == "text":
                         problems.add(where, f"column 'retrieved' has no field {name!r}")
                     parts.append(pl.lit(None, dtype=want).alias(name))
-                elif got == want or (name == "chunk_id" and got.is_integer()) or (name == "score" and _numeric(got)) or got == pl.Null:
-                    parts.append(pl.element().struct.field(name).cast(want).alias(name))
-                else:
-                    problems.add(where, f"field retrieved.{name} has type {got}, expected {want}")
+                    continue
+                wrong = [n for n in spellings if not _item_type_ok(name, fields[n], want)]
+                for n in wrong:
+                    problems.add(where, f"field retrieved.{n} has type {fields[n]}, expected {want}")
+                if wrong:
+                    continue
+                values = [pl.element().struct.field(n).cast(want) for n in spellings]
+                parts.append((values[0] if len(values) == 1 else pl.coalesce(values)).alias(name))
+                for n, other in zip(spellings[1:], values[1:]):  # per row, as _pick per record
+                    differ = values[0].is_not_null() & other.is_not_null() & (values[0] != other)
+                    spelled.append((pl.col("retrieved").list.eval(differ).list.any(),
+                                    f"both 'retrieved.{spellings[0]}' and 'retrieved.{n}' given with different values"))
             if not problems:
                 retrieved_ok = True
                 if dtype != RETRIEVED_DTYPE:
@@ -1274,6 +1290,8 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
             problems.add(where, f"column {name!r} has type {schema[name]}, expected a number")
     problems.raise_if_any()
 
+    for differ, message in spelled:
+        at_rows(_rows_where(df, differ), message)
     df = df.with_columns(exprs)
     # Value-level checks, vectorised.
     at_rows(_rows_where(df, pl.col("id").is_null() | (pl.col("id").str.strip_chars() == "")), "missing 'id'")
