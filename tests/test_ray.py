@@ -83,3 +83,11 @@ def test_a_worker_that_dies_mid_batch_loses_and_doubles_no_case(ray_cluster, tmp
     assert flag.exists()  # a worker did die; Ray ran its task again
     assert_frame_equal(res["cases"], whole.cases)
     assert res["overall"] == whole.summary["overall"]
+
+
+def test_a_list_instead_of_a_dataset_is_one_clear_error(ray_cluster):
+    from ragmeter.errors import InputError
+    from ragmeter.ray import score_dataset
+
+    with pytest.raises(InputError, match=r"score_dataset: expected a Ray Dataset .*got list"):
+        score_dataset([{"id": "a", "retrieved": []}], EXAMPLE / "golden.jsonl")

@@ -37,6 +37,9 @@ def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int]
     batch_size = check_arg("batch_size", batch_size, "int", low=1, optional=True)
     workers = check_arg("workers", workers, "int", low=1, optional=True)
     connect(address)
+    if not (hasattr(ds, "map_batches") and hasattr(ds, "schema")):
+        raise InputError(f"score_dataset: expected a Ray Dataset (ray.data.from_items(records) makes one; "
+                         f"ragmeter.score scores records on one machine), got {type(ds).__name__}")
     g = load_golden(golden)
     schema = ds.schema()
     if schema is not None:  # the union of the blocks' columns: Ray fills a column a block lacks with nulls
