@@ -58,18 +58,21 @@ def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int]
 
 
 def _same_columns(block: Any, columns: List[str]) -> Any:
-    """``block`` unchanged when it has the dataset's columns; else an InputError naming the block. Without this
-    check a block lacking ``retrieved`` would reach :func:`~ragmeter.batch.score_batch` merged with another block,
-    its rows silently scored as empty retrievals."""
+    """``block`` unchanged when it has the dataset's id and retrieved columns; else an InputError naming the block.
+    Without this check a block lacking ``retrieved`` would reach :func:`~ragmeter.batch.score_batch` merged with
+    another block, its rows silently scored as empty retrievals. An optional column (``contexts``, ``answer``...)
+    a block lacks is filled with nulls, which is what the run loader reads for a record without that field."""
+    from ragmeter.dataset import _ID_NAMES, _RETRIEVED_NAMES
     from ragmeter.errors import InputError
 
     names = list(block.column_names)
-    if set(names) == set(columns):
+    required = set(_ID_NAMES) | set(_RETRIEVED_NAMES)
+    if set(names) & required == set(columns) & required:
         return block
     first = block.column("id")[0].as_py() if "id" in names and block.num_rows else None
     label = f"block of {block.num_rows} rows" + (f" from id {first!r}" if first is not None else "")
-    missing = [c for c in columns if c not in names]
-    extra = [c for c in names if c not in columns]
+    missing = [c for c in columns if c not in names and c in required]
+    extra = [c for c in names if c not in columns and c in required]
     raise InputError(f"{label}: its columns differ from the other blocks'"
                      + (f"; missing {', '.join(map(repr, missing))}" if missing else "")
                      + (f"; not in the others: {', '.join(map(repr, extra))}" if extra else ""))
