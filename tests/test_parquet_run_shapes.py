@@ -99,3 +99,43 @@ def test_an_item_with_text_null_and_content_given_is_matched_on_its_content(tmp_
     path = tmp_path / "run.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path, use_dictionary=use_dictionary)
     assert_scored_as_jsonl(tmp_path, path, RUN)
+
+
+def _dictionary_encoded(table: pa.Table, name: str) -> pa.Table:
+    return table.set_column(table.schema.get_field_index(name), name, table.column(name).dictionary_encode())
+
+
+@pytest.mark.parametrize("writer", ["pandas-category-id", "pandas-category-mode", "polars-categorical-id",
+                                    "polars-enum-mode", "pyarrow-dictionary-id", "pyarrow-dictionary-item-file"])
+def test_categorical_string_columns_are_read_as_their_strings(tmp_path, writer):
+    # A string column stored as a dictionary in the file's Arrow schema (pandas' category, Polars' Categorical and
+    # Enum, a pyarrow dictionary array) is read back by Polars as Categorical; the run was refused: "column 'id' has
+    # type Categorical, expected string".
+    path = tmp_path / "run.parquet"
+    if writer.startswith("pandas"):
+        import pandas as pd
+
+        frame = pd.DataFrame(RUN)
+        column = "id" if writer.endswith("id") else "retrieval_mode"
+        frame[column] = frame[column].astype("category")
+        frame.to_parquet(path)
+    elif writer == "polars-categorical-id":
+        pl.DataFrame(RUN).with_columns(pl.col("id").cast(pl.Categorical)).write_parquet(path)
+    elif writer == "polars-enum-mode":
+        modes = sorted({r["retrieval_mode"] for r in RUN})
+        pl.DataFrame(RUN).with_columns(pl.col("retrieval_mode").cast(pl.Enum(modes))).write_parquet(path)
+    elif writer == "pyarrow-dictionary-id":
+        pq.write_table(_dictionary_encoded(pa.Table.from_pylist(RUN), "id"), path)
+    else:
+        table = pa.Table.from_pylist(RUN)
+        lists = table.column("retrieved").combine_chunks()
+        items = lists.values
+        fields = [items.field(i) for i in range(items.type.num_fields)]
+        fields[items.type.get_field_index("file")] = fields[items.type.get_field_index("file")].dictionary_encode()
+        struct = pa.StructArray.from_arrays(fields, names=[f.name for f in items.type])
+        table = table.set_column(table.schema.get_field_index("retrieved"), "retrieved",
+                                 pa.ListArray.from_arrays(lists.offsets, struct))
+        pq.write_table(table, path)
+    assert_scored_as_jsonl(tmp_path, path, RUN)
+    whole = ragmeter.score(GOLDEN, ragmeter.dataset.load_run(path))
+    assert whole.cases.equals(ragmeter.score(GOLDEN, path).cases, null_equal=True)

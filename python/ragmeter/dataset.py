@@ -1118,6 +1118,27 @@ def _one_spelling(df: pl.DataFrame, names: Sequence[str], where: str, problems: 
     return df.rename({first: names[0]}) if first != names[0] else df
 
 
+def _strings_for_categoricals(dtype: Any) -> Any:
+    """``dtype`` with String for every Categorical or Enum in it (nested ones included)."""
+    if isinstance(dtype, (pl.Categorical, pl.Enum)):
+        return pl.String
+    if isinstance(dtype, pl.List):
+        return pl.List(_strings_for_categoricals(dtype.inner))
+    if isinstance(dtype, pl.Array):
+        return pl.Array(_strings_for_categoricals(dtype.inner), dtype.shape)
+    if isinstance(dtype, pl.Struct):
+        return pl.Struct([pl.Field(f.name, _strings_for_categoricals(f.dtype)) for f in dtype.fields])
+    return dtype
+
+
+def _categoricals_as_strings(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with its Categorical and Enum columns (and fields) as strings: a string column a file stores as a
+    dictionary in its Arrow schema (pandas' category, Polars' Categorical, a pyarrow dictionary array) is its
+    strings, as the same run written as JSON Lines."""
+    casts = {name: want for name, dtype in df.schema.items() if (want := _strings_for_categoricals(dtype)) != dtype}
+    return df.cast(casts) if casts else df
+
+
 def _item_type_ok(name: str, got: Any, want: Any) -> bool:
     """May a retrieved item's field ``name`` of Polars type ``got`` be read as ``want``?"""
     return got == want or (name == "chunk_id" and got.is_integer()) or (name == "score" and _numeric(got)) \
@@ -1188,6 +1209,7 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
     caller (they span slices), ``contexts`` is left null and ``ids_from_lines`` says whether the whole file's
     ``id_from_line`` column said so. Problems of the columns' types are raised at once either way.
     """
+    df = _categoricals_as_strings(df)
     schema = df.schema
     offset = first_row - 1
 
@@ -1531,6 +1553,7 @@ def arrow_chunk_texts(batch: Any, frame: pl.DataFrame) -> Optional[Tuple[Any, An
 
 def _slice_ids(df: pl.DataFrame) -> pl.Series:
     """The ids of a slice that has problems, for the duplicate-id check (as the whole-file check sees them)."""
+    df = _categoricals_as_strings(df)
     names = [n for n in _ID_NAMES if n in df.columns]
     if not names or not (df.schema[names[0]] == pl.String or df.schema[names[0]].is_integer()):
         return pl.Series("id", [None] * df.height, dtype=pl.String)
