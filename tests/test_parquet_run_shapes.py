@@ -139,3 +139,24 @@ def test_categorical_string_columns_are_read_as_their_strings(tmp_path, writer):
     assert_scored_as_jsonl(tmp_path, path, RUN)
     whole = ragmeter.score(GOLDEN, ragmeter.dataset.load_run(path))
     assert whole.cases.equals(ragmeter.score(GOLDEN, path).cases, null_equal=True)
+
+
+@pytest.mark.parametrize("items", ["struct", "string"])
+@pytest.mark.parametrize("options", [{}, {"use_dictionary": False}, {"row_group_size": 7}])
+def test_a_fixed_size_list_of_retrieved_items(tmp_path, items, options):
+    # A run whose retrievals all have k items may be written as a fixed-size list (numpy arrays, pyarrow
+    # list_(type, k)). It crashed (InvalidOperationError: list.eval operation not supported for dtype
+    # array[struct[4], 3]), or with dictionary pages was refused ("field retrieved.text has type Categorical").
+    k = 3
+    filler = {"file": "none.md", "chunk_id": "none.md#0", "text": "nothing", "score": 0.0}
+    rows = [dict(r, retrieved=((r["retrieved"] or [filler]) * k)[:k]) for r in RUN]
+    if items == "string":
+        rows = [dict(r, retrieved=[item["text"] for item in r["retrieved"]]) for r in rows]
+    table = pa.Table.from_pylist(rows)
+    lists = table.column("retrieved").combine_chunks()
+    fixed = pa.FixedSizeListArray.from_arrays(lists.values, k)
+    table = table.set_column(table.schema.get_field_index("retrieved"), "retrieved", fixed)
+    path = tmp_path / "run.parquet"
+    pq.write_table(table, path, **options)
+    assert pq.read_schema(path).field("retrieved").type == fixed.type
+    assert_scored_as_jsonl(tmp_path, path, rows)

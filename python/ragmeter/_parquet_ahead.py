@@ -128,7 +128,9 @@ def dictionary_text_path(file: Any) -> Optional[str]:
     if text is None or meta.num_row_groups == 0 or schema.column(paths.index(text)).physical_type != "BYTE_ARRAY":
         return None
     item = file.schema_arrow.field(name).type
-    if hasattr(item, "value_type") and pa.types.is_struct(item.value_type) and not texts_in_text_field(item.value_type):
+    if not (pa.types.is_list(item) or pa.types.is_large_list(item)):
+        return None  # a fixed-size list, whose texts chunk_texts does not take from the batch
+    if pa.types.is_struct(item.value_type) and not texts_in_text_field(item.value_type):
         return None
     at = paths.index(text)
     if not all(meta.row_group(g).column(at).has_dictionary_page for g in range(meta.num_row_groups)):

@@ -1257,6 +1257,9 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
         problems.add(where, "missing column 'retrieved'")
     else:
         dtype = schema["retrieved"]
+        if isinstance(dtype, pl.Array) and len(dtype.shape) == 1:  # a fixed-size list: the same items
+            df = df.with_columns(pl.col("retrieved").arr.to_list())
+            dtype = df.schema["retrieved"]
         inner = dtype.inner if isinstance(dtype, (pl.List, pl.Array)) else None
         if inner == pl.String:  # plain texts, as ragas' retrieved_contexts
             df = df.with_columns(pl.col("retrieved").list.eval(pl.struct(
