@@ -108,3 +108,55 @@ def test_a_run_whose_ids_use_an_accepted_alias_is_scored_as_ragmeter_score_score
     red = reduce_batches(parts, GOLDEN)
     assert_frame_equal(red["cases"], whole.cases)
     assert red["overall"] == whole.summary["overall"] and red["by_category"] == whole.summary["by_category"]
+
+
+def _records():
+    import json
+
+    return [json.loads(line) for line in RUN.read_text().splitlines() if line.strip() and not line.startswith(("#", "//"))]
+
+
+def _fileless_run():
+    # README "Formats": a retrieved item may be a plain string (no file); ragmeter.score then leaves the file-level
+    # metrics of every case expecting files unscored, the empty retrievals and the golden case missing from the run
+    # included, because no chunk of the whole run has a file
+    return pa.Table.from_pylist([{**r, "retrieved": [c["text"] for c in r["retrieved"]]} for r in _records()])
+
+
+def _one_batch_without_files():
+    # a run with files, but the 3 cases before its empty retrieval lost theirs: a batch of those 4 cases has no
+    # chunk with a file, which ragmeter.score, deciding over the whole run, does not see
+    records = _records()
+    empty = next(i for i, r in enumerate(records) if not r["retrieved"])
+    for j in range(empty - 3, empty):
+        records[j] = {**records[j], "retrieved": [{**c, "file": None} for c in records[j]["retrieved"]]}
+    table = pa.Table.from_pylist(records)
+    return table, [table.slice(0, empty - 3), table.slice(empty - 3, 4), table.slice(empty + 1)]
+
+
+@pytest.mark.parametrize("shape", ["fileless", "one_batch_without_files"])
+def test_whether_the_run_gives_files_is_decided_over_the_whole_run(shape):
+    if shape == "fileless":
+        table = _fileless_run()
+        slices = [table.slice(i, 7) for i in range(0, table.num_rows, 7)]
+    else:
+        table, slices = _one_batch_without_files()
+    whole = ragmeter.score(GOLDEN, table)
+    red = reduce_batches([ragmeter.score_batch(s, GOLDEN) for s in slices], GOLDEN)
+    assert_frame_equal(red["cases"], whole.cases)
+    assert red["overall"] == whole.summary["overall"] and red["by_category"] == whole.summary["by_category"]
+
+
+def test_partial_sums_refuse_a_batch_whose_file_decision_differs_from_the_runs():
+    # the sums cannot be corrected after the fact: combine says so instead of returning other counts
+    table, slices = _one_batch_without_files()
+    whole = ragmeter.score(GOLDEN, table)
+    parts = [ragmeter.score_batch(s, GOLDEN) for s in slices]
+    missing = reduce_batches(parts, GOLDEN)["missing_from_run"]
+    empty = ragmeter.score_batch([{"id": i, "retrieved": []} for i in missing], GOLDEN)
+    with pytest.raises(InputError, match=r"partial sums: batch 2 .*no retrieved item with a file.*reduce_batches"):
+        combine([partial_sums(p) for p in [*parts, empty]], golden=GOLDEN)
+    # batches that do not split the decision still combine to ragmeter.score's counts
+    regular = [ragmeter.score_batch(table.slice(i, 9), GOLDEN) for i in range(0, table.num_rows, 9)]
+    totals = combine([partial_sums(p) for p in [*regular, empty]], golden=GOLDEN)
+    assert totals[None]["file_hit_rate"]["n_scored"] == whole.summary["overall"]["file_hit_rate"]["n_scored"]

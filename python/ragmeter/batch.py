@@ -2,10 +2,13 @@
 
 ``score_batch(batch, golden, k=5)`` scores the run rows of one batch against their golden cases and returns
 the per-case columns of :func:`ragmeter.score` (``CASE_COLUMNS`` plus ``missing_from_run`` and
-``n_expected_files``) as a ``pyarrow.Table``. It is a plain module-level function of its arguments (picklable,
+``n_expected_files``), and ``n_retrieved_with_file``, as a ``pyarrow.Table``. It is a plain module-level function of its arguments (picklable,
 no state kept between calls); the matching and rank metrics run in the Rust core, which releases the GIL.
-Per-case values depend only on the case's own golden and run rows, so the batches' tables concatenated are
-:func:`ragmeter.score`'s per-case table (in another row order).
+Per-case values depend only on the case's own golden and run rows, but for one decision ragmeter.score takes
+over the whole run: when no retrieved item of the run gives a file, the file-level metrics of the cases expecting
+files are unknown, empty retrievals included. A batch decides it from its own items, so :func:`reduce_batches`
+scores the empty retrievals again with the run's decision (from ``n_retrieved_with_file``, dropped from its
+table), and :func:`combine` refuses a batch that decided otherwise.
 
 :func:`reduce_batches` collects the per-case tables and aggregates them once, as :func:`ragmeter.score` does
 (the same numbers, bit for bit). Where collecting is too much, :func:`partial_sums` and :func:`combine`
@@ -16,7 +19,7 @@ every golden case is in a batch (``combine(..., golden=...)`` refuses otherwise)
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import polars as pl
 
@@ -67,7 +70,21 @@ def score_batch(batch: Any, golden: Any, k: int = 5, *, name: Optional[str] = No
         result = score(g.filter(pl.col("id").is_in(ids.implode())), run, k=k)
     except InputError as err:
         raise InputError(f"{label}: {err}") from None
-    return result.cases.to_arrow() if isinstance(result.cases, pl.DataFrame) else pa.table(result.cases)
+    cases = _with_file_counts(result.cases, result.chunks)
+    return cases.to_arrow() if isinstance(cases, pl.DataFrame) else pa.table(cases)
+
+
+#: per case, how many of its retrieved items give a file. ragmeter.score decides over the whole run whether the
+#: run gives files at all (when no item of the run has one, the file-level metrics of every case expecting files
+#: are unknown, empty retrievals included); a batch sees only its own items, so the reduction decides it again from
+#: this column (and drops it: the collected per-case table is ragmeter.score's)
+FILE_COUNT = "n_retrieved_with_file"
+
+
+def _with_file_counts(cases: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:
+    counts = chunks.group_by("id").agg(pl.col("file").is_not_null().sum().cast(pl.Int64).alias(FILE_COUNT))
+    mapping = dict(zip(counts["id"].to_list(), counts[FILE_COUNT].to_list()))
+    return cases.with_columns(pl.col("id").replace_strict(mapping, default=0, return_dtype=pl.Int64).alias(FILE_COUNT))
 
 
 def _run_frame(batch: Any) -> pl.DataFrame:
@@ -115,8 +132,8 @@ def _empty_cases(golden: Any, k: int) -> Any:
 
     g = _golden_frame(golden)
     first = g.head(1)
-    cases = score(first, load_run([{"id": first["id"][0], "retrieved": []}]), k=k).cases
-    return cases.clear().to_arrow()
+    result = score(first, load_run([{"id": first["id"][0], "retrieved": []}]), k=k)
+    return _with_file_counts(result.cases, result.chunks).clear().to_arrow()
 
 
 def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, Any]]:
@@ -124,7 +141,9 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
 
     Rows: ``{"group", "n_cases", "n_labeled", "empty_retrievals", "sum_retrieved", and per aggregate
     "<name>_sum", "<name>_n_scored", "<name>_n_total"}``. Sums are exact (``math.fsum``) so that the order of
-    the batches cannot change the result."""
+    the batches cannot change the result. The all-cases row also has ``"files"``: the batch's retrieved items with
+    a file and its empty retrievals expecting files (None for a table not made by :func:`score_batch`), which
+    :func:`combine` needs to check that the batch decided as the whole run whether the run gives files."""
     frame = _run_frame(cases)
     groups: Dict[Any, pl.DataFrame] = {None: frame}
     if by is not None and frame.height:
@@ -148,6 +167,9 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
             row[f"{name}_n_scored"] = len(kept)
             row[f"{name}_n_total"] = total
         out.append(row)
+    out[0]["files"] = None if FILE_COUNT not in frame.columns else (
+        int(frame[FILE_COUNT].sum()) if frame.height else 0,
+        int(frame.filter(pl.col("empty_retrieval") & (pl.col("n_expected_files") > 0)).height) if frame.height else 0)
     return out
 
 
@@ -161,8 +183,12 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
     batch summed twice) is an :class:`~ragmeter.errors.InputError`. Without it nothing checks that no case was
     dropped: the sums cover only the cases of the batches."""
     acc: Dict[Any, Dict[str, Any]] = {}
-    for rows in partials:
+    files: List[Tuple[int, int, int, int]] = []  # per batch: number, items, items with a file, empties expecting files
+    for number, rows in enumerate(partials, 1):
         for row in rows:
+            if row["group"] is None and row.get("files") is not None:
+                files.append((number, row["sum_retrieved"], *row["files"]))
+            row = {key: value for key, value in row.items() if key != "files"}
             a = acc.setdefault(row["group"], {"n_cases": 0, "n_labeled": 0, "empty_retrievals": 0,
                                               "sum_retrieved": 0,
                                               **{f"{n}_sum": [] for n in AGGREGATE_COLUMNS},
@@ -173,6 +199,7 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
                     a[key] = a[key] + value
     if golden is not None:
         _check_all_cases_summed(acc[None]["n_cases"] if None in acc else 0, golden)
+    _check_file_decision(files)
     out: Dict[Any, Dict[str, Any]] = {}
     for group, a in acc.items():
         entry: Dict[str, Any] = {"n_cases": a["n_cases"], "n_labeled": a["n_labeled"],
@@ -184,6 +211,24 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
                            "n_total": a[f"{name}_n_total"]}
         out[group] = entry
     return out
+
+
+def _check_file_decision(files: List[Tuple[int, int, int, int]]) -> None:
+    """A batch that decided otherwise than the whole run whether the run gives files scored its empty retrievals
+    expecting files otherwise than ragmeter.score (file-level metrics unknown, or misses); sums cannot be corrected
+    after the fact, so that is an InputError naming the batch."""
+    from ragmeter.errors import InputError
+
+    run = _no_file_in_run(sum(f[1] for f in files), sum(f[2] for f in files))
+    for number, n_retrieved, n_with_file, empties in files:
+        if empties and _no_file_in_run(n_retrieved, n_with_file) != run:
+            said = "no retrieved item with a file" if not n_with_file else "retrieved items with a file"
+            whole = "gives a file for some retrieved item" if not run else "gives no file for any retrieved item"
+            raise InputError(
+                f"partial sums: batch {number} has {said} while the whole run {whole}; its {empties} empty "
+                "retrieval(s) expecting files are scored otherwise than ragmeter.score scores them (file-level "
+                "metrics unknown or missed); collect the per-case tables with reduce_batches, which decides over "
+                "the whole run")
 
 
 def _check_all_cases_summed(n_summed: int, golden: Any) -> None:
@@ -199,6 +244,38 @@ def _check_all_cases_summed(n_summed: int, golden: Any) -> None:
     if n_summed > g.height:
         raise InputError(f"partial sums: {n_summed} cases summed, the golden set has {g.height}: a batch summed "
                          "twice, or an id in more than one batch, would be counted twice")
+
+
+def _no_file_in_run(n_retrieved: int, n_with_file: int) -> bool:
+    """ragmeter.score's decision: the run has retrieved items and none of them gives a file."""
+    return n_retrieved > 0 and n_with_file == 0
+
+
+#: the per-case columns an empty retrieval's values depend on whether the run gives files
+_DECIDED_COLUMNS = ["labeled", "hit", "first_relevant_rank", "reciprocal_rank", "average_precision", "ndcg",
+                    "precision", "file_hit", "all_files_hit", "evidence_recall"]
+
+
+def _empty_retrievals_as_in_the_run(cases: pl.DataFrame, g: pl.DataFrame, k: int) -> pl.DataFrame:
+    """The empty retrievals' values as ragmeter.score gives them for the whole run: each batch decided from its own
+    items whether the run gives files (a batch whose items have none, or that has none, decides otherwise than the
+    run may); the empty retrievals (golden cases missing from the run included) are scored again with the whole
+    run's decision, as the scorer assembles a run matched a slice at a time (``mark_no_file_in_run``)."""
+    from ragmeter.evidence import mark_no_file_in_run
+    from ragmeter.retrieval import _prepared_match, _score_tables
+
+    empty = cases.filter(pl.col("n_retrieved") == 0)
+    if not empty.height:
+        return cases
+    prepared = _prepared_match(g.filter(pl.col("id").is_in(empty["id"].implode())),
+                               [{"id": i, "retrieved": []} for i in empty["id"]], run_wide=True)
+    if _no_file_in_run(int(cases["n_retrieved"].sum()), int(cases[FILE_COUNT].sum())):
+        mark_no_file_in_run(prepared.match, prepared.joined["expected_files"])
+    again = _score_tables(prepared, k)[0].select("id", *_DECIDED_COLUMNS)
+    kept = [c for c in cases.columns if c not in _DECIDED_COLUMNS]
+    order = cases.columns
+    rescored = empty.select(kept).join(again, on="id", how="left").select(order)
+    return pl.concat([cases.filter(pl.col("n_retrieved") != 0), rescored], how="vertical_relaxed")
 
 
 def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, Any]:
@@ -220,8 +297,14 @@ def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, 
     missing = g.filter(~pl.col("id").is_in(seen["id"].implode()))
     if missing.height:
         frames.append(score(missing, [{"id": i, "retrieved": []} for i in missing["id"]], k=k).cases.with_columns(
-            pl.lit(True).alias("missing_from_run")))
+            pl.lit(True).alias("missing_from_run"), pl.lit(0, dtype=pl.Int64).alias(FILE_COUNT)))
+    absent = [f for f in frames if FILE_COUNT not in f.columns]
+    if absent:
+        raise InputError(f"run: a per-case table without {FILE_COUNT!r} (not made by score_batch, "
+                         f"{absent[0].height} rows): whether the run gives files is decided over all its batches")
     cases = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
+    if cases.height:
+        cases = _empty_retrievals_as_in_the_run(cases, g, k).drop(FILE_COUNT)
     order = g.select("id").with_row_index("_order")
     cases = cases.join(order, on="id", how="left").sort("_order").drop("_order")
     # over the collected per-case columns, as ragmeter.score computes them (bit for bit the same numbers)
