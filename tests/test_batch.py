@@ -160,3 +160,13 @@ def test_partial_sums_refuse_a_batch_whose_file_decision_differs_from_the_runs()
     regular = [ragmeter.score_batch(table.slice(i, 9), GOLDEN) for i in range(0, table.num_rows, 9)]
     totals = combine([partial_sums(p) for p in [*regular, empty]], golden=GOLDEN)
     assert totals[None]["file_hit_rate"]["n_scored"] == whole.summary["overall"]["file_hit_rate"]["n_scored"]
+
+
+def test_combine_refuses_a_case_summed_twice_even_when_another_is_missing(whole, run_table):
+    # 50 run cases + one of them summed again = 51, the golden set's size: a count alone would take it (the case in
+    # no batch vanishes, the doubled one counts twice)
+    parts = [ragmeter.score_batch(run_table.slice(i, 9), GOLDEN) for i in range(0, run_table.num_rows, 9)]
+    again = ragmeter.score_batch(run_table.slice(3, 1), GOLDEN)
+    assert sum(p.num_rows for p in [*parts, again]) == whole.summary["n_cases"]
+    with pytest.raises(InputError, match=r"partial sums: the cases summed are not the golden set's"):
+        combine([partial_sums(p) for p in [*parts, again]], golden=GOLDEN)

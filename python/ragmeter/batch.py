@@ -167,6 +167,7 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
             row[f"{name}_n_scored"] = len(kept)
             row[f"{name}_n_total"] = total
         out.append(row)
+    out[0]["ids"] = _id_fingerprint(frame["id"]) if frame.height else 0
     out[0]["files"] = None if FILE_COUNT not in frame.columns else (
         int(frame[FILE_COUNT].sum()) if frame.height else 0,
         int(frame.filter(pl.col("empty_retrieval") & (pl.col("n_expected_files") > 0)).height) if frame.height else 0)
@@ -184,11 +185,15 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
     dropped: the sums cover only the cases of the batches."""
     acc: Dict[Any, Dict[str, Any]] = {}
     files: List[Tuple[int, int, int, int]] = []  # per batch: number, items, items with a file, empties expecting files
+    fingerprint: Optional[int] = 0
     for number, rows in enumerate(partials, 1):
         for row in rows:
             if row["group"] is None and row.get("files") is not None:
                 files.append((number, row["sum_retrieved"], *row["files"]))
-            row = {key: value for key, value in row.items() if key != "files"}
+            if row["group"] is None:
+                ids = row.get("ids")
+                fingerprint = None if ids is None or fingerprint is None else (fingerprint + ids) % _MOD
+            row = {key: value for key, value in row.items() if key not in ("files", "ids")}
             a = acc.setdefault(row["group"], {"n_cases": 0, "n_labeled": 0, "empty_retrievals": 0,
                                               "sum_retrieved": 0,
                                               **{f"{n}_sum": [] for n in AGGREGATE_COLUMNS},
@@ -198,7 +203,7 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
                 if key != "group":
                     a[key] = a[key] + value
     if golden is not None:
-        _check_all_cases_summed(acc[None]["n_cases"] if None in acc else 0, golden)
+        _check_all_cases_summed(acc[None]["n_cases"] if None in acc else 0, golden, fingerprint)
     _check_file_decision(files)
     out: Dict[Any, Dict[str, Any]] = {}
     for group, a in acc.items():
@@ -231,7 +236,19 @@ def _check_file_decision(files: List[Tuple[int, int, int, int]]) -> None:
                 "the whole run")
 
 
-def _check_all_cases_summed(n_summed: int, golden: Any) -> None:
+_MOD = 1 << 64
+
+
+def _id_fingerprint(ids: pl.Series) -> int:
+    """The sum (mod 2**64) of a 64-bit hash of each id: the same for the same ids in any order and any batching,
+    another for a case summed twice in place of a missing one (which the counts alone cannot tell)."""
+    import hashlib
+
+    return sum(int.from_bytes(hashlib.blake2b(str(i).encode("utf-8"), digest_size=8).digest(), "little")
+               for i in ids.cast(pl.Utf8).to_list()) % _MOD
+
+
+def _check_all_cases_summed(n_summed: int, golden: Any, fingerprint: Optional[int] = None) -> None:
     from ragmeter.errors import InputError
 
     g = _golden_frame(golden)
@@ -244,6 +261,10 @@ def _check_all_cases_summed(n_summed: int, golden: Any) -> None:
     if n_summed > g.height:
         raise InputError(f"partial sums: {n_summed} cases summed, the golden set has {g.height}: a batch summed "
                          "twice, or an id in more than one batch, would be counted twice")
+    if fingerprint is not None and fingerprint != _id_fingerprint(g["id"]):
+        raise InputError(f"partial sums: the cases summed are not the golden set's ({n_summed} of {g.height}, but "
+                         "some case is summed twice, in more than one batch, and another in no batch, or a batch "
+                         "is of another golden set); collect the batches with reduce_batches, which names them")
 
 
 def _no_file_in_run(n_retrieved: int, n_with_file: int) -> bool:
