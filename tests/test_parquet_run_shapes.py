@@ -160,3 +160,22 @@ def test_a_fixed_size_list_of_retrieved_items(tmp_path, items, options):
     pq.write_table(table, path, **options)
     assert pq.read_schema(path).field("retrieved").type == fixed.type
     assert_scored_as_jsonl(tmp_path, path, rows)
+
+
+def test_two_spellings_differing_on_every_row_are_counted_over_the_whole_file(tmp_path, monkeypatch):
+    # The file is read in slices; the rows where 'retrieved' and 'retrieved_contexts' differ were raised with the
+    # first slice's type checks, so the error counted the first slice's rows only ("3 rows" of 49).
+    from ragmeter import _parquet_ahead
+
+    monkeypatch.setattr(_parquet_ahead, "PARQUET_SLICE_BYTES", 1)
+    monkeypatch.setattr(_parquet_ahead, "SLICE_ROWS", (3, 3))
+    rows = [dict(r, retrieved_contexts=[item["text"] for item in r["retrieved"]]) for r in RUN]
+    path = tmp_path / "run.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    with pytest.raises(InputError) as streamed:
+        ragmeter.score(GOLDEN, path)
+    with pytest.raises(InputError) as whole:
+        ragmeter.dataset.load_run(path)
+    assert str(streamed.value) == str(whole.value)
+    assert str(streamed.value).startswith(f"{path}: 49 rows: both 'retrieved' and 'retrieved_contexts' given with "
+                                          f"different values (rows 1, 2, 3, 4, 5, ...)")

@@ -1227,8 +1227,11 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
         else:
             problems.add(where, f"column 'usage' has type {schema['usage']}, expected a struct of prompt_tokens, completion_tokens")
         df = df.drop("usage")
+    # Rows where two spellings differ are problems of the values: added once the types are checked (in a slice,
+    # they are collected with the other slices', not raised with the types).
+    differing: List[Tuple[List[int], str]] = []
     for names in (*_RUN_ALIASES.values(), _ID_NAMES, _RETRIEVED_NAMES, _ANSWER_NAMES):
-        df = _one_spelling(df, names, where, problems, at_rows)
+        df = _one_spelling(df, names, where, problems, lambda rows, message: differing.append((rows, message)))
     schema = df.schema
 
     exprs: List[pl.Expr] = []
@@ -1315,6 +1318,8 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
             problems.add(where, f"column {name!r} has type {schema[name]}, expected a number")
     problems.raise_if_any()
 
+    for rows, message in differing:
+        at_rows(rows, message)
     for differ, message in spelled:
         at_rows(_rows_where(df, differ), message)
     df = df.with_columns(exprs)
