@@ -302,3 +302,16 @@ def test_sibling_clients_share_one_session_and_one_endpoint_check(server):
     assert all(b.stats.preflight_requests == 0 for b in batches)
     first, *rest = sorted(server.log, key=lambda r: r["t_in"])
     assert first["t_out"] <= min(r["t_in"] for r in rest)  # one lone first request for both batches, not one each
+
+
+@pytest.mark.parametrize("data, kw, message", [
+    (None, {}, r"judge_dataset: expected a Ray Dataset or a list of records, got NoneType"),
+    ("cases.jsonl", {}, r"judge_dataset: expected a Ray Dataset or a list of records, got str"),
+    ([], {"workers": "2"}, r"workers must be a positive integer, got '2' \(a str\)"),
+    ([], {"batch_size": 0}, r"batch_size must be a positive integer, got 0"),
+    ([], {"retries": -1}, r"retries must be .*got -1"),
+])
+def test_bad_arguments_are_one_input_error_before_the_cluster(tmp_path, data, kw, message):
+    # checked before the cluster is joined: one InputError, not a TypeError from inside judge_dataset
+    with pytest.raises(InputError, match=message):
+        judge_dataset(data, model="m", base_url="http://127.0.0.1:9/v1", cache=None, **kw)

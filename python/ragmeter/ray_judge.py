@@ -552,8 +552,16 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
     cfg = replace(_make_config(config, options), tally=None, progress=False)
     if cfg.dry_run:
         raise InputError("judge_dataset: a dry run sends nothing; use ragmeter.judge.run(..., dry_run=True)")
-    if workers < 1 or batch_size < 1 or retries < 0:
-        raise InputError("judge_dataset: workers and batch_size must be at least 1, retries at least 0")
+    from ragmeter._args import check_arg
+
+    workers = check_arg("workers", workers, "int", low=1)
+    batch_size = check_arg("batch_size", batch_size, "int", low=1)
+    retries = check_arg("retries", retries, "int", low=0)
+    if not hasattr(data, "to_arrow_refs") and (isinstance(data, (str, bytes, Mapping)) or hasattr(data, "columns")
+                                               or not hasattr(data, "__iter__")):
+        raise InputError(f"judge_dataset: expected a Ray Dataset or a list of records, got {type(data).__name__}"
+                         + (" (ray.data.from_pandas or df.to_dicts() / df.to_dict('records') make one)"
+                            if hasattr(data, "columns") else ""))
     if cfg.budget is not None and cfg.price_table().lookup(cfg.model) is None:
         raise InputError(f"--budget needs a price for model {cfg.model!r}: pass --price IN,OUT or --prices FILE")
     connect(address)
