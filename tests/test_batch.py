@@ -170,3 +170,22 @@ def test_combine_refuses_a_case_summed_twice_even_when_another_is_missing(whole,
     assert sum(p.num_rows for p in [*parts, again]) == whole.summary["n_cases"]
     with pytest.raises(InputError, match=r"partial sums: the cases summed are not the golden set's"):
         combine([partial_sums(p) for p in [*parts, again]], golden=GOLDEN)
+
+
+def test_a_golden_frame_in_its_raw_spelling_is_loaded_not_taken_as_loaded(whole, run_table):
+    # a Polars golden frame with 'expected_files' (an accepted spelling) but ids spelt case_id: ragmeter.score loads
+    # it; the batches must not take it for a frame load_golden already made
+    import json
+
+    records = [json.loads(line) for line in GOLDEN.read_text().splitlines()
+               if line.strip() and not line.startswith(("#", "//"))]
+    frame = pl.DataFrame([{"case_id": r["id"], "question": r["question"], "expected_files": r.get("expectedFileNames", []),
+                           "expected_evidence": r.get("expectedEvidence", [])} for r in records])
+    reference = ragmeter.score(frame, RUN)
+    assert reference.summary["overall"] == whole.summary["overall"]
+    parts = [ragmeter.score_batch(run_table.slice(i, 9), frame) for i in range(0, run_table.num_rows, 9)]
+    red = reduce_batches(parts, frame)
+    assert_frame_equal(red["cases"], reference.cases)
+    assert red["overall"] == reference.summary["overall"]
+    totals = combine([partial_sums(p) for p in [*parts, red["cases"].filter(pl.col("missing_from_run"))]], golden=frame)
+    assert totals[None]["hit_rate"]["n_total"] == reference.summary["overall"]["hit_rate"]["n_total"]

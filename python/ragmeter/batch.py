@@ -33,10 +33,15 @@ AGGREGATE_COLUMNS = {
 }
 
 
+_LOADED_GOLDEN = {"id", "expected_files", "expected_evidence", "category", "labeled", "id_from_line"}
+
+
 def _golden_frame(golden: Any) -> pl.DataFrame:
-    """The golden set loaded (:func:`ragmeter.dataset.load_golden`), unless it already is: a frame with its
-    ``expected_files`` column is taken as it is, so that each batch does not load it again."""
-    if isinstance(golden, pl.DataFrame) and "expected_files" in golden.columns:
+    """The golden set loaded (:func:`ragmeter.dataset.load_golden`), unless it already is: a frame with the
+    columns load_golden makes (``id``, ``expected_files``, ``expected_evidence``, ``category``, ``labeled``,
+    ``id_from_line``) is taken as it is, so that each batch does not load it again. A frame in a golden file's own
+    spelling (``case_id``, ``expected_files`` without ``labeled``) is loaded, as ragmeter.score loads it."""
+    if isinstance(golden, pl.DataFrame) and _LOADED_GOLDEN <= set(golden.columns):
         return golden
     from ragmeter.dataset import load_golden
 
