@@ -2,8 +2,8 @@
 
 ``score_batch(batch, golden, k=5)`` scores the run rows of one batch against their golden cases and returns
 the per-case columns of :func:`ragmeter.score` (``CASE_COLUMNS`` plus ``missing_from_run`` and
-``n_expected_files``), and ``n_retrieved_with_file``, as a ``pyarrow.Table``. It is a plain module-level function of its arguments (picklable,
-no state kept between calls); the matching and rank metrics run in the Rust core, which releases the GIL.
+``n_expected_files``), and ``n_retrieved_with_file``, as a ``pyarrow.Table``. It is a plain module-level
+function of its arguments (picklable, no state kept between calls); the matching and rank metrics run in the Rust core, which releases the GIL.
 Per-case values depend only on the case's own golden and run rows, but for one decision ragmeter.score takes
 over the whole run: when no retrieved item of the run gives a file, the file-level metrics of the cases expecting
 files are unknown, empty retrievals included. A batch decides it from its own items, so :func:`reduce_batches`
@@ -148,7 +148,9 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
     "<name>_sum", "<name>_n_scored", "<name>_n_total"}``. Sums are exact (``math.fsum``) so that the order of
     the batches cannot change the result. The all-cases row also has ``"files"``: the batch's retrieved items with
     a file and its empty retrievals expecting files (None for a table not made by :func:`score_batch`), which
-    :func:`combine` needs to check that the batch decided as the whole run whether the run gives files."""
+    :func:`combine` needs to check that the batch decided as the whole run whether the run gives files, and
+    ``"ids"``: an order-free fingerprint of its case ids (a sum of 64-bit hashes), which ``combine(golden=...)``
+    compares with the golden set's."""
     frame = _run_frame(cases)
     groups: Dict[Any, pl.DataFrame] = {None: frame}
     if by is not None and frame.height:
