@@ -199,6 +199,7 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
     from ragmeter.errors import input_error
 
     from ragmeter._sniff import MAX_DEPTH, depth_exceeded_at
+    from ragmeter.dataset import _ID_NAMES, _QUESTION_NAMES
 
     for n, line in enumerate(f, start=1):
         if not line.strip() or line.lstrip().startswith(("#", "//")):
@@ -211,9 +212,10 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
             raise input_error(path, n, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
         if not isinstance(rec, dict):
             raise input_error(path, n, "expected a JSON object")
-        for field in ("id", "question"):
-            if rec.get(field) in (None, ""):
-                raise input_error(path, n, f"missing field {field!r}")
+        for field, names in (("id", _ID_NAMES), ("question", _QUESTION_NAMES)):  # any spelling Case reads
+            if all(rec.get(name) in (None, "") for name in names):
+                also = f" (or {', '.join(repr(x) for x in names[1:])})"
+                raise input_error(path, n, f"missing field {field!r}{also}")
         if rec.get("contexts") is not None and not isinstance(rec["contexts"], list):
             raise input_error(path, n, "field 'contexts' must be a list of strings")
         records.append(rec)

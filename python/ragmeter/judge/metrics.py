@@ -43,19 +43,28 @@ class Case:
 
     @classmethod
     def from_record(cls, rec: Mapping[str, Any], no_answer_categories: frozenset = NO_ANSWER_CATEGORIES) -> "Case":
-        if rec.get("id") is None:
+        """A case from a record under any spelling the golden set and the run accept (README "Formats":
+        ``user_input``/``response``/``reference``/``retrieved_contexts``, DeepEval's, ...): a ragas-named file
+        was read as questions without answers, every row skipped and nothing measured."""
+        from ragmeter import dataset as D
+
+        case_id = _first(rec, D._ID_NAMES)
+        if case_id is None:
             raise ValueError("record without an id")
         contexts = rec.get("contexts")
-        if contexts is None and rec.get("retrieved") is not None:
-            contexts = [r.get("text") or "" for r in rec["retrieved"]]
+        retrieved = _first(rec, D._RETRIEVED_NAMES)
+        if contexts is None and retrieved is not None:
+            contexts = [r if isinstance(r, str) else (_first(r, D._CHUNK_ALIASES["text"]) or "")
+                        for r in retrieved if isinstance(r, (str, Mapping))]
         category = rec.get("category")
         flag = rec.get("no_answer")
         no_answer = bool(flag) if flag is not None else (
             category is not None and str(category).strip().lower() in no_answer_categories)
         cost = rec.get("cost", rec.get("system_cost"))
         return cls(
-            id=str(rec["id"]), question=str(rec.get("question") or ""),
-            reference_answer=_text_or_none(rec.get("reference_answer")), answer=_text_or_none(rec.get("answer")),
+            id=str(case_id), question=str(_first(rec, D._QUESTION_NAMES) or ""),
+            reference_answer=_text_or_none(_first(rec, D._GOLDEN_ALIASES["reference_answer"])),
+            answer=_text_or_none(_first(rec, D._ANSWER_NAMES)),
             contexts=[str(c) for c in (contexts or []) if c is not None], category=category,
             no_answer=no_answer,
             system_cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
@@ -66,6 +75,11 @@ class Case:
 
 _RECORD_FIELDS = frozenset({"id", "question", "reference_answer", "answer", "contexts", "retrieved", "category",
                             "no_answer", "cost", "system_cost", "missing_run"})
+
+
+def _first(rec: Mapping[str, Any], names: Sequence[str]) -> Any:
+    """The value of the first of ``names`` that ``rec`` gives (not None)."""
+    return next((rec[n] for n in names if rec.get(n) is not None), None)
 
 
 def _text_or_none(v: Any) -> Optional[str]:
