@@ -256,7 +256,9 @@ def test_an_unreadable_or_empty_parquet_run(tmp_path, tiny_slices):
     assert _error(lambda: ragmeter.score(golden, tmp_path / "nope.parquet")) == f"{tmp_path / 'nope.parquet'}: no such file"
     empty = tmp_path / "empty.parquet"
     pl.DataFrame({"id": [], "retrieved": []}, schema={"id": pl.String, "retrieved": pl.List(pl.String)}).write_parquet(empty)
-    assert_same(ragmeter.score(golden, empty), whole_run(golden, empty))
+    # a run of no case measures nothing: refused, as an empty JSON Lines run is (it was scored as all missing)
+    assert _error(lambda: ragmeter.score(golden, empty)) == _error(lambda: whole_run(golden, empty)) == \
+        f"{empty}: no cases (the file has 0 rows)"
     wrong = tmp_path / "wrong.parquet"
     pl.DataFrame({"id": [], "retrieved": []}, schema={"id": pl.String, "retrieved": pl.Int64}).write_parquet(wrong)
     assert _error(lambda: ragmeter.score(golden, wrong)) == _error(lambda: load_run(wrong))

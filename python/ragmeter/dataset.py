@@ -1187,7 +1187,13 @@ def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
         df = _read_parquet(path)
     except Exception as exc:  # polars raises several types for unreadable files
         raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
+    if not df.height:  # as ParquetRun refuses it
+        raise InputError(f"{path}: {NO_ROWS}")
     return _run_from_columns(df, str(path), problems)
+
+
+#: why a Parquet run of no row is refused (the streamed and the whole-file reading say the same)
+NO_ROWS = "no cases (the file has 0 rows)"
 
 
 def _columnar_run(source: Any) -> bool:
@@ -1414,6 +1420,8 @@ class ParquetRun:
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for unreadable files
             raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
         self.n_rows = self._file.metadata.num_rows
+        if not self.n_rows:  # a run of no case measures nothing: refused, as an empty JSON Lines run is
+            raise InputError(f"{path}: {NO_ROWS}")
         self.batch_rows = _parquet_ahead.slice_rows(self._file.metadata)  # the sizes: _parquet_ahead's
         #: the slices the command began decoding before it got here (:func:`ragmeter._parquet_ahead.start`)
         self._early: Optional[_parquet_ahead.ReadAhead] = _parquet_ahead.take(path, self.batch_rows)
