@@ -396,3 +396,20 @@ def test_cases_absent_from_one_run_do_not_read_as_a_change_of_retrieval_modes(tm
     d = write_results(tmp_path / "d", degraded)
     with pytest.raises(CompareRefused, match="retrieval-mode mix differs"):  # a real change of modes still is
         compare(b, d, n_resamples=200)
+
+
+def test_gate_lines_in_markdown_keep_rule_text_whole_and_data_out_of_html(tmp_path: Path) -> None:
+    """A rule or category holding a backtick used to end its code span early (the rest of the rule rendered as
+    prose), and category names from the data went into the Markdown raw (`<b>` became HTML in a PR comment)."""
+    base = synth_cases(60, seed=3).with_columns(
+        pl.when(pl.col("category") == "fact").then(pl.lit("a`b")).otherwise(pl.lit("<b>x</b>")).alias("category"))
+    b = write_results(tmp_path / "base", base)
+    c = write_results(tmp_path / "cand", base)
+    comp = compare(b, c, n_resamples=100)
+    res = gate.evaluate(gate.parse_rules("hit[a`b]>=-50pp,hit[nope]>=0pp"), comp)
+    md = to_markdown(comp, res)
+    gate_items = [line for line in md.splitlines() if line.startswith("- ok:") or line.startswith("- FAILED:")]
+    assert len(gate_items) == 2
+    # CommonMark: a code span holding a backtick needs a longer fence
+    assert "``hit[a`b]>=-50pp``" in gate_items[0]
+    assert "<b>" not in gate_items[1] and "&lt;b&gt;" in gate_items[1]

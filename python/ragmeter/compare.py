@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -934,6 +935,22 @@ def _code(text: str) -> str:
     return "`" + str(text).replace("`", "'") + "`"
 
 
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)")
+
+
+def md_prose(text: str) -> str:
+    """One line of prose that may hold code spans: HTML characters outside the spans are escaped (names from the
+    data must not become markup in a pull-request comment); the spans are kept as they are."""
+    import html
+
+    out, at = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        out += [html.escape(text[at:span.start()], quote=False), span.group(0)]
+        at = span.end()
+    out.append(html.escape(text[at:], quote=False))
+    return " ".join("".join(out).split())
+
+
 def to_markdown(comp: Comparison, gate_results: Optional[List[Any]] = None) -> str:
     from ragmeter.report.markdown import md_escape, md_table
 
@@ -958,7 +975,7 @@ def to_markdown(comp: Comparison, gate_results: Optional[List[Any]] = None) -> s
     if gate_results is not None:
         head, *items = gate_lines(gate_results)
         lines += [f"### {head}", ""]
-        lines += [f"- {item}" for item in items]
+        lines += [f"- {md_prose(item)}" for item in items]
         lines.append("")
     rows = []
     for r in comp.rows:

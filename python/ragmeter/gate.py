@@ -338,6 +338,15 @@ def _unjudged_sides(rule: Rule, comparison: Any) -> List[str]:
     return [side for side in sides if rule.name in not_judged.get(side, ())]
 
 
+def code_span(text: str) -> str:
+    """``text`` as a Markdown code span whose fence is longer than any run of backticks inside it (CommonMark),
+    so a rule holding a backtick is not cut short; a space pads a backtick at either end."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
     """Evaluate rules against a :class:`ragmeter.compare.Comparison`.
 
@@ -367,17 +376,17 @@ def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
                 # whose judge step was skipped must not go green on it
                 shown = f" ({_fmt(rule.mode, actual)}{how})" if actual is not None else ""
                 out.append(RuleResult(rule, None, False, (
-                    f"`{rule.text}`: not measured: answers not judged in the {' and '.join(unjudged)}; "
+                    f"{code_span(rule.text)}: not measured: answers not judged in the {' and '.join(unjudged)}; "
                     f"{rule.name} there is only refusal detection on the no-answer cases{shown}")))
                 continue
         if actual is None and rule.category and rule.category not in comparison.groups:
-            out.append(RuleResult(rule, None, False, f"`{rule.text}`: not measured: {_unknown_category(rule.category, comparison.groups)}"))
+            out.append(RuleResult(rule, None, False, f"{code_span(rule.text)}: not measured: {_unknown_category(rule.category, comparison.groups)}"))
             continue
         if actual is None:
             where = f" in category {rule.category!r}" if rule.category else ""
             what = rule.count_metric or (", ".join(OUTCOMES) if rule.mode == "count" else rule.name)
             lost = _one_sided(rule, comparison, group)
-            out.append(RuleResult(rule, None, False, f"`{rule.text}`: no case scored in both runs for {what}{where}"
+            out.append(RuleResult(rule, None, False, f"{code_span(rule.text)}: no case scored in both runs for {what}{where}"
                                   + (f" ({lost})" if lost else "")))
             continue
         what = {"delta": "delta", "absolute": "candidate", "count": rule.count_kind}[rule.mode]
@@ -386,15 +395,15 @@ def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
             # the cases one run could not score (a failed judge call) may be the ones that regressed: a verdict on
             # the rest would pass a CI job whose candidate lost half its judge calls
             out.append(RuleResult(rule, None, False, (
-                f"`{rule.text}`: not measured on every case: {one_sided} (a failed or skipped judge call?); "
+                f"{code_span(rule.text)}: not measured on every case: {one_sided} (a failed or skipped judge call?); "
                 f"{what} {_fmt(rule.mode, actual)}{how} on the rest"), counted))
             continue
         passed = _holds(actual, rule.op, rule.value)
         if passed:
-            detail = f"`{rule.text}`: {what} {_fmt(rule.mode, actual)}{how}, limit {rule.op} {_fmt(rule.mode, rule.value)}"
+            detail = f"{code_span(rule.text)}: {what} {_fmt(rule.mode, actual)}{how}, limit {rule.op} {_fmt(rule.mode, rule.value)}"
         else:
             shown, limit, by = _fmt_failed(rule.mode, actual, rule.value)
-            detail = f"`{rule.text}`: {what} {shown}{how}, limit {rule.op} {limit}, violated by {by}"
+            detail = f"{code_span(rule.text)}: {what} {shown}{how}, limit {rule.op} {limit}, violated by {by}"
         out.append(RuleResult(rule, actual, passed, detail, counted))
     return out
 
