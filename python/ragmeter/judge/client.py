@@ -304,7 +304,7 @@ class JudgeClient:
         if status in (401, 403):
             decision = classify(attempt=1, policy=self.config.policy, status=status, body=self.redact(body))
             self.stop.trip(decision.kind, self.redact(f"{where}: GET /models: {decision.message}") or "")
-        elif status == 200 and self.context_size is None and base == self._chat_base:
+        elif 200 <= status < 300 and self.context_size is None and base == self._chat_base:
             self.context_size = models_context_size(body, self.config.model)
         # 404/405: the endpoint has no such route; anything else: the real calls will tell
 
@@ -379,7 +379,7 @@ class JudgeClient:
                 record["status"] = status
                 if status is not None:
                     self.breaker.answered()
-                if exc is None and status == 200:
+                if exc is None and status is not None and 200 <= status < 300:  # a proxy's 201/203 is an answer too
                     try:
                         data = _json.loads(body or "")
                         if not isinstance(data, dict):

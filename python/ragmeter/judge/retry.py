@@ -158,7 +158,7 @@ def classify(
     Pass either ``exc`` (the request raised) or ``status``/``headers``/``body``
     (the server answered with an error status). Retryable: 408/409/425/429, 5xx
     except 501, time-outs, connection errors and unreadable 200 responses
-    (``kind="bad_response"``, passed as ``status=200``). Not retryable:
+    (``kind="bad_response"``, passed as ``status=200``, or any other 2xx). Not retryable:
     400/401/403/404 and every other 4xx, quota or credit exhaustion even when
     sent as 429, and a 5xx whose body names a context overflow
     (``kind="context_overflow"``: resending it fails the same way, each attempt as
@@ -185,8 +185,9 @@ def classify(
         code = int(status or 0)
         detail = _error_text(body)
         suffix = f": {detail}" if detail else ""
-        if code == 200:
-            kind, retry, message = "bad_response", True, f"unreadable response from the endpoint{suffix}"
+        if 200 <= code < 300:  # a 2xx whose body is not a usable reply (a proxy may answer 201/203)
+            status_note = "" if code == 200 else f" (HTTP {code})"
+            kind, retry, message = "bad_response", True, f"unreadable response from the endpoint{status_note}{suffix}"
         elif code in (400, 402, 403, 429) and _is_quota(code, headers, body):
             kind, retry, message = "quota", False, f"HTTP {code}, quota or credit exhausted{suffix}"
         elif code == 402:

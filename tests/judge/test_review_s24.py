@@ -1,0 +1,43 @@
+"""Review session 24 of the judge: defects found scripting a flaky OpenAI-compatible endpoint against
+``ragmeter judge``, each with the test that failed before its fix."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragmeter.judge import JudgeCallError
+from ragmeter.judge.retry import RetryPolicy, classify
+
+from test_client import chat  # noqa: E402 (tests/judge is on sys.path: conftest.py)
+
+VERDICT = {"reason": "matches", "score": 5, "correct": True}
+
+
+def _reply(status: int, content: str = json.dumps(VERDICT)) -> dict:
+    return {"status": status, "body": json.dumps({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7}})}
+
+
+# -- a 2xx other than 200 (a proxy's 201/203) is an answer, not a rejected request -------------------------------
+@pytest.mark.parametrize("status", [201, 203])
+def test_a_2xx_reply_other_than_200_is_read_as_the_answer(server, fast_retry, status):
+    server.script = [_reply(status)]
+    res = chat(server, policy=fast_retry)
+    # before: "chat failed: HTTP 203, request rejected", the row failed and the paid reply was thrown away
+    assert json.loads(res.content) == VERDICT
+    assert server.requests == 1 and res.attempts[0]["status"] == status
+    assert res.prompt_tokens == 11 and res.completion_tokens == 7
+
+
+def test_an_unreadable_2xx_is_retried_like_an_unreadable_200(server, fast_retry):
+    server.script = [{"status": 204, "body": ""}, {"status": 202, "body": '{"id": "job-1"}'}, "ok"]
+    res = chat(server, policy=fast_retry)
+    assert server.requests == 3 and json.loads(res.content)["score"] == 5
+    assert [a["outcome"] for a in res.attempts] == ["bad_response", "bad_response", "ok"]
+
+
+def test_classify_reads_any_2xx_as_an_unreadable_answer():
+    d = classify(attempt=1, policy=RetryPolicy(), status=206, body="<html>")
+    assert d.kind == "bad_response" and d.retry
