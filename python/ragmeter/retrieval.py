@@ -478,12 +478,21 @@ def _run_health_warnings(cases: pl.DataFrame, main_mode: Optional[str], missing:
                                 missing))
     failed = cases.filter(pl.col("run_error").is_not_null())
     if failed.height:
-        ids, kinds = failed["id"].to_list(), failed["run_error"].to_list()
-        warnings.append(warning(
-            "failed_in_run", "case(s) failed when the run was collected (the run file keeps their error): scored "
-            "from what the run holds for them (an empty retrieval, no answer); rerun `ragmeter collect` for them", ids,
-            [f"{i} ({kind})" for i, kind in zip(ids, kinds)]))
+        warnings.append(failed_in_run_warning(failed["id"].to_list(), failed["run_error"].to_list()))
     return warnings
+
+
+def failed_in_run_warning(ids: List[Any], kinds: List[Any],
+                          consequence: str = "scored from what the run holds for them (an empty retrieval, no "
+                                             "answer)") -> Dict[str, Any]:
+    """The ``failed_in_run`` warning: the cases (``ids``) the run file records as failed when it was collected,
+    each with its failure kind (``run_error``); ``consequence`` says what the command did with them (``score``,
+    ``sweep``: scored from what the run holds; ``judge``: nothing to judge)."""
+    from ragmeter._warnings import warning
+
+    return warning("failed_in_run", f"case(s) failed when the run was collected (the run file keeps their error): "
+                   f"{consequence}; rerun `ragmeter collect` for them", ids,
+                   [f"{i} ({kind})" for i, kind in zip(ids, kinds)])
 
 
 def run_error_counts(cases: pl.DataFrame) -> Dict[str, int]:
