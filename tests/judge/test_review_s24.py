@@ -41,3 +41,17 @@ def test_an_unreadable_2xx_is_retried_like_an_unreadable_200(server, fast_retry)
 def test_classify_reads_any_2xx_as_an_unreadable_answer():
     d = classify(attempt=1, policy=RetryPolicy(), status=206, body="<html>")
     assert d.kind == "bad_response" and d.retry
+
+
+# -- one failed_in_run warning for score, sweep and judge (each says what it did with the cases) -----------------
+def test_judge_and_score_share_the_failed_in_run_warning(capsys):
+    from ragmeter.cli.judge import _warn_failed_in_run
+    from ragmeter.retrieval import failed_in_run_warning
+
+    assert _warn_failed_in_run([("q1", "timeout"), ("q2", "http_500")]) == 3
+    said = " ".join(capsys.readouterr().err.split())
+    assert "2 case(s) failed when the run was collected (the run file keeps their error): they have no answer to " \
+           "judge; rerun `ragmeter collect` for them" in said and "q1 (timeout)" in said
+    scored = failed_in_run_warning(["q1"], ["timeout"])
+    assert scored["code"] == "failed_in_run" and "scored from what the run holds for them" in scored["message"]
+    assert _warn_failed_in_run([]) == 0

@@ -242,12 +242,11 @@ def _warn_failed_in_run(failed: List[Tuple[str, str]]) -> int:
         return 0
     from rich.console import Console
 
-    from ragmeter._warnings import warning
     from ragmeter.cli._tables import print_warning
+    from ragmeter.retrieval import failed_in_run_warning
 
-    entry = warning("failed_in_run", "case(s) failed when the run was collected (the run file keeps their error): "
-                    "they have no answer to judge; rerun `ragmeter collect` for them",
-                    [i for i, _kind in failed], [f"{i} ({kind})" for i, kind in failed])
+    entry = failed_in_run_warning([i for i, _kind in failed], [kind for _i, kind in failed],
+                                  "they have no answer to judge")
     print_warning(entry["message"], Console(stderr=True))
     from ragmeter.cli._inputs import failed_in_run_exit
 
