@@ -60,6 +60,13 @@ __all__ = [
     "RETRIEVED_DTYPE",
     "MAX_REPORTED",
     "FIELD_NAMES",
+    "ID_NAMES",
+    "QUESTION_NAMES",
+    "GOLDEN_ALIASES",
+    "RETRIEVED_NAMES",
+    "ANSWER_NAMES",
+    "RUN_ALIASES",
+    "CHUNK_ALIASES",
     "golden_fingerprint",
     "check_id_sources",
     "RecordProblem",
@@ -101,26 +108,33 @@ RUN_SCHEMA: Dict[str, Any] = {
     "id_from_line": pl.Boolean,
 }
 
-# Accepted spellings, canonical name first (ragas' and DeepEval's names included).
-_ID_NAMES = ("id", "case_id", "sample_id")
-_QUESTION_NAMES = ("question", "user_input", "input", "query")
-_GOLDEN_ALIASES = {
+# Accepted spellings, canonical name first (ragas' and DeepEval's names included). Public for the readers of
+# records outside this module (``ragmeter.judge.Case.from_record``, ``judge --cases``); the private names are
+# the same objects, kept for the code that uses them.
+ID_NAMES = ("id", "case_id", "sample_id")
+QUESTION_NAMES = ("question", "user_input", "input", "query")
+#: golden-set fields (other than id and question) -> spellings
+GOLDEN_ALIASES = {
     "expected_files": ("expectedFileNames", "expected_files", "expected_file_names", "expectedFiles"),
     "expected_evidence": ("expectedEvidence", "expected_evidence", "reference_contexts", "context"),
     "reference_answer": ("referenceAnswer", "reference_answer", "reference", "expected_output", "ground_truth"),
 }
-_RETRIEVED_NAMES = _parquet_ahead.RETRIEVED_NAMES
-_ANSWER_NAMES = ("answer", "response", "actual_output")
-_RUN_ALIASES = {
+RETRIEVED_NAMES = _parquet_ahead.RETRIEVED_NAMES
+ANSWER_NAMES = ("answer", "response", "actual_output")
+#: run fields (other than id, retrieved and answer) -> spellings
+RUN_ALIASES = {
     "retrieval_mode": ("retrieval_mode", "retrievalMode"),
     "latency_ms": ("latency_ms", "latencyMs"),
 }
-_CHUNK_ALIASES = {
+#: fields of one retrieved item -> spellings
+CHUNK_ALIASES = {
     "file": ("file", "fileName", "file_name"),
     "chunk_id": ("chunk_id", "chunkId"),
     "text": _parquet_ahead.TEXT_NAMES,
     "score": ("score",),
 }
+_ID_NAMES, _QUESTION_NAMES, _GOLDEN_ALIASES = ID_NAMES, QUESTION_NAMES, GOLDEN_ALIASES
+_RETRIEVED_NAMES, _ANSWER_NAMES, _RUN_ALIASES, _CHUNK_ALIASES = RETRIEVED_NAMES, ANSWER_NAMES, RUN_ALIASES, CHUNK_ALIASES
 
 #: Every accepted field name, canonical first: (file kind, field) -> names.
 FIELD_NAMES: Dict[Tuple[str, str], Tuple[str, ...]] = {
