@@ -55,3 +55,19 @@ def test_judge_and_score_share_the_failed_in_run_warning(capsys):
     scored = failed_in_run_warning(["q1"], ["timeout"])
     assert scored["code"] == "failed_in_run" and "scored from what the run holds for them" in scored["message"]
     assert _warn_failed_in_run([]) == 0
+
+
+# -- Case.from_record reads dataset.py's public spelling tables, not its private ones ----------------------------
+def test_case_reads_the_public_spelling_tables_of_dataset():
+    import inspect
+
+    from ragmeter import dataset as D
+    from ragmeter.judge import metrics
+
+    for name in ("ID_NAMES", "QUESTION_NAMES", "GOLDEN_ALIASES", "RETRIEVED_NAMES", "ANSWER_NAMES", "CHUNK_ALIASES"):
+        assert name in D.__all__ and getattr(D, name) is getattr(D, "_" + name)  # the private names stay
+    assert "D._" not in inspect.getsource(metrics.Case.from_record)
+    case = metrics.Case.from_record({"sample_id": "s1", "user_input": "q?", "ground_truth": "r",
+                                     "actual_output": "a", "retrieved": [{"page_content": "ctx"}]})
+    assert (case.id, case.question, case.reference_answer, case.answer, case.contexts) == ("s1", "q?", "r", "a",
+                                                                                           ["ctx"])

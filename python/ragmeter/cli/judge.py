@@ -199,7 +199,7 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
     from ragmeter.errors import input_error
 
     from ragmeter._sniff import MAX_DEPTH, depth_exceeded_at
-    from ragmeter.dataset import _ID_NAMES, _QUESTION_NAMES
+    from ragmeter.dataset import ID_NAMES, QUESTION_NAMES
 
     for n, line in enumerate(f, start=1):
         if not line.strip() or line.lstrip().startswith(("#", "//")):
@@ -212,7 +212,7 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
             raise input_error(path, n, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
         if not isinstance(rec, dict):
             raise input_error(path, n, "expected a JSON object")
-        for field, names in (("id", _ID_NAMES), ("question", _QUESTION_NAMES)):  # any spelling Case reads
+        for field, names in (("id", ID_NAMES), ("question", QUESTION_NAMES)):  # any spelling Case reads
             if all(rec.get(name) in (None, "") for name in names):
                 also = f" (or {', '.join(repr(x) for x in names[1:])})"
                 raise input_error(path, n, f"missing field {field!r}{also}")

@@ -48,13 +48,13 @@ class Case:
         was read as questions without answers, every row skipped and nothing measured."""
         from ragmeter import dataset as D
 
-        case_id = _first(rec, D._ID_NAMES)
+        case_id = _first(rec, D.ID_NAMES)
         if case_id is None:
             raise ValueError("record without an id")
         contexts = rec.get("contexts")
-        retrieved = _first(rec, D._RETRIEVED_NAMES)
+        retrieved = _first(rec, D.RETRIEVED_NAMES)
         if contexts is None and retrieved is not None:
-            contexts = [r if isinstance(r, str) else (_first(r, D._CHUNK_ALIASES["text"]) or "")
+            contexts = [r if isinstance(r, str) else (_first(r, D.CHUNK_ALIASES["text"]) or "")
                         for r in retrieved if isinstance(r, (str, Mapping))]
         category = rec.get("category")
         flag = rec.get("no_answer")
@@ -62,9 +62,9 @@ class Case:
             category is not None and str(category).strip().lower() in no_answer_categories)
         cost = rec.get("cost", rec.get("system_cost"))
         return cls(
-            id=str(case_id), question=str(_first(rec, D._QUESTION_NAMES) or ""),
-            reference_answer=_text_or_none(_first(rec, D._GOLDEN_ALIASES["reference_answer"])),
-            answer=_text_or_none(_first(rec, D._ANSWER_NAMES)),
+            id=str(case_id), question=str(_first(rec, D.QUESTION_NAMES) or ""),
+            reference_answer=_text_or_none(_first(rec, D.GOLDEN_ALIASES["reference_answer"])),
+            answer=_text_or_none(_first(rec, D.ANSWER_NAMES)),
             contexts=[str(c) for c in (contexts or []) if c is not None], category=category,
             no_answer=no_answer,
             system_cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
