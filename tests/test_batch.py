@@ -189,3 +189,16 @@ def test_a_golden_frame_in_its_raw_spelling_is_loaded_not_taken_as_loaded(whole,
     assert red["overall"] == reference.summary["overall"]
     totals = combine([partial_sums(p) for p in [*parts, red["cases"].filter(pl.col("missing_from_run"))]], golden=frame)
     assert totals[None]["hit_rate"]["n_total"] == reference.summary["overall"]["hit_rate"]["n_total"]
+
+
+def test_batches_scored_at_another_cut_off_are_refused_not_reduced_as_if_at_k(run_table):
+    """score_batch(k=3) tables reduced with reduce_batches(k=5) gave Hit@3 values under the name Hit@5 (and the
+    missing cases scored at 5): one run, two cut-offs, no error."""
+    at3 = [ragmeter.score_batch(run_table.slice(i, 20), GOLDEN, k=3) for i in range(0, run_table.num_rows, 20)]
+    with pytest.raises(InputError, match=r"k=3.*k=5|k=5.*k=3"):
+        reduce_batches(at3, GOLDEN, k=5)
+    assert reduce_batches(at3, GOLDEN, k=3)["overall"] == ragmeter.score(GOLDEN, RUN, k=3).summary["overall"]
+    at5 = ragmeter.score_batch(run_table.slice(20, 1000), GOLDEN, k=5)
+    with pytest.raises(InputError, match=r"cut-off"):
+        combine([partial_sums(at3[0]), partial_sums(at5)])
+    assert "k" not in reduce_batches(at3, GOLDEN, k=3)["cases"].columns  # ragmeter.score's per-case table

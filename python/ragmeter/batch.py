@@ -2,7 +2,8 @@
 
 ``score_batch(batch, golden, k=5)`` scores the run rows of one batch against their golden cases and returns
 the per-case columns of :func:`ragmeter.score` (``CASE_COLUMNS`` plus ``missing_from_run`` and
-``n_expected_files``), and ``n_retrieved_with_file``, as a ``pyarrow.Table``. It is a plain module-level
+``n_expected_files``), ``n_retrieved_with_file`` and ``k`` (the cut-off, which the reductions check), as a
+``pyarrow.Table``. It is a plain module-level
 function of its arguments (picklable, no state kept between calls); the matching and rank metrics run in the Rust core, which releases the GIL.
 Per-case values depend only on the case's own golden and run rows, but for one decision ragmeter.score takes
 over the whole run: when no retrieved item of the run gives a file, the file-level metrics of the cases expecting
@@ -75,7 +76,7 @@ def score_batch(batch: Any, golden: Any, k: int = 5, *, name: Optional[str] = No
         result = score(g.filter(pl.col("id").is_in(ids.implode())), run, k=k)
     except InputError as err:
         raise InputError(f"{label}: {err}") from None
-    cases = _with_file_counts(result.cases, result.chunks)
+    cases = _with_batch_columns(result.cases, result.chunks, k)
     return cases.to_arrow() if isinstance(cases, pl.DataFrame) else pa.table(cases)
 
 
@@ -84,12 +85,20 @@ def score_batch(batch: Any, golden: Any, k: int = 5, *, name: Optional[str] = No
 #: are unknown, empty retrievals included); a batch sees only its own items, so the reduction decides it again from
 #: this column (and drops it: the collected per-case table is ragmeter.score's)
 FILE_COUNT = "n_retrieved_with_file"
+#: the cut-off a batch was scored at: reducing batches scored at another k than the reduction's (or at two) would
+#: report Hit@3 under the name Hit@5; the reductions check it and drop the column
+CUT_OFF = "k"
 
 
-def _with_file_counts(cases: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:
+def _with_batch_columns(cases: pl.DataFrame, chunks: pl.DataFrame, k: int) -> pl.DataFrame:
     counts = chunks.group_by("id").agg(pl.col("file").is_not_null().sum().cast(pl.Int64).alias(FILE_COUNT))
     mapping = dict(zip(counts["id"].to_list(), counts[FILE_COUNT].to_list()))
-    return cases.with_columns(pl.col("id").replace_strict(mapping, default=0, return_dtype=pl.Int64).alias(FILE_COUNT))
+    return cases.with_columns(pl.col("id").replace_strict(mapping, default=0, return_dtype=pl.Int64).alias(FILE_COUNT),
+                              pl.lit(k, dtype=pl.Int64).alias(CUT_OFF))
+
+
+def _cut_offs(frame: pl.DataFrame) -> List[int]:
+    return sorted(frame[CUT_OFF].unique().drop_nulls().to_list()) if CUT_OFF in frame.columns else []
 
 
 def _run_frame(batch: Any) -> pl.DataFrame:
@@ -138,7 +147,7 @@ def _empty_cases(golden: Any, k: int) -> Any:
     g = _golden_frame(golden)
     first = g.head(1)
     result = score(first, load_run([{"id": first["id"][0], "retrieved": []}]), k=k)
-    return _with_file_counts(result.cases, result.chunks).clear().to_arrow()
+    return _with_batch_columns(result.cases, result.chunks, k).clear().to_arrow()
 
 
 def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, Any]]:
@@ -150,7 +159,8 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
     a file and its empty retrievals expecting files (None for a table not made by :func:`score_batch`), which
     :func:`combine` needs to check that the batch decided as the whole run whether the run gives files, and
     ``"ids"``: an order-free fingerprint of its case ids (a sum of 64-bit hashes), which ``combine(golden=...)``
-    compares with the golden set's."""
+    compares with the golden set's, and ``"k"``: the cut-offs its cases were scored at (None for a table not made
+    by :func:`score_batch`), which :func:`combine` requires to be one."""
     frame = _run_frame(cases)
     groups: Dict[Any, pl.DataFrame] = {None: frame}
     if by is not None and frame.height:
@@ -175,6 +185,7 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
             row[f"{name}_n_total"] = total
         out.append(row)
     out[0]["ids"] = _id_fingerprint(frame["id"]) if frame.height else 0
+    out[0]["k"] = _cut_offs(frame) if CUT_OFF in frame.columns else None
     out[0]["files"] = None if FILE_COUNT not in frame.columns else (
         int(frame[FILE_COUNT].sum()) if frame.height else 0,
         int(frame.filter(pl.col("empty_retrieval") & (pl.col("n_expected_files") > 0)).height) if frame.height else 0)
@@ -193,6 +204,7 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
     acc: Dict[Any, Dict[str, Any]] = {}
     files: List[Tuple[int, int, int, int]] = []  # per batch: number, items, items with a file, empties expecting files
     fingerprint: Optional[int] = 0
+    cut_offs: Dict[int, int] = {}  # k -> the first batch scored at it
     for number, rows in enumerate(partials, 1):
         for row in rows:
             if row["group"] is None and row.get("files") is not None:
@@ -200,7 +212,9 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
             if row["group"] is None:
                 ids = row.get("ids")
                 fingerprint = None if ids is None or fingerprint is None else (fingerprint + ids) % _MOD
-            row = {key: value for key, value in row.items() if key not in ("files", "ids")}
+                for k in row.get("k") or []:
+                    cut_offs.setdefault(k, number)
+            row = {key: value for key, value in row.items() if key not in ("files", "ids", "k")}
             a = acc.setdefault(row["group"], {"n_cases": 0, "n_labeled": 0, "empty_retrievals": 0,
                                               "sum_retrieved": 0,
                                               **{f"{n}_sum": [] for n in AGGREGATE_COLUMNS},
@@ -209,6 +223,13 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
             for key, value in row.items():
                 if key != "group":
                     a[key] = a[key] + value
+    if len(cut_offs) > 1:
+        from ragmeter.errors import InputError
+
+        raise InputError("partial sums: the batches were scored at different cut-offs ("
+                         + ", ".join(f"k={k} from batch {n}" for k, n in sorted(cut_offs.items(), key=lambda i: i[1]))
+                         + "); their sums are of different metrics (Hit@k, precision@k, ...): score every batch "
+                         "with the same k")
     if golden is not None:
         _check_all_cases_summed(acc[None]["n_cases"] if None in acc else 0, golden, fingerprint)
     _check_file_decision(files)
@@ -323,14 +344,18 @@ def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, 
         raise InputError(f"run: id(s) in more than one batch (would be counted twice): {', '.join(twice[:5])}"
                          + (f" and {len(twice) - 5} more" if len(twice) > 5 else ""))
     missing = g.filter(~pl.col("id").is_in(seen["id"].implode()))
-    if missing.height:
-        frames.append(score(missing, [{"id": i, "retrieved": []} for i in missing["id"]], k=k).cases.with_columns(
-            pl.lit(True).alias("missing_from_run"), pl.lit(0, dtype=pl.Int64).alias(FILE_COUNT)))
     absent = [f for f in frames if FILE_COUNT not in f.columns]
     if absent:
         raise InputError(f"run: a per-case table without {FILE_COUNT!r} (not made by score_batch, "
                          f"{absent[0].height} rows): whether the run gives files is decided over all its batches")
-    cases = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
+    other = sorted({c for f in frames for c in _cut_offs(f)} - {k})
+    if other:
+        raise InputError(f"run: batches scored at {', '.join(f'k={c}' for c in other)}, reduced at k={k}: their "
+                         f"per-case values are of another cut-off; pass reduce_batches the k of score_batch")
+    if missing.height:
+        frames.append(score(missing, [{"id": i, "retrieved": []} for i in missing["id"]], k=k).cases.with_columns(
+            pl.lit(True).alias("missing_from_run"), pl.lit(0, dtype=pl.Int64).alias(FILE_COUNT)))
+    cases = pl.concat([f.drop(CUT_OFF, strict=False) for f in frames], how="vertical_relaxed") if frames else pl.DataFrame()
     if cases.height:
         cases = _empty_retrievals_as_in_the_run(cases, g, k).drop(FILE_COUNT)
     order = g.select("id").with_row_index("_order")
