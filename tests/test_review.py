@@ -241,7 +241,7 @@ def test_bad_sheets_exit_2_naming_file_row_field_and_write_nothing(exported, tmp
     cases = [
         ("id,point,core,covered,verdict\nwrong-0,1,1,1,x\n", f"{sheet}:1: unknown column(s) verdict"),
         ("id,point,covered\nwrong-0,1,1\n", f"{sheet}:1: missing column(s) core"),
-        ("id,point,core,covered\nwrong-0,1,1,1\nwrong-1,1,1,maybe\n", f"{sheet}:3: covered: 'maybe' is not 1, 0, yes, no or empty"),
+        ("id,point,core,covered\nwrong-0,1,1,1\nwrong-1,1,1,maybe\n", f"{sheet}:3: covered: 'maybe' is not 1, 0, yes, no, true, false or empty"),
         ("id,point,core,covered\nnope,1,1,1\n", f"{sheet}:2: id: 'nope' is not a case of"),
         ("id,point,core,covered\nwrong-0,x,1,1\n", f"{sheet}:2: point:"),
         ("", f"{sheet}:1: empty sheet"),

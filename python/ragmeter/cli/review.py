@@ -11,10 +11,11 @@ import argparse
 HELP = "judge vs humans: export a review sheet, import it (agreement, kappa, PPI), compare raters"
 
 EPILOG = """exit status: 0 = done; 2 = bad input (a sheet naming unknown cases,
-unknown columns, values other than 1/0/yes/no/empty, a folder without judge
-results, an export over a review.csv a reviewer has begun to fill in (--force
-replaces it); nothing is written); 3 (import) = written, but some cases of the
-sheet are not (fully) reviewed: they are listed and left out, never guessed.
+unknown columns, values other than 1/0/yes/no/true/false/empty, a folder
+without judge results, an export over a review.csv a reviewer has begun to
+fill in or of another shape (--force replaces it); nothing is written);
+3 (import) = written, but some cases of the sheet are not (fully) reviewed:
+they are listed and left out, never guessed.
 Verdict rules: correct = every core point covered; score 5 = every point,
 4 = every core point but not every point, 3 = some core points, 2 = no core
 point but another point, 1 = nothing covered."""

@@ -143,35 +143,53 @@ def _passages(row: Dict[str, Any]) -> List[Dict[str, Any]]:
 _REVIEWER_COLUMNS = ("covered", "correct", "note")
 
 
-def _filled_rows(sheet: Path) -> Tuple[int, int]:
-    """(rows a reviewer filled in, rows) of the review sheet at ``sheet``; (0, 0) when there is none.
+def _filled_rows(sheet: Path) -> Tuple[int, int, bool]:
+    """(rows a reviewer filled in, rows, whether the file reads as a sheet) of the review sheet at ``sheet``;
+    (0, 0, True) when there is none or it is empty.
 
-    Read leniently (undecodable bytes replaced, any header): this only decides whether replacing the file would
-    lose a reviewer's work, and :func:`ragmeter.review.importer.read_sheet` is where a sheet is judged."""
+    Read leniently (undecodable bytes replaced; ',', or ';' and tabs as Excel writes them; empty rows skipped): this
+    only decides whether replacing the file would lose a reviewer's work, and
+    :func:`ragmeter.review.importer.read_sheet` is where a sheet is judged. A file without a ``covered`` column is
+    not a sheet this export wrote: it is someone's work of another shape."""
+    from ragmeter.review.importer import _delimiter
+
     try:
         text = sheet.read_text(encoding="utf-8-sig", errors="replace")
     except (FileNotFoundError, NotADirectoryError):  # no sheet; an --out that cannot be a folder is refused later
-        return 0, 0
+        return 0, 0, True
     except OSError as exc:
         raise InputError(f"{sheet}: cannot read the existing review sheet ({exc.strerror or exc}); nothing "
                          f"written (--out another folder)") from None
+    if not text.strip():
+        return 0, 0, True
     rows = 0
     filled = 0
     try:
-        for row in csv.DictReader(io.StringIO(text, newline="")):
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
+        header = [h.strip() for h in next(reader, [])]
+        if "covered" not in header:
+            return 0, 0, False
+        columns = [i for i, h in enumerate(header) if h in _REVIEWER_COLUMNS]
+        for fields in reader:
+            if not any(f.strip() for f in fields):
+                continue
             rows += 1
-            if any(isinstance(row.get(name), str) and row[name].strip() for name in _REVIEWER_COLUMNS):
+            if any(i < len(fields) and fields[i].strip() for i in columns):
                 filled += 1
     except csv.Error:
-        # not a sheet export could have written, so it was edited by hand: assume every row is a reviewer's
-        return max(rows, 1), max(rows, 1)
-    return filled, rows
+        # not a sheet export could have written, so it was edited by hand: assume it is a reviewer's
+        return 0, 0, False
+    return filled, rows, True
 
 
 def refuse_filled_sheet(out_dir: Path, remedy: str) -> None:
     """Raise :class:`InputError` when ``out_dir/review.csv`` holds a reviewer's verdicts, which an export would
-    replace; ``remedy`` tells the caller's own way out (its flags differ)."""
-    filled, sheet_rows = _filled_rows(out_dir / "review.csv")
+    replace, or is a file of another shape (it may be a reviewer's too); ``remedy`` tells the caller's own way out
+    (its flags differ)."""
+    filled, sheet_rows, is_sheet = _filled_rows(out_dir / "review.csv")
+    if not is_sheet:
+        raise InputError(f"{out_dir / 'review.csv'}: not a sheet review export writes (no covered column); it may "
+                         f"hold a reviewer's work and would be lost; nothing written ({remedy})")
     if filled:
         raise InputError(f"{out_dir / 'review.csv'}: {filled} of {sheet_rows} rows are already filled in by a "
                          f"reviewer and would be lost; nothing written ({remedy})")

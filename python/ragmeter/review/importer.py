@@ -31,14 +31,15 @@ __all__ = ["ALLOWED_COLUMNS", "REQUIRED_COLUMNS", "read_sheet", "human_labels", 
 
 REQUIRED_COLUMNS = ("id", "point", "core", "covered")
 ALLOWED_COLUMNS = ("id", "point", "key_point", "core", "covered", "note", "correct")
-_FLAGS = {"1": True, "yes": True, "0": False, "no": False, "": None}
+#: what a reviewer may write; "true"/"false" are how Excel saves a cell it took for a boolean (TRUE, FALSE)
+_FLAGS = {"1": True, "yes": True, "true": True, "0": False, "no": False, "false": False, "": None}
 DEFAULT_MIN_AGREEMENT = 0.8
 
 
 def _flag(value: Optional[str], where: str, field: str) -> Optional[bool]:
     text = (value or "").strip().lower()
     if text not in _FLAGS:
-        raise InputError(f"{where}: {field}: {value!r} is not 1, 0, yes, no or empty")
+        raise InputError(f"{where}: {field}: {value!r} is not 1, 0, yes, no, true, false or empty")
     return _FLAGS[text]
 
 
@@ -145,23 +146,35 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
         raise InputError(f"{path}: cannot read the sheet ({exc.strerror or exc})") from None
     text = _sheet_text(path, raw)
     # newline="": quoted fields may hold line breaks
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
-    header = [h.strip() for h in reader.fieldnames or []]
-    if not header:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
+    header = [h.strip() for h in next(reader, [])]
+    # Excel keeps a column that was typed in and cleared as one without a name: ignored while it stays empty
+    named = [h for h in header if h]
+    if not named:
         raise InputError(f"{path}:1: empty sheet (expected the header {','.join(ALLOWED_COLUMNS[:6])})")
-    unknown = [h for h in header if h not in ALLOWED_COLUMNS]
-    missing = [h for h in REQUIRED_COLUMNS if h not in header]
+    unknown = [h for h in named if h not in ALLOWED_COLUMNS]
+    missing = [h for h in REQUIRED_COLUMNS if h not in named]
     if unknown or missing:
         said = [f"unknown column(s) {', '.join(unknown)}"] if unknown else []
         said += [f"missing column(s) {', '.join(missing)}"] if missing else []
         raise InputError(f"{path}:1: {'; '.join(said)} (a review sheet has the columns "
                          f"{', '.join(ALLOWED_COLUMNS[:6])}, optionally correct)")
-    reader.fieldnames = header
+    twice = next((h for h in named if named.count(h) > 1), None)
+    if twice:
+        raise InputError(f"{path}:1: column {twice} appears twice")
+    position = {h: i for i, h in enumerate(header) if h}
     cases: Dict[str, Dict[str, Any]] = {}
-    for row in reader:
+    for fields in reader:
         where = f"{path}:{reader.line_num}"
-        if None in row:
-            raise InputError(f"{where}: more fields than the header's {len(header)}")
+        if not any(f.strip() for f in fields):  # an empty row (Excel leaves ';;;;;' rows below the sheet)
+            continue
+        stray = next((i for i, f in enumerate(fields) if f.strip() and (i >= len(header) or not header[i])), None)
+        if stray is not None:
+            if stray >= len(header):
+                raise InputError(f"{where}: more fields than the header's {len(header)}")
+            raise InputError(f"{where}: column {stray + 1} has no name in the header but holds "
+                             f"{fields[stray].strip()[:40]!r}")
+        row = {h: (fields[i] if i < len(fields) else "") for h, i in position.items()}
         case_id = (row.get("id") or "").strip()
         if not case_id:
             raise InputError(f"{where}: id: empty")
@@ -179,7 +192,7 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
         if point in case["points"]:
             raise InputError(f"{where}: point: case {case_id!r} has point {point} twice")
         case["points"][point] = (bool(core), covered)
-        correct = _flag(row.get("correct"), where, "correct") if "correct" in header else None
+        correct = _flag(row.get("correct"), where, "correct") if "correct" in position else None
         if correct is not None:
             if case["correct"] is not None and case["correct"] != correct:
                 raise InputError(f"{where}: correct: contradicts an earlier row of case {case_id!r}")

@@ -1,0 +1,109 @@
+"""Review of golden-set audits and judge-vs-human calibration (session 24): sheets as Excel leaves them, labels as
+pandas and numpy hold them, and golden sets as annotators write them."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from ragmeter.errors import InputError
+from test_review import fill, human_truth, write_folder
+
+
+def _exported(tmp_path: Path):
+    from ragmeter.review import export_sheet
+
+    folder = write_folder(tmp_path / "run")
+    manifest = export_sheet(folder, random_n=4, seed=7)
+    return folder, manifest
+
+
+def _rows(sheet: Path):
+    with sheet.open(encoding="utf-8", newline="") as fh:
+        return list(csv.reader(fh))
+
+
+def _write(path: Path, rows, delimiter: str = ",", tail: str = "", bom: bool = False) -> Path:
+    lines = []
+    for row in rows:
+        cells = ['"' + c.replace('"', '""') + '"' if any(ch in c for ch in delimiter + '"\n') else c for c in row]
+        lines.append(delimiter.join(cells))
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + ("\r\n".join(lines) + "\r\n" + tail).encode("utf-8"))
+    return path
+
+
+# ------------------------------------------------------------------------------------------- sheets from Excel
+
+
+@pytest.mark.parametrize("delimiter", [",", ";"])
+def test_empty_rows_excel_leaves_at_the_end_of_a_sheet_are_not_cases(tmp_path: Path, delimiter: str) -> None:
+    from ragmeter.review import import_sheet
+
+    folder, manifest = _exported(tmp_path)
+    filled = fill(folder / "review" / "review.csv", tmp_path / "filled.csv", human_truth(manifest))
+    blank = delimiter * 5
+    sheet = _write(tmp_path / "excel.csv", _rows(filled), delimiter, tail=f"{blank}\r\n{blank}\r\n\r\n", bom=True)
+    section = import_sheet(folder, sheet)
+    assert section["n"] == 15 and section["n_in_sheet"] == 15 and section["n_incomplete"] == 0
+    # an empty row between cases is skipped too; a row with an empty id but a value elsewhere is still an error
+    rows = _rows(filled)
+    rows.insert(3, [""] * 6)
+    assert import_sheet(folder, _write(tmp_path / "gap.csv", rows))["n"] == 15
+    rows[3] = ["", "", "", "", "1", ""]
+    with pytest.raises(InputError, match=r"gap2\.csv:4: id: empty"):
+        import_sheet(folder, _write(tmp_path / "gap2.csv", rows))
+
+
+def test_empty_unnamed_columns_excel_adds_are_ignored_and_a_value_under_one_is_named(tmp_path: Path) -> None:
+    from ragmeter.review import import_sheet
+
+    folder, manifest = _exported(tmp_path)
+    rows = _rows(fill(folder / "review" / "review.csv", tmp_path / "filled.csv", human_truth(manifest)))
+    widened = [row + ["", ""] for row in rows]
+    assert import_sheet(folder, _write(tmp_path / "wide.csv", widened))["n"] == 15
+    widened[5][7] = "see wrong-3"
+    with pytest.raises(InputError) as err:
+        import_sheet(folder, _write(tmp_path / "wide2.csv", widened))
+    assert "wide2.csv:6" in str(err.value) and "column 8" in str(err.value) and "no name" in str(err.value)
+
+
+@pytest.mark.parametrize("true, false", [("TRUE", "FALSE"), ("True", "False"), ("Yes", "No"), ("1", "0")])
+def test_covered_as_excel_booleans_is_read(tmp_path: Path, true: str, false: str) -> None:
+    from ragmeter.review import import_sheet
+
+    folder, manifest = _exported(tmp_path)
+    rows = _rows(fill(folder / "review" / "review.csv", tmp_path / "filled.csv", human_truth(manifest)))
+    for row in rows[1:]:
+        row[4] = true if row[4] == "yes" else false
+    section = import_sheet(folder, _write(tmp_path / "bools.csv", rows))
+    assert section["n"] == 15 and section["agreement"]["agreed"] == 12
+
+
+def test_export_keeps_a_sheet_a_reviewer_filled_in_excel(tmp_path: Path) -> None:
+    """Saved by Excel where the decimal mark is a comma (';' between fields, a BOM, CRLF): still a reviewer's work."""
+    from ragmeter.review import export_sheet
+
+    folder, manifest = _exported(tmp_path)
+    sheet = folder / "review" / "review.csv"
+    rows = _rows(fill(sheet, tmp_path / "filled.csv", human_truth(manifest)))
+    _write(sheet, rows, ";", tail=";;;;;\r\n", bom=True)
+    before = sheet.read_bytes()
+    with pytest.raises(InputError, match=r"15 of 15 rows are already filled in"):
+        export_sheet(folder, random_n=4, seed=8)
+    assert sheet.read_bytes() == before
+
+
+def test_export_keeps_a_review_csv_it_cannot_read_as_a_sheet(tmp_path: Path) -> None:
+    from ragmeter.review import export_sheet
+
+    folder, _ = _exported(tmp_path)
+    sheet = folder / "review" / "review.csv"
+    sheet.write_text("Case,Verdict\nwrong-0,ok\n", encoding="utf-8")  # a reviewer's own notes under that name
+    with pytest.raises(InputError, match=r"not a sheet review export writes.*--force"):
+        export_sheet(folder, random_n=4, seed=8)
+    assert sheet.read_text(encoding="utf-8") == "Case,Verdict\nwrong-0,ok\n"
+    sheet.write_text("", encoding="utf-8")  # an empty file holds no work: replaced
+    export_sheet(folder, random_n=4, seed=8)
+    assert _rows(sheet)[0] == ["id", "point", "key_point", "core", "covered", "note"]
