@@ -107,3 +107,44 @@ def test_export_keeps_a_review_csv_it_cannot_read_as_a_sheet(tmp_path: Path) -> 
     sheet.write_text("", encoding="utf-8")  # an empty file holds no work: replaced
     export_sheet(folder, random_n=4, seed=8)
     assert _rows(sheet)[0] == ["id", "point", "key_point", "core", "covered", "note"]
+
+
+# ------------------------------------------------------------------------------------------- golden-set audit
+
+
+def _golden(n_multi: int = 4, n_term: int = 6, **extra) -> list:
+    rows = []
+    for i in range(n_multi + n_term):
+        cat = "multi" if i < n_multi else "term"
+        rows.append({"id": f"{cat}-{i}", "question": f"Question {i}?", "category": cat, "expectedEvidence": [f"f{i}"],
+                     **extra})
+    return rows
+
+
+@pytest.mark.parametrize("blank", [float("nan"), "", "  ", None])
+def test_a_difficulty_column_left_empty_does_not_replace_the_hard_categories(tmp_path: Path, blank) -> None:
+    """A golden set exported from pandas has difficulty NaN (or '') where nobody filled it in: no label at all."""
+    import ragmeter
+
+    path = tmp_path / "golden.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _golden(difficulty=blank)), encoding="utf-8")
+    for golden in (path, _golden(difficulty=blank)):
+        a = ragmeter.audit(golden)
+        assert a.hard["rule"] == "default" and a.hard["n"] == 4, a.hard
+        assert "hard_share_low" not in a.codes()
+
+
+def test_a_difficulty_given_for_some_cases_says_for_how_many(tmp_path: Path) -> None:
+    import ragmeter
+    from ragmeter.audit import render
+
+    rows = _golden(n_multi=0, n_term=10)
+    rows[0]["difficulty"] = "hard"
+    rows[1]["difficulty"] = "easy"
+    rows[2]["difficulty"] = float("nan")
+    a = ragmeter.audit(rows)
+    assert a.hard["rule"] == "difficulty" and a.hard["n"] == 1
+    assert a.hard["n_difficulty"] == 2 and a.hard["n_total"] == 10
+    text = render.plain(a.to_dict())
+    assert "difficulty = hard, given for 2/10 cases" in text
+    assert "given for 2/10 cases" in next(w.message for w in a.warnings if w.code == "hard_share_low")

@@ -275,8 +275,12 @@ def _hard_flags(frame: pl.DataFrame, extra: Dict[str, List[Any]], hard: Optional
         wanted = {h.casefold() for h in names}
         return [c.casefold() in wanted for c in cats], {"rule": "--hard", "names": names}
     difficulty = extra.get("difficulty") or (frame["difficulty"].to_list() if "difficulty" in frame.columns else None)
-    if difficulty is not None and any(d is not None for d in difficulty):
-        return [isinstance(d, str) and d.strip().casefold() == "hard" for d in difficulty], {"rule": "difficulty", "names": ["hard"]}
+    # a cell nobody filled in (null, NaN from a pandas export, blank) is no label: an empty column keeps the default
+    given = [d is not None and not (isinstance(d, float) and math.isnan(d)) and not (isinstance(d, str) and not d.strip())
+             for d in difficulty or []]
+    if any(given):
+        return ([isinstance(d, str) and d.strip().casefold() == "hard" for d in difficulty or []],
+                {"rule": "difficulty", "names": ["hard"], "n_difficulty": sum(given)})
     wanted = set(DEFAULT_HARD)
     return [c.casefold() in wanted for c in cats], {"rule": "default", "names": list(DEFAULT_HARD)}
 
@@ -308,13 +312,24 @@ def _hard_summary(frame: pl.DataFrame, rule: Dict[str, Any], min_share: float) -
     flags = frame["_hard"]
     n_hard = int(flags.sum())
     counted = list(dict.fromkeys(frame.filter(pl.col("_hard"))["category"].to_list()))
-    return {"rule": rule["rule"], "names": rule["names"], "categories": counted, "n": n_hard, "n_total": frame.height,
-            "share": round(n_hard / frame.height, 4), "min_share": min_share}
+    out = {"rule": rule["rule"], "names": rule["names"], "categories": counted, "n": n_hard, "n_total": frame.height,
+           "share": round(n_hard / frame.height, 4), "min_share": min_share}
+    if "n_difficulty" in rule:  # the cases with a difficulty label: the others count as not hard
+        out["n_difficulty"] = rule["n_difficulty"]
+    return out
+
+
+def hard_rule_text(info: Dict[str, Any]) -> str:
+    """How the hard cases were found, as the terminal and the warning say it."""
+    how = {"--hard": "--hard", "difficulty": "difficulty = hard", "default": "default list"}[info["rule"]]
+    if info["rule"] == "difficulty" and info.get("n_difficulty", info["n_total"]) < info["n_total"]:
+        how += f", given for {info['n_difficulty']}/{info['n_total']} cases"
+    return how
 
 
 def _hard_message(info: Dict[str, Any]) -> str:
     which = ", ".join(info["categories"]) or "none of " + ", ".join(info["names"][:6]) + ", ..."
-    how = {"--hard": "--hard", "difficulty": "difficulty = hard", "default": "default list"}[info["rule"]]
+    how = hard_rule_text(info)
     return (f"hard cases only {100 * info['share']:.1f}% ({info['n']}/{info['n_total']}; {which}; {how}), "
             f"under {100 * info['min_share']:.0f}%: a ceiling effect, variants tie on the easy cases "
             "and differences drown in noise")

@@ -62,7 +62,9 @@ def summary_lines(d: Dict[str, Any]) -> List[str]:
     """Everything after the tables: hard share, gap, resolution, corpus."""
     out = []
     h = d["hard"]
-    how = {"--hard": "--hard", "difficulty": "difficulty = hard", "default": "default list"}[h["rule"]]
+    from ragmeter.audit import hard_rule_text
+
+    how = hard_rule_text(h)
     cats = ", ".join(h["categories"]) or "none found"
     out.append(f"hard cases: {h['n']}/{h['n_total']} = {_pct(h['share'])} ({cats}; {how}); "
                f"minimum {100 * h['min_share']:.0f}%")
