@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from ragmeter.judge import JudgeCallError
+from ragmeter.judge import JudgeCallError, JudgeConfig, run_sync
+from ragmeter.judge.engine import ParseError, parse_json_object
 from ragmeter.judge.retry import RetryPolicy, classify
 
 from test_client import chat  # noqa: E402 (tests/judge is on sys.path: conftest.py)
@@ -71,3 +72,39 @@ def test_case_reads_the_public_spelling_tables_of_dataset():
                                      "actual_output": "a", "retrieved": [{"page_content": "ctx"}]})
     assert (case.id, case.question, case.reference_answer, case.answer, case.contexts) == ("s1", "q?", "r", "a",
                                                                                            ["ctx"])
+
+
+# -- a reply holding one JSON object among other text is read, not repaired (and paid) again ----------------------
+V = json.dumps(VERDICT)
+
+
+@pytest.mark.parametrize("content", [
+    "Here is my verdict:\n" + V + "\nHope this helps!",
+    V + "\n\nNote: the answer matches the reference.",
+    "<think>The answer says {blue}; so it matches.</think>\n" + V,  # a reasoning model's thoughts in content
+])
+def test_one_json_object_among_other_text_is_read_without_a_repair_turn(server, fast_retry, tmp_path, content):
+    server.rules = [(lambda info: True, {"content": content})]  # the repair turn would get the same prose
+    res = run_sync([{"id": "c1", "question": "q?", "reference_answer": "a", "answer": "a"}],
+                   JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                               cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    m = res.summary["metrics"]["correctness"]
+    # before: a repair turn was paid for every such reply, and a model that always adds prose failed every row
+    assert (m["n_scored"], m["n_failed"], m["mean"]) == (1, 0, 5.0)
+    assert server.requests == 1
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": 1} or maybe {"a": 2}',      # two objects: which one the model meant is a guess
+    "Sure! {\"a\": 1",                 # cut short
+    "<think>{\"a\": 1}</think>",       # only in the thoughts
+    "{score: 5}",
+])
+def test_text_without_exactly_one_json_object_still_fails_to_parse(text):
+    with pytest.raises(ParseError):
+        parse_json_object(text)
+
+
+def test_one_object_in_prose_and_after_thoughts_parses():
+    assert parse_json_object('Verdict: {"a": {"b": [1, "}"]}} done') == {"a": {"b": [1, "}"]}}
+    assert parse_json_object('<think>\n{"draft": 1}\n</think>\n```json\n{"a": 3}\n```') == {"a": 3}

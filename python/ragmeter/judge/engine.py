@@ -4,8 +4,9 @@
 the cache when the same request already succeeded, else checks the budget,
 calls the endpoint and commits the raw reply to the cache before using it (a
 group commit shared with the calls finishing at the same time, see
-:mod:`ragmeter.judge.cache`). The reply is parsed strictly (code fences
-tolerated) and validated; on failure one repair turn is sent; on a second
+:mod:`ragmeter.judge.cache`). The reply is parsed strictly (code fences, a
+leading ``<think>`` block and text around exactly one JSON object tolerated)
+and validated; on failure one repair turn is sent; on a second
 failure the call fails with the raw output kept.
 
 Replies are cached as received, so a reply that could not be parsed is
@@ -54,11 +55,37 @@ class OutputError(Exception):
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+#: a reasoning model's thoughts ahead of its reply, in the content itself (DeepSeek-R1 and QwQ as many local servers
+#: serve them)
+_THOUGHTS = re.compile(r"^\s*<(think|thinking|reasoning)>.*?</\1\s*>", re.S | re.I)
+_DECODER = json.JSONDecoder()
+#: positions tried when looking for the one JSON object in a reply with other text (bounds the work on a long one)
+_MAX_STARTS = 200
+
+
+def _lone_object(text: str) -> Optional[Dict[str, Any]]:
+    """The JSON object in ``text`` when there is exactly one (read from a ``{`` to its matching end), else None."""
+    found: List[Dict[str, Any]] = []
+    i, tries = text.find("{"), 0
+    while i != -1 and tries < _MAX_STARTS:
+        tries += 1
+        try:
+            obj, end = _DECODER.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+            if len(found) > 1:
+                return None  # which one the model meant would be a guess
+        i = text.find("{", end)
+    return found[0] if len(found) == 1 and i == -1 else None
 
 
 def parse_json_object(text: str) -> Dict[str, Any]:
-    """Parse one JSON object; a surrounding ```json fence is tolerated, nothing else is guessed."""
-    s = (text or "").strip()
+    """Parse one JSON object. A surrounding ```json fence, a leading ``<think>...</think>`` block and other text
+    around exactly one JSON object are tolerated; a reply with none, or with several objects, is not guessed at."""
+    s = _THOUGHTS.sub("", (text or "").strip(), count=1).strip()
     if not s:
         raise ParseError("empty reply")
     m = _FENCE.search(s)
@@ -71,6 +98,9 @@ def parse_json_object(text: str) -> Dict[str, Any]:
     try:
         data = json.loads(s)
     except json.JSONDecodeError as exc:
+        lone = _lone_object(s)  # one object with prose around it ("Here is my verdict: {...}")
+        if lone is not None:
+            return lone
         raise ParseError(f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     if not isinstance(data, dict):
         raise ParseError(f"expected a JSON object, got {type(data).__name__}")
