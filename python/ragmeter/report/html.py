@@ -512,7 +512,9 @@ def _sweep_section(sweep: Optional[pl.DataFrame]) -> str:
     if "category" in df.columns:
         overall = df.filter(pl.col("category").is_null() | pl.col("category").cast(pl.Utf8).is_in(["all", "overall", "ALL", "(all)"]))
         df = overall if overall.height else df.group_by("threshold").agg(pl.all().exclude("category").mean())
-    df = df.sort("threshold")
+    df = df.filter(pl.col("threshold").is_finite()).sort("threshold")  # -inf/inf (read as null) have no x
+    if df.height == 0:
+        return ""
     xs = [float(x) for x in df.get_column("threshold").to_list()]
     rate_cols = [c for c in ("hit_rate", "hit", "mrr", "MRR") if c in df.columns and df.schema[c].is_numeric()]
     other_cols = [c for c in ("empty_retrievals", "empty", "mean_kept", "mean_chunks_kept") if c in df.columns and df.schema[c].is_numeric()]
