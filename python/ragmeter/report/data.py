@@ -171,6 +171,20 @@ def _type_problems(frame: pl.DataFrame) -> List[str]:
             if c in expected and t != pl.Null and not ok[expected[c]](t)]
 
 
+def _typed_nulls(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with its known columns that hold only nulls stored as Arrow's null type (as some writers store
+    an all-null column) cast to the type they are read as: missing values, not an unreadable column."""
+    expected: Dict[str, Any] = {c: pl.Boolean for c in FLAG_COLUMNS}
+    expected.update((c, pl.Utf8) for c in TEXT_COLUMNS)
+    for m in METRICS.values():
+        expected[m.column] = pl.Boolean if m.kind == "rate" else pl.Float64
+        if m.status:
+            expected[m.status] = pl.Utf8
+    expected.update(run_error=pl.Utf8, category=pl.Utf8, retrieval_mode=pl.Utf8)
+    casts = [pl.col(c).cast(expected[c]) for c, t in frame.schema.items() if t == pl.Null and c in expected]
+    return frame.with_columns(casts) if casts else frame
+
+
 def check_column_types(frame: pl.DataFrame, path: Path) -> None:
     """Raise :class:`InputError` naming the file and each column of the wrong type (register custom judge metrics
     first: their columns are checked too)."""
@@ -235,6 +249,19 @@ def _listed(root: Path, name: str, summary: Dict[str, Any]) -> bool:
     return (root / name).is_file() and (not isinstance(files, list) or name in files)
 
 
+def _check_listed_files(root: Path, summary: Dict[str, Any]) -> None:
+    """Raise :class:`InputError` when summary.json lists a file the reports read (``judge.parquet``,
+    ``sweep.parquet``) that the folder no longer has: a report rebuilt without it would drop the judge's
+    reasons or the sweep without a word."""
+    files = summary.get("files")
+    if not isinstance(files, list):
+        return
+    for name in ("judge.parquet", "sweep.parquet"):
+        if name in files and not (root / name).is_file():
+            raise InputError(f"{root / name}: missing, though {root / 'summary.json'} lists it among the run's "
+                             "files (deleted or not copied?): restore it, or re-run `ragmeter eval`")
+
+
 def load_results(directory: Any) -> Results:
     """Load and validate a results directory; raise :class:`InputError` naming what is missing."""
     from ragmeter.diagnosis import diagnose
@@ -263,6 +290,8 @@ def load_results(directory: Any) -> Results:
             f"results_format {RESULTS_FORMAT}: re-run `ragmeter eval` or use the matching version"
         )
     cases = _read_parquet(root / "cases.parquet")
+    if cases.height == 0:
+        raise InputError(f"{root / 'cases.parquet'}: no cases (the file has 0 rows): nothing to report")
     absent = [c for c in REQUIRED_CASE_COLUMNS if c not in cases.columns]
     if absent:
         raise InputError(
@@ -275,7 +304,8 @@ def load_results(directory: Any) -> Results:
         raise InputError(f"{root / 'cases.parquet'}: duplicate ids")
     register_custom_metrics(cases)
     check_column_types(cases, root / "cases.parquet")
-    cases = _finite(cases, root / "cases.parquet", warnings)
+    cases = _typed_nulls(_finite(cases, root / "cases.parquet", warnings))
+    _check_listed_files(root, summary)
     judge = _read_parquet(root / "judge.parquet") if _listed(root, "judge.parquet", summary) else None
     if judge is not None:
         absent = [c for c in ("id", "metric", "status") if c not in judge.columns]
@@ -285,8 +315,9 @@ def load_results(directory: Any) -> Results:
     sweep = _read_parquet(root / "sweep.parquet") if _listed(root, "sweep.parquet", summary) else None
     if sweep is not None and "threshold" not in sweep.columns:
         raise InputError(f"{root / 'sweep.parquet'}: missing column threshold")
-    if sweep is not None:
-        sweep = _finite(sweep, root / "sweep.parquet", warnings)
+    if sweep is not None:  # an infinite threshold (-inf keeps every scored chunk) is a threshold, not missing
+        sweep = _finite(sweep.drop("threshold"), root / "sweep.parquet", warnings).with_columns(
+            sweep["threshold"]).select(sweep.columns)
     cases = cases.with_columns(pl.col("category").cast(pl.Utf8).fill_null("(none)"))
     # `ragmeter eval` stores the diagnosis; folders without it (other writers, earlier versions) get it here.
     if not all(c in cases.columns for c in DIAGNOSIS_COLUMNS):
