@@ -195,11 +195,19 @@ def _with_review(cases: pl.DataFrame, rate: Optional[float], seed: Optional[int]
     return cases.with_columns(review_reasons(cases, review["rate"], review["seed"])), review
 
 
+def json_threshold(threshold: float) -> Any:
+    """A sweep threshold as JSON holds it: the number, or ``"inf"`` / ``"-inf"`` (what ``--thresholds`` takes and
+    the table shows) for an infinite one, which strict JSON would write as null (-inf and inf then read alike)."""
+    if threshold in (float("inf"), float("-inf")):
+        return "inf" if threshold > 0 else "-inf"
+    return threshold
+
+
 def _summary(golden: Any, run: Any, golden_in: Any, started: str, k: int, thresholds: Optional[Sequence[float]],
              judge: Any, repeat: int, review: Dict[str, Any], retrieval: Dict[str, Any],
              judge_summary: Optional[Dict[str, Any]], cost: Dict[str, Any], judged: bool, swept: bool,
              repeats_table: bool = False) -> Dict[str, Any]:
-    settings: Dict[str, Any] = {"k": k, "thresholds": list(thresholds) if thresholds else None,
+    settings: Dict[str, Any] = {"k": k, "thresholds": [json_threshold(t) for t in thresholds] if thresholds else None,
                                 "judge": _judge_settings(judge), "repeat": repeat, "review": review}
     return {
         "results_format": RESULTS_FORMAT,

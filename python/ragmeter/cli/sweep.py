@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import argparse
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # polars is imported when the command runs
+    import polars as pl
+
 HELP = "sweep reranker score thresholds: hit rate, MRR, empty retrievals and chunks kept per threshold"
 EPILOG = """exit status: 0 = swept; 2 = bad input, nothing written (a malformed
 file, a golden set without a single label, a run without a single chunk
@@ -54,6 +58,17 @@ def out_format(path: str) -> str:
     return OUT_FORMATS[suffix]
 
 
+def json_rows(table: "pl.DataFrame") -> list:
+    """The sweep's rows for JSON, an infinite threshold spelt ``"inf"`` / ``"-inf"`` (strict JSON has no infinity:
+    as null, -inf and inf rows would read alike)."""
+    from ragmeter.evaluation import json_threshold
+
+    rows = table.to_dicts()
+    for row in rows:
+        row["threshold"] = json_threshold(row["threshold"])
+    return rows
+
+
 def run(args: argparse.Namespace) -> int:
     from ragmeter.cli._inputs import check_k_flag, failed_in_run_warned, refuse_unlabelled_golden
     from ragmeter.dataset import reusing_golden_loads
@@ -70,10 +85,13 @@ def run(args: argparse.Namespace) -> int:
         refuse_unlabelled_golden(args.golden)
         table, warnings = sweep_with_warnings(args.golden, args.run, thresholds, k=args.k)
     if args.out:
-        from ragmeter._io import atomic_file, write_frame
+        from ragmeter._io import atomic_file, strict_json, write_frame, write_text
 
         with atomic_file(args.out) as tmp:
-            write_frame(table, tmp, fmt)
+            if fmt == "json":
+                write_text(tmp, strict_json(json_rows(table)) + "\n")
+            else:
+                write_frame(table, tmp, fmt)
     from ragmeter._warnings import messages
     from ragmeter.cli._tables import make_console, print_warning
 
@@ -82,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
         from ragmeter._io import strict_json
 
-        print(strict_json(table.to_dicts()))
+        print(strict_json(json_rows(table)))
         console = Console(stderr=True)  # stdout holds the rows alone
     else:
         from ragmeter.cli._tables import print_sweep

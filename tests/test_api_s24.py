@@ -1,0 +1,65 @@
+"""Session 24: sweep thresholds at infinity, the embeddable API's inputs, ``cache repair`` on odd paths."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import ragmeter
+from ragmeter.cli.demo import example_dir
+
+INF = float("inf")
+
+
+def example() -> tuple:
+    ex = example_dir()
+    return ex / "golden.jsonl", ex / "run.jsonl"
+
+
+def ragmeter_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragmeter", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def overall_thresholds(rows: list) -> list:
+    return [r["threshold"] for r in rows if r["category"] == "ALL"]
+
+
+def test_sweep_json_keeps_infinite_thresholds_apart(tmp_path: Path) -> None:
+    """-inf (keep every scored chunk: cross-encoder logits are negative) and inf (keep none) are thresholds the
+    sweep takes; its JSON (stdout and --out .json) wrote both as null, two rows nobody could tell apart."""
+    golden, run = example()
+    proc = ragmeter_cli("sweep", "--golden", str(golden), "--run", str(run), "--thresholds=-inf,0,inf", "--json",
+                        "--out", "sweep.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    written = json.loads((tmp_path / "sweep.json").read_text(encoding="utf-8"))
+    assert overall_thresholds(printed) == overall_thresholds(written) == ["-inf", 0.0, "inf"]
+    by_t = {r["threshold"]: r for r in printed if r["category"] == "ALL"}
+    assert by_t["inf"]["empty_retrievals"] == by_t["inf"]["n_total"] == 51  # inf keeps no chunk
+    assert by_t["-inf"]["hit_rate"] == by_t[0.0]["hit_rate"]  # the example's scores are all >= 0
+    # the Parquet and CSV tables hold the floats themselves
+    assert ragmeter_cli("sweep", "--golden", str(golden), "--run", str(run), "--thresholds=-inf,inf",
+                        "--out", "sweep.parquet", cwd=tmp_path).returncode == 0
+    assert pl.read_parquet(tmp_path / "sweep.parquet")["threshold"].unique().sort().to_list() == [-INF, INF]
+
+
+def test_evaluate_with_infinite_thresholds_writes_its_folder(tmp_path: Path) -> None:
+    """evaluate(thresholds=[-inf, 0, inf]).write(dir) and `ragmeter eval --thresholds=-inf,0,inf` crashed in the
+    HTML report (TypeError: float() argument must be ... not 'NoneType'), nothing written; summary.json's
+    settings.thresholds read [null, 0.0, null]."""
+    golden, run = example()
+    result = ragmeter.evaluate(golden, run, thresholds=[-INF, 0, INF])
+    out = result.write(tmp_path / "res")
+    settings = json.loads((out / "summary.json").read_text(encoding="utf-8"))["settings"]
+    assert settings["thresholds"] == ["-inf", 0.0, "inf"]
+    assert "Threshold sweep" in (out / "report.html").read_text(encoding="utf-8")
+    loaded = ragmeter.EvalResult.load(out)
+    assert loaded.sweep is not None and sorted(loaded.sweep["threshold"].unique().to_list()) == [-INF, 0.0, INF]
+    proc = ragmeter_cli("eval", "--golden", str(golden), "--run", str(run), "--thresholds=-inf,0,inf",
+                        "--out", "ev", cwd=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert (tmp_path / "ev" / "report.html").is_file()
