@@ -148,3 +148,39 @@ def test_a_difficulty_given_for_some_cases_says_for_how_many(tmp_path: Path) -> 
     text = render.plain(a.to_dict())
     assert "difficulty = hard, given for 2/10 cases" in text
     assert "given for 2/10 cases" in next(w.message for w in a.warnings if w.code == "hard_share_low")
+
+
+# ------------------------------------------------------------------------------------------- calibration API
+
+
+def test_nan_labels_as_pandas_and_numpy_hold_them_are_missing_not_a_third_label() -> None:
+    np = pytest.importorskip("numpy")
+    from ragmeter.calibration import agreement, cohen_kappa
+
+    nan = float("nan")
+    judge = [1.0, 0.0, 1.0, 0.0, 1.0, nan]
+    human = [1.0, 0.0, 1.0, 1.0, nan, 1.0]
+    plain = agreement([True, False, True, False], [True, False, True, True])
+    for a, b in ((judge, human), (np.array(judge), np.array(human))):
+        k = cohen_kappa(a, b)
+        assert k.n == 4 and k.n_missing == 2, k
+        assert k.value == pytest.approx(plain.kappa.value)
+        result = agreement(a, b)
+        assert (result.n, result.agreed, result.n_missing) == (4, 3, 2)
+        assert result.cells == plain.cells
+    pd = pytest.importorskip("pandas")
+    a = pd.Series([True, False, True, False, True, None], dtype="boolean")  # pd.NA for the missing label
+    b = pd.Series([True, False, True, True, None, True], dtype="boolean")
+    result = agreement(a, b)
+    assert (result.n, result.n_missing) == (4, 2) and result.cells == plain.cells
+
+
+def test_ppi_mean_leaves_out_a_random_label_that_is_missing_and_counts_it() -> None:
+    from ragmeter.calibration import ppi_mean
+
+    nan = float("nan")
+    out = ppi_mean([1, 1, 0, 1], [1, 1, 1], [1, nan, 0])
+    assert out["n_labelled"] == 2 and out["n_missing"] == 1
+    assert out["value"] == pytest.approx(0.75 - 0.5)
+    with pytest.raises(ValueError, match="judge_all"):
+        ppi_mean([1, None, 0], [1], [1])

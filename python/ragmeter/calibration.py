@@ -15,7 +15,8 @@
 * :func:`review_draw` / :func:`review_reasons` -- run-time review sampling (``review_reason`` in
   ``cases.parquet``).
 
-Items where either rater gave no label (``None``) are left out of every statistic and counted in ``n_missing``.
+Items where either rater gave no label (``None``, a NaN or pandas' ``NA``) are left out of every statistic and
+counted in ``n_missing``.
 """
 from __future__ import annotations
 
@@ -82,10 +83,20 @@ class Kappa:
         return {**asdict(self), "band": landis_koch(self.value)}
 
 
+def is_missing(value: Any) -> bool:
+    """No label: ``None``, a NaN (how pandas and NumPy float columns hold a missing value) or pandas' ``NA``."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN is the one value unequal to itself
+    except (TypeError, ValueError):  # pandas.NA: its comparison is NA, whose truth is ambiguous
+        return True
+
+
 def _pairs(a: Sequence[Any], b: Sequence[Any]) -> Tuple[List[Tuple[Hashable, Hashable]], int]:
     if len(a) != len(b):
         raise ValueError(f"the two raters label a different number of items ({len(a)} vs {len(b)})")
-    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    pairs = [(x, y) for x, y in zip(a, b) if not is_missing(x) and not is_missing(y)]
     return pairs, len(a) - len(pairs)
 
 
@@ -207,14 +218,18 @@ def ppi_mean(judge_all: Sequence[float], judge_labelled: Sequence[float], human_
     var(human - judge) / n`` (sample variances) gives a normal interval. Cases chosen because of the judge's
     outcome must not be passed as the labelled sample: the correction would then be biased.
     """
+    if any(is_missing(v) for v in judge_all):
+        raise ValueError("judge_all holds a missing value (None or NaN): give the judge's value on every case (a "
+                         "failed call as 0, not correct), or leaving those cases out biases the estimate")
     f_all = [float(v) for v in judge_all]
     if len(judge_labelled) != len(human_labelled):
         raise ValueError("judge_labelled and human_labelled must have the same length")
-    diffs = [float(h) - float(f) for f, h in zip(judge_labelled, human_labelled)]
+    labelled, n_missing = _pairs(judge_labelled, human_labelled)  # a pair without both values is left out, counted
+    diffs = [float(h) - float(f) for f, h in labelled]
     big_n, n = len(f_all), len(diffs)
     raw = sum(f_all) / big_n if big_n else None
     out: Dict[str, Any] = {"value": None, "ci_low": None, "ci_high": None, "raw": raw, "correction": None,
-                           "n_labelled": n, "n_all": big_n, "reason": None}
+                           "n_labelled": n, "n_missing": n_missing, "n_all": big_n, "reason": None}
     if big_n == 0 or n == 0:
         out["reason"] = "no random labelled case" if n == 0 else "no case"
         return out
