@@ -518,6 +518,28 @@ def _drop_created_shm(path: Path) -> Iterator[None]:
                 shm.unlink()
 
 
+def _open_elsewhere(path: Path) -> bool:
+    """Whether another process has the cache at ``path`` open. Every connection to a WAL database holds a shared
+    lock on byte 128 of its ``-shm`` file (SQLite's "dead man switch") for as long as it is open, so an exclusive
+    lock there is refused. POSIX only (elsewhere False: Windows refuses to rename an open file anyway). Closing the
+    descriptor drops this process's locks on the file: call it with no connection of this process open on it."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(str(path) + "-shm", os.O_RDWR)
+    except OSError:  # no -shm: no connection has it open in WAL mode
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 128, os.SEEK_SET)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def _check_cache(path: Path) -> Tuple[Optional[str], bool]:
     """(why ``path`` is not a judge cache, or None; whether it passes the checks a run makes when it opens it)."""
     try:
@@ -578,6 +600,9 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     if passes and not dropped and not errors:
         return {"path": str(path), "damaged": None, "salvaged": len(found), "dropped": 0, "errors": [],
                 "healthy": True}
+    if _open_elsewhere(path):  # its writes would go on into the file moved aside, lost to the new cache
+        raise InputError(f"{path} is in use by another process (a running judge, eval or collect?); stop it, "
+                         "then repair again; nothing changed")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     damaged = path.with_name(f"{path.name}.damaged-{stamp}")
     n = 1
