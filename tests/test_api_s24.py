@@ -63,3 +63,68 @@ def test_evaluate_with_infinite_thresholds_writes_its_folder(tmp_path: Path) -> 
                         "--out", "ev", cwd=tmp_path)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert (tmp_path / "ev" / "report.html").is_file()
+
+
+# -- ragmeter cache repair -----------------------------------------------------------------------------------
+
+def damaged_cache(path: Path, n: int = 20) -> None:
+    """A judge cache of ``n`` entries, one of whose stored replies does not decode (repair moves such a file
+    aside and salvages the rest)."""
+    import sqlite3
+
+    from ragmeter.judge.cache import Cache
+
+    with Cache(path) as cache:
+        for i in range(n):
+            cache.put(f"{i:064x}", {"content": f"reply {i}"}, prompt="p", model="m")
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE judge_cache SET value = 'not json' WHERE key = ?", (f"{0:064x}",))
+    conn.commit()
+    conn.close()
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from ragmeter.judge.cache import Cache
+cache = Cache(Path(sys.argv[1]))
+cache.put("f" * 64, {"content": "paid while the repair ran"}, prompt="p", model="m")
+print("open", flush=True)
+sys.stdin.readline()
+cache.put("e" * 64, {"content": "paid after"}, prompt="p", model="m")
+cache.close()
+"""
+
+
+def test_cache_repair_refuses_a_cache_a_running_judge_has_open(tmp_path: Path) -> None:
+    """A judge still writing to the cache kept writing into the file repair had moved aside: every reply it was
+    paid for after the repair went to PATH.damaged-..., and a rerun with --cache PATH paid for it again."""
+    cache = tmp_path / "judge cache.sqlite"
+    damaged_cache(cache)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(cache)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        proc = ragmeter_cli("cache", "repair", str(cache), cwd=tmp_path)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr and "in use" in proc.stderr and str(cache) in proc.stderr
+        assert sorted(p.name for p in tmp_path.iterdir() if ".damaged" in p.name) == []  # nothing moved
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert holder.returncode == 0
+    proc = ragmeter_cli("cache", "repair", str(cache), cwd=tmp_path)  # once the judge is done, it repairs
+    assert proc.returncode == 0 and "21 entries salvaged, 1 unreadable entries dropped" in proc.stdout, proc.stdout
+    from ragmeter.judge.cache import Cache
+
+    with Cache(cache) as repaired:
+        assert len(repaired) == 21 and repaired.get("e" * 64) == {"content": "paid after"}
+
+
+@pytest.mark.parametrize("given, said", [(".", "is a folder, not a cache file"),
+                                         ("", "an empty path")])
+def test_cache_repair_names_a_folder_or_an_empty_path(tmp_path: Path, given: str, said: str) -> None:
+    """`cache repair DIR` said 'DIR: no such cache file' (it exists), and `cache repair "$UNSET"` '.: no such
+    cache file'."""
+    proc = ragmeter_cli("cache", "repair", given, cwd=tmp_path)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert "no such cache file" not in proc.stderr and list(tmp_path.iterdir()) == []

@@ -21,8 +21,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragmeter.errors import InputError
     from ragmeter.judge.cache import repair
 
+    if not args.path:
+        raise InputError("cache repair: an empty path (an unset variable?); name the cache file, e.g. "
+                         ".ragmeter/cache.sqlite")
+    if os.path.isdir(args.path):
+        inside = os.path.join(args.path, "cache.sqlite")
+        hint = f"; did you mean {inside}?" if os.path.isfile(inside) else ""
+        raise InputError(f"{args.path} is a folder, not a cache file{hint} (nothing changed)")
     result = repair(args.path)
     if result["healthy"]:
         what = ("an empty judge cache" if result["salvaged"] == 0 and os.path.getsize(result["path"]) == 0
