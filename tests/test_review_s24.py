@@ -184,3 +184,36 @@ def test_ppi_mean_leaves_out_a_random_label_that_is_missing_and_counts_it() -> N
     assert out["value"] == pytest.approx(0.75 - 0.5)
     with pytest.raises(ValueError, match="judge_all"):
         ppi_mean([1, None, 0], [1], [1])
+
+
+def test_categories_written_several_ways_are_named_as_one_split_in_the_counts() -> None:
+    import ragmeter
+    from ragmeter.audit import render
+
+    rows = _golden(n_multi=0, n_term=9)
+    for row, spelling in zip(rows[5:], ("Term", "term ", "\uff54\uff45\uff52\uff4d", " TERM")):
+        row["category"] = spelling
+    for i, row in enumerate(rows):
+        row["source"] = "DeepSeek" if i == 0 else "deepseek" if i % 2 else "zhipu"
+    a = ragmeter.audit(rows)
+    by_code = {}
+    for w in a.warnings:
+        by_code.setdefault(w.code, []).append(w)
+    (cat,) = [w for w in by_code["spelling_variants"] if w.message.startswith("category")]
+    assert "'term' (5)" in cat.message and "'term ' (1)" in cat.message and "' TERM' (1)" in cat.message
+    assert "5 ways" in cat.message and cat.cases == [r["id"] for r in rows[5:]]
+    (src,) = [w for w in by_code["spelling_variants"] if w.message.startswith("source")]
+    assert "'deepseek' (4)" in src.message and "'DeepSeek' (1)" in src.message and src.cases == [rows[0]["id"]]
+    assert a.by_category.height == 5  # counted as written (scoring splits them too), the warning says why
+    assert "spelling_variants" in render.plain(a.to_dict())
+
+
+def test_cases_without_a_category_are_named_not_counted_as_categories_of_one() -> None:
+    import ragmeter
+
+    rows = [{"id": f"q{i}", "question": f"Q{i}?", "category": "term", "expectedEvidence": ["x"]} for i in range(8)]
+    rows[6]["category"] = ""
+    del rows[7]["category"]
+    a = ragmeter.audit(rows)
+    (w,) = [w for w in a.warnings if w.code == "uncategorised"]
+    assert w.cases == ["q6", "q7"] and "2 case(s) without a category" in w.message

@@ -7,7 +7,7 @@ the warnings, and ``to_dict()``, the object ``ragmeter audit --json`` prints.
 See docs/audit.md for a worked example.
 
 Warning codes (stable): ``hard_share_low``, ``source_share_low``,
-``empty_cell``, ``unlabeled``, ``duplicate_question``,
+``empty_cell``, ``unlabeled``, ``uncategorised``, ``spelling_variants``, ``duplicate_question``,
 ``evidence_not_in_corpus``, ``file_not_in_corpus``, ``evidence_in_other_file``.
 
 ``ragmeter.audit`` is this module, made callable (``ragmeter.audit(...)``
@@ -160,6 +160,9 @@ def audit(
     cross = _cross(frame, list(cat_counts), list(named_sources))
     warnings += _empty_cells(cross, by)
     warnings += _unlabeled(frame)
+    warnings += _uncategorised(frame)
+    warnings += _spelling_variants(frame, "category", "category")
+    warnings += _spelling_variants(frame.filter(pl.col("_by") != MISSING), "_by", by)
     warnings += _duplicates(frame)
 
     corpus_info = evidence = None
@@ -375,6 +378,42 @@ def _unlabeled(frame: pl.DataFrame) -> List[AuditWarning]:
     ids = rows["id"].to_list()
     return [AuditWarning("unlabeled", f"{len(ids)} answerable case(s) with neither expected files nor evidence "
                          f"(never scored): {_few(ids)}", ids)]
+
+
+def _uncategorised(frame: pl.DataFrame) -> List[AuditWarning]:
+    """Cases without a category whose id has no prefix: each became a category of its own (the id)."""
+    alone = frame.filter((pl.col("category") == pl.col("id")) & ~pl.col("id").str.contains("-", literal=True))
+    if not alone.height or alone.height == frame.height:  # all of them: _require_categories refused the set
+        return []
+    ids = alone["id"].to_list()
+    return [AuditWarning("uncategorised", f"{len(ids)} case(s) without a category, each counted as a category of "
+                         f"its own (its id, which has no prefix): {_few(ids)}", ids)]
+
+
+def _spelling_key(name: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def _spelling_variants(frame: pl.DataFrame, column: str, label: str) -> List[AuditWarning]:
+    """Values that differ only by case, width or white space ('term', 'Term', 'term ', full-width 'ｔｅｒｍ'): one
+    value written several ways, which every count (and scoring) splits."""
+    counts = _counts(frame[column])
+    groups: Dict[str, List[str]] = {}
+    for name in counts:
+        groups.setdefault(_spelling_key(name), []).append(name)
+    out = []
+    for names in groups.values():
+        if len(names) < 2:
+            continue
+        names = sorted(names, key=lambda v: -counts[v])  # stable: ties keep their first appearance
+        others = set(names[1:])
+        ids = frame.filter(pl.col(column).is_in(list(others)))["id"].to_list()
+        spelled = ", ".join(f"{name!r} ({counts[name]})" for name in names)
+        out.append(AuditWarning(
+            "spelling_variants",
+            f"{label} {names[0]!r} is written {len(names)} ways, differing only by case, width or white space: "
+            f"{spelled}; each is counted (and scored) as a {label} of its own: {_few(ids)}", ids))
+    return out
 
 
 #: ASCII's punctuation, symbols and separators (general categories P*, S*, Z*), for bytes.translate
