@@ -160,6 +160,8 @@ def _with_defaults(cases: pl.DataFrame) -> pl.DataFrame:
     if "reference_answer" not in cases.columns and "referenceAnswer" in cases.columns:
         cases = cases.with_columns(pl.col("referenceAnswer").alias("reference_answer"))
     missing = [pl.lit(None, dtype=t).alias(c) for c, t in _OPTIONAL.items() if c not in cases.columns]
+    # a column holding only nulls may come typed as Arrow's null type: missing values, read as its type
+    missing += [pl.col(c).cast(t) for c, t in _OPTIONAL.items() if cases.schema.get(c) == pl.Null]
     return cases.with_columns(missing) if missing else cases
 
 

@@ -1,0 +1,119 @@
+"""Session 24: `ragmeter report` and the per-case diagnosis on folders and cases a demanding user meets
+(an empty cases table, columns written as all-null, a listed file gone, absurd --resamples, unscorable
+retrieval, no-answer questions answered anyway)."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ragmeter.errors import InputError
+
+from test_report import synth_cases, write_results
+
+
+def _report(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragmeter", "report", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def _no_reports(folder: Path) -> bool:
+    return not (folder / "report.html").exists() and not (folder / "report.md").exists()
+
+
+def test_a_cases_table_of_zero_rows_is_refused_naming_the_file(tmp_path: Path) -> None:
+    # it rebuilt nothing useful before: a traceback (KeyError 'hit') and exit 1
+    folder = write_results(tmp_path / "zero", synth_cases(4).head(0), judge=False)
+    proc = _report(str(folder))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "cases.parquet" in proc.stderr and "0 rows" in proc.stderr
+    assert _no_reports(folder)
+
+
+def test_columns_written_as_all_null_are_read_as_missing_values(tmp_path: Path) -> None:
+    # a writer that stores a column holding only nulls as Arrow's null type (no answers at all, no verdicts):
+    # the report crashed inside the diagnosis (a String operation on a null-typed column)
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(8).with_columns(pl.lit(None).alias("answer"), pl.lit(None).alias("correctness_status"),
+                                        pl.lit(None).alias("correct"))
+    assert cases.schema["answer"] == pl.Null
+    folder = write_results(tmp_path / "nulls", cases, judge=False)
+    paths = write_reports(folder, n_resamples=100)
+    md = paths["markdown"].read_text(encoding="utf-8")
+    # no answer at all: every case with a verdict lost is a generation failure or a retrieval miss, never OK
+    stored = pl.read_parquet(folder / "cases.parquet")
+    from ragmeter.report.data import load_results
+
+    diagnosed = load_results(folder).cases
+    assert diagnosed.height == stored.height
+    assert "OK" not in set(diagnosed["diagnosis"])
+    assert "Refusals: 0/0 answered cases" in md
+
+
+def test_stored_diagnosis_with_a_null_typed_answer_column_is_read(tmp_path: Path) -> None:
+    from ragmeter.diagnosis import diagnose
+    from ragmeter.report import write_reports
+
+    cases = diagnose(synth_cases(8)).with_columns(pl.lit(None).alias("answer"))
+    folder = write_results(tmp_path / "stored", cases, judge=False)
+    proc = _report(str(folder), "--resamples", "100")
+    assert proc.returncode == 0, proc.stderr
+    assert write_reports(folder, n_resamples=100)["markdown"].is_file()
+
+
+@pytest.mark.parametrize("name", ["judge.parquet", "sweep.parquet"])
+def test_a_file_summary_lists_but_the_folder_lacks_is_an_error_naming_it(tmp_path: Path, name: str) -> None:
+    # before: the report was rebuilt without it, silently (no judge reasons, no sweep), exit 0
+    folder = write_results(tmp_path / "run", synth_cases(8), judge=True, sweep=True,
+                           summary={"version": "0.1.0", "files": ["cases.parquet", "judge.parquet", "sweep.parquet",
+                                                                  "summary.json"]})
+    (folder / name).unlink()
+    proc = _report(str(folder), "--resamples", "100")
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert str(folder / name) in proc.stderr and "summary.json" in proc.stderr
+    assert _no_reports(folder)
+
+
+def test_a_file_summary_does_not_list_may_be_absent(tmp_path: Path) -> None:
+    folder = write_results(tmp_path / "run", synth_cases(8), judge=False,
+                           summary={"version": "0.1.0", "files": ["cases.parquet", "summary.json"]})
+    proc = _report(str(folder), "--resamples", "100")
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "1000000000"])
+def test_an_absurd_number_of_resamples_is_refused_before_reading(tmp_path: Path, value: str) -> None:
+    # 2**64 and more: a traceback (OverflowError) and exit 1; 10**9: memory for 10**9 resample means per metric
+    folder = write_results(tmp_path / "run", synth_cases(8), judge=False)
+    proc = _report(str(folder), "--resamples", value)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "--resamples" in proc.stderr and "at most" in proc.stderr
+    assert _no_reports(folder)
+
+
+def test_write_reports_refuses_an_absurd_number_of_resamples(tmp_path: Path) -> None:
+    from ragmeter.report import MAX_REPORT_RESAMPLES, write_reports
+
+    folder = write_results(tmp_path / "run", synth_cases(8), judge=False)
+    with pytest.raises(InputError, match="n_resamples"):
+        write_reports(folder, n_resamples=MAX_REPORT_RESAMPLES + 1)
+    assert _no_reports(folder)
+    assert write_reports(folder, n_resamples=100)["html"].is_file()
+
+
+def test_report_out_leaves_the_results_folder_untouched(tmp_path: Path) -> None:
+    folder = write_results(tmp_path / "run", synth_cases(8), judge=True, sweep=True)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    proc = _report(str(folder), "--out", str(tmp_path / "elsewhere"), "--resamples", "100")
+    assert proc.returncode == 0, proc.stderr
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert (tmp_path / "elsewhere" / "report.html").is_file()
