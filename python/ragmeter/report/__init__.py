@@ -10,10 +10,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
-__all__ = ["write_reports", "build_readings", "DEFAULT_REPORT_RESAMPLES"]
+__all__ = ["write_reports", "build_readings", "check_report_resampling", "DEFAULT_REPORT_RESAMPLES",
+           "MAX_REPORT_RESAMPLES"]
 
 #: resamples for the report's intervals (compare uses 10,000)
 DEFAULT_REPORT_RESAMPLES = 2_000
+#: at most this many: the resample means are held per metric and shown category (1.2 MB per 10,000
+#: resamples, category and 15 metrics), and the bounds' last shown digit settles long before
+MAX_REPORT_RESAMPLES = 100_000
+
+
+def check_report_resampling(n_resamples: Any, seed: Any, names: tuple = ("n_resamples", "seed")) -> tuple:
+    """``(n_resamples, seed)`` checked as :func:`ragmeter.stats.check_resampling` does, and ``n_resamples`` at
+    most :data:`MAX_REPORT_RESAMPLES`; :class:`~ragmeter.errors.InputError` naming them as ``names`` says."""
+    from ragmeter import stats
+    from ragmeter.errors import InputError
+
+    n_resamples, seed = stats.check_resampling(n_resamples, seed, names=names)
+    if n_resamples > MAX_REPORT_RESAMPLES:
+        raise InputError(f"{names[0]} must be at most {MAX_REPORT_RESAMPLES:,} (memory grows with it, and the "
+                         f"intervals do not change beyond their last digit), got {n_resamples}")
+    return n_resamples, seed
 
 
 def build_readings(results: Any, *, n_resamples: int, seed: int) -> Dict[str, Any]:
@@ -42,7 +59,7 @@ def write_reports(
     from ragmeter.report.html import render_html
     from ragmeter.report.markdown import render_markdown
 
-    n_resamples, seed = stats.check_resampling(n_resamples, seed)
+    n_resamples, seed = check_report_resampling(n_resamples, seed)
     seed = stats.DEFAULT_SEED if seed is None else seed
     results = load_results(results_dir)
     if summary is not None:
