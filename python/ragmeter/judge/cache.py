@@ -603,6 +603,27 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     if _open_elsewhere(path):  # its writes would go on into the file moved aside, lost to the new cache
         raise InputError(f"{path} is in use by another process (a running judge, eval or collect?); stop it, "
                          "then repair again; nothing changed")
+    # the new cache is written beside the damaged one first: a full disk then changes nothing
+    new = path.with_name(f"{path.name}.repairing-{os.getpid()}")
+    try:
+        fresh = Cache(new)
+        try:
+            assert fresh._conn is not None
+            with fresh._lock:
+                fresh._conn.execute("BEGIN IMMEDIATE")
+                fresh._conn.executemany(_INSERT, [tuple(r) for r in found.values()])
+                fresh._conn.execute("COMMIT")
+                fresh._conn.execute("PRAGMA journal_mode=DELETE")  # every entry in the one file, no -wal
+        finally:
+            fresh.close()
+    except BaseException as exc:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with suppress(OSError):
+                os.unlink(str(new) + suffix)
+        if isinstance(exc, (sqlite3.Error, OSError, InputError)):
+            raise InputError(f"{path}: cannot write the repaired cache beside it ({_describe(exc)}); "
+                             "nothing changed") from None
+        raise
     stamp = time.strftime("%Y%m%d-%H%M%S")
     damaged = path.with_name(f"{path.name}.damaged-{stamp}")
     n = 1
@@ -615,16 +636,10 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
             companion = Path(str(path) + suffix)
             if companion.exists():
                 companion.rename(str(damaged) + suffix)
+        new.rename(path)
     except OSError as exc:
+        with suppress(OSError):
+            new.unlink()
         raise InputError(f"{path}: cannot move the damaged cache aside ({_describe(exc)})") from None
-    fresh = Cache(path)
-    try:
-        assert fresh._conn is not None
-        with fresh._lock:
-            fresh._conn.execute("BEGIN IMMEDIATE")
-            fresh._conn.executemany(_INSERT, [tuple(r) for r in found.values()])
-            fresh._conn.execute("COMMIT")
-    finally:
-        fresh.close()
     return {"path": str(path), "damaged": str(damaged), "salvaged": len(found), "dropped": dropped,
             "errors": errors, "healthy": False}
