@@ -128,3 +128,32 @@ def test_cache_repair_names_a_folder_or_an_empty_path(tmp_path: Path, given: str
     proc = ragmeter_cli("cache", "repair", given, cwd=tmp_path)
     assert proc.returncode == 2 and said in proc.stderr, proc.stderr
     assert "no such cache file" not in proc.stderr and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE stands in for a full disk")
+def test_cache_repair_on_a_full_disk_changes_nothing(tmp_path: Path) -> None:
+    """A disk that filled while the repaired copy was written ended in a traceback (sqlite3.OperationalError:
+    database or disk is full, exit 1) with the damaged cache moved aside and an empty cache at PATH: the next
+    run paid again for every salvaged reply."""
+    import resource
+
+    from ragmeter.judge.cache import Cache
+
+    cache = tmp_path / "cache.sqlite"
+    damaged_cache(cache, n=300)
+    with Cache(cache) as big:  # larger than the limit below
+        for i in range(300, 2000):
+            big.put(f"{i:064x}", {"content": "x" * 500}, prompt="p", model="m")
+    before = cache.read_bytes()
+
+    def small_files() -> None:  # writes past 256 kB fail as on a full disk (Python ignores SIGXFSZ)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 10, 256 << 10))
+
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "cache", "repair", str(cache)], capture_output=True,
+                          text=True, cwd=tmp_path, preexec_fn=small_files)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "nothing changed" in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.sqlite"]
+    assert cache.read_bytes() == before
+    proc = ragmeter_cli("cache", "repair", str(cache), cwd=tmp_path)  # with room, it repairs
+    assert proc.returncode == 0 and "1999 entries salvaged, 1 unreadable entries dropped" in proc.stdout, proc.stdout
