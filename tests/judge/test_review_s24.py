@@ -108,3 +108,42 @@ def test_text_without_exactly_one_json_object_still_fails_to_parse(text):
 def test_one_object_in_prose_and_after_thoughts_parses():
     assert parse_json_object('Verdict: {"a": {"b": [1, "}"]}} done') == {"a": {"b": [1, "}"]}}
     assert parse_json_object('<think>\n{"draft": 1}\n</think>\n```json\n{"a": 3}\n```') == {"a": 3}
+
+
+# -- a usage block the client cannot read does not throw a good reply away ---------------------------------------
+def _with_usage(usage) -> dict:
+    return {"status": 200, "body": json.dumps({"choices": [{"message": {"content": V}, "finish_reason": "stop"}],
+                                               "usage": usage})}
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": "12", "completion_tokens": "n/a"}, "unknown",
+                                   {"prompt_tokens": [1], "completion_tokens": {"n": 2}}])
+def test_an_unreadable_usage_block_keeps_the_reply_and_estimates_the_tokens(server, fast_retry, usage):
+    server.rules = [(lambda info: True, _with_usage(usage))]
+    res = chat(server, policy=fast_retry)
+    # before: the reply was read as unreadable and paid again max_attempts times, then the row failed
+    assert server.requests == 1 and json.loads(res.content) == VERDICT
+    assert res.prompt_tokens > 0 and res.completion_tokens > 0
+    assert res.attempts[0]["usage_estimated"] is True
+
+
+def test_a_numeric_string_usage_is_read_as_the_number(server, fast_retry):
+    server.rules = [(lambda info: True, _with_usage({"prompt_tokens": "12", "completion_tokens": 3.0}))]
+    res = chat(server, policy=fast_retry)
+    assert (res.prompt_tokens, res.completion_tokens) == (12, 3) and "usage_estimated" not in res.attempts[0]
+
+
+def test_a_cost_from_estimated_tokens_says_so(server, fast_retry, tmp_path):
+    body = {"status": 200, "body": json.dumps({"choices": [{"message": {"content": V}, "finish_reason": "stop"}]})}
+    server.rules = [(lambda info: "q2" in json.dumps(info.get("payload")), body)]
+    cases = [{"id": f"c{i}", "question": f"q{i}?", "reference_answer": "a", "answer": "a"} for i in range(3)]
+    res = run_sync(cases, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                      cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    s = res.summary
+    # before: a judge_cost_usd partly made of estimates read as a measured cost
+    assert s["usage_estimated_requests"] == 1 and s["requests"] == 3 and s["judge_cost_usd"] > 0
+    from ragmeter.cli.judge import cost_lines
+
+    said = " ".join(" ".join(cost_lines(s)).split())
+    assert "1 of 3 requests" in said and "estimated" in said
+    assert all(len(line) <= 80 for line in cost_lines(s))

@@ -375,6 +375,22 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
 
 
+def cost_lines(s: Dict[str, Any]) -> List[str]:
+    """The cost and request counts of a judge summary, within 80 columns; says when the endpoint sent no usage
+    for some replies (their tokens, and so the cost, are estimates)."""
+    from ragmeter._text import hanging
+
+    jc = "n/a" if s["judge_cost_usd"] is None else f"${s['judge_cost_usd']:.4f}"
+    sc = "n/a" if s["system_cost_usd"] is None else f"${s['system_cost_usd']:.4f}"
+    refreshed = f", {s['refreshed_calls']} failed replies re-requested" if s.get("refreshed_calls") else ""
+    lines = [f"  judge cost {jc} (system cost {sc}); {s['requests']} requests, {s['retries']} retries, "
+             f"{s['cached_calls']} cached calls{refreshed}"]
+    if s.get("usage_estimated_requests"):
+        lines.append(f"  tokens and cost estimated for {s['usage_estimated_requests']} of {s['requests']} requests: "
+                     f"the endpoint sent no usage for them")
+    return hanging(lines)
+
+
 def incomplete_exit(summary: Optional[Dict[str, Any]], limit: MaxFailed, out: Any) -> int:
     """3 when more rows are incomplete (failed, or skipped at --budget) than ``--max-failed`` allows, else 0."""
     inc = (summary or {}).get("incomplete")
@@ -430,11 +446,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {out / 'judge.parquet'} and {out / 'judge_summary.json'}")
     for line in judge_lines(s):
         print(line)
-    jc = "n/a" if s["judge_cost_usd"] is None else f"${s['judge_cost_usd']:.4f}"
-    sc = "n/a" if s["system_cost_usd"] is None else f"${s['system_cost_usd']:.4f}"
-    refreshed = f", {s['refreshed_calls']} failed replies re-requested" if s.get("refreshed_calls") else ""
-    print(f"  judge cost {jc} (system cost {sc}); {s['requests']} requests, {s['retries']} retries, "
-          f"{s['cached_calls']} cached calls{refreshed}")
+    for line in cost_lines(s):
+        print(line)
     if s.get("budget_reached"):
         print("  --budget reached: remaining rows are marked skipped", file=sys.stderr)
     return max(incomplete_exit(s, args.max_failed, out), _warn_failed_in_run(failed_in_run))

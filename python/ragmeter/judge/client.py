@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -123,6 +124,7 @@ class ClientStats:
     completion_tokens: int = 0
     failures: int = 0
     preflight_requests: int = 0
+    usage_estimated: int = 0  #: replies without a (readable) usage block: their tokens and cost are estimates
 
 
 def _url(text: str) -> Any:
@@ -164,6 +166,26 @@ def models_context_size(body: str, model: str) -> Optional[int]:
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 return value
     return None
+
+
+def _usage(data: Dict[str, Any]) -> Dict[str, Any]:
+    """A reply's ``usage`` block ({} when absent or not an object)."""
+    usage = data.get("usage")
+    return usage if isinstance(usage, dict) else {}
+
+
+def _tokens(usage: Dict[str, Any], name: str) -> Optional[int]:
+    """A token count of ``usage`` (a number, or a numeric text as some proxies send); None when absent or
+    unreadable: the caller estimates it, and an unreadable count never throws a paid reply away."""
+    value = usage.get(name)
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return int(value)
 
 
 def _one_vector(embedding: Any) -> List[float]:
@@ -492,11 +514,12 @@ class JudgeClient:
 
         def on_ok(data: Dict[str, Any], record: Dict[str, Any]) -> ChatResult:
             choices = data.get("choices")
-            usage = data.get("usage") or {}
+            usage = _usage(data)
+            reported_pt, reported_ct = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
             if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
                 # a malformed reply from the endpoint: retried with back-off like any unreadable 200 (kind
                 # bad_response); the tokens it reports as billed are counted
-                pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+                pt, ct = reported_pt or 0, reported_ct or 0
                 billed["prompt"] += pt
                 billed["completion"] += ct
                 self.stats.prompt_tokens += pt
@@ -511,8 +534,11 @@ class JudgeClient:
                 content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
             reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
             finish = choice.get("finish_reason")
-            pt = int(usage.get("prompt_tokens") or prompt_est)
-            ct = int(usage.get("completion_tokens") or (estimate_tokens(content) + estimate_tokens(str(reasoning))))
+            pt = reported_pt or prompt_est
+            ct = reported_ct or (estimate_tokens(content) + estimate_tokens(str(reasoning)))
+            if (pt, ct) != (reported_pt, reported_ct):  # no (readable) usage from the endpoint: the cost is estimated
+                record["usage_estimated"] = True
+                self.stats.usage_estimated += 1
             billed["prompt"] += pt
             billed["completion"] += ct
             self.stats.prompt_tokens += pt
@@ -538,8 +564,7 @@ class JudgeClient:
                                   reasoning_chars=len(str(reasoning)))
             else:
                 record["outcome"] = "empty" if not content.strip() else "truncated"
-            reported = usage.get("completion_tokens")
-            spent_all = isinstance(reported, (int, float)) and reported >= state["max_tokens"]
+            spent_all = reported_ct is not None and reported_ct >= state["max_tokens"]
             if record["outcome"] == "empty" and finish and finish != "length" and not spent_all:
                 # the model ended the reply itself (stop, eos...) below the budget: a larger budget would only pay
                 # for the same empty reply again
@@ -551,7 +576,7 @@ class JudgeClient:
             room = None if self.context_size is None else self.context_size - pt
             # a server that cut the output below the budget asked for (llama.cpp's, at a full context) would
             # cut a larger budget at the same place
-            server_cut = finish == "length" and usage.get("completion_tokens") is not None and ct < state["max_tokens"]
+            server_cut = finish == "length" and reported_ct is not None and ct < state["max_tokens"]
             if server_cut:
                 nxt = None
             elif nxt is not None and room is not None:
@@ -644,8 +669,7 @@ class JudgeClient:
                 raise _BadReply(f"embeddings: expected {len(texts)} vectors, got {got}")
             items = sorted(items, key=lambda d: d.get("index", 0))
             vectors = [_one_vector(d["embedding"]) for d in items]
-            usage = data.get("usage") or {}
-            pt = int(usage.get("prompt_tokens") or est)
+            pt = _tokens(_usage(data), "prompt_tokens") or est
             self.stats.prompt_tokens += pt
             record.update(prompt_tokens=pt)
             return vectors, pt
