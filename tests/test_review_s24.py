@@ -217,3 +217,36 @@ def test_cases_without_a_category_are_named_not_counted_as_categories_of_one() -
     a = ragmeter.audit(rows)
     (w,) = [w for w in a.warnings if w.code == "uncategorised"]
     assert w.cases == ["q6", "q7"] and "2 case(s) without a category" in w.message
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("category=multi:15;category=term:30", "section 'category' is given twice"),
+    ("category=multi:15,term:30,multi:20", "'multi' is given twice in section 'category'"),
+])
+def test_a_targets_spec_naming_a_section_or_value_twice_is_refused(spec: str, message: str) -> None:
+    import ragmeter
+
+    with pytest.raises(InputError, match=message):
+        ragmeter.audit(_golden(), targets=spec)
+
+
+def test_a_targets_json_file_naming_a_value_twice_is_refused(tmp_path: Path) -> None:
+    import ragmeter
+
+    path = tmp_path / "targets.json"
+    path.write_text('{"category": {"multi": 15, "term": 30, "multi": 20}}', encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        ragmeter.audit(_golden(), targets=str(path))
+    assert str(err.value) == f"{path}: 'multi' is given twice in section 'category'"
+
+
+def test_a_targets_spec_below_the_set_never_plans_a_smaller_set() -> None:
+    """A spec for one new source (or a value lowered) grows the set from its size, not from the spec's sum."""
+    import ragmeter
+
+    rows = _golden(n_multi=4, n_term=6)  # no case has a source yet
+    d = ragmeter.audit(rows, targets="source=c:2").to_dict()
+    assert d["target"]["n"] == 12 and d["gap"]["source"] == {"c": 2} and d["gap"]["total"] == 2
+    assert d["resolution"]["target"]["n"] == 12
+    d = ragmeter.audit(rows, targets="category=term:3").to_dict()  # fewer than it has: nothing to write
+    assert d["target"]["n"] == 10 and d["gap"]["total"] == 0

@@ -148,7 +148,7 @@ def audit(
     cat_counts = _counts(frame["category"])
     src_counts = _counts(frame["_by"])
     named_sources = {k: v for k, v in src_counts.items() if k != MISSING}
-    spec, total, cat_target, src_target = _plan(targets, target, by, cat_counts, named_sources)
+    spec, total, cat_target, src_target = _plan(targets, target, by, cat_counts, named_sources, frame.height)
     rates = _rates(rate, results)  # before the corpus check: a bad folder fails fast
 
     warnings: List[AuditWarning] = []
@@ -462,8 +462,10 @@ def _target_summary(total: Optional[int], cat_target: Optional[Dict[str, int]], 
 
 
 def _plan(targets: Optional[str], target: Optional[int], by: str, cat_counts: Dict[str, int],
-          src_counts: Dict[str, int]) -> Tuple[Dict[str, Any], Optional[int], Optional[Dict[str, int]], Optional[Dict[str, int]]]:
-    """The spec, the target size and the per-value targets of both dimensions (None: no target)."""
+          src_counts: Dict[str, int], n: int) -> Tuple[Dict[str, Any], Optional[int], Optional[Dict[str, int]], Optional[Dict[str, int]]]:
+    """The spec, the target size and the per-value targets of both dimensions (None: no target). Without
+    ``--target``, the size is the set's once each section's gap is filled (cases are written, never removed:
+    a value set below its count, or a section for a dimension few cases have, never plans a smaller set)."""
     spec: _targets.Spec = {}
     if targets is not None:
         spec = _targets.parse_targets(targets, ["category", by] + (["source"] if by != "source" else []))
@@ -474,7 +476,8 @@ def _plan(targets: Optional[str], target: Optional[int], by: str, cat_counts: Di
     cat_target = _targets.targets_for(cat_counts, spec.get("category"), total)
     src_target = _targets.targets_for(src_counts, spec.get(by), total)
     if total is None and spec:
-        total = max(sum(t.values()) for t in (cat_target, src_target) if t)
+        total = max([n] + [n + sum(_targets.gap(counts, t).values())
+                           for counts, t in ((cat_counts, cat_target), (src_counts, src_target)) if t])
         cat_target = cat_target or _targets.even_targets(cat_counts, total)
         src_target = src_target or _targets.even_targets(src_counts, total)
     return spec, total, cat_target, src_target

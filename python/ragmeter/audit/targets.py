@@ -37,11 +37,15 @@ def parse_targets(spec: str, dimensions: Sequence[str]) -> Spec:
         name = name.strip()
         if not sep or not name:
             raise InputError(f"--targets: {part.strip()!r} is not DIMENSION=VALUE:N,... (e.g. category=term:50,multi:15)")
+        if name in sections:
+            raise InputError(f"--targets: section {name!r} is given twice (name each of its values once, in one section)")
         items: Counts = {}
         for item in filter(str.strip, body.split(",")):
             m = _ITEM.match(item)
             if m is None:
                 raise InputError(f"--targets: {item.strip()!r} in section {name!r} is not VALUE:N with N a whole number")
+            if m.group(1) in items:
+                raise InputError(f"--targets: {m.group(1)!r} is given twice in section {name!r}")
             items[m.group(1)] = int(m.group(2))
         sections[name] = items
     if not sections:
@@ -60,7 +64,25 @@ def _read_spec_file(path: Path) -> Dict[str, object]:
 
             data = tomllib.loads(text)
         else:
-            data = json.loads(text)
+            repeated: List[tuple] = []  # json.loads keeps the last of a repeated key, silently
+
+            def unique(pairs: List[tuple]) -> Dict[str, object]:
+                obj: Dict[str, object] = {}
+                for key, value in pairs:
+                    if key in obj:
+                        repeated.append((key, obj))
+                    obj[key] = value
+                return obj
+
+            data = json.loads(text, object_pairs_hook=unique)
+            for key, obj in repeated:
+                if obj is data:
+                    raise InputError(f"{path}: section {key!r} is given twice")
+                section = next((name for name, value in data.items() if value is obj), None)
+                if section is not None:
+                    raise InputError(f"{path}: {key!r} is given twice in section {section!r}")
+    except InputError:
+        raise
     except ValueError as exc:  # tomllib.TOMLDecodeError and json.JSONDecodeError are ValueErrors
         raise InputError(f"{path}: targets file does not parse: {exc}") from None
     if not isinstance(data, dict):
