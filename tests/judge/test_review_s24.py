@@ -147,3 +147,41 @@ def test_a_cost_from_estimated_tokens_says_so(server, fast_retry, tmp_path):
     said = " ".join(" ".join(cost_lines(s)).split())
     assert "1 of 3 requests" in said and "estimated" in said
     assert all(len(line) <= 80 for line in cost_lines(s))
+
+
+# -- an unknown model answered with 400 (DeepSeek, LiteLLM) stops the run as a 404 does --------------------------
+@pytest.mark.parametrize("message", ["Model Not Exist",                                          # DeepSeek
+                                     "Invalid model name passed in model=gpt-5-nano",             # LiteLLM
+                                     "The model `gpt-x` does not exist or you do not have access to it."])
+def test_a_400_naming_an_unknown_model_stops_the_run_after_one_request(server, fast_retry, tmp_path, message):
+    from ragmeter.judge import JudgeStopped
+
+    server.rules = [(lambda info: True, {"status": 400, "body": json.dumps(
+        {"error": {"message": message, "type": "invalid_request_error"}})})]
+    cases = [{"id": f"c{i}", "question": f"q{i}?", "reference_answer": "a", "answer": "a"} for i in range(5)]
+    with pytest.raises(JudgeStopped) as ei:
+        run_sync(cases, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                    cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    # before: every row was sent and failed as 'client', exit 3 with results that measure nothing
+    assert ei.value.kind == "not_found" and message in str(ei.value) and "--model" in str(ei.value)
+    assert server.requests == 1
+
+
+def test_a_400_about_the_request_is_still_one_failed_row(server, fast_retry):
+    server.script = [{"status": 400, "body": json.dumps({"error": {
+        "message": "This model's maximum context length is 8192 tokens", "type": "invalid_request_error"}})}]
+    with pytest.raises(JudgeCallError) as ei:
+        chat(server, policy=fast_retry)
+    assert ei.value.kind == "client"
+
+
+def test_max_failed_nan_percent_is_refused():
+    import argparse
+
+    from ragmeter.cli.judge import MaxFailed
+
+    # before: accepted, and a run with no failed row exited 3 ('0 of 3 ... more than --max-failed nan% allows')
+    for bad in ("nan%", "NaN%", "-nan%"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            MaxFailed(bad)
+    assert MaxFailed("100%").allows(3, 3) and MaxFailed("0%").allows(0, 3) and not MaxFailed("0").allows(1, 3)

@@ -57,7 +57,7 @@ class MaxFailed:
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number of rows (3) or a percentage (5%), got {text!r}") \
                 from None
-        if self.value < 0 or (self.percent and self.value > 100):
+        if not self.value >= 0 or (self.percent and self.value > 100):  # NaN too
             raise argparse.ArgumentTypeError(f"must be between 0 and {'100%' if self.percent else 'the row count'}, "
                                              f"got {text!r}")
 

@@ -38,7 +38,7 @@ import aiohttp
 from . import _json
 from .cost import estimate_tokens
 from .limits import Limits
-from .retry import RetryPolicy, classify, next_max_tokens
+from .retry import RetryPolicy, classify, is_unknown_model, next_max_tokens
 from .stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, RunStop
 from .urls import public_endpoint, scrub_urls, split_credentials
 
@@ -433,6 +433,11 @@ class JudgeClient:
                     continue
                 decision = classify(attempt=transient, policy=self.config.policy, status=status,
                                     headers=headers, body=self.redact(bad or body), exc=exc)
+                if exc is None and decision.kind == "client" and is_unknown_model(status, body):
+                    # a server that says "no such model" with a 400 (DeepSeek, LiteLLM): no request can succeed
+                    decision = type(decision)(False, 0.0, "not_found", decision.message.replace(
+                        "request rejected", "unknown model: check --model" if what == "chat" else
+                        "unknown model: check --embeddings-model"))
                 record["outcome"] = decision.kind
                 if decision.kind in FATAL_KINDS and not decision.retry:
                     self.stop.trip(decision.kind, self.redact(

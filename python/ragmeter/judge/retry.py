@@ -27,8 +27,8 @@ from typing import Callable, Mapping, Optional
 
 from .urls import scrub_urls
 
-__all__ = ["RetryPolicy", "Decision", "classify", "is_context_overflow", "backoff_delay", "parse_retry_after",
-           "next_max_tokens"]
+__all__ = ["RetryPolicy", "Decision", "classify", "is_context_overflow", "is_unknown_model", "backoff_delay",
+           "parse_retry_after", "next_max_tokens"]
 
 #: Statuses retried with back-off. 5xx are all retried except 501 (not implemented).
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
@@ -42,6 +42,18 @@ QUOTA_WORDS = ("quota_exceeded", "quota exceeded", "exceeded your current quota"
 _LLAMA_DECODE_FULL = re.compile(r"llama_decode returned 1\b")
 CONTEXT_WORDS = ("context length", "context_length", "n_ctx", "exceed context window",
                  "context window", "context size", "maximum context")
+
+
+#: Wording of a 400/422 that means the model asked for is not served (DeepSeek "Model Not Exist", LiteLLM
+#: "Invalid model name", OpenAI-style "model_not_found" sent as 400): every request would get it.
+_UNKNOWN_MODEL = re.compile(r"model_not_found|model[ _]not[ _]exist|no such model|(?:invalid|unknown) model"
+                            r"|model\b[^.;]{0,80}?\b(?:does not exist|not found|doesn't exist)", re.I)
+
+
+def is_unknown_model(status: Optional[int], body: Optional[str]) -> bool:
+    """A 400/422 whose error body says the model asked for does not exist (OpenAI-compatible servers that do
+    not answer 404 for it)."""
+    return status in (400, 422) and bool(_UNKNOWN_MODEL.search(_error_text(body)))
 
 
 @dataclass(frozen=True)
