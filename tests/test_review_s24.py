@@ -250,3 +250,25 @@ def test_a_targets_spec_below_the_set_never_plans_a_smaller_set() -> None:
     assert d["resolution"]["target"]["n"] == 12
     d = ragmeter.audit(rows, targets="category=term:3").to_dict()  # fewer than it has: nothing to write
     assert d["target"]["n"] == 10 and d["gap"]["total"] == 0
+
+
+# ------------------------------------------------------------------------------------------- import: n of N
+
+
+def test_the_judges_rate_says_how_many_cases_of_the_folder_it_covers(tmp_path: Path) -> None:
+    import polars as pl
+
+    from ragmeter.review import export_sheet, import_sheet
+    from ragmeter.review.render import ppi_line
+
+    folder = write_folder(tmp_path / "run")
+    cases = pl.read_parquet(folder / "cases.parquet")
+    skipped = pl.col("id").is_in(["ok-00", "ok-01"])  # no answer in the run: not judged
+    cases = cases.with_columns(pl.when(skipped).then(None).otherwise(pl.col("correct")).alias("correct"),
+                               pl.when(skipped).then(pl.lit("skipped")).otherwise(pl.col("correctness_status"))
+                               .alias("correctness_status"))
+    cases.write_parquet(folder / "cases.parquet")
+    manifest = export_sheet(folder, random_n=4, seed=7)
+    section = import_sheet(folder, fill(folder / "review" / "review.csv", tmp_path / "f.csv", human_truth(manifest)))
+    assert section["ppi"]["n_cases"] == 48 and section["ppi"]["n_unjudged"] == 2
+    assert "over 48 of 50 cases (2 not judged" in ppi_line(section)

@@ -58,7 +58,11 @@ def stratum_rows(c: Dict[str, Any]) -> List[List[str]]:
 
 def ppi_line(c: Dict[str, Any]) -> str:
     p = c["ppi"]
-    raw = f"judge's correct rate {pct(p.get('judge_rate'))} over {p.get('n_cases')} cases (a failed call counts as not correct)"
+    unjudged = p.get("n_unjudged") or 0
+    over = (f"{p.get('n_cases')} of {p.get('n_cases') + unjudged} cases ({unjudged} not judged: skipped or missing "
+            "from the run; a failed call counts as not correct)" if unjudged and p.get("n_cases") is not None
+            else f"{p.get('n_cases')} cases (a failed call counts as not correct)")
+    raw = f"judge's correct rate {pct(p.get('judge_rate'))} over {over}"
     if p.get("value") is None:
         return f"{raw}; prediction-powered estimate: n/a ({p.get('reason')})"
     return (f"{raw}; prediction-powered estimate {pct(p['value'])} {interval(p['ci_low'], p['ci_high'])}, resting on "
