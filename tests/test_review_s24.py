@@ -272,3 +272,25 @@ def test_the_judges_rate_says_how_many_cases_of_the_folder_it_covers(tmp_path: P
     section = import_sheet(folder, fill(folder / "review" / "review.csv", tmp_path / "f.csv", human_truth(manifest)))
     assert section["ppi"]["n_cases"] == 48 and section["ppi"]["n_unjudged"] == 2
     assert "over 48 of 50 cases (2 not judged" in ppi_line(section)
+
+
+# ------------------------------------------------------------------------------------------- compare
+
+
+def test_compare_refuses_one_folder_given_twice_instead_of_dropping_a_judge(tmp_path: Path, monkeypatch) -> None:
+    from ragmeter.review.raters import compare_raters
+
+    folder, manifest = _exported(tmp_path)
+    sheet = fill(folder / "review" / "review.csv", tmp_path / "f.csv", human_truth(manifest))
+    monkeypatch.chdir(tmp_path)
+    for twice in (["run", "run"], ["run", "./run"], ["run", str(folder)]):
+        with pytest.raises(InputError, match="is given twice"):
+            compare_raters(twice, sheet)
+    # two folders of the same name elsewhere are two judges, each named by its path
+    other = write_folder(tmp_path / "b" / "run", flip="miss-1")
+    result = compare_raters(["run", str(other)], sheet)
+    assert result["judges"] == ["run", str(other)] and len(result["pairs"]) == 3
+    # a folder named "human" is a judge, not the sheet's rater
+    human = write_folder(tmp_path / "human", flip="miss-1")
+    result = compare_raters(["run", "human"], sheet)
+    assert result["raters"] == ["run", str(human), "human"] and len(result["pairs"]) == 3

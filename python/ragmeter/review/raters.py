@@ -13,10 +13,24 @@ MARKED_GAP = 0.05
 
 
 def _names(dirs: Sequence[Path]) -> List[str]:
+    """A name per folder: its own name, else (two of the same name) its path, else its resolved path."""
+    seen: Dict[Path, Path] = {}
+    for d in dirs:
+        try:
+            key = d.resolve()
+        except OSError:
+            key = d
+        if key in seen:
+            raise InputError(f"review compare: {d} is given twice ({seen[key]} is the same folder): a judge compared "
+                             "with itself agrees by construction")
+        seen[key] = d
     names: List[str] = []
     for d in dirs:
         name = d.name or str(d)
-        names.append(name if name not in names else str(d))
+        for candidate in (name, str(d), str(d.resolve())):
+            if candidate not in names and candidate != "human":  # the sheet's rater is "human"
+                names.append(candidate)
+                break
     return names
 
 
