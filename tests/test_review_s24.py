@@ -294,3 +294,22 @@ def test_compare_refuses_one_folder_given_twice_instead_of_dropping_a_judge(tmp_
     human = write_folder(tmp_path / "human", flip="miss-1")
     result = compare_raters(["run", "human"], sheet)
     assert result["raters"] == ["run", str(human), "human"] and len(result["pairs"]) == 3
+
+
+def test_compare_with_a_half_filled_sheet_says_how_many_of_its_cases_were_reviewed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from ragmeter.review.raters import compare_raters
+
+    folder, manifest = _exported(tmp_path)
+    other = write_folder(tmp_path / "second", flip="miss-1")
+    sheet = fill(folder / "review" / "review.csv", tmp_path / "f.csv", human_truth(manifest),
+                 skip=("wrong-0", "wrong-1", "miss-2"))
+    result = compare_raters([folder, other], sheet)
+    assert result["n_cases"] == 12 and result["n_in_sheet"] == 15 and result["n_unreviewed"] == 3
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "review", "compare", str(folder), str(other),
+                           "--human", str(sheet)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "12 human-reviewed cases (of 15 in the sheet; 3 not (fully) reviewed, left out)" in " ".join(
+        proc.stdout.split())

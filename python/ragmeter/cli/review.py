@@ -128,8 +128,11 @@ def _compare(args: argparse.Namespace) -> int:
         print(strict_json(result))
         return 0
     console = make_console()
-    lines = [f"every pair compared on the {result['n_cases']} human-reviewed cases"] if result["n_cases"] is not None \
-        else []
+    lines = []
+    if result["n_cases"] is not None:
+        left = (f" (of {result['n_in_sheet']} in the sheet; {result['n_unreviewed']} not (fully) reviewed, left out)"
+                if result.get("n_unreviewed") else "")
+        lines.append(f"every pair compared on the {result['n_cases']} human-reviewed cases{left}")
     lines.append("pair | n | agreement (95%) | Cohen's kappa (95%), band")
     lines += [f"{row['a']} vs {row['b']} | {row['n']} | {row['agreed']}/{row['n']} = {pct(row['value'])} "
               f"{interval(row['ci_low'], row['ci_high'])} | {kappa_text(row['kappa'])}" for row in result["pairs"]]

@@ -58,8 +58,10 @@ def compare_raters(results_dirs: Sequence[Any], human_sheet: Optional[Any] = Non
         raters[name] = {r["id"]: r["judge_correct"] for r in table.iter_rows(named=True) if r["judge_correct"] is not None}
     ids = None
     judges = list(raters)
+    n_in_sheet = None
     if human_sheet is not None:
         labels = human_labels(read_sheet(human_sheet, all_ids, " or ".join(str(d / "cases.parquet") for d in dirs)))
+        n_in_sheet = len(labels)
         raters["human"] = {i: lab["human_correct"] for i, lab in labels.items() if lab["human_correct"] is not None}
         ids = sorted(raters["human"])
         if not ids:
@@ -70,6 +72,7 @@ def compare_raters(results_dirs: Sequence[Any], human_sheet: Optional[Any] = Non
         raise InputError(f"review compare: {empty['a']} and {empty['b']} have no case with a verdict from both "
                          "(not runs of the same cases?)")
     return {"raters": list(raters), "judges": judges, "n_cases": len(ids) if ids is not None else None,
+            "n_in_sheet": n_in_sheet, "n_unreviewed": n_in_sheet - len(ids) if ids is not None and n_in_sheet else None,
             "pairs": rows, "finding": _finding(rows, judges) if human_sheet is not None else None}
 
 
