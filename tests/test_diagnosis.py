@@ -130,7 +130,10 @@ def test_noanswer_cases_refusal_is_correct_invention_is_not_and_judge_wins() -> 
     assert ref["overall"] == {"refusals": 4, "answered": 6, "rate": pytest.approx(4 / 6)}
     assert ref["noanswer"] == {"refusals": 3, "answered": 5, "rate": pytest.approx(3 / 5)}
     assert ref["answerable"] == {"refusals": 1, "answered": 1, "rate": 1.0}
-    assert summary["diagnosis"]["NOT_LABELED"] == 6
+    # the two no-answer cases answered wrong (an invented answer, a refusal the judge rejects) are the
+    # generator's failures, not cases with nothing to say
+    assert summary["diagnosis"]["NOT_LABELED"] == 4
+    assert summary["diagnosis"]["PROMPT_OR_MODEL"] == 2
     assert summary["diagnosis"]["GENERATION_FAILED"] == 1
 
 

@@ -117,3 +117,83 @@ def test_report_out_leaves_the_results_folder_untouched(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert (tmp_path / "elsewhere" / "report.html").is_file()
+
+
+# ------------------------------------------------------------------ the diagnosis on edge cases
+
+
+def _diag_frame(rows):
+    schema = {"id": pl.Utf8, "category": pl.Utf8, "labeled": pl.Boolean, "hit": pl.Boolean, "answer": pl.Utf8,
+              "reference_answer": pl.Utf8, "correct": pl.Boolean, "correctness_status": pl.Utf8}
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def test_a_no_answer_question_answered_instead_of_refused_is_a_generation_problem_not_unlabelled() -> None:
+    # The example's noanswer-04 invents an answer (judged wrong): its diagnosis was NOT_LABELED ("no retrieval
+    # labels"), so the diagnosis table listed the hallucination among the cases with nothing to say.
+    from ragmeter import diagnosis as dg
+
+    out = dg.diagnose(_diag_frame([
+        ("judged-wrong", "noanswer", False, None, "It was founded in 1987.", "not in the documents", False, "ok"),
+        ("rule-wrong", "noanswer", False, None, "It was founded in 1987.", None, None, "skipped"),
+        ("refused", "noanswer", False, None, "The documents do not mention it.", None, None, "skipped"),
+        ("judged-right", "noanswer", False, None, "Not in the material.", "not in the documents", True, "ok"),
+        ("answerable-unlabelled", "fact", False, None, "41", "42", False, "ok"),
+    ]))
+    got = dict(zip(out["id"], out["diagnosis"]))
+    assert got["judged-wrong"] == got["rule-wrong"] == "PROMPT_OR_MODEL"
+    assert got["refused"] == got["judged-right"] == "NOT_LABELED"
+    # retrieval of an answerable question without labels is unknown: the wrong answer cannot be apportioned
+    assert got["answerable-unlabelled"] == "NOT_LABELED"
+    # the diagnosis agrees with the column it is derived from: no case known wrong is left without a failure
+    wrong = out.filter(pl.col("answer_correct") == False)  # noqa: E712
+    assert set(wrong["diagnosis"]) <= {"PROMPT_OR_MODEL", "RETRIEVAL_MISS", "NOT_LABELED"}
+    assert "no-answer" in dg.DIAGNOSIS_HINTS["PROMPT_OR_MODEL"]
+
+
+def test_a_labelled_case_whose_retrieval_could_not_be_scored_is_never_said_to_be_retrieved() -> None:
+    # hit is null when the run's chunks carry no file name and the case expects files only: its diagnosis was
+    # OK, "retrieved and answered correctly", though nothing says the answer chunk was retrieved
+    from ragmeter import diagnosis as dg
+
+    out = dg.diagnose(_diag_frame([
+        ("unscored-right", "fact", True, None, "42", "42", True, "ok"),
+        ("unscored-wrong", "fact", True, None, "41", "42", False, "ok"),
+        ("scored", "fact", True, True, "42", "42", True, "ok"),
+    ]))
+    got = dict(zip(out["id"], out["diagnosis"]))
+    assert got["scored"] == "OK"
+    assert got["unscored-right"] == got["unscored-wrong"] == "NOT_LABELED"
+    assert "not scored" in dg.DIAGNOSIS_HINTS["NOT_LABELED"]
+
+
+def test_no_answer_cases_the_judge_skipped_count_in_correct_by_the_refusal_rule(tmp_path: Path) -> None:
+    # A golden set's no-answer cases usually have no reference answer, so the correctness judge skips them; the
+    # report's Correct then left them all out (noanswer: "n/a (0/6)") though answer_correct holds the refusal
+    # rule's verdict, which the diagnosis and the unjudged report use: a system inventing answers to every
+    # unanswerable question kept its Correct rate.
+    from ragmeter.report import write_reports
+    from ragmeter.report.data import compute_aggregates, load_results
+
+    cases = synth_cases(40, seed=2)
+    noanswer = pl.col("category") == "noanswer"
+    cases = cases.with_columns(
+        pl.when(noanswer).then(pl.lit("It was founded in 1987.")).otherwise(pl.col("answer")).alias("answer"),
+        pl.when(noanswer).then(pl.lit(None, dtype=pl.Boolean)).otherwise(pl.col("correct")).alias("correct"),
+        pl.when(noanswer).then(pl.lit(None, dtype=pl.Float64)).otherwise(pl.col("correctness_score"))
+        .alias("correctness_score"),
+        pl.when(noanswer).then(pl.lit("skipped")).otherwise(pl.col("correctness_status")).alias("correctness_status"),
+    )
+    n_noanswer = cases.filter(noanswer).height
+    assert n_noanswer == 10
+    folder = write_results(tmp_path / "run", cases, judge=False)
+    results = load_results(folder)
+    agg = compute_aggregates(results.cases, n_resamples=100)
+    by_cat = agg["by_category"]["noanswer"]["correct"]
+    assert (by_cat["n_scored"], by_cat["n_total"], by_cat["value"]) == (10, 10, 0.0)
+    n_judged = cases.filter(~noanswer & (pl.col("correctness_status") == "ok")).height
+    assert agg["overall"]["correct"]["n_scored"] == n_judged + n_noanswer
+    md = write_reports(folder, n_resamples=100)["markdown"].read_text(encoding="utf-8")
+    assert "10 no-answer case(s)" in md and "refusal" in md
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    assert "10 no-answer case(s)" in html

@@ -20,7 +20,10 @@ Diagnosis (first matching rule wins)
 2. ``GENERATION_FAILED``: no answer (null or blank); never when the frame has no
    ``answer`` column (retrieval scored only: the answers were not read).
 3. ``JUDGE_FAILED``: the correctness judge call failed (``correctness_status == "failed"``).
-4. ``NOT_LABELED``: no retrieval labels (typically no-answer questions).
+4. ``NOT_LABELED``: retrieval not scored: no retrieval labels (typically no-answer questions), or a
+   labelled case whose ``hit`` is null (the run's chunks lack the file names its labels need). Except a
+   no-answer case answered wrong (an invented answer where a refusal was due): ``PROMPT_OR_MODEL``, since
+   there was nothing to retrieve.
 5. ``OK``: the answer is correct.
 6. ``PROMPT_OR_MODEL``: retrieved but answered wrong -- fix prompt or model.
 7. ``NOT_JUDGED``: none of the above and no correctness verdict (judge skipped
@@ -94,9 +97,11 @@ DIAGNOSIS_HINTS: Dict[str, str] = {
     "MISS_BUT_CORRECT": "judged correct although the answer chunk was missed: check the judge (lenient?) or the labels",
     "GENERATION_FAILED": "no answer was produced",
     "JUDGE_FAILED": "the correctness judge failed on this case",
-    "NOT_LABELED": "no retrieval labels (e.g. a no-answer question)",
+    "NOT_LABELED": "retrieval not scored: no retrieval labels (e.g. a no-answer question), or none the run's "
+                   "chunks can be checked against (no file names)",
     "OK": "retrieved and answered correctly",
-    "PROMPT_OR_MODEL": "retrieved but answered wrong: fix the prompt or the model",
+    "PROMPT_OR_MODEL": "retrieved but answered wrong, or a no-answer question answered instead of refused: "
+                       "fix the prompt or the model",
     "NOT_JUDGED": "no correctness verdict (judge skipped or not run)",
 }
 
@@ -208,8 +213,11 @@ def diagnose(cases: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("GENERATION_FAILED"))
         .when(pl.col("correctness_status") == "failed")
         .then(pl.lit("JUDGE_FAILED"))
-        .when(~labeled)
-        .then(pl.lit("NOT_LABELED"))
+        .when(~labeled | pl.col("hit").is_null())
+        # retrieval not scored; a no-answer question has nothing to retrieve, so an invented answer to it is
+        # the generator's failure, never hidden among the unlabelled cases
+        .then(pl.when(pl.col("is_noanswer") & (correct == False))  # noqa: E712
+              .then(pl.lit("PROMPT_OR_MODEL")).otherwise(pl.lit("NOT_LABELED")))
         .when(correct == True)  # noqa: E712
         .then(pl.lit("OK"))
         .when(correct == False)  # noqa: E712
