@@ -341,8 +341,10 @@ def not_judged_metrics(results: Results) -> List[str]:
 def metric_frame(cases: pl.DataFrame, names: Optional[List[str]] = None) -> pl.DataFrame:
     """``id``, ``category`` and one Float64 column per metric (null = unscored).
 
-    Judge scores count only when their ``<metric>_status`` is ``ok`` (or absent).
-    Metrics whose column is absent are left out.
+    Judge scores count only when their ``<metric>_status`` is ``ok`` (or absent). ``correct`` (the column
+    ``answer_correct``) also counts a no-answer case whose correctness call was skipped (no reference answer to
+    grade against, the budget): its value is the refusal rule's (see :mod:`ragmeter.diagnosis`); a failed call
+    stays unscored. Metrics whose column is absent are left out.
     """
     exprs = [pl.col("id"), pl.col("category")]
     for name in names or list(METRICS):
@@ -351,29 +353,49 @@ def metric_frame(cases: pl.DataFrame, names: Optional[List[str]] = None) -> pl.D
             continue
         value = pl.col(m.column).cast(pl.Float64)
         if m.status and m.status in cases.columns:
-            value = pl.when(pl.col(m.status).is_null() | (pl.col(m.status) == "ok")).then(value).otherwise(None)
+            counted = pl.col(m.status).is_null() | (pl.col(m.status) == "ok")
+            if name == "correct" and "is_noanswer" in cases.columns:
+                counted = counted | _noanswer_by_rule()
+            value = pl.when(counted).then(value).otherwise(None)
         exprs.append(value.fill_nan(None).alias(name))
     return cases.select(exprs)
 
 
+def _noanswer_by_rule() -> pl.Expr:
+    """No-answer cases whose correctness call was skipped: ``answer_correct`` is the refusal rule's verdict."""
+    return (pl.col("correctness_status") == "skipped") & pl.col("is_noanswer").fill_null(False)
+
+
 def correct_rate_note(cases: pl.DataFrame) -> Optional[str]:
-    """The reports' Correct is the rate over the rows the judge scored; the judge's own ``correct_rate`` (in
-    summary.json and on the terminal) counts a failed call as not correct. Both are honest and they differ when
-    calls failed: this sentence names the second beside the first (None when no correctness call failed)."""
+    """What the reports' Correct rests on besides the judge's verdicts, when it differs from the judge's own
+    ``correct_rate`` (summary.json, the terminal); None when it does not.
+
+    * no-answer cases the judge skipped (typically: no reference answer) count by the refusal rule, and the
+      sentence says how many and how many refused;
+    * Correct leaves failed calls out (n scored / total), while ``correct_rate`` counts them as not correct:
+      the sentence names the second beside the first."""
     if "correctness_status" not in cases.columns or "correct" not in cases.columns:
         return None
+    notes = []
+    if "is_noanswer" in cases.columns and "answer_correct" in cases.columns:
+        by_rule = cases.filter(_noanswer_by_rule() & pl.col("answer_correct").is_not_null())
+        if by_rule.height:
+            refused = int(by_rule.get_column("answer_correct").sum())
+            notes.append(f"Correct counts {by_rule.height} no-answer case(s) the judge did not grade (skipped: no "
+                         "reference answer, or the budget) by the refusal rule: a refusal is correct, any other "
+                         f"answer is not ({refused} of {by_rule.height} refused).")
     status = cases.get_column("correctness_status")
     failed = int((status == "failed").sum())
-    if not failed:
-        return None
-    from ragmeter.stats import rate_counting_failed
+    if failed:
+        from ragmeter.stats import rate_counting_failed
 
-    ok = cases.filter(pl.col("correctness_status") == "ok")
-    n_correct = int(ok.get_column("correct").fill_null(False).sum())
-    denominator, rate = rate_counting_failed(n_correct, ok.height, failed)
-    return (f"Correct is the rate over the answers the judge scored. Counting the {failed} failed correctness "
-            f"call(s) as not correct, as summary.json's correct_rate does: {100 * (rate or 0.0):.1f}% "
-            f"({n_correct}/{denominator}).")
+        ok = cases.filter(pl.col("correctness_status") == "ok")
+        n_correct = int(ok.get_column("correct").fill_null(False).sum())
+        denominator, rate = rate_counting_failed(n_correct, ok.height, failed)
+        notes.append(f"Correct leaves out the answers whose correctness call failed. Counting the {failed} failed "
+                     f"correctness call(s) as not correct, as summary.json's correct_rate does: "
+                     f"{100 * (rate or 0.0):.1f}% ({n_correct}/{denominator}).")
+    return " ".join(notes) or None
 
 
 #: the reports show at most this many categories (the lowest headline metric, more cases first among equals)
