@@ -185,3 +185,40 @@ def test_max_failed_nan_percent_is_refused():
         with pytest.raises(argparse.ArgumentTypeError):
             MaxFailed(bad)
     assert MaxFailed("100%").allows(3, 3) and MaxFailed("0%").allows(0, 3) and not MaxFailed("0").allows(1, 3)
+
+
+# -- the paid replies a full disk left in CACHE.unsaved-*.jsonl are read back by the rerun, not paid again --------
+def test_a_rerun_reads_back_the_replies_a_full_disk_could_not_cache(tmp_path, server, api_key, capsys,
+                                                                     monkeypatch, caplog):
+    import sqlite3
+
+    import ragmeter.judge.cache as cache_mod
+    from ragmeter.cli import main
+
+    from test_cli import write_cases
+    from test_edges import _FullDisk
+
+    real = cache_mod._open
+    monkeypatch.setattr(cache_mod, "_open", lambda path, writable: _FullDisk(real(path, writable), ok=3))
+    cases = write_cases(tmp_path / "cases.jsonl", 20)
+    args = ["judge", "--base-url", server.base_url, "--model", "gpt-4o-mini", "--cases", str(cases),
+            "--cache", str(tmp_path / "cache.sqlite"), "--out", str(tmp_path / "res" / "out"), "--no-progress",
+            "--concurrency", "2", "--metrics", "correctness"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    spills = list(tmp_path.glob("cache.sqlite.unsaved-*.jsonl"))
+    assert len(spills) == 1 and "a rerun with the same --cache reads them back" in " ".join(err.split())
+    spilled = {json.loads(line)["key"] for line in spills[0].read_text().splitlines()}
+    with sqlite3.connect(tmp_path / "cache.sqlite") as conn:
+        cached = conn.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0]
+    assert spilled and cached
+    monkeypatch.setattr(cache_mod, "_open", real)  # space freed
+    before = server.requests
+    assert main(args) == 0
+    # before: the spilled replies were paid again (the file was never read)
+    assert server.requests - before == 20 - cached - len(spilled)
+    assert f"{len(spilled)} paid replies of an earlier run read back from {spills[0]}" in caplog.text
+    assert not spills[0].exists()  # in the cache now: not read back twice
+    with sqlite3.connect(tmp_path / "cache.sqlite") as conn:
+        keys = {k for (k,) in conn.execute("SELECT key FROM judge_cache")}
+    assert spilled <= keys and len(keys) == 20

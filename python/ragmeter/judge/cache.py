@@ -386,6 +386,49 @@ class Cache:
         if error is not None:
             raise error
 
+    def read_back(self, path: Path) -> int:
+        """Commit the entries of a ``CACHE.unsaved-*.jsonl`` file (the paid replies a full disk kept out of the
+        cache) in one transaction, then delete the file; the number read back. A line that is not an entry is
+        skipped; a file that cannot be read is left alone (0). A commit that fails raises
+        :class:`CacheWriteError` and leaves the file."""
+        if self._conn is None:
+            return 0
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("%s: cannot read the replies kept there (%s); they stay there", path, _describe(exc))
+            return 0
+        rows = []
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+                key, value = entry["key"], entry["value"]
+                if not (isinstance(key, str) and len(key) == 64 and isinstance(value, dict)):
+                    continue
+                created = entry.get("created")
+                rows.append((key, _json.dumps(value).decode("utf-8"), str(entry.get("prompt") or ""),
+                             str(entry.get("model") or ""),
+                             float(created) if isinstance(created, (int, float)) else time.time()))
+            except (ValueError, TypeError, KeyError):
+                continue
+        if rows:
+            try:
+                with self._lock:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        self._conn.executemany(_INSERT, rows)
+                        self._conn.execute("COMMIT")
+                    except BaseException:
+                        if self._conn.in_transaction:
+                            self._conn.execute("ROLLBACK")
+                        raise
+            except (sqlite3.Error, OSError) as exc:
+                raise CacheWriteError(self.path, exc) from None
+            self.transactions += 1
+        with suppress(OSError):
+            path.unlink()
+        return len(rows)
+
     def __len__(self) -> int:
         if self._conn is None:
             return 0

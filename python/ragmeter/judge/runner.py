@@ -560,6 +560,8 @@ async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[
 
         raise InputError(f"--budget needs a price for model {cfg.model!r}: pass --price IN,OUT or --prices FILE")
     cache = Cache(cfg.cache, writable=not cfg.dry_run)
+    if not cfg.dry_run:
+        _read_back_unsaved(cache, cfg)
     tally = cfg.tally
     if tally is not None:
         tally.rows_total += len(case_list) * len(cfg.metrics)
@@ -607,13 +609,46 @@ def check_metrics(case_list: List[Case], cfg: JudgeConfig) -> None:
             raise InputError(f"{source}: {exc}") from None
 
 
+def _spill_places(cfg: JudgeConfig) -> List[Path]:
+    """Where :func:`_spill` writes the replies the cache could not take: beside the cache, else ``spill_dir``."""
+    places = [Path(cfg.cache).parent] if cfg.cache is not None else []
+    if cfg.spill_dir is not None:
+        places.append(Path(cfg.spill_dir))
+    return places
+
+
+def _read_back_unsaved(cache: Cache, cfg: JudgeConfig) -> None:
+    """Commit to the cache the paid replies an earlier run spilled (``CACHE.unsaved-*.jsonl`` where
+    :func:`_spill` writes them), so this run replays them instead of paying again; each file read back is
+    deleted. A cache that still cannot take them stops the run before any call (:class:`CacheError`)."""
+    from .cache import CacheError, CacheWriteError
+
+    if not cache.enabled or cfg.cache is None:
+        return
+    pattern = f"{Path(cfg.cache).name}.unsaved-*.jsonl"
+    seen: set = set()
+    for place in _spill_places(cfg):
+        for path in sorted(place.glob(pattern)) if place.is_dir() else []:
+            if path.resolve() in seen:
+                continue
+            seen.add(path.resolve())
+            try:
+                n = cache.read_back(path)
+            except CacheWriteError as exc:
+                raise CacheError(f"{exc}: the paid replies kept in {path} cannot be read back into it; free some "
+                                 f"space, or pass another --cache PATH") from None
+            if n:
+                log.warning("%d paid replies of an earlier run read back from %s into the cache", n, path)
+
+
 def _keep_unsaved(cache: Cache, cfg: JudgeConfig) -> str:
     """Write the paid replies the cache could not take elsewhere; "; what became of them" ("" when none)."""
     if not cache.unsaved:
         return ""
     spilled = _spill(cache, cfg)
     if spilled is not None:
-        return f"; {spilled[1]} paid replies could not be cached and were written to {spilled[0]}"
+        return (f"; {spilled[1]} paid replies could not be cached and were written to {spilled[0]} (a rerun with "
+                f"the same --cache reads them back)")
     return f"; {len(cache.unsaved)} paid replies could not be kept (no place to write them)"
 
 
@@ -624,9 +659,7 @@ def _spill(cache: Cache, cfg: JudgeConfig) -> Optional[tuple]:
     if not rows:
         return None
     name = f"{Path(cfg.cache or 'cache.sqlite').name}.unsaved-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
-    places = [Path(cfg.cache).parent] if cfg.cache is not None else []
-    if cfg.spill_dir is not None:
-        places.append(Path(cfg.spill_dir))
+    places = _spill_places(cfg)
     text = "".join(json.dumps({"key": k, "value": json.loads(v), "prompt": p, "model": m, "created": c},
                               ensure_ascii=False) + "\n" for k, v, p, m, c in rows)
     for place in places:
