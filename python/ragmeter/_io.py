@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
 
 __all__ = [
-    "RESULT_FILES", "output_path_problem", "same_path", "input_overwritten", "ensure_folder", "atomic_outputs", "results_folder", "atomic_file",
+    "RESULT_FILES", "output_path_problem", "same_path", "input_overwritten", "ensure_folder", "atomic_outputs", "results_folder", "check_out_folder", "atomic_file",
     "write_frame", "write_parquet_parts", "write_chunk_frame", "slice_memory_pool", "release_slice_memory", "write_text",
     "strict_json", "write_json", "sanitise_json", "OneLineMembers",
 ]
@@ -106,12 +106,25 @@ def atomic_outputs(out_dir: Any) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def check_out_folder(out_dir: Any, name: str = "out_dir") -> Path:
+    """``out_dir`` as a Path; an ``InputError`` naming ``name`` for anything but a path, and for an empty one (an
+    unset variable: it would be the current folder, whose earlier ragmeter outputs a results folder replaces)."""
+    from ragmeter.errors import InputError
+
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise InputError(f"{name}: expected a folder (a path), got {type(out_dir).__name__}")
+    if os.fspath(out_dir) in ("", b""):
+        raise InputError(f"{name}: an empty path (an unset variable?); name the folder to write")
+    return Path(out_dir)
+
+
 @contextlib.contextmanager
 def results_folder(out_dir: Any) -> Iterator[Path]:
     """Like :func:`atomic_outputs`, and the folder then holds one run: every ragmeter output
     (:data:`RESULT_FILES`) that the new run did not write is removed, so no earlier run's
     ``judge.parquet`` or ``sweep.parquet`` is read as this run's. Other files are left alone.
     A write that fails leaves the folder as it was (a folder created for the run is removed again)."""
+    check_out_folder(out_dir)
     existed = Path(out_dir).is_dir()
     out = ensure_folder(out_dir)
     tmp = _temporary_folder(out)
