@@ -157,3 +157,46 @@ def test_cache_repair_on_a_full_disk_changes_nothing(tmp_path: Path) -> None:
     assert cache.read_bytes() == before
     proc = ragmeter_cli("cache", "repair", str(cache), cwd=tmp_path)  # with room, it repairs
     assert proc.returncode == 0 and "1999 entries salvaged, 1 unreadable entries dropped" in proc.stdout, proc.stdout
+
+
+# -- the embeddable API ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def result() -> "ragmeter.EvalResult":
+    return ragmeter.evaluate(*example())
+
+
+@pytest.mark.parametrize("how", ["evaluate", "score"])
+def test_writing_to_an_empty_path_is_refused_not_the_current_folder(how: str, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      result: "ragmeter.EvalResult") -> None:
+    """result.write(os.environ.get("OUT", "")) wrote into the current folder, removing an earlier run's
+    judge.parquet and sweep.parquet there; the command line refuses an empty --out."""
+    from ragmeter.errors import InputError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "judge.parquet").write_bytes(b"an earlier run's")
+    target = result if how == "evaluate" else ragmeter.score(*example())
+    with pytest.raises(InputError, match=r"^out_dir: an empty path \(an unset variable\?\)"):
+        target.write("")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["judge.parquet"]
+
+
+@pytest.mark.parametrize("how", ["evaluate", "score"])
+@pytest.mark.parametrize("value", [None, 42, b"res"])
+def test_writing_to_something_not_a_path_names_out_dir(how: str, value: object,
+                                                       result: "ragmeter.EvalResult") -> None:
+    """write(None) raised pathlib's 'TypeError: expected str, bytes or os.PathLike object, not NoneType'."""
+    from ragmeter.errors import InputError
+
+    target = result if how == "evaluate" else ragmeter.score(*example())
+    with pytest.raises(InputError, match=rf"^out_dir: expected a folder \(a path\), got {type(value).__name__}$"):
+        target.write(value)
+
+
+def test_loading_an_empty_path_is_refused() -> None:
+    """EvalResult.load("") read the current folder as a results folder."""
+    from ragmeter.errors import InputError
+
+    with pytest.raises(InputError, match=r"^EvalResult.load: an empty path"):
+        ragmeter.EvalResult.load("")

@@ -68,6 +68,8 @@ def _check_folder(name: str, value: Any, expected: str) -> None:
 
     if not isinstance(value, (str, os.PathLike)):
         raise InputError(f"{name}: expected {expected}, got {type(value).__name__}")
+    if os.fspath(value) in ("", b""):  # not the current folder
+        raise InputError(f"{name}: an empty path (an unset variable?); expected {expected}")
 
 
 def _as_result(value: Any, name: str) -> "EvalResult":
@@ -117,11 +119,12 @@ class EvalResult:
     def write(self, out_dir: Any, *, reports: bool = True) -> Path:
         """Write the results folder ``ragmeter eval`` writes (all of it or nothing; see
         :mod:`ragmeter.evaluation`); return its path. ``summary`` then lists the files written."""
-        from ragmeter._io import results_folder, strict_json, write_chunk_frame, write_frame, write_text
+        from ragmeter._io import (check_out_folder, results_folder, strict_json, write_chunk_frame, write_frame,
+                                  write_text)
         from ragmeter._warnings import for_disk, full_list
         from ragmeter.evaluation import REPEATS_FILE, _run_files
 
-        out = Path(out_dir)
+        out = check_out_folder(out_dir)
         summary = {k: v for k, v in self.summary.items() if k != "reports"}
         summary["files"] = _run_files(self.judge is not None, self.sweep is not None, reports, self.repeats is not None)
         with results_folder(out) as tmp:
