@@ -313,3 +313,56 @@ def test_compare_with_a_half_filled_sheet_says_how_many_of_its_cases_were_review
     assert proc.returncode == 0, proc.stderr
     assert "12 human-reviewed cases (of 15 in the sheet; 3 not (fully) reviewed, left out)" in " ".join(
         proc.stdout.split())
+
+
+# ------------------------------------------------------------------------------------------- import: rows deleted
+
+
+def _export_with_key_points(tmp_path: Path):
+    """The worked example whose golden set gives miss-1 and wrong-2 two core key points each."""
+    import hashlib
+
+    from ragmeter.review import export_sheet
+
+    folder = write_folder(tmp_path / "run")
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps({"id": i, "question": "?", "keyPoints": ["*first", "*second"]}) + "\n"
+                              for i in ("miss-1", "wrong-2")), encoding="utf-8")
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["inputs"] = {"golden": {"path": str(golden), "sha256": hashlib.sha256(golden.read_bytes()).hexdigest()}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    manifest = export_sheet(folder, random_n=4, seed=7)
+    assert len(manifest["key_points"]["miss-1"]) == 2
+    return folder, manifest
+
+
+def test_a_key_point_row_deleted_from_the_sheet_leaves_its_case_unreviewed_not_judged_on_the_rest(tmp_path) -> None:
+    from ragmeter.review import import_sheet
+
+    folder, manifest = _export_with_key_points(tmp_path)
+    rows = _rows(fill(folder / "review" / "review.csv", tmp_path / "f.csv", human_truth(manifest)))
+    for row in rows:
+        if row[0] == "miss-1":
+            row[4] = "1" if row[1] == "1" else "0"  # the first point covered, the second not: not correct
+    kept = [row for row in rows if not (row[0] == "miss-1" and row[1] == "2")]
+    section = import_sheet(folder, _write(tmp_path / "deleted.csv", kept))
+    assert "miss-1" in section["incomplete"] and section["points_missing_from_sheet"] == {"miss-1": [2]}
+    assert section["n"] == 14  # judged on point 1 alone it would have been 'correct', a disagreement made up
+    from ragmeter.review.render import text_lines
+
+    assert "1 with key-point rows deleted from it" in " ".join(text_lines(section))
+    # the whole sheet: miss-1 is reviewed, and wrong
+    full = import_sheet(folder, _write(tmp_path / "full.csv", rows))
+    assert full["n"] == 15 and "points_missing_from_sheet" not in full
+
+
+def test_a_gap_in_a_cases_point_numbers_leaves_it_unreviewed_without_a_manifest(tmp_path: Path) -> None:
+    from ragmeter.review import import_sheet
+
+    folder, manifest = _export_with_key_points(tmp_path)
+    rows = _rows(fill(folder / "review" / "review.csv", tmp_path / "f.csv", human_truth(manifest)))
+    kept = [row for row in rows if not (row[0] == "wrong-2" and row[1] == "1")]
+    (folder / "review" / "manifest.json").unlink()
+    section = import_sheet(folder, _write(tmp_path / "elsewhere" / "gap.csv", kept) if
+                           (tmp_path / "elsewhere").mkdir() is None else None)
+    assert section["points_missing_from_sheet"] == {"wrong-2": [1]} and "wrong-2" in section["incomplete"]

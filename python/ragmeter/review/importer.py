@@ -359,7 +359,13 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
     table = strata(results.cases)
     known = set(table.get_column("id").to_list())
     sheet_cases = read_sheet(sheet, known, f"{results.path / 'cases.parquet'}")
+    manifest = _sample_manifest(Path(sheet), results.path, set(sheet_cases))
+    points_missing = _points_missing(sheet_cases, manifest)
     labels = human_labels(sheet_cases)
+    for case_id in points_missing:  # a verdict on the points left would be made up: not reviewed, unless overridden
+        if sheet_cases[case_id]["correct"] is None:
+            labels[case_id].update(complete=False, human_correct=None, human_score=None, points_covered=None,
+                                   core_covered=None)
     population = select_sample(results.cases, results.summary, random_n=0).population
     by_id = {r["id"]: r for r in table.iter_rows(named=True)}
     rows = []
@@ -379,7 +385,10 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
     section = calibrate(review, population, min_agreement=min_agreement)
     section["sheet"] = str(sheet)
     section.update(_manifest_check(Path(sheet), results.path))
-    missing = _sample_missing_from_sheet(Path(sheet), results.path, set(labels), known)
+    if points_missing:
+        section["points_missing_from_sheet"] = points_missing
+    in_sheet = set(labels)
+    missing = [i for i in (manifest or {}).get("ids", []) if i in known and i not in in_sheet]
     if missing:  # rows a reviewer deleted or filtered out: not reviewed, as a row left blank is
         section["missing_from_sheet"] = missing
         section["incomplete"] = section["incomplete"] + missing
@@ -396,18 +405,34 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
     return section
 
 
-def _sample_missing_from_sheet(sheet: Path, results_dir: Path, in_sheet: set, known: set) -> List[str]:
-    """Cases of the exported sample that have no row in the sheet. The sample is the manifest next to the sheet,
-    else the folder's own ``review/manifest.json``; a manifest that does not list every case of the sheet belongs
-    to another export and is not used."""
+def _sample_manifest(sheet: Path, results_dir: Path, in_sheet: set) -> Optional[Dict[str, Any]]:
+    """The manifest of the export the sheet came from: the one next to the sheet, else the folder's own
+    ``review/manifest.json``; a manifest that does not list every case of the sheet belongs to another export and is
+    not used (None)."""
     for manifest in (sheet.parent / "manifest.json", results_dir / "review" / "manifest.json"):
         try:
-            ids = json.loads(manifest.read_text(encoding="utf-8")).get("ids")
-        except (OSError, ValueError, AttributeError):
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             continue
+        ids = data.get("ids") if isinstance(data, dict) else None
         if isinstance(ids, list) and in_sheet <= set(ids):
-            return [i for i in ids if i in known and i not in in_sheet]
-    return []
+            return data
+    return None
+
+
+def _points_missing(sheet: Dict[str, Dict[str, Any]], manifest: Optional[Dict[str, Any]]) -> Dict[str, List[int]]:
+    """Per case, the key points exported (the manifest's, else 1 to the highest number in the sheet) that have no
+    row in the sheet: rows a reviewer deleted, whose case cannot be judged on the points left."""
+    exported = (manifest or {}).get("key_points") if isinstance((manifest or {}).get("key_points"), dict) else {}
+    out: Dict[str, List[int]] = {}
+    for case_id, case in sheet.items():
+        have = set(case["points"])
+        listed = exported.get(case_id) if isinstance(exported, dict) else None
+        n = max(len(listed) if isinstance(listed, list) else 0, max(have))
+        lost = [k for k in range(1, n + 1) if k not in have]
+        if lost:
+            out[case_id] = lost
+    return out
 
 
 def _manifest_check(sheet: Path, results_dir: Path) -> Dict[str, Any]:

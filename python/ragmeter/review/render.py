@@ -85,7 +85,10 @@ def text_lines(c: Dict[str, Any]) -> List[str]:
     if c.get("n_incomplete"):
         shown = ", ".join(c["incomplete"][:5]) + (" ..." if c["n_incomplete"] > 5 else "")
         absent = len(c.get("missing_from_sheet") or [])
-        rows = f" ({absent} of them with no row in the sheet)" if absent else ""
+        cut = len(c.get("points_missing_from_sheet") or {})
+        why = ([f"{absent} of them with no row in the sheet"] if absent else []) + (
+            [f"{cut} with key-point rows deleted from it"] if cut else [])
+        rows = f" ({'; '.join(why)})" if why else ""
         lines.append(f"  incomplete: {c['n_incomplete']} case(s) not (fully) reviewed{rows}, left out: {shown}")
     if c.get("warning"):
         lines.append(f"  warning: {c['warning']}")
