@@ -197,3 +197,36 @@ def test_no_answer_cases_the_judge_skipped_count_in_correct_by_the_refusal_rule(
     assert "10 no-answer case(s)" in md and "refusal" in md
     html = (folder / "report.html").read_text(encoding="utf-8")
     assert "10 no-answer case(s)" in html
+
+
+# ------------------------------------------------------------------ every count says what it is out of
+
+
+def test_quadrants_bands_and_latency_say_how_many_cases_they_cover(tmp_path: Path) -> None:
+    # the quadrant and band counts covered only the cases with the scores they need (3 + 3 of 10 in a run with
+    # failed calls) and the latency percentiles the cases reporting one, without a word of the others
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(20, seed=5)
+    unscored = pl.int_range(pl.len()) < 7
+    cases = cases.with_columns(
+        pl.when(unscored).then(None).otherwise(pl.col("context_precision_score")).alias("context_precision_score"),
+        pl.when(unscored).then(pl.lit("failed")).otherwise(pl.col("context_precision_status"))
+        .alias("context_precision_status"),
+        pl.when(pl.int_range(pl.len()) < 5).then(None).otherwise(pl.col("faithfulness_score")).alias("faithfulness_score"),
+        pl.when(pl.int_range(pl.len()) < 4).then(pl.col("latency_ms")).otherwise(None).alias("latency_ms"),
+    )
+    folder = write_results(tmp_path / "run", cases, judge=False)
+    from ragmeter.report.data import load_results
+
+    diagnosed = load_results(folder).cases
+    n_quadrant = diagnosed["quadrant"].count()
+    n_band = diagnosed["faithfulness_band"].count()
+    assert 0 < n_quadrant < 20 and n_band == 15
+    paths = write_reports(folder, n_resamples=100)
+    md = paths["markdown"].read_text(encoding="utf-8")
+    html = paths["html"].read_text(encoding="utf-8")
+    for text in (md, html):
+        assert f"{n_quadrant} of 20 cases" in text
+        assert f"{n_band} of 20 cases" in text
+    assert "(4/20 cases report one)" in html  # system latency, as the cost rows say it

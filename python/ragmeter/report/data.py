@@ -467,6 +467,17 @@ def _covered(cases: pl.DataFrame, names: List[str]) -> np.ndarray:
     return covered
 
 
+def placed_line(counts: Dict[str, int], n: int, what: str) -> str:
+    """``"6 of 10 cases (those with ...)"``: how many cases a reading's counts (quadrants, bands) cover."""
+    placed = sum(int(v) for v in counts.values())
+    return f"{placed} of {n} cases ({what})" if placed < n else f"{placed} of {n} cases"
+
+
+#: the cases each reading places
+QUADRANT_CASES = "those with a context precision score and a verdict on the answer; the others are not placed"
+BAND_CASES = "those with a faithfulness score; the others are not placed"
+
+
 def more_categories_line(aggregates: Dict[str, Any]) -> Optional[str]:
     """The sentence a report puts over a per-category table that does not show every category."""
     shown, total = len(aggregates.get("by_category") or {}), aggregates.get("n_categories") or 0
@@ -519,7 +530,8 @@ def cost_latency(results: Results) -> Dict[str, Any]:
     for col, key in (("latency_ms", "system_latency_ms"),):
         if col in cases.columns:
             v = cases.get_column(col).cast(pl.Float64).to_numpy()
-            out[key] = {"p50": percentile(v, 50), "p95": percentile(v, 95)}
+            out[key] = {"p50": percentile(v, 50), "p95": percentile(v, 95), "n": int((~np.isnan(v)).sum()),
+                        "n_total": int(v.size)}
     for col in ("cost", "cost_usd"):
         if col in cases.columns and cases.schema[col].is_numeric() and cases.get_column(col).drop_nulls().len():
             # a run that reports no cost has an unknown cost, not a zero one
@@ -545,7 +557,8 @@ def cost_latency(results: Results) -> Dict[str, Any]:
             out["judge_cost_rows"] = (known.len(), j.height)
         if "latency_ms" in j.columns:
             v = j.get_column("latency_ms").cast(pl.Float64).to_numpy()
-            out["judge_latency_ms"] = {"p50": percentile(v, 50), "p95": percentile(v, 95)}
+            out["judge_latency_ms"] = {"p50": percentile(v, 50), "p95": percentile(v, 95),
+                                       "n": int((~np.isnan(v)).sum()), "n_total": int(v.size)}
         counts = j.group_by("status").len()
         out["judge_calls"] = dict(zip(counts.get_column("status").to_list(), counts.get_column("len").to_list()))
     return out

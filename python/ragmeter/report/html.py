@@ -31,7 +31,9 @@ import polars as pl
 
 from ragmeter.report.data import (
     METRICS,
+    BAND_CASES,
     NO_ANSWERS,
+    QUADRANT_CASES,
     Results,
     correct_rate_note,
     cost_latency,
@@ -42,6 +44,7 @@ from ragmeter.report.data import (
     metric_label,
     more_categories_line,
     not_judged_metrics,
+    placed_line,
     retrieval_modes,
     settings_texts,
 )
@@ -685,7 +688,10 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
                             else f"{cl[key]:.4f}" + ("" if known == total else f" ({known}/{total} {unit} report one)")])
     for key, label in (("system_latency_ms", "system latency ms"), ("judge_latency_ms", "judge latency ms")):
         if key in cl and cl[key]["p50"] is not None:
-            cl_rows.append([label, f"p50 {cl[key]['p50']:.0f} \u00b7 p95 {cl[key]['p95']:.0f}"])
+            known, total = cl[key]["n"], cl[key]["n_total"]
+            unit = "cases" if key == "system_latency_ms" else "judge rows"
+            cl_rows.append([label, f"p50 {cl[key]['p50']:.0f} \u00b7 p95 {cl[key]['p95']:.0f}"
+                            + ("" if known == total else f" ({known}/{total} {unit} report one)")])
     if "judge_cost_share" in cl:
         cl_rows.append(["judge share of the total cost", f"{100 * cl['judge_cost_share']:.1f}%"])
     if "judge_calls" in cl:
@@ -699,9 +705,11 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         + "<h3>Context precision \u00d7 answer quality</h3>"
         + (not_judged if "context_precision" in unjudged else
            _table(["quadrant", "cases", "reading"], [[k, str(quad.get(k, 0)), v] for k, v in QUADRANTS.items()])
-           + '<p class="muted">precision high when context_precision &ge; 0.5; quality high when the answer is correct.</p>')
+           + f'<p class="muted">{esc(placed_line(quad, n, QUADRANT_CASES))}. Precision high when context_precision '
+           '&ge; 0.5; quality high when the answer is correct.</p>')
         + "</div><div><h3>Faithfulness bands</h3>"
-        + (not_judged if "faithfulness" in unjudged else _table(["band", "cases"], [[k, str(v)] for k, v in bands.items()]))
+        + (not_judged if "faithfulness" in unjudged else _table(["band", "cases"], [[k, str(v)] for k, v in bands.items()])
+           + f'<p class="muted">{esc(placed_line(bands, n, BAND_CASES))}.</p>')
         + "</div><div><h3>Refusals</h3>"
         + (_table(["cases", "refusals", "answered", "rate"], r_rows) if results.has_answers
            else f'<p class="muted">{esc(NO_ANSWERS)}</p>')

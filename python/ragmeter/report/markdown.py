@@ -4,8 +4,10 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ragmeter.report.data import (
+    BAND_CASES,
     METRICS,
     NO_ANSWERS,
+    QUADRANT_CASES,
     Results,
     correct_rate_note,
     fmt_value,
@@ -14,6 +16,7 @@ from ragmeter.report.data import (
     metric_label,
     more_categories_line,
     not_judged_metrics,
+    placed_line,
     settings_texts,
 )
 
@@ -86,12 +89,14 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
     if "context_precision" in unjudged:
         lines.append("Context precision x quality: not judged.")
     elif any(quad.values()):
-        lines.append("Context precision x quality: " + ", ".join(f"{k} {v}" for k, v in quad.items()) + ".")
+        lines.append(f"Context precision x quality, {placed_line(quad, n, QUADRANT_CASES)}: "
+                     + ", ".join(f"{k} {v}" for k, v in quad.items()) + ".")
     bands = readings["diagnosis"]["faithfulness_bands"]
     if "faithfulness" in unjudged:
         lines.append("Faithfulness bands: not judged.")
     elif any(bands.values()):
-        lines.append("Faithfulness bands: " + ", ".join(f"{k} {v}" for k, v in bands.items()) + ".")
+        lines.append(f"Faithfulness bands, {placed_line(bands, n, BAND_CASES)}: "
+                     + ", ".join(f"{k} {v}" for k, v in bands.items()) + ".")
     elif "faithfulness" in aggregates.get("metrics", []):  # judged, but no row scored: said, not left out
         lines.append(f"Faithfulness bands: no answer scored (0/{n}).")
     lines.append("")
