@@ -222,3 +222,39 @@ def test_a_rerun_reads_back_the_replies_a_full_disk_could_not_cache(tmp_path, se
     with sqlite3.connect(tmp_path / "cache.sqlite") as conn:
         keys = {k for (k,) in conn.execute("SELECT key FROM judge_cache")}
     assert spilled <= keys and len(keys) == 20
+
+
+# -- a metric module that exits while imported is an input error, not a silent exit status -----------------------
+@pytest.mark.parametrize("code", ["sys.exit(3)", "sys.exit(0)", "raise SystemExit('bye')"])
+def test_a_metric_module_calling_sys_exit_is_an_input_error(server, tmp_path, api_key, code):
+    import os
+    import subprocess
+    import sys
+
+    module = tmp_path / "mymetrics.py"
+    module.write_text(f"import sys\n{code}\n")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "c1", "question": "q?", "reference_answer": "a", "answer": "a"}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "judge", "--cases", str(cases), "--base-url",
+                           server.base_url, "--model", "gpt-4o-mini", "--metrics", "correctness", "--no-progress",
+                           "--metric-module", str(module), "--cache", str(tmp_path / "c.sqlite"),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120,
+                          env={**os.environ})
+    # before: exit 3 (or 0) with no word: 'done, results written' when nothing was judged or written
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert f"{module}: importing the metric module raised SystemExit" in proc.stderr and "Traceback" not in proc.stderr
+    assert server.total_requests == 0 and not (tmp_path / "out").exists()
+
+
+def test_a_scoring_function_calling_sys_exit_is_refused_before_any_call(server, tmp_path):
+    from ragmeter.errors import InputError
+    from ragmeter.judge import metric
+
+    @metric(prompt="Is the answer polite?", schema={"polite": bool}, fields=("answer",))
+    def polite_exit(reply, case):
+        raise SystemExit(3)
+
+    with pytest.raises(InputError, match="the scoring function raised SystemExit"):
+        run_sync([{"id": "c1", "question": "q?", "answer": "a"}],
+                 JudgeConfig(base_url=server.base_url, model="m", metrics=[polite_exit], cache=None, progress=False))
+    assert server.total_requests == 0

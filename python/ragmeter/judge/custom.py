@@ -373,7 +373,7 @@ class FunctionMetric:
                                          stats)
         except _ENGINE_OUTCOMES:
             raise  # the engine's own outcomes: skipped, budget, failed call, unusable reply, a stopping run
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise MetricError(f"metric {self.name!r}: the scoring function raised {type(exc).__name__}: {exc}") from None
         return _to_result(self.name, value, self.range)
 
@@ -411,7 +411,7 @@ class FunctionMetric:
             self._sample_run(case, "en")
         except (ParseError, Skip):
             pass  # the sample reply was rejected or the case skipped: what a real reply may do too
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise InputError(f"metric {self.name!r}: the scoring function raised {type(exc).__name__}: {exc} "
                              f"on a sample reply for case {case.id!r} (checked before any call)") from None
 
@@ -571,7 +571,7 @@ def load_metric_module(path: Any) -> List[Any]:
         spec.loader.exec_module(module)
     except InputError as exc:
         raise InputError(f"{p}: {exc}") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module that calls sys.exit() must not end the command as if done
         raise InputError(f"{p}: importing the metric module raised {type(exc).__name__}: {exc}") from None
     found = [v for v in vars(module).values() if isinstance(v, (RubricMetric, FunctionMetric))]
     if not found:
