@@ -200,3 +200,22 @@ def test_loading_an_empty_path_is_refused() -> None:
 
     with pytest.raises(InputError, match=r"^EvalResult.load: an empty path"):
         ragmeter.EvalResult.load("")
+
+
+def test_evaluate_takes_metrics_as_one_name_or_a_comma_separated_list(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """evaluate(metrics="faithfulness") read the string letter by letter: "--metrics: unknown metric 'f'"."""
+    sys.path.insert(0, str(Path(__file__).parent / "judge"))
+    from fakeserver import FakeServer
+
+    from ragmeter.judge import JudgeConfig
+
+    monkeypatch.setenv("RAGMETER_API_KEY", "sk-test-s24")
+    golden, run = example()
+    with FakeServer(api_key="sk-test-s24") as server:
+        cfg = JudgeConfig(base_url=server.base_url, model="m", cache=None, progress=False)
+        one = ragmeter.evaluate(golden, run, judge=cfg, metrics="faithfulness")
+        two = ragmeter.evaluate(golden, run, judge=cfg, metrics=" correctness, faithfulness ")
+    assert one.judge["metric"].unique().to_list() == ["faithfulness"]
+    assert sorted(two.judge["metric"].unique().to_list()) == ["correctness", "faithfulness"]
+    assert list(two.summary["settings"]["judge"]["metrics"]) == ["correctness", "faithfulness"]

@@ -439,6 +439,8 @@ def _with_metrics(judge: Any, metrics: Optional[Sequence[Any]]) -> Any:
         raise InputError("metrics= are judge metrics: pass judge=ragmeter.judge.JudgeConfig(base_url=..., model=...)")
     from dataclasses import replace
 
+    if isinstance(metrics, str):  # one name, or names separated by commas as --metrics takes them (not letters)
+        metrics = [name.strip() for name in metrics.split(",") if name.strip()]
     return replace(judge, metrics=tuple(metrics))
 
 
