@@ -258,3 +258,78 @@ def test_a_scoring_function_calling_sys_exit_is_refused_before_any_call(server, 
         run_sync([{"id": "c1", "question": "q?", "answer": "a"}],
                  JudgeConfig(base_url=server.base_url, model="m", metrics=[polite_exit], cache=None, progress=False))
     assert server.total_requests == 0
+
+
+# -- a reply body in the charset its Content-Type declares, or with a byte-order mark -----------------------------
+class _RawServer:
+    """A loopback endpoint whose chat replies are ``encode(body_text)`` bytes with ``content_type`` as given."""
+
+    def __init__(self, encoding: str, content_type: str, bom: bytes = b"") -> None:
+        self.encoding, self.content_type, self.bom = encoding, content_type, bom
+        self.requests = 0
+
+    def __enter__(self):
+        import asyncio
+        import threading
+
+        from aiohttp import web
+
+        async def models(request):
+            return web.json_response({"data": [{"id": "m"}]})
+
+        async def chat(request):
+            self.requests += 1
+            body = json.dumps({"choices": [{"message": {"content": json.dumps(
+                {"reason": "答案与参考一致", "score": 5, "correct": True}, ensure_ascii=False)},
+                "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 5}},
+                ensure_ascii=False)
+            return web.Response(body=self.bom + body.encode(self.encoding),
+                                headers={"Content-Type": self.content_type})
+
+        ready = threading.Event()
+        self.loop = asyncio.new_event_loop()
+
+        def main():
+            asyncio.set_event_loop(self.loop)
+            app = web.Application()
+            app.router.add_get("/v1/models", models)
+            app.router.add_post("/v1/chat/completions", chat)
+            self.runner = web.AppRunner(app)
+            self.loop.run_until_complete(self.runner.setup())
+            site = web.TCPSite(self.runner, "127.0.0.1", 0)
+            self.loop.run_until_complete(site.start())
+            self.port = site._server.sockets[0].getsockname()[1]
+            ready.set()
+            self.loop.run_forever()
+            self.loop.run_until_complete(self.runner.cleanup())
+
+        self.thread = threading.Thread(target=main, daemon=True)
+        self.thread.start()
+        ready.wait(10)
+        return self
+
+    def __exit__(self, *exc):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.mark.parametrize("encoding, content_type, bom", [
+    ("gbk", "application/json; charset=gbk", b""),
+    ("utf-8", "application/json", b"\xef\xbb\xbf"),
+])
+def test_a_reply_in_its_declared_charset_or_with_a_bom_is_read(fast_retry, encoding, content_type, bom):
+    import asyncio
+
+    from ragmeter.judge import ClientConfig, JudgeClient, Limits
+
+    from test_client import MSGS
+
+    async def go(port):
+        cfg = ClientConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", timeout=5, policy=fast_retry)
+        async with JudgeClient(cfg, Limits(concurrency=1)) as client:
+            return await client.chat(MSGS)
+
+    with _RawServer(encoding, content_type, bom) as srv:
+        res = asyncio.run(go(srv.port))
+        # before: GBK was read as UTF-8 (the reason garbled); a BOM made every reply unreadable, paid 5 times
+        assert json.loads(res.content)["reason"] == "答案与参考一致" and srv.requests == 1

@@ -188,6 +188,18 @@ def _tokens(usage: Dict[str, Any], name: str) -> Optional[int]:
     return int(value)
 
 
+def _body_text(raw: bytes, charset: Optional[str]) -> str:
+    """A reply body as text: in the charset its Content-Type declares, else UTF-8 (what OpenAI-compatible APIs
+    speak); a byte-order mark is dropped, bytes that do not decode become U+FFFD."""
+    import codecs
+
+    try:
+        name = codecs.lookup(charset or "utf-8").name
+    except LookupError:
+        name = "utf-8"
+    return raw.decode("utf-8-sig" if name == "utf-8" else name, "replace").lstrip("\ufeff")
+
+
 def _one_vector(embedding: Any) -> List[float]:
     """One embedding as floats; a list of vectors (one per token: a model served without pooling) is refused."""
     if isinstance(embedding, list) and embedding and isinstance(embedding[0], list):
@@ -312,7 +324,7 @@ class JudgeClient:
         try:
             async with self._session.get(base + "/models") as resp:
                 status = resp.status
-                body = (await resp.read()).decode("utf-8", "replace")
+                body = _body_text(await resp.read(), resp.charset)
         except (asyncio.TimeoutError, TimeoutError):
             self.stop.trip("unreachable", f"{where}: no answer to GET /models within --timeout "
                                           f"{self.config.timeout:g}s: check --base-url and that the server is up "
@@ -346,7 +358,7 @@ class JudgeClient:
             self.stop.check()  # the run may have stopped while this request waited for its slot
             self.stats.requests += 1
             async with self._session.post(url, data=data) as resp:
-                body = (await resp.read()).decode("utf-8", "replace")  # OpenAI-compatible APIs speak UTF-8
+                body = _body_text(await resp.read(), resp.charset)
                 slot.answer(resp.status, resp.headers)  # the rate controller learns from it (time-outs too)
                 if self._key and self._key in body:  # echoed (a proxy, a debug field): never cached or written
                     body = body.replace(self._key, "***")
