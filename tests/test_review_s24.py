@@ -366,3 +366,35 @@ def test_a_gap_in_a_cases_point_numbers_leaves_it_unreviewed_without_a_manifest(
     section = import_sheet(folder, _write(tmp_path / "elsewhere" / "gap.csv", kept) if
                            (tmp_path / "elsewhere").mkdir() is None else None)
     assert section["points_missing_from_sheet"] == {"wrong-2": [1]} and "wrong-2" in section["incomplete"]
+
+
+# ------------------------------------------------------------------------------------------- audit: corpus rows
+
+
+@pytest.mark.parametrize("bad, line, message", [
+    ('{"file": "a.md", "chunk_id": "3", "text": ["page 1", "page 2"]}', 3, "'text' must be a string"),
+    ('{"file": "a.md", "chunk_id": "3", "text": 2024}', 3, "'text' must be a string"),
+    ('{"file": 7, "chunk_id": "3", "text": "x"}', 3, "'file' must be a string"),
+    ('{"file": "  ", "chunk_id": "3", "text": "x"}', 3, "missing 'file'"),
+])
+def test_a_corpus_row_of_the_wrong_type_is_named_not_turned_into_text(tmp_path: Path, bad: str, line: int,
+                                                                       message: str) -> None:
+    from ragmeter.audit.corpus import load_corpus
+
+    good = ['{"file": "a.md", "chunk_id": "1", "text": "alpha"}', '{"file": "a.md", "chunk_id": "2", "text": "beta"}']
+    path = tmp_path / "chunks.jsonl"
+    path.write_text("\n".join(good + [bad, good[0]]) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_corpus(path)
+    assert str(err.value).startswith(f"{path}:{line}: {message}"), str(err.value)
+
+
+def test_a_well_formed_corpus_with_integer_chunk_ids_and_other_fields_is_read(tmp_path: Path) -> None:
+    from ragmeter.audit.corpus import load_corpus
+
+    path = tmp_path / "chunks.jsonl"
+    path.write_text('{"file": "a.md", "chunk_id": 1, "text": "alpha", "meta": {"page": 1}}\n'
+                    '{"fileName": "b.md", "chunkId": 2, "content": "beta", "meta": null}\n', encoding="utf-8")
+    frame = load_corpus(path)
+    assert frame.to_dicts() == [{"file": "a.md", "chunk_id": "1", "text": "alpha"},
+                                {"file": "b.md", "chunk_id": "2", "text": "beta"}]

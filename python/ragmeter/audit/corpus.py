@@ -93,9 +93,17 @@ def _jsonl_columnar(path: Path) -> Optional[pl.DataFrame]:
     """A well-formed JSONL export read by Polars (ten times faster than line by line), or None for
     anything else (comments, a bad line, a missing or mistyped field), which the line-by-line path
     then reports with its line number."""
+    import pyarrow.json as pj
+
+    # Arrow's reader, not Polars': Polars reads a column of strings with a number or a list among them as
+    # strings ('2024', '["page 1", "page 2"]'), where Arrow refuses the change of type, so the line-by-line path
+    # names the row
     try:
-        frame = pl.read_ndjson(path, infer_schema_length=None)
-    except Exception:  # polars raises several types for input it cannot read
+        table = pj.read_json(path, read_options=pj.ReadOptions(block_size=1 << 24))
+        frame = pl.from_arrow(table)
+    except Exception:  # pyarrow and polars raise several types for input they cannot read
+        return None
+    if not isinstance(frame, pl.DataFrame):
         return None
     try:
         chunks = _chunk_frame(frame, str(path), None)
@@ -175,7 +183,8 @@ def _chunk_frame(frame: pl.DataFrame, label: str, where: Any) -> pl.DataFrame:
     # prefixes), which the Rust matcher's whole-buffer UTF-8 check rejects: one copy into fresh buffers.
     frame = frame.with_columns(pl.Series("text", frame["text"].to_arrow()))
     for name in ("file", "text"):
-        missing = frame.with_row_index("_row").filter(pl.col(name).is_null())["_row"].to_list()
+        absent = pl.col(name).is_null() | ((pl.col(name).str.strip_chars() == "") if name == "file" else pl.lit(False))
+        missing = frame.with_row_index("_row").filter(absent)["_row"].to_list()
         if missing:
             at = where(missing[0]) if where else f"{label}: row {missing[0] + 1}"
             raise InputError(f"{at}: missing {name!r}" + _more(missing))
