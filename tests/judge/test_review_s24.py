@@ -333,3 +333,47 @@ def test_a_reply_in_its_declared_charset_or_with_a_bom_is_read(fast_retry, encod
         res = asyncio.run(go(srv.port))
         # before: GBK was read as UTF-8 (the reason garbled); a BOM made every reply unreadable, paid 5 times
         assert json.loads(res.content)["reason"] == "答案与参考一致" and srv.requests == 1
+
+
+# -- a judge run with nothing to judge is refused, not reported as done -----------------------------------------
+def _judge(server, tmp_path, *args):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "ragmeter", "judge", "--base-url", server.base_url, "--model",
+                           "gpt-4o-mini", "--no-progress", "--cache", str(tmp_path / "c.sqlite"),
+                           "--out", str(tmp_path / "out"), *map(str, args)],
+                          capture_output=True, text=True, timeout=120, env={**os.environ})
+
+
+@pytest.mark.parametrize("text, said", [("", "is empty"), ("\n\n", "is empty"),
+                                        ("# a comment\n// another\n", "no cases (the file has only comments)")])
+def test_an_empty_cases_file_is_refused(server, tmp_path, api_key, text, said):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(text)
+    proc = _judge(server, tmp_path, "--cases", cases)
+    # before: exit 0 with every metric 'scored 0/0' and a results folder
+    assert proc.returncode == 2 and f"{cases}: {said}" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "out").exists() and server.total_requests == 0
+
+
+def test_a_run_where_every_row_lacks_its_input_is_refused(server, tmp_path, api_key):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"id": f"q{i}", "question": "q?"}) + "\n" for i in range(3)))
+    proc = _judge(server, tmp_path, "--cases", cases, "--metrics", "correctness,context_recall")
+    # before: exit 0, 'scored 0/3' for every metric: nothing was measured
+    assert proc.returncode == 2, proc.stderr
+    err = " ".join(proc.stderr.split())
+    assert "nothing to judge: all 6 judge rows (3 cases x 2 metrics) lack their input" in err
+    assert "the run has no answer for this case" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists() and server.requests == 0
+
+
+def test_a_run_with_some_rows_to_judge_still_exits_0(server, tmp_path, api_key):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "q0", "question": "q?"}) + "\n" + json.dumps(
+        {"id": "q1", "question": "q?", "answer": "a", "reference_answer": "a"}) + "\n")
+    proc = _judge(server, tmp_path, "--cases", cases, "--metrics", "correctness")
+    assert proc.returncode == 0, proc.stderr
+    assert "scored 1/2" in proc.stdout and (tmp_path / "out" / "judge.parquet").exists()

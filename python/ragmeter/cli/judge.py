@@ -192,6 +192,10 @@ def _read_cases(path: str) -> List[Dict[str, Any]]:
     _, text = to_utf8(Path(path), raw, "judge case files")
     records: List[Dict[str, Any]] = []
     _parse_lines(path, io.StringIO(text), records)
+    if not records:  # judged, it would be 'scored 0/0' for every metric and exit 0: nothing measured
+        if not text.strip():
+            raise input_error(path, None, "is empty; judge case files are JSON Lines (one object per line)")
+        raise input_error(path, None, "no cases (the file has only comments)")
     return records
 
 
@@ -251,6 +255,25 @@ def _warn_failed_in_run(failed: List[Tuple[str, str]]) -> int:
     from ragmeter.cli._inputs import failed_in_run_exit
 
     return failed_in_run_exit({"failed": len(failed)})
+
+
+def _refuse_nothing_judged(summary: Dict[str, Any], n_cases: int, n_metrics: int,
+                           failed_in_run: List[Tuple[str, str]]) -> None:
+    """An error (exit 2, nothing written) when every judge row was skipped for missing input: nothing was
+    measured, and no call was sent. Says why per metric (and names the cases that failed in the run)."""
+    from ragmeter.errors import InputError
+
+    inc = summary.get("incomplete") or {}
+    if not summary.get("n_rows") or inc.get("of") != 0:
+        return
+    _warn_failed_in_run(failed_in_run)
+    why = []
+    for metric, m in summary["metrics"].items():
+        examples = [g.get("example") for g in (m.get("skips") or {}).values() if g.get("example")]
+        if examples:
+            why.append(f"{metric}: {examples[0]}")
+    raise InputError(f"nothing to judge: all {summary['n_rows']} judge rows ({n_cases} cases x {n_metrics} metrics) "
+                     f"lack their input ({'; '.join(why)}); nothing written")
 
 
 def build_config(args: argparse.Namespace) -> Any:
@@ -438,8 +461,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             print_estimate(result.estimate or {}, len(metrics))
         return 0
-    out = result.write(args.out)
     s = result.summary
+    _refuse_nothing_judged(s, len(records), len(metrics), failed_in_run)
+    out = result.write(args.out)
     if args.json:
         print(strict_json(s))
         return max(incomplete_exit(s, args.max_failed, out), _warn_failed_in_run(failed_in_run))
