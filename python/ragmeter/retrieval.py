@@ -205,9 +205,9 @@ def score(golden: Any, run: Any, k: int = 5) -> ScoreResult:
 def _sources(golden: Any, run: Any) -> Tuple[Any, Any]:
     """The inputs as the loaders take them, from what :func:`ragmeter.evaluate` also takes (Arrow tables, lazy
     frames, dicts of columns, ``datasets.Dataset``): one function accepts what the other does."""
-    from ragmeter.api import as_source
+    from ragmeter.api import case_source
 
-    return as_source(golden, "golden"), as_source(run, "run")
+    return case_source(golden, "golden"), case_source(run, "run")  # as_source; an empty one is refused
 
 
 def score_into(golden: Any, run: Any, out_dir: Any, k: int = 5) -> ScoreResult:
