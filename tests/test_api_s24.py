@@ -219,3 +219,27 @@ def test_evaluate_takes_metrics_as_one_name_or_a_comma_separated_list(tmp_path: 
     assert one.judge["metric"].unique().to_list() == ["faithfulness"]
     assert sorted(two.judge["metric"].unique().to_list()) == ["correctness", "faithfulness"]
     assert list(two.summary["settings"]["judge"]["metrics"]) == ["correctness", "faithfulness"]
+
+
+@pytest.mark.parametrize("empty", [[], (), pl.DataFrame(), "pandas"])
+@pytest.mark.parametrize("which", ["golden", "run"])
+@pytest.mark.parametrize("call", ["score", "sweep", "evaluate"])
+def test_an_empty_golden_set_or_run_in_memory_is_refused_as_the_files_are(empty: object, which: str,
+                                                                          call: str) -> None:
+    """An empty run list was scored as every golden case missing (hit rate 0.0 over 51, exit-less), an empty
+    golden list blamed the run ('50 ids are not in the golden set golden (0 cases)'), and evaluate([], [])
+    raised ZeroDivisionError; `ragmeter score` refuses an empty file ('is empty')."""
+    from ragmeter.errors import InputError
+
+    if isinstance(empty, str):
+        import pandas as pd
+
+        empty = pd.DataFrame()
+    golden, run = example()
+    args = {"golden": golden, "run": run, which: empty}
+    fn = {"score": ragmeter.score, "evaluate": ragmeter.evaluate,
+          "sweep": lambda g, r: ragmeter.sweep(g, r, [0.0])}[call]
+    with pytest.raises(InputError, match=rf"^{which}: no cases \(an empty "):
+        fn(args["golden"], args["run"])
+    with pytest.raises(InputError, match=r"^golden: no cases"):
+        fn([], [])

@@ -28,7 +28,7 @@ import polars as pl
 
 from ragmeter.errors import InputError
 
-__all__ = ["EvalResult", "as_source"]
+__all__ = ["EvalResult", "as_source", "case_source"]
 
 
 def _is_pandas(value: Any) -> bool:
@@ -61,6 +61,17 @@ def as_source(source: Any, name: str) -> Any:
         return list(source)
     raise InputError(f"{name}: expected a path, a DataFrame, an Arrow table, a list of dicts or a datasets.Dataset, "
                      f"got {type(source).__name__}")
+
+
+def case_source(source: Any, name: str) -> Any:
+    """:func:`as_source` for a golden set or a run: one without a single row (an empty list, a frame of 0 rows) is
+    an :class:`InputError` naming ``name``, as an empty file is; it would be scored as every case missing, or
+    blame the other input."""
+    out = as_source(source, name)
+    if isinstance(out, (list, tuple, pl.DataFrame)) or _is_pandas(out):
+        if len(out) == 0:
+            raise InputError(f"{name}: no cases (an empty {type(source).__name__}); nothing to measure")
+    return out
 
 
 def _check_folder(name: str, value: Any, expected: str) -> None:

@@ -120,7 +120,7 @@ def evaluate(
     N``) is scored and judged per repeat: ``EvalResult.repeats`` and ``summary["collected_repeats"]`` (see the
     module docstring).
     """
-    from ragmeter.api import EvalResult, as_source
+    from ragmeter.api import EvalResult, case_source
     from ragmeter.calibration import review_settings
     from ragmeter.diagnosis import diagnose
     from ragmeter.retrieval import _check_k, _check_swept_scores, _prepared_match, _sweep_prepared, check_thresholds
@@ -137,7 +137,7 @@ def evaluate(
 
         raise InputError("a dry run writes no results: use ragmeter.evaluation.estimate_eval (ragmeter eval --dry-run)")
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    golden_in, run_in = as_source(golden, "golden"), as_source(run, "run")
+    golden_in, run_in = case_source(golden, "golden"), case_source(run, "run")
     collected = _collected_repeats(golden_in, run_in, repeat)
     if collected is not None:
         return _evaluate_collected(golden, run, golden_in, collected, k=k, judge=judge, thresholds=thresholds,
@@ -603,11 +603,11 @@ def estimate_eval(golden: Any, run: Any, judge: Any, *, repeat: int = 1,
     from ragmeter.judge import run_sync
     from ragmeter.retrieval import _prepared_match
 
-    from ragmeter.api import as_source
+    from ragmeter.api import case_source
 
     repeat = _check_repeat(repeat)
     judge = _with_metrics(_check_judge(judge, optional=False), metrics)
-    golden_in, run_in = as_source(golden, "golden"), as_source(run, "run")
+    golden_in, run_in = case_source(golden, "golden"), case_source(run, "run")
     collected = _collected_repeats(golden_in, run_in, repeat)
     if collected is not None:
         estimates = [run_sync(_with_extra_fields(_judge_records(_prepared_match(golden_in, rr.frame).joined), judge,
