@@ -377,3 +377,17 @@ def test_a_run_with_some_rows_to_judge_still_exits_0(server, tmp_path, api_key):
     proc = _judge(server, tmp_path, "--cases", cases, "--metrics", "correctness")
     assert proc.returncode == 0, proc.stderr
     assert "scored 1/2" in proc.stdout and (tmp_path / "out" / "judge.parquet").exists()
+
+
+def test_a_run_whose_every_case_failed_when_collected_keeps_exit_3(server, tmp_path, api_key):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps({"id": f"q{i}", "question": "q?", "expectedFileNames": ["f.md"],
+                                          "expectedEvidence": ["x"], "referenceAnswer": "a"}) + "\n"
+                              for i in range(2)))
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(json.dumps({"id": f"q{i}", "retrieved": [], "answer": None, "error": "boom",
+                                       "error_kind": "timeout"}) + "\n" for i in range(2)))
+    proc = _judge(server, tmp_path, "--golden", golden, "--run", run, "--metrics", "correctness")
+    assert proc.returncode == 3, proc.stderr
+    assert "2 case(s) failed when the run was collected" in " ".join(proc.stderr.split())
+    assert (tmp_path / "out" / "judge.parquet").exists() and server.requests == 0

@@ -260,13 +260,13 @@ def _warn_failed_in_run(failed: List[Tuple[str, str]]) -> int:
 def _refuse_nothing_judged(summary: Dict[str, Any], n_cases: int, n_metrics: int,
                            failed_in_run: List[Tuple[str, str]]) -> None:
     """An error (exit 2, nothing written) when every judge row was skipped for missing input: nothing was
-    measured, and no call was sent. Says why per metric (and names the cases that failed in the run)."""
+    measured, and no call was sent. Says why per metric. A run file holding cases that failed when it was
+    collected keeps its documented outcome instead (results written, the failed_in_run warning, exit 3)."""
     from ragmeter.errors import InputError
 
     inc = summary.get("incomplete") or {}
-    if not summary.get("n_rows") or inc.get("of") != 0:
+    if not summary.get("n_rows") or inc.get("of") != 0 or failed_in_run:
         return
-    _warn_failed_in_run(failed_in_run)
     why = []
     for metric, m in summary["metrics"].items():
         examples = [g.get("example") for g in (m.get("skips") or {}).values() if g.get("example")]
