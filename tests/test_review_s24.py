@@ -398,3 +398,21 @@ def test_a_well_formed_corpus_with_integer_chunk_ids_and_other_fields_is_read(tm
     frame = load_corpus(path)
     assert frame.to_dicts() == [{"file": "a.md", "chunk_id": "1", "text": "alpha"},
                                 {"file": "b.md", "chunk_id": "2", "text": "beta"}]
+
+
+# ------------------------------------------------------------------------------------------- export: no C
+
+
+def test_an_export_without_a_random_case_says_the_estimate_will_have_no_label(tmp_path: Path) -> None:
+    import polars as pl
+
+    from ragmeter.review import export_sheet
+
+    folder = write_folder(tmp_path / "run")
+    cases = pl.read_parquet(folder / "cases.parquet").with_columns(pl.lit(None, dtype=pl.Utf8).alias("review_reason"))
+    cases.write_parquet(folder / "cases.parquet")  # eval --review-rate 0 (or a small set): nothing sampled
+    manifest = export_sheet(folder)
+    assert manifest["random"]["n"] == 0
+    note = next(n for n in manifest["notes"] if "--random" in n)
+    assert "none of the 39 other cases judged correct" in note and "prediction-powered" in note
+    assert not [n for n in export_sheet(folder, random_n=4, out_dir=tmp_path / "s2")["notes"] if "--random" in n]

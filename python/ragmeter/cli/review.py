@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from ragmeter.cli._inputs import check_out
-    from ragmeter.cli._tables import make_console
+    from ragmeter.cli._tables import make_console, print_prose
     from ragmeter.review import export_sheet
     from ragmeter.review.sampling import STRATUM_LABELS
 
@@ -91,12 +91,11 @@ def _export(args: argparse.Namespace) -> int:
                             force=args.force)
     console = make_console()
     counts = {s: list(manifest["strata"].values()).count(s) for s in STRATUM_LABELS}
-    console.print(f"review sample: {len(manifest['ids'])} cases: " + ", ".join(
-        f"{STRATUM_LABELS[s]} {n}" for s, n in counts.items() if n), markup=False, highlight=False)
-    console.print(f"  C: {manifest['random']['method']}", markup=False, highlight=False)
-    for note in manifest["notes"]:
-        console.print(f"  note: {note}", markup=False, highlight=False)
-    console.print(f"wrote {manifest['out']}/: review.html, review.csv, manifest.json", markup=False, highlight=False)
+    print_prose([f"review sample: {len(manifest['ids'])} cases: " + ", ".join(
+                    f"{STRATUM_LABELS[s]} {n}" for s, n in counts.items() if n),
+                 f"  C: {manifest['random']['method']}",
+                 *(f"  note: {note}" for note in manifest["notes"]),
+                 f"wrote {manifest['out']}/: review.html, review.csv, manifest.json"], console)
     return 0
 
 

@@ -99,6 +99,10 @@ def select_sample(cases: pl.DataFrame, summary: Dict[str, Any], *, random_n: Opt
                if row["stratum"] in ("judge_incorrect", "miss_but_correct", "judge_failed")}
     stratum.update({i: "random" for i in chosen})
     notes = []
+    if rest and not chosen:
+        notes.append(f"none of the {len(rest)} other cases judged correct is in the sample (stratum C is empty): "
+                     "the prediction-powered estimate will have no random label to correct the judge's rate with; "
+                     "add some with --random N")
     if population["unjudged"]:
         notes.append(f"{population['unjudged']} case(s) without a correctness verdict (skipped, not judged) are not "
                      "in the sample")
