@@ -230,3 +230,30 @@ def test_quadrants_bands_and_latency_say_how_many_cases_they_cover(tmp_path: Pat
         assert f"{n_quadrant} of 20 cases" in text
         assert f"{n_band} of 20 cases" in text
     assert "(4/20 cases report one)" in html  # system latency, as the cost rows say it
+
+
+def test_the_resolution_of_a_large_set_is_not_shown_as_zero_points() -> None:
+    # at 100,000 cases the reports said "one case = 0.00 points"
+    from ragmeter.report.data import resolution_text
+
+    assert resolution_text(51) == "1.96"
+    assert resolution_text(100_000) == "0.001"
+    assert resolution_text(30_000) == "0.0033"
+    assert resolution_text(1) == "100.00"
+    assert float(resolution_text(7)) == pytest.approx(100 / 7, abs=0.005)
+
+
+def test_user_texts_in_the_explorer_take_their_own_direction() -> None:
+    # right-to-left questions and answers (Hebrew, Arabic) were laid out left-to-right, their punctuation at the
+    # wrong end; every text box and the id / category cells now say dir="auto"
+    from ragmeter.report.html import JS
+
+    assert "dir='auto'" in JS or 'dir="auto"' in JS or ".dir='auto'" in JS or ".dir = 'auto'" in JS
+
+
+def test_every_diagnosis_has_its_own_colour() -> None:
+    from ragmeter.diagnosis import DIAGNOSES
+    from ragmeter.report.html import DIAGNOSIS_COLORS
+
+    assert set(DIAGNOSES) <= set(DIAGNOSIS_COLORS)
+    assert len(set(DIAGNOSIS_COLORS.values())) == len(DIAGNOSIS_COLORS)

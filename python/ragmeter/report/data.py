@@ -654,6 +654,13 @@ def settings_texts(summary: Dict[str, Any]) -> List[str]:
     return [f"{label} = {value}" if label == "k" else f"{label}: {value}" for label, value in settings_items(summary)]
 
 
+def resolution_text(n: int) -> str:
+    """Points of a rate one case is worth (100 / n) to two decimals, or to two significant digits when smaller
+    (``0.001`` at 100,000 cases, never ``0.00``)."""
+    x = 100 / max(int(n), 1)
+    return f"{x:.2f}" if x >= 0.01 else f"{x:.2g}"
+
+
 def fmt_value(value: Optional[float], kind: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"

@@ -45,6 +45,7 @@ from ragmeter.report.data import (
     more_categories_line,
     not_judged_metrics,
     placed_line,
+    resolution_text,
     retrieval_modes,
     settings_texts,
 )
@@ -84,6 +85,7 @@ DIAGNOSIS_COLORS = {
     "GENERATION_FAILED": "#7a5ea8",
     "JUDGE_FAILED": "#9a7b4f",
     "SYSTEM_FAILED": "#5a3e3e",
+    "NOT_IN_RUN": "#2f6f8f",
     "NOT_LABELED": "#6d6d6d",
     "NOT_JUDGED": "#a0a0a0",
 }
@@ -344,7 +346,8 @@ function explorer(IDX, part, B, nBlocks){
     })(0);
     return search;
   }
-  function el(tag, cls, text){var e=document.createElement(tag); if(cls) e.className=cls; if(text!==undefined && text!==null) e.textContent=String(text); return e;}
+  // user texts (class pre, bidi) take their own direction: a Hebrew or Arabic answer reads right to left
+  function el(tag, cls, text){var e=document.createElement(tag); if(cls) e.className=cls; if(cls==='pre'||cls==='bidi') e.dir='auto'; if(text!==undefined && text!==null) e.textContent=String(text); return e;}
   function fmt(v){ if(v===null||v===undefined) return '\u2014'; if(typeof v==='boolean') return v?'yes':'no'; if(typeof v==='number') return (Math.round(v*1000)/1000).toString(); return String(v);}
   function idx(k,i){ return (k in IDX) ? IDX[k][i] : undefined; }
   function options(sel, values){ values.forEach(function(v){var o=document.createElement('option'); o.value=v; o.textContent=v; sel.appendChild(o);}); }
@@ -369,7 +372,7 @@ function explorer(IDX, part, B, nBlocks){
     var pages=Math.max(1, Math.ceil(filtered.length/PAGE)); if(page>=pages) page=pages-1;
     filtered.slice(page*PAGE, page*PAGE+PAGE).forEach(function(i){
       var tr=el('tr'); if(selected===i) tr.className='sel';
-      tr.appendChild(el('td',null,IDX.id[i])); tr.appendChild(el('td',null,IDX.category[i]));
+      tr.appendChild(el('td','bidi',IDX.id[i])); tr.appendChild(el('td','bidi',IDX.category[i]));
       var td=el('td'); var b=el('span','diag',IDX.diagnosis[i]); b.style.background=COLORS[IDX.diagnosis[i]]||'#888'; td.appendChild(b); tr.appendChild(td);
       tr.appendChild(el('td',null,fmt(idx('hit',i)))); tr.appendChild(el('td',null,fmt(idx('answer_correct',i))));
       tr.appendChild(el('td',null,fmt(idx('faithfulness_score',i)))); tr.appendChild(el('td',null,fmt(idx('context_precision_score',i))));
@@ -623,7 +626,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         + _table(["metric", "value", "95% interval", "n scored / total"], rows)
         + f'<p class="muted">Intervals: percentile bootstrap, {esc(readings.get("n_resamples"))} resamples, seed {esc(readings.get("seed"))}. '
         f"Unscored cases (unlabelled, judge failed or skipped) are excluded from the mean and counted in the total. "
-        f"Resolution: one case = {100 / max(n, 1):.2f} points.</p>"
+        f"Resolution: one case = {resolution_text(n)} points.</p>"
         + (f'<p class="muted" id="correct-rate-note">{esc(note)}</p>' if (note := correct_rate_note(results.cases))
            else "")
         + "</section>"

@@ -17,6 +17,7 @@ from ragmeter.report.data import (
     more_categories_line,
     not_judged_metrics,
     placed_line,
+    resolution_text,
     settings_texts,
 )
 
@@ -42,7 +43,7 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
 
     n = results.cases.height
     lines = [f"## ragmeter report: {md_escape(results.title)}", ""]
-    lines.append(f"{n} cases; one case = {100 / max(n, 1):.2f} points. 95% percentile-bootstrap intervals "
+    lines.append(f"{n} cases; one case = {resolution_text(n)} points. 95% percentile-bootstrap intervals "
                  f"({readings.get('n_resamples')} resamples, seed {readings.get('seed')}); n = scored / total.")
     settings = settings_texts(results.summary)
     if settings:
