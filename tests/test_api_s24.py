@@ -243,3 +243,16 @@ def test_an_empty_golden_set_or_run_in_memory_is_refused_as_the_files_are(empty:
         fn(args["golden"], args["run"])
     with pytest.raises(InputError, match=r"^golden: no cases"):
         fn([], [])
+
+
+def test_a_bytes_path_or_one_record_is_named_for_what_it_is() -> None:
+    """score(b"golden.jsonl", ...) read the bytes as 12 rows of numbers ('expected an object (dict), got a
+    number'), and one case's dict as columns of unequal length (polars' 'height of column ... does not match')."""
+    from ragmeter.errors import InputError
+
+    golden, run = example()
+    with pytest.raises(InputError, match=r"^golden: expected a path .*got bytes"):
+        ragmeter.score(bytes(golden), run)
+    case = {"id": "a", "question": "q", "expectedFileNames": ["x.md"]}
+    with pytest.raises(InputError, match=r"^golden: a mapping is read as columns .* one case\? pass \[case\]"):
+        ragmeter.score(case, run)

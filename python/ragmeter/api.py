@@ -43,6 +43,9 @@ def as_source(source: Any, name: str) -> Any:
 
     if isinstance(source, (str, os.PathLike, pl.DataFrame, list, tuple)) or _is_pandas(source):
         return source
+    if isinstance(source, (bytes, bytearray, memoryview)):  # iterated, it would be rows of numbers
+        raise InputError(f"{name}: expected a path (a str or pathlib.Path), a DataFrame, an Arrow table, a list of "
+                         f"dicts or a datasets.Dataset, got {type(source).__name__}")
     if isinstance(source, pl.LazyFrame):
         return source.collect()
     if type(source).__module__.split(".")[0] == "pyarrow":
@@ -53,6 +56,9 @@ def as_source(source: Any, name: str) -> Any:
             table = convert()
             return pl.from_arrow(table) if method == "to_arrow" else pl.from_pandas(table)
     if isinstance(source, Mapping):
+        if any(isinstance(v, (str, int, float)) for v in source.values()):  # a record's scalar fields
+            raise InputError(f"{name}: a mapping is read as columns (each a list of values), and this one has "
+                             f"single values; one case? pass [case]")
         try:
             return pl.DataFrame(dict(source))
         except Exception as exc:  # noqa: BLE001 - polars raises several types for ragged columns
