@@ -416,3 +416,16 @@ def test_an_export_without_a_random_case_says_the_estimate_will_have_no_label(tm
     note = next(n for n in manifest["notes"] if "--random" in n)
     assert "none of the 39 other cases judged correct" in note and "prediction-powered" in note
     assert not [n for n in export_sheet(folder, random_n=4, out_dir=tmp_path / "s2")["notes"] if "--random" in n]
+
+
+def test_a_by_field_left_empty_as_nan_is_no_value_not_a_value_named_nan() -> None:
+    import ragmeter
+
+    rows = _golden()
+    for i, row in enumerate(rows):
+        row["platform"] = float("nan") if i < 3 else ("web" if i % 2 else "app")
+        row["year"] = 2023 if i < 5 else float("nan")
+    a = ragmeter.audit(rows, by="platform")
+    assert a.by_source["value"].to_list() == ["(none)", "web", "app"] and a.by_source["n"].to_list()[0] == 3
+    a = ragmeter.audit(rows, by="year")
+    assert dict(zip(a.by_source["value"].to_list(), a.by_source["n"].to_list())) == {"2023": 5, "(none)": 5}

@@ -263,7 +263,8 @@ def _second_dimension(frame: pl.DataFrame, extra: Dict[str, List[Any]], by: str,
     for case_id, value in zip(frame["id"].to_list(), values):
         if isinstance(value, (list, tuple, dict)):
             raise InputError(f"{label}: case {case_id!r}: field {by!r} must be a string to count by, got a {type(value).__name__}")
-        out.append(MISSING if value is None or str(value).strip() == "" else str(value))
+        blank = value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
+        out.append(MISSING if blank else str(value))  # NaN: a cell a pandas export left empty
     if by != "source" and all(v == MISSING for v in out):
         raise InputError(f"{label}: --by {by}: no case has a {by!r} field")
     return out
