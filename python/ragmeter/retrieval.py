@@ -251,6 +251,8 @@ def check_thresholds(thresholds: Sequence[float]) -> List[float]:
     from ragmeter._args import check_arg
     from ragmeter.errors import InputError
 
+    if type(thresholds).__module__.split(".")[0] == "pandas" and hasattr(thresholds, "tolist"):
+        thresholds = thresholds.tolist()  # a Series' values (it has keys(): its index)
     if not isinstance(thresholds, (str, bytes)) and hasattr(thresholds, "__iter__") and not hasattr(thresholds, "keys"):
         thresholds = list(thresholds)  # an iterator is read once, here (check_arg refuses the rest)
         if any(isinstance(t, Real) and t != t for t in thresholds):
