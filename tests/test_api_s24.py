@@ -256,3 +256,16 @@ def test_a_bytes_path_or_one_record_is_named_for_what_it_is() -> None:
     case = {"id": "a", "question": "q", "expectedFileNames": ["x.md"]}
     with pytest.raises(InputError, match=r"^golden: a mapping is read as columns .* one case\? pass \[case\]"):
         ragmeter.score(case, run)
+
+
+def test_thresholds_from_a_pandas_series_are_its_values() -> None:
+    """A NumPy array or a Polars Series of thresholds was taken, a pandas Series (df["t"].unique() is an array,
+    df["t"].drop_duplicates() a Series) refused with the Series' whole multi-line repr in the message."""
+    import numpy as np
+    import pandas as pd
+
+    golden, run = example()
+    expected = ragmeter.sweep(golden, run, [0.0, 0.1])
+    assert ragmeter.sweep(golden, run, pd.Series([0.0, 0.1], index=[7, 9])).equals(expected)
+    assert ragmeter.sweep(golden, run, np.array([0.0, 0.1])).equals(expected)
+    assert ragmeter.evaluate(golden, run, thresholds=pd.Series([0.0, 0.1])).sweep.equals(expected)
