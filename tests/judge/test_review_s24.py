@@ -391,3 +391,28 @@ def test_a_run_whose_every_case_failed_when_collected_keeps_exit_3(server, tmp_p
     assert proc.returncode == 3, proc.stderr
     assert "2 case(s) failed when the run was collected" in " ".join(proc.stderr.split())
     assert (tmp_path / "out" / "judge.parquet").exists() and server.requests == 0
+
+
+# -- a --base-url with a query string (Azure's ?api-version=, a proxy's ?key=) ------------------------------------
+def test_a_base_url_with_a_query_string_reaches_the_routes_and_the_query_is_never_shown(server, tmp_path, api_key):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "q1", "question": "q?", "answer": "a", "reference_answer": "a"}) + "\n")
+    secret = "QUERYSECRET123"
+    url = f"{server.base_url}?api-version=2024-06-01&key={secret}"
+    proc = _judge(server, tmp_path, "--cases", cases, "--metrics", "correctness", "--base-url", url, "-v")
+    # before: the routes were appended after the query ('/v1?api-version=...&key=.../chat/completions'): 404, exit 2
+    assert proc.returncode == 0, proc.stderr
+    assert server.models_requests == 1 and server.requests == 1
+    assert secret not in proc.stdout + proc.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+
+
+def test_endpoint_url_puts_the_route_before_the_query():
+    from ragmeter.judge.urls import endpoint_url
+
+    assert endpoint_url("http://h/v1", "/models") == "http://h/v1/models"
+    assert endpoint_url("http://h/v1/", "/chat/completions") == "http://h/v1/chat/completions"
+    assert endpoint_url("https://h/openai/deployments/d?api-version=1", "/chat/completions") == \
+        "https://h/openai/deployments/d/chat/completions?api-version=1"

@@ -40,7 +40,7 @@ from .cost import estimate_tokens
 from .limits import Limits
 from .retry import RetryPolicy, classify, is_unknown_model, next_max_tokens
 from .stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, RunStop
-from .urls import public_endpoint, scrub_urls, split_credentials
+from .urls import endpoint_url, public_endpoint, scrub_urls, split_credentials
 
 __all__ = ["ClientConfig", "JudgeClient", "ChatResult", "EmbedResult", "JudgeCallError", "resolve_api_key"]
 
@@ -245,8 +245,8 @@ class JudgeClient:
         self._chat_base = config.base_url.rstrip("/")
         self._embed_base = (config.embeddings_base_url or config.base_url).rstrip("/")
         # parsed once: aiohttp would otherwise parse the str on every request (about 0.1 ms CPU a call)
-        self._chat_url = _url(self._chat_base + "/chat/completions")
-        self._embed_url = _url(self._embed_base + "/embeddings")
+        self._chat_url = _url(endpoint_url(self._chat_base, "/chat/completions"))
+        self._embed_url = _url(endpoint_url(self._embed_base, "/embeddings"))
 
     def __repr__(self) -> str:
         return f"JudgeClient(endpoint={public_endpoint(self.config.base_url)!r}, model={self.config.model!r})"
@@ -322,7 +322,7 @@ class JudgeClient:
         where = public_endpoint(base)
         self.stats.preflight_requests += 1
         try:
-            async with self._session.get(base + "/models") as resp:
+            async with self._session.get(_url(endpoint_url(base, "/models"))) as resp:
                 status = resp.status
                 body = _body_text(await resp.read(), resp.charset)
         except (asyncio.TimeoutError, TimeoutError):

@@ -12,7 +12,7 @@ import re
 from typing import Optional, Tuple
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["public_endpoint", "split_credentials", "scrub_urls"]
+__all__ = ["public_endpoint", "split_credentials", "scrub_urls", "endpoint_url"]
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]*@")
 
@@ -49,3 +49,15 @@ def split_credentials(url: str) -> Tuple[str, Optional[str]]:
 def scrub_urls(text: str) -> str:
     """``text`` with the ``user:password@`` part of every URL in it removed."""
     return _USERINFO.sub(r"\1", text)
+
+
+def endpoint_url(base: str, route: str) -> str:
+    """``base`` with ``route`` (``/chat/completions``) appended to its path, ahead of any query string
+    (``https://h/deployments/d?api-version=1`` -> ``https://h/deployments/d/chat/completions?api-version=1``)."""
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return base.rstrip("/") + route
+    if not parts.query and not parts.fragment:
+        return base.rstrip("/") + route
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + route, parts.query, ""))
