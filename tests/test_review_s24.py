@@ -429,3 +429,12 @@ def test_a_by_field_left_empty_as_nan_is_no_value_not_a_value_named_nan() -> Non
     assert a.by_source["value"].to_list() == ["(none)", "web", "app"] and a.by_source["n"].to_list()[0] == 3
     a = ragmeter.audit(rows, by="year")
     assert dict(zip(a.by_source["value"].to_list(), a.by_source["n"].to_list())) == {"2023": 5, "(none)": 5}
+
+
+def test_hard_naming_no_category_of_the_set_is_refused_as_a_typo() -> None:
+    import ragmeter
+
+    with pytest.raises(InputError, match=r"--hard: no category of the golden set is named 'mutli' \(it has multi, term\)"):
+        ragmeter.audit(_golden(), hard=["mutli"])
+    a = ragmeter.audit(_golden(), hard=["multi", "boundary"])  # one of them is enough: the other has no case yet
+    assert a.hard["n"] == 4 and a.hard["categories"] == ["multi"]

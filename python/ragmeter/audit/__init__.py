@@ -277,7 +277,12 @@ def _hard_flags(frame: pl.DataFrame, extra: Dict[str, List[Any]], hard: Optional
         if not names:
             raise InputError("--hard: name at least one category")
         wanted = {h.casefold() for h in names}
-        return [c.casefold() in wanted for c in cats], {"rule": "--hard", "names": names}
+        flags = [c.casefold() in wanted for c in cats]
+        if cats and not any(flags):  # a typo, not a plan: every case would count as easy
+            seen = list(dict.fromkeys(cats))
+            raise InputError(f"--hard: no category of the golden set is named {', '.join(map(repr, names))} "
+                             f"(it has {', '.join(seen[:8])}{', ...' if len(seen) > 8 else ''})")
+        return flags, {"rule": "--hard", "names": names}
     difficulty = extra.get("difficulty") or (frame["difficulty"].to_list() if "difficulty" in frame.columns else None)
     # a cell nobody filled in (null, NaN from a pandas export, blank) is no label: an empty column keeps the default
     given = [d is not None and not (isinstance(d, float) and math.isnan(d)) and not (isinstance(d, str) and not d.strip())
@@ -332,7 +337,8 @@ def hard_rule_text(info: Dict[str, Any]) -> str:
 
 
 def _hard_message(info: Dict[str, Any]) -> str:
-    which = ", ".join(info["categories"]) or "none of " + ", ".join(info["names"][:6]) + ", ..."
+    which = ", ".join(info["categories"]) or "none of " + ", ".join(info["names"][:6]) + (
+        ", ..." if len(info["names"]) > 6 else "")
     how = hard_rule_text(info)
     return (f"hard cases only {100 * info['share']:.1f}% ({info['n']}/{info['n_total']}; {which}; {how}), "
             f"under {100 * info['min_share']:.0f}%: a ceiling effect, variants tie on the easy cases "

@@ -7,7 +7,8 @@ import sys
 HELP = "audit a golden set: balance by category and source, blind spots, gap to a target, resolution, evidence vs corpus"
 
 EPILOG = """exit status: 0 = audited (warnings are printed but do not fail), 1 = --strict
-and at least one warning, 2 = bad input (golden set, corpus, targets spec).
+and at least one warning, 2 = bad input (golden set, corpus, targets spec,
+a --hard list naming no category of the set).
 Warning codes: hard_share_low, source_share_low, empty_cell, unlabeled,
 uncategorised, spelling_variants, duplicate_question, evidence_not_in_corpus,
 file_not_in_corpus, evidence_in_other_file.
