@@ -257,3 +257,44 @@ def test_every_diagnosis_has_its_own_colour() -> None:
 
     assert set(DIAGNOSES) <= set(DIAGNOSIS_COLORS)
     assert len(set(DIAGNOSIS_COLORS.values())) == len(DIAGNOSIS_COLORS)
+
+
+def test_warning_codes_from_the_folder_cannot_carry_markup_into_the_markdown(tmp_path: Path) -> None:
+    # report.md is pasted into pull requests; a warning code (or an audit warning's) was put between backticks
+    # unescaped, so a backtick in it closed the code span and the rest reached the page as raw HTML
+    from ragmeter.report import write_reports
+
+    hostile = "x`<img src=x onerror=alert(1)>`|y\nz"
+    summary = {"version": "0.1.0", "warnings": [{"code": hostile, "message": "m", "count": 1, "cases": ["a"]}],
+               "golden_set": {"n": 8, "n_labeled": 6, "by_category": {"fact": {"n": 8, "share": 1.0}},
+                              "warnings": [{"code": hostile, "message": "audit"}]}}
+    folder = write_results(tmp_path / "run", synth_cases(8), judge=False, summary=summary)
+    md = write_reports(folder, n_resamples=100)["markdown"].read_text(encoding="utf-8")
+    assert "<img" not in md
+    assert "`missing" not in md and md.count("onerror") == 2
+    for line in md.splitlines():
+        if "onerror" in line:
+            assert line.count("`") == line.count("\\`"), line  # every backtick escaped, no code span opened
+
+
+def test_an_edited_golden_set_panel_neither_breaks_nor_injects(tmp_path: Path) -> None:
+    # summary.json's golden_set numbers went into report.html unescaped, and a share that is not a number was a
+    # traceback (format of a str)
+    from ragmeter.report import write_reports
+
+    bad = "<b id=x>9</b>"
+    summary = {"version": "0.1.0", "golden_set": {
+        "n": bad, "n_labeled": bad, "by_category": {"fact": {"n": bad, "share": bad}},
+        "hard": {"n": bad, "n_total": 8, "share": bad, "categories": ["fact"]}}}
+    folder = write_results(tmp_path / "run", synth_cases(8), judge=False, summary=summary)
+    paths = write_reports(folder, n_resamples=100)
+    html = paths["html"].read_text(encoding="utf-8")
+    md = paths["markdown"].read_text(encoding="utf-8")
+    assert "<b id=x>" not in html and "&lt;b id=x&gt;9&lt;/b&gt;" in html
+    assert "<b id=x>" not in md
+    ok = {"version": "0.1.0", "golden_set": {"n": 8, "n_labeled": 6, "by_category": {"fact": {"n": 8, "share": 1.0}},
+                                              "hard": {"n": 2, "n_total": 8, "share": 0.25, "categories": ["fact"]}}}
+    folder2 = write_results(tmp_path / "ok", synth_cases(8), judge=False, summary=ok)
+    paths = write_reports(folder2, n_resamples=100)
+    assert "fact 8 (100.0%)" in paths["html"].read_text(encoding="utf-8")
+    assert "hard cases: 2/8 = 25.0%" in paths["markdown"].read_text(encoding="utf-8")

@@ -534,6 +534,13 @@ def _sweep_section(sweep: Optional[pl.DataFrame]) -> str:
     return f'<section id="sweep"><h2>Threshold sweep</h2>{_charts(charts)}</section>'
 
 
+def _percent(share: Any) -> str:
+    """A share of summary.json as a percentage; a value that is not a number (an edited file) as it is."""
+    if isinstance(share, (int, float)) and not isinstance(share, bool):
+        return f"{100 * share:.1f}%"
+    return str(share)
+
+
 def _golden_set_section(summary: Dict[str, Any]) -> str:
     """A compact panel on the golden set itself: size, categories, sources, hard share, audit warnings."""
     panel = summary.get("golden_set")
@@ -541,17 +548,18 @@ def _golden_set_section(summary: Dict[str, Any]) -> str:
         return ""
 
     def shares(groups: Dict[str, Any]) -> str:
-        return ", ".join(f"{esc(name)} {g['n']} ({100 * g['share']:.1f}%)" for name, g in groups.items())
+        return ", ".join(f"{esc(name)} {esc(g.get('n'))} ({esc(_percent(g.get('share')))})" if isinstance(g, dict)
+                         else esc(name) for name, g in groups.items())
 
     hard = panel.get("hard") or {}
-    lines = [f"<li>{panel['n']} cases, {panel.get('n_labeled', 0)} labelled for retrieval</li>",
+    lines = [f"<li>{esc(panel['n'])} cases, {esc(panel.get('n_labeled', 0))} labelled for retrieval</li>",
              f"<li>by category: {shares(panel.get('by_category') or {})}</li>"]
     sources = {k: v for k, v in (panel.get("by_source") or {}).items() if k != "(none)"}
     if sources:
         lines.append(f"<li>by {esc(panel.get('by') or 'source')}: {shares(sources)}</li>")
     if hard.get("n_total"):
         lines.append(f"<li>hard cases ({esc(', '.join(hard.get('categories') or []) or 'none')}): "
-                     f"{hard['n']}/{hard['n_total']} = {100 * hard['share']:.1f}%</li>")
+                     f"{esc(hard.get('n'))}/{esc(hard['n_total'])} = {esc(_percent(hard.get('share')))}</li>")
     warnings = panel.get("warnings") or []
     warn = "".join(f"<li><code>{esc(w.get('code'))}</code> {esc(w.get('message'))}</li>" for w in warnings[:10])
     advice = ("<p class=\"muted\">ragmeter audit --golden G gives the gap to a target size and checks every "
@@ -571,8 +579,9 @@ def _calibration_section(results: Results) -> str:
         return ""
     warn = "".join(f'<p class="warn"><b>Warning:</b> {esc(w)}</p>' for w in (c.get("warning"), c.get("manifest_warning")) if w)
     findings = "".join(f"<li>{esc(f)}</li>" for f in c.get("findings") or [])
-    incomplete = (f'<p>Incomplete: {c["n_incomplete"]} case(s) of the sheet not (fully) reviewed, left out, not '
-                  f'guessed: {esc(", ".join(c["incomplete"][:20]))}{" ..." if c["n_incomplete"] > 20 else ""}</p>'
+    incomplete = (f'<p>Incomplete: {esc(c["n_incomplete"])} case(s) of the sheet not (fully) reviewed, left out, '
+                  f'not guessed: {esc(", ".join(map(str, (c.get("incomplete") or [])[:20])))}'
+                  f'{" ..." if len(c.get("incomplete") or []) > 20 else ""}</p>'
                   if c.get("n_incomplete") else "")
     return (
         '<section id="calibration"><h2>Calibration: judge vs human reviewers</h2>' + warn

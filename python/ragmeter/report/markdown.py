@@ -21,7 +21,7 @@ from ragmeter.report.data import (
     settings_texts,
 )
 
-__all__ = ["md_escape", "md_table", "render_markdown"]
+__all__ = ["md_code", "md_escape", "md_table", "render_markdown"]
 
 
 def md_escape(value: object) -> str:
@@ -30,6 +30,15 @@ def md_escape(value: object) -> str:
     for a, b in (("\\", "\\\\"), ("|", "\\|"), ("<", "&lt;"), (">", "&gt;"), ("`", "\\`"), ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]")):
         text = text.replace(a, b)
     return " ".join(text.split())
+
+
+def md_code(value: object) -> str:
+    """A warning code as inline code; a code that is not a plain name (a folder edited or written by another
+    tool) is escaped text instead: a backtick in it would close the span and let the rest through as markup."""
+    import re
+
+    text = "" if value is None else str(value)
+    return f"`{text}`" if re.fullmatch(r"[A-Za-z0-9_.:-]+", text) else md_escape(text)
 
 
 def md_table(headers: List[str], rows: List[List[str]]) -> str:
@@ -116,12 +125,17 @@ def _golden_set_lines(summary: Dict[str, Any]) -> List[str]:
     panel = summary.get("golden_set")
     if not isinstance(panel, dict) or not panel.get("n"):
         return []
-    cats = ", ".join(f"{md_escape(name)} {g['n']}" for name, g in (panel.get("by_category") or {}).items())
-    out = ["", "## Golden set", "", f"- {panel['n']} cases, {panel.get('n_labeled', 0)} labelled; by category: {cats}"]
+    from ragmeter.report.html import _percent
+
+    cats = ", ".join(f"{md_escape(name)} {md_escape(g.get('n') if isinstance(g, dict) else '')}"
+                     for name, g in (panel.get("by_category") or {}).items())
+    out = ["", "## Golden set", "", f"- {md_escape(panel['n'])} cases, {md_escape(panel.get('n_labeled', 0))} "
+           f"labelled; by category: {cats}"]
     hard = panel.get("hard") or {}
     if hard.get("n_total"):
-        out.append(f"- hard cases: {hard['n']}/{hard['n_total']} = {100 * hard['share']:.1f}%")
-    out += [f"- audit warning `{w.get('code')}`: {md_escape(str(w.get('message')))}" for w in panel.get("warnings") or []]
+        out.append(f"- hard cases: {md_escape(hard.get('n'))}/{md_escape(hard['n_total'])} = "
+                   f"{md_escape(_percent(hard.get('share')))}")
+    out += [f"- audit warning {md_code(w.get('code'))}: {md_escape(str(w.get('message')))}" for w in panel.get("warnings") or []]
     return out
 
 
@@ -141,7 +155,7 @@ def _calibration_lines(results: Results) -> List[str]:
     out += [f"- {md_escape(f)}" for f in c.get("findings") or []]
     out += ["", md_escape(render.ppi_line(c)), ""]
     if c.get("n_incomplete"):
-        out += [f"Incomplete: {c['n_incomplete']} case(s) not (fully) reviewed, left out: "
+        out += [f"Incomplete: {md_escape(c['n_incomplete'])} case(s) not (fully) reviewed, left out: "
                 + md_escape(", ".join(c["incomplete"][:20])), ""]
     return out
 
@@ -159,7 +173,7 @@ def _warning_lines(results: Results) -> List[str]:
     for w in items:
         kinds.setdefault(str(w.get("code") or "note"), []).append(str(w["message"]))
     out = ["<details><summary>Warnings (" + str(len(kinds)) + " kinds; full lists in warnings.json)</summary>", ""]
-    out += [f"- `{code}` " + md_escape("; ".join(msgs)[:400]) for code, msgs in kinds.items()]
+    out += [f"- {md_code(code)} " + md_escape("; ".join(msgs)[:400]) for code, msgs in kinds.items()]
     return out + ["", "</details>", ""]
 
 
