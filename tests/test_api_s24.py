@@ -269,3 +269,12 @@ def test_thresholds_from_a_pandas_series_are_its_values() -> None:
     assert ragmeter.sweep(golden, run, pd.Series([0.0, 0.1], index=[7, 9])).equals(expected)
     assert ragmeter.sweep(golden, run, np.array([0.0, 0.1])).equals(expected)
     assert ragmeter.evaluate(golden, run, thresholds=pd.Series([0.0, 0.1])).sweep.equals(expected)
+
+
+def test_sweep_out_creates_its_folder_as_score_and_compare_do(tmp_path: Path) -> None:
+    """`sweep --out "new dir/sweep.csv"` swept, then failed with 'new dir/sweep.csv: No such file or directory'
+    (exit 2); `score --out DIR` and `compare --out DIR/x.md` create their folder."""
+    golden, run = example()
+    proc = ragmeter_cli("sweep", "--golden", str(golden), "--run", str(run), "--out", "new dir/é.csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert pl.read_csv(tmp_path / "new dir" / "é.csv")["threshold"].unique().sort().to_list() == [0.0, 0.1, 0.2]

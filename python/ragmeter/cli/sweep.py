@@ -87,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         from ragmeter._io import atomic_file, strict_json, write_frame, write_text
 
+        from pathlib import Path
+
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # as score --out and compare --out do
         with atomic_file(args.out) as tmp:
             if fmt == "json":
                 write_text(tmp, strict_json(json_rows(table)) + "\n")
