@@ -438,3 +438,20 @@ def test_hard_naming_no_category_of_the_set_is_refused_as_a_typo() -> None:
         ragmeter.audit(_golden(), hard=["mutli"])
     a = ragmeter.audit(_golden(), hard=["multi", "boundary"])  # one of them is enough: the other has no case yet
     assert a.hard["n"] == 4 and a.hard["categories"] == ["multi"]
+
+
+def test_rates_taken_from_a_results_folder_say_how_many_cases_they_rest_on(tmp_path: Path) -> None:
+    import polars as pl
+
+    import ragmeter
+    from ragmeter.audit import render
+
+    folder = write_folder(tmp_path / "run")
+    cases = pl.read_parquet(folder / "cases.parquet")
+    cases = cases.with_columns(pl.when(pl.col("id").str.starts_with("ok-")).then(None).otherwise(pl.col("correct"))
+                               .alias("correct"))  # the judge scored 11 of the 50 cases
+    cases.write_parquet(folder / "cases.parquet")
+    d = ragmeter.audit(_golden(), results=folder).to_dict()
+    assert d["resolution"]["rates_n"] == {"hit": {"n_scored": 50, "n_total": 50},
+                                          "correct": {"n_scored": 11, "n_total": 50}}
+    assert "correct 36.4% over 11/50" in " ".join(render.plain(d).split())

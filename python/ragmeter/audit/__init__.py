@@ -490,26 +490,30 @@ def _plan(targets: Optional[str], target: Optional[int], by: str, cat_counts: Di
     return spec, total, cat_target, src_target
 
 
-def _rates(rate: Optional[float], results: Any) -> Tuple[Dict[str, float], str]:
+def _rates(rate: Optional[float], results: Any) -> Tuple[Dict[str, float], str, Dict[str, Dict[str, int]]]:
+    """The rates, where they come from and, for observed ones, the cases each rests on (scored / all)."""
     if results is not None:
         from ragmeter.report.data import load_results
 
         cases = load_results(results).cases
         observed: Dict[str, float] = {}
+        counts: Dict[str, Dict[str, int]] = {}
         for metric in ("hit", "correct"):
             if metric in cases.columns:
                 values = cases[metric].drop_nulls().cast(pl.Float64)
                 if values.len():
                     observed[metric] = float(values.sum()) / values.len()
+                    counts[metric] = {"n_scored": values.len(), "n_total": cases.height}
         if observed:
-            return observed, f"observed in {results}"
+            return observed, f"observed in {results}", counts
         raise InputError(f"{results}: no scored hit or correct column to take the rates from")
     if rate is not None:
-        return {"rate": rate}, "--rate"
-    return {"rate": DEFAULT_RATE}, "assumed (worst case)"
+        return {"rate": rate}, "--rate", {}
+    return {"rate": DEFAULT_RATE}, "assumed (worst case)", {}
 
 
-def _resolution(n: int, target_n: Optional[int], observed: Tuple[Dict[str, float], str]) -> Dict[str, Any]:
+def _resolution(n: int, target_n: Optional[int],
+                observed: Tuple[Dict[str, float], str, Dict[str, Dict[str, int]]]) -> Dict[str, Any]:
     """One case in points, and the minimum detectable difference of a paired comparison.
 
     Two variants with the same rate p whose per-case outcomes are independent disagree on a share
@@ -517,7 +521,7 @@ def _resolution(n: int, target_n: Optional[int], observed: Tuple[Dict[str, float
     then gives MDD = 2.80 sqrt(p_d / n), never below one case. Variants of one system agree more often than
     independent ones, so this is an upper bound; ``compare`` reports the MDD at the observed discordance.
     """
-    rates, origin = observed
+    rates, origin, rate_counts = observed
 
     def at(size: int) -> Dict[str, Any]:
         mde = {name: _mde_pp(size, p) for name, p in rates.items()}
@@ -531,6 +535,8 @@ def _resolution(n: int, target_n: Optional[int], observed: Tuple[Dict[str, float
         return out
 
     out = at(n)
+    if rate_counts:
+        out["rates_n"] = rate_counts
     out.update({"rates": {k: round(v, 4) for k, v in rates.items()}, "rate_source": origin,
                 "alpha": 0.05, "power": 0.8, "discordance": "2p(1-p): independent outcomes at the same rate (upper bound)"})
     out["target"] = at(target_n) if target_n else None

@@ -81,7 +81,9 @@ def summary_lines(d: Dict[str, Any]) -> List[str]:
     tgt = r.get("target")
     out.append(f"resolution: one case = {r['points_per_case']:.2f} points at n={r['n']}"
                + (f", {tgt['points_per_case']:.2f} at n={tgt['n']}" if tgt else ""))
-    rates = ", ".join(f"{k} {_pct(v)}" for k, v in r["rates"].items())
+    counted = r.get("rates_n") or {}
+    rates = ", ".join(f"{k} {_pct(v)}" + (f" over {counted[k]['n_scored']}/{counted[k]['n_total']}" if k in counted else "")
+                      for k, v in r["rates"].items())
     out.append(f"  minimum detectable difference, paired (alpha {r['alpha']}, power {r['power']}, {rates}, "
                f"{r['rate_source']}): {_pp(r['mde_pp'])} at n={r['n']}"
                + (f", {_pp(tgt['mde_pp'])} at n={tgt['n']}" if tgt else ""))
