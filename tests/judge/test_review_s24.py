@@ -416,3 +416,23 @@ def test_endpoint_url_puts_the_route_before_the_query():
     assert endpoint_url("http://h/v1/", "/chat/completions") == "http://h/v1/chat/completions"
     assert endpoint_url("https://h/openai/deployments/d?api-version=1", "/chat/completions") == \
         "https://h/openai/deployments/d/chat/completions?api-version=1"
+
+
+# -- a --base-url that is not an http(s) URL is named as such, and a query never shows in an error ----------------
+@pytest.mark.parametrize("url", ["localhost:8000/v1", "api.openai.com/v1", "ftp://h/v1", "http:///v1"])
+def test_a_base_url_without_http_scheme_and_host_is_refused_naming_the_option(server, tmp_path, api_key, url):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "q1", "question": "q?", "answer": "a", "reference_answer": "a"}) + "\n")
+    proc = _judge(server, tmp_path, "--cases", cases, "--metrics", "correctness", "--base-url", url)
+    # before: 'localhost:8000/v1: cannot connect (localhost:8000/v1/models); check --base-url ...'
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--base-url: expected an http:// or https:// URL" in proc.stderr, proc.stderr
+    assert server.total_requests == 0
+
+
+def test_a_query_secret_in_a_malformed_base_url_stays_out_of_the_error(server, tmp_path, api_key):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "q1", "question": "q?", "answer": "a", "reference_answer": "a"}) + "\n")
+    proc = _judge(server, tmp_path, "--cases", cases, "--metrics", "correctness",
+                  "--base-url", "http://[::1/v1?key=QUERYSECRET123")
+    assert proc.returncode == 2 and "QUERYSECRET123" not in proc.stderr + proc.stdout, proc.stderr

@@ -276,6 +276,29 @@ def _refuse_nothing_judged(summary: Dict[str, Any], n_cases: int, n_metrics: int
                      f"lack their input ({'; '.join(why)}); nothing written")
 
 
+def _check_http_url(flag: str, url: Optional[str]) -> None:
+    """An :class:`InputError` unless ``url`` is an http(s) URL with a host; the value is shown without its query
+    string or ``user:password@`` (either may hold a key)."""
+    from urllib.parse import urlsplit
+
+    from ragmeter.errors import InputError
+    from ragmeter.judge.urls import scrub_urls
+
+    if url is None:
+        return
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        shown = scrub_urls(url.split("?", 1)[0].split("#", 1)[0])
+        if "@" in shown:
+            shown = shown.rsplit("@", 1)[1]
+        raise InputError(f"{flag}: expected an http:// or https:// URL such as https://api.openai.com/v1 or "
+                         f"http://localhost:8000/v1, got {shown!r}")
+
+
 def build_config(args: argparse.Namespace) -> Any:
     """A :class:`ragmeter.judge.JudgeConfig` from the judge options (shared with ``ragmeter eval``)."""
     import logging
@@ -284,6 +307,8 @@ def build_config(args: argparse.Namespace) -> Any:
     from ragmeter.judge import JudgeConfig, PriceTable, RetryPolicy
 
     apply_preset(args)
+    for flag, url in (("--base-url", args.base_url), ("--embeddings-base-url", args.embeddings_base_url)):
+        _check_http_url(flag, url)
     metrics = with_custom_metrics([m.strip() for m in args.metrics.split(",") if m.strip()], args)
     prices = PriceTable.from_file(args.prices) if args.prices else PriceTable()
     if args.price:
