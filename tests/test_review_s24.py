@@ -455,3 +455,16 @@ def test_rates_taken_from_a_results_folder_say_how_many_cases_they_rest_on(tmp_p
     assert d["resolution"]["rates_n"] == {"hit": {"n_scored": 50, "n_total": 50},
                                           "correct": {"n_scored": 11, "n_total": 50}}
     assert "correct 36.4% over 11/50" in " ".join(render.plain(d).split())
+
+
+def test_a_targets_value_whose_name_holds_a_colon_points_to_a_targets_file(tmp_path: Path) -> None:
+    import ragmeter
+
+    rows = _golden()
+    for row in rows:
+        row["category"] = "faq:" + row["category"]
+    with pytest.raises(InputError, match=r"'faq:multi:5'.*goes in a \.toml or \.json file"):
+        ragmeter.audit(rows, targets="category=faq:multi:5")
+    path = tmp_path / "targets.toml"
+    path.write_text('[category]\n"faq:multi" = 5\n', encoding="utf-8")
+    assert ragmeter.audit(rows, targets=str(path)).to_dict()["gap"]["category"]["faq:multi"] == 1

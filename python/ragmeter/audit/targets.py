@@ -43,7 +43,8 @@ def parse_targets(spec: str, dimensions: Sequence[str]) -> Spec:
         for item in filter(str.strip, body.split(",")):
             m = _ITEM.match(item)
             if m is None:
-                raise InputError(f"--targets: {item.strip()!r} in section {name!r} is not VALUE:N with N a whole number")
+                raise InputError(f"--targets: {item.strip()!r} in section {name!r} is not VALUE:N with N a whole number"
+                                 " (a name holding , ; : or = goes in a .toml or .json file)")
             if m.group(1) in items:
                 raise InputError(f"--targets: {m.group(1)!r} is given twice in section {name!r}")
             items[m.group(1)] = int(m.group(2))
