@@ -665,10 +665,12 @@ def _check_swept_scores(joined: pl.DataFrame, run: Any) -> None:
     chunks have none, a note (``ragmeter.notes``) says how many: they are kept at every threshold, so even above
     every score a case can still hit."""
     scores = _flat_chunk_field(joined, "score")
+    name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
+    if scores.dtype.is_float():  # records refuse them when loaded; a frame or Parquet file brings them here
+        _refuse_non_finite_scores(joined, scores, name)
     n_unscored = scores.null_count()
     if not n_unscored:
         return
-    name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
     if n_unscored == scores.len():
         from ragmeter.errors import InputError
 
@@ -679,6 +681,21 @@ def _check_swept_scores(joined: pl.DataFrame, run: Any) -> None:
     n_cases = joined["retrieved"].list.eval(pl.element().struct.field("score").is_null()).list.any().sum()
     _note(f"{name}: {n_unscored} of {scores.len()} retrieved chunks (in {n_cases} of {joined.height} cases) have no "
           "score; the sweep keeps them at every threshold")
+
+
+def _refuse_non_finite_scores(joined: pl.DataFrame, scores: pl.Series, name: str) -> None:
+    """An :class:`InputError` naming the cases whose chunks score NaN or infinity: a threshold cannot be compared
+    with them (the sweep kept a NaN chunk at every threshold, as if it had no score)."""
+    n_bad = int((~scores.is_finite()).sum())  # null stays null, not counted
+    if not n_bad:
+        return
+    from ragmeter.errors import InputError
+
+    bad = joined["retrieved"].list.eval(pl.element().struct.field("score").is_finite().not_()).list.any()
+    ids = joined["id"].filter(bad.fill_null(False)).cast(pl.String).to_list()
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    raise InputError(f"{name}: {n_bad} retrieved chunk score(s) are not finite (NaN or infinity), in "
+                     f"case{'s' if len(ids) > 1 else ''} {shown}; a threshold cannot be compared with them")
 
 
 def _sweep_prepared(prepared: _PreparedMatch, thresholds: Sequence[float], k: int = 5) -> pl.DataFrame:
