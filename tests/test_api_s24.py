@@ -278,3 +278,28 @@ def test_sweep_out_creates_its_folder_as_score_and_compare_do(tmp_path: Path) ->
     proc = ragmeter_cli("sweep", "--golden", str(golden), "--run", str(run), "--out", "new dir/é.csv", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert pl.read_csv(tmp_path / "new dir" / "é.csv")["threshold"].unique().sort().to_list() == [0.0, 0.1, 0.2]
+
+
+@pytest.mark.parametrize("form", ["polars", "parquet"])
+def test_a_nan_or_infinite_chunk_score_is_refused_by_the_sweep_in_every_form(form: str, tmp_path: Path) -> None:
+    """A run given as records refuses a NaN or infinite score ("'retrieved[0].score' must be a finite number");
+    the same run as a Polars frame or a Parquet file was swept, the NaN chunk silently kept at every threshold
+    (and not counted in the note on unscored chunks)."""
+    from ragmeter.errors import InputError
+
+    golden = [{"id": i, "question": f"q{i}", "expectedFileNames": [f"{i}.md"]} for i in "abc"]
+    run = [{"id": "a", "retrieved": [{"file": "a.md", "text": "t", "score": float("nan")}]},
+           {"id": "b", "retrieved": [{"file": "b.md", "text": "t", "score": 0.2}]},
+           {"id": "c", "retrieved": [{"file": "c.md", "text": "t", "score": float("inf")}]}]
+    with pytest.raises(InputError, match="must be a finite number"):
+        ragmeter.sweep(golden, run, [0.0, 0.3])
+    given: object = pl.DataFrame(run)
+    if form == "parquet":
+        pl.DataFrame(run).write_parquet(tmp_path / "run.parquet")
+        given = tmp_path / "run.parquet"
+    with pytest.raises(InputError, match=r"2 retrieved chunk score\(s\) are not finite \(NaN or infinity\), in "
+                                         r"cases a, c"):
+        ragmeter.sweep(golden, given, [0.0, 0.3])
+    with pytest.raises(InputError, match=r"not finite"):
+        ragmeter.evaluate(golden, given, thresholds=[0.0])
+    ragmeter.score(golden, given)  # scoring does not read the scores
