@@ -436,3 +436,15 @@ def test_a_query_secret_in_a_malformed_base_url_stays_out_of_the_error(server, t
     proc = _judge(server, tmp_path, "--cases", cases, "--metrics", "correctness",
                   "--base-url", "http://[::1/v1?key=QUERYSECRET123")
     assert proc.returncode == 2 and "QUERYSECRET123" not in proc.stderr + proc.stdout, proc.stderr
+
+
+# -- a retry delay or cap that is not a finite number is refused ------------------------------------------------
+@pytest.mark.parametrize("flag", ["--retry-after-cap", "--retry-base-delay", "--retry-max-delay"])
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_retry_delay_that_is_not_finite_is_refused(server, tmp_path, api_key, flag, value):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "q1", "question": "q?", "answer": "a", "reference_answer": "a"}) + "\n")
+    proc = _judge(server, tmp_path, "--cases", cases, "--metrics", "correctness", flag, value)
+    # before: accepted; --retry-after-cap nan left a server's Retry-After uncapped (min(3600, nan) is 3600)
+    assert proc.returncode == 2 and "retry settings: delays must be finite numbers >= 0" in proc.stderr
+    assert server.total_requests == 0

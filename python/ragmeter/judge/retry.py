@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import random
 import re
 import time
@@ -68,8 +69,10 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
-        if self.base_delay < 0 or self.max_delay < 0 or self.max_retry_after < 0:
-            raise ValueError("delays must be >= 0")
+        # NaN too: min(retry_after, nan) is retry_after, so a NaN cap would leave a server's Retry-After uncapped
+        if not all(isinstance(d, (int, float)) and math.isfinite(d) and d >= 0
+                   for d in (self.base_delay, self.max_delay, self.max_retry_after)):
+            raise ValueError("delays must be finite numbers >= 0")
 
 
 @dataclass(frozen=True)
