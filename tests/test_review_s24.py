@@ -217,6 +217,12 @@ def test_cases_without_a_category_are_named_not_counted_as_categories_of_one() -
     a = ragmeter.audit(rows)
     (w,) = [w for w in a.warnings if w.code == "uncategorised"]
     assert w.cases == ["q6", "q7"] and "2 case(s) without a category" in w.message
+    # a set without ids (numbered by line): its cases without a category are counted under 'uncategorised'
+    for row in rows:
+        del row["id"]
+    a = ragmeter.audit(rows)
+    (w,) = [w for w in a.warnings if w.code == "uncategorised"]
+    assert w.cases == ["row-6", "row-7"] and "'uncategorised'" in w.message
 
 
 @pytest.mark.parametrize("spec, message", [

@@ -388,13 +388,20 @@ def _unlabeled(frame: pl.DataFrame) -> List[AuditWarning]:
 
 
 def _uncategorised(frame: pl.DataFrame) -> List[AuditWarning]:
-    """Cases without a category whose id has no prefix: each became a category of its own (the id)."""
-    alone = frame.filter((pl.col("category") == pl.col("id")) & ~pl.col("id").str.contains("-", literal=True))
-    if not alone.height or alone.height == frame.height:  # all of them: _require_categories refused the set
+    """Cases without a category whose id has no prefix: each became a category of its own (the id); in a set
+    without ids (numbered by line), they are counted under ``uncategorised``."""
+    from ragmeter.dataset import UNCATEGORISED
+
+    if "id_from_line" in frame.columns and frame["id_from_line"].any():
+        alone = frame.filter(pl.col("id_from_line") & (pl.col("category") == UNCATEGORISED))
+        how = f"counted under {UNCATEGORISED!r}"
+    else:
+        alone = frame.filter((pl.col("category") == pl.col("id")) & ~pl.col("id").str.contains("-", literal=True))
+        how = "each counted as a category of its own (its id, which has no prefix)"
+    if not alone.height or alone.height == frame.height:  # all of them: no category to tell them from
         return []
     ids = alone["id"].to_list()
-    return [AuditWarning("uncategorised", f"{len(ids)} case(s) without a category, each counted as a category of "
-                         f"its own (its id, which has no prefix): {_few(ids)}", ids)]
+    return [AuditWarning("uncategorised", f"{len(ids)} case(s) without a category, {how}: {_few(ids)}", ids)]
 
 
 def _spelling_key(name: str) -> str:
