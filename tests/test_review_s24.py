@@ -474,3 +474,19 @@ def test_a_targets_value_whose_name_holds_a_colon_points_to_a_targets_file(tmp_p
     path = tmp_path / "targets.toml"
     path.write_text('[category]\n"faq:multi" = 5\n', encoding="utf-8")
     assert ragmeter.audit(rows, targets=str(path)).to_dict()["gap"]["category"]["faq:multi"] == 1
+
+
+def test_a_sheet_of_an_earlier_export_is_not_taken_for_one_with_rows_deleted(tmp_path: Path) -> None:
+    """The folder was exported again since (key points split differently): its manifest's points are not the
+    sheet's, so no row counts as deleted."""
+    from ragmeter.review import import_sheet
+
+    folder, manifest = _export_with_key_points(tmp_path)
+    rows = _rows(fill(folder / "review" / "review.csv", tmp_path / "f.csv", human_truth(manifest)))
+    earlier = [row for row in rows if not (row[0] == "miss-1" and row[1] == "2")]
+    for row in earlier:
+        if row[0] == "miss-1":
+            row[2] = "Reference for miss-1."  # the earlier export's one point: the whole reference
+    section = import_sheet(folder, _write(tmp_path / "earlier.csv", earlier))
+    assert "points_missing_from_sheet" not in section and "miss-1" not in section["incomplete"]
+    assert section["n"] == 15

@@ -188,10 +188,13 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
             raise InputError(f"{where}: point: {row.get('point')!r} is not a point number (1, 2, ...)") from None
         core = _flag(row.get("core"), where, "core")
         covered = _flag(row.get("covered"), where, "covered")
-        case = cases.setdefault(case_id, {"points": {}, "correct": None, "note": "", "line": reader.line_num})
+        case = cases.setdefault(case_id, {"points": {}, "texts": {}, "correct": None, "note": "",
+                                          "line": reader.line_num})
         if point in case["points"]:
             raise InputError(f"{where}: point: case {case_id!r} has point {point} twice")
         case["points"][point] = (bool(core), covered)
+        if "key_point" in position:
+            case["texts"][point] = (row.get("key_point") or "").strip()
         correct = _flag(row.get("correct"), where, "correct") if "correct" in position else None
         if correct is not None:
             if case["correct"] is not None and case["correct"] != correct:
@@ -428,11 +431,27 @@ def _points_missing(sheet: Dict[str, Dict[str, Any]], manifest: Optional[Dict[st
     for case_id, case in sheet.items():
         have = set(case["points"])
         listed = exported.get(case_id) if isinstance(exported, dict) else None
+        if isinstance(listed, list) and not _same_points(case.get("texts") or {}, listed):
+            listed = None  # the sheet's points are not the manifest's: a sheet of another export of the folder
         n = max(len(listed) if isinstance(listed, list) else 0, max(have))
         lost = [k for k in range(1, n + 1) if k not in have]
         if lost:
             out[case_id] = lost
     return out
+
+
+def _same_points(texts: Dict[int, str], listed: List[Any]) -> bool:
+    """Whether the key-point texts of a case's rows are the manifest's at the same numbers (white space aside)."""
+    def norm(text: Any) -> str:
+        return " ".join(str(text or "").split())
+
+    for number, text in texts.items():
+        if number > len(listed):
+            return False
+        point = listed[number - 1]
+        if text and isinstance(point, dict) and norm(point.get("text")) != norm(text):
+            return False
+    return True
 
 
 def _manifest_check(sheet: Path, results_dir: Path) -> Dict[str, Any]:
