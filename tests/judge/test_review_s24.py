@@ -448,3 +448,38 @@ def test_a_retry_delay_that_is_not_finite_is_refused(server, tmp_path, api_key, 
     # before: accepted; --retry-after-cap nan left a server's Retry-After uncapped (min(3600, nan) is 3600)
     assert proc.returncode == 2 and "retry settings: delays must be finite numbers >= 0" in proc.stderr
     assert server.total_requests == 0
+
+
+# -- embeddings that cannot give a cosine (NaN, a zero vector, mixed dimensions) fail the row ----------------------
+def _embeddings_reply(vectors) -> dict:
+    return {"status": 200, "body": json.dumps({"data": [{"index": i, "embedding": v} for i, v in enumerate(vectors)],
+                                               "usage": {"prompt_tokens": 3}})}
+
+
+@pytest.mark.parametrize("first, said", [
+    ([1.0, float("nan")], "not a finite number"),   # a broken fp16 model's overflow
+    ([0.0, 0.0], "all zeros"),
+    ([1.0, 0.0, 0.0], "dimensions"),
+])
+def test_embeddings_without_a_cosine_fail_the_row_not_the_run_or_the_mean(server, fast_retry, first, said):
+    server.rules = [(lambda info: info["kind"] == "embeddings",
+                     _embeddings_reply([first, [1.0, 0.0], [1.0, 0.0], [1.0, 0.0]]))]
+    res = run_sync([{"id": "c1", "question": "What colour?", "answer": "Blue."},
+                    {"id": "c2", "question": "What size?", "answer": "Big."}],
+                   JudgeConfig(base_url=server.base_url, model="m", embeddings_model="e",
+                               metrics=["answer_relevancy"], cache=None, progress=False, retry=fast_retry))
+    # before: NaN was a scored row and made the mean NaN; a zero vector scored 0.0; mixed dimensions raised
+    # ValueError out of the whole run
+    m = res.summary["metrics"]["answer_relevancy"]
+    assert (m["n_scored"], m["n_failed"], m["mean"]) == (0, 2, None)
+    assert list(m["failures"]) == ["bad_embeddings"] and said in m["failures"]["bad_embeddings"]["example"]
+
+
+@pytest.mark.parametrize("a, b", [([0.0, 0.0], [1.0, 0.0]), ([1.0, None], [1.0, 0.0]), ([1.0], [1.0, 0.0])])
+def test_a_cosine_of_cached_unusable_vectors_fails_instead_of_scoring_0(a, b):
+    from ragmeter.judge.metrics import _cosine
+
+    with pytest.raises(JudgeCallError) as ei:
+        _cosine(a, b)  # before: 0.0, NaN or a ValueError
+    assert ei.value.kind == "bad_embeddings"
+    assert _cosine([1.0, 0.0], [2.0, 0.0]) == pytest.approx(1.0)

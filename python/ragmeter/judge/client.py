@@ -209,6 +209,27 @@ def _one_vector(embedding: Any) -> List[float]:
     return list(map(float, embedding))
 
 
+def _check_vectors(vectors: List[List[float]]) -> None:
+    """Vectors a cosine can be taken of: one dimension for all, finite numbers, none all zeros; else a
+    :class:`JudgeCallError` (``bad_embeddings``), since the server would send the same again."""
+    why = None
+    if len({len(v) for v in vectors}) > 1:
+        why = f"vectors of different dimensions ({', '.join(str(len(v)) for v in vectors)})"
+    elif vectors and not vectors[0]:
+        why = "empty vectors"
+    else:
+        for i, v in enumerate(vectors):
+            if not all(math.isfinite(x) for x in v):
+                why = f"vector {i} holds a value that is not a finite number (NaN or infinity)"
+                break
+            if not any(v):
+                why = f"vector {i} is all zeros (no direction to compare)"
+                break
+    if why is not None:
+        raise JudgeCallError(f"the embeddings endpoint returned unusable vectors: {why}", kind="bad_embeddings",
+                             attempts=[])
+
+
 class RawJSON(bytes):
     """UTF-8 bytes that are already JSON, spliced into a request body as is."""
 
@@ -686,6 +707,7 @@ class JudgeClient:
                 raise _BadReply(f"embeddings: expected {len(texts)} vectors, got {got}")
             items = sorted(items, key=lambda d: d.get("index", 0))
             vectors = [_one_vector(d["embedding"]) for d in items]
+            _check_vectors(vectors)
             pt = _tokens(_usage(data), "prompt_tokens") or est
             self.stats.prompt_tokens += pt
             record.update(prompt_tokens=pt)

@@ -223,12 +223,19 @@ def relevancy_variants(similarities: Sequence[float], noncommittal: Sequence[boo
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """The cosine of two embeddings; vectors it is not defined for (a zero vector, NaN, other dimensions: a
+    cached reply from before the client checked them) fail the row as ``bad_embeddings``, never score 0."""
     import numpy as np
 
-    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    na, nb = float(np.linalg.norm(va)), float(np.linalg.norm(vb))
-    if na == 0.0 or nb == 0.0:
-        return 0.0
+    from .client import JudgeCallError
+
+    va = np.asarray([math.nan if x is None else x for x in a], dtype=float)
+    vb = np.asarray([math.nan if x is None else x for x in b], dtype=float)
+    na, nb = float(np.linalg.norm(va)), float(np.linalg.norm(vb)) if va.shape == vb.shape else 0.0
+    if va.shape != vb.shape or not (math.isfinite(na) and math.isfinite(nb)) or na == 0.0 or nb == 0.0:
+        raise JudgeCallError(f"the embeddings endpoint returned unusable vectors: no cosine between vectors of "
+                             f"dimensions {va.size} and {vb.size} and norms {na:g} and {nb:g}", kind="bad_embeddings",
+                             attempts=[])
     return float(np.dot(va, vb) / (na * nb))
 
 
