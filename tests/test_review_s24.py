@@ -490,3 +490,18 @@ def test_a_sheet_of_an_earlier_export_is_not_taken_for_one_with_rows_deleted(tmp
     section = import_sheet(folder, _write(tmp_path / "earlier.csv", earlier))
     assert "points_missing_from_sheet" not in section and "miss-1" not in section["incomplete"]
     assert section["n"] == 15
+
+
+def test_cases_without_a_source_are_one_warning_not_every_source_under_represented() -> None:
+    import ragmeter
+
+    rows = _golden(n_multi=20, n_term=30)
+    for i, row in enumerate(rows[:10]):
+        row["source"] = "a" if i % 2 else "b"  # 5 and 5: balanced among the cases that have a source
+    a = ragmeter.audit(rows)
+    assert "source_share_low" not in a.codes()
+    (w,) = [w for w in a.warnings if w.code == "source_missing"]
+    assert "40 of 50 cases have no source" in w.message and len(w.cases) == 40
+    rows[0]["source"] = rows[2]["source"] = rows[4]["source"] = rows[6]["source"] = "a"  # a 9, b 1 of 10
+    d = {w.code: w.message for w in ragmeter.audit(rows).warnings}
+    assert "source b only 10.0% (1/10 with a source)" in d["source_share_low"]

@@ -7,7 +7,7 @@ the warnings, and ``to_dict()``, the object ``ragmeter audit --json`` prints.
 See docs/audit.md for a worked example.
 
 Warning codes (stable): ``hard_share_low``, ``source_share_low``,
-``empty_cell``, ``unlabeled``, ``uncategorised``, ``spelling_variants``, ``duplicate_question``,
+``empty_cell``, ``source_missing``, ``unlabeled``, ``uncategorised``, ``spelling_variants``, ``duplicate_question``,
 ``evidence_not_in_corpus``, ``file_not_in_corpus``, ``evidence_in_other_file``.
 
 ``ragmeter.audit`` is this module, made callable (``ragmeter.audit(...)``
@@ -156,7 +156,9 @@ def audit(
     if hard_info["share"] < min_hard_share:
         warnings.append(AuditWarning("hard_share_low", _hard_message(hard_info), []))
     source_floor = min_source_share if min_source_share is not None else (SOURCE_SHARE_FACTOR / len(named_sources) if named_sources else 0.0)
-    warnings += _source_warnings(named_sources, n, source_floor, by, min_source_share is None)
+    warnings += _source_warnings(named_sources, sum(named_sources.values()), source_floor, by,
+                                 min_source_share is None, n)
+    warnings += _source_missing(frame, by, len(named_sources))
     cross = _cross(frame, list(cat_counts), list(named_sources))
     warnings += _empty_cells(cross, by)
     warnings += _unlabeled(frame)
@@ -345,16 +347,30 @@ def _hard_message(info: Dict[str, Any]) -> str:
             "and differences drown in noise")
 
 
-def _source_warnings(counts: Dict[str, int], n: int, floor: float, by: str, default_floor: bool) -> List[AuditWarning]:
+def _source_warnings(counts: Dict[str, int], n: int, floor: float, by: str, default_floor: bool,
+                     n_all: int) -> List[AuditWarning]:
+    """Sources under the floor, as shares of the ``n`` cases that have one (those without are source_missing)."""
     if len(counts) < 2:
         return []
     why = f"75% of an even share of {len(counts)}" if default_floor else "--min-source-share"
+    over = f"{n} with a {by}" if n < n_all else f"{n}"
     return [
         AuditWarning("source_share_low",
-                     f"{by} {key} only {100 * c / n:.1f}% ({c}/{n}), under {100 * floor:.1f}% ({why}): "
+                     f"{by} {key} only {100 * c / n:.1f}% ({c}/{over}), under {100 * floor:.1f}% ({why}): "
                      "scores do not represent it", [])
         for key, c in counts.items() if c / n < floor
     ]
+
+
+def _source_missing(frame: pl.DataFrame, by: str, n_named: int) -> List[AuditWarning]:
+    """Cases without a value of the second dimension when others have one: the shares do not cover them."""
+    if not n_named:
+        return []
+    ids = frame.filter(pl.col("_by") == MISSING)["id"].to_list()
+    if not ids:
+        return []
+    return [AuditWarning("source_missing", f"{len(ids)} of {frame.height} cases have no {by}: the {by} shares and "
+                         f"the category x {by} table do not cover them: {_few(ids)}", ids)]
 
 
 def _cross(frame: pl.DataFrame, cats: List[str], sources: List[str]) -> pl.DataFrame:

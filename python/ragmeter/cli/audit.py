@@ -9,9 +9,9 @@ HELP = "audit a golden set: balance by category and source, blind spots, gap to 
 EPILOG = """exit status: 0 = audited (warnings are printed but do not fail), 1 = --strict
 and at least one warning, 2 = bad input (golden set, corpus, targets spec,
 a --hard list naming no category of the set).
-Warning codes: hard_share_low, source_share_low, empty_cell, unlabeled,
-uncategorised, spelling_variants, duplicate_question, evidence_not_in_corpus,
-file_not_in_corpus, evidence_in_other_file.
+Warning codes: hard_share_low, source_share_low, source_missing, empty_cell,
+unlabeled, uncategorised, spelling_variants, duplicate_question,
+evidence_not_in_corpus, file_not_in_corpus, evidence_in_other_file.
 --targets: category=term:50,multi:15;source=deepseek:40,zhipu:40
 (or a .toml/.json file)."""
 
