@@ -369,7 +369,7 @@ def _source_missing(frame: pl.DataFrame, by: str, n_named: int) -> List[AuditWar
     ids = frame.filter(pl.col("_by") == MISSING)["id"].to_list()
     if not ids:
         return []
-    return [AuditWarning("source_missing", f"{len(ids)} of {frame.height} cases have no {by}: the {by} shares and "
+    return [AuditWarning("source_missing", f"{len(ids)} of {frame.height} cases have no {by}: the {by} balance and "
                          f"the category x {by} table do not cover them: {_few(ids)}", ids)]
 
 
