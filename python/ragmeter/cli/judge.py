@@ -205,6 +205,7 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
     from ragmeter._sniff import MAX_DEPTH, depth_exceeded_at
     from ragmeter.dataset import ID_NAMES, QUESTION_NAMES
 
+    first_line: Dict[str, int] = {}
     for n, line in enumerate(f, start=1):
         if not line.strip() or line.lstrip().startswith(("#", "//")):
             continue
@@ -220,9 +221,31 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
             if all(rec.get(name) in (None, "") for name in names):
                 also = f" (or {', '.join(repr(x) for x in names[1:])})"
                 raise input_error(path, n, f"missing field {field!r}{also}")
+        case_id = next(rec[name] for name in ID_NAMES if rec.get(name) not in (None, ""))
+        if isinstance(case_id, bool) or not isinstance(case_id, (str, int)):  # as the golden set and the run read it
+            raise input_error(path, n, f"'id' must be a string or an integer, got {_json_kind(case_id)}")
+        if str(case_id) in first_line:  # judged twice under one id, the rows could not be told apart
+            raise input_error(path, n, f"duplicate id {str(case_id)!r} (first on line {first_line[str(case_id)]})")
+        first_line[str(case_id)] = n
+        question = next(rec[name] for name in QUESTION_NAMES if rec.get(name) not in (None, ""))
+        if not isinstance(question, str):
+            raise input_error(path, n, f"'question' must be a string, got {_json_kind(question)}")
         if rec.get("contexts") is not None and not isinstance(rec["contexts"], list):
             raise input_error(path, n, "field 'contexts' must be a list of strings")
         records.append(rec)
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, for an error message."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return "a string" if isinstance(value, str) else type(value).__name__
 
 
 def _join(golden_path: str, run_path: str) -> Tuple[List[Dict[str, Any]], List[Tuple[str, str]]]:

@@ -247,14 +247,14 @@ class JudgeResult:
 
 def _cases(records: Iterable[Union[Mapping[str, Any], Case]], cfg: JudgeConfig) -> List[Case]:
     out = []
-    seen = set()
-    for i, rec in enumerate(records):
+    seen: Dict[str, int] = {}
+    for i, rec in enumerate(records, start=1):
         case = rec if isinstance(rec, Case) else Case.from_record(rec, cfg.no_answer_categories)
         if case.id in seen:
             from ragmeter.errors import InputError
 
-            raise InputError(f"case {i}: duplicate id {case.id!r}")
-        seen.add(case.id)
+            raise InputError(f"records {seen[case.id]} and {i}: duplicate id {case.id!r}")
+        seen[case.id] = i
         out.append(case)
     return out
 
