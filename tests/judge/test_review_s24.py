@@ -487,7 +487,7 @@ def test_a_cosine_of_cached_unusable_vectors_fails_instead_of_scoring_0(a, b):
 
 # -- judge --cases: an id that is not a string or integer, a duplicate id, a question that is not text -------------
 @pytest.mark.parametrize("second, said", [
-    ('{"id": "a", "question": "q2?", "answer": "x"}', ":2: duplicate id 'a' (first on line 1)"),
+    ('{"id": "a", "question": "q2?", "answer": "x"}', ":2: duplicate id 'a' (first at {cases}:1)"),
     ('{"id": {"x": 1}, "question": "q2?", "answer": "x"}', ":2: 'id' must be a string or an integer, got an object"),
     ('{"id": true, "question": "q2?", "answer": "x"}', ":2: 'id' must be a string or an integer, got a boolean"),
     ('{"id": "b", "question": ["q2?"], "answer": "x"}', ":2: 'question' must be a string, got a list"),
@@ -497,7 +497,7 @@ def test_a_bad_case_record_names_file_and_line(server, tmp_path, api_key, second
     cases.write_text('{"id": "a", "question": "q1?", "answer": "x"}\n' + second + "\n")
     proc = _judge(server, tmp_path, "--cases", cases, "--metrics", "correctness")
     # before: 'case 1: duplicate id' (no file, no line), or the record judged under the id "{'x': 1}" / "True"
-    assert proc.returncode == 2 and f"{cases}{said}" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and f"{cases}{said.format(cases=cases)}" in proc.stderr, proc.stderr
     assert server.total_requests == 0 and not (tmp_path / "out").exists()
 
 

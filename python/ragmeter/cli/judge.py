@@ -225,7 +225,7 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
         if isinstance(case_id, bool) or not isinstance(case_id, (str, int)):  # as the golden set and the run read it
             raise input_error(path, n, f"'id' must be a string or an integer, got {_json_kind(case_id)}")
         if str(case_id) in first_line:  # judged twice under one id, the rows could not be told apart
-            raise input_error(path, n, f"duplicate id {str(case_id)!r} (first on line {first_line[str(case_id)]})")
+            raise input_error(path, n, f"duplicate id {str(case_id)!r} (first at {path}:{first_line[str(case_id)]})")
         first_line[str(case_id)] = n
         question = next(rec[name] for name in QUESTION_NAMES if rec.get(name) not in (None, ""))
         if not isinstance(question, str):
