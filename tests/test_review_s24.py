@@ -505,3 +505,13 @@ def test_cases_without_a_source_are_one_warning_not_every_source_under_represent
     rows[0]["source"] = rows[2]["source"] = rows[4]["source"] = rows[6]["source"] = "a"  # a 9, b 1 of 10
     d = {w.code: w.message for w in ragmeter.audit(rows).warnings}
     assert "source b only 10.0% (1/10 with a source)" in d["source_share_low"]
+
+
+def test_a_corpus_export_in_latin_1_is_named_by_line_not_read_as_broken_text(tmp_path: Path) -> None:
+    from ragmeter.audit.corpus import load_corpus
+
+    path = tmp_path / "chunks.jsonl"
+    path.write_bytes(b'{"file": "a.md", "chunk_id": "1", "text": "alpha"}\n'
+                     b'{"file": "a.md", "chunk_id": "2", "text": "caf\xe9"}\n')
+    with pytest.raises(InputError, match=r"chunks\.jsonl:2: not valid UTF-8"):
+        load_corpus(path)

@@ -93,15 +93,18 @@ def _jsonl_columnar(path: Path) -> Optional[pl.DataFrame]:
     """A well-formed JSONL export read by Polars (ten times faster than line by line), or None for
     anything else (comments, a bad line, a missing or mistyped field), which the line-by-line path
     then reports with its line number."""
+    import pyarrow as pa
     import pyarrow.json as pj
 
     # Arrow's reader, not Polars': Polars reads a column of strings with a number or a list among them as
     # strings ('2024', '["page 1", "page 2"]'), where Arrow refuses the change of type, so the line-by-line path
-    # names the row
+    # names the row. Arrow does not check that the text is UTF-8: that is checked first (same path otherwise).
     try:
-        table = pj.read_json(path, read_options=pj.ReadOptions(block_size=1 << 24))
+        raw = path.read_bytes()
+        raw.decode("utf-8")
+        table = pj.read_json(pa.BufferReader(raw), read_options=pj.ReadOptions(block_size=1 << 24))
         frame = pl.from_arrow(table)
-    except Exception:  # pyarrow and polars raise several types for input they cannot read
+    except Exception:  # a decode error; pyarrow and polars raise several types for input they cannot read
         return None
     if not isinstance(frame, pl.DataFrame):
         return None
