@@ -515,3 +515,20 @@ def test_a_corpus_export_in_latin_1_is_named_by_line_not_read_as_broken_text(tmp
                      b'{"file": "a.md", "chunk_id": "2", "text": "caf\xe9"}\n')
     with pytest.raises(InputError, match=r"chunks\.jsonl:2: not valid UTF-8"):
         load_corpus(path)
+
+
+def test_a_corpus_line_nested_too_deep_is_named_not_a_crash(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "chunks.jsonl"
+    deep = "[" * 100_000 + "]" * 100_000
+    path.write_text('{"file": "a.md", "chunk_id": "1", "text": "alpha"}\n'
+                    f'{{"file": "a.md", "chunk_id": "2", "text": "beta", "meta": {deep}}}\n', encoding="utf-8")
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"id": "t-1", "question": "?", "expectedFileNames": ["a.md"],
+                                  "expectedEvidence": ["alpha"]}) + "\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "audit", "--golden", str(golden), "--corpus", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-500:])
+    assert proc.stderr.strip() == f"ragmeter: error: {path}:2: JSON nested deeper than 64 levels"

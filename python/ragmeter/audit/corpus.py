@@ -96,12 +96,16 @@ def _jsonl_columnar(path: Path) -> Optional[pl.DataFrame]:
     import pyarrow as pa
     import pyarrow.json as pj
 
+    from ragmeter._sniff import deep_lines
+
     # Arrow's reader, not Polars': Polars reads a column of strings with a number or a list among them as
     # strings ('2024', '["page 1", "page 2"]'), where Arrow refuses the change of type, so the line-by-line path
     # names the row. Arrow does not check that the text is UTF-8: that is checked first (same path otherwise).
     try:
         raw = path.read_bytes()
         raw.decode("utf-8")
+        if deep_lines(raw):
+            return None  # Arrow's reader would overflow the stack on them
         table = pj.read_json(pa.BufferReader(raw), read_options=pj.ReadOptions(block_size=1 << 24))
         frame = pl.from_arrow(table)
     except Exception:  # a decode error; pyarrow and polars raise several types for input they cannot read
@@ -119,11 +123,15 @@ def _jsonl(path: Path) -> Tuple[List[Any], List[int]]:
     from ragmeter._sniff import text_shape_diagnosis
     from ragmeter.dataset import read_text
 
+    from ragmeter._sniff import depth_exceeded_at, too_deep_message
+
     records, lines = [], []
     for number, line in enumerate(read_text(path).splitlines(), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#") or stripped.startswith("//"):
             continue
+        if depth_exceeded_at(stripped) is not None:  # json.loads would raise RecursionError
+            raise InputError(f"{path}:{number}: {too_deep_message()}")
         try:
             records.append(json.loads(stripped))
         except json.JSONDecodeError as exc:
