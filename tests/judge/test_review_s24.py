@@ -507,3 +507,19 @@ def test_a_duplicate_id_in_python_records_is_numbered_from_1():
     with pytest.raises(InputError, match=r"records 1 and 3: duplicate id 'a'"):
         run_sync([{"id": "a", "question": "q"}, {"id": "b", "question": "q"}, {"id": "a", "question": "q"}],
                  JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", cache=None, progress=False))
+
+
+# -- a 200 carrying "error": null beside its choices is an answer ---------------------------------------------------
+def test_a_reply_with_a_null_error_field_is_read(server, fast_retry):
+    server.script = [{"status": 200, "body": json.dumps({
+        "error": None, "choices": [{"message": {"content": V}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 5}})}]
+    res = chat(server, policy=fast_retry)
+    # before: read as an error reply, paid again --retry-attempts times, then failed as bad_response
+    assert json.loads(res.content) == VERDICT and server.requests == 1
+
+
+def test_a_200_whose_error_is_set_is_still_retried(server, fast_retry):
+    server.script = [{"status": 200, "body": json.dumps({"error": {"message": "upstream overloaded"}})}, "ok"]
+    res = chat(server, policy=fast_retry)
+    assert server.requests == 2 and [a["outcome"] for a in res.attempts] == ["bad_response", "ok"]

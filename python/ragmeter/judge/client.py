@@ -441,7 +441,7 @@ class JudgeClient:
                             raise ValueError("not an object")
                     except ValueError:
                         data = None
-                    if data is not None and "error" not in data:
+                    if data is not None and not data.get("error"):  # "error": null beside the choices is fine
                         try:
                             result = on_ok(data, record)
                         except _Again:
