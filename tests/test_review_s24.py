@@ -532,3 +532,15 @@ def test_a_corpus_line_nested_too_deep_is_named_not_a_crash(tmp_path: Path) -> N
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-500:])
     assert proc.stderr.strip() == f"ragmeter: error: {path}:2: JSON nested deeper than 64 levels"
+
+
+def test_importing_a_sheet_nobody_filled_in_writes_nothing_over_a_calibration(tmp_path: Path) -> None:
+    """The blank export imported by mistake after the filled sheet: refused, the calibration kept."""
+    from ragmeter.review import import_sheet
+
+    folder, manifest = _exported(tmp_path)
+    import_sheet(folder, fill(folder / "review" / "review.csv", tmp_path / "f.csv", human_truth(manifest)))
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    with pytest.raises(InputError, match=r"review\.csv: no case of the sheet is reviewed .*nothing written"):
+        import_sheet(folder, folder / "review" / "review.csv")
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before

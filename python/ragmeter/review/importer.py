@@ -370,6 +370,9 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
             labels[case_id].update(complete=False, human_correct=None, human_score=None, points_covered=None,
                                    core_covered=None)
     population = select_sample(results.cases, results.summary, random_n=0).population
+    if not any(label["complete"] for label in labels.values()):  # nothing to measure: keep what the folder has
+        raise InputError(f"{sheet}: no case of the sheet is reviewed (every covered cell is empty): nothing to "
+                         "compare with the judge; nothing written (fill in review.html, or the covered column)")
     by_id = {r["id"]: r for r in table.iter_rows(named=True)}
     rows = []
     for case_id, label in labels.items():
