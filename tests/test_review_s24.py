@@ -544,3 +544,21 @@ def test_importing_a_sheet_nobody_filled_in_writes_nothing_over_a_calibration(tm
     with pytest.raises(InputError, match=r"review\.csv: no case of the sheet is reviewed .*nothing written"):
         import_sheet(folder, folder / "review" / "review.csv")
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+
+
+def test_names_that_look_like_rich_markup_are_shown_as_written_on_a_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    import ragmeter
+    from ragmeter.audit import render
+
+    rows = [{"id": f"x{i}", "question": f"Q{i}?", "category": ["[/]odd", "[bold]multi", "normal"][i % 3],
+             "source": ["s[/]1", "[red]s2"][i % 2], "expectedEvidence": ["x"]} for i in range(12)]
+    buf = io.StringIO()
+    console = Console(file=buf, width=80, force_terminal=True, color_system=None)
+    render.rich(ragmeter.audit(rows).to_dict(), console)
+    text = buf.getvalue()
+    for name in ("[/]odd", "[bold]multi", "s[/]1", "[red]s2"):
+        assert text.count(name) >= 2, (name, text)  # in the distribution and in the category x source table

@@ -163,25 +163,28 @@ def plain(d: Dict[str, Any]) -> str:
 
 def rich(d: Dict[str, Any], console: Any) -> None:
     from rich.table import Table
+    from rich.text import Text
 
+    # names are the golden set's own text: shown as written, never read as rich markup ('[/]' would crash it)
     for line in wrap(_header(d)):
         console.print(line, markup=False, highlight=False)
     for key, label in (("by_category", "category"), ("by_source", d["by"])):
         table = Table(title_justify="left")
         for i, col in enumerate([label, "n", "share"] + (["target", "needed"] if d["gap"] else [])):
-            table.add_column(col, justify="left" if i == 0 else "right")
+            table.add_column(Text(col), justify="left" if i == 0 else "right")
         rows = share_rows(d, key)
         for r in _bounded(rows):
-            table.add_row(*(r if d["gap"] else r[:3]))
+            table.add_row(*(Text(cell) for cell in (r if d["gap"] else r[:3])))
         console.print(table)
         _print_more(more_line(len(rows), f"{label} values"), console)
     for block in cross_blocks(d):
-        table = Table(title=f"category x {d['by']} (· = no case)", title_justify="left")
+        table = Table(title=Text(f"category x {d['by']} (· = no case)"), title_justify="left")
         table.add_column("category")
         for s in block:
-            table.add_column(_name(s), justify="right")
+            table.add_column(Text(_name(s)), justify="right")
         for c in _bounded(list(d["cross"])):
-            table.add_row(_name(c), *(str(d["cross"][c][s]) if d["cross"][c][s] else "[red]·[/]" for s in block))
+            table.add_row(Text(_name(c)), *(Text(str(d["cross"][c][s])) if d["cross"][c][s] else Text("·", style="red")
+                                            for s in block))
         console.print(table)
         _print_more(more_line(len(d["cross"]), "categories"), console)
     for line in _wrapped(summary_lines(d)):
