@@ -562,3 +562,12 @@ def test_names_that_look_like_rich_markup_are_shown_as_written_on_a_terminal() -
     text = buf.getvalue()
     for name in ("[/]odd", "[bold]multi", "s[/]1", "[red]s2"):
         assert text.count(name) >= 2, (name, text)  # in the distribution and in the category x source table
+
+
+def test_a_target_below_the_sets_size_is_refused_not_planned(tmp_path: Path) -> None:
+    import ragmeter
+
+    with pytest.raises(InputError, match=r"--target 6: the golden set already has 10 cases"):
+        ragmeter.audit(_golden(), target=6)
+    d = ragmeter.audit(_golden(), target=10).to_dict()  # its own size, in even shares: one more multi case
+    assert d["gap"]["category"] == {"multi": 1, "term": 0} and d["target"]["n"] == 10

@@ -145,6 +145,9 @@ def audit(
     frame = frame.with_columns(pl.Series("_by", second, dtype=pl.String), pl.Series("_hard", hard_flags, dtype=pl.Boolean))
 
     n = frame.height
+    if target is not None and target < n:  # a size to grow to: a smaller one plans nothing and reads as a gap
+        raise InputError(f"--target {target}: the golden set already has {n} cases (the target is the size to grow "
+                         "it to)")
     cat_counts = _counts(frame["category"])
     src_counts = _counts(frame["_by"])
     named_sources = {k: v for k, v in src_counts.items() if k != MISSING}
