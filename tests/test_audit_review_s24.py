@@ -571,3 +571,16 @@ def test_a_target_below_the_sets_size_is_refused_not_planned(tmp_path: Path) -> 
         ragmeter.audit(_golden(), target=6)
     d = ragmeter.audit(_golden(), target=10).to_dict()  # its own size, in even shares: one more multi case
     assert d["gap"]["category"] == {"multi": 1, "term": 0} and d["target"]["n"] == 10
+
+
+def test_an_undefined_kappa_names_the_rater_that_gave_one_label(tmp_path: Path) -> None:
+    from ragmeter.calibration import agreement_table, cohen_kappa
+    from ragmeter.review import import_sheet
+
+    assert "the second" in cohen_kappa([True, False, True], [True, True, True]).reason  # unnamed: by position
+    rows = agreement_table({"gpt": {"a": True, "b": False, "c": True}, "human": {"a": True, "b": True, "c": True}})
+    assert "(the human)" in rows[0]["kappa"]["reason"] and "second" not in rows[0]["kappa"]["reason"]
+    folder, manifest = _exported(tmp_path)
+    everything_correct = {i: True for i in manifest["ids"]}
+    section = import_sheet(folder, fill(folder / "review" / "review.csv", tmp_path / "f.csv", everything_correct))
+    assert section["kappa"]["value"] is None and "one rater (the human) gave every item" in section["kappa"]["reason"]

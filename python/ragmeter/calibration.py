@@ -100,8 +100,9 @@ def _pairs(a: Sequence[Any], b: Sequence[Any]) -> Tuple[List[Tuple[Hashable, Has
     return pairs, len(a) - len(pairs)
 
 
-def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> Kappa:
+def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, names: Tuple[str, str] = ("first", "second")) -> Kappa:
     """Cohen's kappa of raters ``a`` and ``b`` (same items, same order; any hashable labels, ``None`` = no label).
+    ``names`` name the two raters in the reason of an undefined kappa ("one rater (the human) gave ...").
 
     >>> k = cohen_kappa([1] * 5 + [1] * 3 + [0] * 7, [1] * 5 + [0] * 3 + [0] * 7)
     >>> round(k.value, 4), k.observed
@@ -121,7 +122,7 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> Kappa:
                      "undefined: chance agreement is 1 (both raters gave every item the same single label)")
     if len(rows) == 1 or len(cols) == 1:  # then observed == chance: kappa is 0 and its standard error 0, whatever
         return Kappa(None, None, None, observed, chance, n, missing,
-                     f"undefined: one rater (the {'first' if len(rows) == 1 else 'second'}) gave every item the same "
+                     f"undefined: one rater (the {names[0] if len(rows) == 1 else names[1]}) gave every item the same "
                      f"label, {next(iter(rows if len(rows) == 1 else cols))!r}, so kappa is 0 whatever the agreement "
                      f"(observed {observed:.2f})")
     kappa = (observed - chance) / (1 - chance)
@@ -174,8 +175,9 @@ class Agreement:
         return d
 
 
-def agreement(a: Sequence[Any], b: Sequence[Any]) -> Agreement:
-    """How often raters ``a`` and ``b`` agree (Wilson 95% interval), the 2x2 cells for yes/no labels, and kappa."""
+def agreement(a: Sequence[Any], b: Sequence[Any], *, names: Tuple[str, str] = ("first", "second")) -> Agreement:
+    """How often raters ``a`` and ``b`` agree (Wilson 95% interval), the 2x2 cells for yes/no labels, and kappa
+    (``names``: see :func:`cohen_kappa`)."""
     pairs, missing = _pairs(a, b)
     agreed = sum(1 for x, y in pairs if x == y)
     n = len(pairs)
@@ -185,7 +187,7 @@ def agreement(a: Sequence[Any], b: Sequence[Any]) -> Agreement:
         c = Counter((bool(x), bool(y)) for x, y in pairs)
         cells = {"both_true": c[(True, True)], "a_true_b_false": c[(True, False)],
                  "a_false_b_true": c[(False, True)], "both_false": c[(False, False)]}
-    return Agreement(n, agreed, agreed / n if n else None, lo, hi, cohen_kappa(a, b), cells, missing)
+    return Agreement(n, agreed, agreed / n if n else None, lo, hi, cohen_kappa(a, b, names=names), cells, missing)
 
 
 def agreement_table(raters: Dict[str, Dict[str, Any]], ids: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
@@ -201,7 +203,7 @@ def agreement_table(raters: Dict[str, Dict[str, Any]], ids: Optional[Sequence[st
             keys = list(ids) if ids is not None else sorted(set(raters[first]) & set(raters[second]))
             a = [raters[first].get(k) for k in keys]
             b = [raters[second].get(k) for k in keys]
-            rows.append({"a": first, "b": second, **agreement(a, b).to_dict()})
+            rows.append({"a": first, "b": second, **agreement(a, b, names=(first, second)).to_dict()})
     return rows
 
 

@@ -316,7 +316,7 @@ def calibrate(review: pl.DataFrame, population: Dict[str, int], *, min_agreement
     compared = review.filter(pl.col("judge_correct").is_not_null() & pl.col("human_correct").is_not_null())
     judge = compared.get_column("judge_correct").to_list()
     human = compared.get_column("human_correct").to_list()
-    result = agreement(judge, human)
+    result = agreement(judge, human, names=("judge", "human"))
     cells = result.cells or {"both_true": 0, "a_true_b_false": 0, "a_false_b_true": 0, "both_false": 0}
     cells = {"both_correct": cells["both_true"], "judge_correct_human_wrong": cells["a_true_b_false"],
              "judge_wrong_human_correct": cells["a_false_b_true"], "both_wrong": cells["both_false"]}
