@@ -227,7 +227,7 @@ def ppi_mean(judge_all: Sequence[float], judge_labelled: Sequence[float], human_
     if len(judge_labelled) != len(human_labelled):
         raise ValueError("judge_labelled and human_labelled must have the same length")
     labelled, n_missing = _pairs(judge_labelled, human_labelled)  # a pair without both values is left out, counted
-    diffs = [float(h) - float(f) for f, h in labelled]
+    diffs = [float(h) - float(f) for f, h in labelled]  # type: ignore[arg-type]  # numbers, as the caller passes
     big_n, n = len(f_all), len(diffs)
     raw = sum(f_all) / big_n if big_n else None
     out: Dict[str, Any] = {"value": None, "ci_low": None, "ci_high": None, "raw": raw, "correction": None,
