@@ -584,3 +584,26 @@ def test_an_undefined_kappa_names_the_rater_that_gave_one_label(tmp_path: Path) 
     everything_correct = {i: True for i in manifest["ids"]}
     section = import_sheet(folder, fill(folder / "review" / "review.csv", tmp_path / "f.csv", everything_correct))
     assert section["kappa"]["value"] is None and "one rater (the human) gave every item" in section["kappa"]["reason"]
+
+
+def test_compare_says_how_many_cases_each_judge_gave_a_verdict_on(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import polars as pl
+
+    from ragmeter.review.raters import compare_raters
+
+    first = write_folder(tmp_path / "first")
+    second = write_folder(tmp_path / "second", flip="miss-1")
+    cases = pl.read_parquet(second / "cases.parquet")
+    failed = pl.col("id").is_in(["ok-00", "ok-01", "ok-02"])
+    cases.with_columns(pl.when(failed).then(pl.lit("failed")).otherwise(pl.col("correctness_status"))
+                       .alias("correctness_status")).write_parquet(second / "cases.parquet")
+    result = compare_raters([first, second])
+    assert result["n_judged"] == {"first": {"n_judged": 50, "n_total": 50}, "second": {"n_judged": 47, "n_total": 50}}
+    assert result["pairs"][0]["n"] == 47
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "review", "compare", str(first), str(second)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "verdicts: first 50 of 50 cases, second 47 of 50" in " ".join(proc.stdout.split())

@@ -384,7 +384,7 @@ def test_compare_judges_and_humans(exported, tmp_path: Path) -> None:
     assert text.returncode == 0 and "run vs second | 15 | 14/15 = 93.3%" in text.stdout and "finding:" in text.stdout
     lines = text.stdout.splitlines()  # wrapped within 80 columns under each line, never at column 0
     assert all(len(line) <= 80 and line == line.rstrip() for line in lines), lines
-    assert all(line.startswith(("every pair", "pair |", "finding:", "  ")) or " vs " in line for line in lines), lines
+    assert all(line.startswith(("verdicts:", "every pair", "pair |", "finding:", "  ")) or " vs " in line for line in lines), lines
     alone = ragmeter("review", "compare", folder)
     assert alone.returncode == 2 and "two results folders" in alone.stderr
 

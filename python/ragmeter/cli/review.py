@@ -127,7 +127,8 @@ def _compare(args: argparse.Namespace) -> int:
         print(strict_json(result))
         return 0
     console = make_console()
-    lines = []
+    lines = ["verdicts: " + ", ".join(f"{name} {c['n_judged']} of {c['n_total']} cases"
+                                      for name, c in result["n_judged"].items())]
     if result["n_cases"] is not None:
         left = (f" (of {result['n_in_sheet']} in the sheet; {result['n_unreviewed']} not (fully) reviewed, left out)"
                 if result.get("n_unreviewed") else "")

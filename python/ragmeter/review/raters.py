@@ -49,6 +49,7 @@ def compare_raters(results_dirs: Sequence[Any], human_sheet: Optional[Any] = Non
         raise InputError("review compare: give two results folders, or one and --human SHEET.csv")
     dirs = [Path(d) for d in results_dirs]
     raters: Dict[str, Dict[str, Any]] = {}
+    judged: Dict[str, Dict[str, int]] = {}
     all_ids = set()
     for name, d in zip(_names(dirs), dirs):
         results = load_results(d)
@@ -56,6 +57,7 @@ def compare_raters(results_dirs: Sequence[Any], human_sheet: Optional[Any] = Non
         table = strata(results.cases)
         all_ids |= set(table.get_column("id").to_list())
         raters[name] = {r["id"]: r["judge_correct"] for r in table.iter_rows(named=True) if r["judge_correct"] is not None}
+        judged[name] = {"n_judged": len(raters[name]), "n_total": table.height}
     ids = None
     judges = list(raters)
     n_in_sheet = None
@@ -71,7 +73,7 @@ def compare_raters(results_dirs: Sequence[Any], human_sheet: Optional[Any] = Non
     if empty is not None:  # nothing to measure for that pair: runs of other cases, or a sheet of another run
         raise InputError(f"review compare: {empty['a']} and {empty['b']} have no case with a verdict from both "
                          "(not runs of the same cases?)")
-    return {"raters": list(raters), "judges": judges, "n_cases": len(ids) if ids is not None else None,
+    return {"raters": list(raters), "judges": judges, "n_judged": judged, "n_cases": len(ids) if ids is not None else None,
             "n_in_sheet": n_in_sheet, "n_unreviewed": n_in_sheet - len(ids) if ids is not None and n_in_sheet else None,
             "pairs": rows, "finding": _finding(rows, judges) if human_sheet is not None else None}
 
