@@ -607,3 +607,11 @@ def test_compare_says_how_many_cases_each_judge_gave_a_verdict_on(tmp_path: Path
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "verdicts: first 50 of 50 cases, second 47 of 50" in " ".join(proc.stdout.split())
+
+
+@pytest.mark.parametrize("field", ["category", "id", "question"])
+def test_by_a_field_that_cannot_be_a_second_dimension_is_refused(field: str) -> None:
+    import ragmeter
+
+    with pytest.raises(InputError, match=f"--by {field}: "):
+        ragmeter.audit(_golden(), by=field)

@@ -135,6 +135,9 @@ def audit(
     rate = check_arg("rate", rate, "number", low=0, high=1, optional=True)
     hard = check_arg("hard", hard, "texts", optional=True)
     by = check_arg("by", by, "text")
+    if by in ("category", "id", "question"):  # the first dimension itself, or one value per case: no cross table
+        raise InputError(f"--by {by}: the second dimension must be another field than the category and one that "
+                         "cases share (source, platform, ...)")
     label = str(golden) if isinstance(golden, (str, Path)) else "golden"
     with reusing_golden_loads():  # the fields the frame does not keep come from the same parse
         frame = load_golden(golden)
