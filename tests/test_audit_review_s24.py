@@ -615,3 +615,19 @@ def test_by_a_field_that_cannot_be_a_second_dimension_is_refused(field: str) -> 
 
     with pytest.raises(InputError, match=f"--by {field}: "):
         ragmeter.audit(_golden(), by=field)
+
+
+def test_a_seed_without_random_says_it_does_not_redraw_the_runs_sample(tmp_path: Path) -> None:
+    import polars as pl
+
+    from ragmeter.review import export_sheet
+
+    folder = write_folder(tmp_path / "run")
+    cases = pl.read_parquet(folder / "cases.parquet")
+    sampled = pl.col("id").is_in(["ok-03", "ok-07"])
+    cases.with_columns(pl.when(sampled).then(pl.lit("sampled")).otherwise(None).alias("review_reason")).write_parquet(
+        folder / "cases.parquet")
+    manifest = export_sheet(folder, seed=99)
+    assert sorted(i for i, s in manifest["strata"].items() if s == "random") == ["ok-03", "ok-07"]
+    assert any("--seed 99 orders the cards" in note and "--random N" in note for note in manifest["notes"])
+    assert not any("--seed" in n for n in export_sheet(folder, out_dir=tmp_path / "s2")["notes"])

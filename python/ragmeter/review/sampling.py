@@ -77,6 +77,7 @@ def select_sample(cases: pl.DataFrame, summary: Dict[str, Any], *, random_n: Opt
     from ragmeter.calibration import DEFAULT_REVIEW_SEED, review_draw
 
     review = ((summary.get("settings") or {}).get("review") or {}) if isinstance(summary.get("settings"), dict) else {}
+    seed_given = seed
     seed = int(seed if seed is not None else review.get("seed", DEFAULT_REVIEW_SEED))
     table = strata(cases)
     if "review_reason" in cases.columns:
@@ -99,6 +100,9 @@ def select_sample(cases: pl.DataFrame, summary: Dict[str, Any], *, random_n: Opt
                if row["stratum"] in ("judge_incorrect", "miss_but_correct", "judge_failed")}
     stratum.update({i: "random" for i in chosen})
     notes = []
+    if random_n is None and "review_reason" in table.columns and seed_given is not None:
+        notes.append(f"--seed {seed_given} orders the cards; stratum C is the run's own sample (eval --review-seed): "
+                     "add --random N for a draw of that seed")
     if rest and not chosen:
         notes.append(f"none of the {len(rest)} other cases judged correct is in the sample (stratum C is empty): "
                      "the prediction-powered estimate will have no random label to correct the judge's rate with; "
