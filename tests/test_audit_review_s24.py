@@ -631,3 +631,15 @@ def test_a_seed_without_random_says_it_does_not_redraw_the_runs_sample(tmp_path:
     assert sorted(i for i, s in manifest["strata"].items() if s == "random") == ["ok-03", "ok-07"]
     assert any("--seed 99 orders the cards" in note and "--random N" in note for note in manifest["notes"])
     assert not any("--seed" in n for n in export_sheet(folder, out_dir=tmp_path / "s2")["notes"])
+
+
+def test_the_estimate_says_how_many_of_the_random_sample_it_rests_on(tmp_path: Path) -> None:
+    from ragmeter.review import import_sheet
+    from ragmeter.review.render import ppi_line
+
+    folder, manifest = _exported(tmp_path)
+    c_ids = [i for i, s in manifest["strata"].items() if s == "random"]
+    section = import_sheet(folder, fill(folder / "review" / "review.csv", tmp_path / "f.csv", human_truth(manifest),
+                                        skip=(c_ids[0],)))
+    assert section["ppi"]["n_random_labels"] == 3 and section["ppi"]["n_random_in_sheet"] == 4
+    assert "resting on 3 random label(s) (of the 4 cases drawn for C)" in " ".join(ppi_line(section).split())

@@ -260,7 +260,9 @@ def _ppi(review: pl.DataFrame, population: Dict[str, int]) -> Dict[str, Any]:
     random = review.filter((pl.col("stratum") == "random") & pl.col("human_correct").is_not_null())
     out: Dict[str, Any] = {"value": None, "ci_low": None, "ci_high": None, "judge_rate": judge_rate, "n_cases": big_n,
                            "n_unjudged": population.get("unjudged", 0),
-                           "n_random_labels": random.height, "n_rest": n_rest, "n_census": n_census,
+                           "n_random_labels": random.height,
+                           "n_random_in_sheet": review.filter(pl.col("stratum") == "random").height,
+                           "n_rest": n_rest, "n_census": n_census,
                            "n_census_labelled": int(census.get_column("human_correct").is_not_null().sum()),
                            "reason": None}
     if out["n_census_labelled"] < n_census:

@@ -65,8 +65,11 @@ def ppi_line(c: Dict[str, Any]) -> str:
     raw = f"judge's correct rate {pct(p.get('judge_rate'))} over {over}"
     if p.get("value") is None:
         return f"{raw}; prediction-powered estimate: n/a ({p.get('reason')})"
+    drawn = p.get("n_random_in_sheet")
+    labels = (f"{p['n_random_labels']} random label(s) (of the {drawn} cases drawn for C)" if drawn and drawn > p["n_random_labels"]
+              else f"{p['n_random_labels']} random label(s)")
     return (f"{raw}; prediction-powered estimate {pct(p['value'])} {interval(p['ci_low'], p['ci_high'])}, resting on "
-            f"{p['n_random_labels']} random label(s) for the {p['n_rest']} other cases judged correct and "
+            f"{labels} for the {p['n_rest']} other cases judged correct and "
             f"{p['n_census_labelled']} fully reviewed cases of strata A, B and judge-failed")
 
 
