@@ -21,7 +21,8 @@ own name (see docs/metrics.md):
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from numbers import Real
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -31,21 +32,51 @@ __all__ = [
 ]
 
 
+def _ranking(name: str, values: Any) -> np.ndarray:
+    """``values`` as a flat float array; an :class:`InputError` naming ``name`` for anything but a list of finite
+    numbers (bools are verdicts here): numpy read a string as one number ("101" as 101) and None as NaN."""
+    from ragmeter._args import _shown
+    from ragmeter.errors import InputError
+
+    if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
+        raise InputError(f"{name} must be a list of numbers, got {_shown(values)}")
+    try:
+        grades = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        items = list(values)
+        bad = next((i for i, v in enumerate(items) if not isinstance(v, (Real, np.bool_))), None)
+        if bad is None:
+            raise InputError(f"{name} must be a flat list of numbers, got {_shown(values)}") from None
+        raise InputError(f"{name} must be a list of numbers; item {bad} is {_shown(items[bad])}") from None
+    if grades.ndim != 1:
+        raise InputError(f"{name} must be a flat list of numbers, got {grades.ndim} dimensions")
+    finite = np.isfinite(grades)
+    if not finite.all():
+        i = int(np.argmin(finite))
+        raise InputError(f"{name}: item {i} is {grades[i]}; {name} must be finite numbers")
+    return grades
+
+
 def _one(metric: str, verdicts: Sequence[float], n_relevant: Optional[float] = None,
-         ideal: Optional[Sequence[float]] = None, level: float = 1.0) -> float:
+         ideal: Optional[Sequence[float]] = None, level: float = 1.0, name: str = "verdicts") -> float:
     from ragmeter import _core
 
-    grades = np.asarray(verdicts, dtype=np.float64).ravel()
+    grades = _ranking(name, verdicts)
+    found = float(np.count_nonzero(grades >= level))
     if n_relevant is None:
-        n_relevant = float(np.count_nonzero(grades >= level))
+        n_relevant = found
     else:
         from ragmeter._args import check_arg
+        from ragmeter.errors import InputError
 
         n_relevant = check_arg("n_relevant", n_relevant, "number", low=0)
+        if 0 < n_relevant < found:  # a recall above 1, an AP above 1 (0 gives 0, as documented)
+            raise InputError(f"n_relevant={n_relevant:g}, but {found:g} relevant items are in the ranking: it "
+                             "counts every relevant item, retrieved or not")
     offsets = np.array([0, grades.size], dtype=np.int64)
     kwargs = {}
     if ideal is not None:
-        ig = np.sort(np.asarray(ideal, dtype=np.float64).ravel())[::-1].copy()
+        ig = np.sort(_ranking("ideal", ideal))[::-1].copy()
         kwargs = {"ideal_offsets": np.array([0, ig.size], dtype=np.int64), "ideal_grades": ig}
     out = _core.rank_metrics(offsets, grades, np.array([float(n_relevant)]), [metric],
                              relevance_level=level, **kwargs)
@@ -116,9 +147,9 @@ def hit(verdicts: Sequence[float], k: Optional[int] = None) -> float:
 def ndcg(grades: Sequence[float], k: Optional[int] = None, ideal: Optional[Sequence[float]] = None) -> float:
     """NDCG with linear gain (trec_eval ``ndcg_cut``). ``ideal``: all judged
     grades of the query (default: the retrieved grades themselves)."""
-    return _one(_cut("ndcg", k), grades, ideal=ideal)
+    return _one(_cut("ndcg", k), grades, ideal=ideal, name="grades")
 
 
 def ndcg_exp(grades: Sequence[float], k: Optional[int] = None, ideal: Optional[Sequence[float]] = None) -> float:
     """NDCG with exponential gain ``2^grade - 1`` (Burges et al.; ranx ``ndcg_burges``)."""
-    return _one(_cut("ndcg_exp", k), grades, ideal=ideal)
+    return _one(_cut("ndcg_exp", k), grades, ideal=ideal, name="grades")
