@@ -303,3 +303,42 @@ def test_a_nan_or_infinite_chunk_score_is_refused_by_the_sweep_in_every_form(for
     with pytest.raises(InputError, match=r"not finite"):
         ragmeter.evaluate(golden, given, thresholds=[0.0])
     ragmeter.score(golden, given)  # scoring does not read the scores
+
+
+# -- ragmeter.metrics -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: m.average_precision("101"), r"^verdicts must be a list of numbers, got '101' \(a str\)"),
+    (lambda m: m.average_precision(None), r"^verdicts must be a list of numbers, got None"),
+    (lambda m: m.hit({"d1": 1}), r"^verdicts must be a list of numbers, got \{'d1': 1\} \(a dict\)"),
+    (lambda m: m.precision([[1, 0], [1]]), r"^verdicts must be a list of numbers; item 0 is \[1, 0\] \(a list\)"),
+    (lambda m: m.precision([[1, 0], [1, 1]]), r"^verdicts must be a flat list of numbers, got 2 dimensions"),
+    (lambda m: m.reciprocal_rank([float("nan"), 1]), r"^verdicts: item 0 is nan; verdicts must be finite"),
+    (lambda m: m.ndcg([2, 1], ideal="21"), r"^ideal must be a list of numbers, got '21' \(a str\)"),
+    (lambda m: m.average_precision([1, 0, 1], n_relevant=1),
+     r"^n_relevant=1, but 2 relevant items are in the ranking: it counts every relevant item, retrieved or not"),
+    (lambda m: m.recall([1, 1], n_relevant=1), r"^n_relevant=1, but 2 relevant items"),
+])
+def test_rank_metrics_refuse_what_is_not_a_ranking(call: object, message: str) -> None:
+    """average_precision("101") gave 1.0 (the string read as the number 101), average_precision(None) 0.0, a NaN
+    verdict counted as relevant, and n_relevant below the relevant items retrieved gave AP 1.67 and recall 2.0."""
+    from ragmeter import metrics
+    from ragmeter.errors import InputError
+
+    with pytest.raises(InputError, match=message):
+        call(metrics)  # type: ignore[operator]
+
+
+def test_rank_metrics_still_take_arrays_series_bools_and_grades() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from ragmeter import metrics
+
+    for ranking in ([1, 0, 1], (1, 0, 1), np.array([1, 0, 1]), pd.Series([1, 0, 1]), pl.Series([1, 0, 1]),
+                    [True, False, True], [1.0, 0.0, 1.0]):
+        assert metrics.average_precision(ranking) == pytest.approx(5 / 6)
+    assert metrics.average_precision([1, 0, 1], n_relevant=4) == pytest.approx(5 / 12)
+    assert metrics.average_precision([], n_relevant=0) == 0.0 and metrics.hit([]) == 0.0
+    assert metrics.ndcg([3, 2, 0], ideal=[3, 3, 2]) < 1.0
+    assert metrics.recall([0, -1, 1], n_relevant=1) == 1.0  # a negative judgement is not relevant
