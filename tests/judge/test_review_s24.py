@@ -523,3 +523,31 @@ def test_a_200_whose_error_is_set_is_still_retried(server, fast_retry):
     server.script = [{"status": 200, "body": json.dumps({"error": {"message": "upstream overloaded"}})}, "ok"]
     res = chat(server, policy=fast_retry)
     assert server.requests == 2 and [a["outcome"] for a in res.attempts] == ["bad_response", "ok"]
+
+
+# -- a key in --embeddings-base-url is the embeddings endpoint's key; the chat key does not go to its host ----------
+def test_a_key_in_the_embeddings_url_is_used_there_and_the_chat_key_stays_home(server, api_key, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from fakeserver import FakeServer
+
+    emb_key = "sk-EMBEDDINGS-KEY-987654321"
+    with FakeServer(api_key=emb_key) as emb:
+        cases = tmp_path / "cases.jsonl"
+        cases.write_text(json.dumps({"id": "q1", "question": "What colour?", "answer": "Blue."}) + "\n")
+        url = emb.base_url.replace("http://", f"http://user:{emb_key}@")
+        proc = subprocess.run([sys.executable, "-m", "ragmeter", "judge", "--cases", str(cases), "--base-url",
+                               server.base_url, "--model", "gpt-4o-mini", "--embeddings-model", "e",
+                               "--embeddings-base-url", url, "--metrics", "answer_relevancy", "--no-progress",
+                               "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "out"), "-v"],
+                              capture_output=True, text=True, timeout=120, env={**os.environ})
+        assert proc.returncode == 0, proc.stderr
+        # before: the password of --embeddings-base-url was dropped and the chat key sent to the embeddings host
+        assert emb.log and all(r["auth_ok"] for r in emb.log)
+        assert server.log and all(r["auth_ok"] for r in server.log)
+    assert emb_key not in proc.stdout + proc.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert emb_key.encode() not in path.read_bytes(), path

@@ -70,13 +70,17 @@ class ClientConfig:
     preflight: bool = True             #: GET {base_url}/models once before the first request
     #: the model's context window in tokens (prompt + output); None: from GET /models metadata when it says
     context_size: Optional[int] = None
+    #: the embeddings endpoint's own key (None: the password of ``embeddings_base_url``, else the chat key)
+    embeddings_api_key: Optional[str] = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.json_mode not in ("auto", "on", "off"):
             raise ValueError("json_mode must be auto, on or off")
         self.base_url, url_key = split_credentials(self.base_url)
         if self.embeddings_base_url:
-            self.embeddings_base_url, _ = split_credentials(self.embeddings_base_url)
+            self.embeddings_base_url, embeddings_key = split_credentials(self.embeddings_base_url)
+            if self.embeddings_api_key is None and embeddings_key:
+                self.embeddings_api_key = embeddings_key
         if self.api_key is None and url_key:
             self.api_key = url_key
 
@@ -254,6 +258,9 @@ class JudgeClient:
         self._preflights: Dict[str, "asyncio.Future[None]"] = {}
         self._first: Dict[str, "asyncio.Event"] = {}  # chat, embeddings: set once the first request came back
         self._key = resolve_api_key(config.api_key)
+        #: the embeddings endpoint's own key, sent instead of the chat key (never the chat key to its host)
+        self._embed_key = config.embeddings_api_key
+        self._embed_auth = {"Authorization": f"Bearer {self._embed_key}"} if self._embed_key else None
         self._json = config.json_mode != "off"
         self.context_size = config.context_size
         self._session: Optional[aiohttp.ClientSession] = None
@@ -320,8 +327,9 @@ class JudgeClient:
         ``user:password@`` of any URL."""
         if not text:
             return text
-        if self._key and self._key in text:
-            text = text.replace(self._key, "***")
+        for key in (self._key, self._embed_key):
+            if key and key in text:
+                text = text.replace(key, "***")
         return scrub_urls(text)
 
     # -- preflight -----------------------------------------------------------------------------------
@@ -343,7 +351,8 @@ class JudgeClient:
         where = public_endpoint(base)
         self.stats.preflight_requests += 1
         try:
-            async with self._session.get(_url(endpoint_url(base, "/models"))) as resp:
+            own = self._embed_auth if base == self._embed_base and base != self._chat_base else None
+            async with self._session.get(_url(endpoint_url(base, "/models")), headers=own) as resp:
                 status = resp.status
                 body = _body_text(await resp.read(), resp.charset)
         except (asyncio.TimeoutError, TimeoutError):
@@ -365,7 +374,7 @@ class JudgeClient:
 
     # -- transport -----------------------------------------------------------------------------------
     async def _post(self, url: Any, payload: Dict[str, Any], tokens: int,  # type: ignore[no-untyped-def]
-                    retry: bool = False):
+                    retry: bool = False, headers: Optional[Dict[str, str]] = None):
         if self._session is None:
             await self.open()
         assert self._session is not None
@@ -378,11 +387,12 @@ class JudgeClient:
         async with self.limits.slot(tokens, retry=retry) as slot:
             self.stop.check()  # the run may have stopped while this request waited for its slot
             self.stats.requests += 1
-            async with self._session.post(url, data=data) as resp:
+            async with self._session.post(url, data=data, headers=headers) as resp:
                 body = _body_text(await resp.read(), resp.charset)
                 slot.answer(resp.status, resp.headers)  # the rate controller learns from it (time-outs too)
-                if self._key and self._key in body:  # echoed (a proxy, a debug field): never cached or written
-                    body = body.replace(self._key, "***")
+                for key in (self._key, self._embed_key):
+                    if key and key in body:  # echoed (a proxy, a debug field): never cached or written
+                        body = body.replace(key, "***")
                 return resp.status, resp.headers, body
 
     async def _call(self, url: Any, build: Callable[[], Dict[str, Any]], tokens: Callable[[], int],
@@ -423,7 +433,8 @@ class JudgeClient:
                     # after a Retry-After waited out, ahead of the first attempts (not after a time-out: a
                     # queueing server would see the same requests again first)
                     waited = len(attempts) > 1 and "retry_after_s" in attempts[-2]
-                    status, headers, body = await self._post(url, payload, tokens(), retry=waited)
+                    status, headers, body = await self._post(
+                        url, payload, tokens(), retry=waited, headers=self._embed_auth if what == "embeddings" else None)
                 except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as e:
                     exc = e
                 finally:

@@ -119,6 +119,8 @@ class JudgeConfig:
     context_size: Optional[int] = None     #: the judge model's context window; None: from GET /models if it says
     spill_dir: Union[str, Path, None] = None  #: where paid replies go when the cache cannot be written
     tally: Optional[Tally] = field(default=None, repr=False, compare=False)
+    #: the embeddings endpoint's own key (None: the password of ``embeddings_base_url``, else ``api_key``'s)
+    embeddings_api_key: Optional[str] = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         from ragmeter.errors import InputError
@@ -126,7 +128,9 @@ class JudgeConfig:
         # credentials in the URL are the key: out of the URL (and of every summary, setting and message)
         self.base_url, url_key = split_credentials(self.base_url)
         if self.embeddings_base_url:
-            self.embeddings_base_url, _ = split_credentials(self.embeddings_base_url)
+            self.embeddings_base_url, embeddings_key = split_credentials(self.embeddings_base_url)
+            if self.embeddings_api_key is None and embeddings_key:
+                self.embeddings_api_key = embeddings_key
         if self.api_key is None and url_key:
             self.api_key = url_key
 
@@ -174,7 +178,8 @@ class JudgeConfig:
                             temperature=self.temperature, json_mode=self.json_mode,
                             max_retry_tokens=self.max_retry_tokens, policy=self.retry,
                             embeddings_model=self.embeddings_model, embeddings_base_url=self.embeddings_base_url,
-                            preflight=self.preflight, context_size=self.context_size)
+                            preflight=self.preflight, context_size=self.context_size,
+                            embeddings_api_key=self.embeddings_api_key)
 
     def metric_options(self) -> MetricOptions:
         return MetricOptions(n_questions=self.n_questions, relevancy_variant=self.relevancy_variant,
