@@ -47,12 +47,25 @@ def print_more(n_more: int, noun: str, where: Optional[str], shown: str, console
         console.print(Text(f"... and {n_more:,} more {noun} {where_all}; shown: {shown}"))
 
 
+class _PipeConsole(Console):
+    """rich's Console, except that a reader who stops early (``| head``) raises BrokenPipeError, which the command
+    line ends with status 0 (rich exits with status 1, README's status of a failed gate)."""
+
+    def on_broken_pipe(self) -> None:
+        import os
+        import sys
+
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), (sys.stderr if self.stderr else sys.stdout).fileno())
+        raise BrokenPipeError
+
+
 def make_console(stderr: bool = False) -> Console:
     """A console for stdout (or stderr): the terminal's width, or plain text at 80 columns when not a terminal."""
-    console = Console(stderr=stderr)
+    console = _PipeConsole(stderr=stderr)
     if not console.is_terminal:
         # COLUMNS would widen a pipe's output; a log reads the same everywhere at a fixed width.
-        console = Console(width=PLAIN_WIDTH, no_color=True, highlight=False, emoji=False, stderr=stderr)
+        console = _PipeConsole(width=PLAIN_WIDTH, no_color=True, highlight=False, emoji=False, stderr=stderr)
     return console
 
 
