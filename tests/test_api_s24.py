@@ -342,3 +342,17 @@ def test_rank_metrics_still_take_arrays_series_bools_and_grades() -> None:
     assert metrics.average_precision([], n_relevant=0) == 0.0 and metrics.hit([]) == 0.0
     assert metrics.ndcg([3, 2, 0], ideal=[3, 3, 2]) < 1.0
     assert metrics.recall([0, -1, 1], n_relevant=1) == 1.0  # a negative judgement is not relevant
+
+
+def test_a_sweep_table_piped_into_head_exits_0(tmp_path: Path) -> None:
+    """`ragmeter sweep ... | head` exited 1 (rich's broken-pipe handler), the status README gives a failed
+    gate; a reader that stops early is no failure (score's --json and the judge already exit 0 there)."""
+    golden, run = example()
+    thresholds = ",".join(f"{i / 1000:g}" for i in range(400))  # a table far larger than a pipe's buffer
+    proc = subprocess.Popen([sys.executable, "-m", "ragmeter", "sweep", "--golden", str(golden), "--run", str(run),
+                             "--thresholds", thresholds], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=tmp_path)
+    assert proc.stdout is not None and proc.stdout.readline().startswith(b"Threshold sweep")
+    proc.stdout.close()
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and b"Traceback" not in err, err.decode()
