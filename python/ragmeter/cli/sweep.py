@@ -22,7 +22,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thresholds", default="0,0.1,0.2", help="comma-separated thresholds (default 0,0.1,0.2)")
     parser.add_argument("--k", type=int, default=5, help="cut-off after thresholding (default 5)")
     parser.add_argument("--out", metavar="FILE", help="also write the table (.parquet, .csv or .json, by extension)")
-    parser.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
+    parser.add_argument("--json", action="store_true", help="print JSON rows instead of a table (there, and in a "
+                        ".json --out, an infinite threshold is \"inf\" or \"-inf\")")
 
 
 def parse_thresholds(text: str) -> list:
