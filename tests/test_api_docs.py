@@ -103,3 +103,30 @@ def test_the_api_examples_run_as_written(docs_folder: Any) -> None:
     ns["hf_dataset"] = ns["evaluation_dataset"]
     run_block(block("from ragmeter.dataset import").replace("judge=...", "judge=cfg"), ns, server, "ecosystem")
     assert ns["result"].cases.height == 1 and ns["result"].judge is not None
+
+
+def docstring_blocks(module: object) -> List[str]:
+    """The ``::`` literal blocks of a module's docstring, dedented."""
+    import textwrap
+
+    doc = getattr(module, "__doc__") or ""
+    return [textwrap.dedent(b) for b in re.findall(r"::\n\n((?:    .*\n|\n)+)", doc)]
+
+
+def test_the_module_docstring_examples_run(docs_folder: Any) -> None:
+    """ragmeter.api's example gated on 'faithfulness>=-0.02', a rule the gate refuses ('can never fail ... did
+    you mean faithfulness>=-2pp?'); the first example of ``help(ragmeter)`` runs as written too."""
+    import ragmeter.api
+
+    folder, server = docs_folder
+    (example,) = docstring_blocks(ragmeter.api)
+    baseline = ragmeter.evaluate("golden.jsonl", "run.jsonl",
+                                 judge=ragmeter.judge.JudgeConfig(base_url=server.base_url, model="gpt-4o-mini"))
+    ns: Dict[str, Any] = {"baseline": baseline}
+    run_block(example, ns, server, "ragmeter.api docstring")
+    assert ns["comp"].passed and (folder / "results" / "report.html").is_file()
+    first = docstring_blocks(ragmeter)[0]
+    assert first.startswith("import ragmeter\n")
+    ns = {}
+    run_block(first, ns, server, "ragmeter docstring")
+    assert ns["result"].summary["overall"]["hit_rate"] == {"value": 0.8, "n_scored": 45, "n_total": 51}

@@ -11,7 +11,7 @@
     result.summary["retrieval"]["overall"]["hit_rate"]   # {'value': ..., 'n_scored': ..., 'n_total': ...}
     result.write("results")       # the folder `ragmeter eval --out results` writes
     html = result.report_html()
-    comp = result.compare(baseline, gate="hit>=-2pp,faithfulness>=-0.02")
+    comp = result.compare(baseline, gate="hit>=-2pp,faithfulness>=-3pp")
     comp.passed, comp.failures, comp.to_markdown()
 
 An :class:`EvalResult` is also what :meth:`EvalResult.load` reads back from a results folder, so a stored
