@@ -547,7 +547,7 @@ def _resolution(n: int, target_n: Optional[int],
 
     Two variants with the same rate p whose per-case outcomes are independent disagree on a share
     p_d = 2 p (1 - p) of the cases; compare's definition (ragmeter.stats.min_detectable_difference_proportion)
-    then gives MDD = 2.80 sqrt(p_d / n), never below one case. Variants of one system agree more often than
+    then gives MDD = max(2.80 sqrt(p_d / n), 7.85 / n). Variants of one system agree more often than
     independent ones, so this is an upper bound; ``compare`` reports the MDD at the observed discordance.
     """
     rates, origin, rate_counts = observed
