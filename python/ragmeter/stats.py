@@ -121,8 +121,16 @@ def to_float_array(values: ArrayLike) -> np.ndarray:
         values = values.to_numpy(zero_copy_only=False) if hasattr(values, "type") else values.to_numpy()
     arr = np.asarray(values)
     if arr.dtype == object:
-        arr = np.array([np.nan if v is None else float(v) for v in arr.ravel()], dtype=np.float64).reshape(arr.shape)
+        arr = np.array([_float_or_nan(v) for v in arr.ravel()], dtype=np.float64).reshape(arr.shape)
     return np.array(arr, dtype=np.float64, copy=True)
+
+
+def _float_or_nan(value: Any) -> float:
+    """``float(value)``, NaN for a null: None, or pandas' ``pd.NA`` / ``NaT`` (a nullable boolean or integer
+    column's null, which ``float()`` refuses)."""
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+        return math.nan
+    return float(value)
 
 
 # --------------------------------------------------------------------------- bootstrap engine
@@ -445,6 +453,8 @@ def mcnemar_exact(b: int, c: int) -> float:
     ``min(1, 2 * P[X <= min(b, c)])`` with ``X ~ Binomial(b + c, 1/2)``. With
     no discordant pair the p-value is 1.
     """
+    if int(b) != b or int(c) != c:
+        raise ValueError(f"discordant counts must be whole numbers, not {b!r} and {c!r}")
     b, c = int(b), int(c)
     if b < 0 or c < 0:
         raise ValueError("discordant counts must be >= 0")
