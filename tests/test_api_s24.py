@@ -356,3 +356,15 @@ def test_a_sweep_table_piped_into_head_exits_0(tmp_path: Path) -> None:
     proc.stdout.close()
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and b"Traceback" not in err, err.decode()
+
+
+def test_evaluate_with_an_empty_threshold_list_is_refused_as_sweep_and_eval_refuse_it() -> None:
+    """evaluate(thresholds=[]) returned a result without a sweep, silently; sweep(..., []) and
+    `ragmeter eval --thresholds ""` refuse it."""
+    from ragmeter.errors import InputError
+
+    golden, run = example()
+    with pytest.raises(InputError, match=r"^thresholds: give at least one threshold"):
+        ragmeter.evaluate(golden, run, thresholds=[])
+    with pytest.raises(InputError, match=r"^thresholds: give at least one threshold"):
+        ragmeter.sweep(golden, run, [])

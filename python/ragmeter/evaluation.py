@@ -130,6 +130,10 @@ def evaluate(
     k = _check_k(k)
     if thresholds is not None:
         thresholds = check_thresholds(thresholds)
+        if not thresholds:  # as sweep and `eval --thresholds ""`: not a sweep of nothing, silently left out
+            from ragmeter.errors import InputError
+
+            raise InputError("thresholds: give at least one threshold, or None for no sweep")
     review_settings(review_rate, review_seed, names=("review_rate", "review_seed"))
     judge = _with_metrics(_check_judge(judge, optional=True), metrics)
     if getattr(judge, "dry_run", False):
