@@ -130,3 +130,115 @@ def test_pandas_nullable_nulls_are_unscored_cases() -> None:
                    pd.Series([True, None, False, True, True], dtype=object)):
         agg = stats.Aggregate.of(series, n_resamples=200)
         assert (agg.value, agg.n_scored, agg.n_total) == (0.75, 4, 5), series.dtype
+
+
+# ------------------------------------------------------------------ percentile interval of a proportion
+
+
+def _binom_cdf(n: int, p: float) -> List[float]:
+    out, s = [], 0.0
+    for w in _pmf(n, p):
+        s += w
+        out.append(s)
+    return out
+
+
+def _ideal_interval(k: int, n: int) -> tuple:
+    """The percentile interval with infinitely many resamples: a resample's mean of k ones among n cases is
+    Binomial(n, k/n) / n, so the bounds are its 2.5% and 97.5% quantiles."""
+    cdf = _binom_cdf(n, k / n)
+    lo = next(i for i in range(n + 1) if cdf[i] >= 0.025 - 1e-12)
+    hi = next(i for i in range(n + 1) if cdf[i] >= 0.975 - 1e-12)
+    return lo / n, hi / n
+
+
+def _ideal_coverage(n: int, p: float) -> float:
+    pmf = _pmf(n, p)
+    return sum(pmf[k] for k in range(n + 1) if _ideal_interval(k, n)[0] <= p <= _ideal_interval(k, n)[1])
+
+
+def test_percentile_interval_of_a_proportion_is_the_binomial_quantiles() -> None:
+    # far from a quantile's jump the bounds are exact whatever the Monte-Carlo noise
+    n = 50
+    for k in (5, 25, 40, 47):
+        ones = [1.0] * k + [0.0] * (n - k) + [None] * 3  # nulls: left out, never 0
+        lo, hi = stats.bootstrap_ci(ones, n_resamples=20_000, seed=11)
+        want = _ideal_interval(k, n)
+        cdf = _binom_cdf(n, k / n)
+        for got, w in zip((lo, hi), want):
+            i = round(w * n)
+            if abs(cdf[i] - 0.025) > 0.004 and abs(cdf[i] - 0.975) > 0.004 and \
+                    (i == 0 or (abs(cdf[i - 1] - 0.025) > 0.004 and abs(cdf[i - 1] - 0.975) > 0.004)):
+                assert got == pytest.approx(w, abs=1e-6), (k, lo, hi, want)
+
+
+def test_coverage_of_the_95_interval_of_a_proportion_at_50_cases() -> None:
+    # the percentile bootstrap under-covers near 0 and 1 at small n (documented in docs/metrics.md): at 50
+    # cases and a true rate of 95%, 7.7% of samples are all ones and get the interval [100%, 100%]
+    assert _ideal_coverage(50, 0.5) == pytest.approx(0.967, abs=0.001)
+    assert _ideal_coverage(50, 0.95) == pytest.approx(0.911, abs=0.001)
+    assert _ideal_coverage(50, 0.99) < 0.40
+    # the implementation's coverage (seeded simulation, 400 samples x 1000 resamples) is the ideal one
+    rng = np.random.default_rng(20241206)
+    for p in (0.5, 0.95):
+        samples = 400
+        covered = 0
+        for r in range(samples):
+            lo, hi = stats.bootstrap_ci((rng.random(50) < p).astype(float), n_resamples=1000, seed=r)
+            covered += lo <= p <= hi
+        ideal = _ideal_coverage(50, p)
+        assert abs(covered / samples - ideal) <= 3.5 * math.sqrt(ideal * (1 - ideal) / samples) + 0.01, (p, covered)
+
+
+def test_tiny_and_constant_samples() -> None:
+    for n in (1, 2, 3):
+        assert stats.bootstrap_ci([0.2, 0.9, 0.4][:n] + [None, float("nan")]) == (None, None)
+        agg = stats.Aggregate.of([0.2, 0.9, 0.4][:n] + [None])
+        assert (agg.ci_low, agg.n_scored, agg.n_total) == (None, n, n + 1)
+    assert stats.bootstrap_ci([0.2, 0.9, 0.4, 0.5]) != (None, None)
+    # all equal: every resample has that mean, the interval has no width (and is said to be one in docs)
+    assert stats.bootstrap_ci([1.0] * 50 + [None] * 5) == (1.0, 1.0)
+
+
+# ------------------------------------------------------------------ paired bootstrap
+
+
+def test_paired_bootstrap_resamples_cases_not_sides() -> None:
+    # candidate = baseline + 0.05 on every case with a wide spread between cases: paired, the delta has no
+    # noise at all (interval [0.05, 0.05]); resampling the two sides independently would give about +-0.1
+    rng = np.random.default_rng(3)
+    base = rng.random(200)
+    cand = base + 0.05
+    lo, hi = stats.paired_bootstrap_ci(base, cand, n_resamples=2000, seed=1)
+    assert lo == pytest.approx(0.05, abs=1e-6) and hi == pytest.approx(0.05, abs=1e-6)
+    # and it is the interval of the per-case differences over the cases scored on both sides
+    base_l = list(base) + [None, 0.3]
+    cand_l = list(cand) + [0.9, None]
+    assert stats.paired_bootstrap_ci(base_l, cand_l, n_resamples=500, seed=4) == \
+        stats.bootstrap_ci(cand - base, n_resamples=500, seed=4)
+
+
+@pytest.mark.parametrize("engine", ["rust", "numpy"])
+def test_same_seed_same_resamples_whatever_the_threads(engine: str) -> None:
+    rng = np.random.default_rng(8)
+    values = rng.random((700, 3))
+    values[rng.random((700, 3)) < 0.1] = np.nan
+    groups = rng.integers(0, 4, 700).astype(str)
+    one = stats.bootstrap_means(values, n_resamples=300, seed=5, groups=groups, threads=1, engine=engine)
+    two = stats.bootstrap_means(values, n_resamples=300, seed=5, groups=groups, threads=2, engine=engine)
+    assert one.keys() == two.keys()
+    for key in one:
+        assert np.array_equal(one[key], two[key], equal_nan=True)
+    other = stats.bootstrap_means(values, n_resamples=300, seed=6, groups=groups, threads=1, engine=engine)
+    assert not np.array_equal(one[None], other[None], equal_nan=True)
+
+
+def test_engines_agree_in_distribution() -> None:
+    rng = np.random.default_rng(9)
+    values = rng.random(300)
+    r = stats.bootstrap_means(values, n_resamples=4000, seed=2, engine="rust")[None][:, 0]
+    p = stats.bootstrap_means(values, n_resamples=4000, seed=2, engine="numpy")[None][:, 0]
+    se = values.std(ddof=1) / math.sqrt(300)
+    assert r.mean() == pytest.approx(values.mean(), abs=0.1 * se)
+    assert p.mean() == pytest.approx(values.mean(), abs=0.1 * se)
+    assert r.std() == pytest.approx(se, rel=0.06) and p.std() == pytest.approx(se, rel=0.06)
