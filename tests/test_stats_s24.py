@@ -242,3 +242,14 @@ def test_engines_agree_in_distribution() -> None:
     assert r.mean() == pytest.approx(values.mean(), abs=0.1 * se)
     assert p.mean() == pytest.approx(values.mean(), abs=0.1 * se)
     assert r.std() == pytest.approx(se, rel=0.06) and p.std() == pytest.approx(se, rel=0.06)
+
+
+def test_masked_array_entries_are_unscored_cases_not_their_fill_values() -> None:
+    # a masked entry is a missing value: it was read as its stored value (here 0.0, the mean dropped to 0.6
+    # over 5/5 cases)
+    values = np.ma.masked_array([1.0, 0.0, 0.0, 1.0, 1.0], mask=[0, 1, 0, 0, 0])
+    agg = stats.Aggregate.of(values, n_resamples=200)
+    assert (agg.value, agg.n_scored, agg.n_total) == (0.75, 4, 5)
+    flags = np.ma.masked_array([True, False, False, True, True], mask=[0, 1, 0, 0, 0])
+    assert stats.mcnemar(flags, [True, True, False, True, True])["n"] == 4
+    assert stats.to_float_array(values).tolist()[1] != stats.to_float_array(values).tolist()[1]  # NaN

@@ -107,8 +107,10 @@ ArrayLike = Union[Sequence[Any], np.ndarray, Any]
 def to_float_array(values: ArrayLike) -> np.ndarray:
     """A float64 array with NaN for every null (None, NaN, or a Polars/pyarrow null).
 
-    Booleans become 0.0 / 1.0.
+    Booleans become 0.0 / 1.0. A masked entry of a numpy masked array is a null too (never its stored value).
     """
+    if isinstance(values, np.ma.MaskedArray):
+        return np.ma.filled(values.astype(np.float64), np.nan)
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
         # polars Series / pyarrow arrays: cast through float so nulls become NaN
         try:
