@@ -66,8 +66,9 @@ def ppi_line(c: Dict[str, Any]) -> str:
     if p.get("value") is None:
         return f"{raw}; prediction-powered estimate: n/a ({p.get('reason')})"
     drawn = p.get("n_random_in_sheet")
-    labels = (f"{p['n_random_labels']} random label(s) (of the {drawn} cases drawn for C)" if drawn and drawn > p["n_random_labels"]
-              else f"{p['n_random_labels']} random label(s)")
+    labels = f"{p['n_random_labels']} random label(s)"
+    if drawn and drawn > p["n_random_labels"]:
+        labels += f" (of the {drawn} cases drawn for C)"
     return (f"{raw}; prediction-powered estimate {pct(p['value'])} {interval(p['ci_low'], p['ci_high'])}, resting on "
             f"{labels} for the {p['n_rest']} other cases judged correct and "
             f"{p['n_census_labelled']} fully reviewed cases of strata A, B and judge-failed")
