@@ -253,3 +253,45 @@ def test_masked_array_entries_are_unscored_cases_not_their_fill_values() -> None
     flags = np.ma.masked_array([True, False, False, True, True], mask=[0, 1, 0, 0, 0])
     assert stats.mcnemar(flags, [True, True, False, True, True])["n"] == 4
     assert stats.to_float_array(values).tolist()[1] != stats.to_float_array(values).tolist()[1]  # NaN
+
+
+# ------------------------------------------------------------------ category intervals of a wide-ranging metric
+
+
+def _outlier_groups() -> tuple:
+    # a custom score that ranges widely (a token count, a latency): one case of category "a" at 10,000, the
+    # nine cases of category "b" all 0.1; every resample of "b" has the mean 0.1
+    return np.array([1e4] + [0.1] * 9), np.array(["a"] + ["b"] * 9)
+
+
+def test_kernel_group_means_keep_their_digits_when_another_group_is_far_away() -> None:
+    from ragmeter import _core
+
+    values, groups = _outlier_groups()
+    codes = np.array([0] + [1] * 9, dtype=np.int64)
+    out = _core.bootstrap_means(np.ascontiguousarray(values[:, None]), codes, 2, 200, 1, None)
+    b = out[:, 2, 0]
+    b = b[~np.isnan(b)]
+    assert np.allclose(b, 0.1, rtol=0, atol=1e-9), (b.min(), b.max())
+
+
+def test_category_intervals_keep_their_digits_when_another_category_is_far_away() -> None:
+    # what the reports' per-category intervals use: the category "b" interval was [0.0990, 0.1007] around a
+    # constant 0.1 when the kernel centred every group on the column's first value
+    values, groups = _outlier_groups()
+    for engine in ("auto", "numpy"):
+        res = stats.bootstrap_means(values, n_resamples=200, seed=1, groups=groups, engine=engine)
+        b = res["b"][:, 0]
+        b = b[~np.isnan(b)]
+        assert np.allclose(b, 0.1, rtol=0, atol=1e-9), (engine, b.min(), b.max())
+        a = res["a"][:, 0]
+        assert np.allclose(a[~np.isnan(a)], 1e4, rtol=1e-12)
+    # the groups come from the very same resamples as the overall slot (the kernel's counts)
+    rng = np.random.default_rng(2)
+    wide = np.concatenate([rng.random(300) * 5000, rng.random(300)])
+    cats = np.array(["x"] * 300 + ["y"] * 300)
+    res = stats.bootstrap_means(wide, n_resamples=300, seed=4, groups=cats)
+    counts = np.vstack(list(stats.resample_counts(600, 300, 4))).astype(np.float64)
+    np.testing.assert_allclose(res[None][:, 0], (counts @ wide) / 600, rtol=1e-6)
+    want_y = (counts[:, 300:] @ wide[300:]) / counts[:, 300:].sum(axis=1)
+    np.testing.assert_allclose(res["y"][:, 0], want_y, rtol=0, atol=1e-6)

@@ -339,14 +339,18 @@ pub fn bootstrap_means(
     }
 
     // centred values, then the distinct scored masks, column-major
-    let mut centre = vec![0.0f64; k];
+    // centre[g * k + j]: each group's column is centred on its own first scored value, so
+    // that a group's residuals stay small (f32 keeps its digits) however far another
+    // group's values lie, and a constant group has zero residuals (exact means)
+    let mut centre = vec![0.0f64; n_groups * k];
     let mut masks: Vec<Vec<bool>> = Vec::new();
     let mut mask_of = vec![0usize; k];
     for j in 0..k {
         let mask: Vec<bool> = order.iter().map(|&i| !values[i * k + j].is_nan()).collect();
-        // centre on the first scored value: any value inside the data's range keeps
-        // the sums small, and a constant column has zero residuals (exact means)
-        centre[j] = order.iter().map(|&i| values[i * k + j]).find(|v| !v.is_nan()).unwrap_or(0.0);
+        for (g, &(start, end)) in bounds.iter().enumerate() {
+            centre[g * k + j] =
+                order[start..end].iter().map(|&i| values[i * k + j]).find(|v| !v.is_nan()).unwrap_or(0.0);
+        }
         mask_of[j] = match masks.iter().position(|m| *m == mask) {
             Some(p) => p,
             None => {
@@ -361,7 +365,7 @@ pub fn bootstrap_means(
         let col = &mut design[j * n..(j + 1) * n];
         for (pos, &i) in order.iter().enumerate() {
             let v = values[i * k + j];
-            col[pos] = if v.is_nan() { 0.0 } else { (v - centre[j]) as f32 };
+            col[pos] = if v.is_nan() { 0.0 } else { (v - centre[codes[i] as usize * k + j]) as f32 };
         }
     }
     for (m, mask) in masks.iter().enumerate() {
@@ -405,27 +409,32 @@ pub fn bootstrap_means(
         return Err(Error::input(OVERFLOW));
     }
 
-    // means: centre + (sum of centred values) / (scored count)
-    let mut total = vec![0.0f64; width];
+    // a group's mean: its centre + (sum of its residuals) / (its scored count); the overall
+    // mean adds every group's centre back, weighted by that group's scored count
+    // (relative to the column's first scored value: a column constant over all groups comes out exact)
+    let base: Vec<f64> =
+        (0..k).map(|j| order.iter().map(|&i| values[i * k + j]).find(|v| !v.is_nan()).unwrap_or(0.0)).collect();
+    let mut num = vec![0.0f64; k];
+    let mut den = vec![0.0f64; k];
     for r in 0..n_resamples {
-        total.fill(0.0);
+        num.fill(0.0);
+        den.fill(0.0);
         for g in 0..n_groups {
             let s = &sums[(r * n_groups + g) * width..(r * n_groups + g + 1) * width];
-            for (t, v) in total.iter_mut().zip(s) {
-                *t += *v;
+            let out = &mut result[(r * slots + 1 + g) * k..(r * slots + 2 + g) * k];
+            for j in 0..k {
+                let d = s[k + mask_of[j]];
+                let c = centre[g * k + j];
+                out[j] = if d > 0.0 { c + s[j] / d } else { f64::NAN };
+                if d > 0.0 {
+                    num[j] += (c - base[j]) * d + s[j];
+                    den[j] += d;
+                }
             }
         }
-        for slot in 0..slots {
-            let s: &[f64] = if slot == 0 {
-                &total
-            } else {
-                &sums[(r * n_groups + slot - 1) * width..(r * n_groups + slot) * width]
-            };
-            let out = &mut result[(r * slots + slot) * k..(r * slots + slot + 1) * k];
-            for j in 0..k {
-                let den = s[k + mask_of[j]];
-                out[j] = if den > 0.0 { centre[j] + s[j] / den } else { f64::NAN };
-            }
+        let out = &mut result[r * slots * k..(r * slots + 1) * k];
+        for j in 0..k {
+            out[j] = if den[j] > 0.0 { base[j] + num[j] / den[j] } else { f64::NAN };
         }
     }
     Ok(result)
@@ -548,6 +557,27 @@ mod tests {
                 assert!(out[(r * 2 + slot) * 2 + 1].is_nan());
             }
         }
+    }
+
+    #[test]
+    fn a_group_keeps_its_digits_when_another_group_is_far_away() {
+        // one case of group 0 at 10,000; nine cases of group 1 all 0.1 (f32 residuals around
+        // a shared centre gave group 1 means of 0.0990-0.1008)
+        let mut v = vec![1e4];
+        v.extend([0.1; 9]);
+        let codes: Vec<u32> = std::iter::once(0).chain([1; 9]).collect();
+        let out = bootstrap_means(&v, 10, 1, &codes, 2, 200, 1, Some(1)).unwrap();
+        let want = reference(&v, 10, 1, &codes, 2, 200, 1);
+        for r in 0..200 {
+            let group1 = out[r * 3 + 2];
+            assert!(group1.is_nan() || group1 == 0.1, "resample {r}: {group1}");
+            assert!(out[r * 3 + 1].is_nan() || out[r * 3 + 1] == 1e4);
+            assert!((out[r * 3] - want[r * 3]).abs() <= 1e-9 * want[r * 3].abs(), "{} vs {}", out[r * 3], want[r * 3]);
+        }
+        // a column constant over all groups is exact in every slot
+        let codes: Vec<u32> = (0..10).map(|i| i % 3).collect();
+        let out = bootstrap_means(&[0.3; 10], 10, 1, &codes, 3, 50, 2, None).unwrap();
+        assert!(out.iter().all(|&m| m.is_nan() || m == 0.3));
     }
 
     #[test]
