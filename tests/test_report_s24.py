@@ -298,3 +298,23 @@ def test_an_edited_golden_set_panel_neither_breaks_nor_injects(tmp_path: Path) -
     paths = write_reports(folder2, n_resamples=100)
     assert "fact 8 (100.0%)" in paths["html"].read_text(encoding="utf-8")
     assert "hard cases: 2/8 = 25.0%" in paths["markdown"].read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("column,value", [
+    ("category", [1, 2]), ("retrieval_mode", [1, 2]), ("n_expected_files", "two"), ("latency_ms", "slow"),
+    ("latency_ms", [1.0]),
+])
+def test_a_column_of_the_wrong_type_is_named_not_a_traceback(tmp_path: Path, column: str, value: object) -> None:
+    cases = synth_cases(8).with_columns(pl.lit(value).alias(column))
+    folder = write_results(tmp_path / "run", cases, judge=False)
+    proc = _report(str(folder), "--resamples", "100")
+    assert proc.returncode == 2, proc.stderr[-800:]
+    assert "Traceback" not in proc.stderr
+    assert str(folder / "cases.parquet") in proc.stderr and column in proc.stderr
+    assert _no_reports(folder)
+
+
+def test_a_numeric_category_is_still_read() -> None:
+    from ragmeter.report.data import _type_problems
+
+    assert _type_problems(synth_cases(4).with_columns(pl.lit(3).alias("category"))) == []

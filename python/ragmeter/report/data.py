@@ -153,6 +153,12 @@ FLAG_COLUMNS = ["labeled", "correct", "is_noanswer", "empty_retrieval", "missing
 TEXT_COLUMNS = ["question", "answer", "reference_answer", "diagnosis", "quadrant", "faithfulness_band"]
 
 
+#: columns read as numbers (percentiles, comparisons) besides the score metrics
+NUMBER_COLUMNS = ["latency_ms", "n_expected_files", "n_retrieved", "first_relevant_rank"]
+#: columns read as labels (grouped, shown): text, or numbers read as text
+LABEL_COLUMNS = ["category", "retrieval_mode"]
+
+
 def _type_problems(frame: pl.DataFrame) -> List[str]:
     """``"<column> is <type>, expected <type>"`` for every known column whose type the reports, compare and
     the diagnosis cannot use (a string ``hit`` fails deep inside a cast); unknown columns are not checked."""
@@ -162,10 +168,14 @@ def _type_problems(frame: pl.DataFrame) -> List[str]:
         expected[m.column] = "Boolean" if m.kind == "rate" else "a number"
         if m.status:
             expected[m.status] = "String"
+    expected.update((c, "a number") for c in NUMBER_COLUMNS)
+    expected.update((c, "a text or number") for c in LABEL_COLUMNS)
     ok = {
         "Boolean": lambda t: t == pl.Boolean,
         "a number": lambda t: t.is_numeric() or t == pl.Boolean,
         "String": lambda t: t in (pl.Utf8, pl.Categorical) or isinstance(t, (pl.Categorical, pl.Enum)),
+        "a text or number": lambda t: t in (pl.Utf8, pl.Categorical, pl.Boolean) or t.is_numeric()
+        or isinstance(t, (pl.Categorical, pl.Enum)),
     }
     return [f"{c} is {t}, expected {expected[c]}" for c, t in frame.schema.items()
             if c in expected and t != pl.Null and not ok[expected[c]](t)]
