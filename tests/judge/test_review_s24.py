@@ -99,6 +99,10 @@ def test_one_json_object_among_other_text_is_read_without_a_repair_turn(server, 
     "Sure! {\"a\": 1",                 # cut short
     "<think>{\"a\": 1}</think>",       # only in the thoughts
     "{score: 5}",
+    # an outer object cut short: the complete object nested inside it is a field, not the verdict
+    '{"score": 4, "reason": {"verdict": "no"}, "extra": "trunc',
+    'Verdict: {"correct": false, "detail": {"score": 5}',
+    '{"claims": [{"verdict": "yes"}], "score": ',
 ])
 def test_text_without_exactly_one_json_object_still_fails_to_parse(text):
     with pytest.raises(ParseError):
@@ -108,6 +112,9 @@ def test_text_without_exactly_one_json_object_still_fails_to_parse(text):
 def test_one_object_in_prose_and_after_thoughts_parses():
     assert parse_json_object('Verdict: {"a": {"b": [1, "}"]}} done') == {"a": {"b": [1, "}"]}}
     assert parse_json_object('<think>\n{"draft": 1}\n</think>\n```json\n{"a": 3}\n```') == {"a": 3}
+    # prose braces that are not JSON, closed before the object, do not hide it
+    assert parse_json_object('The answer says {blue} so: {"score": 4}') == {"score": 4}
+    assert parse_json_object('set {"x", "y"} then {"score": 2, "r": "a{b"}') == {"score": 2, "r": "a{b"}
 
 
 # -- a usage block the client cannot read does not throw a good reply away ---------------------------------------

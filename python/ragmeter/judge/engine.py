@@ -25,7 +25,7 @@ import json
 import re
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, Generator, List, Optional, TypeVar, Union
 
 from .cache import Cache, CacheWriteError, cache_key, key_hasher, messages_bytes
 from .client import JudgeCallError, JudgeClient
@@ -63,23 +63,54 @@ _DECODER = json.JSONDecoder()
 _MAX_STARTS = 200
 
 
+def _top_level_starts(text: str) -> Generator[int, Optional[int], None]:
+    """Offsets of the ``{`` that open at brace depth 0 once the objects before them are read; ``skip_to`` (sent)
+    jumps past an object that decoded. A ``{`` inside an object cut short or not JSON is nested in it, not a start:
+    the complete object inside a truncated verdict is one of its fields, never the verdict."""
+    depth, in_string, escaped, i = 0, False, False, 0
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == "{":
+            if depth == 0:
+                skip_to = yield i
+                if skip_to is not None:
+                    i = skip_to
+                    continue
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+        elif ch == '"' and depth:
+            in_string = True  # quotes only delimit strings inside braces: prose may hold a lone quote
+        i += 1
+
+
 def _lone_object(text: str) -> Optional[Dict[str, Any]]:
-    """The JSON object in ``text`` when there is exactly one (read from a ``{`` to its matching end), else None."""
+    """The JSON object in ``text`` when there is exactly one at the top level (read from a ``{`` to its matching
+    end), else None."""
     found: List[Dict[str, Any]] = []
-    i, tries = text.find("{"), 0
-    while i != -1 and tries < _MAX_STARTS:
-        tries += 1
-        try:
-            obj, end = _DECODER.raw_decode(text, i)
-        except json.JSONDecodeError:
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(obj, dict):
+    starts = _top_level_starts(text)
+    try:
+        i = next(starts)
+        for _ in range(_MAX_STARTS):
+            try:
+                obj, end = _DECODER.raw_decode(text, i)
+            except json.JSONDecodeError:
+                i = next(starts)  # the scan goes on inside it: what it holds is nested
+                continue
             found.append(obj)
             if len(found) > 1:
                 return None  # which one the model meant would be a guess
-        i = text.find("{", end)
-    return found[0] if len(found) == 1 and i == -1 else None
+            i = starts.send(end)
+        return None  # too many braces to read
+    except StopIteration:
+        return found[0] if len(found) == 1 else None
 
 
 def parse_json_object(text: str) -> Dict[str, Any]:
