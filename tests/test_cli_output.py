@@ -338,3 +338,28 @@ def test_an_empty_out_is_refused_not_read_as_no_out_or_the_current_folder(args: 
         assert main([*args, "--out", value]) == 2
         assert "--out: empty" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_category_names_that_look_like_rich_markup_are_shown_as_written(tmp_path: Path) -> None:
+    # a category is the user's text: "[/]odd" crashed score with a MarkupError traceback, "[bold]x" lost its tag
+    names = {"fact-": "[/]odd", "multi": "[bold]x"}
+    lines = []
+    for line in Path(GOLDEN).read_text(encoding="utf-8").splitlines():
+        if line.startswith("{"):
+            case = json.loads(line)
+            case["category"] = next((v for k, v in names.items() if case["id"].startswith(k)), "plain")
+            line = json.dumps(case, ensure_ascii=False)
+        lines.append(line)
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for args in (["score"], ["sweep", "--thresholds", "0,0.2"],
+                 ["eval", "--no-judge", "--out", "a"], ["eval", "--no-judge", "--out", "b"]):
+        proc = piped([*args, "--golden", str(golden), "--run", RUN], tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        for name in names.values():
+            assert name in proc.stdout, (args, name, proc.stdout)
+    status, text = in_terminal(["score", "--golden", str(golden), "--run", RUN], tmp_path)
+    assert status == 0 and "Traceback" not in text and "[/]odd" in text, text
+    proc = piped(["compare", "a", "b", "--resamples", "200"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert all(name in proc.stdout for name in names.values()), proc.stdout

@@ -144,7 +144,7 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
     for i, (name, agg) in enumerate(rows):
         all_files = agg["all_files_hit_rate"]
         table.add_row(
-            name, f"{agg['hit_rate']['n_scored']}/{agg['hit_rate']['n_total']}",
+            Text(name), f"{agg['hit_rate']['n_scored']}/{agg['hit_rate']['n_total']}",
             *(_value_over(agg, key, agg["hit_rate"]["n_scored"])
               for key in ("hit_rate", "file_hit_rate", "mrr", "map", "ndcg", "evidence_recall")),
             f"{_value(agg, 'all_files_hit_rate')} {all_files['n_scored']}/{all_files['n_total']}" if all_files["n_total"] else "—",
@@ -201,7 +201,7 @@ def print_sweep(table: Any, k: int, console: Optional[Console] = None, more_in: 
         mrr = "—" if row["mrr"] is None else f"{row['mrr']:.3f}"
         style = "bold" if row["category"] == "ALL" else None
         last_of_threshold = i + 1 < len(rows) and rows[i + 1]["threshold"] != row["threshold"]
-        t.add_row(f"{row['threshold']:g}", row["category"], hit, mrr, f"{row['n_scored']}/{row['n_total']}",
+        t.add_row(f"{row['threshold']:g}", Text(row["category"]), hit, mrr, f"{row['n_scored']}/{row['n_total']}",
                   str(row["empty_retrievals"]), f"{row['mean_kept']:.2f}", style=style, end_section=last_of_threshold)
     console.print(t)
     if n_more:

@@ -196,6 +196,8 @@ def render(comp: Any, gate_results: Optional[List[Any]] = None, console: Any = N
 def _per_category(comp: Any, console: Any, say: Any) -> None:
     """One table per key metric: every category, or at most ``MAX_ROWS`` (the largest drop in the metric's
     direction, then the rest by the same order) with a count of the others."""
+    from rich.text import Text
+
     from ragmeter.cli._tables import MAX_ROWS, print_more, worst_first
     from ragmeter.compare import fmt_ci, fmt_delta, fmt_value, label
 
@@ -211,9 +213,9 @@ def _per_category(comp: Any, console: Any, say: Any) -> None:
         for g in shown:
             r = rows.get((m, g))
             if r is None or not r.n_paired:
-                table.add_row(g, "n/a", "n/a", "n/a", "n/a", f"0/{r.n_total if r else 0}")
+                table.add_row(Text(g), "n/a", "n/a", "n/a", "n/a", f"0/{r.n_total if r else 0}")
                 continue
-            table.add_row(g, fmt_value(r.baseline, r.kind), fmt_value(r.candidate, r.kind),
+            table.add_row(Text(g), fmt_value(r.baseline, r.kind), fmt_value(r.candidate, r.kind),
                           fmt_delta(r.delta, r.kind) + ("*" if r.significant else " "), fmt_ci(r),
                           f"{r.n_paired}/{r.n_total}")
         say("")
