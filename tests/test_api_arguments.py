@@ -119,7 +119,10 @@ def test_valid_arguments_are_taken(call, want) -> None:
     (["audit", "--golden", str(GOLDEN), "--target", "0"], "--target must be a positive integer, got 0"),
     (["compare", str(EX), str(EX), "--resamples", "50"], "--resamples must be an integer >= 100, got 50"),
     (["report", str(EX), "--resamples", "50"], "--resamples must be an integer >= 100, got 50"),
-], ids=["eval-review-rate", "eval-repeat", "audit-target", "compare-resamples", "report-resamples"])
+    (["eval", "--golden", str(GOLDEN), "--run", str(RUN), "--review-rate", "200%"],
+     "--review-rate must be a number between 0 and 1, got 2.0"),
+], ids=["eval-review-rate", "eval-repeat", "audit-target", "compare-resamples", "report-resamples",
+        "eval-review-rate-percent"])
 def test_the_command_line_names_its_flags(tmp_path, capsys, monkeypatch, argv, message) -> None:
     from ragmeter.cli import main
 
@@ -128,3 +131,15 @@ def test_the_command_line_names_its_flags(tmp_path, capsys, monkeypatch, argv, m
     err = capsys.readouterr().err
     assert err == f"ragmeter: error: {message}\n"
     assert not (tmp_path / "out").exists()
+
+
+def test_eval_takes_a_review_rate_in_percent_as_audit_and_review_take_shares(tmp_path, monkeypatch) -> None:
+    # eval --review-rate 10% was refused ("invalid float value") while audit and review import take 30%, 80%
+    import json
+
+    from ragmeter.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "--golden", str(GOLDEN), "--run", str(RUN), "--no-judge", "--review-rate", "25%",
+                 "--out", "out"]) == 0
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["settings"]["review"]["rate"] == 0.25

@@ -1,7 +1,24 @@
 """Checks the commands make on their inputs and output paths before any work."""
 from __future__ import annotations
 
+import argparse
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+
+def share(text: str) -> float:
+    """A share given as 0.3 or 30% (argparse type); the caller checks its range."""
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a share: {text!r} (e.g. 0.3 or 30%)") from None
+
+
+def fraction(text: str) -> float:
+    """A share between 0 and 1, given as 0.3 or 30% (argparse type)."""
+    value = share(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"not between 0 and 1: {text!r}")
+    return value
 
 
 def refuse_unlabelled_golden(golden: Any) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ragmeter.cli._inputs import fraction
+
 HELP = "audit a golden set: balance by category and source, blind spots, gap to a target, resolution, evidence vs corpus"
 
 EPILOG = """exit status: 0 = audited (warnings are printed but do not fail), 1 = --strict
@@ -18,27 +20,16 @@ evidence_not_in_corpus, file_not_in_corpus, evidence_in_other_file.
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
-def _fraction(text: str) -> float:
-    """0.3 or 30%."""
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a fraction: {text!r} (e.g. 0.3 or 30%)") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"not between 0 and 1: {text!r}")
-    return value
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSON Lines, JSON array or Parquet)")
     parser.add_argument("--corpus", metavar="C", help="chunk export (JSONL/Parquet: file, chunk_id, text) or a folder of text/Markdown files")
     parser.add_argument("--target", type=int, metavar="N", help="target size: gap to even shares of N over the categories and sources seen")
     parser.add_argument("--targets", metavar="SPEC", help="per-value targets: category=a:50,b:30;source=x:40,y:40 (or a .toml/.json file)")
     parser.add_argument("--hard", metavar="CATS", help="comma-separated hard categories (default: a 'difficulty' field, else multi, boundary, conflict, crossdoc, noanswer, ...)")
-    parser.add_argument("--min-hard-share", type=_fraction, default=0.30, metavar="F", help="warn below this share of hard cases (default 0.30)")
-    parser.add_argument("--min-source-share", type=_fraction, default=None, metavar="F", help="warn for a source below this share (default 75%% of an even share)")
+    parser.add_argument("--min-hard-share", type=fraction, default=0.30, metavar="F", help="warn below this share of hard cases (default 0.30)")
+    parser.add_argument("--min-source-share", type=fraction, default=None, metavar="F", help="warn for a source below this share (default 75%% of an even share)")
     parser.add_argument("--by", default="source", metavar="FIELD", help="second dimension (default: source)")
-    parser.add_argument("--rate", type=_fraction, default=None, metavar="P", help="hit/correct rate for the detectable difference (default 0.5, the worst case)")
+    parser.add_argument("--rate", type=fraction, default=None, metavar="P", help="hit/correct rate for the detectable difference (default 0.5, the worst case)")
     parser.add_argument("--results", metavar="DIR", help="take the observed hit and correct rates from a results folder (eval/score --out)")
     parser.add_argument("--json", action="store_true", help="print the audit as one JSON object")
     parser.add_argument("--strict", action="store_true", help="exit 1 when there is any warning (for CI)")

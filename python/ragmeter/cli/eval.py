@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Optional
 
+from ragmeter.cli._inputs import share
 from ragmeter.cli.judge import exit_epilog
 
 HELP = "score + judge + report into one folder: tables, summary.json, report.html/.md"
@@ -39,9 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from ragmeter.cli.collect import add_target_options
 
     add_target_options(parser, required=False)  # eval --target: collect into OUT/run.jsonl, then evaluate
-    parser.add_argument("--review-rate", type=float, default=None, metavar="R",
-                        help="share of cases sampled at random for human review (review_reason 'sampled'; "
-                             "default 0.1); judge-failed and miss-but-correct cases always go to review")
+    parser.add_argument("--review-rate", type=share, default=None, metavar="R",
+                        help="share of cases sampled at random for human review, 0.1 or 10%% (review_reason "
+                             "'sampled'; default 0.1); judge-failed and miss-but-correct cases always go to review")
     parser.add_argument("--review-seed", type=int, default=None, metavar="S",
                         help="seed of the per-case review draw (default fixed; recorded in summary.json)")
 

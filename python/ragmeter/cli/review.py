@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from ragmeter.cli._inputs import fraction
+
 HELP = "judge vs humans: export a review sheet, import it (agreement, kappa, PPI), compare raters"
 
 EPILOG = """exit status: 0 = done; 2 = bad input (a sheet naming unknown cases,
@@ -21,16 +23,6 @@ Verdict rules: correct = every core point covered; score 5 = every point,
 point but another point, 1 = nothing covered."""
 
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a fraction: {text!r} (e.g. 0.8 or 80%)") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"not between 0 and 1: {text!r}")
-    return value
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     imp = sub.add_parser("import", help="read a filled sheet: agreement, kappa, strata, PPI; update summary and reports")
     imp.add_argument("results", metavar="RESULTS_DIR")
     imp.add_argument("sheet", metavar="SHEET.csv")
-    imp.add_argument("--min-agreement", type=_fraction, default=0.8, metavar="F",
+    imp.add_argument("--min-agreement", type=fraction, default=0.8, metavar="F",
                      help="warn when agreement is below this (default 80%%)")
     imp.add_argument("--json", action="store_true", help="print the calibration section as JSON")
     cmp_ = sub.add_parser("compare", help="pairwise agreement and kappa between judges and the human labels")
