@@ -17,7 +17,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import polars as pl
@@ -170,12 +170,11 @@ def _type_problems(frame: pl.DataFrame) -> List[str]:
             expected[m.status] = "String"
     expected.update((c, "a number") for c in NUMBER_COLUMNS)
     expected.update((c, "a text or number") for c in LABEL_COLUMNS)
-    ok = {
+    ok: Dict[str, Callable[[Any], bool]] = {
         "Boolean": lambda t: t == pl.Boolean,
         "a number": lambda t: t.is_numeric() or t == pl.Boolean,
         "String": lambda t: t in (pl.Utf8, pl.Categorical) or isinstance(t, (pl.Categorical, pl.Enum)),
-        "a text or number": lambda t: t in (pl.Utf8, pl.Categorical, pl.Boolean) or t.is_numeric()
-        or isinstance(t, (pl.Categorical, pl.Enum)),
+        "a text or number": lambda t: ok["String"](t) or ok["a number"](t),
     }
     return [f"{c} is {t}, expected {expected[c]}" for c, t in frame.schema.items()
             if c in expected and t != pl.Null and not ok[expected[c]](t)]

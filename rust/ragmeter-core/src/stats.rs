@@ -425,16 +425,17 @@ pub fn bootstrap_means(
             for j in 0..k {
                 let d = s[k + mask_of[j]];
                 let c = centre[g * k + j];
-                out[j] = if d > 0.0 { c + s[j] / d } else { f64::NAN };
                 if d > 0.0 {
+                    // (no scored case drawn: the slot stays NaN, as `result` was filled)
+                    out[j] = c + s[j] / d;
                     num[j] += (c - base[j]) * d + s[j];
                     den[j] += d;
                 }
             }
         }
         let out = &mut result[r * slots * k..(r * slots + 1) * k];
-        for j in 0..k {
-            out[j] = if den[j] > 0.0 { base[j] + num[j] / den[j] } else { f64::NAN };
+        for j in (0..k).filter(|&j| den[j] > 0.0) {
+            out[j] = base[j] + num[j] / den[j];
         }
     }
     Ok(result)
