@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ragmeter._aio import run_blocking
+from ragmeter._secrets import mask_decoded
 from ragmeter.errors import InputError
 from ragmeter.judge.retry import RetryPolicy, classify
 from ragmeter.judge.stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, Halt, RunStop
@@ -231,21 +232,7 @@ def _scrub(run: "_Run", value: Any) -> Tuple[Any, bool]:
     text: JSON may escape a token's characters (``\\/``, ``\\u...``) so that the raw text would not match."""
     if not run.secrets:
         return value, False
-    found = False
-
-    def walk(item: Any) -> Any:
-        nonlocal found
-        if isinstance(item, str):
-            masked = _mask(run, item)
-            found = found or masked != item
-            return masked
-        if isinstance(item, dict):
-            return {walk(k): walk(v) for k, v in item.items()}
-        if isinstance(item, list):
-            return [walk(v) for v in item]
-        return item
-
-    return walk(value), found
+    return mask_decoded(value, lambda text: _mask(run, text))
 
 
 def _blank(answer: Any) -> bool:

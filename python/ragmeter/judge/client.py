@@ -35,6 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import aiohttp
 
+from .._secrets import Masker, mask_decoded
 from . import _json
 from .cost import estimate_tokens
 from .limits import Limits
@@ -261,6 +262,7 @@ class JudgeClient:
         #: the embeddings endpoint's own key, sent instead of the chat key (never the chat key to its host)
         self._embed_key = config.embeddings_api_key
         self._embed_auth = {"Authorization": f"Bearer {self._embed_key}"} if self._embed_key else None
+        self._masker = Masker((self._key, self._embed_key))
         self._json = config.json_mode != "off"
         self.context_size = config.context_size
         self._session: Optional[aiohttp.ClientSession] = None
@@ -323,14 +325,20 @@ class JudgeClient:
         return other
 
     def redact(self, text: Optional[str]) -> Optional[str]:
-        """Mask the API key wherever it appears (a server may echo it in an error body), and drop the
-        ``user:password@`` of any URL."""
+        """Mask the API keys wherever they appear (a server may echo them in an error body; see
+        :mod:`ragmeter._secrets` for short keys), and drop the ``user:password@`` of any URL."""
         if not text:
             return text
-        for key in (self._key, self._embed_key):
-            if key and key in text:
-                text = text.replace(key, "***")
-        return scrub_urls(text)
+        return scrub_urls(self._masker.text(text))
+
+    def _masked_reply(self, data: Dict[str, Any], body: str) -> Dict[str, Any]:
+        """A decoded reply with the keys masked in its strings: an echo (a proxy, a debug field) is never
+        cached or written. Decoded first, so that a short key cannot garble the reply's structure and a JSON
+        escape cannot hide a key; a body with neither a key nor an escape in it is left as it is."""
+        if not self._masker or ("\\" not in body and self._masker.text(body) == body):
+            return data
+        masked, _ = mask_decoded(data, self._masker.text)
+        return masked
 
     # -- preflight -----------------------------------------------------------------------------------
     async def _preflight(self, base: str) -> None:
@@ -390,10 +398,7 @@ class JudgeClient:
             async with self._session.post(url, data=data, headers=headers) as resp:
                 body = _body_text(await resp.read(), resp.charset)
                 slot.answer(resp.status, resp.headers)  # the rate controller learns from it (time-outs too)
-                for key in (self._key, self._embed_key):
-                    if key and key in body:  # echoed (a proxy, a debug field): never cached or written
-                        body = body.replace(key, "***")
-                return resp.status, resp.headers, body
+                return resp.status, resp.headers, body  # keys masked by the reader: _masked_reply, redact
 
     async def _call(self, url: Any, build: Callable[[], Dict[str, Any]], tokens: Callable[[], int],
                     on_ok: Callable[[Dict[str, Any], Dict[str, Any]], Any], what: str,
@@ -453,6 +458,7 @@ class JudgeClient:
                     except ValueError:
                         data = None
                     if data is not None and not data.get("error"):  # "error": null beside the choices is fine
+                        data = self._masked_reply(data, body or "")
                         try:
                             result = on_ok(data, record)
                         except _Again:

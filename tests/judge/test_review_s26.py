@@ -1,0 +1,62 @@
+"""Review session 26 of the judge: defects found scripting OpenAI-compatible endpoints, each with the test that
+failed before its fix."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from fakeserver import FakeServer
+
+from ragmeter.judge import JudgeConfig, run_sync
+
+CASES = [{"id": f"c{i}", "question": f"Which colour is item {i}?", "reference_answer": "blue",
+          "answer": "blue"} for i in range(3)]
+
+
+# -- a short API key (llama.cpp's --api-key k) does not garble the replies ---------------------------------------
+@pytest.mark.parametrize("key", ["k", "to", "ey", "sk-1"])
+def test_a_short_key_does_not_garble_the_replies(tmp_path, fast_retry, key):
+    # before: the key was masked as text in the raw body before it was parsed, so with the key "k" the usage
+    # block's "prompt_tokens" became "prompt_to***ens" (every reply's cost read as an estimate) and the
+    # verdict's reason "key facts" became "***ey facts". A short key that stands as a word of its own is still
+    # masked (the next test): a reason saying "ok" with the key "ok" loses that word
+    verdict = {"reason": "looks ok: key facts match the token list", "score": 5, "correct": True}
+    with FakeServer(api_key=key) as server:
+        server.script = [{"content": json.dumps(verdict)}] * len(CASES)
+        res = run_sync(CASES, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                          cache=tmp_path / "c.sqlite", retry=fast_retry, api_key=key,
+                                          concurrency=1, progress=False))
+        assert server.requests == len(CASES)
+    assert [r["status"] for r in res.rows] == ["ok"] * len(CASES)
+    assert [r["reason"] for r in res.rows] == [verdict["reason"]] * len(CASES)
+    assert res.summary["usage_estimated_requests"] == 0
+
+
+@pytest.mark.parametrize("key", ["k", "sk-1"])
+def test_a_short_key_echoed_as_a_word_is_still_masked(tmp_path, fast_retry, key):
+    reply = {"reason": f"checked with Authorization: Bearer {key} (key: '{key}')", "score": 5, "correct": True}
+    with FakeServer(api_key=key) as server:
+        server.script = [{"content": json.dumps(reply)}]
+        cache = tmp_path / "c.sqlite"
+        res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                              cache=cache, retry=fast_retry, api_key=key, progress=False))
+    assert res.rows[0]["reason"] == "checked with Authorization: Bearer *** (key: '***')"
+    with sqlite3.connect(cache) as db:
+        stored = " ".join(str(row) for row in db.execute("select * from judge_cache"))
+    assert f"Bearer {key} " not in stored and "Bearer ***" in stored
+
+
+def test_a_long_key_is_masked_inside_words_and_json_escapes(tmp_path, fast_retry, api_key):
+    # a key with a '/' that the server's JSON escapes as '\\/': the raw body never holds the key as written
+    key = api_key + "/x"
+    reply = {"reason": f"token={key};prefix{key}", "score": 5, "correct": True}
+    body = json.dumps({"choices": [{"message": {"content": json.dumps(reply)}, "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 9, "completion_tokens": 4}}).replace("/", "\\/")
+    with FakeServer(api_key=key) as server:
+        server.script = [{"status": 200, "body": body}]
+        res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                              cache=tmp_path / "c.sqlite", retry=fast_retry, api_key=key,
+                                              progress=False))
+    assert res.rows[0]["reason"] == "token=***;prefix***"
+    assert res.summary["usage_estimated_requests"] == 0
