@@ -76,6 +76,7 @@ def test_rows_equal_the_single_machine_run_and_a_rerun_sends_nothing(ray_cluster
     for key in ("n_cases", "n_rows", "incomplete", "calls", "requests", "prompt_tokens", "completion_tokens",
                 "judge_cost_usd", "system_cost_usd"):
         assert res.summary[key] == single.summary[key], key
+    assert res.summary["usage_estimated_requests"] == single.summary["usage_estimated_requests"] == 0
     assert res.summary["ray"]["batches"] == 3 * 2  # 3 blocks of 8 rows, cut in 5 + 3
     assert res.summary["ray"]["retried"] == []
 
@@ -84,6 +85,21 @@ def test_rows_equal_the_single_machine_run_and_a_rerun_sends_nothing(ray_cluster
     assert server.requests == before  # every reply is replayed from the controller's cache
     assert again.frame()["cached"].all() and again.summary["calls"] == 0
     assert_frame_equal(again.frame().drop(RUN_DEPENDENT), res.frame().drop(RUN_DEPENDENT))
+
+
+def test_replies_without_usage_are_counted_as_estimated_across_workers(ray_cluster, server, tmp_path):
+    # before: a Ray run's summary said None (not counted) where a single-machine run counts the replies whose
+    # tokens, and so cost, are estimates
+    no_usage = {"status": 200, "body": json.dumps({"choices": [{"message": {"content": '{"reason": "ok", "score": 5, "correct": true}'},
+                                                                "finish_reason": "stop"}]})}
+    server.rules = [(lambda info: "item 3?" in json.dumps(info.get("payload")) or
+                     "item 11?" in json.dumps(info.get("payload")), no_usage)]
+    cfg = dict(metrics=("correctness",))
+    single = run_sync(cases(16), config(server, tmp_path / "single.sqlite", **cfg))
+    res = judge_dataset(cases(16), config(server, tmp_path / "ray.sqlite", **cfg), workers=2, batch_size=4)
+    assert single.summary["usage_estimated_requests"] == 2
+    assert res.summary["usage_estimated_requests"] == 2
+    assert res.summary["judge_cost_usd"] == single.summary["judge_cost_usd"]
 
 
 def test_one_concurrency_ceiling_holds_across_two_workers(ray_cluster, server, tmp_path):

@@ -449,7 +449,7 @@ class _Worker:
                            "refreshed": engine.refreshed, "call_latencies": list(engine.call_latencies)},
                 "client": {"requests": s.requests, "preflight_requests": s.preflight_requests + preflight,
                            "retries": s.retries, "prompt_tokens": s.prompt_tokens,
-                           "completion_tokens": s.completion_tokens}}
+                           "completion_tokens": s.completion_tokens, "usage_estimated": s.usage_estimated}}
 
 
 # -- batches ---------------------------------------------------------------------------------------------
@@ -931,7 +931,7 @@ def _merged_engine(results: List[Dict[str, Any]], state: Dict[str, Any]) -> Any:
 
 
 def _merged_client(results: List[Dict[str, Any]], state: Dict[str, Any]) -> Any:
-    keys = ("requests", "preflight_requests", "retries", "prompt_tokens", "completion_tokens")
+    keys = ("requests", "preflight_requests", "retries", "prompt_tokens", "completion_tokens", "usage_estimated")
     stats = _Facts(**{k: sum(r["client"][k] for r in results) for k in keys})
     rate = state["rate"]
     return _Facts(stats=stats, limits=_Facts(summary=lambda: rate))

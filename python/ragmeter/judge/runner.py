@@ -529,8 +529,7 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
         "prompt_tokens": 0 if client is None else client.stats.prompt_tokens,
         "completion_tokens": 0 if client is None else client.stats.completion_tokens,
         #: replies that came without a (readable) usage block: their tokens, and so their cost, are estimates
-        #: (None: not counted, as by a Ray run's merged statistics)
-        "usage_estimated_requests": 0 if client is None else getattr(client.stats, "usage_estimated", None),
+        "usage_estimated_requests": 0 if client is None else client.stats.usage_estimated,
         "judge_cost_usd": None if judge_cost is None else round(judge_cost, 6),
         "system_cost_usd": system_cost,
         "judge_cost_share": round(judge_cost / total, 4) if judge_cost and total > 0 else None,
