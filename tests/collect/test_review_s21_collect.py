@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from collect_helpers import FAST, GOLDEN, golden_ids, write_target
+from collect_helpers import FAST, GOLDEN, cli, golden_ids, no_traceback, write_target
 from ragserver import RagServer, example_records
 
 import ragmeter
@@ -143,3 +143,21 @@ def test_a_parquet_run_keeps_every_field_of_a_failed_case(tmp_path):
     assert [{k: row[k] for k in ("id", "error", "error_kind", "attempts")} for row in failed] == \
         [{k: r[k] for k in ("id", "error", "error_kind", "attempts")} for r in expected]
     assert load_run(tmp_path / "run.parquet").height == len(golden_ids())
+
+
+def test_a_system_failing_every_case_with_5xx_stops_the_collection(tmp_path):
+    # the first case answers (the target is right), then the system goes down behind its gateway
+    ids = golden_ids()
+    with RagServer(script={i: [503] * 10 for i in ids[1:]}, modes=None) as s:
+        target = write_target(tmp_path / "t.toml", s.url)
+        proc = cli("collect", "--golden", str(GOLDEN), "--target", str(target), "--out", "run.jsonl",
+                   "--no-cache", "--concurrency", "2", "--retry-attempts", "3",
+                   cwd=tmp_path)
+        sent = sum(s.requests.values())
+    no_traceback(proc)
+    # before: each of the 50 cases spent its 3 attempts (151 requests), exit 3 with 50 failed records
+    assert proc.returncode == 2, proc.stderr
+    assert sent <= 1 + 3 * 8, sent
+    said = " ".join(proc.stderr.split())
+    assert "5 cases in a row failed on server errors" in said and "HTTP 503" in said
+    assert not (tmp_path / "run.jsonl").exists()

@@ -15,7 +15,8 @@ from evalcli import eval_cli
 # -- --repeat N: a repeat whose calls failed is incomplete, and --max-failed sees it ---------------------------
 def test_failed_rows_of_a_later_repeat_count_against_max_failed(tmp_path, server, api_key):
     # repeat 1 (50 correctness calls; the case missing from the run sends none) answers; repeat 2 only fails
-    server.script = ["ok"] * 50 + [500] * 200
+    # (a 400 each: a 5xx on every call would stop the run as an endpoint that is down, exit 2)
+    server.script = ["ok"] * 50 + [400] * 200
     out = tmp_path / "ev"
     proc = eval_cli("--metrics", "correctness", "--no-cache", "--repeat", "2", "--retry-attempts", "1",
                     "--out", str(out), server=server)
@@ -33,7 +34,7 @@ def test_failed_rows_of_a_later_repeat_count_against_max_failed(tmp_path, server
     assert "(50/51), n/a (0/51)" in flat  # each repeat's mean with the rows it is over
     assert "repeat 2: 50 of 50 judge rows not judged (50 failed" in flat
     # a limit that allows them: results written, exit 0
-    server.script = ["ok"] * 50 + [500] * 200
+    server.script = ["ok"] * 50 + [400] * 200
     proc = eval_cli("--metrics", "correctness", "--no-cache", "--repeat", "2", "--retry-attempts", "1",
                     "--max-failed", "60%", "--out", str(out), "--json", server=server)
     assert proc.returncode == 0, proc.stderr

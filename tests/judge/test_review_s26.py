@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import polars as pl
 import pytest
 from fakeserver import FakeServer
 
@@ -60,3 +61,50 @@ def test_a_long_key_is_masked_inside_words_and_json_escapes(tmp_path, fast_retry
                                               progress=False))
     assert res.rows[0]["reason"] == "token=***;prefix***"
     assert res.summary["usage_estimated_requests"] == 0
+
+
+# -- an endpoint that fails every call with server errors stops the run --------------------------------------------
+def test_an_endpoint_failing_every_call_with_5xx_stops_the_run(tmp_path, server, api_key):
+    from test_cli import cli, write_cases
+    from test_edges import finish
+
+    cases = write_cases(tmp_path / "cases.jsonl", 40)
+    server.rules = [(lambda info: True, 503)]
+    code, _, err = finish(cli(tmp_path, server, "--cases", str(cases), "--metrics", "correctness",
+                              "--concurrency", "2", key=api_key))
+    # before: every one of the 40 calls spent its 6 attempts (240 requests), then exit 3 with 40 failed rows
+    assert code == 2, err
+    assert server.requests <= 6 * 8, server.requests
+    said = " ".join(err.split())
+    assert "5 calls in a row failed on server errors" in said and "HTTP 503" in said
+    assert "a rerun with the same --cache resumes" in said
+    assert api_key not in err and not (tmp_path / "out").exists()
+
+
+def test_server_errors_on_some_inputs_fail_those_rows_only(tmp_path, server, api_key):
+    from test_cli import cli, write_cases
+    from test_edges import finish
+
+    cases = write_cases(tmp_path / "cases.jsonl", 24)
+    # one case in three always crashes the server (a prompt it cannot take): the others answer in between
+    server.rules = [(lambda info: any(f"product {i} " in json.dumps(info.get("payload", {}))
+                                      for i in (0, 6, 12, 18)), 500),
+                    (lambda info: any(f"\\u7b2c{i}\\u53f7" in json.dumps(info.get("payload", {}))
+                                      for i in (3, 9, 15, 21)), 500)]
+    code, _, err = finish(cli(tmp_path, server, "--cases", str(cases), "--metrics", "correctness",
+                              "--concurrency", "2", key=api_key))
+    assert code == 3, err  # results written, 8 rows failed
+    rows = pl.read_parquet(tmp_path / "out" / "judge.parquet")
+    failed = rows.filter(pl.col("status") != "ok")
+    assert failed.height == 8 and set(failed["error_kind"]) == {"server"}
+
+
+def test_give_up_rule():
+    from ragmeter.judge.stop import ServerErrors
+
+    s = ServerErrors(calls=3)
+    assert not s.gave_up("server") and not s.gave_up("bad_response")
+    s.answered()
+    assert not s.gave_up("server") and not s.gave_up("server")
+    assert not s.gave_up("rate_limit") and not s.gave_up("client")  # not the endpoint failing: not counted
+    assert s.gave_up("server")

@@ -3,7 +3,8 @@
 The first case is sent alone: its response is checked (JSON, every mapping path matches) before the rest of the
 golden set is launched, so a wrong target costs one call. The others go through the judge's engine pieces: the
 same retry classification (:func:`ragmeter.judge.retry.classify`: 429/5xx/time-outs retried with back-off and
-Retry-After; 401/403/404 and exhausted quotas stop the run, exit 2), the same transport breaker, concurrency and
+Retry-After; 401/403/404 and exhausted quotas stop the run, exit 2), the same breakers (transport failures, and
+cases given up on 5xx one after another: :class:`~ragmeter.judge.stop.ServerErrors`), concurrency and
 requests-per-minute limits, and a persistent cache (:mod:`ragmeter.collect.cache`).
 
 Outcomes, none dropped: a collected case is the system's record (``retrieval_mode`` ``unknown`` when the response
@@ -27,7 +28,7 @@ from ragmeter._aio import run_blocking
 from ragmeter._secrets import mask_decoded
 from ragmeter.errors import InputError
 from ragmeter.judge.retry import RetryPolicy, classify
-from ragmeter.judge.stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, Halt, RunStop
+from ragmeter.judge.stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, Halt, RunStop, ServerErrors
 from ragmeter.judge.urls import public_endpoint, scrub_urls
 
 from ragmeter.judge.cache import CacheWriteError
@@ -83,6 +84,7 @@ class _Run:
         self.limits = _limits(opts.concurrency, opts.rpm, opts.rate_control)
         self.stop = RunStop()
         self.breaker = Breaker()
+        self.server_errors = ServerErrors()  #: cases given up on 5xx / unusable replies, none answered between
         self.session: Any = None
         self.headers: Dict[str, str] = {}
         self.url = getattr(target, "url", "")  #: an HttpTarget's url with its ${VAR} read (in memory only)
@@ -362,6 +364,7 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                         run.empty_retried += 1
                         transient -= 1
                         continue
+                    run.server_errors.answered()
                     return {"response": data, "latency_ms": round(latency, 3), "attempts": transient + empty_asked}
         answered = status is not None and 200 <= status < 300  # an unreadable 2xx: retried as an unreadable 200
         decision = classify(attempt=transient, policy=run.opts.policy, status=200 if answered else status,
@@ -389,6 +392,11 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
             run.stop.trip("unreachable", f"{_where(run)}: {run.breaker.failures} transport failures in a row "
                           f"across different cases, no answer in between (last: {decision.message}); check url and "
                           f"that the system is up (raise --timeout if it is only slow)")
+            raise Halt(run.stop.reason)
+        if (not decision.retry and isinstance(run.target, HttpTarget) and run.server_errors.gave_up(decision.kind)):
+            run.stop.trip("server_errors", f"{_where(run)}: {run.server_errors.count} cases in a row failed on server "
+                          f"errors after {transient} attempts each, with no usable reply in between (last: "
+                          f"{decision.message}); the system is failing: check its status")
             raise Halt(run.stop.reason)
         if not decision.retry:
             return {"error": decision.message, "error_kind": decision.kind, "attempts": transient,

@@ -40,7 +40,7 @@ from . import _json
 from .cost import estimate_tokens
 from .limits import Limits
 from .retry import RetryPolicy, classify, is_unknown_model, next_max_tokens
-from .stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, RunStop
+from .stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, RunStop, ServerErrors
 from .urls import endpoint_url, public_endpoint, scrub_urls, split_credentials
 
 __all__ = ["ClientConfig", "JudgeClient", "ChatResult", "EmbedResult", "JudgeCallError", "resolve_api_key"]
@@ -255,6 +255,7 @@ class JudgeClient:
         self.limits = limits or Limits()
         self.stop = stop if stop is not None else RunStop()
         self.breaker = Breaker()
+        self.server_errors = ServerErrors()
         self._calls = 0
         self._preflights: Dict[str, "asyncio.Future[None]"] = {}
         self._first: Dict[str, "asyncio.Event"] = {}  # chat, embeddings: set once the first request came back
@@ -462,15 +463,18 @@ class JudgeClient:
                         try:
                             result = on_ok(data, record)
                         except _Again:
+                            self.server_errors.answered()  # a cut-short output is an answer all the same
                             transient -= 1  # budget doubling has its own limit (the cap)
                             continue
                         except JudgeCallError:
+                            self.server_errors.answered()  # refused or empty: the model answered
                             raise
                         except _BadReply as why:
                             bad = str(why)  # unusable 200: retried as bad_response below
                         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
                             result = None  # unreadable 200: retried as bad_response below
                         else:
+                            self.server_errors.answered()
                             record.setdefault("outcome", "ok")
                             return result
                 if (exc is None and status in JSON_MODE_REJECTED and self._json and self.config.json_mode == "auto"
@@ -498,6 +502,11 @@ class JudgeClient:
                         f"different calls, no answer in between (last: {decision.message}); check --base-url and that "
                         f"the server is up (raise --timeout if it is only slow)") or "")
                     decision = type(decision)(False, 0.0, decision.kind, decision.message, decision.retry_after)
+                if not decision.retry and self.server_errors.gave_up(decision.kind):
+                    self.stop.trip("server_errors", self.redact(
+                        f"{public_endpoint(base)} ({what}, model {self._model(what)}): {self.server_errors.count} "
+                        f"calls in a row failed on server errors after {transient} attempts each, with no usable "
+                        f"reply in between (last: {decision.message}); the endpoint is failing: check its status") or "")
                 if not decision.retry:
                     self.stats.failures += 1
                     message = self.redact(f"{what} failed: {decision.message}") or ""

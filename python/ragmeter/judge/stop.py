@@ -11,6 +11,9 @@ one line. Replies already received are in the cache, so a rerun resumes.
 :class:`Breaker` trips the stop after repeated transport failures (connection
 refused, DNS, TLS, time-outs) spread over different calls with no answer from
 the endpoint in between; one slow call that recovers on retry does not trip it.
+:class:`ServerErrors` trips it when call after call gives up on server errors (5xx, unreadable replies) with
+no usable reply in between: an endpoint that is down behind its gateway answers every request, only never
+with an answer.
 """
 from __future__ import annotations
 
@@ -18,17 +21,20 @@ from typing import Dict, Optional
 
 from ragmeter.errors import InputError
 
-__all__ = ["RunStop", "Halt", "JudgeStopped", "Breaker", "FATAL_KINDS", "TRANSPORT_KINDS"]
+__all__ = ["RunStop", "Halt", "JudgeStopped", "Breaker", "ServerErrors", "FATAL_KINDS", "TRANSPORT_KINDS",
+           "SERVER_KINDS"]
 
 #: failure kinds (see :func:`ragmeter.judge.retry.classify`) that no other request can escape
 FATAL_KINDS = frozenset({"auth", "quota", "not_found"})
 #: failure kinds where the endpoint was not heard from at all
 TRANSPORT_KINDS = frozenset({"connection", "timeout"})
+#: failure kinds where the endpoint answered, but with an error of its own (5xx) or nothing readable
+SERVER_KINDS = frozenset({"server", "bad_response"})
 
 
 class JudgeStopped(InputError):
     """The run was stopped before it finished; ``kind`` says why (auth, quota, not_found, unreachable,
-    cache_write) and the message is the one line for the user. Nothing is marked as scored."""
+    server_errors, cache_write) and the message is the one line for the user. Nothing is marked as scored."""
 
     exit_code = 2
 
@@ -94,3 +100,28 @@ class Breaker:
         self._by_call[call] = self._by_call.get(call, 0) + 1
         per_call = self.per_call + (1 if self.ever_answered else 0)
         return len(self._by_call) >= self.min_calls and max(self._by_call.values()) >= per_call
+
+
+class ServerErrors:
+    """Counts calls that gave up on a server error (:data:`SERVER_KINDS`) after all their attempts, since the
+    endpoint last gave a usable reply; :meth:`gave_up` is True once ``calls`` (5) of them come in a row.
+
+    Each counted call has already spent its retries (6 attempts by default), so five in a row with nothing
+    usable in between is an outage, not a prompt the server cannot take: such prompts fail their own rows
+    while the others' answers reset the count. Without it a dead endpoint cost every remaining row its
+    retries and back-off (hours on a large run) for a run that then failed anyway.
+    """
+
+    def __init__(self, calls: int = 5) -> None:
+        self.calls = max(1, calls)
+        self.count = 0
+
+    def answered(self) -> None:
+        self.count = 0
+
+    def gave_up(self, kind: str) -> bool:
+        """Record a call that gave up on ``kind``; True when the run should stop."""
+        if kind not in SERVER_KINDS:
+            return False
+        self.count += 1
+        return self.count >= self.calls
