@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import polars as pl
 
 from ragmeter.errors import InputError
+from ragmeter.review.sheet import to_sheet_cell
 
 __all__ = ["SHEET_COLUMNS", "KeyPoint", "export_sheet", "results_hash", "golden_key_points", "card_order"]
 
@@ -130,7 +131,8 @@ def sheet_csv(cards: List[Dict[str, Any]]) -> str:
     writer.writerow(SHEET_COLUMNS)
     for card in cards:
         for number, point in enumerate(card["points"], start=1):
-            writer.writerow([card["id"], number, point.text, 1 if point.core else 0, "", ""])
+            writer.writerow([to_sheet_cell(card["id"]), number, to_sheet_cell(point.text), 1 if point.core else 0,
+                             "", ""])
     return buf.getvalue()
 
 

@@ -26,6 +26,7 @@ import polars as pl
 
 from ragmeter._sniff import utf16_encoding
 from ragmeter.errors import InputError
+from ragmeter.review.sheet import from_sheet_cell
 
 __all__ = ["ALLOWED_COLUMNS", "REQUIRED_COLUMNS", "read_sheet", "human_labels", "calibrate", "import_sheet"]
 
@@ -175,7 +176,7 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
             raise InputError(f"{where}: column {stray + 1} has no name in the header but holds "
                              f"{fields[stray].strip()[:40]!r}")
         row = {h: (fields[i] if i < len(fields) else "") for h, i in position.items()}
-        case_id = (row.get("id") or "").strip()
+        case_id = from_sheet_cell((row.get("id") or "").strip())  # the export escaped formula starts
         if not case_id:
             raise InputError(f"{where}: id: empty")
         if known_ids is not None and case_id not in known_ids:
@@ -194,13 +195,13 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
             raise InputError(f"{where}: point: case {case_id!r} has point {point} twice")
         case["points"][point] = (bool(core), covered)
         if "key_point" in position:
-            case["texts"][point] = (row.get("key_point") or "").strip()
+            case["texts"][point] = from_sheet_cell((row.get("key_point") or "").strip())
         correct = _flag(row.get("correct"), where, "correct") if "correct" in position else None
         if correct is not None:
             if case["correct"] is not None and case["correct"] != correct:
                 raise InputError(f"{where}: correct: contradicts an earlier row of case {case_id!r}")
             case["correct"] = correct
-        note = (row.get("note") or "").strip()
+        note = from_sheet_cell((row.get("note") or "").strip())
         if note:
             case["note"] = (case["note"] + " " + note).strip()
     if not cases:

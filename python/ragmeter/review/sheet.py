@@ -13,7 +13,27 @@ import hashlib
 import html
 from typing import Any, Dict, List
 
-__all__ = ["render_sheet", "SHEET_JS"]
+__all__ = ["render_sheet", "SHEET_JS", "to_sheet_cell", "from_sheet_cell"]
+
+#: a spreadsheet runs a cell starting with one of these as a formula (=HYPERLINK can send data away)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _would_run(text: str) -> bool:
+    """Whether ``text``, once any leading apostrophes are taken off, starts as a formula would."""
+    return text.lstrip("'")[:1] in FORMULA_STARTS
+
+
+def to_sheet_cell(text: str) -> str:
+    """``text`` as a CSV cell a spreadsheet shows as text: an apostrophe ahead of a formula start (the OWASP
+    advice for CSV files opened in Excel or LibreOffice). Text that already starts with apostrophes before one
+    gets one more, so that :func:`from_sheet_cell` gives back exactly ``text``."""
+    return "'" + text if _would_run(text) else text
+
+
+def from_sheet_cell(cell: str) -> str:
+    """The text :func:`to_sheet_cell` made ``cell`` from."""
+    return cell[1:] if cell[:1] == "'" and _would_run(cell[1:]) else cell
 
 CSS = """
 *{box-sizing:border-box}body{font:15px/1.5 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:#f6f6f6;color:#222}
@@ -29,7 +49,11 @@ details{margin-top:6px}summary{cursor:pointer;color:#22364d}textarea.note{width:
 
 SHEET_JS = r"""
 (function(){
-  function cell(v){ v = String(v === undefined || v === null ? '' : v); return /[",\n\r]/.test(v) ? '"' + v.replace(/"/g, '""') + '"' : v; }
+  function cell(v){
+    v = String(v === undefined || v === null ? '' : v);
+    if (/^'*[=+\-@\t\r]/.test(v)) v = "'" + v;  // as review.csv: a spreadsheet would run it as a formula
+    return /[",\n\r]/.test(v) ? '"' + v.replace(/"/g, '""') + '"' : v;
+  }
   function buildCsv(){
     var lines = ['id,point,key_point,core,covered,note'];
     Array.prototype.forEach.call(document.querySelectorAll('.card'), function(card){
