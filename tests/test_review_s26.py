@@ -95,3 +95,50 @@ def test_the_csv_the_html_sheet_saves_escapes_formula_starts_too(formula_folder:
     assert proc.returncode == 0, proc.stderr
     review = pl.read_parquet(formula_folder / "review.parquet")
     assert review.filter(pl.col("id") == "-wrong-3")["note"].to_list() == ["--wrong-3 seen"]
+
+
+# -- a case the reviewer added to the sheet is not a random label ------------------------------------------------------
+def test_a_case_added_to_the_sheet_is_compared_but_not_taken_for_a_random_label(tmp_path: Path) -> None:
+    from test_review import fill, human_truth
+
+    folder = write_folder(tmp_path / "run")
+    assert ragmeter("review", "export", folder, "--random", "4", "--seed", "7").returncode == 0
+    manifest = json.loads((folder / "review" / "manifest.json").read_text())
+    sheet = folder / "review" / "review.csv"
+    extra = [i for i in (f"ok-{k:02d}" for k in range(39)) if i not in manifest["strata"]][:2]
+    # the reviewer adds two cases of their own choosing (both judged correct, both wrong in their eyes)
+    with sheet.open("a", encoding="utf-8", newline="") as fh:
+        for case_id in extra:
+            fh.write(f"{case_id},1,Reference for {case_id}.,1,,\n")
+    truth = {**human_truth(manifest), **{i: False for i in extra}}
+    filled = fill(sheet, tmp_path / "filled.csv", truth)
+    proc = ragmeter("review", "import", folder, filled, "--json")
+    assert proc.returncode == 0, proc.stderr
+    c = json.loads((folder / "summary.json").read_text())["calibration"]
+    # they are compared with the judge (17 cases, 2 more disagreements)...
+    assert c["n"] == 17 and c["agreement"]["agreed"] == 12 and c["disagreements"]["lenient"] == 5
+    assert c["strata"]["outside_sample"]["n_in_sheet"] == 2 and c["strata"]["random"]["n_in_sheet"] == 4
+    # ...but the estimate rests on the 4 cases drawn at random, as without them (before: 6 "random" labels, two
+    # of them picked by hand, pulled the estimate from 0.80 down to 0.54)
+    ppi = c["ppi"]
+    assert ppi["n_random_labels"] == 4 and ppi["n_outside_sample"] == 2
+    assert ppi["value"] == pytest.approx(0.80)
+    review = pl.read_parquet(folder / "review.parquet")
+    assert sorted(review.filter(pl.col("stratum") == "outside_sample")["id"].to_list()) == sorted(extra)
+    said = " ".join((folder / "report.md").read_text().split())
+    assert "2 case(s) outside the drawn sample" in said
+
+
+def test_without_a_manifest_the_random_draw_is_said_to_be_assumed(tmp_path: Path) -> None:
+    from test_review import fill, human_truth
+
+    folder = write_folder(tmp_path / "run")
+    assert ragmeter("review", "export", folder, "--random", "4", "--seed", "7").returncode == 0
+    manifest = json.loads((folder / "review" / "manifest.json").read_text())
+    filled = fill(folder / "review" / "review.csv", tmp_path / "filled.csv", human_truth(manifest))
+    (folder / "review" / "manifest.json").unlink()
+    proc = ragmeter("review", "import", folder, filled)
+    assert proc.returncode == 0, proc.stderr
+    ppi = json.loads((folder / "summary.json").read_text())["calibration"]["ppi"]
+    assert ppi["random_draw"] == "assumed" and ppi["n_random_labels"] == 4 and ppi["n_outside_sample"] == 0
+    assert "taken as drawn at random" in " ".join(proc.stdout.split())

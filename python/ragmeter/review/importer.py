@@ -238,7 +238,8 @@ def _stratum_rows(review: pl.DataFrame) -> Dict[str, Dict[str, Any]]:
     from ragmeter.review.sampling import STRATA
 
     rows = {}
-    for stratum in STRATA:
+    present = set(review.get_column("stratum").to_list())
+    for stratum in STRATA + (("outside_sample",) if "outside_sample" in present else ()):
         part = review.filter(pl.col("stratum") == stratum)
         done = part.filter(pl.col("human_correct").is_not_null())
         judged = done.filter(pl.col("judge_correct").is_not_null())
@@ -263,6 +264,9 @@ def _ppi(review: pl.DataFrame, population: Dict[str, int]) -> Dict[str, Any]:
                            "n_unjudged": population.get("unjudged", 0),
                            "n_random_labels": random.height,
                            "n_random_in_sheet": review.filter(pl.col("stratum") == "random").height,
+                           #: reviewed cases judged correct that the export did not draw (added to the sheet by
+                           #: hand): compared with the judge, left out of the estimate, which needs a random draw
+                           "n_outside_sample": review.filter(pl.col("stratum") == "outside_sample").height,
                            "n_rest": n_rest, "n_census": n_census,
                            "n_census_labelled": int(census.get_column("human_correct").is_not_null().sum()),
                            "reason": None}
@@ -311,7 +315,7 @@ def _findings(cells: Dict[str, int], strata: Dict[str, Dict[str, Any]]) -> List[
 
 
 def calibrate(review: pl.DataFrame, population: Dict[str, int], *, min_agreement: float = DEFAULT_MIN_AGREEMENT,
-              n_incomplete: int = 0) -> Dict[str, Any]:
+              n_incomplete: int = 0, draw_known: bool = True) -> Dict[str, Any]:
     """The ``calibration`` section from ``review`` (one row per case of the sheet: ``stratum``, ``judge_correct``,
     ``human_correct``, ``complete``) and the folder's stratum sizes."""
     from ragmeter.calibration import agreement
@@ -346,7 +350,7 @@ def calibrate(review: pl.DataFrame, population: Dict[str, int], *, min_agreement
         "warning": (f"agreement {100 * (value or 0.0):.1f}% is below --min-agreement {100 * min_agreement:.0f}%: "
                     "recalibrate the judge before trusting its correct rate") if below else None,
         "population": population,
-        "ppi": _ppi(review, population),
+        "ppi": {**_ppi(review, population), "random_draw": "manifest" if draw_known else "assumed"},
     }
 
 
@@ -377,10 +381,13 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
         raise InputError(f"{sheet}: no case of the sheet is reviewed (every covered cell is empty): nothing to "
                          "compare with the judge; nothing written (fill in review.html, or the covered column)")
     by_id = {r["id"]: r for r in table.iter_rows(named=True)}
+    drawn = _drawn_at_random(manifest)
     rows = []
     for case_id, label in labels.items():
         case = by_id[case_id]
-        stratum = case["stratum"] if case["stratum"] != "rest" else "random"
+        stratum = case["stratum"]
+        if stratum == "rest":  # a case judged correct is a random label only if the export drew it at random
+            stratum = "random" if drawn is None or case_id in drawn else "outside_sample"
         rows.append({"id": case_id, "stratum": stratum, "judge_correct": case["judge_correct"],
                      "judge_score": case["judge_score"], **label})
     if any(r["stratum"] is None for r in rows):
@@ -391,7 +398,7 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
     review = pl.DataFrame(rows, schema_overrides={"judge_correct": pl.Boolean, "human_correct": pl.Boolean,
                                                   "judge_score": pl.Float64, "human_score": pl.Int64,
                                                   "note": pl.Utf8})
-    section = calibrate(review, population, min_agreement=min_agreement)
+    section = calibrate(review, population, min_agreement=min_agreement, draw_known=drawn is not None)
     section["sheet"] = str(sheet)
     section.update(_manifest_check(Path(sheet), results.path))
     if points_missing:
@@ -416,17 +423,26 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
 
 def _sample_manifest(sheet: Path, results_dir: Path, in_sheet: set) -> Optional[Dict[str, Any]]:
     """The manifest of the export the sheet came from: the one next to the sheet, else the folder's own
-    ``review/manifest.json``; a manifest that does not list every case of the sheet belongs to another export and is
-    not used (None)."""
+    ``review/manifest.json``. A manifest that neither lists every case of the sheet nor has every case it lists in
+    the sheet belongs to another export and is not used (None)."""
     for manifest in (sheet.parent / "manifest.json", results_dir / "review" / "manifest.json"):
         try:
             data = json.loads(manifest.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         ids = data.get("ids") if isinstance(data, dict) else None
-        if isinstance(ids, list) and in_sheet <= set(ids):
+        # the export's sheet, or the export's sheet with cases a reviewer added (every exported case is in it)
+        if isinstance(ids, list) and ids and (in_sheet <= set(ids) or set(ids) <= in_sheet):
             return data
     return None
+
+
+def _drawn_at_random(manifest: Optional[Dict[str, Any]]) -> Optional[set]:
+    """The ids the export drew at random from the cases judged correct (stratum C); None without a manifest."""
+    strata = (manifest or {}).get("strata")
+    if not isinstance(strata, dict):
+        return None
+    return {case_id for case_id, stratum in strata.items() if stratum == "random"}
 
 
 def _points_missing(sheet: Dict[str, Dict[str, Any]], manifest: Optional[Dict[str, Any]]) -> Dict[str, List[int]]:

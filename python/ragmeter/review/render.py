@@ -69,9 +69,15 @@ def ppi_line(c: Dict[str, Any]) -> str:
     labels = f"{p['n_random_labels']} random label(s)"
     if drawn and drawn > p["n_random_labels"]:
         labels += f" (of the {drawn} cases drawn for C)"
+    outside = p.get("n_outside_sample") or 0
+    left_out = (f"; {outside} case(s) outside the drawn sample are compared with the judge but not in the estimate"
+                if outside else "")
+    if p.get("random_draw") == "assumed":
+        left_out += ("; no manifest of the export was found, so every reviewed case judged correct outside A and B "
+                     "is taken as drawn at random")
     return (f"{raw}; prediction-powered estimate {pct(p['value'])} {interval(p['ci_low'], p['ci_high'])}, resting on "
             f"{labels} for the {p['n_rest']} other cases judged correct and "
-            f"{p['n_census_labelled']} fully reviewed cases of strata A, B and judge-failed")
+            f"{p['n_census_labelled']} fully reviewed cases of strata A, B and judge-failed{left_out}")
 
 
 def text_lines(c: Dict[str, Any]) -> List[str]:

@@ -31,6 +31,8 @@ STRATUM_LABELS = {
     "miss_but_correct": "B (evidence missed, judged correct)",
     "judge_failed": "judge failed",
     "random": "C (random sample of the rest)",
+    #: only in an import: a case judged correct that the export did not draw (a reviewer added it to the sheet)
+    "outside_sample": "outside the drawn sample",
 }
 DEFAULT_RANDOM_N = 4
 
