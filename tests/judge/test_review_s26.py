@@ -108,3 +108,39 @@ def test_give_up_rule():
     assert not s.gave_up("server") and not s.gave_up("server")
     assert not s.gave_up("rate_limit") and not s.gave_up("client")  # not the endpoint failing: not counted
     assert s.gave_up("server")
+
+
+# -- --budget holds through budget doubling --------------------------------------------------------------------------
+def _billed(content: str, finish: str, completion_tokens: int) -> dict:
+    return {"status": 200, "body": json.dumps({
+        "choices": [{"message": {"content": content}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 600, "completion_tokens": completion_tokens}})}
+
+
+def test_a_doubled_attempt_that_would_pass_the_budget_is_not_sent(server, tmp_path, fast_retry):
+    # $100 per million tokens: the call reserves about (prompt estimate + 100) x 1e-4 before it is sent; the
+    # endpoint bills 600 + 100 tokens ($0.07) for an output cut at max_tokens, and doubling would send 600 + 200
+    # more ($0.08): $0.15 against a --budget of $0.08
+    server.script = [_billed('{"reason": "cut', "length", 100),
+                     _billed('{"reason": "fine", "score": 5, "correct": true}', "stop", 40)]
+    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False,
+                                          prices={"gpt-4o-mini": (100.0, 100.0)}, max_tokens=100, budget=0.08))
+    # before: the doubled attempt was sent and the run spent $0.134 of its $0.08
+    assert server.requests == 1
+    row = res.rows[0]
+    assert (row["status"], row["error_kind"]) == ("skipped", "budget")
+    assert "max_tokens=200" in row["error"] and "--budget" in row["error"]
+    assert row["cost_usd"] == pytest.approx(0.07)  # what the cut reply cost is still counted
+    assert res.summary["budget_reached"] and res.summary["judge_cost_usd"] == pytest.approx(0.07)
+    assert res.summary["incomplete"]["skipped_budget"] == 1
+
+
+def test_a_doubled_attempt_within_the_budget_is_sent(server, tmp_path, fast_retry):
+    server.script = [_billed('{"reason": "cut', "length", 100),
+                     _billed('{"reason": "fine", "score": 5, "correct": true}', "stop", 40)]
+    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False,
+                                          prices={"gpt-4o-mini": (100.0, 100.0)}, max_tokens=100, budget=1.0))
+    assert server.requests == 2 and res.rows[0]["status"] == "ok"
+    assert res.summary["judge_cost_usd"] == pytest.approx(0.07 + 0.064) and not res.summary["budget_reached"]

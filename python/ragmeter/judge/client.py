@@ -542,7 +542,8 @@ class JudgeClient:
     # -- chat ----------------------------------------------------------------------------------------
     async def chat(self, messages: Sequence[Dict[str, str]], *, max_tokens: int = 2000,
                    messages_json: Union[str, bytes, None] = None,
-                   prompt_estimate: Optional[int] = None) -> ChatResult:
+                   prompt_estimate: Optional[int] = None,
+                   afford: Optional[Callable[[int, int, int], bool]] = None) -> ChatResult:
         """One chat completion; retried, and re-sent with ``max_tokens`` doubled on truncated or empty output.
 
         Doubling (up to the ``max_retry_tokens`` cap) follows ``finish_reason == "length"`` (output cut, or
@@ -552,7 +553,9 @@ class JudgeClient:
         itself: the call fails at once with kind ``empty`` (its billed tokens are still counted).
 
         ``messages_json`` (the messages already encoded as JSON, str or UTF-8 bytes) and ``prompt_estimate``
-        (estimated prompt tokens) only save work when the caller has them.
+        (estimated prompt tokens) only save work when the caller has them. ``afford(billed_prompt_tokens,
+        billed_completion_tokens, next_max_tokens)`` is asked before a doubled attempt is sent; False fails the
+        call with kind ``budget`` and nothing more is sent (the tokens billed so far are counted).
         """
         cfg = self.config
         cap = max(cfg.max_retry_tokens, max_tokens)
@@ -658,6 +661,11 @@ class JudgeClient:
                 msg = f"output {why} at max_tokens={state['max_tokens']} ({limit})"
                 raise JudgeCallError(msg, kind=why, attempts=[], raw=content or None,
                                      prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
+            if afford is not None and not afford(billed["prompt"], billed["completion"], nxt):
+                raise JudgeCallError(f"output {record['outcome']} at max_tokens={state['max_tokens']}, and the "
+                                     f"attempt with max_tokens={nxt} would pass --budget (not sent)", kind="budget",
+                                     attempts=[], raw=content or None, prompt_tokens=billed["prompt"],
+                                     completion_tokens=billed["completion"])
             log.info("chat: output %s at max_tokens=%d; retrying with %d", record["outcome"], state["max_tokens"], nxt)
             state["max_tokens"] = nxt
             self.stats.retries += 1

@@ -283,23 +283,39 @@ class Engine:
         est = self._estimate_cost(self.model, est_pt, self.max_tokens)
         if not self.budget.reserve(est):
             raise BudgetExceeded("budget reached before this call")
+        held = est  # what this call holds of the budget until it settles
+
+        def afford(billed_pt: int, billed_ct: int, next_max_tokens: int) -> bool:
+            """Whether a doubled attempt fits: paid so far plus the attempt's worst case, beyond what is held."""
+            nonlocal held
+            exposure = (self._estimate_cost(self.model, billed_pt, billed_ct)
+                        + self._estimate_cost(self.model, est_pt, next_max_tokens))
+            if exposure <= held:
+                return True
+            if not self.budget.reserve(exposure - held):
+                return False
+            held = exposure
+            return True
+
         try:
             res = await self.client.chat(messages, max_tokens=self.max_tokens, messages_json=encoded,
-                                         prompt_estimate=est_pt)
+                                         prompt_estimate=est_pt, afford=afford)
         except JudgeCallError as err:
             self.failed_calls += 1
             cost = self._cost(self.model, err.prompt_tokens, err.completion_tokens)
-            self.budget.settle(est, cost)
+            self.budget.settle(held, cost)
             self._account(cost)
             stats.add(prompt=prompt_id, attempts=err.attempts, pt=err.prompt_tokens, ct=err.completion_tokens,
                       cost=cost, latency_ms=err.latency_ms)
             if err.raw:
                 stats.raw_output = err.raw
             self.calls += 1
+            if err.kind == "budget":  # the doubled attempt was not sent: a row the budget stopped, not a failure
+                raise BudgetExceeded(err.message) from None
             raise
         self.answered_calls += 1
         cost = self._cost(self.model, res.prompt_tokens, res.completion_tokens)
-        self.budget.settle(est, cost)
+        self.budget.settle(held, cost)
         self._account(cost)
         # committed before the reply is used: a kill from here on loses nothing the run had used
         await self._commit(key, {"content": res.content, "finish_reason": res.finish_reason,
