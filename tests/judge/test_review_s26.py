@@ -117,15 +117,20 @@ def _billed(content: str, finish: str, completion_tokens: int) -> dict:
         "usage": {"prompt_tokens": 600, "completion_tokens": completion_tokens}})}
 
 
+def _cut_then_answered(server, tmp_path, fast_retry, budget):
+    """One correctness call whose first reply is cut at max_tokens=100; the doubled attempt would answer."""
+    server.script = [_billed('{"reason": "cut', "length", 100),
+                     _billed('{"reason": "fine", "score": 5, "correct": true}', "stop", 40)]
+    return run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                           cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False,
+                                           prices={"gpt-4o-mini": (100.0, 100.0)}, max_tokens=100, budget=budget))
+
+
 def test_a_doubled_attempt_that_would_pass_the_budget_is_not_sent(server, tmp_path, fast_retry):
     # $100 per million tokens: the call reserves about (prompt estimate + 100) x 1e-4 before it is sent; the
     # endpoint bills 600 + 100 tokens ($0.07) for an output cut at max_tokens, and doubling would send 600 + 200
     # more ($0.08): $0.15 against a --budget of $0.08
-    server.script = [_billed('{"reason": "cut', "length", 100),
-                     _billed('{"reason": "fine", "score": 5, "correct": true}', "stop", 40)]
-    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
-                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False,
-                                          prices={"gpt-4o-mini": (100.0, 100.0)}, max_tokens=100, budget=0.08))
+    res = _cut_then_answered(server, tmp_path, fast_retry, budget=0.08)
     # before: the doubled attempt was sent and the run spent $0.134 of its $0.08
     assert server.requests == 1
     row = res.rows[0]
@@ -137,10 +142,6 @@ def test_a_doubled_attempt_that_would_pass_the_budget_is_not_sent(server, tmp_pa
 
 
 def test_a_doubled_attempt_within_the_budget_is_sent(server, tmp_path, fast_retry):
-    server.script = [_billed('{"reason": "cut', "length", 100),
-                     _billed('{"reason": "fine", "score": 5, "correct": true}', "stop", 40)]
-    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
-                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False,
-                                          prices={"gpt-4o-mini": (100.0, 100.0)}, max_tokens=100, budget=1.0))
+    res = _cut_then_answered(server, tmp_path, fast_retry, budget=1.0)
     assert server.requests == 2 and res.rows[0]["status"] == "ok"
     assert res.summary["judge_cost_usd"] == pytest.approx(0.07 + 0.064) and not res.summary["budget_reached"]
