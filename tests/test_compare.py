@@ -103,7 +103,13 @@ def test_refuses_different_golden_sets_unless_forced(tmp_path: Path) -> None:
 
 
 def test_refuses_different_golden_hash_and_mode_mix(tmp_path: Path) -> None:
-    base = synth_cases(40, seed=1)
+    unlabelled = synth_cases(40, seed=1)
+    b = write_results(tmp_path / "b0", unlabelled, summary={"inputs": {"golden": {"sha256": "aaa"}}})
+    c = write_results(tmp_path / "c0", unlabelled, summary={"inputs": {"golden": {"sha256": "bbb"}}})
+    with pytest.raises(CompareRefused, match="labels .*cannot be compared"):  # a label may have changed
+        compare(b, c, n_resamples=200)
+    base = unlabelled.with_columns(pl.Series("expected_files", [["a.md"]] * 40),
+                                   pl.Series("expected_evidence", [["a phrase"]] * 40))
     b = write_results(tmp_path / "b", base, summary={"inputs": {"golden": {"sha256": "aaa"}}})
     c = write_results(tmp_path / "c", base, summary={"inputs": {"golden": {"sha256": "bbb"}}})
     comp = compare(b, c, n_resamples=200)  # the same cases: the file's bytes do not matter

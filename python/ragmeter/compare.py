@@ -34,7 +34,8 @@ does not matter. When both folders record a golden file (``summary.json``
 read from those files (labels included); otherwise from the golden-set columns
 that ``cases.parquet`` carries (``question``, ``reference_answer``,
 ``category``, ``labeled``, ``n_expected_files``, and ``expected_files`` /
-``expected_evidence`` when present). Otherwise :class:`CompareRefused` is
+``expected_evidence``, which folders of older versions lack: with those, and golden files that differ, the
+labels cannot be compared and the runs are refused). Otherwise :class:`CompareRefused` is
 raised naming the first cases that differ, unless ``force=True``, which
 records a loud warning instead. Runs that share no case are refused even with
 ``force``: nothing could be measured.
@@ -347,10 +348,13 @@ def _mode_mix(cases: pl.DataFrame, ids: pl.DataFrame) -> Dict[str, int]:
 
 
 def _in_both_runs(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
-    """``id`` of the cases present in both run files (not ``missing_from_run`` on either side)."""
+    """``id`` of the cases present in both run files and answered in both (not ``missing_from_run`` nor failed
+    when collected, ``run_error``, on either side): such a case has no mode, and its own warning names it."""
     def present(cases: pl.DataFrame) -> pl.DataFrame:
         kept = cases.filter(~pl.col("missing_from_run").fill_null(False)) if "missing_from_run" in cases.columns \
             else cases
+        if "run_error" in kept.columns:
+            kept = kept.filter(pl.col("run_error").is_null())
         return kept.select(pl.col("id").cast(pl.Utf8))
 
     return present(base).join(present(cand), on="id", how="semi")
@@ -416,12 +420,18 @@ def _check(base: Any, cand: Any) -> Tuple[List[str], List[str]]:
         problems.append(_describe_differences(diffs, source))
     elif hb is not None and hc is not None and hb != hc:
         unchecked = [c for c in ("expected_files", "expected_evidence") if c not in gb.columns or c not in gc.columns]
-        caveat = f"; {' and '.join(unchecked)} not recorded there, so not compared" if unchecked else ""
-        notes.append(
-            f"the golden files differ byte for byte (baseline {hb[:12]}, candidate {hc[:12]}) but every case's "
-            f"{', '.join(['id', *[c for c in gb.columns if c != 'id' and c in gc.columns]])} is the same "
-            f"(compared from {source}{caveat})"
-        )
+        if unchecked:
+            # a label fixed in the golden file moves Hit@k as a retriever change would: a gate cannot tell them apart
+            problems.append(
+                f"the golden files differ byte for byte (baseline {hb[:12]}, candidate {hc[:12]}) and the labels "
+                f"({' and '.join(unchecked)}) cannot be compared: {source} does not record them (a folder written "
+                "by an older ragmeter) and the recorded golden files are changed or gone; evaluate both runs "
+                "again with the same golden set")
+        else:
+            notes.append(
+                f"the golden files differ byte for byte (baseline {hb[:12]}, candidate {hc[:12]}) but every case's "
+                f"{', '.join(['id', *[c for c in gb.columns if c != 'id' and c in gc.columns]])} is the same "
+                f"(compared from {source})")
     problems += _judge_differences(base.summary, cand.summary)
     both = _in_both_runs(base.cases, cand.cases)
     mb, mc = _mode_mix(base.cases, both), _mode_mix(cand.cases, both)

@@ -333,6 +333,8 @@ def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
         joined["run_error"],
         joined["missing_from_run"],
         n_expected_files.alias("n_expected_files"),
+        # the labels themselves: `compare` tells a changed label from a changed system by them
+        joined["expected_files"], joined["expected_evidence"],
     ])
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, List, Optional
 
 HELP = "compare two results folders case by case and gate regressions"
@@ -80,8 +81,11 @@ def run(args: argparse.Namespace) -> int:
                          "to write the JSON to a file beside the Markdown)")
     from ragmeter.cli._inputs import check_out
 
-    check_out(args.out, folder=False)  # before the comparison is computed
-    check_out(args.json if args.json != "-" else None, folder=False, flag="--json")
+    # the .json and .md outputs could only land on a folder's summary.json among the files compare reads
+    inputs = [(f"the {side}'s summary.json", Path(folder) / "summary.json")
+              for side, folder in (("baseline", args.base), ("candidate", args.candidate))]
+    check_out(args.out, folder=False, inputs=inputs)  # before the comparison is computed
+    check_out(args.json if args.json != "-" else None, folder=False, flag="--json", inputs=inputs)
     comp = compare(args.base, args.candidate, force=args.force, n_resamples=args.resamples, seed=args.seed)
     results = gate.evaluate(rules, comp) if rules is not None else None
     for w in comp.warnings:

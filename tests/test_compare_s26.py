@@ -1,0 +1,102 @@
+"""Review session 26 of `ragmeter compare`: defects found comparing results folders, each with the test that
+failed before its fix."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ragmeter.compare import CompareRefused, compare
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # works under any --import-mode
+from compare_runs import GOLDEN, eval_folder, golden_cases, run_cases, write_jsonl  # noqa: E402
+from test_compare_output import _cli  # noqa: E402
+
+
+def _relabelled(path: Path, ids) -> Path:  # type: ignore[no-untyped-def]
+    rows = golden_cases()
+    for row in rows:
+        if row["id"] in ids:
+            row["expectedEvidence"] = ["a phrase no chunk holds"]
+    return write_jsonl(path, rows)
+
+
+# -- a golden set edited in place: a label change is not a system regression -------------------------------------
+def test_a_label_changed_in_a_golden_file_edited_in_place_is_refused(tmp_path: Path) -> None:
+    golden = tmp_path / "golden.jsonl"
+    shutil.copy(GOLDEN, golden)
+    before = eval_folder(tmp_path / "before", golden=golden)
+    ids = [r["id"] for r in golden_cases() if r["id"].startswith("fact-0")]
+    _relabelled(golden, ids)  # the baseline's recorded golden file no longer has its recorded SHA-256
+    after = eval_folder(tmp_path / "after", golden=golden)
+    # before: "hit -20.0pp" and 9 regressions from the same run file, the gate failed (exit 1), with only a note
+    # that the labels were not compared
+    with pytest.raises(CompareRefused, match=r"golden sets differ in \d+ case.*expected_evidence differs"):
+        compare(before, after)
+    proc = _cli(str(before), str(after), "--gate", "hit>=-2pp")
+    assert proc.returncode == 2 and "expected_evidence differs" in proc.stderr, proc.stderr
+
+
+def test_a_folder_without_its_labels_and_another_golden_file_is_refused(tmp_path: Path) -> None:
+    # folders written before cases.parquet carried the labels: whether they changed cannot be told
+    golden = tmp_path / "golden.jsonl"
+    shutil.copy(GOLDEN, golden)
+    before = eval_folder(tmp_path / "before", golden=golden)
+    _relabelled(golden, [])
+    golden.write_text("# reformatted\n" + golden.read_text(encoding="utf-8"), encoding="utf-8")
+    after = eval_folder(tmp_path / "after", golden=golden)
+    for folder in (before, after):
+        path = folder / "cases.parquet"
+        pl.read_parquet(path).drop("expected_files", "expected_evidence").write_parquet(path)
+    with pytest.raises(CompareRefused, match="labels .*cannot be compared"):
+        compare(before, after)
+    forced = compare(before, after, force=True, n_resamples=200)
+    assert forced.forced and forced.n_paired == 51
+
+
+def test_a_reformatted_golden_file_with_the_same_labels_still_compares(tmp_path: Path) -> None:
+    golden = tmp_path / "golden.jsonl"
+    shutil.copy(GOLDEN, golden)
+    before = eval_folder(tmp_path / "before", golden=golden)
+    golden.write_text("# reformatted\n" + golden.read_text(encoding="utf-8"), encoding="utf-8")
+    after = eval_folder(tmp_path / "after", golden=golden)
+    comp = compare(before, after, n_resamples=200)
+    assert not comp.forced and comp.n_paired == 51
+    assert any("differ byte for byte" in n and "not compared" not in n for n in comp.notes)
+
+
+# -- a case that failed when it was collected is not a change of retrieval modes ----------------------------------
+def test_a_case_that_failed_when_collected_does_not_refuse_the_comparison(tmp_path: Path) -> None:
+    base = eval_folder(tmp_path / "base")
+    rows = run_cases()
+    failed = rows[3]["id"]
+    rows[3] = {"id": failed, "error": "HTTP 500", "retrieved": [], "answer": None, "retrieval_mode": None}
+    run = write_jsonl(tmp_path / "run_failed.jsonl", rows)
+    from ragmeter.cli import main
+
+    assert main(["eval", "--golden", str(GOLDEN), "--run", str(run), "--out", str(tmp_path / "cand"), "--no-judge",
+                 "--no-progress"]) == 3  # results written, the failed case named
+    # before: "refusing ... retrieval-mode mix differs: ... '(none)': 1", exit 2
+    comp = compare(base, tmp_path / "cand", n_resamples=200)
+    assert not comp.forced
+    assert any(failed in w for w in comp.warnings), comp.warnings
+
+
+# -- --json / --out never overwrite an input ------------------------------------------------------------------------
+@pytest.mark.parametrize("side", ["base", "cand"])
+def test_a_json_output_that_is_an_input_is_refused(tmp_path: Path, side: str) -> None:
+    base = eval_folder(tmp_path / "base")
+    cand = tmp_path / "cand"
+    shutil.copytree(base, cand)
+    target = "summary.json"
+    before = (tmp_path / side / target).read_bytes()
+    proc = _cli(str(base), str(cand), "--json", str(tmp_path / side / target))
+    # before: the baseline's summary.json was replaced by the comparison, and the k and golden checks were then
+    # skipped for that folder
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "writing there would replace it" in proc.stderr
+    assert (tmp_path / side / target).read_bytes() == before
