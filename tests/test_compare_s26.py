@@ -100,3 +100,46 @@ def test_a_json_output_that_is_an_input_is_refused(tmp_path: Path, side: str) ->
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "writing there would replace it" in proc.stderr
     assert (tmp_path / side / target).read_bytes() == before
+
+
+# -- control characters in a category reach neither the terminal nor a pipe -------------------------------------------
+def test_control_characters_in_a_category_are_shown_escaped(tmp_path: Path) -> None:
+    rows = golden_cases()
+    for row in rows:
+        if row["id"].startswith("fact"):
+            row["category"] = "x\x1b[31mred\x07"
+    golden = write_jsonl(tmp_path / "golden.jsonl", rows)
+    base = eval_folder(tmp_path / "base", golden=golden)
+    cand = tmp_path / "cand"
+    shutil.copytree(base, cand)
+    proc = _cli(str(base), str(cand), "--gate", "hit>=-50pp")
+    assert proc.returncode == 0, proc.stderr
+    # before: the ESC and BEL bytes were printed as they are (a terminal turned the rest of the table red)
+    assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout + proc.stderr
+    assert "x\\x1b[31mred\\x07" in proc.stdout
+    import subprocess
+
+    score = subprocess.run([sys.executable, "-m", "ragmeter", "score", "--golden", str(golden), "--run",
+                            str(Path(__file__).resolve().parent.parent / "python/ragmeter/_example/run.jsonl")],
+                           capture_output=True, text=True, timeout=120)
+    assert "\x1b" not in score.stdout + score.stderr and "x\\x1b[31mred\\x07" in score.stdout
+
+
+def test_printable_keeps_text_and_shows_control_characters() -> None:
+    from ragmeter._text import printable
+
+    assert printable("plain 中文 café") == "plain 中文 café"
+    assert printable("a\x1b[31mb\x07\x00\x7f\x9b") == "a\\x1b[31mb\\x07\\x00\\x7f\\x9b"
+    assert printable("tab\there") == "tab\\there"
+
+
+def test_a_reader_that_stops_early_is_not_a_failed_gate(tmp_path: Path) -> None:
+    import subprocess
+
+    base = eval_folder(tmp_path / "base")
+    cmd = f"{sys.executable} -m ragmeter compare {base} {base} --gate 'hit>=-50pp' --resamples 200 | head -1; " \
+          "exit ${PIPESTATUS[0]}"
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    # before: rich's broken-pipe handler exited 1, the status of a failed gate
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr

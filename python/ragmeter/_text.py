@@ -12,6 +12,14 @@ from typing import Iterable, List
 WIDTH = 80
 
 
+def printable(text: str) -> str:
+    """``text`` with its control characters (ESC, BEL, NUL, DEL, the C1 range, tabs) written as ``\\x1b``
+    escapes: user text (a category, an id) must not drive the terminal or break a table's columns."""
+    if text.isprintable() or not any(unicodedata.category(ch) == "Cc" and ch != "\n" for ch in text):
+        return text
+    return "".join(repr(ch)[1:-1] if unicodedata.category(ch) == "Cc" and ch != "\n" else ch for ch in text)
+
+
 def columns(text: str) -> int:
     """Terminal columns of ``text`` (CJK and full-width characters take two)."""
     return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)

@@ -12,6 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from ragmeter._text import printable
 
 _PERCENT = ("hit_rate", "file_hit_rate", "evidence_recall", "all_files_hit_rate")
 PLAIN_WIDTH = 80
@@ -74,7 +75,7 @@ def print_prose(lines: Any, console: Console, style: Optional[str] = None) -> No
     inside an interval, no trailing spaces (``ragmeter._text.hanging``); rich would wrap them at column 0."""
     from ragmeter._text import hanging
 
-    for line in hanging(lines, console.width):
+    for line in hanging([printable(str(line)) for line in lines], console.width):
         console.print(Text(line, style=style or ""), no_wrap=True, overflow="ignore")
 
 
@@ -83,7 +84,7 @@ def print_warning(text: str, console: Console, head: str = "warning: ") -> None:
     never inside an interval, no trailing spaces (``ragmeter._text.wrap``); the head in yellow."""
     from ragmeter._text import wrap
 
-    lines = wrap(" ".join(text.split()), max(20, console.width - len(head)), subsequent="")
+    lines = wrap(" ".join(printable(text).split()), max(20, console.width - len(head)), subsequent="")
     for i, line in enumerate(lines):
         console.print(Text(head, style="yellow") if i == 0 else Text(" " * len(head)), Text(line.rstrip()), sep="",
                       no_wrap=True, overflow="ignore")
@@ -144,7 +145,7 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
     for i, (name, agg) in enumerate(rows):
         all_files = agg["all_files_hit_rate"]
         table.add_row(
-            Text(name), f"{agg['hit_rate']['n_scored']}/{agg['hit_rate']['n_total']}",
+            Text(printable(name)), f"{agg['hit_rate']['n_scored']}/{agg['hit_rate']['n_total']}",
             *(_value_over(agg, key, agg["hit_rate"]["n_scored"])
               for key in ("hit_rate", "file_hit_rate", "mrr", "map", "ndcg", "evidence_recall")),
             f"{_value(agg, 'all_files_hit_rate')} {all_files['n_scored']}/{all_files['n_total']}" if all_files["n_total"] else "—",
@@ -201,7 +202,7 @@ def print_sweep(table: Any, k: int, console: Optional[Console] = None, more_in: 
         mrr = "—" if row["mrr"] is None else f"{row['mrr']:.3f}"
         style = "bold" if row["category"] == "ALL" else None
         last_of_threshold = i + 1 < len(rows) and rows[i + 1]["threshold"] != row["threshold"]
-        t.add_row(f"{row['threshold']:g}", Text(row["category"]), hit, mrr, f"{row['n_scored']}/{row['n_total']}",
+        t.add_row(f"{row['threshold']:g}", Text(printable(row["category"])), hit, mrr, f"{row['n_scored']}/{row['n_total']}",
                   str(row["empty_retrievals"]), f"{row['mean_kept']:.2f}", style=style, end_section=last_of_threshold)
     console.print(t)
     if n_more:

@@ -121,12 +121,12 @@ def _stderr(head: str, text: str) -> None:
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from ragmeter.cli._tables import _PipeConsole  # `| head` ends with status 0, not rich's 1 (a failed gate's)
 
     if sys.stdout.isatty():
-        return Console(file=sys.stdout, highlight=False, emoji=False)
-    return Console(file=sys.stdout, width=PLAIN_WIDTH, color_system=None, force_terminal=False,
-                   force_interactive=False, highlight=False, emoji=False)
+        return _PipeConsole(file=sys.stdout, highlight=False, emoji=False)
+    return _PipeConsole(file=sys.stdout, width=PLAIN_WIDTH, color_system=None, force_terminal=False,
+                        force_interactive=False, highlight=False, emoji=False)
 
 
 def _table(title: str, headers: List[str], first_left: int = 1) -> Any:
@@ -202,6 +202,7 @@ def _per_category(comp: Any, console: Any, say: Any) -> None:
     direction, then the rest by the same order) with a count of the others."""
     from rich.text import Text
 
+    from ragmeter._text import printable
     from ragmeter.cli._tables import MAX_ROWS, print_more, worst_first
     from ragmeter.compare import fmt_ci, fmt_delta, fmt_value, label
 
@@ -217,9 +218,9 @@ def _per_category(comp: Any, console: Any, say: Any) -> None:
         for g in shown:
             r = rows.get((m, g))
             if r is None or not r.n_paired:
-                table.add_row(Text(g), "n/a", "n/a", "n/a", "n/a", f"0/{r.n_total if r else 0}")
+                table.add_row(Text(printable(g)), "n/a", "n/a", "n/a", "n/a", f"0/{r.n_total if r else 0}")
                 continue
-            table.add_row(Text(g), fmt_value(r.baseline, r.kind), fmt_value(r.candidate, r.kind),
+            table.add_row(Text(printable(g)), fmt_value(r.baseline, r.kind), fmt_value(r.candidate, r.kind),
                           fmt_delta(r.delta, r.kind) + ("*" if r.significant else " "), fmt_ci(r),
                           f"{r.n_paired}/{r.n_total}")
         say("")
