@@ -13,9 +13,9 @@ mod evidence;
 mod stats;
 mod trec;
 
-create_exception!(_core, RagmeterError, PyValueError, "Base class of every ragmeter user error.");
-create_exception!(_core, InputError, RagmeterError, "An input file or table is missing or malformed.");
-create_exception!(_core, MeasureError, RagmeterError, "A measure name or its parameters are not understood.");
+create_exception!(ragmeter._core, RagmeterError, PyValueError, "Base class of every ragmeter user error.");
+create_exception!(ragmeter._core, InputError, RagmeterError, "An input file or table is missing or malformed.");
+create_exception!(ragmeter._core, MeasureError, RagmeterError, "A measure name or its parameters are not understood.");
 
 pub(crate) fn to_py_err(err: Error) -> PyErr {
     match err {
