@@ -143,3 +143,23 @@ def test_a_reader_that_stops_early_is_not_a_failed_gate(tmp_path: Path) -> None:
     # before: rich's broken-pipe handler exited 1, the status of a failed gate
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# -- the cases a metric lost on one side, or on both, are named -----------------------------------------------------------
+def test_cases_scored_on_one_side_or_neither_are_named(tmp_path: Path) -> None:
+    from test_report import synth_cases, write_results
+
+    base = synth_cases(60, seed=4)
+    judged = base.filter((pl.col("correctness_status") == "ok") & (pl.col("category") != "noanswer"))
+    lost = sorted(judged.get_column("id").to_list())[:3]
+    failed = pl.col("id").is_in(lost)
+    cand = base.with_columns(
+        pl.when(failed).then(pl.lit("failed")).otherwise(pl.col("correctness_status")).alias("correctness_status"),
+        *[pl.when(failed).then(None).otherwise(pl.col(c)).alias(c) for c in ("correct", "correctness_score")])
+    comp = compare(write_results(tmp_path / "b", base), write_results(tmp_path / "c", cand), n_resamples=200)
+    one_side = next(w for w in comp.warnings if "scored in the baseline only" in w)
+    # before: "correct: 3 case(s) scored in the baseline only" and no id anywhere
+    assert all(i in one_side for i in lost), one_side
+    both = compare(write_results(tmp_path / "c2", cand), write_results(tmp_path / "c3", cand), n_resamples=200)
+    neither = next(w for w in both.warnings if w.startswith("correct:") and "scored in neither run" in w)
+    assert all(i in neither for i in lost), neither

@@ -632,6 +632,15 @@ def _failed_calls(base_cases: pl.DataFrame, cand_cases: pl.DataFrame, ids: pl.Se
     return out
 
 
+def _named(ids: np.ndarray, which: np.ndarray) -> str:
+    """`` (a, b, c, d, e and 3 more)``: the first cases of ``ids`` where ``which`` holds, as warnings name them."""
+    from ragmeter._warnings import SHOWN
+
+    chosen = [str(i) for i in ids[which]]
+    more = f" and {len(chosen) - SHOWN} more" if len(chosen) > SHOWN else ""
+    return f" ({', '.join(chosen[:SHOWN])}{more})" if chosen else ""
+
+
 def correctness_judged(cases: pl.DataFrame) -> bool:
     """Whether the judge gave any correctness verdict (else ``answer_correct`` is refusal detection alone)."""
     return "correct" in cases.columns and cases.get_column("correct").null_count() < cases.height
@@ -776,6 +785,7 @@ def compare_frames(
     cand_v = _values(joined, [f"{x}__c" for x in names], n)
     diff = cand_v - base_v  # NaN where either side is unscored
     failed_calls = _failed_calls(base_cases, cand_cases, joined.get_column("id").cast(pl.Utf8), names)
+    paired_ids = joined.get_column("id").cast(pl.Utf8).to_numpy()
     notes: List[str] = []
     for side, per_repeat in ((base_name, base_repeats), (cand_name, cand_repeats)):
         if per_repeat is not None:
@@ -803,17 +813,18 @@ def compare_frames(
         scored_b = ~np.isnan(base_v[:, j])
         scored_c = ~np.isnan(cand_v[:, j])
         if (scored_b != scored_c).any():
-            only_b, only_c = int((scored_b & ~scored_c).sum()), int((scored_c & ~scored_b).sum())
-            sides = ", ".join(f"{k} case(s) scored in the {side} only" for side, k in (("baseline", only_b),
-                                                                                      ("candidate", only_c)) if k)
+            sides = ", ".join(f"{int(only.sum())} case(s) scored in the {side} only{_named(paired_ids, only)}"
+                              for side, only in (("baseline", scored_b & ~scored_c), ("candidate", scored_c & ~scored_b))
+                              if only.any())
             warnings.append(f"{name}: {sides} (a failed or skipped judge call, a missing answer?), left out of its "
                             "delta; a gate rule on it fails")
         # a judge call that failed in both runs (or in one, the other not scoring the case) leaves a case unscored
         # on both sides: not one-sided, but not measured either
         lost = failed_calls.get(name, np.zeros(n, dtype=bool)) & ~scored_b & ~scored_c
         if lost.any():
-            warnings.append(f"{name}: {int(lost.sum())} case(s) scored in neither run because a judge call failed, "
-                            "left out of its delta and of every gate rule on it (n counts the cases scored in both)")
+            warnings.append(f"{name}: {int(lost.sum())} case(s) scored in neither run because a judge call failed"
+                            f"{_named(paired_ids, lost)}, left out of its delta and of every gate rule on it (n counts "
+                            "the cases scored in both)")
         for i, (g, sel) in enumerate(groups):
             d = diff[sel, j]
             ok = ~np.isnan(d)
