@@ -59,22 +59,29 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def score_table(result: Any, metrics: Optional[Sequence[str]] = None) -> List[Tuple[str, Optional[float], int, int]]:
-    """(metric, mean over the scored cases or None, n_scored, n_total) per metric of ``result``."""
-    from ragmeter.report.data import METRICS, metric_frame, register_custom_metrics
+    """(metric, mean over the scored cases or None, n_scored, n_total) per metric of ``result``.
+
+    Each metric covers the cases ``compare --gate`` gives it (``refusal``: the answerable, answered ones), so a
+    rule reads the same number here and in a gate; ``n_total`` counts the cases the metric applies to (for
+    ``all_files_hit``, those expecting two or more files), as summary.json does."""
+    from ragmeter.compare import _metric_frame
+    from ragmeter.report.data import METRICS, _covered, register_custom_metrics
 
     res = _result(result)
     register_custom_metrics(res.cases)
-    frame = metric_frame(res.cases)
+    frame = _metric_frame(res.cases)
     names = list(metrics) if metrics is not None else [c for c in frame.columns if c not in ("id", "category")]
+    unknown = [name for name in names if name not in METRICS]
+    if unknown:
+        raise InputError(f"assert_scores: unknown metric {unknown[0]!r}; known: {', '.join(METRICS)}")
+    totals = _covered(res.cases, names).sum(axis=0)
     out: List[Tuple[str, Optional[float], int, int]] = []
-    for name in names:
-        if name not in METRICS:
-            raise InputError(f"assert_scores: unknown metric {name!r}; known: {', '.join(METRICS)}")
-        if name not in frame.columns:
-            out.append((name, None, 0, res.cases.height))
+    for name, n_total in zip(names, totals.tolist()):
+        if name not in frame.columns:  # not measured in this run: no case scored
+            out.append((name, None, 0, int(n_total)))
             continue
         col = frame.get_column(name).drop_nulls()
-        out.append((name, float(col.mean()) if col.len() else None, col.len(), frame.height))  # type: ignore[arg-type]
+        out.append((name, float(col.mean()) if col.len() else None, col.len(), int(n_total)))  # type: ignore[arg-type]
     return out
 
 
