@@ -36,3 +36,39 @@ def test_score_table_counts_n_total_over_the_cases_a_metric_applies_to(example):
     (_, value, n_scored, n_total), = score_table(example, ["all_files_hit"])
     assert (value, n_scored, n_total) == (pytest.approx(overall["value"]), overall["n_scored"], overall["n_total"])
     assert n_total == 13
+
+
+# -- 2. from_hf keeps every golden field spelling the golden loader accepts
+
+
+def _example_rows():
+    import json
+
+    def read(path):
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.startswith("#")]
+
+    runs = {r["id"]: r for r in read(EX / "run.jsonl")}
+    return [{**g, **runs[g["id"]]} for g in read(EX / "golden.jsonl") if g["id"] in runs]
+
+
+def test_from_hf_keeps_the_readme_golden_spelling():
+    from ragmeter.dataset import from_hf
+
+    rows = _example_rows()  # the 50 golden cases the example run answers
+    golden, run = from_hf(rows)
+    assert golden[0]["expectedFileNames"] == ["handbook.md"] and golden[0]["referenceAnswer"]
+    direct = ragmeter.score(rows, rows).summary["n_labeled"]
+    assert direct == 44 and ragmeter.score(golden, run).summary["n_labeled"] == direct
+
+
+def test_from_hf_keeps_every_alias_of_the_golden_loader():
+    from ragmeter.dataset import from_hf, load_golden
+
+    row = {"case_id": "c1", "query": "q?", "expected_file_names": ["a.md"], "reference_contexts": ["x y"],
+           "expected_output": "ref", "answer": "a", "retrieved": []}
+    golden, run = from_hf([row])
+    case = load_golden(golden).row(0, named=True)
+    assert (case["id"], case["question"], case["expected_files"], case["expected_evidence"],
+            case["reference_answer"]) == ("c1", "q?", ["a.md"], ["x y"], "ref")
+    assert run[0]["case_id"] == "c1"

@@ -196,17 +196,17 @@ def from_hf(dataset: Any) -> Tuple[Records, Records]:
     """``(golden, run)`` from a Hugging Face dataset (or any table) in ragas', ragas v0.1's or ragmeter's naming.
 
     In ragmeter's naming (``question``, ``reference_answer``, ``answer``, ``retrieved`` or ``contexts``) the
-    golden fields and the run fields are split apart and kept as they are."""
+    golden fields and the run fields are split apart and kept as they are, in any spelling the golden loader
+    accepts (``expectedFileNames``, ``expectedEvidence``, ``referenceAnswer``, ``case_id``, ...)."""
     rows = _rows(dataset, "dataset")
     if _has(rows, "user_input"):
         return _convert(rows, _RAGAS, "dataset")
     if rows and _get(rows[0], "ground_truth") is not None:
         return _convert(rows, _RAGAS_V01, "dataset")
-    golden_keys = ("id", "question", "reference_answer", "expected_files", "expected_evidence", "category",
-                   "source", "tags")
-    run_keys = ("id", "retrieved", "contexts", "answer", "retrieval_mode", "latency_ms", "usage", "prompt_tokens",
-                "completion_tokens", "cost")
-    if not rows or not isinstance(rows[0], Mapping) or "question" not in rows[0]:
+    from ragmeter.dataset import QUESTION_NAMES
+
+    golden_keys, run_keys = _ragmeter_keys()
+    if not rows or not isinstance(rows[0], Mapping) or not any(n in rows[0] for n in QUESTION_NAMES):
         raise InputError("dataset: no known columns: expected ragas' (user_input, retrieved_contexts, response, "
                          "reference) or ragmeter's (id, question, reference_answer, answer, retrieved)")
     golden = [{k: row[k] for k in golden_keys if k in row} for row in rows]
@@ -218,6 +218,18 @@ def from_hf(dataset: Any) -> Tuple[Records, Records]:
             rec["retrieved"] = [{"file": UNKNOWN_FILE, "chunk_id": str(r), "text": t, "score": None}
                                 for r, t in enumerate(contexts, start=1)]
         run.append(rec)
+    return golden, run
+
+
+def _ragmeter_keys() -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """(golden keys, run keys) of rows in ragmeter's naming: every spelling the golden loader accepts, so that a
+    row in the README's golden format (``expectedFileNames``, ``referenceAnswer``, ...) keeps its labels."""
+    from ragmeter.dataset import GOLDEN_ALIASES, ID_NAMES, QUESTION_NAMES
+
+    golden = (*ID_NAMES, *QUESTION_NAMES, *(n for names in GOLDEN_ALIASES.values() for n in names), "category",
+              "source", "tags")
+    run = (*ID_NAMES, "retrieved", "contexts", "answer", "retrieval_mode", "latency_ms", "usage", "prompt_tokens",
+           "completion_tokens", "cost")
     return golden, run
 
 
