@@ -72,3 +72,35 @@ def test_from_hf_keeps_every_alias_of_the_golden_loader():
     assert (case["id"], case["question"], case["expected_files"], case["expected_evidence"],
             case["reference_answer"]) == ("c1", "q?", ["a.md"], ["x y"], "ref")
     assert run[0]["case_id"] == "c1"
+
+
+# -- 3. trec.evaluate: whole-number float grades are their integers; 0.5 or 2.9 are refused, never truncated
+
+_RUN = {"q1": {"d1": 0.3, "d2": 0.9}}
+
+
+@pytest.mark.parametrize("grades, where", [([0.5, 1.0], "row 1: 0.5"), ([0.0, 2.9], "row 2: 2.9")])
+def test_trec_table_refuses_fractional_relevance_naming_the_row(grades, where):
+    import polars as pl
+    from ragmeter.trec import evaluate
+
+    qrels = pl.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "relevance": grades})
+    with pytest.raises(InputError, match=f"qrels: relevance must be integers: {where} is not a whole number"):
+        evaluate(qrels, _RUN, "map")
+
+
+def test_trec_whole_float_relevance_is_accepted_from_a_table_and_a_dict():
+    import polars as pl
+    from ragmeter.trec import evaluate
+
+    as_ints = evaluate({"q1": {"d1": 1, "d2": 0}}, _RUN, "map")["map"].to_list()
+    table = pl.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "relevance": [1.0, 0.0]})
+    assert evaluate(table, _RUN, "map")["map"].to_list() == as_ints
+    assert evaluate({"q1": {"d1": 1.0, "d2": 0.0}}, _RUN, "map")["map"].to_list() == as_ints
+
+
+def test_trec_dict_refuses_fractional_relevance_naming_query_and_document():
+    from ragmeter.trec import evaluate
+
+    with pytest.raises(InputError, match="qrels: values must be integers: query 'q1', document 'd2': 2.5 is not"):
+        evaluate({"q1": {"d1": 1.0, "d2": 2.5}}, _RUN, "map")

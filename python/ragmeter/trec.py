@@ -47,7 +47,9 @@ def evaluate(
     ``doc_id``/``docno`` and similar names are accepted), or the dict of dicts
     ``{query: {doc: value}}`` that pytrec_eval and ranx take. A path and a table
     may be mixed; files are parsed in Rust. Errors name the file and line, or the
-    input (``qrels``, ``run``) and the 1-based row.
+    input (``qrels``, ``run``) and the 1-based row. Relevance grades are integers: in a table or a dict a
+    whole-number float (``1.0``, as pandas and JSON give) is its integer and ``0.5`` is refused naming the row,
+    never truncated; a qrels file's grades are written as integers (``1``, not ``1.0``).
 
     ``measures`` takes trec_eval's ``-m`` syntax (``"all_trec"``, ``"P.5,10"``,
     ``"ndcg.1=3,2=9"``). ``complete=True`` is ``-c``: qrels queries missing
@@ -171,12 +173,28 @@ def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
     if isinstance(source, Mapping):
         return _dict_columns(source, what, dtype_name)
     df = _table(source, what, ("query", "doc", value))
+    column = df[value]
+    if dtype_name == "integers" and column.dtype.is_float():  # a cast would truncate 0.5 to 0
+        values = _whole_numbers(column.to_numpy(), f"{what}: {value} must be integers", lambda i: f"row {i + 1}")
+        return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values, None)
     dtype = pl.Int64 if dtype_name == "integers" else pl.Float64
     try:
-        values = df[value].cast(dtype, strict=True).to_numpy()
+        values = column.cast(dtype, strict=True).to_numpy()
     except Exception as exc:
         raise InputError(f"{what}: {value} must be {dtype_name} ({exc.__class__.__name__})") from None
     return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values, None)
+
+
+def _whole_numbers(values: Any, problem: str, where: Any) -> Any:
+    """Relevance grades as int64: a whole-number float (1.0, as pandas, JSON and ranx give) is its integer; any
+    other value is refused naming where it is (``where(i)``), never truncated (0.5 would become "not relevant")."""
+    import numpy as np
+
+    bad = ~np.isfinite(values) | (values != np.trunc(values))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"{problem}: {where(i)}: {float(values[i])!r} is not a whole number")
+    return values.astype(np.int64)
 
 
 def _dict_columns(x: Mapping, what: str, dtype_name: str) -> tuple:
@@ -196,14 +214,24 @@ def _dict_columns(x: Mapping, what: str, dtype_name: str) -> tuple:
     try:
         if dtype_name == "integers":
             arr = np.asarray(list(values))
-            if arr.size and arr.dtype.kind not in "iub":
+            if arr.size and arr.dtype.kind not in "iubf":
                 raise TypeError
-            arr = arr.astype(np.int64)
         else:
             arr = np.fromiter(values, dtype=np.float64, count=len(docs))
     except (TypeError, ValueError):
         raise InputError(f"{what}: values must be {dtype_name}") from None
+    if dtype_name == "integers":
+        arr = (_whole_numbers(arr, f"{what}: values must be integers", lambda i: _dict_row(x, groups, docs, i))
+               if arr.dtype.kind == "f" else arr.astype(np.int64))
     return (_text_column([str(q) for q in x]), _text_column(docs), arr, groups)
+
+
+def _dict_row(x: Mapping, groups: Any, docs: List[Any], i: int) -> str:
+    """``query 'q1', document 'd2'``: where value ``i`` of a ``{query: {doc: value}}`` dict is."""
+    import numpy as np
+
+    query = list(x)[int(np.searchsorted(groups, i, side="right")) - 1]
+    return f"query {query!r}, document {docs[i]!r}"
 
 
 def _text_column(items: List[Any]) -> tuple:
