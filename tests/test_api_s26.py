@@ -104,3 +104,27 @@ def test_trec_dict_refuses_fractional_relevance_naming_query_and_document():
 
     with pytest.raises(InputError, match="qrels: values must be integers: query 'q1', document 'd2': 2.5 is not"):
         evaluate({"q1": {"d1": 1.0, "d2": 2.5}}, _RUN, "map")
+
+
+# -- 4. comparing a run with itself says so, as `ragmeter compare D D` does
+
+_SELF = "every delta is 0 by construction"
+
+
+def test_compare_with_itself_warns_in_memory(example):
+    assert any(_SELF in w and "same result" in w for w in example.compare(example).warnings)
+
+
+def test_assert_no_regression_of_a_folder_with_itself_warns(example, tmp_path):
+    from ragmeter.api import EvalResult
+    from ragmeter.testing import assert_no_regression
+
+    folder = example.write(tmp_path / "base", reports=False)
+    comp = assert_no_regression(folder, folder, gate="hit>=-2pp")
+    assert any(_SELF in w and "same folder" in w for w in comp.warnings)
+    assert any(_SELF in w for w in EvalResult.load(folder).compare(example).warnings)
+
+
+def test_two_evaluations_of_the_same_files_are_not_a_self_comparison(example):
+    again = ragmeter.evaluate(EX / "golden.jsonl", EX / "run.jsonl")
+    assert not any(_SELF in w for w in again.compare(example).warnings)

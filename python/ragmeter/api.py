@@ -20,7 +20,7 @@ baseline compares with a fresh run (see :mod:`ragmeter.testing`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Union
 
@@ -125,6 +125,8 @@ class EvalResult:
     name: Optional[str] = None     #: the title of reports and comparisons
     #: one row per (case, collected repeat) (repeats.parquet) when the run holds collected repeats, else None
     repeats: Optional[pl.DataFrame] = None
+    #: the results folder this result was read from or last written to, to recognise a run compared with itself
+    _folder: Optional[Path] = field(default=None, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:  # the frames' own reprs would fill a notebook cell
         judged = sorted(self.judge["metric"].unique().to_list()) if self.judge is not None else []
@@ -164,6 +166,7 @@ class EvalResult:
         if reports:
             summary["reports"] = {"html": str(out / "report.html"), "markdown": str(out / "report.md")}
         self.summary = summary
+        self._folder = out
         return out
 
     @classmethod
@@ -177,8 +180,10 @@ class EvalResult:
         res = load_results(directory)
         chunks_path = Path(directory) / "chunks.parquet"
         chunks = _read_parquet(chunks_path) if chunks_path.is_file() else pl.DataFrame({"id": []}, schema={"id": pl.Utf8})
-        return cls(cases=res.cases, chunks=chunks, judge=res.judge, summary=_evaluate_layout(res.summary),
-                   sweep=res.sweep, name=str(res.path), repeats=load_repeats(res))
+        result = cls(cases=res.cases, chunks=chunks, judge=res.judge, summary=_evaluate_layout(res.summary),
+                     sweep=res.sweep, name=str(res.path), repeats=load_repeats(res))
+        result._folder = Path(directory)
+        return result
 
     # -- reading ------------------------------------------------------------------------------------------
     def _results(self, name: Optional[str] = None) -> Any:
@@ -233,7 +238,7 @@ class EvalResult:
         (:class:`ragmeter.compare.CompareRefused`) unless ``force``; runs sharing no case always are."""
         from ragmeter import gate as gates
         from ragmeter._args import check_arg
-        from ragmeter.compare import CompareRefused, _check, compare_frames
+        from ragmeter.compare import CompareRefused, _check, compare_frames, self_comparison_warning
         from ragmeter.stats import check_resampling
 
         n_resamples, seed = check_resampling(n_resamples, seed)  # before the baseline is read
@@ -250,6 +255,21 @@ class EvalResult:
                               n_resamples=n_resamples, seed=seed, base_repeats=base.repeats,
                               cand_repeats=self.repeats)
         comp.notes[:0] = notes
+        same = self._same_run(base)
+        if same:
+            comp.warnings.insert(0, self_comparison_warning(same))
         if rules is not None:
             comp.gate_results = gates.evaluate(rules, comp)
         return comp
+
+    def _same_run(self, other: "EvalResult") -> Optional[str]:
+        """What makes ``other`` this very run ("the same result", "the same folder (D)"), or None. Two
+        evaluations of the same files are not: a deterministic pipeline scores the same twice, and that is a
+        measurement."""
+        from ragmeter.compare import _same_folder
+
+        if other is self:
+            return "the same result"
+        if self._folder is not None and other._folder is not None and _same_folder(self._folder, other._folder):
+            return f"the same folder ({self._folder.resolve()})"
+        return None

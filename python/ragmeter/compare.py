@@ -470,9 +470,7 @@ def compare(
     warnings = ([f"{base.path}: {w}" for w in messages(base.warnings)]
                 + [f"{cand.path}: {w}" for w in messages(cand.warnings)])
     if _same_folder(base.path, cand.path):
-        # a CI job whose two paths point at one folder would pass every gate rule without measuring anything
-        warnings.insert(0, f"the baseline and the candidate are the same folder ({Path(cand.path).resolve()}): every "
-                           "delta is 0 by construction and a gate rule measures nothing")
+        warnings.insert(0, self_comparison_warning(f"the same folder ({Path(cand.path).resolve()})"))
     comp = compare_frames(
         base.cases, cand.cases, base_name=str(base.path), cand_name=str(cand.path), problems=problems,
         forced=bool(problems), n_resamples=n_resamples, seed=seed, threads=threads,
@@ -481,6 +479,12 @@ def compare(
     comp.notes[:0] = notes
     comp.warnings[:0] = warnings
     return comp
+
+
+def self_comparison_warning(what: str) -> str:
+    """The warning of a run compared with itself (``what``: "the same folder (D)", ...): a CI job whose two
+    paths point at one folder would pass every gate rule without measuring anything."""
+    return f"the baseline and the candidate are {what}: every delta is 0 by construction and a gate rule measures nothing"
 
 
 def _same_folder(a: Any, b: Any) -> bool:
