@@ -128,3 +128,45 @@ def test_assert_no_regression_of_a_folder_with_itself_warns(example, tmp_path):
 def test_two_evaluations_of_the_same_files_are_not_a_self_comparison(example):
     again = ragmeter.evaluate(EX / "golden.jsonl", EX / "run.jsonl")
     assert not any(_SELF in w for w in again.compare(example).warnings)
+
+
+# -- 5. rank metrics refuse the arguments the kernel would read wrongly
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.recall([1, 0, 1, 0], n_relevant=2.5),            # the kernel read 2.5 as 2: 1.0
+    lambda m: m.average_precision([1, 0, 1], n_relevant=2.5),    # 0.8333 = sum / 2
+])
+def test_rank_metrics_refuse_a_fractional_n_relevant(call):
+    from ragmeter import metrics
+
+    with pytest.raises(InputError, match="n_relevant must be a whole number"):
+        call(metrics)
+
+
+def test_rank_metrics_take_a_whole_float_n_relevant():
+    from ragmeter import metrics
+
+    assert metrics.recall([1, 0, 1, 0], n_relevant=4.0) == metrics.recall([1, 0, 1, 0], n_relevant=4) == 0.5
+
+
+def test_recall_requires_n_relevant():
+    from ragmeter import metrics
+
+    with pytest.raises(InputError, match="n_relevant must be a number"):
+        metrics.recall([1, 0], None)
+
+
+@pytest.mark.parametrize("grades, ideal", [([1, 1], [1]), ([2, 0], [1, 1]), ([1], [])])
+def test_ndcg_refuses_an_ideal_that_cannot_cover_the_ranking(grades, ideal):
+    from ragmeter import metrics
+
+    for ndcg in (metrics.ndcg, metrics.ndcg_exp):
+        with pytest.raises(InputError, match="ideal must hold"):
+            ndcg(grades, ideal=ideal)
+
+
+def test_ndcg_with_a_covering_ideal_stays_within_one():
+    from ragmeter import metrics
+
+    assert metrics.ndcg([1, 0], ideal=[1, 1]) < 1.0 and metrics.ndcg([0, 2], ideal=[2, 1, 0]) < 1.0

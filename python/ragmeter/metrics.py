@@ -66,21 +66,45 @@ def _one(metric: str, verdicts: Sequence[float], n_relevant: Optional[float] = N
     if n_relevant is None:
         n_relevant = found
     else:
-        from ragmeter._args import check_arg
         from ragmeter.errors import InputError
 
-        n_relevant = check_arg("n_relevant", n_relevant, "number", low=0)
+        n_relevant = _count(n_relevant)
         if 0 < n_relevant < found:  # a recall above 1, an AP above 1 (0 gives 0, as documented)
             raise InputError(f"n_relevant={n_relevant:g}, but {found:g} relevant items are in the ranking: it "
                              "counts every relevant item, retrieved or not")
     offsets = np.array([0, grades.size], dtype=np.int64)
     kwargs = {}
     if ideal is not None:
-        ig = np.sort(_ranking("ideal", ideal))[::-1].copy()
+        ig = _ideal(ideal, grades)
         kwargs = {"ideal_offsets": np.array([0, ig.size], dtype=np.int64), "ideal_grades": ig}
     out = _core.rank_metrics(offsets, grades, np.array([float(n_relevant)]), [metric],
                              relevance_level=level, **kwargs)
     return float(out[0, 0])
+
+
+def _count(n_relevant: Any) -> float:
+    """``n_relevant`` checked: a whole number >= 0. The kernel reads it as an integer, so 2.5 would silently be
+    2 (a recall of 1.0 for 2 of 2.5)."""
+    from ragmeter._args import check_arg
+    from ragmeter.errors import InputError
+
+    n = check_arg("n_relevant", n_relevant, "number", low=0)
+    if not float(n).is_integer():
+        raise InputError(f"n_relevant must be a whole number (it counts relevant items), got {n:g}")
+    return n
+
+
+def _ideal(ideal: Sequence[float], grades: np.ndarray) -> np.ndarray:
+    """``ideal``'s grades, best first, when they hold the ranking's relevant grades: ``ideal`` is every judged
+    grade of the query, so a ranking with a grade it lacks would give an NDCG above 1."""
+    from ragmeter.errors import InputError
+
+    ig = np.sort(_ranking("ideal", ideal))[::-1].copy()
+    ranked = np.sort(grades[grades > 0])[::-1]
+    if ranked.size > ig.size or (ranked > ig[:ranked.size]).any():
+        raise InputError(f"ideal must hold every judged grade of the query, the ranking's included: the ranking's "
+                         f"grades {ranked.tolist()} are not all in ideal {ig.tolist()} (NDCG would exceed 1)")
+    return ig
 
 
 def _cut(name: str, k: Optional[int], optional: bool = True) -> str:
@@ -106,8 +130,8 @@ def precision_at_k(verdicts: Sequence[float], k: int) -> float:
 
 
 def recall(verdicts: Sequence[float], n_relevant: float, k: Optional[int] = None) -> float:
-    """Relevant retrieved (within ``k``) over ``n_relevant``; 0 when ``n_relevant`` is 0."""
-    return _one(_cut("recall", k), verdicts, n_relevant=n_relevant)
+    """Relevant retrieved (within ``k``) over ``n_relevant`` (required: a whole number); 0 when it is 0."""
+    return _one(_cut("recall", k), verdicts, n_relevant=_count(n_relevant))  # None is not "the retrieved ones"
 
 
 def f1(p: float, r: float) -> float:
