@@ -170,3 +170,68 @@ def test_ndcg_with_a_covering_ideal_stays_within_one():
     from ragmeter import metrics
 
     assert metrics.ndcg([1, 0], ideal=[1, 1]) < 1.0 and metrics.ndcg([0, 2], ideal=[2, 1, 0]) < 1.0
+
+
+# -- 6. bad arguments are ragmeter.errors.InputError, as docs/api.md promises
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda c: c.cohen_kappa([1, 0], [1]), "different number of items"),
+    (lambda c: c.agreement([1, 0], [1]), "different number of items"),
+    (lambda c: c.ppi_mean([1, 0, 1], [1, 0], [1]), "same length"),
+    (lambda c: c.cohen_kappa([[1], [0]], [1, 0]), "labels must be hashable"),
+    (lambda c: c.agreement([1, 0], [{"a": 1}, 0]), "labels must be hashable"),
+    (lambda c: c.ppi_mean([1, "x"], [1], [1]), "judge_all must be"),
+])
+def test_calibration_refuses_bad_labels_with_input_error(call, message):
+    from ragmeter import calibration
+
+    with pytest.raises(InputError, match=message):
+        call(calibration)
+
+
+@pytest.mark.parametrize("p, r", [("a", 1), (2, 2), (float("nan"), 1), (0.5, -0.1), (True, 1)])
+def test_f1_refuses_what_is_not_a_precision_or_recall(p, r):
+    from ragmeter import metrics
+
+    with pytest.raises(InputError, match="must be a number between 0 and 1"):
+        metrics.f1(p, r)
+
+
+def test_f1_of_a_precision_and_a_recall():
+    from ragmeter import metrics
+
+    assert metrics.f1(0.5, 1) == pytest.approx(2 / 3) and metrics.f1(0, 0) == 0.0
+
+
+def test_evaluate_refuses_metrics_that_are_not_a_list():
+    from ragmeter.judge import JudgeConfig
+
+    cfg = JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key="sk-test-12345678")
+    with pytest.raises(InputError, match="metrics must be"):
+        ragmeter.evaluate(EX / "golden.jsonl", EX / "run.jsonl", judge=cfg, metrics=5)
+
+
+@pytest.mark.parametrize("option, message", [
+    ({"complete": "yes"}, "complete must be True or False, got 'yes'"),
+    ({"judged_only": "no"}, "judged_only must be True or False"),
+    ({"per_query": "no"}, "per_query must be True or False"),
+    ({"run_id": 5}, "run_id must be a string, got 5"),
+])
+def test_trec_evaluate_refuses_option_types(option, message):
+    from ragmeter.trec import evaluate
+
+    with pytest.raises(InputError, match=message):
+        evaluate({"q": {"d": 1}}, {"q": {"d": 0.3}}, "map", **option)
+
+
+def test_metric_decorator_takes_one_field_as_rubric_metric_does():
+    from ragmeter.judge import RubricMetric, metric
+
+    @metric(prompt="x", schema={"ok": bool}, fields="answer")
+    def m(reply, case):
+        return 1.0
+
+    assert m.fields == RubricMetric(name="r", criteria="c", fields="answer").fields == ("answer",)
+    with pytest.raises(InputError, match="fields"):
+        metric("bad", prompt="x", schema={"ok": bool}, fields=["answer", 5])(lambda reply, case: 1.0)

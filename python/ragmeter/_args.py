@@ -21,14 +21,14 @@ from typing import Any, Optional
 __all__ = ["check_arg"]
 
 #: kind -> what one value of it is
-_WHAT = {"int": "an integer", "number": "a number", "text": "a string"}
+_WHAT = {"int": "an integer", "number": "a number", "text": "a string", "bool": "True or False"}
 #: list kind -> the kind of its items
 _ITEMS = {"numbers": "number", "texts": "text"}
 
 
 def check_arg(name: str, value: Any, kind: str, *, low: Optional[float] = None, high: Optional[float] = None,
               optional: bool = False) -> Any:
-    """``value`` as a ``kind`` ("int", "number", "text", or a list of them: "numbers", "texts") between ``low``
+    """``value`` as a ``kind`` ("int", "number", "text", "bool", or a list: "numbers", "texts") between ``low``
     and ``high`` (inclusive; numbers only); ``None`` passes when ``optional``. Raises :class:`InputError`."""
     if value is None and optional:
         return None
@@ -56,6 +56,8 @@ def _one(value: Any, kind: str, low: Optional[float], high: Optional[float]) -> 
     """(ok, value as a plain Python value)."""
     if kind == "text":
         return isinstance(value, str), value
+    if kind == "bool":  # a flag given as "no" would be read as true
+        return isinstance(value, bool) or type(value).__name__ == "bool_", bool(value)
     number: float
     if isinstance(value, bool):
         return False, value

@@ -94,10 +94,25 @@ def is_missing(value: Any) -> bool:
 
 
 def _pairs(a: Sequence[Any], b: Sequence[Any]) -> Tuple[List[Tuple[Hashable, Hashable]], int]:
+    from ragmeter.errors import InputError
+
     if len(a) != len(b):
-        raise ValueError(f"the two raters label a different number of items ({len(a)} vs {len(b)})")
+        raise InputError(f"the two raters label a different number of items ({len(a)} vs {len(b)})")
     pairs = [(x, y) for x, y in zip(a, b) if not is_missing(x) and not is_missing(y)]
+    for rater, labels in (("first", a), ("second", b)):
+        _check_hashable(rater, labels)
     return pairs, len(a) - len(pairs)
+
+
+def _check_hashable(rater: str, labels: Sequence[Any]) -> None:
+    """Labels are counted by value: a list or a dict cannot be (a TypeError from deep inside Counter)."""
+    from ragmeter._args import _shown
+    from ragmeter.errors import InputError
+
+    for i, label in enumerate(labels):
+        if not isinstance(label, Hashable):
+            raise InputError(f"labels must be hashable (a bool, a number or a string); item {i} of the {rater} "
+                             f"rater is {_shown(label)}")
 
 
 def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, names: Tuple[str, str] = ("first", "second")) -> Kappa:
@@ -220,14 +235,17 @@ def ppi_mean(judge_all: Sequence[float], judge_labelled: Sequence[float], human_
     var(human - judge) / n`` (sample variances) gives a normal interval. Cases chosen because of the judge's
     outcome must not be passed as the labelled sample: the correction would then be biased.
     """
+    from ragmeter.errors import InputError
+
     if any(is_missing(v) for v in judge_all):
-        raise ValueError("judge_all holds a missing value (None or NaN): give the judge's value on every case (a "
+        raise InputError("judge_all holds a missing value (None or NaN): give the judge's value on every case (a "
                          "failed call as 0, not correct), or leaving those cases out biases the estimate")
-    f_all = [float(v) for v in judge_all]
+    f_all = _values("judge_all", judge_all)
     if len(judge_labelled) != len(human_labelled):
-        raise ValueError("judge_labelled and human_labelled must have the same length")
+        raise InputError("judge_labelled and human_labelled must have the same length")
     labelled, n_missing = _pairs(judge_labelled, human_labelled)  # a pair without both values is left out, counted
-    diffs = [float(h) - float(f) for f, h in labelled]  # type: ignore[arg-type]  # numbers, as the caller passes
+    judge = _values("judge_labelled", [f for f, _ in labelled])
+    diffs = [h - f for f, h in zip(judge, _values("human_labelled", [h for _, h in labelled]))]
     big_n, n = len(f_all), len(diffs)
     raw = sum(f_all) / big_n if big_n else None
     out: Dict[str, Any] = {"value": None, "ci_low": None, "ci_high": None, "raw": raw, "correction": None,
@@ -244,6 +262,26 @@ def ppi_mean(judge_all: Sequence[float], judge_labelled: Sequence[float], human_
     se = math.sqrt(_sample_var(f_all) / big_n + _sample_var(diffs) / n)
     out.update(ci_low=value - z * se, ci_high=value + z * se, se=se)
     return out
+
+
+def _values(name: str, values: Sequence[Any]) -> List[float]:
+    """``values`` as floats (a bool verdict is 0 or 1); anything else is an InputError naming ``name``."""
+    from ragmeter._args import _shown
+    from ragmeter.errors import InputError
+
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        bad = next(v for v in values if not _is_number(v))
+        raise InputError(f"{name} must be a list of numbers (or bools); it holds {_shown(bad)}") from None
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _sample_var(values: Sequence[float]) -> float:

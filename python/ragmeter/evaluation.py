@@ -445,6 +445,11 @@ def _with_metrics(judge: Any, metrics: Optional[Sequence[Any]]) -> Any:
 
     if isinstance(metrics, str):  # one name, or names separated by commas as --metrics takes them (not letters)
         metrics = [name.strip() for name in metrics.split(",") if name.strip()]
+    if isinstance(metrics, bytes) or not hasattr(metrics, "__iter__"):
+        from ragmeter._args import _shown
+        from ragmeter.errors import InputError
+
+        raise InputError(f"metrics must be a list of metric names or custom metric objects, got {_shown(metrics)}")
     return replace(judge, metrics=tuple(metrics))
 
 

@@ -135,7 +135,10 @@ def recall(verdicts: Sequence[float], n_relevant: float, k: Optional[int] = None
 
 
 def f1(p: float, r: float) -> float:
-    """Harmonic mean of a precision and a recall; 0 when both are 0."""
+    """Harmonic mean of a precision and a recall (each between 0 and 1); 0 when both are 0."""
+    from ragmeter._args import check_arg
+
+    p, r = (check_arg(name, value, "number", low=0, high=1) for name, value in (("p", p), ("r", r)))
     return 0.0 if p + r <= 0 else 2.0 * p * r / (p + r)
 
 

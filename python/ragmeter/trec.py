@@ -67,6 +67,9 @@ def evaluate(
     relevance_level = check_arg("relevance_level", relevance_level, "int")
     max_docs = check_arg("max_docs", max_docs, "int", optional=True)
     num_docs_in_coll = check_arg("num_docs_in_coll", num_docs_in_coll, "int")
+    per_query, complete, judged_only = (check_arg(name, value, "bool") for name, value in
+                                        (("per_query", per_query), ("complete", complete), ("judged_only", judged_only)))
+    run_id = check_arg("run_id", run_id, "text")
     opts = _core.TrecOptions(relevance_level=relevance_level, max_docs=max_docs, complete=complete,
                              judged_only=judged_only, num_docs_in_coll=num_docs_in_coll)
     try:

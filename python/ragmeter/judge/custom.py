@@ -240,12 +240,7 @@ class RubricMetric:
         if threshold is not None and not lo <= float(threshold) <= hi:
             raise InputError(f"metric {self.name!r}: pass_threshold {self.pass_threshold!r} is outside the scale "
                              f"{lo}-{hi}")
-        self.fields = (self.fields,) if isinstance(self.fields, str) else tuple(self.fields)
-        if not self.fields:
-            raise InputError(f"metric {self.name!r}: fields must name at least one case field")
-        for name in self.fields:
-            if not isinstance(name, str) or not name:
-                raise InputError(f"metric {self.name!r}: fields must be names of case fields, got {name!r}")
+        self.fields = _field_names(self.name, self.fields)
         self.steps = (self.steps,) if isinstance(self.steps, str) else tuple(self.steps)
         for step in self.steps:
             if not isinstance(step, str):
@@ -429,6 +424,19 @@ def _has_fields(case: Case, fields: Sequence[str]) -> bool:
     return all(not _missing(_case_value(case, f)) for f in fields)
 
 
+def _field_names(metric_name: str, fields: Any) -> Tuple[str, ...]:
+    """``fields`` as a tuple of case field names; one name alone is one field (not its letters)."""
+    from ragmeter._args import check_arg
+
+    names = tuple(check_arg(f"metric {metric_name!r}: fields", [fields] if isinstance(fields, str) else fields,
+                            "texts"))
+    if not names:
+        raise InputError(f"metric {metric_name!r}: fields must name at least one case field")
+    if not all(names):
+        raise InputError(f"metric {metric_name!r}: fields must be names of case fields, got ''")
+    return names
+
+
 def metric(name: Optional[str] = None, *, prompt: Optional[str] = None, schema: Any = None,
            prompts: Optional[Mapping[str, Tuple[str, Any]]] = None, fields: Sequence[str] = ("question", "answer"),
            scale: Tuple[float, float] = (0.0, 1.0), pass_threshold: Optional[float] = None,
@@ -442,9 +450,7 @@ def metric(name: Optional[str] = None, *, prompt: Optional[str] = None, schema: 
     """
     def wrap(fn: Scorer) -> FunctionMetric:
         metric_name = _check_name(name or getattr(fn, "__name__", None))
-        fields_t = tuple(fields)
-        if not fields_t:
-            raise InputError(f"metric {metric_name!r}: fields must name at least one case field")
+        fields_t = _field_names(metric_name, fields)
         if (prompt is None) == (prompts is None):
             raise InputError(f"metric {metric_name!r}: give either prompt= and schema= or prompts={{step: "
                              "(instructions, schema)}")
