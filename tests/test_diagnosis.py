@@ -185,9 +185,10 @@ def test_large_frame_is_vectorised() -> None:
     )
 
 
-def test_the_report_refusal_rate_is_over_answered_cases(tmp_path) -> None:
-    """A case missing from the run (no answer) is neither a refusal nor a non-refusal: the report's refusal
-    rate is over the answered cases, as ``summarize`` counts it."""
+def test_the_report_refusal_rate_is_over_answerable_answered_cases(tmp_path) -> None:
+    """A case missing from the run (no answer) is neither a refusal nor a non-refusal, and refusing a no-answer
+    question is its right answer: the report's refusal rate is over the answerable, answered cases, as
+    ``summarize`` counts them (``answerable``) and as ``compare --gate`` reads ``refusal``."""
     import ragmeter
     from ragmeter.report.data import metric_frame
 
@@ -196,9 +197,10 @@ def test_the_report_refusal_rate_is_over_answered_cases(tmp_path) -> None:
     unanswered = cases.filter(pl.col("answer").is_null() | (pl.col("answer").str.strip_chars() == ""))
     assert unanswered.height >= 1 and unanswered["refusal"].null_count() == unanswered.height
     refusal = metric_frame(cases, ["refusal"])["refusal"]
-    overall = dg.summarize(cases)["refusal"]["overall"]
-    assert refusal.count() == overall["answered"] == cases.height - unanswered.height
-    assert refusal.sum() == overall["refusals"]
+    answerable = dg.summarize(cases)["refusal"]["answerable"]
+    noanswer = cases.get_column("is_noanswer").fill_null(False)
+    assert refusal.count() == answerable["answered"] == cases.height - unanswered.height - int(noanswer.sum())
+    assert refusal.sum() == answerable["refusals"]
 
 
 def test_without_an_answer_column_no_case_is_a_generation_failure() -> None:

@@ -558,19 +558,10 @@ def _binary(values: np.ndarray) -> bool:
 
 
 def _metric_frame(cases: pl.DataFrame) -> pl.DataFrame:
-    """:func:`ragmeter.report.data.metric_frame`, with ``refusal`` kept only on answerable, answered cases."""
+    """:func:`ragmeter.report.data.metric_frame` (``refusal`` over answerable, answered cases, as the reports)."""
     from ragmeter.report.data import metric_frame
 
-    mf = metric_frame(cases)
-    if "refusal" not in mf.columns:
-        return mf
-    answerable = ~pl.col("is_noanswer").fill_null(False) if "is_noanswer" in cases.columns else pl.lit(True)
-    answered = (
-        pl.col("answer").is_not_null() & (pl.col("answer").cast(pl.Utf8).str.strip_chars().str.len_chars() > 0)
-        if "answer" in cases.columns else pl.lit(True)
-    )
-    keep = cases.select((answerable & answered).alias("keep")).to_series()
-    return mf.with_columns(pl.when(keep).then(pl.col("refusal")).otherwise(None).alias("refusal"))
+    return metric_frame(cases)
 
 
 def non_finite_counts(cases: pl.DataFrame) -> Dict[str, int]:

@@ -77,7 +77,7 @@ METRICS: Dict[str, Metric] = {
         Metric("answer_relevancy", "answer_relevancy_score", "score", "Answer relevancy", "answer_relevancy_status"),
         Metric("context_precision", "context_precision_score", "score", "Context precision", "context_precision_status"),
         Metric("context_recall", "context_recall_score", "score", "Context recall", "context_recall_status"),
-        Metric("refusal", "refusal", "rate", "Refusal rate"),
+        Metric("refusal", "refusal", "rate", "Refusal rate (answerable questions)"),
     ]
 }
 
@@ -353,7 +353,8 @@ def metric_frame(cases: pl.DataFrame, names: Optional[List[str]] = None) -> pl.D
     Judge scores count only when their ``<metric>_status`` is ``ok`` (or absent). ``correct`` (the column
     ``answer_correct``) also counts a no-answer case whose correctness call was skipped (no reference answer to
     grade against, the budget): its value is the refusal rule's (see :mod:`ragmeter.diagnosis`); a failed call
-    stays unscored. Metrics whose column is absent are left out.
+    stays unscored. ``refusal`` counts answerable, answered cases only (on a no-answer case refusing is the right
+    answer, not a refusal to measure). Metrics whose column is absent are left out.
     """
     exprs = [pl.col("id"), pl.col("category")]
     for name in names or list(METRICS):
@@ -366,8 +367,18 @@ def metric_frame(cases: pl.DataFrame, names: Optional[List[str]] = None) -> pl.D
             if name == "correct" and "is_noanswer" in cases.columns:
                 counted = counted | _noanswer_by_rule()
             value = pl.when(counted).then(value).otherwise(None)
+        if name == "refusal":
+            value = pl.when(_answerable_and_answered(cases)).then(value).otherwise(None)
         exprs.append(value.fill_nan(None).alias(name))
     return cases.select(exprs)
+
+
+def _answerable_and_answered(cases: pl.DataFrame) -> pl.Expr:
+    """The cases the refusal rate is over: answerable (not ``is_noanswer``) with a non-blank answer."""
+    answerable = ~pl.col("is_noanswer").fill_null(False) if "is_noanswer" in cases.columns else pl.lit(True)
+    answered = (pl.col("answer").is_not_null() & (pl.col("answer").cast(pl.Utf8).str.strip_chars().str.len_chars() > 0)
+                if "answer" in cases.columns else pl.lit(True))
+    return answerable & answered
 
 
 def _noanswer_by_rule() -> pl.Expr:
