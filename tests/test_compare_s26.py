@@ -163,3 +163,12 @@ def test_cases_scored_on_one_side_or_neither_are_named(tmp_path: Path) -> None:
     both = compare(write_results(tmp_path / "c2", cand), write_results(tmp_path / "c3", cand), n_resamples=200)
     neither = next(w for w in both.warnings if w.startswith("correct:") and "scored in neither run" in w)
     assert all(i in neither for i in lost), neither
+
+
+def test_n_total_counts_the_cases_a_metric_applies_to(tmp_path: Path) -> None:
+    base = eval_folder(tmp_path / "base")
+    comp = compare(base, base, n_resamples=200)
+    # before: all_files_hit 13/51, though it applies to the 13 cases expecting two or more files (summary.json: 13)
+    row = comp.row("all_files_hit")
+    assert (row.n_paired, row.n_total) == (13, 13)
+    assert comp.row("hit").n_total == 51

@@ -139,7 +139,7 @@ class MetricDelta:
     ci_low: Optional[float]
     ci_high: Optional[float]
     n_paired: int  # cases scored in both runs
-    n_total: int  # cases in the group
+    n_total: int  # cases of the group the metric applies to (all_files_hit: those expecting two or more files)
     wins: int  # cases better in the candidate (in the metric's direction)
     regressions: int  # cases worse in the candidate
     ties: int
@@ -627,6 +627,15 @@ def _failed_calls(base_cases: pl.DataFrame, cand_cases: pl.DataFrame, ids: pl.Se
     return out
 
 
+def _applies(cases: pl.DataFrame, ids: pl.DataFrame, names: List[str]) -> np.ndarray:
+    """Per case of ``ids`` (in that order) and metric, whether the metric applies to it (``all_files_hit``: the
+    cases expecting two or more files), as the reports count ``n_total``."""
+    from ragmeter.report.data import _covered
+
+    aligned = ids.join(cases.with_columns(pl.col("id").cast(pl.Utf8)), on="id", how="left", maintain_order="left")
+    return _covered(aligned, names)
+
+
 def _named(ids: np.ndarray, which: np.ndarray) -> str:
     """`` (a, b, c, d, e and 3 more)``: the first cases of ``ids`` where ``which`` holds, as warnings name them."""
     from ragmeter._warnings import SHOWN
@@ -781,6 +790,7 @@ def compare_frames(
     diff = cand_v - base_v  # NaN where either side is unscored
     failed_calls = _failed_calls(base_cases, cand_cases, joined.get_column("id").cast(pl.Utf8), names)
     paired_ids = joined.get_column("id").cast(pl.Utf8).to_numpy()
+    covered = _applies(base_cases, joined.select(pl.col("id").cast(pl.Utf8)), names)
     notes: List[str] = []
     for side, per_repeat in ((base_name, base_repeats), (cand_name, cand_repeats)):
         if per_repeat is not None:
@@ -840,7 +850,7 @@ def compare_frames(
             rows.append(MetricDelta(
                 metric=name, group=g, kind=kind, baseline=b_mean, candidate=c_mean,
                 delta=(c_mean - b_mean) if npair else None, ci_low=lo, ci_high=hi, n_paired=npair,  # type: ignore[operator]
-                n_total=len(sel), wins=wins, regressions=regressions, ties=npair - wins - regressions,
+                n_total=int(covered[sel, j].sum()), wins=wins, regressions=regressions, ties=npair - wins - regressions,
                 p_value=p_value, mdd=mdd, better=better(name),
                 n_baseline_only=int((scored_b[sel] & ~scored_c[sel]).sum()),
                 n_candidate_only=int((scored_c[sel] & ~scored_b[sel]).sum()),
