@@ -315,6 +315,14 @@ def _file_records(path: Path, text: str, problems: _Problems, what: str) -> List
     Problems are collected per line; a file whose lines are mostly not JSON
     gets one diagnosis of its shape instead (CSV, TSV, YAML, pretty-printed JSON).
     """
+    records = _parsed_records(path, text, problems, what)
+    # Only a \\uD8xx-\\uDFxx escape decodes to a surrogate: the records are looked at closer only when the
+    # text has one (one scan of the text, no per-string check on the usual path).
+    return _without_surrogates(records, problems) if _SURROGATE_ESCAPE.search(text) else records
+
+
+def _parsed_records(path: Path, text: str, problems: _Problems, what: str) -> List[Record]:
+    """:func:`_file_records` before the check for lone surrogates."""
     items = _sniff.json_array_items(path, text)
     if items is not None:
         return _objects(((f"{path}:{line}", line, item) for line, item in items), problems)
@@ -353,6 +361,56 @@ def _file_records(path: Path, text: str, problems: _Problems, what: str) -> List
         if shape:
             raise InputError(shape)
     return records
+
+
+#: A JSON escape that decodes to a UTF-16 surrogate (``\\ud800``-``\\udfff``); a text without one cannot give a
+#: string holding a lone surrogate (the file itself was decoded strictly)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any, field: str = "") -> Optional[Tuple[str, str, int]]:
+    """``(field, the surrogate as \\uXXXX, its 1-based character position)`` of the first string in ``value`` (a
+    record, nested lists and objects) that holds a lone UTF-16 surrogate, else None. A JSON writer that cut a
+    character outside the Basic Multilingual Plane (an emoji) in half writes one (``"\\udc00"``); it is no
+    Unicode character, and UTF-8 (Arrow, Parquet, the results files) cannot hold it."""
+    stack: List[Tuple[str, Any]] = [(field, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return where, f"\\u{ord(item[exc.start]):04x}", exc.start + 1
+        elif isinstance(item, dict):
+            for key, member in reversed(list(item.items())):  # the record's own order, first problem first
+                name = f"{where}.{key}" if where else str(key)
+                bad_key = _lone_surrogate(str(key), f"a field name in {where}" if where else "a field name")
+                if bad_key is not None:
+                    return bad_key
+                stack.append((name, member))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((f"{where}[{i}]", member) for i, member in reversed(list(enumerate(item))))
+    return None
+
+
+def _surrogate_message(found: Tuple[str, str, int]) -> str:
+    field, code, position = found
+    return (f"{field if field.startswith('a field name') else repr(field)} holds a lone UTF-16 surrogate ({code} at "
+            f"character {position}), which is not valid Unicode (a writer that cut a character such as an emoji in "
+            "half); fix or drop that character")
+
+
+def _without_surrogates(records: List[Record], problems: _Problems) -> List[Record]:
+    """``records`` without those holding a string with a lone surrogate, each of which is a problem naming its
+    record and field (see :func:`_lone_surrogate`)."""
+    kept: List[Record] = []
+    for where, line, record in records:
+        found = _lone_surrogate(record)
+        if found is None:
+            kept.append((where, line, record))
+        else:
+            problems.add(where, _surrogate_message(found), found[0])
+    return kept
 
 
 def _objects(items: Iterator[Record], problems: _Problems) -> List[Record]:
@@ -964,7 +1022,12 @@ def _load_golden(source: Source, name: str, raw: Optional[bytes]) -> Tuple[pl.Da
     if _is_path(source) and not seen and not problems:
         problems.add(str(source), "no cases (the file has only comments)")
     problems.raise_if_any()
-    return _golden_frame(rows), None
+    try:
+        return _golden_frame(rows), None
+    except UnicodeEncodeError:  # records in memory (a file's are checked when read): a lone surrogate
+        _without_surrogates(records, problems)
+        problems.raise_if_any()
+        raise
 
 
 #: What makes two golden sets the same set of cases (not the file's bytes, comments or field spellings).
@@ -1074,7 +1137,13 @@ def _run_from_records(records: List[Record], problems: _Problems, from_lines: bo
         rows["run_error"].append(run_error)
         rows["line"].append(line)
         rows["id_from_line"].append(from_lines)
-    return pl.DataFrame(rows, schema=RUN_SCHEMA), seen
+    try:
+        return pl.DataFrame(rows, schema=RUN_SCHEMA), seen
+    except UnicodeEncodeError:  # records in memory (a file's are checked when read): a lone surrogate
+        _without_surrogates(records, problems)
+        if not problems:
+            raise
+        return pl.DataFrame(schema=RUN_SCHEMA), seen
 
 
 @dataclass(frozen=True)
