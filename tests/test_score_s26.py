@@ -78,3 +78,50 @@ def test_the_library_refuses_a_surrogate_in_records_in_memory() -> None:
 
     with pytest.raises(InputError, match=r"run\[0\]: 'retrieved\[0\]\.text' holds a lone UTF-16 surrogate"):
         ragmeter.score([json.loads(GOLDEN)], [{"id": "a-1", "retrieved": [{"text": "gold\udc00"}]}])
+
+
+# 2. float32 scores at a threshold -------------------------------------------------------------------------------
+
+def _parquet_run(path: Path, score: Any, score_type: Any) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    item = pa.struct([("file", pa.string()), ("text", pa.string()), ("score", score_type)])
+    pq.write_table(pa.table({"id": ["a-1"], "retrieved": pa.array([[{"file": "f.md", "text": "gold x", "score": score}]],
+                                                                  type=pa.list_(item))}), path)
+    return path
+
+
+@pytest.mark.parametrize("value", [0.7, 0.3, 0.1, 0.55])
+def test_a_float32_score_equal_to_the_threshold_is_kept_as_in_jsonl(tmp_path: Path, capsys, value: float) -> None:
+    import pyarrow as pa
+
+    golden = write_lines(tmp_path / "g.jsonl", [GOLDEN])
+    rows = {}
+    for name, run in (("jsonl", write_jsonl(tmp_path / "r.jsonl", [{"id": "a-1", "retrieved": [
+                          {"file": "f.md", "text": "gold x", "score": value}]}])),
+                      ("f32", _parquet_run(tmp_path / "r32.parquet", value, pa.float32())),
+                      ("f64", _parquet_run(tmp_path / "r64.parquet", value, pa.float64()))):
+        assert main(["sweep", "--golden", str(golden), "--run", str(run), "--thresholds", f"{value},{value + 0.01}",
+                     "--json"]) == 0
+        rows[name] = [(r["threshold"], r["category"], r["hit_rate"], r["mean_kept"]) for r in json.loads(capsys.readouterr().out)]
+    assert rows["f32"] == rows["jsonl"] == rows["f64"]
+    assert rows["f32"][0][2] == 1.0 and rows["f32"][-1][2] == 0.0
+
+
+def test_float32_scores_keep_their_order_and_read_as_written(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import ragmeter
+
+    values = [0.9, 0.7000001, 0.7, 0.69999999, 0.1]
+    item = pa.struct([("file", pa.string()), ("text", pa.string()), ("score", pa.float32())])
+    run = tmp_path / "r.parquet"
+    pq.write_table(pa.table({"id": ["a-1"], "retrieved": pa.array(
+        [[{"file": "f.md", "text": f"t{i}", "score": v} for i, v in enumerate(values)]], type=pa.list_(item))}), run)
+    golden = write_lines(tmp_path / "g.jsonl", [GOLDEN])
+    scores = ragmeter.score(golden, run).chunks["score"].to_list()
+    assert scores == [0.9, 0.7000001, 0.7, 0.7, 0.1]  # float32 cannot tell 0.69999999 from 0.7
+    table = ragmeter.sweep(golden, run, [0.7, 0.7000001])
+    assert table.filter(category="ALL")["mean_kept"].to_list() == [4.0, 2.0]
