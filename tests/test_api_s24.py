@@ -284,7 +284,8 @@ def test_sweep_out_creates_its_folder_as_score_and_compare_do(tmp_path: Path) ->
 def test_a_nan_or_infinite_chunk_score_is_refused_by_the_sweep_in_every_form(form: str, tmp_path: Path) -> None:
     """A run given as records refuses a NaN or infinite score ("'retrieved[0].score' must be a finite number");
     the same run as a Polars frame or a Parquet file was swept, the NaN chunk silently kept at every threshold
-    (and not counted in the note on unscored chunks)."""
+    (and not counted in the note on unscored chunks). Every form is now refused when loaded, for scoring too
+    (a Parquet run's NaN was scored, exit 0, where JSON Lines was refused), naming the row and the chunk."""
     from ragmeter.errors import InputError
 
     golden = [{"id": i, "question": f"q{i}", "expectedFileNames": [f"{i}.md"]} for i in "abc"]
@@ -297,12 +298,14 @@ def test_a_nan_or_infinite_chunk_score_is_refused_by_the_sweep_in_every_form(for
     if form == "parquet":
         pl.DataFrame(run).write_parquet(tmp_path / "run.parquet")
         given = tmp_path / "run.parquet"
-    with pytest.raises(InputError, match=r"2 retrieved chunk score\(s\) are not finite \(NaN or infinity\), in "
-                                         r"cases a, c"):
+    rows = r"row 1: 'retrieved\[0\]\.score' must be a finite number, got nan\n.*row 3: 'retrieved\[0\]\.score' " \
+           r"must be a finite number, got inf"
+    with pytest.raises(InputError, match=rows):
         ragmeter.sweep(golden, given, [0.0, 0.3])
-    with pytest.raises(InputError, match=r"not finite"):
+    with pytest.raises(InputError, match=rows):
         ragmeter.evaluate(golden, given, thresholds=[0.0])
-    ragmeter.score(golden, given)  # scoring does not read the scores
+    with pytest.raises(InputError, match=rows):
+        ragmeter.score(golden, given)  # the scores are not used, but the same run as records is refused
 
 
 # -- ragmeter.metrics -----------------------------------------------------------------------------------------

@@ -125,3 +125,41 @@ def test_float32_scores_keep_their_order_and_read_as_written(tmp_path: Path) -> 
     assert scores == [0.9, 0.7000001, 0.7, 0.7, 0.1]  # float32 cannot tell 0.69999999 from 0.7
     table = ragmeter.sweep(golden, run, [0.7, 0.7000001])
     assert table.filter(category="ALL")["mean_kept"].to_list() == [4.0, 2.0]
+
+
+# 8. NaN scores in a Parquet run ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("command", ["score", "eval"])
+def test_a_non_finite_parquet_score_is_refused_as_in_jsonl(tmp_path: Path, capsys, command: str, bad: float) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    golden = write_lines(tmp_path / "g.jsonl", [GOLDEN, '{"id":"a-2","question":"q2","expectedEvidence":["gold"]}'])
+    item = pa.struct([("file", pa.string()), ("text", pa.string()), ("score", pa.float64())])
+    run = tmp_path / "r.parquet"
+    pq.write_table(pa.table({"id": ["a-1", "a-2"], "retrieved": pa.array(
+        [[{"file": "f.md", "text": "gold", "score": 0.5}],
+         [{"file": "f.md", "text": "x", "score": 0.5}, {"file": "f.md", "text": "gold", "score": bad}]],
+        type=pa.list_(item))}), run)
+    jsonl = write_lines(tmp_path / "r.jsonl", [RUN, '{"id":"a-2","retrieved":[{"file":"f.md","text":"x","score":0.5},'
+                                                    f'{{"file":"f.md","text":"gold","score":{"NaN" if bad != bad else "Infinity"}}}]}}'])
+    extra = ["--no-judge"] if command == "eval" else []
+    said = {}
+    for name, path in (("parquet", run), ("jsonl", jsonl)):
+        out = tmp_path / f"out_{name}"
+        said[name] = refused(capsys, [command, "--golden", str(golden), "--run", str(path), "--out", str(out), *extra])
+        assert not out.exists()
+    assert said["jsonl"] == f"{jsonl}:2: 'retrieved[1].score' must be a finite number, got {bad}"
+    assert said["parquet"] == f"{run}: row 2: 'retrieved[1].score' must be a finite number, got {bad}"
+
+
+def test_the_library_refuses_a_nan_score_in_a_frame() -> None:
+    import polars as pl
+
+    import ragmeter
+    from ragmeter.errors import InputError
+
+    run = pl.DataFrame({"id": ["a-1"], "retrieved": [[{"file": "f.md", "text": "gold", "score": float("nan")}]]})
+    with pytest.raises(InputError, match=r"row 1: 'retrieved\[0\]\.score' must be a finite number, got nan"):
+        ragmeter.score([json.loads(GOLDEN)], run)

@@ -1238,6 +1238,22 @@ def _widened(value: pl.Expr, dtype: Any, want: Any) -> pl.Expr:
     return value.cast(want)
 
 
+def _non_finite_scores(df: pl.DataFrame, add: Callable[[int, str], None]) -> None:
+    """``add(row, message)`` for each row of a run's columns whose first NaN or infinite chunk score is named, as
+    a JSON Lines record's is refused (``'retrieved[1].score' must be a finite number, got nan``): a Parquet run
+    or a frame let ``score`` take one that the same run as JSON Lines was refused for. Looked at row by row only
+    when the column holds one."""
+    scores = pl.col("retrieved").list.eval(pl.element().struct.field("score"))
+    bad = df.select(scores.list.eval(pl.element().is_finite().not_()).alias("bad"))["bad"]
+    if not bad.list.any().fill_null(False).any():
+        return
+    rows = bad.list.any().fill_null(False).arg_true().to_list()
+    for row in rows:
+        flags = bad[row].to_list()
+        i = flags.index(True)
+        add(row, f"'retrieved[{i}].score' must be a finite number, got {df['retrieved'][row][i]['score']}")
+
+
 def _rows_where(df: pl.DataFrame, mask: pl.Expr) -> List[int]:
     return df.with_row_index("__row").filter(mask)["__row"].to_list()
 
@@ -1428,6 +1444,7 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
         df = df.with_columns(pl.col("retrieved").fill_null(pl.lit([], dtype=RETRIEVED_DTYPE)))
         bad = pl.col("retrieved").list.eval(pl.element().struct.field("text").is_null()).list.any()
         at_rows(_rows_where(df, bad), "a retrieved chunk has no 'text'")
+        _non_finite_scores(df, lambda row, message: problems.add(f"{where}: row {row + 1 + offset}", message))
     if batch:
         if problems:
             return pl.DataFrame(schema=RUN_SCHEMA)  # the caller raises once every slice is read
