@@ -163,3 +163,41 @@ def test_the_library_refuses_a_nan_score_in_a_frame() -> None:
     run = pl.DataFrame({"id": ["a-1"], "retrieved": [[{"file": "f.md", "text": "gold", "score": float("nan")}]]})
     with pytest.raises(InputError, match=r"row 1: 'retrieved\[0\]\.score' must be a finite number, got nan"):
         ragmeter.score([json.loads(GOLDEN)], run)
+
+
+# 3. the file-level vs chunk-level line ---------------------------------------------------------------------------
+
+def _gap_line(capsys, tmp_path: Path, golden: List[Any], run: List[Any]) -> List[str]:
+    g, r = write_jsonl(tmp_path / "g.jsonl", golden), write_jsonl(tmp_path / "r.jsonl", run)
+    assert main(["score", "--golden", str(g), "--run", str(r)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    return [part for part in out.split("retrieval modes:")[1:] if "file-level" in part]
+
+
+def test_the_file_vs_chunk_gap_is_over_the_cases_both_score(tmp_path: Path, capsys) -> None:
+    """One case expects a file (found, with its answer chunk); two expect evidence alone (missed): file Hit 100%
+    over 1 case, chunk Hit 33.3% over 3. The line said "+66.7 points (the right file came back, the answer chunk
+    did not)", which no case did."""
+    golden = [{"id": "a-1", "question": "q", "expectedFileNames": ["f.md"], "expectedEvidence": ["gold"]},
+              {"id": "a-2", "question": "q", "expectedEvidence": ["gold"]},
+              {"id": "a-3", "question": "q", "expectedEvidence": ["gold"]}]
+    run = [{"id": "a-1", "retrieved": [{"file": "f.md", "text": "gold"}]},
+           {"id": "a-2", "retrieved": [{"file": "f.md", "text": "lead"}]},
+           {"id": "a-3", "retrieved": [{"file": "f.md", "text": "lead"}]}]
+    assert _gap_line(capsys, tmp_path, golden, run) == []
+
+
+def test_the_gap_says_over_how_many_cases_and_how_many_lost_the_chunk(tmp_path: Path, capsys) -> None:
+    golden = [{"id": "a-1", "question": "q", "expectedFileNames": ["f.md"], "expectedEvidence": ["gold"]},
+              {"id": "a-2", "question": "q", "expectedFileNames": ["f.md"], "expectedEvidence": ["gold"]},
+              {"id": "a-3", "question": "q", "expectedEvidence": ["gold"]}]
+    run = [{"id": "a-1", "retrieved": [{"file": "f.md", "text": "lead"}]},
+           {"id": "a-2", "retrieved": [{"file": "f.md", "text": "gold"}]},
+           {"id": "a-3", "retrieved": [{"file": "f.md", "text": "gold"}]}]
+    import ragmeter
+
+    gap = ragmeter.score(write_jsonl(tmp_path / "g0.jsonl", golden), write_jsonl(tmp_path / "r0.jsonl", run)).summary["file_vs_chunk_hit"]
+    assert gap == {"n": 2, "file_hit_rate": 1.0, "hit_rate": 0.5, "n_file_only": 1}
+    [line] = _gap_line(capsys, tmp_path, golden, run)
+    assert ("file-level minus chunk-level Hit@5: +50.0 points over the cases where both are scored (n=2; in 1 of them the "
+            "right file came back without the answer chunk)") in line, line

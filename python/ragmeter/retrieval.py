@@ -403,6 +403,21 @@ def aggregate(cases: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
     return cases.select(exprs)
 
 
+def file_vs_chunk_hit(cases: pl.DataFrame) -> Dict[str, Any]:
+    """File-level and chunk-level Hit@k over the same cases, those where both are scored (a case expecting files,
+    whose chunks give files, and labelled): ``n``, ``file_hit_rate``, ``hit_rate`` (None when ``n`` is 0) and
+    ``n_file_only``, the cases whose expected file came back in the top k without a relevant chunk. The overall
+    rates cover different cases (file Hit the cases expecting files, chunk Hit every labelled one), so their
+    difference is no gap of any case."""
+    both = cases.filter(pl.col("file_hit").is_not_null() & pl.col("hit").is_not_null())
+    row = both.select(pl.len().alias("n"), pl.col("file_hit").cast(pl.Float64).mean().alias("file_hit_rate"),
+                      pl.col("hit").cast(pl.Float64).mean().alias("hit_rate"),
+                      (pl.col("file_hit").cast(pl.Boolean) & ~pl.col("hit").cast(pl.Boolean)).sum().alias("n_file_only")
+                      ).row(0, named=True)
+    return {"n": int(row["n"]), "file_hit_rate": row["file_hit_rate"], "hit_rate": row["hit_rate"],
+            "n_file_only": int(row["n_file_only"] or 0)}
+
+
 def _main_mode(cases: pl.DataFrame) -> Optional[str]:
     modes = cases.filter(pl.col("retrieval_mode").is_not_null())["retrieval_mode"]
     if modes.len() == 0:
@@ -425,6 +440,7 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
         "n_labeled": int(cases["labeled"].sum()),
         "resolution_points": (100.0 / n) if n else None,
         "overall": _nest(overall),
+        "file_vs_chunk_hit": file_vs_chunk_hit(cases),
         "by_category": _CATEGORIES_FROM_TABLE,
         "retrieval_modes": mode_counts,
         "main_retrieval_mode": main_mode,

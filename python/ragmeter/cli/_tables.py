@@ -160,10 +160,12 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
                  "(their count). empty: nothing retrieved."], console, style="dim")
     modes = ", ".join(f"{'(missing)' if m == 'None' else m}: {n}" for m, n in summary["retrieval_modes"].items())
     lines = [f"retrieval modes: {modes or 'not given'}"]
-    gap = _gap(summary["overall"])
-    if gap is not None and round(gap, 1) > 0:  # the explanation is of a positive gap only
-        lines.append(f"file-level minus chunk-level Hit@{k}: {gap:+.1f} points (the right file came back, the "
-                     "answer chunk did not)")
+    gap = _gap(summary.get("file_vs_chunk_hit"))
+    if gap is not None and round(gap[0], 1) > 0:  # the explanation is of a positive gap only
+        value, n, n_file_only = gap
+        lines.append(f"file-level minus chunk-level Hit@{k}: {value:+.1f} points over the cases where "
+                     f"both are scored (n={n:,}; in {n_file_only:,} of them the right file came "
+                     "back without the answer chunk)")
     print_prose(lines, console)
     from ragmeter._warnings import messages
 
@@ -182,9 +184,13 @@ def _value_over(agg: Dict[str, Any], key: str, n: int) -> str:
     return value if scored == n else f"{value} ({scored})"
 
 
-def _gap(overall: Dict[str, Any]) -> Optional[float]:
-    f, c = overall["file_hit_rate"]["value"], overall["hit_rate"]["value"]
-    return None if f is None or c is None else 100 * (f - c)
+def _gap(both: Optional[Dict[str, Any]]) -> Optional[Tuple[float, int, int]]:
+    """File-level minus chunk-level Hit@k in points over the cases where both are scored, their number and the
+    cases that found the file without the chunk (``summary["file_vs_chunk_hit"]``); None without such cases (or
+    a summary written before it was recorded: the overall rates cover different cases and cannot be subtracted)."""
+    if not both or not both.get("n") or both.get("file_hit_rate") is None or both.get("hit_rate") is None:
+        return None
+    return 100 * (both["file_hit_rate"] - both["hit_rate"]), int(both["n"]), int(both.get("n_file_only") or 0)
 
 
 def print_sweep(table: Any, k: int, console: Optional[Console] = None, more_in: Optional[str] = None) -> None:
