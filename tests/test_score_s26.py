@@ -201,3 +201,30 @@ def test_the_gap_says_over_how_many_cases_and_how_many_lost_the_chunk(tmp_path: 
     [line] = _gap_line(capsys, tmp_path, golden, run)
     assert ("file-level minus chunk-level Hit@5: +50.0 points over the cases where both are scored (n=2; in 1 of them the "
             "right file came back without the answer chunk)") in line, line
+
+
+# 6. an enormous --k ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["score", "sweep", "eval"])
+@pytest.mark.parametrize("k", ["18446744073709551616", "4294967296", "1000001"])
+def test_an_enormous_k_is_refused_naming_the_flag(tmp_path: Path, capsys, command: str, k: str) -> None:
+    golden, run = write_lines(tmp_path / "g.jsonl", [GOLDEN]), write_lines(tmp_path / "r.jsonl", [RUN])
+    out = tmp_path / ("out.parquet" if command == "sweep" else "out")
+    line = refused(capsys, [command, "--golden", str(golden), "--run", str(run), "--k", k, "--out", str(out)]
+                   + (["--no-judge"] if command == "eval" else []))
+    assert line.startswith(f"--k must be at most 1,000,000, got {k}"), line
+    assert not out.exists()
+
+
+def test_the_largest_k_is_taken(tmp_path: Path, capsys) -> None:
+    golden, run = write_lines(tmp_path / "g.jsonl", [GOLDEN]), write_lines(tmp_path / "r.jsonl", [RUN])
+    assert main(["sweep", "--golden", str(golden), "--run", str(run), "--k", "1000000", "--json"]) == 0
+    capsys.readouterr()
+
+
+def test_the_library_bounds_k_too() -> None:
+    import ragmeter
+    from ragmeter.errors import InputError
+
+    with pytest.raises(InputError, match=r"^k must be at most 1,000,000, got 18446744073709551616"):
+        ragmeter.sweep([json.loads(GOLDEN)], [json.loads(RUN)], [0.1], k=2 ** 64)

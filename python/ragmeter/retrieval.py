@@ -235,11 +235,22 @@ def _score(golden: Any, run: Any, k: int, chunks_to: Optional[Path] = None) -> S
     return _score_prepared(_prepared_match(golden, run, run_wide=True), k)
 
 
-def _check_k(k: Any) -> int:
-    """``k`` as an int; an :class:`InputError` for anything but a positive integer (a bool, a float, a string)."""
-    from ragmeter._args import check_arg
+#: the largest cut-off taken: far more chunks than any retriever returns for a question (a k beyond a case's
+#: chunks changes nothing), and within every integer type the engine counts ranks in
+MAX_K = 1_000_000
 
-    return int(check_arg("k", k, "int", low=1))
+
+def _check_k(k: Any, name: str = "k") -> int:
+    """``k`` as an int; an :class:`InputError` (naming ``name``: ``--k`` on the command line) for anything but an
+    integer from 1 to :data:`MAX_K` (a bool, a float, a string; 2**64 was an OverflowError in the sweep's engine)."""
+    from ragmeter._args import check_arg
+    from ragmeter.errors import InputError
+
+    value = int(check_arg(name, k, "int", low=1))
+    if value > MAX_K:
+        raise InputError(f"{name} must be at most {MAX_K:,}, got {value}; a cut-off beyond the chunks a case "
+                         "retrieved changes nothing")
+    return value
 
 
 def check_thresholds(thresholds: Sequence[float]) -> List[float]:
