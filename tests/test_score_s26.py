@@ -228,3 +228,22 @@ def test_the_library_bounds_k_too() -> None:
 
     with pytest.raises(InputError, match=r"^k must be at most 1,000,000, got 18446744073709551616"):
         ragmeter.sweep([json.loads(GOLDEN)], [json.loads(RUN)], [0.1], k=2 ** 64)
+
+
+# 7. a long phrase never found ----------------------------------------------------------------------------------
+
+def test_a_long_unfound_phrase_is_cut_on_the_console_and_kept_whole_in_warnings_json(tmp_path: Path, capsys) -> None:
+    phrase = "needle " * 14_000 + "end"
+    golden = write_jsonl(tmp_path / "g.jsonl", [{"id": "a-1", "question": "q", "expectedEvidence": [phrase, "gold"]}])
+    run = write_lines(tmp_path / "r.jsonl", [RUN])
+    out = tmp_path / "out"
+    assert main(["score", "--golden", str(golden), "--run", str(run), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert len(said.splitlines()) < 40, said[:2000]
+    flat = " ".join(said.split())
+    assert " ".join(f"a-1: '{phrase[:80]}...' ({len(phrase):,} characters)".split()) in flat, flat[-1500:]
+    assert "needle " * 20 not in said
+    full = json.loads((out / "warnings.json").read_text())["warnings"]
+    [never] = [w for w in full if w["code"] == "evidence_never_found"]
+    assert never["details"] == [f"a-1: {phrase!r}"]
+    assert len(never["message"]) < 300

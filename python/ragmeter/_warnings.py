@@ -18,22 +18,35 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, List, Optional, Sequence
 
-__all__ = ["SHOWN", "warning", "brief", "message", "normalise", "messages", "for_disk", "full_list"]
+__all__ = ["SHOWN", "SHOWN_CHARS", "cut", "warning", "brief", "message", "normalise", "messages", "for_disk", "full_list"]
 
 #: case ids named in a warning's message (and kept in summary.json)
 SHOWN = 5
 
 
+#: characters of a user's text (an evidence phrase) a warning's message shows; ``details`` keep it whole
+SHOWN_CHARS = 80
+
+
+def cut(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` quoted (``repr``), its first ``limit`` characters and ``...`` with its full length when longer:
+    a 100,000-character phrase made a console warning of 1,426 lines."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit] + '...'!r} ({len(text):,} characters)"
+
+
 def warning(code: str, head: str, cases: Sequence[Any], labels: Optional[Sequence[str]] = None,
-            count: Optional[int] = None) -> Dict[str, Any]:
+            count: Optional[int] = None, shown_labels: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """``head`` is the message without its count, e.g. ``"golden case(s) missing from the run"``;
-    ``labels`` (one per case, default the ids) are what the message names."""
+    ``labels`` (one per case, default the ids) are what the message names, and are kept as ``details``;
+    ``shown_labels``, when given, are named in the message instead (shorter forms of long labels)."""
     ids = [str(c) for c in cases]
-    shown = list(labels if labels is not None else ids)
+    shown = list(shown_labels if shown_labels is not None else labels if labels is not None else ids)
     n = len(ids) if count is None else count
     text = f"{n} {head}"
     if shown:
-        more = len(shown) - SHOWN
+        more = len(labels if labels is not None else ids) - SHOWN
         text += ": " + ", ".join(shown[:SHOWN]) + (f" and {more} more" if more > 0 else "")
     entry: Dict[str, Any] = {"code": code, "message": text, "count": n, "cases": ids}
     if labels is not None:

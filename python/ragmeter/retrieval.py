@@ -466,14 +466,15 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
 def _warnings(cases: pl.DataFrame, main_mode: Optional[str], missing: List[str],
               unfound: List[Dict[str, str]], joined: pl.DataFrame) -> List[Dict[str, Any]]:
     """Structured warnings (see :mod:`ragmeter._warnings`): counted, naming the first few cases."""
-    from ragmeter._warnings import warning
+    from ragmeter._warnings import SHOWN, cut, warning
     from ragmeter.diagnosis import NOANSWER_CATEGORIES
 
     warnings = _run_health_warnings(cases, main_mode, missing)
     if unfound:
         warnings.append(warning(
             "evidence_never_found", "evidence phrase(s) never found in any retrieved chunk of the run (annotation slip?)",
-            [u["id"] for u in unfound], [f"{u['id']}: {u['phrase']!r}" for u in unfound]))
+            [u["id"] for u in unfound], [f"{u['id']}: {u['phrase']!r}" for u in unfound],  # whole in warnings.json
+            shown_labels=[f"{u['id']}: {cut(u['phrase'])}" for u in unfound[:SHOWN]]))
     # A case with a reference answer but no labels is answerable yet unscored for retrieval: an annotation
     # gap, unlike a no-answer question, which has nothing to retrieve.
     unlabelled = joined.filter(
