@@ -247,3 +247,27 @@ def test_a_long_unfound_phrase_is_cut_on_the_console_and_kept_whole_in_warnings_
     [never] = [w for w in full if w["code"] == "evidence_never_found"]
     assert never["details"] == [f"a-1: {phrase!r}"]
     assert len(never["message"]) < 300
+
+
+# 5. phrases of zero-width characters -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("phrase", ["\u200b", "\u200b\ufeff \u00ad", "\u2060\n"])
+def test_a_golden_set_whose_phrases_normalise_to_nothing_is_refused(tmp_path: Path, capsys, phrase: str) -> None:
+    golden = write_jsonl(tmp_path / "g.jsonl", [{"id": "a-1", "question": "q", "expectedEvidence": [phrase]}])
+    run = write_lines(tmp_path / "r.jsonl", [RUN])
+    line = refused(capsys, ["score", "--golden", str(golden), "--run", str(run)])
+    assert "no case has expected files or evidence phrases" in line, line
+
+
+def test_a_zero_width_phrase_labels_nothing_and_is_never_reported_unfound(tmp_path: Path, capsys) -> None:
+    import ragmeter
+
+    golden = write_jsonl(tmp_path / "g.jsonl", [
+        {"id": "a-1", "question": "q", "expectedEvidence": ["gold", "\u200b"]},
+        {"id": "a-2", "question": "q", "expectedEvidence": ["\u200b\u200c"]}])
+    run = write_jsonl(tmp_path / "r.jsonl", [json.loads(RUN), {"id": "a-2", "retrieved": [{"file": "f.md", "text": "gold"}]}])
+    result = ragmeter.score(golden, run)
+    assert result.cases["labeled"].to_list() == [True, False]
+    assert result.summary["unfound_evidence"] == []
+    assert not [w for w in result.summary["warnings"] if w["code"] == "evidence_never_found"]
+    assert result.summary["overall"]["hit_rate"]["n_scored"] == 1

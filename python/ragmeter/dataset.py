@@ -891,15 +891,32 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     return frame
 
 
+#: What the matcher's normalisation removes besides white space (``ragmeter.evidence``): a phrase of only these
+#: and white space may normalise to nothing, and is then checked with the matcher's own normalisation
+_INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+
+
 def _without_blank_labels(frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` without the blank entries of its expected files and evidence (``[""]``): they name nothing
-    (``labeled`` already ignores them), and kept they made the matcher count the case as labelled and report
-    the empty phrase as never found."""
-    blank = lambda c: pl.col(c).list.eval(pl.element().str.strip_chars() == "").list.any().fill_null(False)  # noqa: E731
-    if not frame.select(blank("expected_files").any() | blank("expected_evidence").any()).item():
+    """``frame`` without the blank entries of its expected files (``[""]``) and the evidence phrases that the
+    matcher's normalisation makes empty (``""``, ``"\u200b"``): they name nothing, and kept they made the
+    matcher count the case as labelled (``score`` exited 0 with nothing measured where a golden set of blank
+    phrases is refused) and report the phrase as never found. ``labeled`` then says whether anything is left."""
+    from ragmeter.evidence import normalize
+
+    blank_file = pl.element().str.strip_chars() == ""
+    maybe_empty = pl.element().str.strip_chars(_PY_WHITESPACE + _INVISIBLE) == ""
+    has = lambda c, e: pl.col(c).list.eval(e).list.any().fill_null(False)  # noqa: E731
+    if not frame.select(has("expected_files", blank_file).any() | has("expected_evidence", maybe_empty).any()).item():
         return frame
-    keep = pl.element().filter(pl.element().str.strip_chars() != "")
-    return frame.with_columns(pl.col("expected_files").list.eval(keep), pl.col("expected_evidence").list.eval(keep))
+    candidates = frame.select(pl.col("expected_evidence").explode()).to_series().drop_nulls().unique()
+    candidates = candidates.filter(candidates.str.strip_chars(_PY_WHITESPACE + _INVISIBLE) == "")
+    empty = [p for p in candidates.to_list() if not normalize(p)]  # only the few that may be empty
+    keep_file = pl.element().filter(~blank_file)
+    keep_phrase = pl.element().filter(~pl.element().is_in(pl.lit(pl.Series(empty, dtype=pl.String)).implode()))
+    out = frame.with_columns(pl.col("expected_files").list.eval(keep_file),
+                             pl.col("expected_evidence").list.eval(keep_phrase))
+    return out.with_columns(pl.col("labeled") & ((pl.col("expected_files").list.len() > 0)
+                                                 | (pl.col("expected_evidence").list.len() > 0)).fill_null(False))
 
 
 #: (path, name) -> (the file's bytes, its frame, the Arrow table of the fields it does not keep or None)
