@@ -271,3 +271,24 @@ def test_a_zero_width_phrase_labels_nothing_and_is_never_reported_unfound(tmp_pa
     assert result.summary["unfound_evidence"] == []
     assert not [w for w in result.summary["warnings"] if w["code"] == "evidence_never_found"]
     assert result.summary["overall"]["hit_rate"]["n_scored"] == 1
+
+
+# 4. a category named ALL --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", [{"id": "x-2", "question": "q", "expectedEvidence": ["gold"], "category": "ALL"},
+                                  {"id": "ALL-2", "question": "q", "expectedEvidence": ["gold"]}])
+@pytest.mark.parametrize("command", ["score", "sweep"])
+def test_the_reserved_category_all_is_refused_naming_file_and_line(tmp_path: Path, capsys, case: Any, command: str) -> None:
+    golden = write_jsonl(tmp_path / "g.jsonl", [json.loads(GOLDEN), case])
+    run = write_jsonl(tmp_path / "r.jsonl", [json.loads(RUN), {**json.loads(RUN), "id": case["id"]}])
+    line = refused(capsys, [command, "--golden", str(golden), "--run", str(run)])
+    assert line.startswith(f"{golden}:2: ") and "'ALL'" in line and "reserved" in line, line
+
+
+def test_the_sweeps_overall_row_comes_first_at_each_threshold(tmp_path: Path, capsys) -> None:
+    golden = write_jsonl(tmp_path / "g.jsonl", [{"id": f"{c}-1", "question": "q", "expectedEvidence": ["gold"]}
+                                                 for c in ("42", "ACL", "b")])
+    run = write_jsonl(tmp_path / "r.jsonl", [{**json.loads(RUN), "id": f"{c}-1"} for c in ("42", "ACL", "b")])
+    assert main(["sweep", "--golden", str(golden), "--run", str(run), "--thresholds", "0.1,0.9", "--json"]) == 0
+    rows = [(r["threshold"], r["category"]) for r in json.loads(capsys.readouterr().out)]
+    assert rows == [(t, c) for t in (0.1, 0.9) for c in ("ALL", "42", "ACL", "b")]

@@ -885,6 +885,7 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     if raw is not None and reused is not None and key in reused and reused[key][0] == raw:
         return reused[key][1].clone()
     frame, others = _load_golden(source, name, raw)
+    _refuse_reserved_category(frame, source, name, raw)
     frame = _without_blank_labels(frame)
     if raw is not None and reused is not None:
         reused[key] = (raw, frame.clone(), others)
@@ -894,6 +895,28 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
 #: What the matcher's normalisation removes besides white space (``ragmeter.evidence``): a phrase of only these
 #: and white space may normalise to nothing, and is then checked with the matcher's own normalisation
 _INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+
+
+#: the category of the overall row in every table and file (``score``, ``sweep``, ``eval``): no case may have it
+OVERALL = "ALL"
+
+
+def _refuse_reserved_category(frame: pl.DataFrame, source: Source, name: str, raw: Optional[bytes]) -> None:
+    """An :class:`InputError` naming each case (file and line) whose category is :data:`OVERALL`, given or taken
+    from its id's prefix (``ALL-3``): its rows read as the overall row's (two ``"category": "ALL"`` rows per
+    threshold in ``sweep --json``, in ``--out`` files and in the score table)."""
+    if not (frame["category"] == OVERALL).any():
+        return
+    label = _label(source, name)
+    problems = _Problems(label)
+    parquet = raw is not None and _is_parquet(Path(source), raw)
+    rows = frame.with_row_index("_i").filter(pl.col("category") == OVERALL)
+    for i, case_id, line in rows.select("_i", "id", "line").iter_rows():
+        where = (f"{label}: row {line}" if parquet else f"{label}:{line}") if line is not None else f"{name}[{i}]"
+        how = "category" if not case_id.startswith(OVERALL + "-") else f"category (the prefix of id {case_id!r})"
+        problems.add(where, f"{how} {OVERALL!r} is reserved for the overall row of every table; give the case "
+                            "another category")
+    problems.raise_if_any()
 
 
 def _without_blank_labels(frame: pl.DataFrame) -> pl.DataFrame:

@@ -661,7 +661,8 @@ def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.
     """Reranker-threshold sweep: for each ``t``, keep chunks with ``score >= t``, then the top ``k``.
 
     Returns one row per (threshold, category) and per threshold overall
-    (``category == "ALL"``): hit rate, MRR, empty retrievals, mean chunks kept,
+    (``category == "ALL"``, first at each threshold; no case may have that category): hit rate, MRR, empty
+    retrievals, mean chunks kept,
     each rate with ``n_scored`` / ``n_total``. Chunks without a score pass every
     threshold; a run in which no chunk has a score is an :class:`InputError`
     (nothing to sweep). Relevance is decided once; the engine evaluates every threshold.
@@ -779,7 +780,13 @@ def _sweep_table(thresholds: List[float], category: pl.Series, labeled: np.ndarr
         "empty_retrievals": pl.Series(np.rint(empty.ravel()), dtype=pl.Float64).cast(pl.UInt32),
         "mean_kept": mean_kept.ravel(),
     }, nan_to_null=True)
-    return table.sort("threshold", "category")
+    return _overall_first(table)
+
+
+def _overall_first(table: pl.DataFrame) -> pl.DataFrame:
+    """The sweep's rows by threshold, the overall row (``ALL``, a category no case may have) first at each, then
+    the categories by name (sorted among them, ``ALL`` came after ``42`` and ``ACL``)."""
+    return table.sort(pl.col("threshold"), (pl.col("category") != "ALL").fill_null(True), pl.col("category"))
 
 
 def _sums_by_group(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
@@ -810,4 +817,4 @@ def _sweep_frames(thresholds: List[float], category: pl.Series, labeled: np.ndar
     ]
     overall = per_case.group_by("threshold").agg(aggs).with_columns(pl.lit("ALL").alias("category"))
     by_cat = per_case.group_by("threshold", "category").agg(aggs)
-    return pl.concat([overall.select(by_cat.columns), by_cat]).sort("threshold", "category")
+    return _overall_first(pl.concat([overall.select(by_cat.columns), by_cat]))
