@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import multiprocessing
 import pickle
 
 import pyarrow as pa
@@ -27,6 +28,7 @@ def _refused_batch(_: int) -> object:
 
 
 def test_an_input_error_in_a_worker_process_reaches_the_parent_as_an_input_error() -> None:
-    with concurrent.futures.ProcessPoolExecutor(1) as pool:
+    # spawn, not fork: a forked copy of a test process running Polars' and rayon's threads can deadlock
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         with pytest.raises(InputError):
             pool.submit(_refused_batch, 0).result(timeout=120)
