@@ -62,7 +62,7 @@ def _judge_cli(server, tmp_path, *args):
     ('pass_threshold = "high"\n', r"metric 't': pass_threshold must be a number.*got 'high'"),
     ("pass_threshold = true\n", r"metric 't': pass_threshold must be a number.*got True"),
     ("steps = [1, 2]\n", r"metric 't': steps must be texts, got 1"),
-    ("fields = [1]\n", r"metric 't': fields must be names of case fields, got 1"),
+    ("fields = [1]\n", r"metric 't': fields must be a list of strings; item 0 is 1"),
     ("version = [1]\n", r"metric 't': version must be a non-empty text"),
     ("[metrics.t.score_descriptions]\n5 = 3\n", r"metric 't': score_descriptions field '5' must be a text"),
 ])
