@@ -145,3 +145,30 @@ def test_a_doubled_attempt_within_the_budget_is_sent(server, tmp_path, fast_retr
     res = _cut_then_answered(server, tmp_path, fast_retry, budget=1.0)
     assert server.requests == 2 and res.rows[0]["status"] == "ok"
     assert res.summary["judge_cost_usd"] == pytest.approx(0.07 + 0.064) and not res.summary["budget_reached"]
+
+
+# -- a lone UTF-16 surrogate in a judge case is malformed input, not a traceback ----------------------------------
+def test_a_lone_surrogate_in_a_case_file_names_its_line_and_field(tmp_path):
+    import subprocess
+    import sys
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a-1", "question": "q", "answer": "a", "reference_answer": "r"}\n'
+                     '{"id": "a-2", "question": "cut \\udc00 emoji", "answer": "a", "reference_answer": "r"}\n',
+                     encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "judge", "--cases", str(cases), "--base-url",
+                           "http://127.0.0.1:9/v1", "--model", "m", "--dry-run"], capture_output=True, text=True,
+                          timeout=120)
+    # before: a UnicodeEncodeError traceback (exit 1) when the request was encoded
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{cases}:2:" in proc.stderr and "'question' holds a lone UTF-16 surrogate" in proc.stderr
+
+
+def test_a_lone_surrogate_in_a_case_record_is_an_input_error(tmp_path, server, fast_retry):
+    from ragmeter.errors import InputError
+
+    with pytest.raises(InputError, match=r"record 2: 'answer' holds a lone UTF-16 surrogate"):
+        run_sync([{"id": "a", "question": "q", "answer": "a"}, {"id": "b", "question": "q", "answer": "x\ud800"}],
+                 JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["faithfulness"],
+                             cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    assert server.requests == 0

@@ -203,7 +203,7 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
     from ragmeter.errors import input_error
 
     from ragmeter._sniff import MAX_DEPTH, depth_exceeded_at
-    from ragmeter.dataset import ID_NAMES, QUESTION_NAMES
+    from ragmeter.dataset import _SURROGATE_ESCAPE, ID_NAMES, QUESTION_NAMES, _lone_surrogate, _surrogate_message
 
     first_line: Dict[str, int] = {}
     for n, line in enumerate(f, start=1):
@@ -217,6 +217,10 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
             raise input_error(path, n, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
         if not isinstance(rec, dict):
             raise input_error(path, n, "expected a JSON object")
+        if _SURROGATE_ESCAPE.search(line):  # only such an escape decodes to a lone surrogate
+            found = _lone_surrogate(rec)
+            if found is not None:
+                raise input_error(path, n, _surrogate_message(found))
         for field, names in (("id", ID_NAMES), ("question", QUESTION_NAMES)):  # any spelling Case reads
             if all(rec.get(name) in (None, "") for name in names):
                 also = f" (or {', '.join(repr(x) for x in names[1:])})"

@@ -254,6 +254,8 @@ def _cases(records: Iterable[Union[Mapping[str, Any], Case]], cfg: JudgeConfig) 
     out = []
     seen: Dict[str, int] = {}
     for i, rec in enumerate(records, start=1):
+        if not isinstance(rec, Case):
+            _refuse_lone_surrogates(rec, f"record {i}")
         case = rec if isinstance(rec, Case) else Case.from_record(rec, cfg.no_answer_categories)
         if case.id in seen:
             from ragmeter.errors import InputError
@@ -262,6 +264,17 @@ def _cases(records: Iterable[Union[Mapping[str, Any], Case]], cfg: JudgeConfig) 
         seen[case.id] = i
         out.append(case)
     return out
+
+
+def _refuse_lone_surrogates(record: Mapping[str, Any], where: str) -> None:
+    """An :class:`InputError` naming the field of ``record`` that holds a lone UTF-16 surrogate: no request
+    could carry it (the UTF-8 encoding of the prompt failed with a traceback)."""
+    from ragmeter.dataset import _lone_surrogate, _surrogate_message
+    from ragmeter.errors import InputError
+
+    found = _lone_surrogate(dict(record))
+    if found is not None:
+        raise InputError(f"{where}: {_surrogate_message(found)}")
 
 
 def _row(case: Case, metric: str, cfg: JudgeConfig, stats: RowStats, lang: str) -> Dict[str, Any]:
