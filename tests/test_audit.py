@@ -336,7 +336,7 @@ def test_cli_strict_and_out(worked_file, tmp_path):
     (["--targets", "category=term:fifty"], "--targets: 'term:fifty'"),
     (["--targets", "category=nosuch:10"], "names no category of the golden set"),
     (["--targets", "level=a:1"], "unknown section 'level'"),
-    (["--target", "0"], "--target must be a positive integer, got 0"),
+    (["--target", "0"], "--target must be an integer between 1 and 10,000,000, got 0"),
     (["--corpus", "MISSING_DIR"], "no such file or folder"),
     (["--hard", ","], "--hard: name at least one"),
 ])

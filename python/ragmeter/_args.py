@@ -74,10 +74,15 @@ def _one(value: Any, kind: str, low: Optional[float], high: Optional[float]) -> 
 
 def _bounds(low: Optional[float], high: Optional[float]) -> str:
     if low is not None and high is not None:
-        return f" between {low:g} and {high:g}"
+        return f" between {_bound(low)} and {_bound(high)}"
     if low is not None:
-        return f" >= {low:g}"
-    return f" <= {high:g}" if high is not None else ""
+        return f" >= {_bound(low)}"
+    return f" <= {_bound(high)}" if high is not None else ""
+
+
+def _bound(value: float) -> str:
+    """A bound as a reader writes it: 10,000,000 rather than 1e+07."""
+    return f"{int(value):,}" if float(value).is_integer() and abs(value) >= 10_000 else f"{value:g}"
 
 
 def _expected(kind: str, low: Optional[float], high: Optional[float]) -> str:

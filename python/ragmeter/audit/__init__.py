@@ -129,7 +129,7 @@ def audit(
     from ragmeter._args import check_arg
     from ragmeter.dataset import load_golden, reusing_golden_loads
 
-    target = check_arg("target", target, "int", low=1, optional=True)
+    target = check_arg("target", target, "int", low=1, high=_targets.MAX_TARGET, optional=True)
     min_hard_share = check_arg("min_hard_share", min_hard_share, "number", low=0, high=1)
     min_source_share = check_arg("min_source_share", min_source_share, "number", low=0, high=1, optional=True)
     rate = check_arg("rate", rate, "number", low=0, high=1, optional=True)
@@ -240,7 +240,12 @@ def golden_panel(golden: Any) -> Dict[str, Any]:
 def _require_categories(frame: pl.DataFrame, label: str) -> None:
     """Without a ``category`` field, load_golden falls back to the id's prefix; ids without one leave every
     case its own category, which is no classification at all."""
-    if frame.height > 1 and (frame["category"] == frame["id"]).all():
+    from ragmeter.dataset import UNCATEGORISED
+
+    # ids made from line numbers carry no prefix either: every case lands in 'uncategorised'
+    unnamed = "id_from_line" in frame.columns and bool(frame["id_from_line"].fill_null(False).all()) and \
+        bool((frame["category"] == UNCATEGORISED).all())
+    if frame.height > 1 and (unnamed or (frame["category"] == frame["id"]).all()):
         raise InputError(f"{label}: no categories: give each case a 'category' (or ids with a prefix, e.g. 'term-01')")
 
 

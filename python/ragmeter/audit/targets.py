@@ -22,6 +22,10 @@ Spec = Dict[str, Counts]
 _ITEM = re.compile(r"^\s*([^:=,;]+?)\s*:\s*(\d+)\s*$")
 
 
+#: no golden set comes near it; larger numbers are typing slips (and overflow the tables' 64-bit counts)
+MAX_TARGET = 10_000_000
+
+
 def parse_targets(spec: str, dimensions: Sequence[str]) -> Spec:
     """Parse ``--targets`` (inline or a .toml/.json file) into ``{dimension: {value: n}}``.
 
@@ -102,6 +106,8 @@ def _check_sections(data: Mapping[str, object], dimensions: Sequence[str], where
         for key, value in items.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InputError(f"{where}: {name}.{key} must be a whole number of cases, got {value!r}")
+            if value > MAX_TARGET:
+                raise InputError(f"{where}: {name}.{key} must be at most {MAX_TARGET:,} cases, got {value:,}")
             section[str(key)] = value
         out[name] = section
     return out

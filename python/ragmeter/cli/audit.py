@@ -43,7 +43,10 @@ def run(args: argparse.Namespace) -> int:
 
     from ragmeter.cli._inputs import check_out
 
-    check_arg("--target", args.target, "int", low=1, optional=True)  # the flag, not audit()'s keyword, in the error
+    from ragmeter.audit.targets import MAX_TARGET
+
+    # the flag, not audit()'s keyword, in the error
+    check_arg("--target", args.target, "int", low=1, high=MAX_TARGET, optional=True)
     check_out(args.out)
     hard = args.hard.split(",") if args.hard is not None else None
     result = audit(args.golden, corpus=args.corpus, target=args.target, targets=args.targets, hard=hard,
