@@ -101,6 +101,10 @@ def test_credentials_in_the_target_url_are_masked_like_header_values(tmp_path):
     assert first.returncode == 2 and "HTTP 400" in first.stderr and "***" in first.stderr, first.stderr
     said = " ".join((proc.stdout + proc.stderr).split())
     assert "collected case(s) came back with a value of a request header (a credential)" in said, said
+    # the case whose error page echoed the credential is named too (before: only the answered cases were; it is
+    # the fourth case, so among the five the warning names)
+    echo_warning = said[said.index("came back with a value of a request header"):]
+    assert ids[3] in echo_warning[:echo_warning.index(" more")], echo_warning[:400]
     run = {r["id"]: r for r in load_run(tmp_path / "run.jsonl").iter_rows(named=True)}
     assert "api_key=***" in run[ids[1]]["answer"] and "with Basic ***" in run[ids[1]]["answer"]
     assert "mode=x" in run[ids[1]]["answer"]  # a parameter that is no credential is kept

@@ -367,9 +367,11 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                     run.server_errors.answered()
                     return {"response": data, "latency_ms": round(latency, 3), "attempts": transient + empty_asked}
         answered = status is not None and 200 <= status < 300  # an unreadable 2xx: retried as an unreadable 200
+        shown = _mask(run, body) if isinstance(body, str) else None
+        if shown is not None and shown != body:  # an error page that echoed a credential: the warning names it
+            run.echoed.add((case["id"], case.get("repeat")))
         decision = classify(attempt=transient, policy=run.opts.policy, status=200 if answered else status,
-                            headers=headers,
-                            body=_mask(run, body) if isinstance(body, str) else None, exc=exc)
+                            headers=headers, body=shown, exc=exc)
         decision = replace(decision, message=_mask(run, decision.message))
         if isinstance(run.target, CallableTarget) and decision.kind == "bad_response":  # no endpoint: a function
             decision = replace(decision, message=decision.message.replace("unreadable response from the endpoint",
@@ -395,7 +397,8 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
             raise Halt(run.stop.reason)
         if (not decision.retry and isinstance(run.target, HttpTarget) and run.server_errors.gave_up(decision.kind)):
             run.stop.trip("server_errors", f"{_where(run)}: {run.server_errors.count} cases in a row failed on server "
-                          f"errors after {transient} attempts each, with no usable reply in between (last: "
+                          f"errors or unusable replies after {transient} attempts each, with no usable reply in "
+                          f"between (last: "
                           f"{decision.message}); the system is failing: check its status")
             raise Halt(run.stop.reason)
         if not decision.retry:

@@ -505,8 +505,9 @@ class JudgeClient:
                 if not decision.retry and self.server_errors.gave_up(decision.kind):
                     self.stop.trip("server_errors", self.redact(
                         f"{public_endpoint(base)} ({what}, model {self._model(what)}): {self.server_errors.count} "
-                        f"calls in a row failed on server errors after {transient} attempts each, with no usable "
-                        f"reply in between (last: {decision.message}); the endpoint is failing: check its status") or "")
+                        f"calls in a row failed on server errors or unusable replies after {transient} attempts "
+                        f"each, with no usable reply in between (last: {decision.message}); the endpoint is failing: "
+                        "check its status") or "")
                 if not decision.retry:
                     self.stats.failures += 1
                     message = self.redact(f"{what} failed: {decision.message}") or ""
