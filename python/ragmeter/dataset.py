@@ -892,9 +892,10 @@ def load_golden(source: Source, *, name: str = "golden") -> pl.DataFrame:
     return frame
 
 
-#: What the matcher's normalisation removes besides white space (``ragmeter.evidence``): a phrase of only these
-#: and white space may normalise to nothing, and is then checked with the matcher's own normalisation
-_INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+#: A phrase with a letter, digit, mark, punctuation or symbol keeps something through the matcher's
+#: normalisation; only the others (white space, format characters such as U+200B) are normalised to find out,
+#: so the matcher's own list of removed characters (``ragmeter.evidence``) decides, not a copy of it
+_KEEPS_SOMETHING = r"[\p{L}\p{N}\p{M}\p{P}\p{S}]"
 
 
 #: the category of the overall row in every table and file (``score``, ``sweep``, ``eval``): no case may have it
@@ -927,12 +928,12 @@ def _without_blank_labels(frame: pl.DataFrame) -> pl.DataFrame:
     from ragmeter.evidence import normalize
 
     blank_file = pl.element().str.strip_chars() == ""
-    maybe_empty = pl.element().str.strip_chars(_PY_WHITESPACE + _INVISIBLE) == ""
+    maybe_empty = ~pl.element().str.contains(_KEEPS_SOMETHING)
     has = lambda c, e: pl.col(c).list.eval(e).list.any().fill_null(False)  # noqa: E731
     if not frame.select(has("expected_files", blank_file).any() | has("expected_evidence", maybe_empty).any()).item():
         return frame
     candidates = frame.select(pl.col("expected_evidence").explode()).to_series().drop_nulls().unique()
-    candidates = candidates.filter(candidates.str.strip_chars(_PY_WHITESPACE + _INVISIBLE) == "")
+    candidates = candidates.filter(~candidates.str.contains(_KEEPS_SOMETHING))
     empty = [p for p in candidates.to_list() if not normalize(p)]  # only the few that may be empty
     keep_file = pl.element().filter(~blank_file)
     keep_phrase = pl.element().filter(~pl.element().is_in(pl.lit(pl.Series(empty, dtype=pl.String)).implode()))
