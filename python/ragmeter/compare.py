@@ -523,13 +523,13 @@ def load_repeats(results: Any) -> Optional[pl.DataFrame]:
 
 
 def repeat_values(per_repeat: pl.DataFrame) -> pl.DataFrame:
-    """``id``, ``category``, ``repeat`` and one Float64 column per metric (as :func:`_metric_frame`), null where
-    the case is unscored in that repeat, including the case-repeats the run file lacked
-    (``absent_from_repeat``)."""
-    from ragmeter.report.data import register_custom_metrics
+    """``id``, ``category``, ``repeat`` and one Float64 column per metric (as
+    :func:`ragmeter.report.data.metric_frame`), null where the case is unscored in that repeat, including the
+    case-repeats the run file lacked (``absent_from_repeat``)."""
+    from ragmeter.report.data import metric_frame, register_custom_metrics
 
     register_custom_metrics(per_repeat)
-    values = _metric_frame(per_repeat).with_columns(per_repeat.get_column("repeat").cast(pl.Int64))
+    values = metric_frame(per_repeat).with_columns(per_repeat.get_column("repeat").cast(pl.Int64))
     if "absent_from_repeat" not in per_repeat.columns:
         return values
     absent = per_repeat.get_column("absent_from_repeat").fill_null(False)
@@ -557,11 +557,6 @@ def _binary(values: np.ndarray) -> bool:
 # --------------------------------------------------------------------------- the comparison
 
 
-def _metric_frame(cases: pl.DataFrame) -> pl.DataFrame:
-    """:func:`ragmeter.report.data.metric_frame` (``refusal`` over answerable, answered cases, as the reports)."""
-    from ragmeter.report.data import metric_frame
-
-    return metric_frame(cases)
 
 
 def non_finite_counts(cases: pl.DataFrame) -> Dict[str, int]:
@@ -764,7 +759,7 @@ def compare_frames(
     """Compare two diagnosed cases frames (as loaded by :func:`ragmeter.report.data.load_results`); a side with
     collected repeats (its ``repeats.parquet`` frame) enters with each case's mean over its repeats."""
     from ragmeter import stats
-    from ragmeter.report.data import METRICS
+    from ragmeter.report.data import METRICS, metric_frame
 
     seed = stats.DEFAULT_SEED if seed is None else seed
     warnings: List[str] = []
@@ -776,8 +771,8 @@ def compare_frames(
                 + ", ".join(f"{k} in {name}" for name, k in bad.items())
             )
     warnings += run_gaps(base_cases, cand_cases)
-    mb = _metric_frame(base_cases) if base_repeats is None else _case_means(base_repeats)
-    mc = _metric_frame(cand_cases) if cand_repeats is None else _case_means(cand_repeats)
+    mb = metric_frame(base_cases) if base_repeats is None else _case_means(base_repeats)
+    mc = metric_frame(cand_cases) if cand_repeats is None else _case_means(cand_repeats)
     names = [c for c in mb.columns if c not in ("id", "category") and c in mc.columns]
     # the baseline's category decides the group; pair on id
     joined = mb.select(["id", "category", *names]).join(

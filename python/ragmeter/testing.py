@@ -64,12 +64,11 @@ def score_table(result: Any, metrics: Optional[Sequence[str]] = None) -> List[Tu
     Each metric covers the cases ``compare --gate`` gives it (``refusal``: the answerable, answered ones), so a
     rule reads the same number here and in a gate; ``n_total`` counts the cases the metric applies to (for
     ``all_files_hit``, those expecting two or more files), as summary.json does."""
-    from ragmeter.compare import _metric_frame
-    from ragmeter.report.data import METRICS, _covered, register_custom_metrics
+    from ragmeter.report.data import METRICS, _covered, metric_frame, register_custom_metrics
 
     res = _result(result)
     register_custom_metrics(res.cases)
-    frame = _metric_frame(res.cases)
+    frame = metric_frame(res.cases)
     names = list(metrics) if metrics is not None else [c for c in frame.columns if c not in ("id", "category")]
     unknown = [name for name in names if name not in METRICS]
     if unknown:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ragmeter._aio import run_blocking
-from ragmeter._secrets import mask_decoded
+from ragmeter._secrets import Masker, mask_decoded
 from ragmeter.errors import InputError
 from ragmeter.judge.retry import RetryPolicy, classify
 from ragmeter.judge.stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, Halt, RunStop, ServerErrors
@@ -222,9 +222,7 @@ def _url_secrets(url: str) -> List[str]:
 def _mask(run: "_Run", text: str) -> str:
     """``text`` with every header value replaced by ``***``: a system that echoes the request's headers in an
     error body (debug pages, proxies) must not put the token into the run file, the cache or a message."""
-    for secret in run.secrets:
-        text = text.replace(secret, "***")
-    return text
+    return Masker(run.secrets, short_as_words=False).text(text) if run.secrets else text
 
 
 def _scrub(run: "_Run", value: Any) -> Tuple[Any, bool]:
