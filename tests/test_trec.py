@@ -122,6 +122,23 @@ def test_bad_input_names_file_and_line_and_exits_2(tmp_path: Path, qrels: str, r
     assert proc.stdout == ""
 
 
+def test_whole_number_relevance_written_as_decimal_reads_as_the_integer(tmp_path: Path) -> None:
+    # A qrels file exported from a dataframe writes grades as 1.0; trec_eval (atol) reads 1.
+    run = "1 Q0 d1 1 3.0 r\n1 Q0 d2 2 2.0 r\n1 Q0 d3 3 1.0 r\n"
+    (tmp_path / "run.txt").write_text(run)
+    (tmp_path / "ints.txt").write_text("1 0 d1 0\n1 0 d2 2\n1 0 d3 1\n")
+    (tmp_path / "decimals.txt").write_text("1 0 d1 0.0\n1 0 d2 2.0\n1 0 d3 1.\n")
+    ints = ragmeter("trec", "-m", "all_trec", "ints.txt", "run.txt", cwd=tmp_path)
+    decimals = ragmeter("trec", "-m", "all_trec", "decimals.txt", "run.txt", cwd=tmp_path)
+    assert ints.returncode == 0 and decimals.returncode == 0, decimals.stderr
+    assert decimals.stdout == ints.stdout
+    (tmp_path / "fraction.txt").write_text("1 0 d1 0.5\n")
+    proc = ragmeter("trec", "fraction.txt", "run.txt", cwd=tmp_path)
+    assert proc.returncode == 2 and 'fraction.txt:1: relevance "0.5" is not an integer' in proc.stderr
+    assert evaluate(tmp_path / "decimals.txt", tmp_path / "run.txt", ["ndcg"], per_query=False)["ndcg"][0] == \
+        evaluate(tmp_path / "ints.txt", tmp_path / "run.txt", ["ndcg"], per_query=False)["ndcg"][0]
+
+
 def test_missing_file_and_unknown_measure(tmp_path: Path) -> None:
     (tmp_path / "q").write_text("1 0 d1 1\n")
     proc = ragmeter("trec", str(tmp_path / "q"), str(tmp_path / "nope"))

@@ -222,8 +222,21 @@ pub fn parse_run_line<'a>(line: &'a str, path: &str, line_no: impl FnOnce() -> u
 pub(crate) fn parse_grade(s: &str) -> Option<i64> {
     match s.as_bytes() {
         &[d] if d.is_ascii_digit() => Some(i64::from(d - b'0')),
-        _ => s.parse::<i64>().ok(),
+        _ => s.parse::<i64>().ok().or_else(|| whole_decimal_grade(s)),
     }
+}
+
+/// A grade written as a decimal with no fraction (`1.0`, `2.`), as exports from
+/// tables and dataframes write integers: trec_eval (`atol`) reads it as the integer,
+/// and so do ragmeter's qrels tables. A fraction (`0.5`) is refused, not truncated.
+#[cold]
+fn whole_decimal_grade(s: &str) -> Option<i64> {
+    let (whole, fraction) = s.split_once('.')?;
+    let has_digit = whole.bytes().any(|b| b.is_ascii_digit());
+    if !has_digit || !fraction.bytes().all(|b| b == b'0') {
+        return None;
+    }
+    whole.parse::<i64>().ok()
 }
 
 #[inline(always)]
@@ -438,10 +451,24 @@ mod tests {
 
     #[test]
     fn grades_read_exactly_as_str_parse_reads_them() {
-        let cases = ["0", "1", "9", "-1", "+2", "10", "007", "", "-", "x", "1.0", "\u{663}", "9223372036854775808"];
+        let cases = ["0", "1", "9", "-1", "+2", "10", "007", "", "-", "x", "\u{663}", "9223372036854775808"];
         for s in cases.iter().map(|s| s.to_string()).chain((0..=255u8).map(|b| char::from(b).to_string())) {
             assert_eq!(parse_grade(&s), s.parse::<i64>().ok(), "{s:?}");
         }
+    }
+
+    #[test]
+    fn whole_number_grades_written_as_decimals_are_read_fractions_are_not() {
+        for (s, want) in [("1.0", Some(1)), ("2.", Some(2)), ("-1.00", Some(-1)), ("+3.0", Some(3)), ("0.000", Some(0))] {
+            assert_eq!(parse_grade(s), want, "{s:?}");
+        }
+        for s in ["0.5", "1.01", ".0", ".", "1.0.0", "1e0", "1.0x", "-.0", "9223372036854775808.0"] {
+            assert_eq!(parse_grade(s), None, "{s:?}");
+        }
+        let rows = parse_qrels("1 0 d1 1.0\n1 0 d2 0.0\n", "q").unwrap();
+        assert_eq!((rows[0].rel, rows[1].rel), (1, 0));
+        let err = parse_qrels("1 0 d1 0.5\n", "q.txt").unwrap_err();
+        assert_eq!(err.to_string(), "q.txt:1: relevance \"0.5\" is not an integer");
     }
 
     #[test]
