@@ -37,6 +37,8 @@ def test_batches_concatenated_are_the_whole_run(whole, run_table, size):
     assert red["missing_from_run"] == whole.summary["missing_from_run"] != []
     assert red["overall"] == whole.summary["overall"]
     assert red["by_category"] == whole.summary["by_category"]
+    assert red["file_vs_chunk_hit"] == whole.summary["file_vs_chunk_hit"]
+    assert red["file_vs_chunk_hit"]["n_file_only"] > 0
 
 
 def test_partial_sums_reduce_to_the_same_counts_and_means(whole, run_table):
@@ -49,6 +51,10 @@ def test_partial_sums_reduce_to_the_same_counts_and_means(whole, run_table):
             assert totals[None][name]["n_total"] == entry["n_total"]
             assert totals[None][name]["value"] == pytest.approx(entry["value"], rel=1e-12)
     assert totals[None]["n_cases"] == whole.summary["n_cases"]
+    gap, want = totals[None]["file_vs_chunk_hit"], whole.summary["file_vs_chunk_hit"]
+    assert (gap["n"], gap["n_file_only"]) == (want["n"], want["n_file_only"])
+    assert gap["file_hit_rate"] == pytest.approx(want["file_hit_rate"], rel=1e-12)
+    assert gap["hit_rate"] == pytest.approx(want["hit_rate"], rel=1e-12)
 
 
 def test_combine_with_the_golden_set_refuses_golden_cases_in_no_batch(whole, run_table):

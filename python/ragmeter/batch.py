@@ -27,6 +27,10 @@ import polars as pl
 __all__ = ["score_batch", "reduce_batches", "partial_sums", "combine", "AGGREGATE_COLUMNS"]
 
 #: aggregate name -> per-case column (as in ragmeter.retrieval); all_files_hit_rate counts multi-file cases only
+# partial_sums' keys for the counts of summary["file_vs_chunk_hit"]
+_GAP = "file_vs_chunk_"
+_GAP_COUNTS = ("n", "file_hits", "hits", "n_file_only")
+
 AGGREGATE_COLUMNS = {
     "hit_rate": "hit", "mrr": "reciprocal_rank", "map": "average_precision", "ndcg": "ndcg",
     "precision": "precision", "file_hit_rate": "file_hit", "all_files_hit_rate": "all_files_hit",
@@ -154,13 +158,16 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
     """Sums and counts of one batch's per-case table, per ``by`` value (and ``None`` for all cases).
 
     Rows: ``{"group", "n_cases", "n_labeled", "empty_retrievals", "sum_retrieved", and per aggregate
-    "<name>_sum", "<name>_n_scored", "<name>_n_total"}``. Sums are exact (``math.fsum``) so that the order of
+    "<name>_sum", "<name>_n_scored", "<name>_n_total", and "file_vs_chunk_n", "file_vs_chunk_file_hits",
+    "file_vs_chunk_hits", "file_vs_chunk_n_file_only"}`` (the counts of ``summary["file_vs_chunk_hit"]``). Sums are exact (``math.fsum``) so that the order of
     the batches cannot change the result. The all-cases row also has ``"files"``: the batch's retrieved items with
     a file and its empty retrievals expecting files (None for a table not made by :func:`score_batch`), which
     :func:`combine` needs to check that the batch decided as the whole run whether the run gives files, and
     ``"ids"``: an order-free fingerprint of its case ids (a sum of 64-bit hashes), which ``combine(golden=...)``
     compares with the golden set's, and ``"k"``: the cut-offs its cases were scored at (None for a table not made
     by :func:`score_batch`), which :func:`combine` requires to be one."""
+    from ragmeter.retrieval import file_vs_chunk_counts
+
     frame = _run_frame(cases)
     groups: Dict[Any, pl.DataFrame] = {None: frame}
     if by is not None and frame.height:
@@ -183,6 +190,8 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
             row[f"{name}_sum"] = [math.fsum(kept)] if kept else [0.0]
             row[f"{name}_n_scored"] = len(kept)
             row[f"{name}_n_total"] = total
+        counts = file_vs_chunk_counts(part) if part.height else dict.fromkeys(_GAP_COUNTS, 0)
+        row.update({f"{_GAP}{key}": value for key, value in counts.items()})
         out.append(row)
     out[0]["ids"] = _id_fingerprint(frame["id"]) if frame.height else 0
     out[0]["k"] = _cut_offs(frame) if CUT_OFF in frame.columns else None
@@ -194,13 +203,17 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
 
 def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> Dict[Any, Dict[str, Any]]:
     """Reduce the batches' :func:`partial_sums`: ``{group: {"n_cases", "n_labeled", "empty_retrievals",
-    "mean_retrieved", name: {"value", "n_scored", "n_total"}}}`` (group ``None``: all cases). A mean is the
+    "mean_retrieved", name: {"value", "n_scored", "n_total"}, "file_vs_chunk_hit": {"n", "file_hit_rate",
+    "hit_rate", "n_file_only"}}}`` (group ``None``: all cases; ``file_vs_chunk_hit`` as in ``ragmeter score``'s
+    summary). A mean is the
     exact sum over every batch divided by the count over every batch; null when nothing is scored.
 
     ``golden`` (the golden set, as :func:`score_batch` takes it): the cases summed must be the golden set's, as
     many; fewer (golden cases in no batch, which :func:`ragmeter.score` counts as empty retrievals) or more (a
     batch summed twice) is an :class:`~ragmeter.errors.InputError`. Without it nothing checks that no case was
     dropped: the sums cover only the cases of the batches."""
+    from ragmeter.retrieval import file_vs_chunk_entry
+
     acc: Dict[Any, Dict[str, Any]] = {}
     files: List[Tuple[int, int, int, int]] = []  # per batch: number, items, items with a file, empties expecting files
     fingerprint: Optional[int] = 0
@@ -219,7 +232,8 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
                                               "sum_retrieved": 0,
                                               **{f"{n}_sum": [] for n in AGGREGATE_COLUMNS},
                                               **{f"{n}_n_scored": 0 for n in AGGREGATE_COLUMNS},
-                                              **{f"{n}_n_total": 0 for n in AGGREGATE_COLUMNS}})
+                                              **{f"{n}_n_total": 0 for n in AGGREGATE_COLUMNS},
+                                              **{f"{_GAP}{key}": 0 for key in _GAP_COUNTS}})
             for key, value in row.items():
                 if key != "group":
                     a[key] = a[key] + value
@@ -242,6 +256,7 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
             n = a[f"{name}_n_scored"]
             entry[name] = {"value": math.fsum(a[f"{name}_sum"]) / n if n else None, "n_scored": n,
                            "n_total": a[f"{name}_n_total"]}
+        entry["file_vs_chunk_hit"] = file_vs_chunk_entry({key: a[f"{_GAP}{key}"] for key in _GAP_COUNTS})
         out[group] = entry
     return out
 
@@ -329,7 +344,7 @@ def _empty_retrievals_as_in_the_run(cases: pl.DataFrame, g: pl.DataFrame, k: int
 
 def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, Any]:
     """The whole run from the batches' :func:`score_batch` tables: ``{"cases", "overall", "by_category",
-    "missing_from_run"}``. Golden cases in no batch are scored as empty retrievals (as :func:`ragmeter.score`
+    "file_vs_chunk_hit", "missing_from_run"}`` (as in :func:`ragmeter.score`'s summary). Golden cases in no batch are scored as empty retrievals (as :func:`ragmeter.score`
     does); an id in two batches is an :class:`~ragmeter.errors.InputError` (it would be counted twice)."""
     from ragmeter.errors import InputError
     from ragmeter.retrieval import _check_k, score
@@ -363,7 +378,10 @@ def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, 
     # over the collected per-case columns, as ragmeter.score computes them (bit for bit the same numbers)
     from ragmeter.retrieval import _nest, aggregate
 
+    from ragmeter.retrieval import file_vs_chunk_hit
+
     overall = _nest(aggregate(cases).to_dicts()[0])
     by_category = {row["category"]: _nest(row) for row in aggregate(cases, ["category"]).to_dicts()}
     return {"cases": cases, "overall": overall, "by_category": by_category,
+            "file_vs_chunk_hit": file_vs_chunk_hit(cases),
             "missing_from_run": missing["id"].to_list()}

@@ -420,13 +420,24 @@ def file_vs_chunk_hit(cases: pl.DataFrame) -> Dict[str, Any]:
     ``n_file_only``, the cases whose expected file came back in the top k without a relevant chunk. The overall
     rates cover different cases (file Hit the cases expecting files, chunk Hit every labelled one), so their
     difference is no gap of any case."""
+    return file_vs_chunk_entry(file_vs_chunk_counts(cases))
+
+
+def file_vs_chunk_counts(cases: pl.DataFrame) -> Dict[str, int]:
+    """The counts behind :func:`file_vs_chunk_hit`, which add up over batches: ``n`` (cases where both are
+    scored), ``file_hits``, ``hits`` and ``n_file_only`` among them."""
     both = cases.filter(pl.col("file_hit").is_not_null() & pl.col("hit").is_not_null())
-    row = both.select(pl.len().alias("n"), pl.col("file_hit").cast(pl.Float64).mean().alias("file_hit_rate"),
-                      pl.col("hit").cast(pl.Float64).mean().alias("hit_rate"),
-                      (pl.col("file_hit").cast(pl.Boolean) & ~pl.col("hit").cast(pl.Boolean)).sum().alias("n_file_only")
-                      ).row(0, named=True)
-    return {"n": int(row["n"]), "file_hit_rate": row["file_hit_rate"], "hit_rate": row["hit_rate"],
-            "n_file_only": int(row["n_file_only"] or 0)}
+    file_hit, hit = pl.col("file_hit").cast(pl.Boolean), pl.col("hit").cast(pl.Boolean)
+    row = both.select(pl.len().alias("n"), file_hit.sum().alias("file_hits"), hit.sum().alias("hits"),
+                      (file_hit & ~hit).sum().alias("n_file_only")).row(0, named=True)
+    return {key: int(value or 0) for key, value in row.items()}
+
+
+def file_vs_chunk_entry(counts: Dict[str, int]) -> Dict[str, Any]:
+    """``summary["file_vs_chunk_hit"]`` from :func:`file_vs_chunk_counts` (rates None when ``n`` is 0)."""
+    n = counts["n"]
+    return {"n": n, "file_hit_rate": counts["file_hits"] / n if n else None,
+            "hit_rate": counts["hits"] / n if n else None, "n_file_only": counts["n_file_only"]}
 
 
 def _main_mode(cases: pl.DataFrame) -> Optional[str]:
