@@ -376,7 +376,8 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                                                                           "unusable return value of the function"))
         if isinstance(run.target, CallableTarget) and exc is not None and decision.kind == "client":
             text = str(exc) if isinstance(exc, _Exited) else f"{type(exc).__name__}: {exc}"
-            decision = type(decision)(False, 0.0, "exception", scrub_urls(text)[:300])
+            # one line, as a failed case's error is everywhere (an exception's message may hold line breaks)
+            decision = type(decision)(False, 0.0, "exception", " ".join(scrub_urls(text).split())[:300])
         if decision.kind in FATAL_KINDS and not decision.retry:
             run.stop.trip(decision.kind, _stop_message(run, decision.kind, status, decision.message, case["id"]))
             raise Halt(run.stop.reason)
