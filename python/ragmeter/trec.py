@@ -152,6 +152,11 @@ def _table(x: Any, what: str, columns: Sequence[str]) -> Any:
         if found is None:
             raise InputError(f"{what}: missing column {want!r} (accepted names: {', '.join(options)}); columns are {df.columns}")
         picked[want] = found
+    for found in picked.values():  # a null id would cross as "" (a document or query of its own), a null grade fail
+        if df[found].null_count():
+            row = int(df[found].is_null().arg_max() or 0) + 1
+            raise InputError(f"{what}: row {row}: {found} is missing (null); every row needs a query id, a document "
+                             f"id and a {columns[2]}")
     return df.select([pl.col(v).alias(k) for k, v in picked.items()])
 
 
