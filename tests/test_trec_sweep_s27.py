@@ -44,3 +44,45 @@ def test_a_null_id_in_a_pandas_table_is_refused_too() -> None:
     run = pd.DataFrame({"qid": ["q1", "q1", "q2"], "docno": ["d1", None, "a"], "score": [2.0, 1.0, 1.0]})
     with pytest.raises(InputError, match=r"^run: row 2: docno is missing \(null\)"):
         evaluate(_QRELS, run, "map")
+
+
+# -- 2. `sweep --thresholds -2,-1,0` (a cross-encoder's logits are negative): argparse took a value starting with
+#       '-' for an option unless it is one number, so a list was "argument --thresholds: expected one argument"
+
+_GOLDEN = [{"id": "a", "question": "qa", "expectedFileNames": ["x.md"], "category": "c1"},
+           {"id": "b", "question": "qb", "expectedFileNames": ["y.md"], "category": "c1"}]
+_RUN = [{"id": "a", "retrieved": [{"file": "x.md", "text": "t", "score": -1.5}, {"file": "w.md", "text": "t",
+                                                                                "score": -3.0}]},
+        {"id": "b", "retrieved": [{"file": "w.md", "text": "t", "score": 0.5}, {"file": "y.md", "text": "t",
+                                                                               "score": -0.5}]}]
+
+
+def _sweep_cli(tmp_path, *extra: str):
+    import json
+    import subprocess
+    import sys
+
+    for name, rows in (("g.jsonl", _GOLDEN), ("r.jsonl", _RUN)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return subprocess.run([sys.executable, "-m", "ragmeter", "sweep", "--golden", "g.jsonl", "--run", "r.jsonl",
+                           *extra], capture_output=True, text=True, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("given, thresholds", [("-2,-1,0", [-2.0, -1.0, 0.0]), ("-inf,0", [float("-inf"), 0.0])])
+def test_negative_thresholds_are_read_after_a_space_as_after_an_equals_sign(tmp_path, given, thresholds) -> None:
+    import json
+
+    import ragmeter
+
+    proc = _sweep_cli(tmp_path, "--thresholds", given, "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = [r for r in json.loads(proc.stdout) if r["category"] == "ALL"]
+    assert [float(r["threshold"]) for r in rows] == thresholds
+    expected = ragmeter.sweep(_GOLDEN, _RUN, thresholds).filter(category="ALL")
+    assert [r["hit_rate"] for r in rows] == expected["hit_rate"].to_list()
+    assert [r["n_scored"] for r in rows] == expected["n_scored"].to_list() == [2] * len(thresholds)
+
+
+def test_a_missing_thresholds_value_is_still_a_usage_error(tmp_path) -> None:
+    proc = _sweep_cli(tmp_path, "--thresholds", "--json")
+    assert proc.returncode == 2 and "--thresholds" in proc.stderr and proc.stdout == ""

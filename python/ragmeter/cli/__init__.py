@@ -14,7 +14,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # not imported at run time: `ragmeter trec` starts without argparse and typing
     import argparse
-    from typing import NoReturn, Optional, Sequence
+    from typing import List, NoReturn, Optional, Sequence
 
 # command name -> module; the order is the order of ``ragmeter --help``.
 COMMANDS = {
@@ -72,7 +72,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # of its start-up).
         return _guarded(lambda: trec.main(argv[1:]), catch_sigterm=False)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_attach_negative_lists(argv))
     if args.command is None:
         parser.print_help()
         return 2
@@ -81,6 +81,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _guarded(lambda: args._module.run(args))
 
 
+
+
+#: options whose value is a comma-separated list of numbers, any of which may be negative
+NUMBER_LIST_OPTIONS = ("--thresholds",)
+
+
+def _attach_negative_lists(argv: List[str]) -> List[str]:
+    """``--thresholds -2,-1,0`` as ``--thresholds=-2,-1,0``: argparse takes a value starting with ``-`` for an
+    option unless it is one number, so a list of a cross-encoder's (negative) scores was "expected one
+    argument". Only a value that reads as comma-separated numbers is attached; anything else is left to argparse."""
+    out: List[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return out + argv[i:]
+        if arg in NUMBER_LIST_OPTIONS and i + 1 < len(argv) and argv[i + 1].startswith("-") \
+                and _number_list(argv[i + 1]):
+            out.append(f"{arg}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
+def _number_list(text: str) -> bool:
+    items = [item for item in text.split(",") if item.strip()]
+    try:
+        for item in items:
+            float(item)
+    except ValueError:
+        return False
+    return bool(items)
 
 
 class _NotesOnStderr:
