@@ -86,3 +86,39 @@ def test_negative_thresholds_are_read_after_a_space_as_after_an_equals_sign(tmp_
 def test_a_missing_thresholds_value_is_still_a_usage_error(tmp_path) -> None:
     proc = _sweep_cli(tmp_path, "--thresholds", "--json")
     assert proc.returncode == 2 and "--thresholds" in proc.stderr and proc.stdout == ""
+
+
+# -- 3. `cache repair` prints its report within 80 columns, as every command's prose (the report of a repair
+#       was one line of 130 characters and more: path, counts and the damaged file's name)
+
+def _damaged_cache(path) -> None:
+    from ragmeter.judge.cache import Cache
+
+    cache = Cache(path)
+    for i in range(40):
+        cache.put(f"k{i}", {"verdict": i, "reason": "x" * 3000}, prompt="p", model="m")
+    cache.close()
+    with open(path, "r+b") as fh:  # a page of the table's data overwritten
+        fh.seek(4096 * 5)
+        fh.write(b"\xff" * 4096)
+
+
+def test_cache_repair_report_fits_80_columns(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    folder = tmp_path / "a-project-folder-with-a-long-name" / ".ragmeter"
+    folder.mkdir(parents=True)
+    _damaged_cache(folder / "cache.sqlite")
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "cache", "repair", str(folder / "cache.sqlite")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    damaged = [p.name for p in folder.iterdir() if ".damaged-" in p.name]
+    assert len(damaged) == 1
+    assert "entries salvaged" in " ".join(proc.stdout.split())
+    assert damaged[0] in "".join(line.strip() for line in proc.stdout.splitlines())  # a long path is cut, not lost
+    assert max(map(len, proc.stdout.splitlines())) <= 80, proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "cache", "repair", str(folder / "cache.sqlite")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "healthy judge cache" in " ".join(proc.stdout.split())
+    assert max(map(len, proc.stdout.splitlines())) <= 80, proc.stdout

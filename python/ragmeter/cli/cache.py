@@ -32,15 +32,19 @@ def run(args: argparse.Namespace) -> int:
         hint = f"; did you mean {inside}?" if os.path.isfile(inside) else ""
         raise InputError(f"{args.path} is a folder, not a cache file{hint} (nothing changed)")
     result = repair(args.path)
+    from ragmeter.cli._tables import make_console, print_prose
+
+    console = make_console()  # 80 columns, as every command's prose
     if result["healthy"]:
         what = ("an empty judge cache" if result["salvaged"] == 0 and os.path.getsize(result["path"]) == 0
                 else f"a healthy judge cache ({result['salvaged']} entries)")
-        print(f"{result['path']} is {what}: nothing to repair, nothing changed")
+        print_prose([f"{result['path']} is {what}: nothing to repair, nothing changed"], console)
         return 0
     dropped = f", {result['dropped']} unreadable entries dropped" if result["dropped"] else ""
-    print(f"repaired {result['path']}: {result['salvaged']} entries salvaged{dropped}; the damaged file is kept as "
-          f"{result['damaged']}")
+    lines = [f"repaired {result['path']}: {result['salvaged']} entries salvaged{dropped}; the damaged file is kept "
+             f"as {result['damaged']}"]
     if result["errors"]:
-        print(f"  SQLite reported: {result['errors'][0]}" + (f" (and {len(result['errors']) - 1} more)"
-                                                            if len(result["errors"]) > 1 else ""))
+        lines.append(f"  SQLite reported: {result['errors'][0]}" + (f" (and {len(result['errors']) - 1} more)"
+                                                                    if len(result["errors"]) > 1 else ""))
+    print_prose(lines, console)
     return 0
