@@ -122,3 +122,23 @@ def test_cache_repair_report_fits_80_columns(tmp_path) -> None:
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "healthy judge cache" in " ".join(proc.stdout.split())
     assert max(map(len, proc.stdout.splitlines())) <= 80, proc.stdout
+
+
+# -- 4. a relevance grade beyond a 64-bit integer is refused naming where it is; it wrapped round to a negative
+#       grade (1e19 from a float column or dict, 2**63 + 1 from a dict of ints): a relevant document judged
+#       "unjudged", map 0.0 with no word
+
+@pytest.mark.parametrize("grade", [1e19, -1e19, 2 ** 63 + 1, 1e30])
+def test_a_relevance_grade_beyond_64_bits_is_refused_not_wrapped(grade) -> None:
+    import polars as pl
+
+    from ragmeter.trec import evaluate
+
+    run = {"q1": {"d1": 1.0, "d2": 0.5}}
+    assert evaluate({"q1": {"d1": 3, "d2": 0}}, run, "map")["map"].to_list() == [1.0]
+    with pytest.raises(InputError, match=r"qrels: .*query 'q1', document 'd1': .* is out of range"):
+        evaluate({"q1": {"d1": grade, "d2": 0}}, run, "map")
+    if isinstance(grade, float):
+        table = pl.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d2", "d1"], "relevance": [0.0, grade]})
+        with pytest.raises(InputError, match=r"qrels: .*row 2: .* is out of range"):
+            evaluate(table, run, "map")

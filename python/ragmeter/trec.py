@@ -202,7 +202,19 @@ def _whole_numbers(values: Any, problem: str, where: Any) -> Any:
     if bad.any():
         i = int(np.argmax(bad))
         raise InputError(f"{problem}: {where(i)}: {float(values[i])!r} is not a whole number")
+    _in_int64(values, problem, where)
     return values.astype(np.int64)
+
+
+def _in_int64(values: Any, problem: str, where: Any) -> None:
+    """An ``InputError`` naming the first grade beyond a 64-bit integer: the cast would wrap it round (1e19 and
+    2**63 + 1 became negative grades, "unjudged")."""
+    import numpy as np
+
+    big = (values >= 2.0 ** 63) | (values < -2.0 ** 63) if values.dtype.kind == "f" else values > np.iinfo(np.int64).max
+    if big.any():
+        i = int(np.argmax(big))
+        raise InputError(f"{problem}: {where(i)}: {values[i].item()!r} is out of range (grades are 64-bit integers)")
 
 
 def _dict_columns(x: Mapping, what: str, dtype_name: str) -> tuple:
@@ -229,7 +241,10 @@ def _dict_columns(x: Mapping, what: str, dtype_name: str) -> tuple:
     except (TypeError, ValueError):
         raise InputError(f"{what}: values must be {dtype_name}") from None
     if dtype_name == "integers":
-        arr = (_whole_numbers(arr, f"{what}: values must be integers", lambda i: _dict_row(x, groups, docs, i))
+        where = lambda i: _dict_row(x, groups, docs, i)  # noqa: E731
+        if arr.dtype.kind == "u":
+            _in_int64(arr, f"{what}: values must be integers", where)
+        arr = (_whole_numbers(arr, f"{what}: values must be integers", where)
                if arr.dtype.kind == "f" else arr.astype(np.int64))
     return (_text_column([str(q) for q in x]), _text_column(docs), arr, groups)
 
