@@ -142,3 +142,26 @@ def test_a_relevance_grade_beyond_64_bits_is_refused_not_wrapped(grade) -> None:
         table = pl.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d2", "d1"], "relevance": [0.0, grade]})
         with pytest.raises(InputError, match=r"qrels: .*row 2: .* is out of range"):
             evaluate(table, run, "map")
+
+
+# -- 5. `cache repair` on an intact SQLite database without any table (another tool's file, a mistyped path) is
+#       refused as any file without the judge_cache table is; it was "repaired": moved aside as
+#       PATH.damaged-<timestamp> and replaced by an empty judge cache, exit 0, "SQLite reported: no such table"
+
+def test_cache_repair_refuses_an_sqlite_file_without_tables(tmp_path) -> None:
+    import sqlite3
+    import subprocess
+    import sys
+
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 7")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "cache", "repair", str(path)], capture_output=True,
+                          text=True)
+    assert proc.returncode == 2, proc.stdout
+    assert "does not look like a judge cache" in proc.stderr and "nothing changed" in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["app.db"]

@@ -603,7 +603,10 @@ def _check_cache(path: Path) -> Tuple[Optional[str], bool]:
         if tables and "judge_cache" not in tables:
             return "no judge_cache table", False
         check = conn.execute("PRAGMA quick_check(1)").fetchone()
-        return None, header_ok and check is not None and check[0] == "ok" and "judge_cache" in tables
+        intact = header_ok and check is not None and check[0] == "ok"
+        if not tables and intact:  # an SQLite database of something else, or of nothing: not a cache to move aside
+            return "an SQLite database without any table, no judge_cache table", False
+        return None, intact and "judge_cache" in tables
     except sqlite3.Error:
         return None, False
     finally:
