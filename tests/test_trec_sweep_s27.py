@@ -165,3 +165,32 @@ def test_cache_repair_refuses_an_sqlite_file_without_tables(tmp_path) -> None:
     assert "does not look like a judge cache" in proc.stderr and "nothing changed" in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["app.db"]
+
+
+# -- 6. an error in a {query: {doc: value}} dict names the query and document, as a fractional grade's does; the
+#       engine's "run:3: score is NaN" counted entries across every query of the dict, which have no lines
+
+def test_an_error_in_a_dict_run_names_the_query_and_document() -> None:
+    from ragmeter.trec import evaluate
+
+    qrels = {"q1": {"d1": 1}, "q2": {"x": 1}}
+    run = {"q1": {"d1": 0.5}, "q2": {"a": 0.3, "b": float("nan"), "x": 1.0}}
+    with pytest.raises(InputError, match=r"^run: query 'q2', document 'b': score is NaN$"):
+        evaluate(qrels, run)
+    run = {"q1": {"d1": 0.5, 1: 0.2, "1": 0.3}, "q2": {"x": 1.0}}  # two keys, one id
+    with pytest.raises(InputError, match=r"^run: query 'q1', document '1': document 1 appears twice in the ranking "
+                                         r"of query q1 \(first at query 'q1', document 1\)$"):
+        evaluate(qrels, run)
+    qrels = {"q1": {"d1": 1, 7: 0, "7": 1}}
+    with pytest.raises(InputError, match=r"^qrels: query 'q1', document '7': .*\(first at query 'q1', document 7\)$"):
+        evaluate(qrels, {"q1": {"d1": 0.5}})
+
+
+def test_an_error_in_a_table_still_names_its_row() -> None:
+    import polars as pl
+
+    from ragmeter.trec import evaluate
+
+    run = pl.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "score": [0.5, float("nan")]})
+    with pytest.raises(InputError, match=r"^run:2: score is NaN$"):
+        evaluate({"q1": {"d1": 1}}, run)

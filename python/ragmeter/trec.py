@@ -83,16 +83,36 @@ def evaluate(
             result = _core.trec_evaluate_columns(*q, *r, run_id, measures, opts,
                                                  qrels_groups=qrels_groups, run_groups=run_groups)
     except InputError as exc:
-        raise _in_python_terms(exc) from None
+        raise _in_python_terms(exc, {"qrels": qrels, "run": run}) from None
     return _frame(pl, result, per_query)
 
 
-def _in_python_terms(exc: InputError) -> InputError:
-    """The engine's messages name the command line's flags; from Python, name the keyword argument."""
+def _in_python_terms(exc: InputError, inputs: Optional[Mapping[str, Any]] = None) -> InputError:
+    """The engine's messages name the command line's flags; from Python, name the keyword argument. Its ``run:3:``
+    and ``(first at line 2)`` count the entries of a ``{query: {doc: value}}`` dict across its queries: there, name
+    the query and document instead (a table's are its 1-based rows)."""
+    import re
+
     text = str(exc)
-    if _CLI_COMPLETE_HINT not in text:
-        return exc
-    return InputError(text.replace(_CLI_COMPLETE_HINT, "pass complete=True to"))
+    where = re.match(r"(qrels|run):(\d+): ", text)
+    source = (inputs or {}).get(where.group(1)) if where else None
+    if where and isinstance(source, Mapping):
+        text = f"{where.group(1)}: {_dict_entry(source, int(where.group(2)) - 1)}: {text[where.end():]}"
+        text = re.sub(r"\(first at line (\d+)\)$", lambda m: f"(first at {_dict_entry(source, int(m.group(1)) - 1)})",
+                      text)
+    if _CLI_COMPLETE_HINT in text:
+        text = text.replace(_CLI_COMPLETE_HINT, "pass complete=True to")
+    return exc if text == str(exc) else InputError(text)
+
+
+def _dict_entry(x: Mapping, i: int) -> str:
+    """``query 'q1', document 'd2'``: entry ``i`` (0-based, counted across the queries) of a dict of dicts."""
+    rest = i
+    for q, docs in x.items():
+        if rest < len(docs):
+            return f"query {q!r}, document {list(docs)[rest]!r}"
+        rest -= len(docs)
+    return f"entry {i + 1}"
 
 
 _CLI_COMPLETE_HINT = "pass -c to"  # the engine's advice for a judged query the run lacks
