@@ -194,3 +194,26 @@ def test_an_error_in_a_table_still_names_its_row() -> None:
     run = pl.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "score": [0.5, float("nan")]})
     with pytest.raises(InputError, match=r"^run:2: score is NaN$"):
         evaluate({"q1": {"d1": 1}}, run)
+
+
+# -- 7. a run without a single retrieved chunk has no chunk score: nothing to sweep (exit 2, nothing written), as
+#       the README's exit-status table says; it printed a table of 0% at every threshold, exit 0
+
+def test_a_run_without_any_chunk_has_nothing_to_sweep(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    import ragmeter
+
+    run = [{"id": "a", "retrieved": []}, {"id": "b", "retrieved": []}]
+    (tmp_path / "g.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _GOLDEN), encoding="utf-8")
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in run), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "sweep", "--golden", "g.jsonl", "--run", "r.jsonl",
+                           "--out", "s.csv"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout
+    assert "r.jsonl" in proc.stderr and "nothing to sweep" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout == "" and not (tmp_path / "s.csv").exists()
+    with pytest.raises(InputError, match="no case retrieved a chunk"):
+        ragmeter.sweep(_GOLDEN, run, [0.0, 0.5])
+    assert ragmeter.sweep(_GOLDEN, _RUN, [0.0]).height == 2  # one chunk with a score is enough

@@ -675,8 +675,8 @@ def sweep(golden: Any, run: Any, thresholds: Sequence[float], k: int = 5) -> pl.
     (``category == "ALL"``, first at each threshold; no case may have that category): hit rate, MRR, empty
     retrievals, mean chunks kept,
     each rate with ``n_scored`` / ``n_total``. Chunks without a score pass every
-    threshold; a run in which no chunk has a score is an :class:`InputError`
-    (nothing to sweep). Relevance is decided once; the engine evaluates every threshold.
+    threshold; a run in which no chunk has a score, or no case retrieved a chunk, is an
+    :class:`InputError` (nothing to sweep). Relevance is decided once; the engine evaluates every threshold.
     """
     return sweep_with_warnings(golden, run, thresholds, k)[0]
 
@@ -702,14 +702,20 @@ def sweep_with_warnings(golden: Any, run: Any, thresholds: Sequence[float],
 
 
 def _check_swept_scores(joined: pl.DataFrame, run: Any) -> None:
-    """An :class:`InputError` for a run in which no retrieved chunk has a score: every threshold would keep every
-    chunk, and the table would repeat one row per threshold as if the threshold changed nothing. When only some
+    """An :class:`InputError` for a run in which no retrieved chunk has a score (or no case retrieved a chunk):
+    every threshold would keep every chunk (or none), and the table would repeat one row per threshold as if the
+    threshold changed nothing. When only some
     chunks have none, a note (``ragmeter.notes``) says how many: they are kept at every threshold, so even above
     every score a case can still hit."""
     scores = _flat_chunk_field(joined, "score")
     name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
     if scores.dtype.is_float():  # records refuse them when loaded; a frame or Parquet file brings them here
         _refuse_non_finite_scores(joined, scores, name)
+    if not scores.len():
+        from ragmeter.errors import InputError
+
+        raise InputError(f"{name}: no case retrieved a chunk ('retrieved' is empty in every case), so every "
+                         "threshold would keep nothing: nothing to sweep")
     n_unscored = scores.null_count()
     if not n_unscored:
         return
