@@ -704,9 +704,8 @@ def sweep_with_warnings(golden: Any, run: Any, thresholds: Sequence[float],
 def _check_swept_scores(joined: pl.DataFrame, run: Any) -> None:
     """An :class:`InputError` for a run in which no retrieved chunk has a score (or no case retrieved a chunk):
     every threshold would keep every chunk (or none), and the table would repeat one row per threshold as if the
-    threshold changed nothing. When only some
-    chunks have none, a note (``ragmeter.notes``) says how many: they are kept at every threshold, so even above
-    every score a case can still hit."""
+    threshold changed nothing. When only some chunks have none, a note (``ragmeter.notes``) says how many: they
+    are kept at every threshold, so even above every score a case can still hit."""
     scores = _flat_chunk_field(joined, "score")
     name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
     if scores.dtype.is_float():  # records refuse them when loaded; a frame or Parquet file brings them here

@@ -19,7 +19,8 @@ PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHe
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--golden", required=True, metavar="G", help="golden set (JSON Lines, JSON array or Parquet)")
     parser.add_argument("--run", required=True, metavar="R", help="run (JSONL or Parquet) with candidate scores")
-    parser.add_argument("--thresholds", default="0,0.1,0.2", help="comma-separated thresholds, negative ones too (-2,-1,0); default 0,0.1,0.2")
+    parser.add_argument("--thresholds", default="0,0.1,0.2",
+                        help="comma-separated thresholds, negative ones too (-2,-1,0); default 0,0.1,0.2")
     parser.add_argument("--k", type=int, default=5, help="cut-off after thresholding (default 5)")
     parser.add_argument("--out", metavar="FILE", help="also write the table (.parquet, .csv or .json, by extension)")
     parser.add_argument("--json", action="store_true", help="print JSON rows instead of a table (there, and in a "
