@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     console = make_console()  # 80 columns, as every command's prose
     if result["healthy"]:
-        what = ("an empty judge cache" if result["salvaged"] == 0 and os.path.getsize(result["path"]) == 0
+        what = ("an empty judge cache" if result["salvaged"] == 0
                 else f"a healthy judge cache ({result['salvaged']} entries)")
         print_prose([f"{result['path']} is {what}: nothing to repair, nothing changed"], console)
         return 0

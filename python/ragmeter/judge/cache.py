@@ -583,8 +583,9 @@ def _open_elsewhere(path: Path) -> bool:
     return False
 
 
-def _check_cache(path: Path) -> Tuple[Optional[str], bool]:
-    """(why ``path`` is not a judge cache, or None; whether it passes the checks a run makes when it opens it)."""
+def _check_cache(path: Path) -> Tuple[Optional[str], bool, bool]:
+    """(why ``path`` is not a judge cache, or None; whether it passes the checks a run makes when it opens it;
+    whether it is an intact SQLite database without any table, which a run opens as a new, empty cache)."""
     try:
         _check_header(path)
         header_ok = True
@@ -593,22 +594,21 @@ def _check_cache(path: Path) -> Tuple[Optional[str], bool]:
     try:
         conn = _read_only(path)
     except sqlite3.Error:
-        return None, False
+        return None, False, False
     try:
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.Error:
         conn.close()
-        return None, False  # the schema itself is damaged: a cache to salvage, as far as anyone can tell
+        return None, False, False  # the schema itself is damaged: a cache to salvage, as far as anyone can tell
     try:
         if tables and "judge_cache" not in tables:
-            return "no judge_cache table", False
+            return "no judge_cache table", False, False
         check = conn.execute("PRAGMA quick_check(1)").fetchone()
         intact = header_ok and check is not None and check[0] == "ok"
-        if not tables and intact:  # an SQLite database of something else, or of nothing: not a cache to move aside
-            return "an SQLite database without any table, no judge_cache table", False
-        return None, intact and "judge_cache" in tables
+        # no table at all (a run stopped between creating the file and its table): a run makes its table
+        return None, intact, intact and not tables
     except sqlite3.Error:
-        return None, False
+        return None, False, False
     finally:
         conn.close()
 
@@ -620,7 +620,8 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     Returns ``{"path", "damaged", "salvaged", "dropped", "errors", "healthy"}``: entries copied, entries found
     but unreadable (a value that is not a JSON object) and the errors SQLite reported while reading.
 
-    A cache with nothing to repair (empty, or every entry readable and SQLite's checks passed) is left as it is:
+    A cache with nothing to repair (empty: an empty file, or an SQLite file without any table, as a run stopped
+    before it made its table leaves it; or every entry readable and SQLite's checks passed) is left as it is:
     ``healthy`` is True, ``damaged`` None and ``salvaged`` its number of entries. A file that is not an SQLite
     database, or one without the cache's table, is refused with :class:`InputError` and left untouched: a
     mistyped path must not be moved aside and replaced by an empty cache.
@@ -638,9 +639,11 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     if head[:16] != SQLITE_MAGIC:  # SQLite cannot open such a file, so there would be nothing to salvage anyway
         raise InputError(f"{path} does not look like a judge cache (not an SQLite file); nothing changed")
     with _drop_created_shm(path):
-        foreign, passes = _check_cache(path)
+        foreign, passes, new = _check_cache(path)
         if foreign:
             raise InputError(f"{path} does not look like a judge cache ({foreign}); nothing changed")
+        if new:  # nothing in it to salvage, nothing to repair: a run opens it as it opens an empty file
+            return {"path": str(path), "damaged": None, "salvaged": 0, "dropped": 0, "errors": [], "healthy": True}
         # read before anything is moved: a healthy cache is then left exactly as it was
         found, dropped, errors = _salvage(path)
     if passes and not dropped and not errors:
