@@ -218,3 +218,14 @@ def test_a_run_without_any_chunk_has_nothing_to_sweep(tmp_path) -> None:
     with pytest.raises(InputError, match="no case retrieved a chunk"):
         ragmeter.sweep(_GOLDEN, run, [0.0, 0.5])
     assert ragmeter.sweep(_GOLDEN, _RUN, [0.0]).height == 2  # one chunk with a score is enough
+
+
+# -- 8. the sweep's table tells every threshold apart: 0.1234561 and 0.1234562 were both printed "0.123456"
+#       (six significant digits), two rows of one label; the usual thresholds keep their short form
+
+def test_the_sweep_table_labels_close_thresholds_apart(tmp_path) -> None:
+    proc = _sweep_cli(tmp_path, "--thresholds", "-0.1234562,-0.1234561,0,0.5")
+    assert proc.returncode == 0, proc.stderr
+    firsts = [line.split()[0] for line in proc.stdout.splitlines() if line.split()[1:2] == ["ALL"]]
+    assert firsts == ["-0.1234562", "-0.1234561", "0", "0.5"]
+    assert max(map(len, proc.stdout.splitlines())) <= 80

@@ -203,19 +203,31 @@ def print_sweep(table: Any, k: int, console: Optional[Console] = None, more_in: 
     for col in (f"Hit@{k}", "MRR", "n", "empty", "kept"):
         t.add_column(col, justify="right", no_wrap=True)
     rows, n_more = _bounded_sweep(list(table.iter_rows(named=True)))
+    label = threshold_labels([row["threshold"] for row in rows])
     for i, row in enumerate(rows):
         hit = "—" if row["hit_rate"] is None else f"{100 * row['hit_rate']:.1f}%"
         mrr = "—" if row["mrr"] is None else f"{row['mrr']:.3f}"
         style = "bold" if row["category"] == "ALL" else None
         last_of_threshold = i + 1 < len(rows) and rows[i + 1]["threshold"] != row["threshold"]
-        t.add_row(f"{row['threshold']:g}", Text(printable(row["category"])), hit, mrr, f"{row['n_scored']}/{row['n_total']}",
+        t.add_row(label[row["threshold"]], Text(printable(row["category"])), hit, mrr, f"{row['n_scored']}/{row['n_total']}",
                   str(row["empty_retrievals"]), f"{row['mean_kept']:.2f}", style=style, end_section=last_of_threshold)
     console.print(t)
     if n_more:
         print_more(n_more, "categories at each threshold", more_in, f"the {MAX_ROWS} of lowest Hit@{k} at "
-                   f"t={rows[0]['threshold']:g}, more cases first among equals, at every t", console)
+                   f"t={label[rows[0]['threshold']]}, more cases first among equals, at every t", console)
     print_prose([f"t: threshold. n: labelled/all cases. empty: cases left with no chunk. kept: mean chunks kept "
                  f"(at most {k})."], console, style="dim")
+
+
+def threshold_labels(thresholds: List[float]) -> Dict[float, str]:
+    """Each threshold's label: ``:g``'s six significant digits, more when two thresholds would read alike
+    (0.1234561 and 0.1234562 were both 0.123456)."""
+    distinct = set(thresholds)
+    for digits in range(6, 18):
+        labels = {t: f"{t:.{digits}g}" for t in distinct}
+        if len(set(labels.values())) == len(distinct):
+            break
+    return labels
 
 
 def _bounded_sweep(rows: List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], int]:
