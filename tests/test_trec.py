@@ -139,6 +139,21 @@ def test_whole_number_relevance_written_as_decimal_reads_as_the_integer(tmp_path
         evaluate(tmp_path / "ints.txt", tmp_path / "run.txt", ["ndcg"], per_query=False)["ndcg"][0]
 
 
+def test_a_huge_grade_is_refused_not_allocated(tmp_path: Path) -> None:
+    # A count per grade from 0 to the highest: 10^9 was an 8 GB allocation (abort, rc 134), 2^62 a panic.
+    (tmp_path / "run.txt").write_text("q1 Q0 d1 1 0.5 r\nq1 Q0 d2 2 0.4 r\n")
+    for grade in (10**9, 2**62):
+        (tmp_path / "qrels.txt").write_text(f"q1 0 d2 0\nq1 0 d1 {grade}\n")
+        proc = ragmeter("trec", "-m", "all_trec", "qrels.txt", "run.txt", cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert f"qrels.txt:2: relevance {grade} is above 1000000" in proc.stderr and "Traceback" not in proc.stderr
+        with pytest.raises(InputError, match="above 1000000"):
+            evaluate({"q1": {"d1": grade}}, {"q1": {"d1": 1.0}}, ["ndcg"])
+    (tmp_path / "qrels.txt").write_text("q1 0 d2 0\nq1 0 d1 1000000\n")
+    proc = ragmeter("trec", "-m", "ndcg", "qrels.txt", "run.txt", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.split()[-1] == "1.0000", proc.stdout
+
+
 def test_missing_file_and_unknown_measure(tmp_path: Path) -> None:
     (tmp_path / "q").write_text("1 0 d1 1\n")
     proc = ragmeter("trec", str(tmp_path / "q"), str(tmp_path / "nope"))

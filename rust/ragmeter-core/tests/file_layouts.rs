@@ -172,3 +172,25 @@ fn grouped_columns_report_the_errors_of_the_row_path() {
     r[at].score = f64::NAN;
     assert_eq!(grouped(&q, &r, &measures, &opts).unwrap_err().to_string(), format!("run:{}: score is NaN", at + 1));
 }
+
+#[test]
+fn a_grade_beyond_the_largest_counted_is_refused_on_every_path_not_allocated() {
+    // Measures count judgements per grade, 0 to the highest: a grade of 10^9 sized
+    // that count at 8 GB (an abort), 2^62 overflowed it (a panic).
+    let run = "q1 Q0 d1 1 0.5 r\nq1 Q0 d2 2 0.4 r\n";
+    let measures = vec!["all_trec".to_string()];
+    let opts = Options::default();
+    for grade in ["1000000000", "4611686018427387904", "9223372036854775807"] {
+        let qrels = format!("q1 0 d2 0\nq1 0 d1 {grade}\n");
+        let want = format!("q:2: relevance {grade} is above 1000000, the largest grade ragmeter evaluates");
+        let (q, r) = (parse_qrels(&qrels, "q").unwrap(), parse_run(run, "r").unwrap());
+        let rows = evaluate(&q, &r, &measures, &opts, "q", "r").unwrap_err().to_string();
+        assert!(rows.starts_with(&want), "{rows}");
+        assert_eq!(evaluate_texts(&qrels, run, &measures, &opts, "q", "r").unwrap_err().to_string(), rows);
+        let columns = grouped(&q, &r, &measures, &opts).unwrap_err().to_string();
+        assert!(columns.starts_with(&want.replace("q:2", "qrels:2")), "{columns}");
+    }
+    let qrels = "q1 0 d1 1000000\nq1 0 d2 0\n";
+    let eval = evaluate_texts(qrels, run, &measures, &opts, "q", "r").unwrap();
+    assert_eq!(eval.queries.len(), 1);
+}

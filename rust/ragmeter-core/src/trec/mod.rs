@@ -31,6 +31,9 @@ pub type Ranked<'a> = (&'a str, f64, usize);
 
 /// The ranking trec_eval evaluates for a qrels query missing from the run (with `-c`).
 const MISSING_STAND_IN: &str = "ceci_nest_pas_un_docno";
+/// The largest relevance grade evaluated. trec_eval sizes a count per grade from 0 to
+/// the highest (`rel_levels`), as ragmeter does: a grade of 10^9 would take 8 GB.
+pub const MAX_GRADE: i64 = 1_000_000;
 
 /// A retrieved document that is not in the qrels.
 pub const RELVALUE_NONPOOL: i64 = -1;
@@ -278,6 +281,14 @@ fn judge_and_rank<'a>(judged: &Judged<'_, 'a>, scratch: &mut Scratch<'a>, qrels:
     let Scratch { ranking, table, entries, .. } = scratch;
     table.reset(judged.docs.len() + ranking.len());
     for d in judged.docs {
+        if d.rel > MAX_GRADE {
+            let msg = format!(
+                "relevance {} is above {MAX_GRADE}, the largest grade ragmeter evaluates (measures count the judgements \
+                 at every grade from 0 to the highest)",
+                d.rel
+            );
+            return Err(Error::parse(qrels.path, qrels.line(d.loc), msg));
+        }
         let slot = table.find_or_insert(d.doc, if d.rel < 0 { RELVALUE_UNJUDGED } else { d.rel });
         if slot.judged_at != usize::MAX {
             let first = qrels.line(slot.judged_at);
