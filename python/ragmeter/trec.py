@@ -49,11 +49,14 @@ def evaluate(
     may be mixed; files are parsed in Rust. Errors name the file and line, or the
     input (``qrels``, ``run``) and the 1-based row. Relevance grades are integers: in a table or a dict a
     whole-number float (``1.0``, as pandas and JSON give) is its integer and ``0.5`` is refused naming the row,
-    never truncated; a qrels file's grades are written as integers (``1``, not ``1.0``).
+    never truncated; so in a qrels file (``1.0`` is read as 1, as trec_eval reads it; ``0.5`` stops naming the
+    line). A grade above 1,000,000 is refused (measures count the judgements at each grade up to the highest).
 
     ``measures`` takes trec_eval's ``-m`` syntax (``"all_trec"``, ``"P.5,10"``,
     ``"ndcg.1=3,2=9"``). ``complete=True`` is ``-c``: qrels queries missing
-    from the run count as empty rankings (otherwise they are an error).
+    from the run count as empty rankings (otherwise they are an error). A query whose
+    ranking is an empty dict (``{"q2": {}}``) is such a query, as a TREC file has no
+    empty rankings: pass ``complete=True`` to count it.
     With ``per_query=False`` the result is one row, ``query == "all"``, with
     trec_eval's summary (means; sums for counts; geometric means for gm_*).
     """
