@@ -122,3 +122,17 @@ def test_out_naming_an_input_is_refused_and_the_input_kept(tmp_path, which, caps
     err = capsys.readouterr().err
     assert f"is the {'golden set (--golden)' if which == 'golden' else 'run (--run)'}" in err, err
     assert {p: p.read_bytes() for p in (golden, run)} == before
+
+
+@pytest.mark.parametrize("out,said", [
+    ("outdir", "--out outdir is a folder: sweep writes one table file (FILE.parquet, FILE.csv or FILE.json)"),
+    (".csv", "--out .csv: no file name before '.csv' (FILE.csv)"),
+    ("t.xlsx", "--out t.xlsx: unknown extension '.xlsx': use .parquet, .csv or .json"),
+])
+def test_out_that_cannot_name_a_table_file_says_why(tmp_path: Path, out: str, said: str) -> None:
+    # a folder and a bare '.csv' were both 'unknown extension '(none)''
+    write(tmp_path, GOLDEN, run_of({"a": [("x.md", 0.5)], "b": [("y.md", 0.1)], "c": [("z.md", 0.9)]}))
+    (tmp_path / "outdir").mkdir()
+    proc = cli(tmp_path, "--out", out)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert proc.stdout == "" and sorted(p.name for p in tmp_path.iterdir()) == ["g.jsonl", "outdir", "r.jsonl"]

@@ -54,6 +54,11 @@ def out_format(path: str) -> str:
 
     from ragmeter.errors import InputError
 
+    if Path(path).is_dir():
+        raise InputError(f"--out {path} is a folder: sweep writes one table file (FILE.parquet, FILE.csv or FILE.json)")
+    name = Path(path).name.lower()
+    if name in OUT_FORMATS:  # '.csv' is a hidden file without an extension to Path
+        raise InputError(f"--out {path}: no file name before {name!r} (FILE{name})")
     suffix = Path(path).suffix.lower()
     if suffix not in OUT_FORMATS:
         raise InputError(f"--out {path}: unknown extension {suffix or '(none)'!r}: use .parquet, .csv or .json")
