@@ -115,6 +115,18 @@ def test_terminal_output_fits_80_columns(name: str, tmp_path: Path) -> None:
     assert_key_numbers(name, text)
 
 
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_piped_lines_end_without_spaces_and_wrapped_prose_is_indented(name: str, tmp_path: Path) -> None:
+    # eval's "wrote DIR/: ..." line ended in a space where rich wrapped it, its rest at column 0
+    proc = piped(COMMANDS[name], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line for line in lines if line != line.rstrip()] == []
+    for first, rest in zip(lines, lines[1:]):
+        if first.startswith("wrote ") and rest.strip():
+            assert rest.startswith(" "), (first, rest)
+
+
 def test_demo_says_where_it_wrote(tmp_path: Path) -> None:
     proc = piped(["demo", "--out", "my-demo"], tmp_path)
     assert proc.returncode == 0, proc.stderr

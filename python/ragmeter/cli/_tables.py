@@ -60,6 +60,11 @@ class _PipeConsole(Console):
         os.dup2(os.open(os.devnull, os.O_WRONLY), (sys.stderr if self.stderr else sys.stdout).fileno())
         raise BrokenPipeError
 
+    def _render_buffer(self, buffer: Any) -> str:
+        # rich pads a table's rows (a blank section row too) to the table's width: a log's lines end in spaces
+        text = super()._render_buffer(buffer)
+        return "\n".join(line.rstrip(" ") for line in text.split("\n"))
+
 
 def make_console(stderr: bool = False) -> Console:
     """A console for stdout (or stderr): the terminal's width, or plain text at 80 columns when not a terminal."""

@@ -48,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragmeter.cli._tables import make_console, print_audit_pointer, print_score
+    from ragmeter.cli._tables import make_console, print_audit_pointer, print_prose, print_score
     from ragmeter.cli.sweep import parse_thresholds
     from ragmeter.errors import InputError
     from ragmeter.evaluation import run_eval
@@ -117,9 +117,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if judge is None:
         why = "--no-judge" if args.no_judge else "no judge endpoint given"
-        console.print(f"[yellow]{why}: answers are not judged; judge metrics are reported as not measured[/]")
+        print_prose([f"{why}: answers are not judged; judge metrics are reported as not measured"], console, "yellow")
     if judge is None and args.repeat > 1:
-        console.print("[yellow]--repeat applies to judging only: nothing is repeated without a judge[/]")
+        print_prose(["--repeat applies to judging only: nothing is repeated without a judge"], console, "yellow")
     summary = judged(lambda: run_eval(args.golden, run, args.out, k=args.k, judge=judge,
                                       thresholds=thresholds, repeat=args.repeat,
                                       review_rate=args.review_rate, review_seed=args.review_seed), judge)
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     if summary.get("cost"):
         console.print(cost_line(summary["cost"], judged=bool(summary.get("judge"))), markup=False, highlight=False)
     files = summary.get("files") or ["cases.parquet", "summary.json", "report.html", "report.md"]
-    console.print(f"wrote {args.out}/: " + ", ".join(files), markup=False, highlight=False)
+    print_prose([f"wrote {args.out}/: " + ", ".join(files)], console)
     return max(collected, _failed_in_run(summary),
                    incomplete_exit(_judge_outcome(summary), args.max_failed, args.out))
 
