@@ -113,14 +113,31 @@ def _lone_object(text: str) -> Optional[Dict[str, Any]]:
         return found[0] if len(found) == 1 else None
 
 
+def _fenced_objects(text: str) -> List[Dict[str, Any]]:
+    """The JSON objects that whole code fences of ``text`` hold."""
+    found = []
+    for m in _FENCE.finditer(text):
+        try:
+            obj = json.loads(m.group(1))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+    return found
+
+
 def parse_json_object(text: str) -> Dict[str, Any]:
     """Parse one JSON object. A surrounding ```json fence, a leading ``<think>...</think>`` block and other text
-    around exactly one JSON object are tolerated; a reply with none, or with several objects, is not guessed at."""
+    around exactly one JSON object are tolerated; a reply with none, or with several objects (in code fences or
+    not), is not guessed at."""
     s = _THOUGHTS.sub("", (text or "").strip(), count=1).strip()
     if not s:
         raise ParseError("empty reply")
     m = _FENCE.search(s)
     if m and not s.startswith("{"):
+        if len({json.dumps(o, sort_keys=True) for o in _fenced_objects(s)}) > 1:
+            # two different fenced objects ("... Corrected: ```json {...}```"): which one is meant would be a guess
+            raise ParseError("several JSON objects in code fences; reply with exactly one")
         s = m.group(1).strip()
     elif s.startswith("```"):
         s = s.strip("`").strip()

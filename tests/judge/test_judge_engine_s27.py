@@ -1,0 +1,48 @@
+"""Review session 27 of the judge engine: defects found scripting OpenAI-compatible endpoints, each with the test
+that failed before its fix."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragmeter.judge import JudgeConfig, JudgeStopped, run_sync
+from ragmeter.judge.engine import ParseError, parse_json_object
+from ragmeter.judge.retry import RetryPolicy, classify
+
+CASES = [{"id": f"c{i}", "question": f"Which colour is item {i}?", "reference_answer": "blue", "answer": "blue"}
+         for i in range(3)]
+WRONG = {"reason": "differs", "score": 1, "correct": False}
+RIGHT = {"reason": "matches", "score": 5, "correct": True}
+
+
+def _fence(obj: dict) -> str:
+    return "```json\n" + json.dumps(obj) + "\n```"
+
+
+# -- a reply with two fenced JSON objects is not guessed at -----------------------------------------------------
+@pytest.mark.parametrize("text", [
+    _fence(WRONG) + "\nWait, I misread the reference. Corrected:\n" + _fence(RIGHT),
+    "My verdict:\n" + _fence(WRONG) + "\n\nOn reflection:\n" + _fence(RIGHT),
+])
+def test_two_fenced_objects_are_not_guessed_at(text):
+    # before: the first fence was read as the verdict (score 1) without a word, while two objects outside fences
+    # ("{...}\n{...}") were refused as a guess
+    with pytest.raises(ParseError):
+        parse_json_object(text)
+
+
+def test_one_fenced_object_among_other_fences_and_prose_is_still_read():
+    assert parse_json_object("Here it is:\n" + _fence(RIGHT) + "\nThanks.") == RIGHT
+    assert parse_json_object(_fence(RIGHT)) == RIGHT
+    # the same object twice is no guess
+    assert parse_json_object(_fence(RIGHT) + "\nAgain:\n" + _fence(RIGHT)) == RIGHT
+
+
+def test_two_fenced_verdicts_get_the_repair_turn_in_a_run(tmp_path, server, fast_retry):
+    server.script = [{"content": _fence(WRONG) + "\nCorrection:\n" + _fence(RIGHT)}, {"content": json.dumps(RIGHT)}]
+    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    # before: scored 1 (the first fence), one request; now the repair turn asks for one object
+    assert server.requests == 2
+    assert res.rows[0]["status"] == "ok" and res.rows[0]["score"] == 5.0
