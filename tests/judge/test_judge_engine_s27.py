@@ -46,3 +46,41 @@ def test_two_fenced_verdicts_get_the_repair_turn_in_a_run(tmp_path, server, fast
     # before: scored 1 (the first fence), one request; now the repair turn asks for one object
     assert server.requests == 2
     assert res.rows[0]["status"] == "ok" and res.rows[0]["score"] == 5.0
+
+
+# -- a 2xx whose body is an error object is classified by that error ---------------------------------------------
+def _error_200(error: dict) -> dict:
+    return {"status": 200, "body": json.dumps({"error": error})}
+
+
+QUOTA_200 = {"message": "You exceeded your current quota, please check your plan and billing details.",
+             "type": "insufficient_quota", "code": "insufficient_quota"}
+
+
+@pytest.mark.parametrize("error,kind,retry", [
+    (QUOTA_200, "quota", False),
+    ({"message": "Incorrect API key provided", "code": 401}, "auth", False),
+    ({"message": "invalid token", "status": "403"}, "auth", False),
+    ({"message": "model not found", "code": 404}, "not_found", False),
+    ({"message": "Rate limit reached", "code": 429}, "rate_limit", True),
+    ({"message": "upstream overloaded", "code": 503}, "server", True),
+    ({"message": "upstream overloaded"}, "bad_response", True),       # no status said: retried as before
+    ({"message": "try again", "code": 1234}, "bad_response", True),    # an application code is not a status
+])
+def test_classify_reads_the_error_a_200_carries(error, kind, retry):
+    d = classify(attempt=1, policy=RetryPolicy(), status=200, body=json.dumps({"error": error}))
+    # before: every 2xx was bad_response, retried --retry-attempts times whatever its error said
+    assert (d.kind, d.retry) == (kind, retry)
+    assert kind == "bad_response" or d.message.startswith("HTTP 200 with ")
+
+
+def test_a_quota_error_sent_with_a_200_stops_the_run_at_once(tmp_path, server, fast_retry):
+    server.rules = [(lambda info: True, _error_200(QUOTA_200))]
+    cases = [dict(c, id=f"q{i}") for i, c in enumerate(CASES * 4)]
+    with pytest.raises(JudgeStopped) as ei:
+        run_sync(cases, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                    cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    # before: each call retried 5 times as an unreadable reply, and the run stopped as server_errors after 25
+    # requests (6 attempts x 5 calls by default), its reason "the endpoint is failing"
+    assert ei.value.kind == "quota" and "quota" in str(ei.value)
+    assert server.requests == 1

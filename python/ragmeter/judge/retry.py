@@ -23,7 +23,7 @@ import math
 import random
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Optional
 
 from .urls import scrub_urls
@@ -139,6 +139,29 @@ def _error_text(body: Optional[str]) -> str:
     return str(err)[:300]
 
 
+def _carried_status(body: Optional[str]) -> Optional[int]:
+    """The HTTP status a 2xx body's error object stands for: 429 when it says the quota or credit is exhausted,
+    else its ``code`` or ``status`` when that is an HTTP error status (400-599); None otherwise (no error object,
+    or an application's own code)."""
+    try:
+        data = json.loads(body or "")
+    except (ValueError, TypeError):
+        return None
+    err = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(err, dict):
+        return None
+    text = json.dumps(err, ensure_ascii=False).lower()
+    if any(code in text for code in QUOTA_CODES) or any(words in text for words in QUOTA_WORDS):
+        return 429  # read as a 429 worded so: a quota, unless it says when to come back
+    for name in ("code", "status"):
+        value = err.get(name)
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())
+        if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
+            return value
+    return None
+
+
 def _is_quota(status: int, headers: Optional[Mapping[str, str]], body: Optional[str]) -> bool:
     """Quota or credit exhausted (retrying cannot help), told apart from a rate limit: an explicit code decides;
     a 429 merely worded so that says when to come back (Retry-After, retry-after-ms, a retryDelay in the body)
@@ -173,7 +196,9 @@ def classify(
     Pass either ``exc`` (the request raised) or ``status``/``headers``/``body``
     (the server answered with an error status). Retryable: 408/409/425/429, 5xx
     except 501, time-outs, connection errors and unreadable 200 responses
-    (``kind="bad_response"``, passed as ``status=200``, or any other 2xx). Not retryable:
+    (``kind="bad_response"``, passed as ``status=200``, or any other 2xx). A 2xx whose body is an error object
+    that names an HTTP error status (``code`` or ``status`` 400-599) or an exhausted quota is classified as that
+    status (a gateway answering everything 200). Not retryable:
     400/401/403/404 and every other 4xx, quota or credit exhaustion even when
     sent as 429, and a 5xx whose body names a context overflow
     (``kind="context_overflow"``: resending it fails the same way, each attempt as
@@ -200,6 +225,16 @@ def classify(
         code = int(status or 0)
         detail = _error_text(body)
         suffix = f": {detail}" if detail else ""
+        carried = _carried_status(body) if 200 <= code < 300 else None
+        if carried is not None:
+            # a gateway that answers every request 200 and puts the real answer in an error object: that
+            # answer decides (an exhausted quota or a refused key stops the run; retrying cannot help)
+            d = classify(attempt=attempt, policy=policy, status=carried, headers=headers, body=body, rand=rand,
+                         now=now)
+            said = "a quota error" if carried == 429 and _is_quota(429, None, body) else f"error {carried}"
+            message = f"HTTP {code} with {said} in its body" + d.message[len(f"HTTP {carried}"):] \
+                if d.message.startswith(f"HTTP {carried}") else d.message
+            return replace(d, message=message)
         if 200 <= code < 300:  # a 2xx whose body is not a usable reply (a proxy may answer 201/203)
             status_note = "" if code == 200 else f" (HTTP {code})"
             kind, retry, message = "bad_response", True, f"unreadable response from the endpoint{status_note}{suffix}"
