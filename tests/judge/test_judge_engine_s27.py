@@ -84,3 +84,26 @@ def test_a_quota_error_sent_with_a_200_stops_the_run_at_once(tmp_path, server, f
     # requests (6 attempts x 5 calls by default), its reason "the endpoint is failing"
     assert ei.value.kind == "quota" and "quota" in str(ei.value)
     assert server.requests == 1
+
+
+# -- an embeddings reply without usage is counted as estimated, as a chat reply is ----------------------------------
+def test_an_embeddings_reply_without_usage_says_its_tokens_are_estimated(tmp_path, server, fast_retry):
+    from fakeserver import embed_vector
+
+    def no_usage(info):
+        return info.get("kind") == "embeddings"
+
+    body = json.dumps({"object": "list", "data": [{"object": "embedding", "index": i, "embedding": embed_vector(f"t{i}")}
+                                                  for i in range(4)]})
+    server.rules = [(no_usage, {"status": 200, "body": body})]
+    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini",
+                                          embeddings_model="text-embedding-3-small", metrics=["answer_relevancy"],
+                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    row = res.rows[0]
+    assert row["status"] == "ok" and res.summary["requests"] == 2
+    log = json.loads(row["attempt_log"])
+    embed = [a for a in log if a["prompt"] == "embeddings"]
+    # before: its tokens (and so its cost) were an estimate, but neither the attempt nor the summary said so
+    # (usage_estimated_requests 0: the cost line claimed every request's usage came from the endpoint)
+    assert embed and embed[0].get("usage_estimated") is True
+    assert res.summary["usage_estimated_requests"] == 1

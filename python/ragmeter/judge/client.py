@@ -743,7 +743,11 @@ class JudgeClient:
             items = sorted(items, key=lambda d: d.get("index", 0))
             vectors = [_one_vector(d["embedding"]) for d in items]
             _check_vectors(vectors)
-            pt = _tokens(_usage(data), "prompt_tokens") or est
+            reported = _tokens(_usage(data), "prompt_tokens")
+            pt = reported or est
+            if pt != reported:  # no (readable) usage from the endpoint: the cost is estimated, as for chat
+                record["usage_estimated"] = True
+                self.stats.usage_estimated += 1
             self.stats.prompt_tokens += pt
             record.update(prompt_tokens=pt)
             return vectors, pt
