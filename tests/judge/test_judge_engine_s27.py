@@ -107,3 +107,22 @@ def test_an_embeddings_reply_without_usage_says_its_tokens_are_estimated(tmp_pat
     # (usage_estimated_requests 0: the cost line claimed every request's usage came from the endpoint)
     assert embed and embed[0].get("usage_estimated") is True
     assert res.summary["usage_estimated_requests"] == 1
+
+
+# -- a Retry-After that is not a finite number is unreadable, not an endless wait written as Infinity ---------------
+@pytest.mark.parametrize("headers", [{"Retry-After": "1e400"}, {"Retry-After": "inf"}, {"retry-after-ms": "Infinity"},
+                                     {"Retry-After": "nan"}])
+def test_a_retry_after_that_is_not_a_finite_number_is_ignored(headers):
+    from ragmeter.judge.retry import parse_retry_after
+
+    assert parse_retry_after(headers) is None
+
+
+def test_a_row_after_an_infinite_retry_after_has_strict_json_attempts(tmp_path, server, fast_retry):
+    server.script = [{"status": 429, "headers": {"Retry-After": "1e400"}}, "ok"]
+    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    text = res.rows[0]["attempt_log"]
+    # before: '"retry_after_s": Infinity', which strict JSON readers (jq, JavaScript) refuse
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
+    assert res.rows[0]["status"] == "ok" and server.requests == 2

@@ -89,25 +89,26 @@ def parse_retry_after(headers: Optional[Mapping[str, str]], now: Optional[float]
     """Seconds the server asked us to wait, from ``retry-after-ms`` or ``Retry-After``.
 
     ``Retry-After`` may be a number of seconds or an HTTP date. Returns None when
-    absent or unreadable; negative values become 0.
+    absent or unreadable (a value that is not a finite number, such as ``inf``, too); negative values become 0.
     """
     if not headers:
         return None
     lower = {str(k).lower(): v for k, v in headers.items()}
     raw_ms = lower.get("retry-after-ms")
     if raw_ms is not None:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
+        ms = _finite(raw_ms)
+        if ms is not None:
+            return max(0.0, ms / 1000.0)
     raw = lower.get("retry-after")
     if raw is None:
         return None
     raw = str(raw).strip()
     try:
-        return max(0.0, float(raw))
+        seconds = float(raw)
     except ValueError:
         pass
+    else:  # "inf", "nan", "1e400": no wait can be read from it (and Infinity is not JSON in the attempt log)
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError, IndexError):
@@ -116,6 +117,15 @@ def parse_retry_after(headers: Optional[Mapping[str, str]], now: Optional[float]
         return None
     now = time.time() if now is None else now
     return max(0.0, when.timestamp() - now)
+
+
+def _finite(text: object) -> Optional[float]:
+    """``text`` as a finite number; None when it is not one."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def backoff_delay(attempt: int, policy: RetryPolicy, rand: Callable[[], float] = random.random) -> float:
