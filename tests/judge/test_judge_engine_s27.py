@@ -126,3 +126,20 @@ def test_a_row_after_an_infinite_retry_after_has_strict_json_attempts(tmp_path, 
     # before: '"retry_after_s": Infinity', which strict JSON readers (jq, JavaScript) refuse
     json.loads(text, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
     assert res.rows[0]["status"] == "ok" and server.requests == 2
+
+
+# -- a reasoning model's thoughts whose opening <think> was in the prompt are not read as a second verdict ------------
+@pytest.mark.parametrize("tag", ["think", "thinking"])
+def test_thoughts_without_their_opening_tag_are_dropped(tag):
+    # DeepSeek-R1 and QwQ chat templates end the prompt with "<think>\n": a server without a reasoning parser
+    # returns the thoughts and "</think>" in the content, the opening tag never in it
+    text = (f"Okay, the reference says blue. A first draft: {json.dumps(WRONG)}; no, the answer matches.\n"
+            f"</{tag}>\n\n{json.dumps(RIGHT)}")
+    # before: ParseError ("invalid JSON"): the draft and the verdict were two objects, the reply got the repair turn
+    # (and a model answering the same way again failed the row as unparsable)
+    assert parse_json_object(text) == RIGHT
+
+
+def test_a_verdict_that_quotes_a_closing_tag_is_read_whole():
+    reply = {"reason": "the answer ends with a stray </think> tag", "score": 4, "correct": True}
+    assert parse_json_object(json.dumps(reply)) == reply

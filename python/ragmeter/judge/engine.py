@@ -5,7 +5,8 @@ the cache when the same request already succeeded, else checks the budget,
 calls the endpoint and commits the raw reply to the cache before using it (a
 group commit shared with the calls finishing at the same time, see
 :mod:`ragmeter.judge.cache`). The reply is parsed strictly (code fences, a
-leading ``<think>`` block and text around exactly one JSON object tolerated)
+leading ``<think>`` block, thoughts ending in ``</think>`` and text around exactly one JSON object
+tolerated)
 and validated; on failure one repair turn is sent; on a second
 failure the call fails with the raw output kept.
 
@@ -58,6 +59,9 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 #: a reasoning model's thoughts ahead of its reply, in the content itself (DeepSeek-R1 and QwQ as many local servers
 #: serve them)
 _THOUGHTS = re.compile(r"^\s*<(think|thinking|reasoning)>.*?</\1\s*>", re.S | re.I)
+#: the end of thoughts whose opening tag was in the prompt (DeepSeek-R1's and QwQ's chat templates end it with
+#: "<think>\n"; a server without a reasoning parser returns the thoughts and the closing tag only)
+_THOUGHTS_END = re.compile(r"</(?:think|thinking|reasoning)\s*>", re.I)
 _DECODER = json.JSONDecoder()
 #: positions tried when looking for the one JSON object in a reply with other text (bounds the work on a long one)
 _MAX_STARTS = 200
@@ -127,10 +131,14 @@ def _fenced_objects(text: str) -> List[Dict[str, Any]]:
 
 
 def parse_json_object(text: str) -> Dict[str, Any]:
-    """Parse one JSON object. A surrounding ```json fence, a leading ``<think>...</think>`` block and other text
-    around exactly one JSON object are tolerated; a reply with none, or with several objects (in code fences or
+    """Parse one JSON object. A surrounding ```json fence, a leading ``<think>...</think>`` block (or thoughts
+    ending in ``</think>`` whose opening tag was in the prompt) and other text around exactly one JSON object are
+    tolerated; a reply with none, or with several objects (in code fences or
     not), is not guessed at."""
     s = _THOUGHTS.sub("", (text or "").strip(), count=1).strip()
+    end = None if s.startswith("{") else _THOUGHTS_END.search(s)
+    if end is not None and s[end.end():].strip():
+        s = s[end.end():].strip()  # thoughts without their opening tag: what follows them is the reply
     if not s:
         raise ParseError("empty reply")
     m = _FENCE.search(s)
