@@ -143,3 +143,30 @@ def test_thoughts_without_their_opening_tag_are_dropped(tag):
 def test_a_verdict_that_quotes_a_closing_tag_is_read_whole():
     reply = {"reason": "the answer ends with a stray </think> tag", "score": 4, "correct": True}
     assert parse_json_object(json.dumps(reply)) == reply
+
+
+# -- two runs sharing a cache spill their unsaved replies to two files, not one over the other ----------------------
+def test_two_spills_in_the_same_second_keep_both_files(tmp_path, monkeypatch):
+    import time as _time
+
+    from ragmeter.judge import Cache
+    from ragmeter.judge import runner as R
+
+    monkeypatch.setattr(_time, "strftime", lambda fmt, *a: "20270101-000000")  # both in the same second
+    cfg = JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", cache=tmp_path / "cache.sqlite",
+                      metrics=["correctness"])
+    paths = []
+    for i in range(2):  # two processes (or two runs of one process) whose commits a full disk refused
+        cache = Cache(tmp_path / "cache.sqlite")
+        cache.unsaved = [(f"{i:064x}", json.dumps({"content": f"reply {i}"}), "correctness@v1", "m", 1.0)]
+        spilled = R._spill(cache, cfg)
+        cache.close()
+        assert spilled is not None
+        paths.append(spilled[0])
+    # before: both were written to cache.sqlite.unsaved-20270101-000000.jsonl, the second over the first: the first
+    # run's paid reply was lost although its message said it was kept
+    assert len(set(paths)) == 2
+    cache = Cache(tmp_path / "cache.sqlite")
+    R._read_back_unsaved(cache, cfg)
+    assert cache.get(f"{0:064x}") == {"content": "reply 0"} and cache.get(f"{1:064x}") == {"content": "reply 1"}
+    cache.close()

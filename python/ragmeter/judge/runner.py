@@ -675,15 +675,23 @@ def _spill(cache: Cache, cfg: JudgeConfig) -> Optional[tuple]:
     rows, cache.unsaved = list(cache.unsaved), []
     if not rows:
         return None
-    name = f"{Path(cfg.cache or 'cache.sqlite').name}.unsaved-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    stem = f"{Path(cfg.cache or 'cache.sqlite').name}.unsaved-{time.strftime('%Y%m%d-%H%M%S')}"
     places = _spill_places(cfg)
     text = "".join(json.dumps({"key": k, "value": json.loads(v), "prompt": p, "model": m, "created": c},
                               ensure_ascii=False) + "\n" for k, v, p, m, c in rows)
     for place in places:
-        target = place / name
+        target = place / f"{stem}.jsonl"
         try:
             place.mkdir(parents=True, exist_ok=True)
-            with open(target, "w", encoding="utf-8") as fh:
+            n = 1
+            while True:  # a new file: another run sharing the cache may have spilled in the same second
+                try:
+                    fh = open(target, "x", encoding="utf-8")
+                    break
+                except FileExistsError:
+                    n += 1
+                    target = place / f"{stem}-{n}.jsonl"
+            with fh:
                 fh.write(text)
         except OSError:
             try:
