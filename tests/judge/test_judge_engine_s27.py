@@ -170,3 +170,26 @@ def test_two_spills_in_the_same_second_keep_both_files(tmp_path, monkeypatch):
     R._read_back_unsaved(cache, cfg)
     assert cache.get(f"{0:064x}") == {"content": "reply 0"} and cache.get(f"{1:064x}") == {"content": "reply 1"}
     cache.close()
+
+
+# -- a non-empty output without a finish_reason that used the whole budget is cut, as an empty one is ---------------
+def test_an_output_without_finish_reason_that_used_the_budget_doubles(tmp_path, server, fast_retry):
+    half = json.dumps(RIGHT)[:20]
+    server.script = [{"content": half, "finish_reason": None, "completion_tokens": 2000}]
+    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False,
+                                          max_tokens=2000))
+    # before: read as a complete reply and parsed: ParseError, then a repair turn at the same 2000-token budget
+    # (max_tokens [2000, 2000]); now it is a truncated output and the budget doubles, as for an empty one
+    assert [r["max_tokens"] for r in server.log] == [2000, 4000]
+    row = res.rows[0]
+    assert row["status"] == "ok" and row["score"] == 5.0
+    assert [a["outcome"] for a in json.loads(row["attempt_log"])] == ["truncated", "ok"]
+
+
+def test_an_output_that_says_stop_at_the_budget_is_still_read(tmp_path, server, fast_retry):
+    server.script = [{"content": json.dumps(RIGHT), "finish_reason": "stop", "completion_tokens": 2000}]
+    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False,
+                                          max_tokens=2000))
+    assert server.requests == 1 and res.rows[0]["score"] == 5.0

@@ -548,8 +548,9 @@ class JudgeClient:
         """One chat completion; retried, and re-sent with ``max_tokens`` doubled on truncated or empty output.
 
         Doubling (up to the ``max_retry_tokens`` cap) follows ``finish_reason == "length"`` (output cut, or
-        reasoning that used the whole budget), and an empty output when the server gives no ``finish_reason`` or
-        ``usage.completion_tokens`` shows the whole budget was used. An empty output with any other
+        reasoning that used the whole budget), an output without a ``finish_reason`` whose
+        ``usage.completion_tokens`` shows the whole budget was used, and an empty output when the server gives no
+        ``finish_reason`` or ``usage.completion_tokens`` shows the whole budget was used. An empty output with any other
         ``finish_reason`` (``stop``, ``eos``...) and no sign of an exhausted budget was ended by the model
         itself: the call fails at once with kind ``empty`` (its billed tokens are still counted).
 
@@ -624,7 +625,10 @@ class JudgeClient:
                        else "output stopped by the endpoint's content filter (finish_reason content_filter)")
                 raise JudgeCallError(msg, kind="refused", attempts=[], raw=said or content or None,
                                      prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
-            if content.strip() and finish != "length":
+            spent_all = reported_ct is not None and reported_ct >= state["max_tokens"]
+            # no finish_reason, and the whole budget used: cut as surely as an empty output so signed is
+            cut = finish == "length" or (finish is None and spent_all)
+            if content.strip() and not cut:
                 return ChatResult(content=content, finish_reason=finish, prompt_tokens=billed["prompt"],
                                   completion_tokens=billed["completion"],
                                   latency_ms=(time.monotonic() - started) * 1000.0,
@@ -632,7 +636,6 @@ class JudgeClient:
                                   reasoning_chars=len(str(reasoning)))
             else:
                 record["outcome"] = "empty" if not content.strip() else "truncated"
-            spent_all = reported_ct is not None and reported_ct >= state["max_tokens"]
             if record["outcome"] == "empty" and finish and finish != "length" and not spent_all:
                 # the model ended the reply itself (stop, eos...) below the budget: a larger budget would only pay
                 # for the same empty reply again
