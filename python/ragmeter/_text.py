@@ -7,7 +7,7 @@ such as ``[0.34, 0.99]`` is never split between two lines.
 from __future__ import annotations
 
 import unicodedata
-from typing import Iterable, List
+from typing import Iterable, List, Optional
 
 WIDTH = 80
 
@@ -71,3 +71,14 @@ def hanging(lines: Iterable[str], width: int = WIDTH) -> List[str]:
         indent = " " * (len(line) - len(line.lstrip()))
         out += wrap(line.strip(), width, indent=indent, subsequent=indent + "  ")
     return out
+
+
+def whole_number(text: str) -> Optional[int]:
+    """The integer a text writes: ``"4"``, ``" 4 "``, ``"-2"``, ``"4.0"``, ``"５"`` (any decimal digits, which
+    ``int`` reads); None for anything else: ``"4.5"``, ``"four"``, and ``"²"``, a digit to ``str.isdigit`` that
+    ``int`` refuses."""
+    head, dot, tail = text.strip().partition(".")
+    digits = head[1:] if head[:1] in "+-" else head
+    if not digits.isdecimal() or (dot and tail.strip("0")):
+        return None
+    return int(head)

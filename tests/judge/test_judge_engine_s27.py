@@ -193,3 +193,39 @@ def test_an_output_that_says_stop_at_the_budget_is_still_read(tmp_path, server, 
                                           cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False,
                                           max_tokens=2000))
     assert server.requests == 1 and res.rows[0]["score"] == 5.0
+
+
+# -- digits that are not ASCII -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("score", ["²", "4.5", "five"])
+def test_a_score_in_other_digits_is_a_parse_error_not_a_crash(tmp_path, server, fast_retry, score):
+    # "²".isdigit() is True and int("²") a ValueError: the run crashed with a traceback
+    server.script = [{"content": json.dumps(dict(RIGHT, score=score))}, {"content": json.dumps(RIGHT)}]
+    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    assert server.requests == 2  # the repair turn
+    assert res.rows[0]["status"] == "ok" and res.rows[0]["score"] == 5.0
+
+
+@pytest.mark.parametrize("score,read", [("4", 4.0), (" 4 ", 4.0), ("4.0", 4.0), ("５", 5.0)])
+def test_a_score_written_as_a_whole_number_text_is_read(tmp_path, server, fast_retry, score, read):
+    server.script = [{"content": json.dumps(dict(RIGHT, score=score))}]
+    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    assert server.requests == 1 and res.rows[0]["score"] == read
+
+
+def test_an_error_code_in_other_digits_is_no_status():
+    d = classify(attempt=1, policy=RetryPolicy(), status=200, body=json.dumps({"error": {"message": "x", "code": "⁴⁰⁴"}}))
+    assert (d.kind, d.retry) == ("bad_response", True)
+
+
+def test_score_descriptions_keyed_by_other_digits_are_refused_not_a_traceback():
+    from ragmeter.errors import InputError
+    from ragmeter.judge import RubricMetric
+
+    # "²".isdigit() is True and int("²") a ValueError from inside the metric's checks
+    with pytest.raises(InputError, match="is not an integer score"):
+        RubricMetric(name="tone", criteria="polite", fields=["answer"], score_descriptions={"²": "great"})
+    metric = RubricMetric(name="tone", criteria="polite", fields=["answer"],
+                          score_descriptions={"5": "polite", 1: "rude", " 3 ": "so so"})
+    assert metric.score_descriptions  # whole-number texts, and ints, are scores

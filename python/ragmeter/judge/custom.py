@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import (Any, Awaitable, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union,
                     runtime_checkable)
 
+from ragmeter._text import whole_number
 from ragmeter.errors import InputError
 
 from . import prompts as P
@@ -114,9 +115,11 @@ def _validate_reply(schema: Mapping[str, str], reply: Dict[str, Any]) -> Dict[st
         if key not in reply:
             raise ParseError(f'missing "{key}"')
         value = reply[key]
-        if isinstance(value, str) and kind in ("int", "integer", "number", "float"):
-            try:  # "4" for 4: a common, harmless slip
-                value = int(value.strip()) if kind in ("int", "integer") else float(value.strip())
+        if isinstance(value, str) and kind in ("int", "integer"):  # "4" for 4: a common, harmless slip
+            value = value if whole_number(value) is None else whole_number(value)
+        elif isinstance(value, str) and kind in ("number", "float"):
+            try:
+                value = float(value.strip())
             except ValueError:
                 pass
         if isinstance(value, bool) and kind not in ("bool", "boolean"):
@@ -249,10 +252,11 @@ class RubricMetric:
             raise InputError(f"metric {self.name!r}: version must be a non-empty text such as \"v1\", "
                              f"got {self.version!r}")
         for key, text in self.score_descriptions.items():
-            if str(key).strip().lstrip("-").isdigit() and not lo <= int(str(key)) <= hi:
-                raise InputError(f"metric {self.name!r}: score_descriptions field {key!r} is outside the scale {lo}-{hi}")
-            if not str(key).strip().lstrip("-").isdigit():
+            score = key if isinstance(key, int) and not isinstance(key, bool) else whole_number(str(key))
+            if score is None:
                 raise InputError(f"metric {self.name!r}: score_descriptions field {key!r} is not an integer score")
+            if not lo <= score <= hi:
+                raise InputError(f"metric {self.name!r}: score_descriptions field {key!r} is outside the scale {lo}-{hi}")
             if not isinstance(text, str):
                 raise InputError(f"metric {self.name!r}: score_descriptions field {str(key)!r} must be a text, "
                                  f"got {text!r}")
@@ -281,8 +285,8 @@ class RubricMetric:
             parts += [f"{i}. {s.strip()}" for i, s in enumerate(self.steps, start=1)]
         if self.score_descriptions:
             parts.append("Scores:")
-            parts += [f"{int(str(k))} = {v.strip()}" for k, v in
-                      sorted(self.score_descriptions.items(), key=lambda kv: -int(str(kv[0])))]
+            described = sorted((whole_number(str(k)), v) for k, v in self.score_descriptions.items())
+            parts += [f"{score} = {v.strip()}" for score, v in reversed(described)]
         parts.append(f'"score" is an integer from {lo} (worst) to {hi} (best); "reason" says why in one or two '
                      "short sentences.")
         parts.append(f'Schema: {{"reason": "<one or two short sentences>", "score": <integer {lo}-{hi}>}}')

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from ragmeter._text import whole_number
+
 from . import prompts as P
 from .engine import Engine, ParseError, RowStats
 
@@ -147,8 +149,8 @@ async def correctness(engine: Engine, case: Case, stats: RowStats, opts: "Metric
 
     def validate(d: Dict[str, Any]) -> MetricResult:
         score = d.get("score")
-        if isinstance(score, str) and score.strip().isdigit():
-            score = int(score.strip())
+        if isinstance(score, str) and whole_number(score) is not None:
+            score = whole_number(score)
         if isinstance(score, bool) or not isinstance(score, (int, float)) or score not in (1, 2, 3, 4, 5):
             raise ParseError(f'"score" must be an integer 1-5, got {score!r}')
         correct = d.get("correct")

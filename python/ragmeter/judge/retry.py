@@ -165,7 +165,7 @@ def _carried_status(body: Optional[str]) -> Optional[int]:
         return 429  # read as a 429 worded so: a quota, unless it says when to come back
     for name in ("code", "status"):
         value = err.get(name)
-        if isinstance(value, str) and value.strip().isdigit():
+        if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():  # not "⁴⁰⁴"
             value = int(value.strip())
         if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
             return value
