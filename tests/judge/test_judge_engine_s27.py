@@ -229,3 +229,24 @@ def test_score_descriptions_keyed_by_other_digits_are_refused_not_a_traceback():
     metric = RubricMetric(name="tone", criteria="polite", fields=["answer"],
                           score_descriptions={"5": "polite", 1: "rude", " 3 ": "so so"})
     assert metric.score_descriptions  # whole-number texts, and ints, are scores
+
+
+# -- a Retry-After of hours is a usage cap, not a passing limit ------------------------------------------------------
+@pytest.mark.parametrize("wait,kind,retry", [("86400", "quota", False), ("3600", "quota", False),
+                                             ("900", "rate_limit", True), ("20", "rate_limit", True)])
+def test_a_retry_after_of_hours_is_a_usage_cap(wait, kind, retry):
+    d = classify(attempt=1, policy=RetryPolicy(), status=429, headers={"Retry-After": wait}, body="{}")
+    # before: every 429 was a rate limit: each call waited the 60 s cap, 6 times, then failed, call after call
+    assert (d.kind, d.retry) == (kind, retry)
+    if kind == "quota":
+        assert "Retry-After" in d.message and "cache" in d.message
+
+
+def test_a_daily_cap_stops_the_run_at_once(tmp_path, server, fast_retry):
+    server.rules = [(lambda info: True, {"status": 429, "headers": {"Retry-After": "86400"},
+                                         "body": json.dumps({"error": {"message": "Daily request limit reached"}})})]
+    cases = [dict(c, id=f"q{i}") for i, c in enumerate(CASES * 4)]
+    with pytest.raises(JudgeStopped) as ei:
+        run_sync(cases, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                    cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    assert ei.value.kind == "quota" and server.requests == 1

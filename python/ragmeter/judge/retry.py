@@ -190,6 +190,15 @@ def is_context_overflow(body: Optional[str]) -> bool:
     return any(words in text for words in CONTEXT_WORDS) or bool(_LLAMA_DECODE_FULL.search(text))
 
 
+#: a 429 whose Retry-After asks for this long or longer (seconds) is a usage cap (a daily or hourly quota), which
+#: stops the run: waiting --retry-after-cap per attempt, call after call, would grind for hours and then fail
+USAGE_CAP_WAIT = 1800.0
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
 def classify(
     *,
     attempt: int,
@@ -269,6 +278,10 @@ def classify(
             kind, retry, message = "client", False, f"HTTP {code}, request rejected{suffix}"
         if retry:
             retry_after = parse_retry_after(headers, now=now)
+        if kind == "rate_limit" and retry_after is not None and retry_after >= USAGE_CAP_WAIT:
+            kind, retry, message = "quota", False, (
+                f"HTTP 429, the endpoint asks to wait {_hours(retry_after)} (Retry-After): a usage cap, not a "
+                f"passing rate limit; rerun once it lifts (the replies received are in the cache){suffix}")
     if not retry:
         return Decision(False, 0.0, kind, message, retry_after)
     if attempt >= policy.max_attempts:
