@@ -159,9 +159,21 @@ NUMBER_COLUMNS = ["latency_ms", "n_expected_files", "n_retrieved", "first_releva
 LABEL_COLUMNS = ["category", "retrieval_mode"]
 
 
-def _type_problems(frame: pl.DataFrame) -> List[str]:
-    """``"<column> is <type>, expected <type>"`` for every known column whose type the reports, compare and
-    the diagnosis cannot use (a string ``hit`` fails deep inside a cast); unknown columns are not checked."""
+#: the columns of judge.parquet and sweep.parquet the reports read, and the type each is read as
+JUDGE_COLUMN_TYPES: Dict[str, str] = {
+    "id": "a text or number", "metric": "String", "status": "String", "error_kind": "String", "reason": "String",
+    "error": "String", "score": "a number", "correct": "Boolean", "cost_usd": "a number", "latency_ms": "a number",
+    "repeat": "a number",
+}
+SWEEP_COLUMN_TYPES: Dict[str, str] = {
+    "threshold": "a number", "category": "a text or number",
+    **{c: "a number" for c in ("hit_rate", "hit", "mrr", "MRR", "empty_retrievals", "empty", "mean_kept",
+                               "mean_chunks_kept", "n_scored", "n_total")},
+}
+
+
+def _case_column_types() -> Dict[str, str]:
+    """The columns of cases.parquet the reports, compare and the diagnosis read, and the type each is read as."""
     expected: Dict[str, str] = {c: "Boolean" for c in FLAG_COLUMNS}
     expected.update((c, "String") for c in TEXT_COLUMNS)
     for m in METRICS.values():
@@ -170,6 +182,14 @@ def _type_problems(frame: pl.DataFrame) -> List[str]:
             expected[m.status] = "String"
     expected.update((c, "a number") for c in NUMBER_COLUMNS)
     expected.update((c, "a text or number") for c in LABEL_COLUMNS)
+    return expected
+
+
+def _type_problems(frame: pl.DataFrame, expected: Optional[Dict[str, str]] = None) -> List[str]:
+    """``"<column> is <type>, expected <type>"`` for every known column whose type the reports, compare and
+    the diagnosis cannot use (a string ``hit`` fails deep inside a cast); unknown columns are not checked.
+    ``expected``: column -> type (default: the cases table's)."""
+    expected = _case_column_types() if expected is None else expected
     ok: Dict[str, Callable[[Any], bool]] = {
         "Boolean": lambda t: t == pl.Boolean,
         "a number": lambda t: t.is_numeric() or t == pl.Boolean,
@@ -194,10 +214,10 @@ def _typed_nulls(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(casts) if casts else frame
 
 
-def check_column_types(frame: pl.DataFrame, path: Path) -> None:
+def check_column_types(frame: pl.DataFrame, path: Path, expected: Optional[Dict[str, str]] = None) -> None:
     """Raise :class:`InputError` naming the file and each column of the wrong type (register custom judge metrics
-    first: their columns are checked too)."""
-    problems = _type_problems(frame)
+    first: their columns are checked too). ``expected``: column -> type (default: the cases table's)."""
+    problems = _type_problems(frame, expected)
     if problems:
         raise InputError(f"{path}: column{'s' if len(problems) > 1 else ''} {'; '.join(problems)} (written by "
                          "another tool or edited? re-run `ragmeter eval`)")
@@ -320,10 +340,13 @@ def load_results(directory: Any) -> Results:
         absent = [c for c in ("id", "metric", "status") if c not in judge.columns]
         if absent:
             raise InputError(f"{root / 'judge.parquet'}: missing column(s) {', '.join(absent)}")
+        check_column_types(judge, root / "judge.parquet", JUDGE_COLUMN_TYPES)
         judge = _finite(judge, root / "judge.parquet", warnings)
     sweep = _read_parquet(root / "sweep.parquet") if _listed(root, "sweep.parquet", summary) else None
     if sweep is not None and "threshold" not in sweep.columns:
         raise InputError(f"{root / 'sweep.parquet'}: missing column threshold")
+    if sweep is not None:
+        check_column_types(sweep, root / "sweep.parquet", SWEEP_COLUMN_TYPES)
     if sweep is not None:  # an infinite threshold (-inf keeps every scored chunk) is a threshold, not missing
         sweep = _finite(sweep.drop("threshold"), root / "sweep.parquet", warnings).with_columns(
             sweep["threshold"]).select(sweep.columns)

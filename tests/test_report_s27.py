@@ -1,0 +1,40 @@
+"""Session 27: `ragmeter report` / `eval` reports on folders and text a real user meets (a judge.parquet or
+sweep.parquet whose columns another tool or an edit gave another type, control characters in user text)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from test_report import synth_cases, write_results
+
+
+def _report(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragmeter", "report", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("name,column,value", [
+    ("judge.parquet", "status", pl.lit([], dtype=pl.List(pl.Utf8))),
+    ("judge.parquet", "reason", pl.lit([], dtype=pl.List(pl.Utf8))),
+    ("judge.parquet", "latency_ms", pl.lit("850 ms")),
+    ("judge.parquet", "repeat", pl.lit("1")),
+    ("sweep.parquet", "threshold", pl.lit("0.1")),
+    ("sweep.parquet", "category", pl.lit([], dtype=pl.List(pl.Utf8))),
+])
+def test_a_judge_or_sweep_column_of_another_type_is_an_input_error_naming_the_file(
+        tmp_path: Path, name: str, column: str, value: pl.Expr) -> None:
+    # before: a Polars traceback from deep inside the report (exit 1), e.g. "cannot cast List type" or
+    # "cannot compare string with numeric type"; cases.parquet's columns were checked, these were not
+    folder = write_results(tmp_path / "run", synth_cases(12), sweep=True)
+    path = folder / name
+    pl.read_parquet(path).with_columns(value.alias(column)).write_parquet(path)
+    proc = _report(str(folder))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert name in proc.stderr and column in proc.stderr
+    assert not (folder / "report.html").exists() and not (folder / "report.md").exists()
+
