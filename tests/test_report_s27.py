@@ -38,3 +38,18 @@ def test_a_judge_or_sweep_column_of_another_type_is_an_input_error_naming_the_fi
     assert name in proc.stderr and column in proc.stderr
     assert not (folder / "report.html").exists() and not (folder / "report.md").exists()
 
+
+def test_the_markdown_report_writes_control_characters_as_escapes(tmp_path: Path) -> None:
+    # before: a category, id or warning holding ESC / BEL / NUL went raw into report.md, so `cat report.md`
+    # recoloured (or rang) the terminal; the terminal tables already show them as \x1b escapes
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(12).with_columns(
+        pl.when(pl.int_range(pl.len()) < 6).then(pl.lit("x\x1b[31mred\x07")).otherwise(pl.col("category"))
+        .alias("category"))
+    folder = write_results(tmp_path / "run", cases, judge=False, summary={
+        "version": "0.1.0", "warnings": [{"code": "note", "message": "id a\x00b\x1b]0;title\x07 said so\x7f"}]})
+    md = write_reports(folder, n_resamples=100)["markdown"].read_text(encoding="utf-8")
+    assert not any(ch in md for ch in "\x1b\x07\x00\x7f")
+    assert "x\\x1b\\[31mred\\x07" in md  # shown, not dropped (the bracket escaped for Markdown)
+    assert "a\\x00b\\x1b\\]0;title\\x07 said so\\x7f" in md

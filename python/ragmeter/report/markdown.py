@@ -25,11 +25,15 @@ __all__ = ["md_code", "md_escape", "md_table", "render_markdown"]
 
 
 def md_escape(value: object) -> str:
-    """Escape text for a Markdown table cell: no raw HTML, no column breaks, one line."""
+    """Escape text for a Markdown table cell: no raw HTML, no column breaks, one line, and control characters
+    (ESC, BEL, NUL, ...) written as ``\\x1b`` escapes, as on the terminal: user text must not drive a terminal
+    that shows the file."""
+    from ragmeter._text import printable
+
     text = "" if value is None else str(value)
     for a, b in (("\\", "\\\\"), ("|", "\\|"), ("<", "&lt;"), (">", "&gt;"), ("`", "\\`"), ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]")):
         text = text.replace(a, b)
-    return " ".join(text.split())
+    return printable(" ".join(text.split()))
 
 
 def md_code(value: object) -> str:
