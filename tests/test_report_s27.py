@@ -53,3 +53,21 @@ def test_the_markdown_report_writes_control_characters_as_escapes(tmp_path: Path
     assert not any(ch in md for ch in "\x1b\x07\x00\x7f")
     assert "x\\x1b\\[31mred\\x07" in md  # shown, not dropped (the bracket escaped for Markdown)
     assert "a\\x00b\\x1b\\]0;title\\x07 said so\\x7f" in md
+
+
+def test_a_warning_cut_in_report_md_says_so_as_report_html_does(tmp_path: Path) -> None:
+    # before: report.md cut a long warning at 400 characters with no mark (the list of cases looked complete and
+    # a phrase ended mid-word), while report.html ended the same cut with an ellipsis
+    from ragmeter.report import write_reports
+
+    ids = [f"case-{i:03d}-" + "x" * 60 for i in range(5)]
+    message = "5 golden case(s) missing from the run, scored as empty retrievals: " + ", ".join(ids) + " ... tail"
+    folder = write_results(tmp_path / "run", synth_cases(12), judge=False, summary={
+        "version": "0.1.0", "warnings": [{"code": "missing_from_run", "message": message, "count": 5,
+                                          "cases": ids}]})
+    paths = write_reports(folder, n_resamples=100)
+    md = paths["markdown"].read_text(encoding="utf-8")
+    line = next(x for x in md.splitlines() if x.startswith("- `missing_from_run`"))
+    assert "tail" not in line  # cut...
+    assert line.endswith("\u2026")  # ...and saying so
+    assert "\u2026" in paths["html"].read_text(encoding="utf-8").split("missing_from_run</code>", 1)[1][:1000]

@@ -177,8 +177,15 @@ def _warning_lines(results: Results) -> List[str]:
     for w in items:
         kinds.setdefault(str(w.get("code") or "note"), []).append(str(w["message"]))
     out = ["<details><summary>Warnings (" + str(len(kinds)) + " kinds; full lists in warnings.json)</summary>", ""]
-    out += [f"- {md_code(code)} " + md_escape("; ".join(msgs)[:400]) for code, msgs in kinds.items()]
+    from ragmeter.report.html import MAX_WARNING_CHARS
+
+    out += [f"- {md_code(code)} " + md_escape(_cut("; ".join(msgs), MAX_WARNING_CHARS)) for code, msgs in kinds.items()]
     return out + ["", "</details>", ""]
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut at ``limit`` characters, ending in an ellipsis when cut (as report.html does)."""
+    return text if len(text) <= limit else text[:limit] + "\u2026"
 
 
 def _judge_failed_lines(results: Results, status: str = "failed") -> List[str]:
