@@ -71,3 +71,48 @@ def test_a_warning_cut_in_report_md_says_so_as_report_html_does(tmp_path: Path) 
     assert "tail" not in line  # cut...
     assert line.endswith("\u2026")  # ...and saying so
     assert "\u2026" in paths["html"].read_text(encoding="utf-8").split("missing_from_run</code>", 1)[1][:1000]
+
+
+@pytest.mark.parametrize("where,value", [
+    (("judge", "metrics"), ["correctness"]),
+    (("judge", "metrics", "correctness", "n_total"), "51 rows"),
+    (("judge", "metrics", "correctness", "failures"), {"client": 9}),
+    (("cost", "judge_cost_share"), "82%"),
+    (("golden_set", "hard"), "26 of 51"),
+    (("golden_set", "warnings"), "none"),
+    (("repeats", "metrics", "correctness", "per_repeat"), "2.06, 2.06"),
+    (("repeats", "runs"), [3]),
+])
+def test_a_summary_json_part_of_another_shape_is_an_input_error_naming_the_file_and_the_key(
+        tmp_path: Path, where: tuple, value: object) -> None:
+    # before: a traceback (AttributeError "'list' object has no attribute 'values'", ValueError "could not
+    # convert string to float: '82%'", ...) and exit 1 for a summary.json another tool wrote or a hand edited
+    summary = {
+        "version": "0.1.0", "results_format": 1,
+        "judge": {"metrics": {"correctness": {"n_total": 12, "n_scored": 11, "failures": {
+            "client": {"count": 1, "example": "HTTP 400"}}, "skips": {}}}},
+        "cost": {"judge_cost_share": 0.5},
+        "golden_set": {"n": 12, "n_labeled": 12, "by_category": {"fact": {"n": 12, "share": 1.0}},
+                       "hard": {"n": 0, "n_total": 12, "share": 0.0, "categories": []}, "warnings": []},
+        "repeats": {"n": 2, "metrics": {"correctness": {"per_repeat": [0.5, 0.5], "n_scored": [12, 12],
+                                                         "n_total": [12, 12], "mean": 0.5, "std": 0.0, "min": 0.5,
+                                                         "max": 0.5, "n_compared": 12, "n_flipped": 0,
+                                                         "flip_rate": 0.0}},
+                    "runs": [{"repeat": 1, "incomplete": {"rows": 0, "of": 12}}]},
+    }
+    folder = write_results(tmp_path / "run", synth_cases(12), summary=summary)
+    from ragmeter.report import write_reports
+
+    write_reports(folder, n_resamples=100)  # the well-formed folder is reported
+    (folder / "report.html").unlink()
+    (folder / "report.md").unlink()
+    node = summary
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    (folder / "summary.json").write_text(__import__("json").dumps(summary), encoding="utf-8")
+    proc = _report(str(folder))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "summary.json" in proc.stderr and ".".join(where) in proc.stderr
+    assert not (folder / "report.html").exists() and not (folder / "report.md").exists()

@@ -55,13 +55,14 @@ def write_reports(
     reports show too. ``summary`` replaces the folder's ``summary.json`` (one about to be written with it)."""
     from ragmeter import stats
     from ragmeter._io import atomic_file, ensure_folder, write_text
-    from ragmeter.report.data import compute_aggregates, load_results
+    from ragmeter.report.data import check_summary_shape, compute_aggregates, load_results
     from ragmeter.report.html import render_html
     from ragmeter.report.markdown import render_markdown
 
     n_resamples, seed = check_report_resampling(n_resamples, seed)
     seed = stats.DEFAULT_SEED if seed is None else seed
     results = load_results(results_dir)
+    check_summary_shape(results.summary, results.path / "summary.json")
     if summary is not None:
         results.summary = summary
     if name is not None:

@@ -272,6 +272,95 @@ def _read_summary(path: Path, warnings: List[Dict[str, Any]]) -> Dict[str, Any]:
     return summary
 
 
+def _counts_shape(*at: str) -> Dict[Tuple[str, ...], str]:
+    """The shape of a judge metric's ``failures`` / ``skips``: ``{kind: {"count": N, "example": text}}``."""
+    return {at: "an object", (*at, "*"): "an object", (*at, "*", "count"): "an integer"}
+
+
+def _repeats_shape(key: str) -> Dict[Tuple[str, ...], str]:
+    """The shape of a ``repeats`` / ``collected_repeats`` section as the repeat tables read it."""
+    shape: Dict[Tuple[str, ...], str] = {(key, "metrics"): "an object", (key, "metrics", "*"): "an object",
+                                         (key, "runs"): "a list", (key, "runs", "[]"): "an object",
+                                         (key, "runs", "[]", "incomplete"): "an object"}
+    shape.update(((key, "metrics", "*", k), "a number") for k in ("mean", "std", "min", "max", "flip_rate"))
+    shape.update(((key, "metrics", "*", k), "an integer") for k in ("n_flipped", "n_compared"))
+    shape.update(((key, "metrics", "*", k), "a list") for k in ("per_repeat", "n_scored", "n_total"))
+    shape[(key, "metrics", "*", "per_repeat", "[]")] = "a number or null"  # null: a repeat with no row scored
+    shape.update(((key, "metrics", "*", k, "[]"), "an integer") for k in ("n_scored", "n_total"))
+    shape.update(((key, "runs", "[]", "incomplete", k), "an integer")
+                 for k in ("rows", "of", "failed", "skipped_budget"))
+    return shape
+
+
+#: the parts of summary.json the reports read, and the JSON type each must have: a missing key or a null is fine
+#: (the reports leave out what the summary does not record), another type is an input error naming the key.
+#: ``*``: every member of an object, ``[]``: every item of a list (a null member or item is of another type).
+SUMMARY_SHAPE: Dict[Tuple[str, ...], str] = {
+    ("inputs", "*", "sha256"): "a string",
+    ("cost", "judge_cost_share"): "a number",
+    ("judge", "metrics"): "an object",
+    ("judge", "metrics", "*"): "an object",
+    ("judge", "metrics", "*", "n_total"): "an integer",
+    **_counts_shape("judge", "metrics", "*", "failures"),
+    **_counts_shape("judge", "metrics", "*", "skips"),
+    ("golden_set", "by_category"): "an object",
+    ("golden_set", "by_source"): "an object",
+    ("golden_set", "hard"): "an object",
+    ("golden_set", "hard", "categories"): "a list",
+    ("golden_set", "hard", "categories", "[]"): "a string",
+    ("golden_set", "warnings"): "a list",
+    ("golden_set", "warnings", "[]"): "an object",
+    **_repeats_shape("repeats"),
+    **_repeats_shape("collected_repeats"),
+}
+
+_JSON_TYPES: Dict[str, Callable[[Any], bool]] = {
+    "an object": lambda v: isinstance(v, dict),
+    "a list": lambda v: isinstance(v, list),
+    "a string": lambda v: isinstance(v, str),
+    "a number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "a number or null": lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)),
+    "an integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    for name in ("an object", "a list", "a string"):
+        if _JSON_TYPES[name](value):
+            return name
+    return "true/false" if isinstance(value, bool) else "a number"
+
+
+def _members(node: Any, path: Tuple[str, ...], at: str) -> List[Tuple[str, Any]]:
+    """``(dotted key, value)`` of every member of ``node`` that ``path`` names (``*``, ``[]`` as in
+    :data:`SUMMARY_SHAPE`); a step into a member of another type (checked by its own entry) names nothing."""
+    if not path:
+        return [(at, node)]
+    step, rest = path[0], path[1:]
+    if step == "[]":
+        items = list(enumerate(node)) if isinstance(node, list) else []
+    elif isinstance(node, dict):
+        items = list(node.items()) if step == "*" else ([(step, node[step])] if step in node else [])
+    else:
+        items = []
+    return [m for key, value in items for m in _members(value, rest, f"{at}[{key}]" if step == "[]" else
+                                                         (f"{at}.{key}" if at else str(key)))]
+
+
+def check_summary_shape(summary: Dict[str, Any], path: Path) -> None:
+    """Raise :class:`InputError` naming ``path`` and each key of :data:`SUMMARY_SHAPE` whose value has another
+    type (another tool wrote the file, or a hand edited it): the reports would fail deep inside."""
+    problems = [f"{key} is {_json_type(value)}, expected {kind}"
+                for shape, kind in SUMMARY_SHAPE.items() for key, value in _members(summary, shape, "")
+                if (value is not None or shape[-1] in ("*", "[]")) and not _JSON_TYPES[kind](value)]
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise InputError(f"{path}: {'; '.join(problems[:3])}{more} (written by another tool or edited? re-run "
+                         "`ragmeter eval`)")
+
+
 def _listed(root: Path, name: str, summary: Dict[str, Any]) -> bool:
     """Whether ``name`` is part of the run: present, and listed in summary.json's ``files`` when it has one."""
     files = summary.get("files")
