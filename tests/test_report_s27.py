@@ -116,3 +116,20 @@ def test_a_summary_json_part_of_another_shape_is_an_input_error_naming_the_file_
     assert "Traceback" not in proc.stderr
     assert "summary.json" in proc.stderr and ".".join(where) in proc.stderr
     assert not (folder / "report.html").exists() and not (folder / "report.md").exists()
+
+
+def test_the_html_judge_cost_is_the_cost_of_every_repeat_as_summary_json_and_the_terminal_say(tmp_path: Path) -> None:
+    # before: with --repeat N, report.html's "judge cost (USD)" was repeat 1's alone (judge.judge_cost_usd: 0.0000
+    # when repeat 1 was replayed from the cache) beside a judge share of 90% computed over every repeat, while
+    # summary.json's cost.judge_cost_usd and the terminal's "cost:" line said 0.0502
+    from ragmeter.report import write_reports
+
+    folder = write_results(tmp_path / "run", synth_cases(12), summary={
+        "version": "0.1.0", "judge": {"judge_cost_usd": 0.0},
+        "repeats": {"n": 3, "runs": [{"repeat": r, "judge_cost_usd": c} for r, c in ((1, 0.0), (2, 0.0251),
+                                                                                    (3, 0.0251))]},
+        "cost": {"system_cost_usd": 0.0055, "judge_cost_usd": 0.0502, "total_cost_usd": 0.0557,
+                 "judge_cost_share": 0.9013}})
+    html = write_reports(folder, n_resamples=100)["html"].read_text(encoding="utf-8")
+    cell = html.split("judge cost (USD)</td>")[1].split("</tr>")[0]
+    assert "0.0502" in cell and "0.0000" not in cell

@@ -677,7 +677,13 @@ def cost_latency(results: Results) -> Dict[str, Any]:
     if results.judge is not None:
         j = results.judge
         judge_summary = results.summary.get("judge")
-        if isinstance(judge_summary, dict) and "judge_cost_usd" in judge_summary:
+        if isinstance(cost, dict) and "judge_cost_usd" in cost:
+            # the judge's total over every repeat (null: calls without a price, no --price), as summary.json's
+            # cost section and the terminal say, and as the judge's share of the total cost is computed
+            total = cost["judge_cost_usd"]
+            out["judge_cost_usd"] = float(total) if isinstance(total, (int, float)) else None
+            out["judge_cost_rows"] = (j.height, j.height)
+        elif isinstance(judge_summary, dict) and "judge_cost_usd" in judge_summary:
             # the judge's own total (null: calls without a price, no --price), as summary.json and the terminal say
             total = judge_summary["judge_cost_usd"]
             out["judge_cost_usd"] = float(total) if isinstance(total, (int, float)) else None
