@@ -133,3 +133,37 @@ def test_the_html_judge_cost_is_the_cost_of_every_repeat_as_summary_json_and_the
     html = write_reports(folder, n_resamples=100)["html"].read_text(encoding="utf-8")
     cell = html.split("judge cost (USD)</td>")[1].split("</tr>")[0]
     assert "0.0502" in cell and "0.0000" not in cell
+
+
+def test_eval_repeats_table_on_the_terminal_keeps_its_rows_within_80_columns_indented(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: each row of the --repeat table ("  correctness | 2.060 | 0.000 | ... | 0/50 (0.0%)", about 100
+    # columns) was broken at column 80 by the console and went on at column 0 ("2.060 (50/51) | 0/50 (0.0%)"),
+    # so the rows of the table could not be told apart
+    import os
+    import unicodedata
+
+    sys.path.insert(0, str(Path(__file__).parent / "judge"))
+    from evalcli import eval_cli
+    from fakeserver import FakeServer
+
+    key = "sk-test-RAGMETER-S27-0123456789abcdef"
+    monkeypatch.setenv("RAGMETER_API_KEY", key)
+    monkeypatch.setenv("COLUMNS", "80")
+    server = FakeServer(api_key=key)
+    server.start()
+    try:
+        proc = eval_cli("--repeat", "2", "--no-cache", "--metrics", "correctness,faithfulness", "--out",
+                        str(tmp_path / "out"), server=server)
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("repeats:"))
+    end = next(i for i, x in enumerate(lines) if x.startswith("cost:"))
+    block = lines[start + 1:end]
+    assert any("correctness" in x for x in block) and any("faithfulness" in x for x in block)
+    width = [sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in x) for x in block]
+    assert max(width) <= 80, block
+    assert all(x.startswith("  ") for x in block), block  # a row's continuation is indented under it
+    assert os.environ["RAGMETER_API_KEY"] not in proc.stdout + proc.stderr

@@ -140,15 +140,15 @@ def run(args: argparse.Namespace) -> int:
         for line in judge_lines(summary["judge"]):
             console.print(line, markup=False, highlight=False)
     if summary.get("repeats"):
+        from ragmeter._text import hanging
         from ragmeter.repeats import incomplete_runs, repeat_table
 
         headers, rows = repeat_table(summary["repeats"])
         console.print(f"repeats: {summary['repeats']['n']} (repeats 2..N bypassed the cache)")
-        console.print("  " + " | ".join(headers), markup=False)
-        for row in rows:
-            console.print("  " + " | ".join(row), markup=False)
-        for line in incomplete_runs(summary["repeats"]):
-            console.print("  " + line, markup=False, highlight=False)
+        # a row wider than the console goes on indented under itself, never at column 0
+        for line in hanging(["  " + " | ".join(row) for row in [headers, *rows]]
+                            + ["  " + line for line in incomplete_runs(summary["repeats"])], console.width):
+            console.print(line, markup=False, highlight=False, crop=False, soft_wrap=True)
     if summary.get("collected_repeats"):
         print_collected(summary["collected_repeats"], console)
     if summary.get("cost"):
