@@ -167,3 +167,21 @@ def test_eval_repeats_table_on_the_terminal_keeps_its_rows_within_80_columns_ind
     assert max(width) <= 80, block
     assert all(x.startswith("  ") for x in block), block  # a row's continuation is indented under it
     assert os.environ["RAGMETER_API_KEY"] not in proc.stdout + proc.stderr
+
+
+def test_report_warnings_on_stderr_fit_80_columns_and_show_control_characters_as_escapes(tmp_path: Path) -> None:
+    # before: `ragmeter report` printed each warning as one raw line (282 columns for non-finite values in 51
+    # rows), and an id holding ESC went to the terminal as it is; every other command wraps its warnings at 80
+    # columns under a hanging indent and writes control characters as \x1b escapes
+    import unicodedata
+
+    cases = synth_cases(30).with_columns(
+        pl.lit(float("nan")).alias("reciprocal_rank"),
+        pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("id-\x1b[2Jcleared")).otherwise(pl.col("id")).alias("id"))
+    folder = write_results(tmp_path / "run", cases, judge=False)
+    proc = _report(str(folder))
+    assert proc.returncode == 0, proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert lines and lines[0].startswith("ragmeter: warning: ") and "non-finite" in lines[0]
+    assert max(sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in x) for x in lines) <= 80, lines
+    assert "\x1b" not in proc.stderr and "id-\\x1b[2Jcleared" in proc.stderr

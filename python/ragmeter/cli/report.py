@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 HELP = "rebuild report.html and report.md from a results directory"
 
@@ -18,12 +17,15 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.report import DEFAULT_REPORT_RESAMPLES, check_report_resampling, write_reports
 
     from ragmeter.cli._inputs import check_out
+    from ragmeter.cli._tables import make_console, print_warning
 
     resamples = DEFAULT_REPORT_RESAMPLES if args.resamples is None else args.resamples
     check_report_resampling(resamples, args.seed, names=("--resamples", "--seed"))
     check_out(args.out)
     paths = write_reports(args.results_dir, out_dir=args.out, n_resamples=resamples, seed=args.seed,
-                          on_warning=lambda text: print(f"ragmeter: warning: {text}", file=sys.stderr))
+                          # wrapped at stderr's width, control characters as escapes, as every command's warnings
+                          on_warning=lambda text: print_warning(text, make_console(stderr=True),
+                                                                head="ragmeter: warning: "))
     print(f"wrote {paths['html']}")
     print(f"wrote {paths['markdown']}")
     return 0
