@@ -185,3 +185,22 @@ def test_report_warnings_on_stderr_fit_80_columns_and_show_control_characters_as
     assert lines and lines[0].startswith("ragmeter: warning: ") and "non-finite" in lines[0]
     assert max(sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in x) for x in lines) <= 80, lines
     assert "\x1b" not in proc.stderr and "id-\\x1b[2Jcleared" in proc.stderr
+
+
+@pytest.mark.parametrize("metric,count,scale", [("answer_mentions_the_refund_policy", 50, "0-1"),  # a custom metric
+                                                ("correctness", 100_000, "1-5")])                  # a large run
+def test_the_judge_lines_eval_prints_stay_within_80_columns(metric: str, count: int, scale: str) -> None:
+    # before: a metric's first line was never wrapped, though judge_lines promises "every line within width":
+    # 81 columns for a custom metric named answer_mentions_the_refund_policy, 86 for correctness over 100,000
+    # cases of which 12,345 failed and 23,456 were skipped
+    from ragmeter.cli.judge import judge_lines
+
+    summary = {"metrics": {metric: {"mean": 0.5, "scale": scale, "n_scored": count - 35_801 if count > 50 else 40,
+                                    "n_total": count, "n_failed": 12_345 if count > 50 else 6,
+                                    "n_skipped": 23_456 if count > 50 else 4, "failures": {}, "skips": {}}}}
+    lines = judge_lines(summary)
+    assert max(len(x) for x in lines) <= 80, lines
+    assert all(x.startswith("  ") for x in lines)
+    text = " ".join(" ".join(lines).split())
+    assert f"{metric} mean 0.500" in text  # the line as it was, only wrapped
+    assert f"scored {summary['metrics'][metric]['n_scored']}/{count}" in text

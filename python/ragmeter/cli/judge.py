@@ -426,12 +426,16 @@ def print_estimate(est: Dict[str, Any], n_metrics: int) -> None:
 def judge_lines(summary: Dict[str, Any], width: int = 80) -> List[str]:
     """The per-metric console summary (``judge`` and ``eval``): mean over scored rows (``n/a`` when none), counts,
     and the failed and skipped rows grouped by kind with one example message each; every line within ``width``."""
-    lines = []
+    from ragmeter._text import wrap
+
+    lines: List[str] = []
     for metric, m in summary["metrics"].items():
         mean = "n/a" if m["mean"] is None else f"{m['mean']:.3f}"
         scale = " (1-5)" if m.get("scale") == "1-5" else ""
-        lines.append(f"  {metric:<17} mean {mean:>5}{scale}  scored {m['n_scored']}/{m['n_total']}  "
-                     f"failed {m['n_failed']}  skipped {m['n_skipped']}")
+        head = (f"  {metric:<17} mean {mean:>5}{scale}  scored {m['n_scored']}/{m['n_total']}  "
+                f"failed {m['n_failed']}  skipped {m['n_skipped']}")
+        # a long metric name (a custom metric's) or large counts: wrapped, the rest indented under the name
+        lines += [head] if len(head) <= width else wrap(head.strip(), width, indent="  ", subsequent="      ")
         if m.get("pass_rate") is not None:
             lines.append(f"    pass {m['pass_rate']:.1%} ({m['n_pass']} of {m['pass_rate_denominator']} at >= "
                          f"{m['pass_threshold']:g}; a failed row did not pass)")
