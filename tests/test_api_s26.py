@@ -24,8 +24,8 @@ def test_score_table_refusal_is_over_answerable_cases_as_compare_gate(example):
     from ragmeter.testing import assert_scores, score_table
 
     gate = example.compare(example, gate="refusal<=20%").gate_results[0].detail
-    assert "0.1591 over 44/51" in gate
-    assert score_table(example, ["refusal"]) == [("refusal", pytest.approx(7 / 44), 44, 51)]
+    assert "0.1591 over 44/45" in gate  # answerable cases: the refusal rate applies to 45 of 51
+    assert score_table(example, ["refusal"]) == [("refusal", pytest.approx(7 / 44), 44, 45)]
     assert_scores(example, {"refusal": "<=20%"})
 
 

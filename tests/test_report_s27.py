@@ -204,3 +204,20 @@ def test_the_judge_lines_eval_prints_stay_within_80_columns(metric: str, count: 
     text = " ".join(" ".join(lines).split())
     assert f"{metric} mean 0.500" in text  # the line as it was, only wrapped
     assert f"scored {summary['metrics'][metric]['n_scored']}/{count}" in text
+
+
+def test_refusal_and_unjudged_correct_count_n_total_over_the_cases_they_apply_to(tmp_path: Path) -> None:
+    # the refusal rate is over answerable questions and refusal detection grades no-answer ones: their n_total
+    # counted every case (44/51, 6/51), as all_files_hit counts the cases expecting two or more files (13/13)
+    example = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "eval", "--golden", str(example / "golden.jsonl"),
+                           "--run", str(example / "run.jsonl"), "--no-judge", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    cases = pl.read_parquet(tmp_path / "out" / "cases.parquet")
+    n_noanswer = int(cases["is_noanswer"].sum())
+    rows = {line.split(" | ")[0].lstrip("| "): line.rstrip(" |").split(" | ")[-1]
+            for line in (tmp_path / "out" / "report.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| ")}
+    assert rows["Refusal rate (answerable questions)"].endswith(f"/{cases.height - n_noanswer}")
+    assert rows["No-answer cases refused (refusal detection; answers not judged)"] == f"{n_noanswer}/{n_noanswer}"

@@ -55,7 +55,7 @@ def test_correct_without_a_judge_is_not_measured(example):
         assert_scores(example, {"correct": ">=0.75", "hit": ">=0.8"})
     text = str(err.value)
     assert "1 of 2 score rules failed (correct)" in text
-    assert re.search(r"correct\s+n/a\s+0/51\s+>=0.75\s+FAILED \(not measured: answers not judged\)", text), text
+    assert re.search(r"correct\s+n/a\s+0/6\s+>=0.75\s+FAILED \(not measured: answers not judged\)", text), text
     assert "correct: not measured" in text and "refusal detection on the no-answer cases" in text
     # judged answers are measured as before
     judged = dataclasses.replace(example, cases=example.cases.with_columns(

@@ -385,9 +385,15 @@ def _flatten(lists: pl.Series) -> pl.Series:
 
 def scope_filter(scope: str) -> pl.Expr:
     """The cases an aggregate of this scope covers, its ``n_total`` (the reports count the same):
-    ``multi_file``, the cases expecting two or more files (for one file, "all files hit" is "file hit")."""
+    ``multi_file``, the cases expecting two or more files (for one file, "all files hit" is "file hit");
+    ``answerable``, the cases whose answer is in the knowledge base (the refusal rate's); ``noanswer``, the others
+    (what refusal detection alone can grade)."""
     if scope == "multi_file":
         return pl.col("n_expected_files") >= 2
+    if scope == "answerable":
+        return ~pl.col("is_noanswer").fill_null(False)
+    if scope == "noanswer":
+        return pl.col("is_noanswer").fill_null(False)
     raise ValueError(f"unknown aggregate scope {scope!r}")
 
 

@@ -77,7 +77,7 @@ METRICS: Dict[str, Metric] = {
         Metric("answer_relevancy", "answer_relevancy_score", "score", "Answer relevancy", "answer_relevancy_status"),
         Metric("context_precision", "context_precision_score", "score", "Context precision", "context_precision_status"),
         Metric("context_recall", "context_recall_score", "score", "Context recall", "context_recall_status"),
-        Metric("refusal", "refusal", "rate", "Refusal rate (answerable questions)"),
+        Metric("refusal", "refusal", "rate", "Refusal rate (answerable questions)", scope="answerable"),
     ]
 }
 
@@ -449,9 +449,14 @@ def load_results(directory: Any) -> Results:
 def metric_label(name: str, results: Results) -> str:
     """The label a report shows for metric ``name``. Without a correctness judge, ``correct`` is only the
     refusal rule on no-answer cases, and says so (it is not a judged correctness rate)."""
-    if name == "correct" and not any(c in results.cases.columns for c in ("correct", "correctness_score")):
+    if name == "correct" and not correctness_judged(results.cases):
         return "No-answer cases refused (refusal detection; answers not judged)"
     return METRICS[name].label
+
+
+def correctness_judged(cases: pl.DataFrame) -> bool:
+    """Whether a judge graded the answers; without, ``correct`` is the refusal rule on the no-answer cases."""
+    return any(c in cases.columns for c in ("correct", "correctness_score"))
 
 
 def not_judged_metrics(results: Results) -> List[str]:
@@ -589,6 +594,8 @@ def _covered(cases: pl.DataFrame, names: List[str]) -> np.ndarray:
     covered = np.ones((cases.height, len(names)), dtype=bool)
     for j, name in enumerate(names):
         scope = METRICS[name].scope
+        if name == "correct" and not correctness_judged(cases):
+            scope = "noanswer"
         if scope is None:
             continue
         try:
