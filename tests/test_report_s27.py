@@ -221,3 +221,20 @@ def test_refusal_and_unjudged_correct_count_n_total_over_the_cases_they_apply_to
             if line.startswith("| ")}
     assert rows["Refusal rate (answerable questions)"].endswith(f"/{cases.height - n_noanswer}")
     assert rows["No-answer cases refused (refusal detection; answers not judged)"] == f"{n_noanswer}/{n_noanswer}"
+
+
+def test_eval_thresholds_are_shown_on_the_terminal_and_in_report_md(tmp_path: Path) -> None:
+    # the sweep's numbers were only in sweep.parquet (and a chart in report.html)
+    example = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "eval", "--golden", str(example / "golden.jsonl"),
+                           "--run", str(example / "run.jsonl"), "--no-judge", "--thresholds", "0,0.2",
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    sweep = pl.read_parquet(tmp_path / "out" / "sweep.parquet").filter(pl.col("category") == "ALL")
+    at = {row["threshold"]: row for row in sweep.iter_rows(named=True)}
+    hit = f"{100 * at[0.2]['hit_rate']:.1f}%"
+    assert "Threshold sweep" in proc.stdout
+    assert any(line.split()[:3] == ["0.2", "ALL", hit] for line in proc.stdout.splitlines()), proc.stdout
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "### Threshold sweep" in md
+    assert f"| 0.2 | {hit} | {at[0.2]['mrr']:.3f} | {at[0.2]['n_scored']}/{at[0.2]['n_total']} |" in md

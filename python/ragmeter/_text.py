@@ -7,7 +7,7 @@ such as ``[0.34, 0.99]`` is never split between two lines.
 from __future__ import annotations
 
 import unicodedata
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 WIDTH = 80
 
@@ -82,3 +82,15 @@ def whole_number(text: str) -> Optional[int]:
     if not digits.isdecimal() or (dot and tail.strip("0")):
         return None
     return int(head)
+
+
+def threshold_labels(thresholds: Iterable[float]) -> Dict[float, str]:
+    """Each threshold's label: ``:g``'s six significant digits, more when two thresholds would read alike
+    (0.1234561 and 0.1234562 were both 0.123456)."""
+    distinct = set(thresholds)
+    labels: Dict[float, str] = {}
+    for digits in range(6, 18):
+        labels = {t: f"{t:.{digits}g}" for t in distinct}
+        if len(set(labels.values())) == len(distinct):
+            break
+    return labels

@@ -208,6 +208,8 @@ def print_sweep(table: Any, k: int, console: Optional[Console] = None, more_in: 
     for col in (f"Hit@{k}", "MRR", "n", "empty", "kept"):
         t.add_column(col, justify="right", no_wrap=True)
     rows, n_more = _bounded_sweep(list(table.iter_rows(named=True)))
+    from ragmeter._text import threshold_labels
+
     label = threshold_labels([row["threshold"] for row in rows])
     for i, row in enumerate(rows):
         hit = "—" if row["hit_rate"] is None else f"{100 * row['hit_rate']:.1f}%"
@@ -222,17 +224,6 @@ def print_sweep(table: Any, k: int, console: Optional[Console] = None, more_in: 
                    f"t={label[rows[0]['threshold']]}, more cases first among equals, at every t", console)
     print_prose([f"t: threshold. n: labelled/all cases. empty: cases left with no chunk. kept: mean chunks kept "
                  f"(at most {k})."], console, style="dim")
-
-
-def threshold_labels(thresholds: List[float]) -> Dict[float, str]:
-    """Each threshold's label: ``:g``'s six significant digits, more when two thresholds would read alike
-    (0.1234561 and 0.1234562 were both 0.123456)."""
-    distinct = set(thresholds)
-    for digits in range(6, 18):
-        labels = {t: f"{t:.{digits}g}" for t in distinct}
-        if len(set(labels.values())) == len(distinct):
-            break
-    return labels
 
 
 def _bounded_sweep(rows: List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], int]:

@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
                       f"scored{' and judged' if judge is not None else ''}; the tables are repeat 1, the spread "
                       f"across repeats follows", markup=False, highlight=False)
     print_score(summary["retrieval"], out_dir=None, console=console, more_in=f"{args.out}/summary.json")
+    _print_sweep(args, console)
     print_audit_pointer(args.golden, console, summary.get("golden_set"))
     if summary.get("judge"):
         for line in judge_lines(summary["judge"]):
@@ -226,3 +227,17 @@ def cost_line(cost: dict, judged: bool) -> str:
     share = cost.get("judge_cost_share")
     return (f"{system}, judge {usd(cost.get('judge_cost_usd'))}, total {usd(cost.get('total_cost_usd'))}, "
             f"judge share {'n/a' if share is None else f'{100 * share:.1f}%'}")
+
+
+def _print_sweep(args: argparse.Namespace, console: Any) -> None:
+    """The threshold sweep ``--thresholds`` asked for, as ``ragmeter sweep`` prints it (its file: sweep.parquet)."""
+    from pathlib import Path
+
+    path = Path(args.out) / "sweep.parquet"
+    if args.thresholds is None or not path.is_file():
+        return
+    import polars as pl
+
+    from ragmeter.cli._tables import print_sweep
+
+    print_sweep(pl.read_parquet(path), args.k, console, more_in=str(path))

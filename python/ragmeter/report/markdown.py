@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+import polars as pl
+
 from ragmeter.report.data import (
     BAND_CASES,
     METRICS,
@@ -87,6 +89,7 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
         more = more_categories_line(aggregates)
         lines += ["### Per category", ""] + ([more, ""] if more else [])
         lines += [md_table(["category"] + [metric_label(x, results) for x in shown], cat_rows), ""]
+    lines += _sweep_lines(results)
     diag = readings["diagnosis"]["diagnosis"]
     lines += ["### Diagnosis", "", md_table(["diagnosis", "cases", "share"], [
         [d, str(diag[d]), f"{100 * diag[d] / max(n, 1):.1f}%"] for d in DIAGNOSES if diag.get(d)
@@ -122,6 +125,21 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
     lines += _calibration_lines(results)
     lines += _golden_set_lines(results.summary)
     return "\n".join(lines)
+
+
+def _sweep_lines(results: Results) -> List[str]:
+    """The threshold sweep over all cases (``eval --thresholds``); per category in sweep.parquet."""
+    from ragmeter._text import threshold_labels
+
+    if results.sweep is None or results.sweep.height == 0:
+        return []
+    rows = results.sweep.filter(pl.col("category") == "ALL").sort("threshold").to_dicts()
+    label = threshold_labels(row["threshold"] for row in rows)
+    table = [[label[r["threshold"]], fmt_value(r["hit_rate"], "rate"), fmt_value(r["mrr"], "score"),
+              f"{r['n_scored']}/{r['n_total']}", str(r["empty_retrievals"]), f"{r['mean_kept']:.2f}"] for r in rows]
+    return ["### Threshold sweep", "", "Keep the chunks scored at least t, then the top k; all cases (per category "
+            "in sweep.parquet). empty: cases left with no chunk; kept: mean chunks kept.", "",
+            md_table(["t", "Hit@k", "MRR", "n", "empty", "kept"], table), ""]
 
 
 def _golden_set_lines(summary: Dict[str, Any]) -> List[str]:
