@@ -238,3 +238,25 @@ def test_eval_thresholds_are_shown_on_the_terminal_and_in_report_md(tmp_path: Pa
     md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "### Threshold sweep" in md
     assert f"| 0.2 | {hit} | {at[0.2]['mrr']:.3f} | {at[0.2]['n_scored']}/{at[0.2]['n_total']} |" in md
+
+
+@pytest.mark.parametrize("edit", [
+    lambda c: c.update(cells={}),
+    lambda c: c.update(strata={"A": "x"}),
+    lambda c: c.update(agreement={"n": 3}),
+    lambda c: c.update(incomplete=5, n_incomplete=2),
+])
+def test_a_calibration_section_of_another_shape_is_an_input_error(tmp_path: Path, edit) -> None:
+    # calibration.cells = {} was KeyError: 'both_correct', a traceback and exit 1
+    import json
+
+    out = tmp_path / "demo"
+    assert subprocess.run([sys.executable, "-m", "ragmeter", "demo", "--out", str(out)], capture_output=True).returncode == 0
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    edit(summary["calibration"])
+    (out / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    before = (out / "report.md").read_bytes()
+    proc = _report(str(out))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "summary.json" in proc.stderr and "calibration" in proc.stderr and "review import" in proc.stderr
+    assert (out / "report.md").read_bytes() == before

@@ -55,7 +55,8 @@ def write_reports(
     reports show too. ``summary`` replaces the folder's ``summary.json`` (one about to be written with it)."""
     from ragmeter import stats
     from ragmeter._io import atomic_file, ensure_folder, write_text
-    from ragmeter.report.data import check_summary_shape, compute_aggregates, load_results
+    from ragmeter.report.data import (check_calibration_section, check_summary_shape, compute_aggregates,
+                                      load_results)
     from ragmeter.report.html import render_html
     from ragmeter.report.markdown import render_markdown
 
@@ -65,6 +66,7 @@ def write_reports(
     check_summary_shape(results.summary, results.path / "summary.json")
     if summary is not None:
         results.summary = summary
+    check_calibration_section(results.summary, results.path / "summary.json")
     if name is not None:
         results.name = name
     for w in results.warnings:

@@ -816,6 +816,24 @@ def fmt_ci(lo: Optional[float], hi: Optional[float], kind: str) -> Tuple[str, st
     return fmt_value(lo, kind), fmt_value(hi, kind)
 
 
+def check_calibration_section(summary: Dict[str, Any], path: Any) -> None:
+    """Raise :class:`InputError` naming ``path`` when summary.json's ``calibration`` section (``ragmeter review
+    import``) cannot be read as the reports read it: a missing member or one of another type (a hand edit,
+    another tool, another version)."""
+    section = summary.get("calibration")
+    if not (isinstance(section, dict) and isinstance(section.get("agreement"), dict)):
+        return
+    from ragmeter.review import render
+
+    try:
+        for part in (render.headline_rows, render.cell_rows, render.stratum_rows, render.ppi_line, render.text_lines):
+            part(section)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        what = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else f"{type(exc).__name__}: {exc}"
+        raise InputError(f"{path}: calibration is not as `ragmeter review import` writes it ({what}); re-run "
+                         "`ragmeter review import`") from None
+
+
 def calibration_section(results: Results) -> Optional[Dict[str, Any]]:
     """The ``calibration`` section of ``summary.json`` (``ragmeter review import``), when there is one."""
     section = results.summary.get("calibration")
