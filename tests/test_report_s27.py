@@ -260,3 +260,15 @@ def test_a_calibration_section_of_another_shape_is_an_input_error(tmp_path: Path
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "summary.json" in proc.stderr and "calibration" in proc.stderr and "review import" in proc.stderr
     assert (out / "report.md").read_bytes() == before
+
+
+def test_the_repeats_table_shows_a_rate_as_a_percentage_as_the_rest_of_the_report() -> None:
+    # correct's mean of repeats read 0.020 where every other table of the report reads 2.0%
+    from ragmeter.repeats import repeat_table
+
+    entry = {"per_repeat": [0.02, 0.04], "n_scored": [50, 50], "n_total": [51, 51], "mean": 0.03, "std": 0.01,
+             "min": 0.02, "max": 0.04, "n_compared": 50, "n_flipped": 1, "flip_rate": 0.02}
+    _headers, rows = repeat_table({"n": 2, "metrics": {"correct": entry, "correctness": dict(entry, mean=2.5)}})
+    correct, correctness = rows
+    assert correct[1:4] == ["3.0%", "1.0pp", "2.0% .. 4.0%"] and correct[4] == "2.0% (50/51), 4.0% (50/51)"
+    assert correctness[1] == "2.500"

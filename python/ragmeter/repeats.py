@@ -93,13 +93,18 @@ def repeat_table(repeats: Dict[str, Any]) -> Tuple[List[str], List[List[str]]]:
     headers = ["metric", "mean of repeats", "std", "min .. max", "per repeat", "flipped cases"]
     rows = []
 
-    def f(v: Optional[float]) -> str:
-        return "n/a" if v is None else f"{v:.3f}"
+    from ragmeter.report.data import METRICS
 
+    rates = {name for name, m in METRICS.items() if m.kind == "rate"}
     for metric, e in (repeats.get("metrics") or {}).items():
+        rate = metric in rates  # as the rest of the report shows it: 2.0%, a spread in points
+
+        def f(v: Optional[float], unit: str = "%") -> str:
+            return "n/a" if v is None else (f"{100 * v:.1f}{unit}" if rate else f"{v:.3f}")
+
         flips = "n/a" if e.get("flip_rate") is None else (
             f"{e['n_flipped']}/{e['n_compared']} ({100 * e['flip_rate']:.1f}%)")
-        rows.append([str(metric), f(e.get("mean")), f(e.get("std")), f"{f(e.get('min'))} .. {f(e.get('max'))}",
+        rows.append([str(metric), f(e.get("mean")), f(e.get("std"), "pp"), f"{f(e.get('min'))} .. {f(e.get('max'))}",
                      _per_repeat(e, f), flips])
     return headers, rows
 

@@ -152,7 +152,7 @@ def test_eval_scores_and_judges_every_collected_repeat(tmp_path, golden, judge_s
     assert '<section id="collected_repeats">' in html and "Collected repeats (3 runs of the system" in html
     md = (res / "report.md").read_text()
     hit_row = next(line for line in md.splitlines() if line.startswith("| hit |"))
-    assert "0.750 (4/4), 0.500 (4/4), 0.750 (4/4)" in hit_row and "1/4 (25.0%)" in hit_row
+    assert "75.0% (4/4), 50.0% (4/4), 75.0% (4/4)" in hit_row and "1/4 (25.0%)" in hit_row
 
 
 def test_compare_pairs_per_case_means_over_repeats(tmp_path, golden):
