@@ -5,6 +5,8 @@
 //! The measures shared with the rest of ragmeter (AP, RR, P, recall, success,
 //! NDCG@k) call the kernels in [`crate::metrics`].
 
+use rustc_hash::FxHashMap;
+
 use crate::error::{Error, Result};
 use crate::metrics;
 use crate::metrics::rank_log2 as log2;
@@ -354,28 +356,59 @@ fn valid_int(s: &str) -> bool {
 struct Gains {
     /// (rel_level, gain, num_at_level), sorted by increasing gain.
     levels: Vec<(i64, f64, i64)>,
+    /// Per level `0..num_rel_levels` (each is in `levels`), the index in `levels`
+    /// of its first entry: what trec_eval's search of the table finds.
+    dense: Vec<usize>,
+    /// The same for the other levels given as parameters (a negative one, or one
+    /// above every judged level).
+    sparse: FxHashMap<i64, usize>,
 }
 
 impl Gains {
     fn new(pairs: &[(String, f64)], rr: &ResRels) -> Gains {
         let mut levels: Vec<(i64, f64, i64)> =
             pairs.iter().filter(|(n, _)| valid_int(n)).map(|(n, g)| (atol(n), *g, 0)).collect();
-        let given = levels.len();
+        // The first parameter given for a level, found without a scan of the parameters
+        // per judged level (there are up to MAX_GRADE + 1 levels).
+        let mut first_given: FxHashMap<i64, usize> = FxHashMap::default();
+        for (j, l) in levels.iter().enumerate() {
+            first_given.entry(l.0).or_insert(j);
+        }
         for (level, &count) in rr.rel_levels.iter().enumerate().take(rr.num_rel_levels) {
             let level = level as i64;
-            match levels[..given].iter().position(|l| l.0 == level) {
-                Some(j) => levels[j].2 = count,
+            match first_given.get(&level) {
+                Some(&j) => levels[j].2 = count,
                 None => levels.push((level, level as f64, count)),
             }
         }
-        // trec_eval compares gains as `(int)(g1 - g2)`; a stable sort on that
-        // key reproduces it for every gain table whose gains differ by >= 1.
-        levels.sort_by(|a, b| ((a.1 - b.1) as i64).cmp(&0));
-        Gains { levels }
+        // trec_eval sorts with qsort and compares gains as `(int)(g1 - g2)`, which is no
+        // total order when gains differ by less than 1 (0.5 ~ 1.2 ~ 1.9 but 0.5 < 1.9):
+        // Rust's sort may then panic. glibc's qsort is a merge sort, as this one is.
+        merge_sort_by(&mut levels, |a, b| ((a.1 - b.1) as i64) <= 0);
+        let n = rr.num_rel_levels;
+        let mut dense = vec![usize::MAX; n];
+        let mut sparse = FxHashMap::default();
+        for (j, l) in levels.iter().enumerate() {
+            match usize::try_from(l.0) {
+                Ok(d) if d < n => {
+                    if dense[d] == usize::MAX {
+                        dense[d] = j;
+                    }
+                }
+                _ => {
+                    sparse.entry(l.0).or_insert(j);
+                }
+            }
+        }
+        Gains { levels, dense, sparse }
     }
 
     fn gain(&self, rel: i64) -> f64 {
-        self.levels.iter().find(|l| l.0 == rel).map_or(0.0, |l| l.1)
+        let at = match usize::try_from(rel) {
+            Ok(d) if d < self.dense.len() => Some(self.dense[d]),
+            _ => self.sparse.get(&rel).copied(),
+        };
+        at.map_or(0.0, |j| self.levels[j].1)
     }
 
     /// Walks the ideal ranking: gains in decreasing order, each repeated num_at_level times.
@@ -383,6 +416,38 @@ impl Gains {
         let cur = self.levels.len() as i64 - 1;
         IdealWalk { gains: self, cur, num_at_level: 0 }
     }
+}
+
+/// Sort `v` as glibc's `qsort` does (a top-down merge sort that takes from the left
+/// run while `left_first(left, right)`): the same order as a stable sort for any
+/// consistent comparison, and no panic for an inconsistent one.
+fn merge_sort_by<T: Copy>(v: &mut [T], left_first: impl Fn(&T, &T) -> bool + Copy) {
+    let mut tmp = Vec::with_capacity(v.len());
+    merge_sort_rec(v, &mut tmp, left_first);
+}
+
+fn merge_sort_rec<T: Copy>(v: &mut [T], tmp: &mut Vec<T>, left_first: impl Fn(&T, &T) -> bool + Copy) {
+    let n = v.len();
+    if n <= 1 {
+        return;
+    }
+    let n1 = n / 2;
+    merge_sort_rec(&mut v[..n1], tmp, left_first);
+    merge_sort_rec(&mut v[n1..], tmp, left_first);
+    tmp.clear();
+    let (mut i, mut j) = (0, n1);
+    while i < n1 && j < n {
+        if left_first(&v[i], &v[j]) {
+            tmp.push(v[i]);
+            i += 1;
+        } else {
+            tmp.push(v[j]);
+            j += 1;
+        }
+    }
+    tmp.extend_from_slice(&v[i..n1]);
+    // What is left of the right run is in place already.
+    v[..tmp.len()].copy_from_slice(tmp);
 }
 
 struct IdealWalk<'g> {
