@@ -283,6 +283,21 @@ def _sums_multinomial(
     return out
 
 
+#: most resampled means one call returns (1 GiB of float64), as the Rust kernel's ``MAX_VALUES``
+MAX_VALUES = 1 << 27
+
+
+def _check_size(n_resamples: int, n_groups: int, k: int) -> None:
+    """An :class:`InputError` when ``n_resamples`` resamples of ``(n_groups + 1) x k`` means exceed
+    :data:`MAX_VALUES`: 10**11 resamples was an abort in the Rust kernel (terabytes), 2**62 a panic."""
+    if n_resamples * (n_groups + 1) * k > MAX_VALUES:
+        from ragmeter.errors import InputError
+
+        raise InputError(f"bootstrap: n_resamples = {n_resamples} is too many: {n_resamples} resamples x "
+                         f"{(n_groups + 1) * k} means each is more than the {MAX_VALUES} numbers (1 GiB) the kernel "
+                         "returns; use fewer resamples")
+
+
 def bootstrap_means(
     values: ArrayLike,
     *,
@@ -305,12 +320,14 @@ def bootstrap_means(
     ``threads``: worker threads (default: all CPUs for Rust, up to 4 for numpy);
     the result never depends on it.
     """
+    from ragmeter._args import check_arg
+
+    n_resamples = check_arg("n_resamples", n_resamples, "int", low=0)
+    threads = check_arg("threads", threads, "int", low=1, optional=True)
     data = to_float_array(values)
     if data.ndim == 1:
         data = data[:, None]
     n, k = data.shape
-    if n == 0:
-        return {None: np.full((n_resamples, k), np.nan)}
     if groups is None:
         labels: List[str] = []
         codes = np.zeros(n, dtype=np.int64)
@@ -322,6 +339,9 @@ def bootstrap_means(
         labels = [str(x) for x in label_arr]
         codes = codes.astype(np.int64)
     n_blocks = max(1, len(labels))
+    _check_size(n_resamples, n_blocks, k)
+    if n == 0:
+        return {None: np.full((n_resamples, k), np.nan)}
     order = np.argsort(codes, kind="stable")
     data, codes = data[order], codes[order]
     scored = ~np.isnan(data)

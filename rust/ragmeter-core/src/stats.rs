@@ -143,7 +143,8 @@ const OVERFLOW: &str = "bootstrap: a resample drew one case 65,536 times (count 
 /// cases in stable group order, i.e. in input order when there are no groups).
 pub fn resample_counts(n: usize, n_resamples: usize, seed: u64) -> Result<Vec<i32>> {
     check_n(n)?;
-    let mut out = vec![0i32; n * n_resamples];
+    let total = check_size(n_resamples, n, &format!("{n} counts"))?;
+    let mut out = vec![0i32; total];
     if n == 0 {
         return Ok(out);
     }
@@ -170,6 +171,22 @@ fn check_n(n: usize) -> Result<()> {
         return Err(Error::input(format!("bootstrap: {n} cases is more than the kernel supports ({MAX_CASES})")));
     }
     Ok(())
+}
+
+/// Most numbers the kernel returns (1 GiB of f64; its working sums take up to twice
+/// that): `n_resamples` is the caller's, and 10^11 resamples was an allocation of
+/// terabytes (an abort), 2^62 a 'capacity overflow' panic.
+pub const MAX_VALUES: usize = 1 << 27;
+
+/// `n_resamples x per_resample` numbers, refused above [`MAX_VALUES`] (naming `n_resamples`).
+fn check_size(n_resamples: usize, per_resample: usize, what: &str) -> Result<usize> {
+    match n_resamples.checked_mul(per_resample) {
+        Some(total) if total <= MAX_VALUES => Ok(total),
+        _ => Err(Error::input(format!(
+            "bootstrap: n_resamples = {n_resamples} is too many: {n_resamples} resamples x {what} each is more than the \
+             {MAX_VALUES} numbers (1 GiB) the kernel returns; use fewer resamples"
+        ))),
+    }
 }
 
 /// Register block of the reduction: `R` resamples x `C` design columns over one
@@ -318,7 +335,9 @@ pub fn bootstrap_means(
     if let Some(&bad) = codes.iter().find(|&&c| c as usize >= n_groups) {
         return Err(Error::input(format!("bootstrap: group code {bad} is not below n_groups = {n_groups}")));
     }
-    let slots = 1 + n_groups;
+    let slots = n_groups.saturating_add(1);
+    let per_resample = slots.checked_mul(k).unwrap_or(usize::MAX);
+    check_size(n_resamples, per_resample, &format!("{per_resample} means"))?;
     let mut result = vec![f64::NAN; n_resamples * slots * k];
     if n == 0 || k == 0 || n_resamples == 0 {
         return Ok(result);
@@ -597,6 +616,22 @@ mod tests {
         let se = sd / (n as f64).sqrt();
         assert!(lo < mean && mean < hi);
         assert!(((hi - lo) / (2.0 * 1.96 * se) - 1.0).abs() < 0.1, "width {} vs {}", hi - lo, 2.0 * 1.96 * se);
+    }
+
+    #[test]
+    fn resample_counts_beyond_memory_are_refused_not_allocated() {
+        // n_resamples is the caller's: 10^11 was terabytes (an abort), 2^62 overflowed the
+        // size (a 'capacity overflow' panic); usize::MAX groups overflowed 1 + n_groups.
+        for r in [100_000_000_000usize, 1 << 62, usize::MAX] {
+            let err = bootstrap_means(&[0.1, 0.5, 0.9], 3, 1, &[0, 0, 0], 1, r, 1, None).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("bootstrap: n_resamples = {r} is too many")), "{err}");
+            let err = resample_counts(1000, r, 1).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("bootstrap: n_resamples = {r} is too many")), "{err}");
+        }
+        let err = bootstrap_means(&[0.1, 0.5, 0.9], 3, 1, &[0, 0, 0], usize::MAX, 100, 1, None).unwrap_err().to_string();
+        assert!(err.starts_with("bootstrap: n_resamples = 100 is too many"), "{err}");
+        // Up to the limit it runs.
+        assert_eq!(bootstrap_means(&[0.1, 0.5], 2, 1, &[0, 1], 2, 1000, 1, None).unwrap().len(), 3000);
     }
 
     #[test]

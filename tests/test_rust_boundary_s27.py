@@ -1,0 +1,114 @@
+"""Inputs at the Rust boundary (session 27): each gives a clear error or the right number, never a panic
+(``pyo3_runtime.PanicException``), an abort, a hang or an OverflowError traceback.
+
+The tests marked ``needs_rebuild`` in their docstring exercise a fix in ``ragmeter-core``: they fail on an
+extension built before it. Those that would abort the interpreter on such a build run in a child process under a
+4 GB address-space limit, so that a failure is a failed test, not a dead test run.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragmeter import stats
+from ragmeter.errors import InputError
+from ragmeter.trec import evaluate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: gains less than 1 apart on 34 levels: Rust's sort of trec_eval's `(int)(g1 - g2)` comparison panicked on them
+PAIRS = ("0=2.06,1=1.248,2=3.412,3=1.224,4=2.996,5=0.804,6=3.612,7=2.424,8=2.18,9=3.636,10=0.336,11=1.74,12=0.78,"
+         "13=0.152,14=2.612,15=1.036,16=0.22,17=3.916,18=1.036,19=0.292,20=3.432,21=0.068,22=3.112,23=3.364,24=2.832,"
+         "25=3,26=3.02,27=1.916,28=1.424,29=0.076,30=1.54,31=3.58,32=2.6,33=2.3")
+
+
+def child(code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter limited to 4 GB of address space."""
+    limit = textwrap.dedent("""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (4_000_000_000, 4_000_000_000))
+    """)
+    return subprocess.run([sys.executable, "-c", limit + textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+
+
+def trec(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragmeter", "trec", *args], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+
+
+# -- trec: gain measures with name=gain pairs
+
+
+@pytest.mark.parametrize("measure", ["ndcg", "G", "ndcg_rel", "Rndcg", "rbp"])
+def test_gains_less_than_one_apart_evaluate_without_a_panic(tmp_path: Path, measure: str) -> None:
+    """needs_rebuild: a PanicException ('comparison function does not correctly implement a total order')."""
+    (tmp_path / "q").write_text("".join(f"1 0 d{i} {i}\n" for i in range(34)))
+    (tmp_path / "r").write_text("".join(f"1 Q0 d{i} {i} {100 - i} r\n" for i in range(34)))
+    out = evaluate(tmp_path / "q", tmp_path / "r", f"{measure}.{PAIRS}", per_query=False)
+    assert np.isfinite(out[f"{measure}_{PAIRS}"][0])
+    done = trec(tmp_path, "q", "r", "-m", f"{measure}.{PAIRS}")
+    assert done.returncode == 0, done.stderr
+    assert "Panic" not in done.stderr
+
+
+def test_a_grade_of_a_million_with_unjudged_documents_is_not_quadratic(tmp_path: Path) -> None:
+    """needs_rebuild: each ranked document's gain was a search of all 1,000,001 levels (25 s for these 20 queries
+    and -m ndcg alone; with -m all_trec's five gain measures, minutes)."""
+    qrels = "".join(f"q{q} 0 judged 1000000\n" for q in range(20))
+    run = "".join(f"q{q} Q0 d{d} {d} {2000 - d} r\n" for q in range(20) for d in range(1000))
+    (tmp_path / "q").write_text(qrels)
+    (tmp_path / "r").write_text(run)
+    start = time.perf_counter()
+    done = trec(tmp_path, "q", "r", "-m", "ndcg", "-m", "G", "-m", "rbp")
+    assert done.returncode == 0, done.stderr
+    assert time.perf_counter() - start < 15
+
+
+# -- stats: resample counts
+
+
+@pytest.mark.parametrize("n_resamples", [10**11, 2**62, 2**64 + 1])
+def test_resamples_beyond_memory_are_refused_by_bootstrap_means(n_resamples: int) -> None:
+    """An abort (terabytes) for 10**11, a 'capacity overflow' PanicException for 2**62, an OverflowError for 2**64."""
+    with pytest.raises(InputError, match=rf"^bootstrap: n_resamples = {n_resamples} is too many"):
+        stats.bootstrap_means([0.1, 0.5, 0.9], n_resamples=n_resamples)
+    with pytest.raises(InputError, match=rf"^bootstrap: n_resamples = {n_resamples} is too many"):
+        stats.bootstrap_ci([0.1, 0.5, 0.9] * 10, n_resamples=n_resamples)
+
+
+@pytest.mark.parametrize(("kwargs", "said"), [({"n_resamples": -1}, "n_resamples must be a non-negative integer"),
+                                             ({"threads": -1}, "threads must be a positive integer or None"),
+                                             ({"threads": 0}, "threads must be a positive integer or None")])
+def test_negative_resamples_or_threads_are_refused_naming_the_argument(kwargs: dict, said: str) -> None:
+    """An OverflowError ("can't convert negative int to unsigned") from the binding before."""
+    with pytest.raises(InputError, match=f"^{said}, got "):
+        stats.bootstrap_means([0.1, 0.5, 0.9], **kwargs)
+    assert stats.bootstrap_means([0.1, 0.5, 0.9], n_resamples=0)[None].shape == (0, 1)
+
+
+def test_the_kernel_refuses_resamples_beyond_memory_itself() -> None:
+    """needs_rebuild: ``_core.bootstrap_means`` and ``_core.bootstrap_counts`` aborted (rc 134) allocating them."""
+    done = child("""
+        import numpy as np
+        from ragmeter import _core
+        for call in (lambda: _core.bootstrap_means(np.array([[0.1], [0.5]]), np.zeros(2, np.int64), 1, 10**11, 1),
+                     lambda: _core.bootstrap_counts(1000, 10**11, 1),
+                     lambda: _core.bootstrap_means(np.array([[0.1]]), np.zeros(1, np.int64), 2**64 - 1, 100, 1)):
+            try:
+                call()
+            except _core.InputError as e:
+                print(e)
+    """)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3, done.stdout
+    assert lines[0].startswith("bootstrap: n_resamples = 100000000000 is too many"), lines
+    assert lines[1].startswith("bootstrap: n_resamples = 100000000000 is too many"), lines
+    assert lines[2].startswith("bootstrap: n_resamples = 100 is too many"), lines
