@@ -71,6 +71,29 @@ def test_a_grade_of_a_million_with_unjudged_documents_is_not_quadratic(tmp_path:
     assert time.perf_counter() - start < 15
 
 
+# -- trec: -l, -M, -N beyond a 64-bit integer
+
+
+@pytest.mark.parametrize("flag", ["-l", "-M", "-N"])
+@pytest.mark.parametrize("value", ["99999999999999999999", "-9223372036854775809"])
+def test_an_option_beyond_64_bits_is_refused_naming_its_flag(tmp_path: Path, flag: str, value: str) -> None:
+    (tmp_path / "q").write_text("1 0 d1 1\n")
+    (tmp_path / "r").write_text("1 Q0 d1 1 0.5 r\n")
+    done = trec(tmp_path, "q", "r", flag, value)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"ragmeter: error: {flag} {value}: out of range"), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("name", ["relevance_level", "max_docs", "num_docs_in_coll"])
+def test_an_option_beyond_64_bits_is_refused_naming_its_argument(tmp_path: Path, name: str) -> None:
+    (tmp_path / "q").write_text("1 0 d1 1\n")
+    (tmp_path / "r").write_text("1 Q0 d1 1 0.5 r\n")
+    with pytest.raises(InputError, match=rf"^{name} must be a 64-bit integer \(trec_eval's C long\), got {2**63}$"):
+        evaluate(tmp_path / "q", tmp_path / "r", **{name: 2**63})
+    assert len(evaluate(tmp_path / "q", tmp_path / "r", **{name: 2**63 - 1})) == 1
+
+
 # -- stats: resample counts
 
 

@@ -19,6 +19,8 @@ __all__ = ["evaluate", "known_measures"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 DEFAULT_MEASURES = ("map", "recip_rank", "ndcg_cut.10", "P.5", "recall.10", "success.5")
+#: the range of the engine's integer options (-l, -M, -N): trec_eval's C ``long``
+INT64 = (-2**63, 2**63 - 1)
 
 
 def known_measures() -> list:
@@ -66,10 +68,15 @@ def evaluate(
     from ragmeter._args import check_arg
 
     measures = [measures] if isinstance(measures, str) else check_arg("measures", measures, "texts")
-    # trec_eval's own ranges (a negative -M or -l is its business); the types are Python's
+    # trec_eval's own ranges (a negative -M or -l is its business); the types are Python's, and the engine's
+    # 64-bit integers (2**63 was an OverflowError from the binding)
     relevance_level = check_arg("relevance_level", relevance_level, "int")
     max_docs = check_arg("max_docs", max_docs, "int", optional=True)
     num_docs_in_coll = check_arg("num_docs_in_coll", num_docs_in_coll, "int")
+    for name, value in (("relevance_level", relevance_level), ("max_docs", max_docs),
+                        ("num_docs_in_coll", num_docs_in_coll)):
+        if value is not None and not INT64[0] <= value <= INT64[1]:
+            raise InputError(f"{name} must be a 64-bit integer (trec_eval's C long), got {value}")
     per_query, complete, judged_only = (check_arg(name, value, "bool") for name, value in
                                         (("per_query", per_query), ("complete", complete), ("judged_only", judged_only)))
     run_id = check_arg("run_id", run_id, "text")

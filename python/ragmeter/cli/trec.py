@@ -172,12 +172,24 @@ def _check_formats(args: Any) -> None:
                              f"format); run trec_eval itself for {given}")
 
 
+def _check_ranges(args: Any) -> None:
+    """-l, -M and -N are 64-bit integers in the engine (trec_eval's C ``long``): a larger number is refused naming
+    its flag (``-l 99999999999999999999`` was an OverflowError traceback from the binding)."""
+    from ragmeter.errors import InputError
+
+    for flag, value in (("-l", args.level), ("-M", args.max_docs), ("-N", args.num_docs)):
+        if value is not None and not -2**63 <= value < 2**63:
+            raise InputError(f"{flag} {value}: out of range (trec_eval's options are 64-bit integers, "
+                             f"-9223372036854775808 to 9223372036854775807)")
+
+
 def run(args: Any) -> int:
     """Evaluate and print; ``args`` has the attributes ``configure`` defines."""
     from ragmeter import _core
     from ragmeter._trec_files import check_file_head, check_head
 
     _check_formats(args)
+    _check_ranges(args)
     check_file_head(args.qrels)
     run_name, run_text = args.run, None
     if args.run == "-":  # trec_eval's results file '-': stdin
