@@ -71,6 +71,24 @@ def test_a_grade_of_a_million_with_unjudged_documents_is_not_quadratic(tmp_path:
     assert time.perf_counter() - start < 15
 
 
+#: 34 recall points with NaNs among them: the sort of the cutoffs panicked (a NaN has no order)
+NAN_POINTS = ("0.312,nan,0.749,nan,0.606,0.909,0.435,nan,0.653,nan,nan,nan,0.073,0.017,0.841,0.75,0.479,0.019,0.895,"
+              "0.575,0.099,0.003,0.217,0.323,0.113,0.82,0.896,0.114,0.286,nan,0.759,0.513,0.14,0.134")
+
+
+@pytest.mark.parametrize("measure", ["iprec_at_recall", "Rprec_mult"])
+@pytest.mark.parametrize("points", [NAN_POINTS, "nan,0.5", "0.5,inf"])
+def test_a_recall_point_that_is_not_a_number_is_refused_naming_the_measure(tmp_path: Path, measure: str,
+                                                                          points: str) -> None:
+    """needs_rebuild: a PanicException for 34 points; a column named iprec_at_recall_nan for 2."""
+    (tmp_path / "q").write_text("1 0 d1 1\n")
+    (tmp_path / "r").write_text("1 Q0 d1 1 0.5 r\n")
+    done = trec(tmp_path, "q", "r", "-m", f"{measure}.{points}")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"ragmeter: error: measure '{measure}': cutoff "), done.stderr
+    assert "is not a finite number" in done.stderr
+
+
 # -- trec: -l, -M, -N beyond a 64-bit integer
 
 

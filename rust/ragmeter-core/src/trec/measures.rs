@@ -269,6 +269,12 @@ fn build(def: &Def, given: Option<&str>) -> Result<Measure> {
                 Some(p) => p.split(',').map(atof).collect(),
                 None => default.to_vec(),
             };
+            // A NaN has no place among the cutoffs (with 20 or more of them the sort panicked:
+            // no total order), and C casts it, or an infinity, to a count of documents as UB.
+            if let Some(c) = cuts.iter().find(|c| !c.is_finite()) {
+                let shown = if c.is_nan() { "nan".to_string() } else { c.to_string() };
+                return Err(bad(&format!("cutoff {shown} is not a finite number")));
+            }
             cuts.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
             if cuts.windows(2).any(|w| w[0] == w[1]) {
                 return Err(bad("duplicate cutoffs"));
@@ -1002,6 +1008,22 @@ mod tests {
         assert!(resolve(&["P.0".into()]).is_err());
         assert!(resolve(&["P.5,5".into()]).is_err());
         assert!(resolve(&["ndcg.1".into()]).is_err());
+    }
+
+    #[test]
+    fn a_recall_point_or_multiplier_that_is_not_a_number_is_refused() {
+        // 34 cutoffs with NaNs among them panicked in the sort (no total order); fewer gave
+        // a column named iprec_at_recall_nan.
+        let nans = "0.312,nan,0.749,nan,0.606,0.909,0.435,nan,0.653,nan,nan,nan,0.073,0.017,0.841,0.75,0.479,0.019,\
+                    0.895,0.575,0.099,0.003,0.217,0.323,0.113,0.82,0.896,0.114,0.286,nan,0.759,0.513,0.14,0.134";
+        for m in ["iprec_at_recall", "Rprec_mult"] {
+            let err = resolve(&[format!("{m}.{nans}")]).unwrap_err().to_string();
+            assert_eq!(err, format!("measure '{m}': cutoff nan is not a finite number"));
+            for bad in ["nan,0.5", "0.5,inf", "-infinity"] {
+                assert!(resolve(&[format!("{m}.{bad}")]).is_err(), "{m}.{bad}");
+            }
+        }
+        assert_eq!(resolve(&["iprec_at_recall.0.5,0.25".into()]).unwrap()[0].names.len(), 2);
     }
 
     #[test]
