@@ -168,3 +168,21 @@ def test_a_case_with_many_phrases_is_matched_in_linear_time() -> None:
     m = match_relevance([[]], [phrases], [["a.pdf"]], [["… Phrase number 5 here …"]])
     assert time.perf_counter() - start < 20
     assert m.relevant.tolist() == [True]
+
+
+# -- sweep: many thresholds
+
+
+def test_a_sweep_of_a_hundred_thousand_thresholds_is_not_quadratic() -> None:
+    """Each threshold was counted among all the others to find one given twice: 10,000 thresholds took 1 s,
+    100,000 over a minute (the sweep engine itself takes 100,000 in under 2 s)."""
+    from ragmeter import retrieval
+
+    ex = ROOT / "python" / "ragmeter" / "_example"
+    thresholds = np.linspace(0, 1, 100_000).tolist()
+    start = time.perf_counter()
+    table = retrieval.sweep(ex / "golden.jsonl", ex / "run.jsonl", thresholds=thresholds)
+    assert time.perf_counter() - start < 30
+    assert table.height % 100_000 == 0
+    with pytest.raises(InputError, match=r"^thresholds: 0, 1 given more than once"):
+        retrieval.sweep(ex / "golden.jsonl", ex / "run.jsonl", thresholds=[0.5, 0.0, -0.0, 1, 1.0, 2])
