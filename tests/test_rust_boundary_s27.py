@@ -89,6 +89,24 @@ def test_a_recall_point_that_is_not_a_number_is_refused_naming_the_measure(tmp_p
     assert "is not a finite number" in done.stderr
 
 
+def test_measures_asking_for_more_values_than_memory_holds_are_refused() -> None:
+    """needs_rebuild: 300,000 cutoffs on 2,000 queries was a 4.8 GB allocation (an abort, rc 134); in a child
+    process, as it aborts the interpreter on an extension built before the fix."""
+    done = child("""
+        from ragmeter import trec
+        from ragmeter.errors import MeasureError
+        q = {f"q{i}": {"d": 1} for i in range(2000)}
+        r = {f"q{i}": {"d": 1.0} for i in range(2000)}
+        try:
+            trec.evaluate(q, r, "P." + ",".join(str(k) for k in range(1, 300_001)))
+        except MeasureError as e:
+            print(e)
+    """)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("the measures ask for 300000 values per query, 2000 queries: more than the "
+                                  "268435456 values (2 GiB) ragmeter holds"), done.stdout
+
+
 # -- trec: -l, -M, -N beyond a 64-bit integer
 
 

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use ragmeter_core::trec::{evaluate_texts, Options};
+use ragmeter_core::trec::{evaluate, evaluate_texts, parse_qrels, parse_run, Options};
 
 fn measures(list: &[&str]) -> Vec<String> {
     list.iter().map(|m| m.to_string()).collect()
@@ -43,4 +43,25 @@ fn a_grade_of_a_million_does_not_make_gain_measures_quadratic() {
     assert!(eval.summary.iter().all(|v| v.is_finite()), "{:?}", eval.summary);
     let took = start.elapsed().as_secs_f64();
     assert!(took < 20.0, "took {took:.1} s");
+}
+
+#[test]
+fn measures_asking_for_more_values_than_memory_holds_are_refused() {
+    // Every query keeps a value per cutoff: 300,000 cutoffs on 2,000 queries was a
+    // 4.8 GB allocation (an abort, rc 134).
+    let qrels: String = (0..2000).map(|q| format!("q{q} 0 d 1\n")).collect();
+    let run: String = (0..2000).map(|q| format!("q{q} Q0 d 1 1 r\n")).collect();
+    let cutoffs: Vec<String> = (1..=300_000).map(|k| k.to_string()).collect();
+    let m = vec![format!("P.{}", cutoffs.join(","))];
+    let want = "the measures ask for 300000 values per query, 2000 queries: more than the 268435456 values (2 GiB) ragmeter holds";
+    let err = evaluate_texts(&qrels, &run, &m, &Options::default(), "q", "r").unwrap_err().to_string();
+    assert!(err.starts_with(want), "{err}");
+    let (q, r) = (parse_qrels(&qrels, "q").unwrap(), parse_run(&run, "r").unwrap());
+    let err = evaluate(&q, &r, &m, &Options::default(), "q", "r").unwrap_err().to_string();
+    assert!(err.starts_with(want), "{err}");
+    // 100 queries of the same cutoffs: 30 million values, evaluated.
+    let qrels: String = (0..100).map(|q| format!("q{q} 0 d 1\n")).collect();
+    let run: String = (0..100).map(|q| format!("q{q} Q0 d 1 1 r\n")).collect();
+    let eval = evaluate_texts(&qrels, &run, &m, &Options::default(), "q", "r").unwrap();
+    assert_eq!(eval.summary.len(), 300_000);
 }

@@ -35,6 +35,21 @@ const MISSING_STAND_IN: &str = "ceci_nest_pas_un_docno";
 /// the highest (`rel_levels`), as ragmeter does: a grade of 10^9 would take 8 GB.
 pub const MAX_GRADE: i64 = 1_000_000;
 
+/// The most values an evaluation holds (judged queries x values per query: 2 GiB of
+/// f64). `-m P.1,2,...,300000` on 2,000 queries was a 4.8 GB allocation (an abort).
+pub const MAX_VALUES: usize = 1 << 28;
+
+/// Refuse measures whose values for `n_queries` queries would pass [`MAX_VALUES`].
+fn check_values(n_queries: usize, width: usize) -> Result<()> {
+    if n_queries.checked_mul(width).is_none_or(|v| v > MAX_VALUES) {
+        return Err(Error::measure(format!(
+            "the measures ask for {width} values per query, {n_queries} queries: more than the {MAX_VALUES} values \
+             (2 GiB) ragmeter holds; ask for fewer cutoffs"
+        )));
+    }
+    Ok(())
+}
+
 /// A retrieved document that is not in the qrels.
 pub const RELVALUE_NONPOOL: i64 = -1;
 /// A document in the qrels with a negative judgement (in the pool, unjudged).
@@ -440,6 +455,7 @@ fn evaluate_judged<'a>(
     (qrels, run): (Origin<'_>, Origin<'_>),
     fill: impl Fn(usize, &mut Vec<Ranked<'a>>) -> bool + Sync,
 ) -> Result<Vec<QueryResult>> {
+    check_values(judged.len(), width)?;
     judged
         .par_iter()
         .enumerate()

@@ -366,6 +366,7 @@ pub(super) fn evaluate_run_text<'a>(
         return Err(Error::input(format!("{}: more than {} judged queries", judgements.path, NONE - 1)));
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
+    super::check_values(judgements.len(), width)?;
     let prefixes = judgements.queries.par_iter().map(|j| QidKey::new(j.0).prefix).collect();
     let ctx = RunContext { text, path, judgements, prefixes, measures: &measures, width, opts };
 
