@@ -204,3 +204,15 @@ def test_a_sweep_of_a_hundred_thousand_thresholds_is_not_quadratic() -> None:
     assert table.height % 100_000 == 0
     with pytest.raises(InputError, match=r"^thresholds: 0, 1 given more than once"):
         retrieval.sweep(ex / "golden.jsonl", ex / "run.jsonl", thresholds=[0.5, 0.0, -0.0, 1, 1.0, 2])
+
+
+# -- rank metrics: no metric asked for
+
+
+def test_rank_metrics_without_metrics_keep_one_row_per_query() -> None:
+    """needs_rebuild: the (queries x metrics) matrix had 0 rows for 0 metrics, whatever the queries."""
+    from ragmeter import _core
+
+    out = _core.rank_metrics(np.array([0, 2, 2, 3], np.int64), np.ones(3), np.ones(3), [])
+    assert out.shape == (3, 0)
+    assert _core.rank_metrics(np.array([0, 2], np.int64), np.ones(2), np.ones(1), ["ap"]).shape == (1, 1)

@@ -272,7 +272,8 @@ pub fn rank_metrics<'py>(
             batch::compute(&b, &metrics, relevance_level)
         })
         .map_err(to_py_err)?;
-    let n = out.len() / width.max(1);
+    // One row per query, also when no metric is asked for (out is then empty: its length says nothing).
+    let n = offsets_v.len() - 1;
     let arr = numpy::ndarray::Array2::from_shape_vec((n, width), out).map_err(|e| to_py_err(Error::input(e.to_string())))?;
     Ok(PyArray2::from_owned_array(py, arr))
 }
