@@ -216,3 +216,12 @@ def test_rank_metrics_without_metrics_keep_one_row_per_query() -> None:
     out = _core.rank_metrics(np.array([0, 2, 2, 3], np.int64), np.ones(3), np.ones(3), [])
     assert out.shape == (3, 0)
     assert _core.rank_metrics(np.array([0, 2], np.int64), np.ones(2), np.ones(1), ["ap"]).shape == (1, 1)
+
+
+def test_a_cutoff_beyond_the_machine_s_integers_is_named_as_such() -> None:
+    """needs_rebuild: k=2**70 said "the cutoff after '@' must be a positive integer"."""
+    from ragmeter import metrics
+    from ragmeter.errors import MeasureError
+
+    with pytest.raises(MeasureError, match=r"the cutoff after '@' is above 18446744073709551615"):
+        metrics.precision([1, 0, 1], k=2**70)

@@ -46,9 +46,16 @@ impl Metric {
     pub fn parse(spec: &str) -> Result<Metric> {
         let (name, k) = match spec.split_once('@') {
             Some((n, k)) => {
-                let k: usize = k.parse().ok().filter(|&k| k > 0).ok_or_else(|| {
-                    Error::measure(format!("metric '{spec}': the cutoff after '@' must be a positive integer"))
-                })?;
+                let k: usize = match k.parse::<usize>() {
+                    Ok(k) if k > 0 => k,
+                    Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+                        return Err(Error::measure(format!(
+                            "metric '{spec}': the cutoff after '@' is above {}, the largest this machine counts",
+                            usize::MAX
+                        )))
+                    }
+                    _ => return Err(Error::measure(format!("metric '{spec}': the cutoff after '@' must be a positive integer"))),
+                };
                 (n, Some(k))
             }
             None => (spec, None),
@@ -273,5 +280,9 @@ mod tests {
         assert!(Metric::parse("p").is_err());
         assert!(Metric::parse("ndcg@0").is_err());
         assert!(Metric::parse("bogus@3").is_err());
+        // A cutoff beyond usize is not "not a positive integer" (it said so for 2^70).
+        let err = Metric::parse("p@1180591620717411303424").unwrap_err().to_string();
+        assert_eq!(err, format!("metric 'p@1180591620717411303424': the cutoff after '@' is above {}, the largest this machine counts", usize::MAX));
+        assert_eq!(Metric::parse(&format!("p@{}", usize::MAX)).unwrap(), Metric::Precision(usize::MAX));
     }
 }
