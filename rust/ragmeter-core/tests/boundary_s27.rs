@@ -65,3 +65,17 @@ fn measures_asking_for_more_values_than_memory_holds_are_refused() {
     let eval = evaluate_texts(&qrels, &run, &m, &Options::default(), "q", "r").unwrap();
     assert_eq!(eval.summary.len(), 300_000);
 }
+
+#[test]
+fn gains_less_than_one_apart_are_ordered_as_glibc_qsort_orders_them() {
+    // trec_eval sorts its gain table with qsort and `(int)(g1 - g2)`; glibc 2.36's qsort
+    // (a merge sort) orders these seven levels 2 3 6 4 0 1 5 (checked with a C program
+    // calling qsort with that comparison), so the ideal ranking is levels 5, 1, 0, 4 and
+    // the ideal DCG 1.19657 + 0.89175/log2(3) + 1.828/2 + 0.313/log2(5) = 2.8080. Rust's
+    // stable sort ordered them otherwise: 2.6272 (and panicked from 21 levels up).
+    let pairs = "0=1.828,1=0.8917538718275559,2=-4.487,3=-3.206,4=0.313,5=1.1965730201508278,6=-3.0";
+    let qrels: String = (0..7).map(|i| format!("1 0 d{i} {i}\n")).collect();
+    let run: String = [3, 0, 6, 1, 5, 2, 4].iter().enumerate().map(|(r, i)| format!("1 Q0 d{i} {r} {} r\n", 10 - r)).collect();
+    let eval = evaluate_texts(&qrels, &run, &measures(&[&format!("ideal_dcg.{pairs}")]), &Options::default(), "q", "r").unwrap();
+    assert_eq!(format!("{:.4}", eval.summary[0]), "2.8080");
+}
