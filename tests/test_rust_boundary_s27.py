@@ -58,6 +58,15 @@ def test_gains_less_than_one_apart_evaluate_without_a_panic(tmp_path: Path, meas
     assert "Panic" not in done.stderr
 
 
+def test_gains_less_than_one_apart_are_ordered_as_trec_eval_orders_them_with_glibc(tmp_path: Path) -> None:
+    """needs_rebuild: 2.6272 (Rust's stable sort) for 2.8080 (glibc 2.36's qsort, which trec_eval calls)."""
+    pairs = "0=1.828,1=0.8917538718275559,2=-4.487,3=-3.206,4=0.313,5=1.1965730201508278,6=-3.0"
+    (tmp_path / "q").write_text("".join(f"1 0 d{i} {i}\n" for i in range(7)))
+    (tmp_path / "r").write_text("".join(f"1 Q0 d{i} {i} {10 - i} r\n" for i in range(7)))
+    done = trec(tmp_path, "q", "r", "-m", f"ideal_dcg.{pairs}")
+    assert done.stdout == f"{'ideal_dcg_' + pairs:<22}\tall\t2.8080\n", done.stdout + done.stderr
+
+
 def test_a_grade_of_a_million_with_unjudged_documents_is_not_quadratic(tmp_path: Path) -> None:
     """needs_rebuild: each ranked document's gain was a search of all 1,000,001 levels (25 s for these 20 queries
     and -m ndcg alone; with -m all_trec's five gain measures, minutes)."""
