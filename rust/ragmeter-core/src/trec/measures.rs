@@ -390,7 +390,11 @@ impl Gains {
         // trec_eval sorts with qsort and compares gains as `(int)(g1 - g2)`, which is no
         // total order when gains differ by less than 1 (0.5 ~ 1.2 ~ 1.9 but 0.5 < 1.9):
         // Rust's sort may then panic. glibc's qsort is a merge sort, as this one is.
-        merge_sort_by(&mut levels, |a, b| ((a.1 - b.1) as i64) <= 0);
+        // Gains in non-decreasing order (the default, a gain per level equal to it) are what
+        // that sort leaves as they are: skip it (a grade of 1,000,000 makes 1,000,001 levels).
+        if !levels.windows(2).all(|w| w[0].1 <= w[1].1) {
+            merge_sort_by(&mut levels, |a, b| ((a.1 - b.1) as i64) <= 0);
+        }
         let n = rr.num_rel_levels;
         let mut dense = vec![usize::MAX; n];
         let mut sparse = FxHashMap::default();
