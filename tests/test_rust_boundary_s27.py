@@ -7,6 +7,7 @@ extension built before it. Those that would abort the interpreter on such a buil
 """
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -159,6 +160,28 @@ def test_negative_resamples_or_threads_are_refused_naming_the_argument(kwargs: d
     with pytest.raises(InputError, match=f"^{said}, got "):
         stats.bootstrap_means([0.1, 0.5, 0.9], **kwargs)
     assert stats.bootstrap_means([0.1, 0.5, 0.9], n_resamples=0)[None].shape == (0, 1)
+
+
+@pytest.mark.parametrize("engine", ["rust", "numpy"])
+@pytest.mark.parametrize("big", [float("inf"), float("-inf"), 1e300])
+def test_an_infinite_or_huge_value_is_refused_not_resampled_into_nan(engine: str, big: float) -> None:
+    """[0.1, 0.5, 0.9, inf]: the Rust kernel gave NaN for every resample without the last case and inf for the
+    others, the numpy path NaN for all; 1e300 overflowed their float32 sums the same way."""
+    said = f"bootstrap: value {big!r} (case 3, column 0) is beyond what the kernel sums (finite, |x| <= 1e30)"
+    with pytest.raises(InputError, match=f"^{re.escape(said)}$"):
+        stats.bootstrap_means([0.1, 0.5, 0.9, big], n_resamples=200, engine=engine)
+    with pytest.raises(InputError, match=r"^bootstrap: value inf \(case 3, column 1\)"):
+        stats.bootstrap_means(np.array([[0.1, 0.2]] * 3 + [[0.3, np.inf]]), n_resamples=200, engine=engine)
+    means = stats.bootstrap_means([0.1, np.nan, 1e30, -1e30], n_resamples=200, engine=engine)[None][:, 0]
+    assert not np.isinf(means).any()
+
+
+def test_the_kernel_refuses_an_infinite_value_itself() -> None:
+    """needs_rebuild: ``_core.bootstrap_means`` resampled it into NaN and inf."""
+    from ragmeter import _core
+
+    with pytest.raises(_core.InputError, match=r"^bootstrap: value inf \(case 3, column 0\)"):
+        _core.bootstrap_means(np.array([[0.1], [0.5], [0.9], [np.inf]]), np.zeros(4, np.int64), 1, 100, 1)
 
 
 def test_the_kernel_refuses_resamples_beyond_memory_itself() -> None:

@@ -298,6 +298,23 @@ def _check_size(n_resamples: int, n_groups: int, k: int) -> None:
                          "returns; use fewer resamples")
 
 
+#: largest magnitude of a resampled value (the kernel sums residuals in float32), as the Rust kernel's ``MAX_VALUE``
+MAX_VALUE = 1e30
+
+
+def _check_values(data: np.ndarray) -> None:
+    """An :class:`InputError` naming the first value that is infinite or beyond :data:`MAX_VALUE` (NaN is an
+    unscored case): an infinity made every resample NaN or inf, 1e300 overflowed float32 the same way."""
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isnan(data) & ~(np.abs(data) <= MAX_VALUE)
+    if bad.any():
+        from ragmeter.errors import InputError
+
+        i, j = (int(x) for x in np.argwhere(bad)[0])
+        raise InputError(f"bootstrap: value {float(data[i, j])!r} (case {i}, column {j}) is beyond what the kernel "
+                         "sums (finite, |x| <= 1e30)")
+
+
 def bootstrap_means(
     values: ArrayLike,
     *,
@@ -328,6 +345,7 @@ def bootstrap_means(
     if data.ndim == 1:
         data = data[:, None]
     n, k = data.shape
+    _check_values(data)
     if groups is None:
         labels: List[str] = []
         codes = np.zeros(n, dtype=np.int64)

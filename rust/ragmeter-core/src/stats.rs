@@ -178,6 +178,10 @@ fn check_n(n: usize) -> Result<()> {
 /// terabytes (an abort), 2^62 a 'capacity overflow' panic.
 pub const MAX_VALUES: usize = 1 << 27;
 
+/// Largest magnitude of a value: a tile's f32 sum of residuals (at most MAX_CASES x twice
+/// this) stays below f32::MAX (3.4e38).
+pub const MAX_VALUE: f64 = 1e30;
+
 /// `n_resamples x per_resample` numbers, refused above [`MAX_VALUES`] (naming `n_resamples`).
 fn check_size(n_resamples: usize, per_resample: usize, what: &str) -> Result<usize> {
     match n_resamples.checked_mul(per_resample) {
@@ -334,6 +338,17 @@ pub fn bootstrap_means(
     }
     if let Some(&bad) = codes.iter().find(|&&c| c as usize >= n_groups) {
         return Err(Error::input(format!("bootstrap: group code {bad} is not below n_groups = {n_groups}")));
+    }
+    // Values are summed in f32 as residuals from a centre: an infinity made every resample
+    // that did not draw its case NaN (0 x inf), and a residual beyond f32 (1e300) became
+    // inf, both silently. NaN stays "unscored".
+    if let Some(i) = values.iter().position(|v| v.is_infinite() || v.abs() > MAX_VALUE) {
+        return Err(Error::input(format!(
+            "bootstrap: value {:e} (case {}, column {}) is beyond what the kernel sums (finite, |x| <= {MAX_VALUE:e})",
+            values[i],
+            i / k.max(1),
+            i % k.max(1)
+        )));
     }
     let slots = n_groups.saturating_add(1);
     let per_resample = slots.checked_mul(k).unwrap_or(usize::MAX);
@@ -632,6 +647,22 @@ mod tests {
         assert!(err.starts_with("bootstrap: n_resamples = 100 is too many"), "{err}");
         // Up to the limit it runs.
         assert_eq!(bootstrap_means(&[0.1, 0.5], 2, 1, &[0, 1], 2, 1000, 1, None).unwrap().len(), 3000);
+    }
+
+    #[test]
+    fn infinite_or_huge_values_are_refused_not_summed_into_nan() {
+        // [0.1, 0.5, 0.9, inf]: resamples without the last case came out NaN, the others inf;
+        // 1e300 overflowed f32 the same way.
+        for big in [f64::INFINITY, f64::NEG_INFINITY, 1e300, -1e31] {
+            let err = bootstrap_means(&[0.1, 0.5, 0.9, big], 4, 1, &[0; 4], 1, 100, 1, None).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("bootstrap: value {big:e} (case 3, column 0) is beyond what the kernel sums")), "{err}");
+        }
+        let err = bootstrap_means(&[0.1, 0.5, f64::INFINITY, 0.9], 2, 2, &[0; 2], 1, 100, 1, None).unwrap_err().to_string();
+        assert_eq!(err, "bootstrap: value inf (case 1, column 0) is beyond what the kernel sums (finite, |x| <= 1e30)");
+        // NaN is an unscored case; 3,000 values of +-1e30 sum within f32.
+        let v: Vec<f64> = (0..3000).map(|i| if i % 3 == 0 { f64::NAN } else if i % 2 == 0 { 1e30 } else { -1e30 }).collect();
+        let out = bootstrap_means(&v, 3000, 1, &[0; 3000], 1, 100, 1, None).unwrap();
+        assert!(out.iter().all(|m| m.is_finite() && m.abs() <= 1e30), "{:?}", &out[..4]);
     }
 
     #[test]
