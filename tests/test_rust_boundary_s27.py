@@ -117,6 +117,16 @@ def test_measures_asking_for_more_values_than_memory_holds_are_refused() -> None
                                   "268435456 values (2 GiB) ragmeter holds"), done.stdout
 
 
+@pytest.mark.parametrize(("measure", "said"), [("11pt_avg.nan,0.5", "measure '11pt_avg': parameter nan is not a number"),
+                                             ("ndcg.1=nan", "measure 'ndcg': the value of 1 is not a number (nan)")])
+def test_a_measure_parameter_that_is_nan_is_refused(tmp_path: Path, measure: str, said: str) -> None:
+    """needs_rebuild: 11pt_avg.nan,0.5 printed 0.5000 (trec_eval casts the NaN to a count: undefined)."""
+    (tmp_path / "q").write_text("1 0 d1 1\n")
+    (tmp_path / "r").write_text("1 Q0 d1 1 0.5 r\n")
+    done = trec(tmp_path, "q", "r", "-m", measure)
+    assert (done.returncode, done.stderr) == (2, f"ragmeter: error: {said}\n")
+
+
 # -- trec: -l, -M, -N beyond a 64-bit integer
 
 

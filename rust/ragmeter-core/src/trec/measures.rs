@@ -296,10 +296,18 @@ fn build(def: &Def, given: Option<&str>) -> Result<Measure> {
             if def.kind == Kind::Pt11Avg && m.doubles.is_empty() {
                 return Err(bad("needs recall points"));
             }
+            // trec_eval reads "nan" as NaN and then casts it to a count (11pt_avg, relstring):
+            // undefined; ragmeter gave a plausible number (11pt_avg.nan,0.5: 0.5).
+            if m.doubles.iter().any(|d| d.is_nan()) {
+                return Err(bad("parameter nan is not a number"));
+            }
         }
         ParamStyle::Pairs => {
             if let Some(p) = given {
                 m.pairs = parse_pairs(p).ok_or_else(|| bad(&format!("malformed name=value pairs in '{p}'")))?;
+                if let Some((name, _)) = m.pairs.iter().find(|(_, v)| v.is_nan()) {
+                    return Err(bad(&format!("the value of {name} is not a number (nan)")));
+                }
                 m.names = vec![format!("{}_{p}", def.name)];
             }
         }
@@ -1028,6 +1036,16 @@ mod tests {
             }
         }
         assert_eq!(resolve(&["iprec_at_recall.0.5,0.25".into()]).unwrap()[0].names.len(), 2);
+        for (arg, said) in [
+            ("11pt_avg.nan,0.5", "measure '11pt_avg': parameter nan is not a number"),
+            ("relstring.nan", "measure 'relstring': parameter nan is not a number"),
+            ("utility.1,nan,0,0", "measure 'utility': parameter nan is not a number"),
+            ("ndcg.1=nan,2=3", "measure 'ndcg': the value of 1 is not a number (nan)"),
+            ("rbp.p=nan", "measure 'rbp': the value of p is not a number (nan)"),
+        ] {
+            assert_eq!(resolve(&[arg.into()]).unwrap_err().to_string(), said);
+        }
+        assert!(resolve(&["utility.1,-inf,0,0".into(), "ndcg.1=inf".into()]).is_ok());
     }
 
     #[test]
