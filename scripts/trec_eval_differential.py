@@ -6,6 +6,7 @@ Each case draws 1-5 queries with 1-25 ranked documents, grades from -2 to 4 (neg
 judged documents that are never retrieved, tied and integer scores, shuffled run lines, sometimes a query only
 in the run or only in the qrels, and one flag set (``-l``, ``-J``, ``-M``, ``-N``, ``-c`` and their
 combinations); both programs run ``-q -m all_trec`` and their standard output must be the same byte for byte.
+``--gain-tables``: graded qrels and an ndcg-family measure with a random gain table instead.
 A case where both refuse the input is skipped. Every query has a judgement of 0 or more: trec_eval 10 cannot
 evaluate a query whose judgements are all negative (``Can't calculate measure``, exit 4, or a crash), which
 ragmeter evaluates (docs/metrics.md). Mismatching inputs are kept in ``--keep`` for a look. Exit 1 on any
@@ -51,21 +52,49 @@ def write_case(rng: random.Random, qrels: Path, run: Path) -> None:
     run.write_text("\n".join(r_lines) + "\n")
 
 
+GAIN_MEASURES = ["ndcg", "ndcg_rel", "Rndcg", "ideal_dcg"]
+
+
+def write_gain_case(rng: random.Random, qrels: Path, run: Path) -> List[str]:
+    """Grades 0 to 39 and a gain table over some of them (gains -5 to 5, often less than 1 apart: trec_eval orders
+    such tables with qsort and a comparator that truncates); returns the measure argument."""
+    levels = rng.randint(2, 40)
+    q_lines: List[str] = []
+    r_lines: List[str] = []
+    for qi in range(rng.randint(1, 4)):
+        docs = [f"d{j}" for j in range(rng.randint(1, 30))]
+        judged = [f"q{qi} 0 {doc} {rng.randint(0, levels - 1)}" for doc in docs if rng.random() < 0.7]
+        q_lines += judged or [f"q{qi} 0 {docs[0]} 1"]
+        for rank, doc in enumerate(rng.sample(docs, rng.randint(1, len(docs)))):
+            r_lines.append(f"q{qi} Q0 {doc} {rank} {round(rng.random(), 2)} run")
+    qrels.write_text("\n".join(q_lines) + "\n")
+    run.write_text("\n".join(r_lines) + "\n")
+    pairs = ",".join(f"{level}={round(rng.uniform(-5, 5), rng.choice([0, 1, 3]))}"
+                     for level in rng.sample(range(levels), rng.randint(1, levels)))
+    return [f"-m{rng.choice(GAIN_MEASURES)}.{pairs}"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trec-eval", required=True, help="path of a trec_eval 10 binary")
     parser.add_argument("--cases", type=int, default=400)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", default="trec-eval-mismatches", help="folder for mismatching inputs")
+    parser.add_argument("--gain-tables", action="store_true",
+                        help="cases of graded qrels (0-39) and ndcg-family measures with random gain tables, -q")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     mismatches = compared = 0
     with tempfile.TemporaryDirectory() as tmp:
         qrels, run = Path(tmp) / "qrels", Path(tmp) / "run"
         for case in range(args.cases):
-            write_case(rng, qrels, run)
-            flags = rng.choice(FLAG_SETS)
-            argv = ["-q", "-m", "all_trec", *flags, str(qrels), str(run)]
+            if args.gain_tables:
+                flags = write_gain_case(rng, qrels, run)
+                argv = ["-q", *flags, str(qrels), str(run)]
+            else:
+                write_case(rng, qrels, run)
+                flags = rng.choice(FLAG_SETS)
+                argv = ["-q", "-m", "all_trec", *flags, str(qrels), str(run)]
             theirs = subprocess.run([args.trec_eval, *argv], capture_output=True, text=True)
             ours = subprocess.run([sys.executable, "-m", "ragmeter", "trec", *argv], capture_output=True, text=True)
             if theirs.returncode != 0 and ours.returncode != 0:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "trec_eval_differential.py"
 
 
@@ -17,15 +19,16 @@ def shim(tmp_path: Path, name: str, body: str) -> Path:
     return path
 
 
-def run(tmp_path: Path, binary: Path) -> subprocess.CompletedProcess:
+def run(tmp_path: Path, binary: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), "--trec-eval", str(binary), "--cases", "12", "--seed", "3",
-                           "--keep", str(tmp_path / "keep")], capture_output=True, text=True, cwd=tmp_path,
+                           "--keep", str(tmp_path / "keep"), *extra], capture_output=True, text=True, cwd=tmp_path,
                           env={**os.environ})
 
 
-def test_the_same_program_on_both_sides_has_no_mismatch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("extra", [[], ["--gain-tables"]])
+def test_the_same_program_on_both_sides_has_no_mismatch(tmp_path: Path, extra) -> None:
     same = shim(tmp_path, "same", f'exec "{sys.executable}" -m ragmeter trec "$@"')
-    proc = run(tmp_path, same)
+    proc = run(tmp_path, same, *extra)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert ", 0 mismatches" in proc.stdout and not (tmp_path / "keep").exists()
 
