@@ -272,3 +272,10 @@ def test_the_repeats_table_shows_a_rate_as_a_percentage_as_the_rest_of_the_repor
     correct, correctness = rows
     assert correct[1:4] == ["3.0%", "1.0pp", "2.0% .. 4.0%"] and correct[4] == "2.0% (50/51), 4.0% (50/51)"
     assert correctness[1] == "2.500"
+
+
+def test_compare_resamples_beyond_a_million_are_refused_naming_the_flag(tmp_path: Path) -> None:
+    # the kernel's own refusal named 'n_resamples', which compare's command line does not have
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "compare", str(tmp_path), str(tmp_path), "--resamples",
+                           "100000000000"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--resamples must be at most 1,000,000" in proc.stderr, proc.stderr

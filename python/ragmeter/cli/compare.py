@@ -38,6 +38,10 @@ PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHe
 PLAIN_WIDTH = 80
 
 
+#: the most bootstrap resamples compare takes
+MAX_RESAMPLES = 1_000_000
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("base", metavar="BASE_DIR", help="baseline results directory")
     parser.add_argument("candidate", metavar="CAND_DIR", help="candidate results directory")
@@ -47,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE.md", default=None, help="also write the Markdown summary here")
     parser.add_argument("--json", metavar="FILE.json", nargs="?", const="-", default=None,
                         help="print the full comparison as strict JSON instead of tables (with FILE: write it there)")
-    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
+    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (at most 1,000,000; default 10000)")
     parser.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: fixed, reproducible)")
 
 
@@ -70,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.stats import check_resampling
 
     check_resampling(args.resamples, args.seed, names=("--resamples", "--seed"))
+    if args.resamples > MAX_RESAMPLES:
+        raise InputError(f"--resamples must be at most {MAX_RESAMPLES:,} (the paired intervals settle long before; "
+                         f"memory grows with it), got {args.resamples}")
     register_folder_metrics(args.base, args.candidate)  # custom judge metrics are gate names like built-in ones
     rules = gate.parse_rules(args.gate) if args.gate is not None else None
     if args.out is not None and not args.out.lower().endswith((".md", ".markdown")):
