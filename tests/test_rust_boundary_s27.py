@@ -163,8 +163,8 @@ def test_resamples_beyond_memory_are_refused_by_bootstrap_means(n_resamples: int
 
 
 @pytest.mark.parametrize(("kwargs", "said"), [({"n_resamples": -1}, "n_resamples must be a non-negative integer"),
-                                             ({"threads": -1}, "threads must be a positive integer or None"),
-                                             ({"threads": 0}, "threads must be a positive integer or None")])
+                                             ({"threads": -1}, "threads must be an integer between 1 and 1024 or None"),
+                                             ({"threads": 0}, "threads must be an integer between 1 and 1024 or None")])
 def test_negative_resamples_or_threads_are_refused_naming_the_argument(kwargs: dict, said: str) -> None:
     """An OverflowError ("can't convert negative int to unsigned") from the binding before."""
     with pytest.raises(InputError, match=f"^{said}, got "):
@@ -267,3 +267,15 @@ def test_a_cutoff_beyond_the_machine_s_integers_is_named_as_such() -> None:
 
     with pytest.raises(MeasureError, match=r"the cutoff after '@' is above 18446744073709551615"):
         metrics.precision([1, 0, 1], k=2**70)
+
+
+def test_threads_beyond_what_a_machine_runs_are_refused() -> None:
+    # threads=10**6 spawned OS threads until the system refused
+    import pytest as _pytest
+
+    from ragmeter import stats
+    from ragmeter.errors import InputError
+
+    with _pytest.raises(InputError, match="threads"):
+        stats.bootstrap_means([0.1, 0.5, 0.9], n_resamples=10, threads=10**6)
+    assert len(stats.bootstrap_means([0.1, 0.5, 0.9], n_resamples=10, threads=2)[None]) == 10

@@ -79,6 +79,10 @@ _CHUNK = 64
 ENGINES = ("auto", "rust", "numpy")
 
 
+#: the most worker threads a bootstrap call takes (each is an OS thread: a million would exhaust the machine)
+MAX_THREADS = 1024
+
+
 def _rust_kernel() -> Any:
     """``ragmeter._core`` if it has the bootstrap kernel (an older build may not)."""
     try:
@@ -340,7 +344,7 @@ def bootstrap_means(
     from ragmeter._args import check_arg
 
     n_resamples = check_arg("n_resamples", n_resamples, "int", low=0)
-    threads = check_arg("threads", threads, "int", low=1, optional=True)
+    threads = check_arg("threads", threads, "int", low=1, high=MAX_THREADS, optional=True)
     data = to_float_array(values)
     if data.ndim == 1:
         data = data[:, None]
