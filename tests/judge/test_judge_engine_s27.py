@@ -250,3 +250,15 @@ def test_a_daily_cap_stops_the_run_at_once(tmp_path, server, fast_retry):
         run_sync(cases, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
                                     cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
     assert ei.value.kind == "quota" and server.requests == 1
+
+
+def test_an_unknown_model_sent_with_a_200_stops_the_run_at_once(tmp_path, server, fast_retry):
+    # a gateway's 200 carrying a 400 'model ... does not exist' failed every row (a client error per row)
+    error = {"message": "The model `gpt-4o-mini` does not exist or you do not have access to it.", "code": 400}
+    server.rules = [(lambda info: True, _error_200(error))]
+    cases = [dict(c, id=f"q{i}") for i, c in enumerate(CASES * 4)]
+    with pytest.raises(JudgeStopped) as ei:
+        run_sync(cases, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                                    cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    assert ei.value.kind == "not_found" and "unknown model" in str(ei.value)
+    assert server.requests == 1

@@ -53,7 +53,9 @@ _UNKNOWN_MODEL = re.compile(r"model_not_found|model[ _]not[ _]exist|no such mode
 
 def is_unknown_model(status: Optional[int], body: Optional[str]) -> bool:
     """A 400/422 whose error body says the model asked for does not exist (OpenAI-compatible servers that do
-    not answer 404 for it)."""
+    not answer 404 for it), also when a gateway sends it in a 2xx's error object."""
+    if status is not None and 200 <= status < 300:
+        status = _carried_status(body)
     return status in (400, 422) and bool(_UNKNOWN_MODEL.search(_error_text(body)))
 
 
