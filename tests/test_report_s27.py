@@ -279,3 +279,18 @@ def test_compare_resamples_beyond_a_million_are_refused_naming_the_flag(tmp_path
     proc = subprocess.run([sys.executable, "-m", "ragmeter", "compare", str(tmp_path), str(tmp_path), "--resamples",
                            "100000000000"], capture_output=True, text=True)
     assert proc.returncode == 2 and "--resamples must be at most 1,000,000" in proc.stderr, proc.stderr
+
+
+def test_a_long_judge_failure_example_ends_in_an_ellipsis_where_it_is_cut(tmp_path: Path) -> None:
+    # report.md cut it at 200 characters and report.html at 300, mid-word, with no mark
+    from ragmeter.report import write_reports
+
+    example = "upstream error " + "x" * 600 + " END"
+    summary = {"version": "0.1.0", "k": 5, "judge": {"metrics": {"correctness": {
+        "n_total": 20, "failures": {"server": {"count": 2, "example": example}}, "skips": {}}}}}
+    folder = write_results(tmp_path / "r", synth_cases(20), summary=summary)
+    paths = write_reports(folder)
+    md = paths["markdown"].read_text(encoding="utf-8")
+    html = paths["html"].read_text(encoding="utf-8")
+    assert "END" not in md and "x" * 180 + "\u2026" in md
+    assert "END" not in html and "x" * 280 + "\u2026" in html

@@ -94,3 +94,8 @@ def threshold_labels(thresholds: Iterable[float]) -> Dict[float, str]:
         if len(set(labels.values())) == len(distinct):
             break
     return labels
+
+
+def ellipsis_cut(text: str, limit: int) -> str:
+    """``text`` cut at ``limit`` characters, ending in an ellipsis when cut, so a cut text never reads whole."""
+    return text if len(text) <= limit else text[:limit] + "\u2026"

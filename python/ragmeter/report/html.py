@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import polars as pl
 
+from ragmeter._text import ellipsis_cut
 from ragmeter.report.data import (
     METRICS,
     BAND_CASES,
@@ -465,8 +466,7 @@ def _warnings_section(results: Results) -> str:
     lines = []
     for code, ws in kinds.items():
         text = "; ".join(str(w["message"]) for w in ws)
-        if len(text) > MAX_WARNING_CHARS:
-            text = text[:MAX_WARNING_CHARS] + "\u2026"
+        text = ellipsis_cut(text, MAX_WARNING_CHARS)
         lines.append(f'<li><code>{esc(code)}</code> {esc(text)}</li>')
     counts = ", ".join(f"{esc(code)} ({sum(w.get('count') or 0 for w in ws)})" if any(w.get("count") for w in ws)
                        else esc(code) for code, ws in kinds.items())
@@ -487,7 +487,7 @@ def _judge_failed_section(results: Results, status: str = "failed") -> str:
         n_failed = sum(int(k.get("count") or 0) for k in kinds.values())
         total = totals.get(metric)
         parts = [f"{esc(kind)} \u00d7 {int(info.get('count') or 0)}"
-                 + (f" (e.g. \u201c{esc(str(info['example'])[:300])}\u201d)" if info.get("example") else "")
+                 + (f" (e.g. \u201c{esc(ellipsis_cut(str(info['example']), 300))}\u201d)" if info.get("example") else "")
                  for kind, info in kinds.items()]
         of = f" of {total}" if total else ""
         lines.append(f"<li><b>{esc(metric)}</b>: {n_failed}{of} rows {status} \u2014 {'; '.join(parts)}</li>")

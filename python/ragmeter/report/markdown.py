@@ -5,6 +5,8 @@ from typing import Any, Dict, List
 
 import polars as pl
 
+from ragmeter._text import ellipsis_cut
+
 from ragmeter.report.data import (
     BAND_CASES,
     METRICS,
@@ -197,13 +199,10 @@ def _warning_lines(results: Results) -> List[str]:
     out = ["<details><summary>Warnings (" + str(len(kinds)) + " kinds; full lists in warnings.json)</summary>", ""]
     from ragmeter.report.html import MAX_WARNING_CHARS
 
-    out += [f"- {md_code(code)} " + md_escape(_cut("; ".join(msgs), MAX_WARNING_CHARS)) for code, msgs in kinds.items()]
+    out += [f"- {md_code(code)} " + md_escape(ellipsis_cut("; ".join(msgs), MAX_WARNING_CHARS)) for code, msgs in kinds.items()]
     return out + ["", "</details>", ""]
 
 
-def _cut(text: str, limit: int) -> str:
-    """``text`` cut at ``limit`` characters, ending in an ellipsis when cut (as report.html does)."""
-    return text if len(text) <= limit else text[:limit] + "\u2026"
 
 
 def _judge_failed_lines(results: Results, status: str = "failed") -> List[str]:
@@ -215,7 +214,7 @@ def _judge_failed_lines(results: Results, status: str = "failed") -> List[str]:
     for metric, kinds in failures.items():
         n_failed = sum(int(k.get("count") or 0) for k in kinds.values())
         of = f" of {totals[metric]}" if totals.get(metric) else ""
-        parts = [f"{kind} x {int(info.get('count') or 0)}" + (f" (e.g. {str(info['example'])[:200]})" if info.get("example") else "")
+        parts = [f"{kind} x {int(info.get('count') or 0)}" + (f" (e.g. {ellipsis_cut(str(info['example']), 200)})" if info.get("example") else "")
                  for kind, info in kinds.items()]
         out.append(f"- {md_escape(metric)}: {n_failed}{of} rows {status}: " + md_escape("; ".join(parts)))
     return out + [""]
