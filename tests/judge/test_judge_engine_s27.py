@@ -74,15 +74,21 @@ def test_classify_reads_the_error_a_200_carries(error, kind, retry):
     assert kind == "bad_response" or d.message.startswith("HTTP 200 with ")
 
 
-def test_a_quota_error_sent_with_a_200_stops_the_run_at_once(tmp_path, server, fast_retry):
-    server.rules = [(lambda info: True, _error_200(QUOTA_200))]
+UNKNOWN_MODEL_200 = {"message": "The model `gpt-4o-mini` does not exist or you do not have access to it.", "code": 400}
+
+
+@pytest.mark.parametrize("error,kind,said", [(QUOTA_200, "quota", "quota"),
+                                             (UNKNOWN_MODEL_200, "not_found", "unknown model")])
+def test_a_fatal_error_sent_with_a_200_stops_the_run_at_once(tmp_path, server, fast_retry, error, kind, said):
+    server.rules = [(lambda info: True, _error_200(error))]
     cases = [dict(c, id=f"q{i}") for i, c in enumerate(CASES * 4)]
     with pytest.raises(JudgeStopped) as ei:
         run_sync(cases, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
                                     cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
-    # before: each call retried 5 times as an unreadable reply, and the run stopped as server_errors after 25
-    # requests (6 attempts x 5 calls by default), its reason "the endpoint is failing"
-    assert ei.value.kind == "quota" and "quota" in str(ei.value)
+    # before: a quota: each call retried 5 times as an unreadable reply, and the run stopped as server_errors after
+    # 25 requests (6 attempts x 5 calls by default), its reason "the endpoint is failing"; an unknown model: a
+    # client error failing every row
+    assert ei.value.kind == kind and said in str(ei.value)
     assert server.requests == 1
 
 
@@ -250,15 +256,3 @@ def test_a_daily_cap_stops_the_run_at_once(tmp_path, server, fast_retry):
         run_sync(cases, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
                                     cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
     assert ei.value.kind == "quota" and server.requests == 1
-
-
-def test_an_unknown_model_sent_with_a_200_stops_the_run_at_once(tmp_path, server, fast_retry):
-    # a gateway's 200 carrying a 400 'model ... does not exist' failed every row (a client error per row)
-    error = {"message": "The model `gpt-4o-mini` does not exist or you do not have access to it.", "code": 400}
-    server.rules = [(lambda info: True, _error_200(error))]
-    cases = [dict(c, id=f"q{i}") for i, c in enumerate(CASES * 4)]
-    with pytest.raises(JudgeStopped) as ei:
-        run_sync(cases, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
-                                    cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
-    assert ei.value.kind == "not_found" and "unknown model" in str(ei.value)
-    assert server.requests == 1
