@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 
+#: the range of the engine's integer options (-l, -M, -N, and their keyword arguments): trec_eval's C ``long``
+INT64 = (-2**63, 2**63 - 1)
+
 
 def check_file_head(path: "str | os.PathLike[str]") -> None:
     """:func:`check_head` of a file's first bytes. A file that cannot be opened is left to the engine's error."""

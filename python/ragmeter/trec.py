@@ -12,15 +12,13 @@ import os
 from itertools import chain
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from ragmeter._trec_files import check_file_head
+from ragmeter._trec_files import INT64, check_file_head
 from ragmeter.errors import InputError
 
 __all__ = ["evaluate", "known_measures"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 DEFAULT_MEASURES = ("map", "recip_rank", "ndcg_cut.10", "P.5", "recall.10", "success.5")
-#: the range of the engine's integer options (-l, -M, -N): trec_eval's C ``long``
-INT64 = (-2**63, 2**63 - 1)
 
 
 def known_measures() -> list:
@@ -271,20 +269,12 @@ def _dict_columns(x: Mapping, what: str, dtype_name: str) -> tuple:
     except (TypeError, ValueError):
         raise InputError(f"{what}: values must be {dtype_name}") from None
     if dtype_name == "integers":
-        where = lambda i: _dict_row(x, groups, docs, i)  # noqa: E731
+        where = lambda i: _dict_entry(x, i)  # noqa: E731
         if arr.dtype.kind == "u":
             _in_int64(arr, f"{what}: values must be integers", where)
         arr = (_whole_numbers(arr, f"{what}: values must be integers", where)
                if arr.dtype.kind == "f" else arr.astype(np.int64))
     return (_text_column([str(q) for q in x]), _text_column(docs), arr, groups)
-
-
-def _dict_row(x: Mapping, groups: Any, docs: List[Any], i: int) -> str:
-    """``query 'q1', document 'd2'``: where value ``i`` of a ``{query: {doc: value}}`` dict is."""
-    import numpy as np
-
-    query = list(x)[int(np.searchsorted(groups, i, side="right")) - 1]
-    return f"query {query!r}, document {docs[i]!r}"
 
 
 def _text_column(items: List[Any]) -> tuple:

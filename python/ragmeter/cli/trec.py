@@ -175,12 +175,13 @@ def _check_formats(args: Any) -> None:
 def _check_ranges(args: Any) -> None:
     """-l, -M and -N are 64-bit integers in the engine (trec_eval's C ``long``): a larger number is refused naming
     its flag (``-l 99999999999999999999`` was an OverflowError traceback from the binding)."""
+    from ragmeter._trec_files import INT64
     from ragmeter.errors import InputError
 
     for flag, value in (("-l", args.level), ("-M", args.max_docs), ("-N", args.num_docs)):
-        if value is not None and not -2**63 <= value < 2**63:
+        if value is not None and not INT64[0] <= value <= INT64[1]:
             raise InputError(f"{flag} {value}: out of range (trec_eval's options are 64-bit integers, "
-                             f"-9223372036854775808 to 9223372036854775807)")
+                             f"{INT64[0]} to {INT64[1]})")
 
 
 def run(args: Any) -> int:

@@ -115,9 +115,10 @@ def _validate_reply(schema: Mapping[str, str], reply: Dict[str, Any]) -> Dict[st
         if key not in reply:
             raise ParseError(f'missing "{key}"')
         value = reply[key]
-        if isinstance(value, str) and kind in ("int", "integer"):  # "4" for 4: a common, harmless slip
-            value = value if whole_number(value) is None else whole_number(value)
-        elif isinstance(value, str) and kind in ("number", "float"):
+        number = whole_number(value) if isinstance(value, str) and kind in ("int", "integer") else None
+        if number is not None:  # "4" for 4: a common, harmless slip
+            value = number
+        if isinstance(value, str) and kind in ("number", "float"):
             try:
                 value = float(value.strip())
             except ValueError:

@@ -149,8 +149,9 @@ async def correctness(engine: Engine, case: Case, stats: RowStats, opts: "Metric
 
     def validate(d: Dict[str, Any]) -> MetricResult:
         score = d.get("score")
-        if isinstance(score, str) and whole_number(score) is not None:
-            score = whole_number(score)
+        number = whole_number(score) if isinstance(score, str) else None
+        if number is not None:  # "4" for 4; a text that is no whole number stays a text, refused below
+            score = number
         if isinstance(score, bool) or not isinstance(score, (int, float)) or score not in (1, 2, 3, 4, 5):
             raise ParseError(f'"score" must be an integer 1-5, got {score!r}')
         correct = d.get("correct")

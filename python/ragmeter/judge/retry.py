@@ -105,12 +105,9 @@ def parse_retry_after(headers: Optional[Mapping[str, str]], now: Optional[float]
     if raw is None:
         return None
     raw = str(raw).strip()
-    try:
-        seconds = float(raw)
-    except ValueError:
-        pass
-    else:  # "inf", "nan", "1e400": no wait can be read from it (and Infinity is not JSON in the attempt log)
-        return max(0.0, seconds) if math.isfinite(seconds) else None
+    seconds = _finite(raw)  # "inf", "nan", "1e400": no wait can be read from it (Infinity is not JSON either)
+    if seconds is not None:
+        return max(0.0, seconds)
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError, IndexError):

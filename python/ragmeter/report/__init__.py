@@ -63,9 +63,10 @@ def write_reports(
     n_resamples, seed = check_report_resampling(n_resamples, seed)
     seed = stats.DEFAULT_SEED if seed is None else seed
     results = load_results(results_dir)
-    check_summary_shape(results.summary, results.path / "summary.json")
     if summary is not None:
         results.summary = summary
+    # the summary the reports read: the folder's, or the one about to be written (a stale file's shape is moot)
+    check_summary_shape(results.summary, results.path / "summary.json")
     check_calibration_section(results.summary, results.path / "summary.json")
     if name is not None:
         results.name = name
