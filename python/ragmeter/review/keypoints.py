@@ -78,4 +78,6 @@ async def _split(references: Dict[str, Tuple[str, str]], cfg: Any) -> Tuple[Dict
 
 def split_references(references: Dict[str, Tuple[str, str]], cfg: Any) -> Tuple[Dict[str, List[Tuple[str, bool]]], int]:
     """``{case id: [(text, core), ...]}`` for ``{case id: (question, reference)}``, and how many failed."""
-    return asyncio.run(_split(references, cfg))
+    from ragmeter._aio import run_blocking
+
+    return run_blocking(lambda: _split(references, cfg), "ragmeter-keypoints")
