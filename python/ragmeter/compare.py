@@ -153,6 +153,10 @@ class MetricDelta:
     #: cases of the group scored in neither run because a judge call failed there (``<metric>_status`` "failed" in
     #: either run): left out of the delta, named by a warning
     n_judge_failed: int = 0
+    #: a category row's McNemar p adjusted by Holm's method across the categories of its metric (None for the
+    #: overall row and for metrics without a McNemar test): a family of many categories gives some p below 0.05
+    #: by chance alone
+    p_holm: Optional[float] = None
 
     @property
     def significant(self) -> bool:
@@ -730,6 +734,19 @@ def _delta_intervals(
     return out, True
 
 
+def _holm_across_categories(rows: List[MetricDelta]) -> None:
+    """Set each category row's ``p_holm``: its metric's category p-values adjusted as one family."""
+    from ragmeter import stats
+
+    by_metric: Dict[str, List[MetricDelta]] = {}
+    for r in rows:
+        if r.group != "overall" and r.p_value is not None:
+            by_metric.setdefault(r.metric, []).append(r)
+    for family in by_metric.values():
+        for r, adjusted in zip(family, stats.holm_adjust([r.p_value for r in family])):
+            r.p_holm = adjusted
+
+
 def _constant_interval(deltas: np.ndarray) -> Optional[np.ndarray]:
     """``[[c], [c]]`` per metric when every scored delta of a category is the same ``c`` (NaN: none scored),
     None when some metric varies. Every resample's mean is then ``c``: no resampling needed (thousands of
@@ -851,6 +868,7 @@ def compare_frames(
                 n_candidate_only=int((scored_c[sel] & ~scored_b[sel]).sum()),
                 n_judge_failed=int(lost[sel].sum()),
             ))
+    _holm_across_categories(rows)
     if too_few:
         notes.append(f"a 95% interval needs at least {MIN_INTERVAL_CASES} paired cases: with fewer, a resample "
                      "repeating one case is so likely that the bounds are just the smallest and largest delta; shown n/a")
@@ -928,6 +946,35 @@ LEGEND = (
     "better, except refusal: refusals on answerable questions, lower is better). MDD = minimum detectable "
     "difference at this n (alpha 0.05, power 0.8): smaller deltas are within noise."
 )
+
+
+#: the metrics with a per-category table (terminal) or column (Markdown)
+CATEGORY_METRICS = ("hit", "correct", "faithfulness")
+#: at most this many category rows named as holding after Holm's correction, then a count
+_MAX_HELD_NAMED = 5
+
+
+def category_caution(comp: Comparison) -> Optional[str]:
+    """A sentence under the per-category tables when some of their intervals exclude 0: how many would by
+    chance alone (each interval is at 95% on its own), and which McNemar tests hold after Holm's correction
+    across each metric's categories. None when no per-category star is shown."""
+    from ragmeter._text import printable
+
+    rows = [r for r in comp.rows if r.group != "overall" and r.metric in CATEGORY_METRICS and r.ci_low is not None]
+    starred = sum(r.significant for r in rows)
+    if not starred:
+        return None
+    text = (f"per category: {starred} of {len(rows)} intervals exclude 0; each is a 95% interval on its own, so "
+            f"with no real change about {0.05 * len(rows):.1f} would by chance.")
+    tested = [r for r in rows if r.p_holm is not None]
+    if tested:
+        held = sorted((r for r in tested if r.p_holm < 0.05), key=lambda r: r.p_holm)  # type: ignore[arg-type,return-value]
+        names = [f"{label(r.metric)} in {printable(r.group)} (p = {fmt_p(r.p_holm)})" for r in held[:_MAX_HELD_NAMED]]
+        if len(held) > _MAX_HELD_NAMED:
+            names.append(f"{len(held) - _MAX_HELD_NAMED} more")
+        text += (" McNemar tests Holm-adjusted across each metric's categories, below 0.05: "
+                 + (", ".join(names) if names else "none") + ".")
+    return text
 
 
 def flip_lines(comp: Comparison) -> List[str]:
@@ -1011,7 +1058,7 @@ def to_markdown(comp: Comparison, gate_results: Optional[List[Any]] = None) -> s
     lines.append("")
     lines.append(LEGEND.replace("* =", "`*` =", 1))
     lines.append("")
-    key = [m for m in ("hit", "correct", "faithfulness") if m in comp.metrics]
+    key = [m for m in CATEGORY_METRICS if m in comp.metrics]
     if comp.groups and key:
         cat_rows = []
         for g in comp.groups:
@@ -1025,6 +1072,9 @@ def to_markdown(comp: Comparison, gate_results: Optional[List[Any]] = None) -> s
                                f"({fmt_delta(cell.delta, cell.kind)} {fmt_ci(cell)}, n={cell.n_paired})")
             cat_rows.append(row)
         lines += ["### Per category", "", md_table(["category"] + [label(m) for m in key], cat_rows), ""]
+        caution = category_caution(comp)
+        if caution:
+            lines += [md_escape(caution[0].upper() + caution[1:]), ""]
     lines += flip_lines(comp)
     if comp.notes or comp.warnings:
         lines.append("")

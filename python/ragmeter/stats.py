@@ -58,6 +58,7 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_means",
     "paired_bootstrap_ci",
+    "holm_adjust",
     "paired_differences",
     "mcnemar_exact",
     "mcnemar",
@@ -486,6 +487,20 @@ def paired_bootstrap_ci(
 
 
 # --------------------------------------------------------------------------- McNemar
+
+
+def holm_adjust(p_values: Sequence[Optional[float]]) -> List[Optional[float]]:
+    """Holm's step-down adjustment of a family of p-values (Holm, 1979), in their order; None stays None and
+    does not count in the family's size. An adjusted p below alpha rejects with the family-wise error rate held
+    at alpha, whatever the tests' dependence: the i-th smallest of m is multiplied by ``m - i`` (from 0), and
+    kept at least as large as the one before it, at most 1."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    out: List[Optional[float]] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (len(tested) - rank) * float(p)))
+        out[i] = running
+    return out
 
 
 def mcnemar_exact(b: int, c: int) -> float:

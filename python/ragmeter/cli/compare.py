@@ -211,9 +211,9 @@ def _per_category(comp: Any, console: Any, say: Any) -> None:
 
     from ragmeter._text import printable
     from ragmeter.cli._tables import MAX_ROWS, print_more, worst_first
-    from ragmeter.compare import fmt_ci, fmt_delta, fmt_value, label
+    from ragmeter.compare import CATEGORY_METRICS, category_caution, fmt_ci, fmt_delta, fmt_value, label
 
-    key = [m for m in ("hit", "correct", "faithfulness") if m in comp.metrics]
+    key = [m for m in CATEGORY_METRICS if m in comp.metrics]
     groups = comp.groups
     if not groups:
         return
@@ -234,6 +234,9 @@ def _per_category(comp: Any, console: Any, say: Any) -> None:
         console.print(table)
         print_more(n_more, "categories", None, f"the {MAX_ROWS} that lost most (in the metric's direction), more "
                    "paired cases first among equals", console)
+    caution = category_caution(comp)
+    if caution:
+        say(caution)
 
 
 def _signed_delta(r: Any) -> Optional[float]:
