@@ -11,6 +11,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from ragmeter import dataset
+from ragmeter.dataset import _golden  # where load_golden looks its helpers up (a patch must land there)
 from ragmeter.cli import main
 from ragmeter.dataset import load_golden, reusing_golden_loads
 
@@ -29,7 +30,7 @@ def counting_parses(monkeypatch) -> list:
         parsed.append(str(source))
         return real(source, name, raw)
 
-    monkeypatch.setattr(dataset, "_load_golden", parse)
+    monkeypatch.setattr(_golden, "_load_golden", parse)
     return parsed
 
 
@@ -137,7 +138,7 @@ def test_unkept_fields_come_from_the_scoring_parse(tmp_path, monkeypatch):
                                           "difficulty": "hard" if i % 2 else "easy"}) + "\n" for i in range(6)),
                       encoding="utf-8")
     parsed = counting_parses(monkeypatch)
-    monkeypatch.setattr(dataset, "raw_records", lambda *a, **k: pytest.fail("parsed record by record"))
+    monkeypatch.setattr(_golden, "raw_records", lambda *a, **k: pytest.fail("parsed record by record"))
     with reusing_golden_loads():
         frame = load_golden(golden)
         got = dataset.golden_fields(golden, frame, ["difficulty"])

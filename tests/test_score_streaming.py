@@ -215,7 +215,7 @@ def test_slices_are_checked_on_the_reading_thread_and_their_errors_raised_where_
         threads.append(threading.current_thread())
         return check(*args, **kwargs)
 
-    monkeypatch.setattr(dataset, "_run_from_columns", recording)
+    monkeypatch.setattr(dataset._run, "_run_from_columns", recording)  # where ParquetRun looks it up
     golden, run = make_case_files(tmp_path, 21)
     reader = dataset.ParquetRun(run)
     frames = [frame for _, frame in reader]
