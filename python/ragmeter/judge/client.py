@@ -39,7 +39,7 @@ from .._secrets import Masker, mask_decoded
 from . import _json
 from .cost import estimate_tokens
 from .limits import Limits
-from .retry import RetryPolicy, classify, is_unknown_model, next_max_tokens
+from .retry import RetryPolicy, classify, is_unknown_model, next_max_tokens, reply_status
 from .stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, RunStop, ServerErrors
 from .urls import endpoint_url, public_endpoint, scrub_urls, split_credentials
 
@@ -398,7 +398,9 @@ class JudgeClient:
             self.stats.requests += 1
             async with self._session.post(url, data=data, headers=headers) as resp:
                 body = _body_text(await resp.read(), resp.charset)
-                slot.answer(resp.status, resp.headers)  # the rate controller learns from it (time-outs too)
+                # the rate controller learns from it (time-outs too); a throttle a gateway sends in a 200's error
+                # object is a throttle to it as a 429 is
+                slot.answer(reply_status(resp.status, body), resp.headers)
                 return resp.status, resp.headers, body  # keys masked by the reader: _masked_reply, redact
 
     async def _call(self, url: Any, build: Callable[[], Dict[str, Any]], tokens: Callable[[], int],

@@ -201,7 +201,9 @@ class _Slot:
             lim.controller.timed_out(self.sent_at)
 
     def answer(self, status: int, headers: Optional[Mapping[str, str]]) -> None:
-        """The server answered ``status``: a throttle cuts the rate, any other answer is a latency sample."""
+        """The server answered ``status``: a throttle cuts the rate, any other answer is a latency sample. (The
+        judge client passes the status the answer stands for, :func:`~ragmeter.judge.retry.reply_status`: a 200
+        carrying a 429 in its error object is a 429.)"""
         from .retry import parse_retry_after
 
         lim = self._limits

@@ -12,7 +12,8 @@ then exactly one of ``answered(sent_at, latency)``, ``throttle(sent_at, retry_af
 Rate (requests per second), after AWS's SDK "adaptive" retry mode, with two changes measured in
 benches/judge_policies.py:
 
-* Unlimited until the first throttle (429, 529, or 503 with Retry-After). Then a token bucket, its rate cut to
+* Unlimited until the first throttle (429, 529, or 503 with Retry-After; a 2xx carrying one of them in its error
+  object is that status, see :func:`~ragmeter.judge.retry.reply_status`). Then a token bucket, its rate cut to
   ``beta`` (0.7) times the pace the client had (the first time there is nothing better to go on; a throttle of
   the very first requests, before any answer, cuts nothing).
 * A probe after every cut: the requests sent since the cut, and which of them were throttled (throttles come

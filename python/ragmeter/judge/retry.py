@@ -29,7 +29,7 @@ from typing import Callable, Mapping, Optional
 from .urls import scrub_urls
 
 __all__ = ["RetryPolicy", "Decision", "classify", "is_context_overflow", "is_unknown_model", "backoff_delay",
-           "parse_retry_after", "next_max_tokens"]
+           "parse_retry_after", "next_max_tokens", "reply_status"]
 
 #: Statuses retried with back-off. 5xx are all retried except 501 (not implemented).
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
@@ -54,9 +54,19 @@ _UNKNOWN_MODEL = re.compile(r"model_not_found|model[ _]not[ _]exist|no such mode
 def is_unknown_model(status: Optional[int], body: Optional[str]) -> bool:
     """A 400/422 whose error body says the model asked for does not exist (OpenAI-compatible servers that do
     not answer 404 for it), also when a gateway sends it in a 2xx's error object."""
-    if status is not None and 200 <= status < 300:
-        status = _carried_status(body)
+    if status is not None:
+        status = reply_status(status, body)
     return status in (400, 422) and bool(_UNKNOWN_MODEL.search(_error_text(body)))
+
+
+def reply_status(status: int, body: Optional[str]) -> int:
+    """The HTTP status an answer stands for: a 2xx whose body is an error object naming an HTTP error status (or
+    an exhausted quota, or a rate limit by name) stands for that status, a gateway answering everything 200;
+    any other answer for its own. :func:`classify` decides by it, and the rate controller is told it, so that a
+    throttle is a throttle however it is carried."""
+    if 200 <= status < 300:
+        return _carried_status(body) or status
+    return status
 
 
 @dataclass(frozen=True)
@@ -148,10 +158,19 @@ def _error_text(body: Optional[str]) -> str:
     return str(err)[:300]
 
 
+#: ``code``, ``type`` or ``status`` values of an error object that name a throttle without its number (OpenAI's
+#: ``rate_limit_exceeded``, Anthropic's ``rate_limit_error`` and ``overloaded_error``): the status each stands for
+_NAMED_THROTTLES = {"rate_limit_exceeded": 429, "rate_limit_error": 429, "too_many_requests": 429,
+                    "overloaded_error": 529}
+
+
 def _carried_status(body: Optional[str]) -> Optional[int]:
     """The HTTP status a 2xx body's error object stands for: 429 when it says the quota or credit is exhausted,
-    else its ``code`` or ``status`` when that is an HTTP error status (400-599); None otherwise (no error object,
-    or an application's own code)."""
+    else its ``code`` or ``status`` when that is an HTTP error status (400-599), else the status a throttle it
+    names stands for (``rate_limit_exceeded``: 429); None otherwise (no error object, or an application's own
+    code)."""
+    if not body or '"error"' not in body:
+        return None  # no error object (the usual reply, read on every answer): not worth decoding again
     try:
         data = json.loads(body or "")
     except (ValueError, TypeError):
@@ -168,6 +187,10 @@ def _carried_status(body: Optional[str]) -> Optional[int]:
             value = int(value.strip())
         if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
             return value
+    for name in ("code", "type", "status"):
+        value = err.get(name)
+        if isinstance(value, str) and value.strip().lower() in _NAMED_THROTTLES:
+            return _NAMED_THROTTLES[value.strip().lower()]
     return None
 
 
@@ -243,8 +266,8 @@ def classify(
         code = int(status or 0)
         detail = _error_text(body)
         suffix = f": {detail}" if detail else ""
-        carried = _carried_status(body) if 200 <= code < 300 else None
-        if carried is not None:
+        carried = reply_status(code, body)
+        if carried != code:
             # a gateway that answers every request 200 and puts the real answer in an error object: that
             # answer decides (an exhausted quota or a refused key stops the run; retrying cannot help)
             d = classify(attempt=attempt, policy=policy, status=carried, headers=headers, body=body, rand=rand,

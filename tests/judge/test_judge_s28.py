@@ -1,0 +1,73 @@
+"""Review session 28 of the judge engine: each defect with the test that failed before its fix."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragmeter.judge import JudgeConfig, run_sync
+from ragmeter.judge.retry import RetryPolicy, classify
+
+CASES = [{"id": f"c{i}", "question": f"Which colour is item {i}?", "reference_answer": "blue", "answer": "blue"}
+         for i in range(3)]
+
+
+def _config(server, tmp_path, fast_retry, **options) -> JudgeConfig:
+    return JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
+                       cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False, **options)
+
+
+# -- a throttle sent in a 200's error object moves the rate controller as a 429 does ---------------------------------
+def _in_a_200(error: dict) -> dict:
+    return {"status": 200, "body": json.dumps({"error": error})}
+
+
+THROTTLES = {
+    "429 status": 429,
+    "200 carrying code 429": _in_a_200({"message": "Rate limit reached", "code": 429}),
+    "200 carrying code '429'": _in_a_200({"message": "Rate limit reached", "code": "429"}),
+    "200 carrying rate_limit_exceeded": _in_a_200({"message": "Rate limit reached for requests",
+                                                   "type": "requests", "code": "rate_limit_exceeded"}),
+}
+
+
+@pytest.mark.parametrize("throttle", list(THROTTLES.values()), ids=list(THROTTLES))
+@pytest.mark.parametrize("control", ["adaptive", "fixed"])
+def test_a_throttle_in_a_200_body_counts_as_a_throttle(tmp_path, server, fast_retry, throttle, control):
+    # every case's first attempt is throttled, the second answers
+    server.rules = [(lambda info: server.count_by_key[info["key"]] == 1, throttle)]
+    res = run_sync(CASES, _config(server, tmp_path, fast_retry, rate_control=control))
+    assert [r["status"] for r in res.rows] == ["ok"] * 3 and server.requests == 6
+    outcomes = [a["outcome"] for r in res.rows for a in json.loads(r["attempt_log"])]
+    assert outcomes.count("rate_limit") == 3
+    # before: a 200 carrying the throttle was an answer to the rate controller (throttled 0), and one carrying
+    # rate_limit_exceeded was not even read as a rate limit (bad_response)
+    assert res.summary["rate"]["throttled"] == 3
+
+
+def test_classify_reads_a_named_rate_limit_in_a_200_as_a_429():
+    body = json.dumps({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}})
+    d = classify(attempt=1, policy=RetryPolicy(), status=200, body=body)
+    assert (d.kind, d.retry) == ("rate_limit", True) and d.message.startswith("HTTP 200 with error 429")
+
+
+def test_a_200_reply_is_its_own_status_to_the_rate_controller():
+    from ragmeter.judge.retry import reply_status
+
+    ok = json.dumps({"choices": [{"message": {"content": "{\"error\": 429}"}}]})
+    assert reply_status(200, ok) == 200
+    assert reply_status(200, json.dumps({"error": {"code": 429}})) == 429
+    assert reply_status(200, json.dumps({"error": {"code": 503}})) == 503
+    assert reply_status(500, json.dumps({"error": {"code": 429}})) == 500  # only a 2xx carries another status
+    assert reply_status(200, None) == 200 and reply_status(200, "<html>") == 200
+
+
+@pytest.mark.parametrize("throttle", list(THROTTLES.values()), ids=list(THROTTLES))
+def test_throttles_in_200_bodies_cut_the_adaptive_rate_as_429s_do(tmp_path, server, fast_retry, throttle):
+    server.rules = [(lambda info: server.count_by_key[info["key"]] == 1, throttle)]
+    cases = [dict(CASES[0], id=f"q{i}", question=f"Which colour is item {i}?") for i in range(20)]
+    res = run_sync(cases, _config(server, tmp_path, fast_retry, concurrency=16))
+    rate = res.summary["rate"]
+    # before: with the throttles in 200 bodies the rate was never cut (cuts 0, min_rps null) and the concurrency
+    # shrank instead, the throttles read as slow answers
+    assert rate["throttled"] == 20 and rate["cuts"] >= 1 and rate["min_rps"] is not None
