@@ -71,3 +71,69 @@ def test_throttles_in_200_bodies_cut_the_adaptive_rate_as_429s_do(tmp_path, serv
     # before: with the throttles in 200 bodies the rate was never cut (cuts 0, min_rps null) and the concurrency
     # shrank instead, the throttles read as slow answers
     assert rate["throttled"] == 20 and rate["cuts"] >= 1 and rate["min_rps"] is not None
+
+
+# -- a reply with reasoning text and no answer -------------------------------------------------------------------------
+THOUGHTS = "Let me think step by step about this. " * 20  # 760 characters
+VERDICT = json.dumps({"reason": "matches", "score": 5, "correct": True})
+
+
+def _thinking_only(content, finish, completion_tokens=200, reasoning=THOUGHTS, field="reasoning_content") -> dict:
+    message = {"role": "assistant", "content": content, field: reasoning}
+    return {"status": 200, "body": json.dumps({
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": completion_tokens}})}
+
+
+def _attempts(row) -> list:
+    return [(a.get("max_tokens"), a.get("outcome")) for a in json.loads(row["attempt_log"])]
+
+
+def test_reasoning_that_used_the_whole_budget_is_a_truncation(tmp_path, server, fast_retry):
+    server.rules = [(lambda info: True, "empty")]  # reasoning_content only, finish_reason length, every time
+    res = run_sync(CASES[:1], _config(server, tmp_path, fast_retry, max_tokens=500, max_retry_tokens=2000))
+    row = res.rows[0]
+    # before: outcomes "empty", and the row failed "output empty at max_tokens=2000 (the --max-retry-tokens cap)"
+    assert _attempts(row) == [(500, "truncated"), (1000, "truncated"), (2000, "truncated")]
+    assert row["status"] == "failed" and row["error_kind"] == "truncated"
+    assert "reasoning" in row["error"] and "760 characters" in row["error"] and "--max-retry-tokens" in row["error"]
+    assert "thinking off" in row["error"]
+
+
+def test_reasoning_that_used_the_budget_then_an_answer_scores(tmp_path, server, fast_retry):
+    server.script = ["empty", {"content": VERDICT}]
+    res = run_sync(CASES[:1], _config(server, tmp_path, fast_retry, max_tokens=500))
+    row = res.rows[0]
+    assert row["status"] == "ok" and row["score"] == 5.0
+    assert _attempts(row) == [(500, "truncated"), (1000, "ok")]
+
+
+def test_reasoning_at_the_budget_with_stop_is_a_truncation_too(tmp_path, server, fast_retry):
+    # finish_reason stop, but usage says the whole budget went (some servers say stop at the budget)
+    server.script = [_thinking_only("", "stop", completion_tokens=500), {"content": VERDICT}]
+    res = run_sync(CASES[:1], _config(server, tmp_path, fast_retry, max_tokens=500))
+    assert res.rows[0]["status"] == "ok" and _attempts(res.rows[0]) == [(500, "truncated"), (1000, "ok")]
+
+
+@pytest.mark.parametrize("content", [None, "", "  \n"])
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_a_reply_with_only_reasoning_says_so_and_what_to_do(tmp_path, server, fast_retry, content, field):
+    # the verdict sits in the reasoning: it is never read as the verdict
+    server.rules = [(lambda info: True, _thinking_only(content, "stop", reasoning=THOUGHTS + VERDICT, field=field))]
+    res = run_sync(CASES[:1], _config(server, tmp_path, fast_retry, max_tokens=500))
+    row = res.rows[0]
+    assert server.requests == 1 and row["status"] == "failed" and row["score"] is None
+    assert row["error_kind"] == "empty"
+    # before: "output empty: the model returned no output with finish_reason stop at max_tokens=500; a larger
+    # budget would not change it", no word of the reasoning nor of what to do
+    n = len(THOUGHTS + VERDICT)
+    assert f"only reasoning text ({n} characters)" in row["error"] and "no answer" in row["error"]
+    assert "thinking off" in row["error"] and "--max-tokens" in row["error"]
+
+
+def test_an_empty_reply_without_reasoning_keeps_its_message(tmp_path, server, fast_retry):
+    server.rules = [(lambda info: True, {"content": "", "finish_reason": "stop"})]
+    res = run_sync(CASES[:1], _config(server, tmp_path, fast_retry, max_tokens=500))
+    row = res.rows[0]
+    assert row["error_kind"] == "empty" and "reasoning" not in row["error"]
+    assert "a larger budget would not change it" in row["error"]

@@ -235,6 +235,19 @@ def _check_vectors(vectors: List[List[float]]) -> None:
                              attempts=[])
 
 
+def reply_text(message: Dict[str, Any]) -> tuple[str, str]:
+    """(answer, reasoning) of a chat reply's ``message``: the one place the reply's text is read.
+
+    The answer is ``content``: a string, or a list of parts whose ``text`` is joined (null: no answer). The
+    reasoning is ``reasoning_content`` (llama.cpp, DeepSeek, vLLM's reasoning parser) or ``reasoning`` (Ollama,
+    OpenRouter): counted and reported, never read as the verdict."""
+    content = message.get("content") or ""
+    if not isinstance(content, str):  # some servers send a list of parts
+        content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+    return content, reasoning if isinstance(reasoning, str) else str(reasoning)
+
+
 class RawJSON(bytes):
     """UTF-8 bytes that are already JSON, spliced into a request body as is."""
 
@@ -550,7 +563,7 @@ class JudgeClient:
         """One chat completion; retried, and re-sent with ``max_tokens`` doubled on truncated or empty output.
 
         Doubling (up to the ``max_retry_tokens`` cap) follows ``finish_reason == "length"`` (output cut, or
-        reasoning that used the whole budget), an output without a ``finish_reason`` whose
+        reasoning that used the whole budget: outcome ``truncated``, see :func:`reply_text`), an output without a ``finish_reason`` whose
         ``usage.completion_tokens`` shows the whole budget was used, and an empty output when the server gives no
         ``finish_reason`` or ``usage.completion_tokens`` shows the whole budget was used. An empty output with any other
         ``finish_reason`` (``stop``, ``eos``...) and no sign of an exhausted budget was ended by the model
@@ -600,13 +613,10 @@ class JudgeClient:
                                                                               "object")
             choice = choices[0]
             message = choice.get("message") or {}
-            content = message.get("content") or ""
-            if not isinstance(content, str):  # some servers send a list of parts
-                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-            reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+            content, reasoning = reply_text(message)
             finish = choice.get("finish_reason")
             pt = reported_pt or prompt_est
-            ct = reported_ct or (estimate_tokens(content) + estimate_tokens(str(reasoning)))
+            ct = reported_ct or (estimate_tokens(content) + estimate_tokens(reasoning))
             if (pt, ct) != (reported_pt, reported_ct):  # no (readable) usage from the endpoint: the cost is estimated
                 record["usage_estimated"] = True
                 self.stats.usage_estimated += 1
@@ -616,7 +626,7 @@ class JudgeClient:
             self.stats.completion_tokens += ct
             record.update(prompt_tokens=pt, completion_tokens=ct, finish_reason=finish)
             if reasoning:
-                record["reasoning_chars"] = len(str(reasoning))
+                record["reasoning_chars"] = len(reasoning)
             refusal = message.get("refusal")
             if (isinstance(refusal, str) and refusal.strip()) or finish == "content_filter":
                 # the model (or the endpoint's filter) declined: its content is empty, but a larger budget would
@@ -630,21 +640,35 @@ class JudgeClient:
             spent_all = reported_ct is not None and reported_ct >= state["max_tokens"]
             # no finish_reason, and the whole budget used: cut as surely as an empty output so signed is
             cut = finish == "length" or (finish is None and spent_all)
-            if content.strip() and not cut:
+            answered = bool(content.strip())
+            if answered and not cut:
                 return ChatResult(content=content, finish_reason=finish, prompt_tokens=billed["prompt"],
                                   completion_tokens=billed["completion"],
                                   latency_ms=(time.monotonic() - started) * 1000.0,
                                   max_tokens=state["max_tokens"], attempts=attempts,
-                                  reasoning_chars=len(str(reasoning)))
-            else:
-                record["outcome"] = "empty" if not content.strip() else "truncated"
+                                  reasoning_chars=len(reasoning))
+            # reasoning and no answer: when the budget ran out it went on thinking, a reply cut short like any other
+            thought_only = not answered and bool(reasoning.strip())
+            ran_out = finish == "length" or spent_all
+            record["outcome"] = "truncated" if answered or (thought_only and ran_out) else "empty"
+            # what to do about a reply that is all reasoning (never read as the verdict: the answer is the content)
+            thinking = (f"the reply had only reasoning text ({len(reasoning)} characters) and no answer"
+                        if thought_only else "")
             if record["outcome"] == "empty" and finish and finish != "length" and not spent_all:
                 # the model ended the reply itself (stop, eos...) below the budget: a larger budget would only pay
                 # for the same empty reply again
-                raise JudgeCallError(f"output empty: the model returned no output with finish_reason {finish} at "
-                                     f"max_tokens={state['max_tokens']}; a larger budget would not change it (the "
-                                     f"tokens billed are still counted)", kind="empty", attempts=[],
-                                     prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
+                if thinking:
+                    msg = (f"output empty: {thinking} (finish_reason {finish} at max_tokens={state['max_tokens']}); "
+                           f"turn the model's thinking off for judging, or raise --max-tokens if it stopped "
+                           f"thinking short of an answer (the tokens billed are still counted)")
+                else:
+                    msg = (f"output empty: the model returned no output with finish_reason {finish} at "
+                           f"max_tokens={state['max_tokens']}; a larger budget would not change it (the tokens "
+                           f"billed are still counted)")
+                raise JudgeCallError(msg, kind="empty", attempts=[], prompt_tokens=billed["prompt"],
+                                     completion_tokens=billed["completion"])
+            advice = (f": {thinking}; raise --max-retry-tokens, or turn the model's thinking off for judging"
+                      if thinking else "")
             nxt = next_max_tokens(state["max_tokens"], cap)
             room = None if self.context_size is None else self.context_size - pt
             # a server that cut the output below the budget asked for (llama.cpp's, at a full context) would
@@ -664,12 +688,13 @@ class JudgeClient:
                     limit = "the --max-retry-tokens cap"
                 else:
                     limit = f"with the {pt}-token prompt it fills the {self.context_size}-token context window"
-                msg = f"output {why} at max_tokens={state['max_tokens']} ({limit})"
+                msg = f"output {why} at max_tokens={state['max_tokens']} ({limit}){advice}"
                 raise JudgeCallError(msg, kind=why, attempts=[], raw=content or None,
                                      prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
             if afford is not None and not afford(billed["prompt"], billed["completion"], nxt):
                 raise JudgeCallError(f"output {record['outcome']} at max_tokens={state['max_tokens']}, and the "
-                                     f"attempt with max_tokens={nxt} would pass --budget (not sent)", kind="budget",
+                                     f"attempt with max_tokens={nxt} would pass --budget (not sent){advice}",
+                                     kind="budget",
                                      attempts=[], raw=content or None, prompt_tokens=billed["prompt"],
                                      completion_tokens=billed["completion"])
             log.info("chat: output %s at max_tokens=%d; retrying with %d", record["outcome"], state["max_tokens"], nxt)

@@ -6,8 +6,9 @@ how long to wait, and why. It has no side effects and takes its randomness as
 an argument, so it is tested without a server.
 
 :func:`next_max_tokens` is the budget-doubling rule for outputs cut short
-(``finish_reason == "length"``) or empty because the budget may have run out
-(reasoning models that spent the whole budget thinking): an empty output is
+(``finish_reason == "length"``, a reply that is all reasoning at the budget
+included: reasoning models that spent the whole budget thinking) or empty
+because the budget may have run out: an empty output is
 re-sent with a larger budget when its ``finish_reason`` is ``"length"`` or
 missing, or when ``usage.completion_tokens`` shows the whole budget was used.
 An empty output the model ended itself below the budget (``finish_reason``
