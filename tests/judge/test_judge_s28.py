@@ -137,3 +137,28 @@ def test_an_empty_reply_without_reasoning_keeps_its_message(tmp_path, server, fa
     row = res.rows[0]
     assert row["error_kind"] == "empty" and "reasoning" not in row["error"]
     assert "a larger budget would not change it" in row["error"]
+
+
+# -- custom metrics, as a user writes them ------------------------------------------------------------------------------
+def test_a_metric_file_table_other_than_metrics_is_named_not_ignored(tmp_path):
+    from ragmeter.errors import InputError
+    from ragmeter.judge.custom import load_metric_file
+
+    path = tmp_path / "m.toml"
+    # a typo'd table beside a good one: before, 'grounded' was silently not judged
+    path.write_text('[metrics.tone]\ncriteria = "Is the answer polite?"\n\n'
+                    '[metric.grounded]\ncriteria = "Is the answer grounded?"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"m\.toml: unknown table or key 'metric' .*\[metrics\.<name>\]"):
+        load_metric_file(path)
+
+
+@pytest.mark.parametrize("suffix,text", [(".json", '{"metrics": {"tone": {"criteria": "x"}}}'),
+                                         (".yaml", "metrics:\n  tone:\n    criteria: x\n")])
+def test_a_json_or_yaml_metric_file_is_told_the_file_is_read_as_toml(tmp_path, suffix, text):
+    from ragmeter.errors import InputError
+    from ragmeter.judge.custom import load_metric_file
+
+    path = tmp_path / f"m{suffix}"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=r"--metric-file reads TOML"):
+        load_metric_file(path)

@@ -553,10 +553,15 @@ def load_metric_file(path: Any) -> List[RubricMetric]:
         line = raw[:exc.start].count(b"\n") + 1
         raise InputError(f"{p}:{line}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{p}: invalid TOML ({exc})") from None
+        said = (" (--metric-file reads TOML: one [metrics.<name>] table per metric)"
+                if p.suffix.lower() in (".json", ".yaml", ".yml") else "")
+        raise InputError(f"{p}: invalid TOML ({exc}){said}") from None
     tables = data.get("metrics")
     if not isinstance(tables, dict) or not tables:
         raise InputError(f"{p}: no [metrics.<name>] table (each holds criteria = \"...\", scale = [1, 5], ...)")
+    other = sorted(set(data) - {"metrics"})
+    if other:  # a typo'd [metric.x] beside good tables would leave that metric silently unjudged
+        raise InputError(f"{p}: unknown table or key {other[0]!r} (each metric is a [metrics.<name>] table)")
     out = []
     for name, spec in tables.items():
         if not isinstance(spec, dict):
