@@ -162,3 +162,56 @@ def test_a_json_or_yaml_metric_file_is_told_the_file_is_read_as_toml(tmp_path, s
     path.write_text(text, encoding="utf-8")
     with pytest.raises(InputError, match=r"--metric-file reads TOML"):
         load_metric_file(path)
+
+
+def _scorer(reply, case):
+    return 1.0 if reply["blue"] else 0.0
+
+
+def _decorate(**options):
+    from ragmeter.judge import metric
+
+    return metric("says_blue", prompt='Does "answer" say blue?', schema={"blue": bool}, fields=("answer",),
+                  **options)(_scorer)
+
+
+@pytest.mark.parametrize("scale", [("a", "b"), (1,), "0-1", (0, float("inf")), (float("nan"), 1), (True, 2),
+                                   (1, 1), (2, 1), None])
+def test_a_decorated_metric_scale_must_be_two_finite_numbers_low_first(scale):
+    from ragmeter.errors import InputError
+
+    # before: ValueError or TypeError tracebacks ("could not convert string to float: 'a'"), or an infinite scale kept
+    with pytest.raises(InputError, match=r"metric 'says_blue': scale must be two finite numbers \(low, high\)"):
+        _decorate(scale=scale)
+
+
+@pytest.mark.parametrize("threshold", ["high", True, 7, -1, float("nan")])
+def test_a_decorated_metric_pass_threshold_must_be_a_number_on_its_scale(threshold):
+    from ragmeter.errors import InputError
+
+    # before: accepted, to crash or mislead at the end of the run
+    with pytest.raises(InputError, match=r"metric 'says_blue': pass_threshold"):
+        _decorate(pass_threshold=threshold)
+
+
+def test_a_decorated_metric_pass_threshold_decides_the_pass_rate(tmp_path, server, fast_retry):
+    from ragmeter.judge.metrics import MetricResult
+
+    blue = _decorate(pass_threshold=0.5)
+
+    @__import__("ragmeter.judge", fromlist=["metric"]).metric(
+        "says_blue_own", prompt='Does "answer" say blue?', schema={"blue": bool}, fields=("answer",),
+        pass_threshold=0.5)
+    def own(reply, case):  # its own verdict on passing wins
+        return MetricResult(score=1.0, correct=False)
+
+    server.replies["custom-says-blue"] = lambda payload: {"blue": True}
+    server.replies["custom-says-blue-own"] = lambda payload: {"blue": True}
+    res = run_sync(CASES, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=[blue, own],
+                                      cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    rows = {m: [r for r in res.rows if r["metric"] == m] for m in ("says_blue", "says_blue_own")}
+    assert [r["score"] for r in rows["says_blue"]] == [1.0] * 3
+    # before: every case scored 1.0 at a threshold of 0.5, and the pass rate said 0% (correct never set)
+    assert [r["correct"] for r in rows["says_blue"]] == [True] * 3
+    assert res.summary["metrics"]["says_blue"]["pass_rate"] == 1.0
+    assert res.summary["metrics"]["says_blue_own"]["pass_rate"] == 0.0

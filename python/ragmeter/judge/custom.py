@@ -237,13 +237,7 @@ class RubricMetric:
         lo, hi = self._range()
         # the types are checked here, not left to float() or str.strip(): a rubric file's ``pass_threshold =
         # "high"`` or ``steps = [1, 2]`` is an input error naming the field, not a traceback
-        threshold = self.pass_threshold
-        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
-            raise InputError(f"metric {self.name!r}: pass_threshold must be a number on the scale {lo}-{hi}, "
-                             f"got {threshold!r}")
-        if threshold is not None and not lo <= float(threshold) <= hi:
-            raise InputError(f"metric {self.name!r}: pass_threshold {self.pass_threshold!r} is outside the scale "
-                             f"{lo}-{hi}")
+        _check_threshold(self.name, self.pass_threshold, lo, hi)
         self.fields = _field_names(self.name, self.fields)
         self.steps = (self.steps,) if isinstance(self.steps, str) else tuple(self.steps)
         for step in self.steps:
@@ -375,7 +369,11 @@ class FunctionMetric:
             raise  # the engine's own outcomes: skipped, budget, failed call, unusable reply, a stopping run
         except (Exception, SystemExit) as exc:
             raise MetricError(f"metric {self.name!r}: the scoring function raised {type(exc).__name__}: {exc}") from None
-        return _to_result(self.name, value, self.range)
+        result = _to_result(self.name, value, self.range)
+        if self.pass_threshold is not None and result.correct is None and result.score is not None:
+            # the summary's pass_rate counts `correct`: without this every case "failed" whatever its score
+            result.correct = result.score >= self.pass_threshold
+        return result
 
     def _step(self, step: str) -> Tuple[P.Prompt, Dict[str, str]]:
         if step not in self.steps:
@@ -425,6 +423,30 @@ class FunctionMetric:
         return [(p, m, 120, i == 0) for i, (p, m) in enumerate(calls)]
 
 
+def _finite_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _function_scale(metric_name: str, scale: Any) -> Tuple[float, float]:
+    """A decorated metric's ``scale`` as (low, high): two finite numbers, low below high; else an error naming it."""
+    pair = tuple(scale) if isinstance(scale, (list, tuple)) else ()
+    if len(pair) != 2 or not all(_finite_number(v) for v in pair) or not pair[0] < pair[1]:
+        raise InputError(f"metric {metric_name!r}: scale must be two finite numbers (low, high) with low < high, "
+                         f"got {scale!r}")
+    return float(pair[0]), float(pair[1])
+
+
+def _check_threshold(metric_name: str, threshold: Any, lo: float, hi: float) -> None:
+    """``pass_threshold``: None, or a number on the metric's scale; else an error naming it."""
+    if threshold is None:
+        return
+    if not _finite_number(threshold):
+        raise InputError(f"metric {metric_name!r}: pass_threshold must be a number on the scale {lo:g}-{hi:g}, "
+                         f"got {threshold!r}")
+    if not lo <= threshold <= hi:
+        raise InputError(f"metric {metric_name!r}: pass_threshold {threshold!r} is outside the scale {lo:g}-{hi:g}")
+
+
 def _has_fields(case: Case, fields: Sequence[str]) -> bool:
     return all(not _missing(_case_value(case, f)) for f in fields)
 
@@ -459,9 +481,8 @@ def metric(name: Optional[str] = None, *, prompt: Optional[str] = None, schema: 
         if (prompt is None) == (prompts is None):
             raise InputError(f"metric {metric_name!r}: give either prompt= and schema= or prompts={{step: "
                              "(instructions, schema)}")
-        lo, hi = scale
-        if not lo < hi:
-            raise InputError(f"metric {metric_name!r}: scale must be (low, high) with low < high")
+        lo, hi = _function_scale(metric_name, scale)
+        _check_threshold(metric_name, pass_threshold, lo, hi)
         steps_in: Mapping[str, Tuple[str, Any]] = prompts if prompts is not None else {"": (prompt, schema)}  # type: ignore[dict-item]
         steps: Dict[str, Tuple[P.Prompt, Dict[str, str]]] = {}
         for step, spec in steps_in.items():
@@ -477,7 +498,7 @@ def metric(name: Optional[str] = None, *, prompt: Optional[str] = None, schema: 
             steps[step] = (_prompt(metric_name, step or None, version, text), norm)
         if prompts is not None and not inspect.iscoroutinefunction(fn):
             raise InputError(f"metric {metric_name!r}: with prompts= the function must be async def fn(ask, case)")
-        return FunctionMetric(metric_name, fn, steps, fields_t, (float(lo), float(hi)), pass_threshold)
+        return FunctionMetric(metric_name, fn, steps, fields_t, (lo, hi), pass_threshold)
 
     return wrap
 
