@@ -215,3 +215,28 @@ def test_a_decorated_metric_pass_threshold_decides_the_pass_rate(tmp_path, serve
     assert [r["correct"] for r in rows["says_blue"]] == [True] * 3
     assert res.summary["metrics"]["says_blue"]["pass_rate"] == 1.0
     assert res.summary["metrics"]["says_blue_own"]["pass_rate"] == 0.0
+
+
+def test_a_score_description_naming_a_field_the_metric_lacks_is_refused():
+    from ragmeter.errors import InputError
+    from ragmeter.judge import RubricMetric
+
+    # before: accepted; the judge read "{policy}" literally, the policy itself never sent
+    with pytest.raises(InputError, match=r"metric 'tone': the prompt references field 'policy'"):
+        RubricMetric("tone", criteria="Is the answer polite?", fields=("answer",),
+                     score_descriptions={5: "follows {policy}", 1: "ignores it"})
+
+
+def test_a_numpy_number_from_a_scoring_function_is_a_score(tmp_path, server, fast_retry):
+    np = pytest.importorskip("numpy")
+    from ragmeter.judge import metric
+
+    @metric("blue_count", prompt='Does "answer" say blue?', schema={"blue": bool}, fields=("answer",))
+    def blue_count(reply, case):
+        return np.sum([reply["blue"]])  # numpy.int64, as a count taken with numpy is
+
+    server.replies["custom-blue-count"] = lambda payload: {"blue": True}
+    res = run_sync(CASES[:1], JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=[blue_count],
+                                          cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
+    # before: failed as metric_error, "the scoring function returned 1, not a finite number"
+    assert res.rows[0]["status"] == "ok" and res.rows[0]["score"] == 1.0

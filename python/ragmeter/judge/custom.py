@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from typing import (Any, Awaitable, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union,
@@ -195,7 +196,8 @@ def _to_result(metric_name: str, value: Any, scale: Tuple[float, float]) -> Metr
     score = result.score
     if score is None:
         return MetricResult(**{**result.__dict__, "outcome": "no_score" if result.outcome == "scored" else result.outcome})
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+    # numbers.Real: a numpy number (a count or mean taken with numpy) is a score as a Python one is
+    if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
         raise MetricError(f"metric {metric_name!r}: the scoring function returned {score!r}, not a finite number")
     if not scale[0] <= score <= scale[1]:
         raise MetricError(f"metric {metric_name!r}: the scoring function returned {score!r}, outside its scale "
@@ -256,7 +258,8 @@ class RubricMetric:
                 raise InputError(f"metric {self.name!r}: score_descriptions field {str(key)!r} must be a text, "
                                  f"got {text!r}")
         self.prompts = (_prompt(self.name, None, self.version, self._instructions()),)
-        _check_placeholders(self.name, self.criteria + "\n".join(self.steps), self.fields)
+        prompt_texts = [self.criteria, *self.steps, *self.score_descriptions.values()]
+        _check_placeholders(self.name, "\n".join(prompt_texts), self.fields)
 
     def _range(self) -> Tuple[int, int]:
         scale = tuple(self.scale) if isinstance(self.scale, (list, tuple)) else ()  # type: ignore[arg-type]
