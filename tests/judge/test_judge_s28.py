@@ -240,3 +240,14 @@ def test_a_numpy_number_from_a_scoring_function_is_a_score(tmp_path, server, fas
                                           cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
     # before: failed as metric_error, "the scoring function returned 1, not a finite number"
     assert res.rows[0]["status"] == "ok" and res.rows[0]["score"] == 1.0
+
+
+def test_a_metric_bound_to_two_names_in_a_module_is_one_metric(tmp_path):
+    from ragmeter.judge.custom import load_metric_module
+
+    module = tmp_path / "aliased.py"
+    module.write_text('from ragmeter.judge import RubricMetric\n'
+                      'tone = RubricMetric("tone", criteria="Is the answer polite?", fields=("answer",))\n'
+                      'TONE = tone  # an alias, as a module exporting a constant does\n', encoding="utf-8")
+    # before: listed twice, and the command refused it: "metric 'tone' is also defined in aliased.py"
+    assert [m.name for m in load_metric_module(module)] == ["tone"]

@@ -613,7 +613,10 @@ def load_metric_module(path: Any) -> List[Any]:
         raise InputError(f"{p}: {exc}") from None
     except (Exception, SystemExit) as exc:  # a module that calls sys.exit() must not end the command as if done
         raise InputError(f"{p}: importing the metric module raised {type(exc).__name__}: {exc}") from None
-    found = [v for v in vars(module).values() if isinstance(v, (RubricMetric, FunctionMetric))]
+    found: List[Any] = []
+    for value in vars(module).values():  # one object bound to two names (an alias) is one metric
+        if isinstance(value, (RubricMetric, FunctionMetric)) and not any(value is m for m in found):
+            found.append(value)
     if not found:
         raise InputError(f"{p}: defines no metric (a RubricMetric(...) or an @ragmeter.judge.metric function)")
     from .metrics import BUILTIN_METRICS
