@@ -251,3 +251,37 @@ def test_a_metric_bound_to_two_names_in_a_module_is_one_metric(tmp_path):
                       'TONE = tone  # an alias, as a module exporting a constant does\n', encoding="utf-8")
     # before: listed twice, and the command refused it: "metric 'tone' is also defined in aliased.py"
     assert [m.name for m in load_metric_module(module)] == ["tone"]
+
+
+# -- thoughts in the content with no answer after them: reasoning, never the verdict ---------------------------------
+DRAFT = json.dumps({"reason": "a first draft", "score": 1, "correct": False})
+THOUGHTS_ONLY = [
+    f"<think>The reference says blue. A draft: {DRAFT}</think>",    # the thoughts, closed, nothing after
+    f"The reference says blue. A draft: {DRAFT}\n</think>",         # opening tag in the prompt (DeepSeek-R1, QwQ)
+    f"<think>The reference says blue. A draft: {DRAFT} and then",   # opened, never closed
+]
+
+
+@pytest.mark.parametrize("text", THOUGHTS_ONLY)
+def test_thoughts_with_no_answer_after_them_are_not_parsed_as_the_verdict(text):
+    from ragmeter.judge.engine import ParseError, parse_json_object
+
+    # before: the draft inside the thoughts was read as the verdict (score 1) for the last two
+    with pytest.raises(ParseError, match="only reasoning"):
+        parse_json_object(text)
+
+
+@pytest.mark.parametrize("text", THOUGHTS_ONLY)
+def test_a_reply_of_thoughts_alone_fails_saying_so_without_a_repair_turn(tmp_path, server, fast_retry, text):
+    server.rules = [(lambda info: True, {"content": text, "finish_reason": "stop"})]
+    res = run_sync(CASES[:1], _config(server, tmp_path, fast_retry, max_tokens=500))
+    row = res.rows[0]
+    # before: scored 1 from the draft, or a repair turn paid for and the row failed "unparsable: empty reply"
+    assert server.requests == 1 and row["status"] == "failed" and row["error_kind"] == "empty"
+    assert f"only reasoning text ({len(text.strip())} characters)" in row["error"]
+
+
+def test_an_answer_after_closed_thoughts_is_still_read(tmp_path, server, fast_retry):
+    server.rules = [(lambda info: True, {"content": f"<think>A draft: {DRAFT}</think>\n{VERDICT}"})]
+    res = run_sync(CASES[:1], _config(server, tmp_path, fast_retry))
+    assert res.rows[0]["status"] == "ok" and res.rows[0]["score"] == 5.0 and server.requests == 1

@@ -39,6 +39,7 @@ from .._secrets import Masker, mask_decoded
 from . import _json
 from .cost import estimate_tokens
 from .limits import Limits
+from .reply import reply_text, split_thoughts
 from .retry import RetryPolicy, classify, is_unknown_model, next_max_tokens, reply_status
 from .stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, RunStop, ServerErrors
 from .urls import endpoint_url, public_endpoint, scrub_urls, split_credentials
@@ -233,19 +234,6 @@ def _check_vectors(vectors: List[List[float]]) -> None:
     if why is not None:
         raise JudgeCallError(f"the embeddings endpoint returned unusable vectors: {why}", kind="bad_embeddings",
                              attempts=[])
-
-
-def reply_text(message: Dict[str, Any]) -> tuple[str, str]:
-    """(answer, reasoning) of a chat reply's ``message``: the one place the reply's text is read.
-
-    The answer is ``content``: a string, or a list of parts whose ``text`` is joined (null: no answer). The
-    reasoning is ``reasoning_content`` (llama.cpp, DeepSeek, vLLM's reasoning parser) or ``reasoning`` (Ollama,
-    OpenRouter): counted and reported, never read as the verdict."""
-    content = message.get("content") or ""
-    if not isinstance(content, str):  # some servers send a list of parts
-        content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
-    reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
-    return content, reasoning if isinstance(reasoning, str) else str(reasoning)
 
 
 class RawJSON(bytes):
@@ -563,7 +551,7 @@ class JudgeClient:
         """One chat completion; retried, and re-sent with ``max_tokens`` doubled on truncated or empty output.
 
         Doubling (up to the ``max_retry_tokens`` cap) follows ``finish_reason == "length"`` (output cut, or
-        reasoning that used the whole budget: outcome ``truncated``, see :func:`reply_text`), an output without a ``finish_reason`` whose
+        reasoning that used the whole budget: outcome ``truncated``, see :mod:`ragmeter.judge.reply`), an output without a ``finish_reason`` whose
         ``usage.completion_tokens`` shows the whole budget was used, and an empty output when the server gives no
         ``finish_reason`` or ``usage.completion_tokens`` shows the whole budget was used. An empty output with any other
         ``finish_reason`` (``stop``, ``eos``...) and no sign of an exhausted budget was ended by the model
@@ -614,6 +602,7 @@ class JudgeClient:
             choice = choices[0]
             message = choice.get("message") or {}
             content, reasoning = reply_text(message)
+            thoughts, answer = split_thoughts(content)  # thoughts in the content are reasoning too
             finish = choice.get("finish_reason")
             pt = reported_pt or prompt_est
             ct = reported_ct or (estimate_tokens(content) + estimate_tokens(reasoning))
@@ -640,7 +629,7 @@ class JudgeClient:
             spent_all = reported_ct is not None and reported_ct >= state["max_tokens"]
             # no finish_reason, and the whole budget used: cut as surely as an empty output so signed is
             cut = finish == "length" or (finish is None and spent_all)
-            answered = bool(content.strip())
+            answered = bool(answer)
             if answered and not cut:
                 return ChatResult(content=content, finish_reason=finish, prompt_tokens=billed["prompt"],
                                   completion_tokens=billed["completion"],
@@ -648,12 +637,12 @@ class JudgeClient:
                                   max_tokens=state["max_tokens"], attempts=attempts,
                                   reasoning_chars=len(reasoning))
             # reasoning and no answer: when the budget ran out it went on thinking, a reply cut short like any other
-            thought_only = not answered and bool(reasoning.strip())
+            thought_only = not answered and bool(reasoning.strip() or thoughts)
             ran_out = finish == "length" or spent_all
             record["outcome"] = "truncated" if answered or (thought_only and ran_out) else "empty"
-            # what to do about a reply that is all reasoning (never read as the verdict: the answer is the content)
-            thinking = (f"the reply had only reasoning text ({len(reasoning)} characters) and no answer"
-                        if thought_only else "")
+            # what to do about a reply that is all reasoning (never read as the verdict)
+            thinking = (f"the reply had only reasoning text ({len(reasoning) + len(thoughts)} characters) and no "
+                        f"answer" if thought_only else "")
             if record["outcome"] == "empty" and finish and finish != "length" and not spent_all:
                 # the model ended the reply itself (stop, eos...) below the budget: a larger budget would only pay
                 # for the same empty reply again

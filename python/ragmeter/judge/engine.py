@@ -32,6 +32,7 @@ from .cache import Cache, CacheWriteError, cache_key, key_hasher, messages_bytes
 from .client import JudgeCallError, JudgeClient
 from .cost import PriceTable, estimate_tokens
 from .prompts import Prompt, repair_message
+from .reply import split_thoughts
 from .stop import Halt
 
 __all__ = ["Engine", "RowStats", "Budget", "BudgetExceeded", "ParseError", "parse_json_object"]
@@ -56,12 +57,6 @@ class OutputError(Exception):
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
-#: a reasoning model's thoughts ahead of its reply, in the content itself (DeepSeek-R1 and QwQ as many local servers
-#: serve them)
-_THOUGHTS = re.compile(r"^\s*<(think|thinking|reasoning)>.*?</\1\s*>", re.S | re.I)
-#: the end of thoughts whose opening tag was in the prompt (DeepSeek-R1's and QwQ's chat templates end it with
-#: "<think>\n"; a server without a reasoning parser returns the thoughts and the closing tag only)
-_THOUGHTS_END = re.compile(r"</(?:think|thinking|reasoning)\s*>", re.I)
 _DECODER = json.JSONDecoder()
 #: positions tried when looking for the one JSON object in a reply with other text (bounds the work on a long one)
 _MAX_STARTS = 200
@@ -135,12 +130,10 @@ def parse_json_object(text: str) -> Dict[str, Any]:
     ending in ``</think>`` whose opening tag was in the prompt) and other text around exactly one JSON object are
     tolerated; a reply with none, or with several objects (in code fences or
     not), is not guessed at."""
-    s = _THOUGHTS.sub("", (text or "").strip(), count=1).strip()
-    end = None if s.startswith("{") else _THOUGHTS_END.search(s)
-    if end is not None and s[end.end():].strip():
-        s = s[end.end():].strip()  # thoughts without their opening tag: what follows them is the reply
+    thoughts, s = split_thoughts(text)  # the thoughts are never the verdict, whatever they hold
     if not s:
-        raise ParseError("empty reply")
+        raise ParseError(f"the reply holds only reasoning ({len(thoughts)} characters of thoughts) and no answer"
+                         if thoughts else "empty reply")
     m = _FENCE.search(s)
     if m and not s.startswith("{"):
         if len({json.dumps(o, sort_keys=True) for o in _fenced_objects(s)}) > 1:
