@@ -285,3 +285,13 @@ def test_an_answer_after_closed_thoughts_is_still_read(tmp_path, server, fast_re
     server.rules = [(lambda info: True, {"content": f"<think>A draft: {DRAFT}</think>\n{VERDICT}"})]
     res = run_sync(CASES[:1], _config(server, tmp_path, fast_retry))
     assert res.rows[0]["status"] == "ok" and res.rows[0]["score"] == 5.0 and server.requests == 1
+
+
+def test_reasoning_that_fills_the_context_window_is_not_told_to_raise_the_cap(tmp_path, server, fast_retry):
+    server.rules = [(lambda info: True, "empty")]
+    res = run_sync(CASES[:1], _config(server, tmp_path, fast_retry, max_tokens=500, max_retry_tokens=8000,
+                                      context_size=1200))
+    error = res.rows[0]["error"]
+    # the context window, not the cap, stopped the doubling: a larger cap would not help
+    assert "context window" in error and "only reasoning text" in error and "--max-retry-tokens" not in error
+    assert "thinking off" in error

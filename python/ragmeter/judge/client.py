@@ -551,8 +551,8 @@ class JudgeClient:
         """One chat completion; retried, and re-sent with ``max_tokens`` doubled on truncated or empty output.
 
         Doubling (up to the ``max_retry_tokens`` cap) follows ``finish_reason == "length"`` (output cut, or
-        reasoning that used the whole budget: outcome ``truncated``, see :mod:`ragmeter.judge.reply`), an output without a ``finish_reason`` whose
-        ``usage.completion_tokens`` shows the whole budget was used, and an empty output when the server gives no
+        reasoning that used the whole budget: outcome ``truncated``, see :mod:`ragmeter.judge.reply`), an output
+        without a ``finish_reason`` whose ``usage.completion_tokens`` shows the whole budget was used, and an empty output when the server gives no
         ``finish_reason`` or ``usage.completion_tokens`` shows the whole budget was used. An empty output with any other
         ``finish_reason`` (``stop``, ``eos``...) and no sign of an exhausted budget was ended by the model
         itself: the call fails at once with kind ``empty`` (its billed tokens are still counted).
@@ -656,8 +656,6 @@ class JudgeClient:
                            f"billed are still counted)")
                 raise JudgeCallError(msg, kind="empty", attempts=[], prompt_tokens=billed["prompt"],
                                      completion_tokens=billed["completion"])
-            advice = (f": {thinking}; raise --max-retry-tokens, or turn the model's thinking off for judging"
-                      if thinking else "")
             nxt = next_max_tokens(state["max_tokens"], cap)
             room = None if self.context_size is None else self.context_size - pt
             # a server that cut the output below the budget asked for (llama.cpp's, at a full context) would
@@ -669,21 +667,24 @@ class JudgeClient:
                 # past the context window a larger budget only makes the server fail after generating
                 nxt = min(nxt, room) if room > state["max_tokens"] else None
             if nxt is None:
-                why = record["outcome"]
+                why, by_cap = record["outcome"], False
                 if server_cut:
                     limit = f"the server stopped at {ct} tokens, below the budget: the {pt}-token prompt and the " \
                             f"output fill its context window"
                 elif room is None or room > state["max_tokens"]:
-                    limit = "the --max-retry-tokens cap"
+                    limit, by_cap = "the --max-retry-tokens cap", True
                 else:
                     limit = f"with the {pt}-token prompt it fills the {self.context_size}-token context window"
-                msg = f"output {why} at max_tokens={state['max_tokens']} ({limit}){advice}"
+                if thinking:  # a larger cap helps only when the cap is what stopped it
+                    raise_cap = "raise --max-retry-tokens, or " if by_cap else ""
+                    limit += f": {thinking}; {raise_cap}turn the model's thinking off for judging"
+                msg = f"output {why} at max_tokens={state['max_tokens']} ({limit})"
                 raise JudgeCallError(msg, kind=why, attempts=[], raw=content or None,
                                      prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
             if afford is not None and not afford(billed["prompt"], billed["completion"], nxt):
                 raise JudgeCallError(f"output {record['outcome']} at max_tokens={state['max_tokens']}, and the "
-                                     f"attempt with max_tokens={nxt} would pass --budget (not sent){advice}",
-                                     kind="budget",
+                                     f"attempt with max_tokens={nxt} would pass --budget (not sent)"
+                                     + (f": {thinking}" if thinking else ""), kind="budget",
                                      attempts=[], raw=content or None, prompt_tokens=billed["prompt"],
                                      completion_tokens=billed["completion"])
             log.info("chat: output %s at max_tokens=%d; retrying with %d", record["outcome"], state["max_tokens"], nxt)
