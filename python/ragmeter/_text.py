@@ -6,18 +6,27 @@ such as ``[0.34, 0.99]`` is never split between two lines.
 """
 from __future__ import annotations
 
+import html
 import unicodedata
 from typing import Dict, Iterable, List, Optional
 
 WIDTH = 80
 
 
-def printable(text: str) -> str:
+def printable(text: str, keep: str = "\n") -> str:
     """``text`` with its control characters (ESC, BEL, NUL, DEL, the C1 range, tabs) written as ``\\x1b``
-    escapes: user text (a category, an id) must not drive the terminal or break a table's columns."""
-    if text.isprintable() or not any(unicodedata.category(ch) == "Cc" and ch != "\n" for ch in text):
+    escapes: user text (a category, an id) must not drive the terminal or break a table's columns. The
+    characters of ``keep`` stay as they are."""
+    if text.isprintable() or not any(unicodedata.category(ch) == "Cc" and ch not in keep for ch in text):
         return text
-    return "".join(repr(ch)[1:-1] if unicodedata.category(ch) == "Cc" and ch != "\n" else ch for ch in text)
+    return "".join(repr(ch)[1:-1] if unicodedata.category(ch) == "Cc" and ch not in keep else ch for ch in text)
+
+
+def markup(value: object) -> str:
+    """Any value as text for HTML or SVG (an attribute too): markup characters and quotes as entities, control
+    characters but tab and newline as ``\\x1b`` escapes (:func:`printable`, as report.md and the terminal show
+    them). XML 1.0 forbids those even written as entities, so an SVG chart with one is no longer XML."""
+    return html.escape(printable("" if value is None else str(value), keep="\t\n"), quote=True)
 
 
 def columns(text: str) -> int:

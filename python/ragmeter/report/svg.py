@@ -4,16 +4,16 @@ Every text that reaches the SVG goes through :func:`esc`.
 """
 from __future__ import annotations
 
-import html
 import math
 from typing import List, Optional, Sequence, Tuple
+
+from ragmeter._text import markup
 
 PALETTE = ["#3b6ea8", "#e07b39", "#4f9d69", "#b8474a", "#7a5ea8", "#9a7b4f", "#c55f9e", "#6d6d6d"]
 
 
-def esc(value: object) -> str:
-    """HTML/XML-escape any value (quotes included)."""
-    return html.escape("" if value is None else str(value), quote=True)
+#: HTML/XML-escape any value, control characters written as escapes (one rule for the whole report)
+esc = markup
 
 
 def _fmt(v: float, percent: bool) -> str:

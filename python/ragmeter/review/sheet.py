@@ -13,6 +13,8 @@ import hashlib
 import html
 from typing import Any, Dict, List
 
+from ragmeter._text import markup as _esc
+
 __all__ = ["render_sheet", "SHEET_JS", "to_sheet_cell", "from_sheet_cell"]
 
 #: a spreadsheet runs a cell starting with one of these as a formula (=HYPERLINK can send data away)
@@ -89,7 +91,9 @@ SHEET_JS = r"""
 """
 
 
-def _esc(value: Any) -> str:
+def _attr(value: Any) -> str:
+    """A ``data-`` attribute the script copies into the CSV: the exact text (entities only), so that the id
+    and the key point read back as exported; what the reviewer sees goes through :func:`_esc`."""
     return html.escape("" if value is None else str(value), quote=True)
 
 
@@ -99,10 +103,10 @@ def _card(card: Dict[str, Any], number: int) -> str:
     for k, point in enumerate(card["points"], start=1):
         star = '<span class="core" title="core point">*</span> ' if point.core else ""
         points.append(f'<label><input type="checkbox" class="kp" data-point="{k}" data-core="{1 if point.core else 0}" '
-                      f'data-text="{_esc(point.text)}"> {star}{_esc(point.text)}</label>')
+                      f'data-text="{_attr(point.text)}"> {star}{_esc(point.text)}</label>')
     passages = "".join(f'<div class="label">{_esc(p.get("file") or "")}</div><div class="pre">{_esc(p["text"])}</div>'
                        for p in card["passages"])
-    return (f'<section class="card" data-id="{cid}"><h2>{number}. {cid}</h2>'
+    return (f'<section class="card" data-id="{_attr(card["id"])}"><h2>{number}. {cid}</h2>'
             f'<div class="label">Question</div><div class="pre">{_esc(card.get("question"))}</div>'
             f'<div class="label">Answer</div><div class="pre">{_esc(card.get("answer") or "(no answer)")}</div>'
             f'<div class="label">Which key points does the answer cover? (* = core)</div><div class="points">'
