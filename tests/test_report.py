@@ -693,7 +693,9 @@ def test_report_of_a_score_folder_shows_no_answer_outcomes(tmp_path: Path) -> No
     html = paths["html"].read_text(encoding="utf-8")
     for text in (md, html):
         assert "GENERATION_FAILED" not in text.split("case-data")[0] and "NOT\\_JUDGED" in md
-        assert "Refusal rate" not in text and "No-answer cases refused" not in text
+        assert "No-answer cases refused" not in text  # no empty rows: the answer-based ones say why they are empty
+    assert "| Refusal rate (answerable questions) | not measured: no answers in this folder | n/a | 0/45 |" in md
+    assert "| Correct | not measured: no answers in this folder | n/a | 0/51 |" in md
     assert "Refusals: 0/0" not in md and "Refusals: no answers in this folder" in md
     refusals = html.split("<h3>Refusals</h3>")[1].split("</div>")[0]
     assert "no answers in this folder" in refusals and "<table" not in refusals

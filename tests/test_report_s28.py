@@ -55,3 +55,53 @@ def test_tabs_and_newlines_in_user_text_stay_as_they_are_in_the_html_report() ->
 
     assert esc("a\tb\nc <d>") == "a\tb\nc &lt;d&gt;"
     assert esc("a\x1bb\x9b\x7f") == "a\\x1bb\\x9b\\x7f"
+
+
+def _overall_rows(md: str) -> dict:
+    """report.md's Overall table: metric label -> its cells (value, interval, n)."""
+    table = md.split("| metric | value | 95% CI | n |")[1].split("\n\n")[0]
+    return {cells[0]: cells[1:] for cells in (line.strip("| ").split(" | ") for line in table.splitlines()[2:])}
+
+
+def test_correct_is_computed_from_the_judge_verdicts_of_a_folder_without_answers(tmp_path: Path) -> None:
+    # before: a cases.parquet holding the judge's `correct` verdicts but no `answer` column lost its Correct row in
+    # both reports, with nothing said: the verdicts were there, the reports dropped answer_correct with the answers
+    import subprocess
+    import sys
+
+    cases = synth_cases(40, seed=3)
+    with_answers = write_results(tmp_path / "with", cases)
+    without = write_results(tmp_path / "without", cases.drop("answer"))
+    for folder in (with_answers, without):
+        proc = subprocess.run([sys.executable, "-m", "ragmeter", "report", str(folder), "--resamples", "200"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+    md = {f.name: (f / "report.md").read_text(encoding="utf-8") for f in (with_answers, without)}
+    expected = _overall_rows(md["with"])["Correct"]
+    ok = cases.filter(pl.col("correctness_status") == "ok")
+    assert expected[-1] == f"{ok.height}/{cases.height}"
+    assert expected[0] == f"{100 * ok['correct'].mean():.1f}%"  # by hand: the verdicts' mean over the scored rows
+    assert _overall_rows(md["without"])["Correct"] == expected
+    assert "| Correct |" in md["without"].split("### Per category")[1].split("\n\n")[1]
+    html = (without / "report.html").read_text(encoding="utf-8")
+    assert f"<td>Correct</td><td class=\"num\">{expected[0]}</td>" in html
+    assert "Correct by category" in html
+
+
+def test_correct_and_refusal_without_answers_or_verdicts_are_shown_as_not_measured_with_the_reason(
+        tmp_path: Path) -> None:
+    # before: a folder without answers and without verdicts (ragmeter score, or a cases.parquet cut down) showed
+    # neither Correct nor the refusal rate in its Overall table: a metric that was not measured vanished
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(20, seed=4).drop("answer", "correct", "correctness_score", "correctness_status")
+    folder = write_results(tmp_path / "run", cases, judge=False)
+    paths = write_reports(folder, n_resamples=100)
+    md, html = (paths[k].read_text(encoding="utf-8") for k in ("markdown", "html"))
+    rows = _overall_rows(md)
+    n_answerable = cases.filter(pl.col("category") != "noanswer").height
+    assert rows["Correct"] == ["not measured: no answers in this folder", "n/a", f"0/{cases.height}"]
+    assert rows["Refusal rate (answerable questions)"] == ["not measured: no answers in this folder", "n/a",
+                                                          f"0/{n_answerable}"]
+    assert f"<td>Correct</td><td class=\"num\">not measured: no answers in this folder</td>" in html
+    assert f"<td class=\"num\">0/{cases.height}</td>" in html.split("<td>Correct</td>")[1].split("</tr>")[0]

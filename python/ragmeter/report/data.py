@@ -131,9 +131,16 @@ class Results:
         return "answer" in self.cases.columns
 
     def aggregated_cases(self) -> pl.DataFrame:
-        """The cases whose metrics the reports aggregate: without answers, not the answer-based ones (refusal,
-        answer_correct), which would only be null."""
-        return self.cases if self.has_answers else self.cases.drop("refusal", "answer_correct", strict=False)
+        """The cases whose metrics the reports aggregate: without answers, not the answer-based ones, which would
+        only be null (:meth:`unmeasured_for_answers`). The judge's verdicts (``correct``) still make ``Correct``."""
+        return self.cases.drop(self.unmeasured_for_answers(), strict=False)
+
+    def unmeasured_for_answers(self) -> List[str]:
+        """Columns of answer-based metrics this folder cannot measure because it holds no answers: ``refusal``,
+        and ``answer_correct`` unless a judge's verdicts say what was correct."""
+        if self.has_answers:
+            return []
+        return ["refusal"] + ([] if correctness_judged(self.cases) else ["answer_correct"])
 
     @property
     def judged(self) -> bool:
@@ -142,7 +149,8 @@ class Results:
 
 
 #: what the reports say instead of the answer-based readings of a folder without answers
-NO_ANSWERS = "no answers in this folder (retrieval scored only, e.g. by `ragmeter score`)"
+NO_ANSWERS_SHORT = "no answers in this folder"
+NO_ANSWERS = f"{NO_ANSWERS_SHORT} (retrieval scored only, e.g. by `ragmeter score`)"
 
 #: diagnosis columns written into cases.parquet by ``ragmeter eval`` (read as they are when all present)
 DIAGNOSIS_COLUMNS = ["is_noanswer", "refusal", "answer_correct", "diagnosis", "quadrant", "faithfulness_band"]
@@ -462,6 +470,19 @@ def correctness_judged(cases: pl.DataFrame) -> bool:
 def not_judged_metrics(results: Results) -> List[str]:
     """Judge metrics of :data:`METRICS` without a column in the cases: the reports say "not judged"."""
     return [m for m in JUDGE_METRICS if METRICS[m].column not in results.cases.columns]
+
+
+def not_measured_rows(results: Results) -> List[Tuple[str, str, int]]:
+    """The Overall rows of metrics the folder could not measure, so that none vanishes: (label, why, n_total);
+    nothing is scored (n_scored 0). Judge metrics without a column say "not judged"; answer-based ones of a
+    folder without answers say so (their n_total: the cases they would cover)."""
+    n = results.cases.height
+    rows = [(METRICS[name].label, "not judged", n) for name in not_judged_metrics(results)]
+    for column in results.unmeasured_for_answers():
+        name = next(m.name for m in METRICS.values() if m.column == column)
+        n_total = n if name == "correct" else int(_covered(results.cases, [name])[:, 0].sum())
+        rows.append((METRICS[name].label, f"not measured: {NO_ANSWERS_SHORT}", n_total))
+    return rows
 
 
 def metric_frame(cases: pl.DataFrame, names: Optional[List[str]] = None) -> pl.DataFrame:

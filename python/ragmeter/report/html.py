@@ -45,6 +45,7 @@ from ragmeter.report.data import (
     metric_label,
     more_categories_line,
     not_judged_metrics,
+    not_measured_rows,
     placed_line,
     resolution_text,
     retrieval_modes,
@@ -629,7 +630,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
     for name in aggregates.get("metrics", []):
         m = METRICS[name]
         rows.append([metric_label(name, results)] + _agg_cells(aggregates["overall"][name], m.kind))
-    rows += [[METRICS[name].label, "not judged", "\u2014", f"0/{n}"] for name in not_judged_metrics(results)]
+    rows += [[label, why, "\u2014", f"0/{n_total}"] for label, why, n_total in not_measured_rows(results)]
     parts.append(
         '<section id="overall"><h2>Overall</h2>'
         + _table(["metric", "value", "95% interval", "n scored / total"], rows)

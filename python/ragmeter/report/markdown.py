@@ -20,6 +20,7 @@ from ragmeter.report.data import (
     metric_label,
     more_categories_line,
     not_judged_metrics,
+    not_measured_rows,
     placed_line,
     resolution_text,
     settings_texts,
@@ -75,7 +76,7 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
         kind = METRICS[name].kind
         ci = f"[{fmt_value(agg['ci_low'], kind)}, {fmt_value(agg['ci_high'], kind)}]" if agg["ci_low"] is not None else "n/a"
         rows.append([metric_label(name, results), fmt_value(agg["value"], kind), ci, f"{agg['n_scored']}/{agg['n_total']}"])
-    rows += [[METRICS[name].label, "not judged", "n/a", f"0/{n}"] for name in not_judged_metrics(results)]
+    rows += [[label, why, "n/a", f"0/{n_total}"] for label, why, n_total in not_measured_rows(results)]
     lines += [md_table(["metric", "value", "95% CI", "n"], rows), ""]
     note = correct_rate_note(results.cases)
     lines += [md_escape(note), ""] if note else []
