@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 
 def test_the_review_sheet_shows_control_characters_as_escapes_and_keeps_the_ids_it_reads_back() -> None:
     # before: the sheet escaped markup but wrote ESC / BEL / C1 characters of a question, answer, passage or id
@@ -20,3 +22,48 @@ def test_the_review_sheet_shows_control_characters_as_escapes_and_keeps_the_ids_
         assert shown in visible, shown
     # what the sheet's script copies into the CSV is the exact text, so that import finds the id and the point
     assert 'data-id="q\x1b1"' in page and 'data-text="p\x1b&lt;1&gt;"' in page
+
+
+def _kappa_by_hand(a, b):
+    """Cohen's kappa and its Fleiss-Cohen-Everitt (1969) standard error for two yes/no raters, from the 2x2 table."""
+    n = len(a)
+    p = {(x, y): sum(1 for u, v in zip(a, b) if (u, v) == (x, y)) / n for x in (0, 1) for y in (0, 1)}
+    row = {x: p[(x, 0)] + p[(x, 1)] for x in (0, 1)}
+    col = {y: p[(0, y)] + p[(1, y)] for y in (0, 1)}
+    po, pe = p[(0, 0)] + p[(1, 1)], row[0] * col[0] + row[1] * col[1]
+    k = (po - pe) / (1 - pe)
+    var = (sum(p[(i, i)] * (1 - (row[i] + col[i]) * (1 - k)) ** 2 for i in (0, 1))
+           + (1 - k) ** 2 * sum(p[(i, j)] * (col[i] + row[j]) ** 2 for i in (0, 1) for j in (0, 1) if i != j)
+           - (k - pe * (1 - k)) ** 2) / (n * (1 - pe) ** 2)
+    return k, max(var, 0.0) ** 0.5
+
+
+@pytest.mark.parametrize("a, b", [
+    ([1, 0] * 10, [1, 0] * 10),  # 20 of 20 agree
+    ([1, 0], [1, 0]),  # two cases
+    ([1, 0, 0, 1], [0, 1, 1, 0]),  # every case disagrees
+])
+def test_kappa_at_perfect_agreement_or_disagreement_has_no_interval_rather_than_one_of_no_width(a, b) -> None:
+    # before: kappa 1.0 [1.00, 1.00] for 2 cases as for 20 (and -1.0 [-1.00, -1.00]): the large-sample standard
+    # error is 0 there, so the interval claimed certainty, while agreement's Wilson interval on 2/2 is [34%, 100%]
+    from ragmeter.calibration import cohen_kappa
+    from ragmeter.review.render import kappa_text
+
+    k = cohen_kappa(a, b)
+    expected, se = _kappa_by_hand(a, b)
+    assert se == 0.0 and k.value == pytest.approx(expected)
+    assert k.ci_low is None and k.ci_high is None
+    assert "interval" in k.ci_reason and str(len(a)) in k.ci_reason
+    text = kappa_text(k.to_dict())
+    assert "[" not in text and "n/a" in text and k.ci_reason in text
+
+
+def test_the_kappa_interval_is_the_fleiss_cohen_everitt_one_computed_by_hand() -> None:
+    from ragmeter.calibration import Z95, cohen_kappa
+
+    a = [1] * 5 + [1] * 3 + [0] * 7 + [0] * 2
+    b = [1] * 5 + [0] * 3 + [0] * 7 + [1] * 2
+    k = cohen_kappa(a, b)
+    expected, se = _kappa_by_hand(a, b)
+    assert k.value == pytest.approx(expected) and k.ci_reason is None
+    assert (k.ci_low, k.ci_high) == (pytest.approx(expected - Z95 * se), pytest.approx(min(1.0, expected + Z95 * se)))

@@ -78,6 +78,7 @@ class Kappa:
     n: int
     n_missing: int = 0
     reason: Optional[str] = None  # why value is None
+    ci_reason: Optional[str] = None  # why a value has no interval
 
     def to_dict(self) -> Dict[str, Any]:
         return {**asdict(self), "band": landis_koch(self.value)}
@@ -142,8 +143,17 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, names: Tuple[str, str] = 
                      f"(observed {observed:.2f})")
     kappa = (observed - chance) / (1 - chance)
     se = _kappa_se(cells, rows, cols, n, kappa, chance)
-    lo, hi = (None, None) if se is None else (max(-1.0, kappa - Z95 * se), min(1.0, kappa + Z95 * se))
-    return Kappa(kappa, lo, hi, observed, chance, n, missing)
+    if se is None or se < 1e-12:
+        # the large-sample error vanishes when every item agrees (or none does): an interval of no width would
+        # claim certainty from 2 items as from 2,000
+        return Kappa(kappa, None, None, observed, chance, n, missing, ci_reason=_no_width_reason(observed, n))
+    return Kappa(kappa, max(-1.0, kappa - Z95 * se), min(1.0, kappa + Z95 * se), observed, chance, n, missing)
+
+
+def _no_width_reason(observed: float, n: int) -> str:
+    where = (f"all {n} items agree" if observed == 1.0 else f"none of the {n} items agree" if observed == 0.0
+             else f"its standard error is 0 on these {n} items")
+    return f"the large-sample interval has no width when {where}; read the agreement interval"
 
 
 def _kappa_se(cells: Counter, rows: Counter, cols: Counter, n: int, kappa: float, chance: float) -> Optional[float]:

@@ -19,8 +19,9 @@ def interval(lo: Optional[float], hi: Optional[float], percent: bool = True) -> 
 def kappa_text(kappa: Dict[str, Any]) -> str:
     if kappa.get("value") is None:
         return f"n/a ({kappa.get('reason') or 'undefined'})"
-    return (f"{kappa['value']:.4f} {interval(kappa.get('ci_low'), kappa.get('ci_high'), percent=False)}, "
-            f"{kappa.get('band')}")
+    shown = (f"(interval n/a: {kappa['ci_reason']})" if kappa.get("ci_low") is None and kappa.get("ci_reason")
+             else interval(kappa.get("ci_low"), kappa.get("ci_high"), percent=False))
+    return f"{kappa['value']:.4f} {shown}, {kappa.get('band')}"
 
 
 def headline_rows(c: Dict[str, Any]) -> List[List[str]]:
