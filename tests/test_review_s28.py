@@ -67,3 +67,21 @@ def test_the_kappa_interval_is_the_fleiss_cohen_everitt_one_computed_by_hand() -
     expected, se = _kappa_by_hand(a, b)
     assert k.value == pytest.approx(expected) and k.ci_reason is None
     assert (k.ci_low, k.ci_high) == (pytest.approx(expected - Z95 * se), pytest.approx(min(1.0, expected + Z95 * se)))
+
+
+def test_review_export_of_a_folder_without_answers_is_refused_naming_the_file(tmp_path) -> None:
+    # before: a cases.parquet without an answer column (the judge's verdicts kept, the answers dropped) gave a sheet
+    # whose every card read "(no answer)": a reviewer would tick "none of these points" on all of them, and the
+    # import would call the judge lenient on every case it found correct
+    import subprocess
+    import sys
+
+    from test_report import synth_cases, write_results
+
+    folder = write_results(tmp_path / "run", synth_cases(30).drop("answer"))
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "review", "export", str(folder), "--random", "3"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "cases.parquet" in proc.stderr and "answer" in proc.stderr
+    assert not (folder / "review").exists()
