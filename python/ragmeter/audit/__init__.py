@@ -295,7 +295,9 @@ def _hard_flags(frame: pl.DataFrame, extra: Dict[str, List[Any]], hard: Optional
             seen = list(dict.fromkeys(cats))
             raise InputError(f"--hard: no category of the golden set is named {', '.join(map(repr, names))} "
                              f"(it has {', '.join(seen[:8])}{', ...' if len(seen) > 8 else ''})")
-        return flags, {"rule": "--hard", "names": names}
+        present = {c.casefold() for c in cats}
+        return flags, {"rule": "--hard", "names": names,
+                       "unmatched": [h for h in names if h.casefold() not in present]}
     difficulty = extra.get("difficulty") or (frame["difficulty"].to_list() if "difficulty" in frame.columns else None)
     # a cell nobody filled in (null, NaN from a pandas export, blank) is no label: an empty column keeps the default
     given = [d is not None and not (isinstance(d, float) and math.isnan(d)) and not (isinstance(d, str) and not d.strip())
@@ -338,6 +340,8 @@ def _hard_summary(frame: pl.DataFrame, rule: Dict[str, Any], min_share: float) -
            "share": round(n_hard / frame.height, 4), "min_share": min_share}
     if "n_difficulty" in rule:  # the cases with a difficulty label: the others count as not hard
         out["n_difficulty"] = rule["n_difficulty"]
+    if rule.get("unmatched"):  # a typo among --hard names: said, not dropped
+        out["unmatched"] = rule["unmatched"]
     return out
 
 
@@ -346,6 +350,8 @@ def hard_rule_text(info: Dict[str, Any]) -> str:
     how = {"--hard": "--hard", "difficulty": "difficulty = hard", "default": "default list"}[info["rule"]]
     if info["rule"] == "difficulty" and info.get("n_difficulty", info["n_total"]) < info["n_total"]:
         how += f", given for {info['n_difficulty']}/{info['n_total']} cases"
+    if info.get("unmatched"):
+        how += f"; no category named {', '.join(map(repr, info['unmatched']))}"
     return how
 
 
