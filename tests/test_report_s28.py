@@ -105,3 +105,25 @@ def test_correct_and_refusal_without_answers_or_verdicts_are_shown_as_not_measur
                                                           f"0/{n_answerable}"]
     assert f"<td>Correct</td><td class=\"num\">not measured: no answers in this folder</td>" in html
     assert f"<td class=\"num\">0/{cases.height}</td>" in html.split("<td>Correct</td>")[1].split("</tr>")[0]
+
+
+def test_refusal_rows_stored_by_eval_are_kept_when_the_answers_are_dropped_afterwards(tmp_path: Path) -> None:
+    # `ragmeter eval` stores refusal and answer_correct per case (read from the answers at the time): without the
+    # answer column later, the stored values still measure them, and the rows read as they did
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "eval", "--golden", str(example / "golden.jsonl"),
+                           "--run", str(example / "run.jsonl"), "--no-judge", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    before = _overall_rows((out / "report.md").read_text(encoding="utf-8"))
+    pl.read_parquet(out / "cases.parquet").drop("answer").write_parquet(out / "cases.parquet")
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "report", str(out)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    after = _overall_rows((out / "report.md").read_text(encoding="utf-8"))
+    for label in ("Refusal rate (answerable questions)", "No-answer cases refused (refusal detection; answers not judged)"):
+        assert after[label] == before[label], label

@@ -136,11 +136,14 @@ class Results:
         return self.cases.drop(self.unmeasured_for_answers(), strict=False)
 
     def unmeasured_for_answers(self) -> List[str]:
-        """Columns of answer-based metrics this folder cannot measure because it holds no answers: ``refusal``,
-        and ``answer_correct`` unless a judge's verdicts say what was correct."""
+        """Columns of answer-based metrics this folder cannot measure because it holds no answers: ``refusal`` and
+        ``answer_correct`` when no case has a value (``ragmeter eval`` stores both, read from the answers), the
+        second unless a judge's verdicts say what was correct (a failed call is not a missing answer)."""
         if self.has_answers:
             return []
-        return ["refusal"] + ([] if correctness_judged(self.cases) else ["answer_correct"])
+        empty = [c for c in ("refusal", "answer_correct")
+                 if c not in self.cases.columns or self.cases.get_column(c).null_count() == self.cases.height]
+        return [c for c in empty if not (c == "answer_correct" and correctness_judged(self.cases))]
 
     @property
     def judged(self) -> bool:
