@@ -119,11 +119,16 @@ def test_refusal_rows_stored_by_eval_are_kept_when_the_answers_are_dropped_after
                            "--run", str(example / "run.jsonl"), "--no-judge", "--out", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    before = _overall_rows((out / "report.md").read_text(encoding="utf-8"))
+    md_before = (out / "report.md").read_text(encoding="utf-8")
+    before = _overall_rows(md_before)
     pl.read_parquet(out / "cases.parquet").drop("answer").write_parquet(out / "cases.parquet")
     proc = subprocess.run([sys.executable, "-m", "ragmeter", "report", str(out)], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
-    after = _overall_rows((out / "report.md").read_text(encoding="utf-8"))
+    md_after = (out / "report.md").read_text(encoding="utf-8")
+    after = _overall_rows(md_after)
     for label in ("Refusal rate (answerable questions)", "No-answer cases refused (refusal detection; answers not judged)"):
         assert after[label] == before[label], label
+    # the readings say the same as the table above them, not "no answers in this folder"
+    refusals = [line for line in md_before.splitlines() if line.startswith("Refusals:")]
+    assert refusals and refusals == [line for line in md_after.splitlines() if line.startswith("Refusals:")]

@@ -273,7 +273,9 @@ def summarize(diagnosed: pl.DataFrame) -> Dict[str, Any]:
     """
     df = _with_defaults(diagnosed if "diagnosis" in diagnosed.columns else diagnose(diagnosed))
     n = df.height
-    answered = df.filter(pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars().str.len_chars() > 0))
+    # without the answers, eval's stored refusal (null for a case not answered) says which cases were answered
+    answered = df.filter(pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars().str.len_chars() > 0)
+                         if "answer" in diagnosed.columns else pl.col("refusal").is_not_null())
 
     def rate(sub: pl.DataFrame) -> Dict[str, Any]:
         k = int(sub.get_column("refusal").sum()) if sub.height else 0

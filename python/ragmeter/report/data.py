@@ -130,6 +130,11 @@ class Results:
         without them the refusal and no-answer readings are not shown, rather than shown empty."""
         return "answer" in self.cases.columns
 
+    @property
+    def refusals_measured(self) -> bool:
+        """Whether the refusal readings can be shown: the answers, or eval's per-case refusal read from them."""
+        return "refusal" not in self.unmeasured_for_answers()
+
     def aggregated_cases(self) -> pl.DataFrame:
         """The cases whose metrics the reports aggregate: without answers, not the answer-based ones, which would
         only be null (:meth:`unmeasured_for_answers`). The judge's verdicts (``correct``) still make ``Correct``."""

@@ -724,7 +724,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         + (not_judged if "faithfulness" in unjudged else _table(["band", "cases"], [[k, str(v)] for k, v in bands.items()])
            + f'<p class="muted">{esc(placed_line(bands, n, BAND_CASES))}.</p>')
         + "</div><div><h3>Refusals</h3>"
-        + (_table(["cases", "refusals", "answered", "rate"], r_rows) if results.has_answers
+        + (_table(["cases", "refusals", "answered", "rate"], r_rows) if results.refusals_measured
            else f'<p class="muted">{esc(NO_ANSWERS)}</p>')
         + "</div><div><h3>Retrieval modes</h3>"
         + (_table(["mode", "cases"], [[str(k), str(v)] for k, v in modes.items()]) if modes else '<p class="muted">no retrieval_mode column</p>')

@@ -102,7 +102,7 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
         f"Refusals: {ref['overall']['refusals']}/{ref['overall']['answered']} answered cases; "
         f"no-answer cases refused {ref['noanswer']['refusals']}/{ref['noanswer']['answered']}, "
         f"answerable cases refused {ref['answerable']['refusals']}/{ref['answerable']['answered']}."
-        if results.has_answers else f"Refusals: {NO_ANSWERS}."
+        if results.refusals_measured else f"Refusals: {NO_ANSWERS}."
     )
     unjudged = set(not_judged_metrics(results))
     quad = readings["diagnosis"]["quadrants"]
