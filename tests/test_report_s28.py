@@ -55,6 +55,8 @@ def test_tabs_and_newlines_in_user_text_stay_as_they_are_in_the_html_report() ->
 
     assert esc("a\tb\nc <d>") == "a\tb\nc &lt;d&gt;"
     assert esc("a\x1bb\x9b\x7f") == "a\\x1bb\\x9b\\x7f"
+    # the two noncharacters XML 1.0 also forbids (not control characters: the terminal shows them as they are)
+    assert esc("a\ufffeb\uffff") == "a\\ufffeb\\uffff"
 
 
 def _overall_rows(md: str) -> dict:

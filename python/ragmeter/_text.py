@@ -22,11 +22,18 @@ def printable(text: str, keep: str = "\n") -> str:
     return "".join(repr(ch)[1:-1] if unicodedata.category(ch) == "Cc" and ch not in keep else ch for ch in text)
 
 
+#: the two noncharacters XML 1.0 forbids besides the control characters
+_XML_NONCHARACTERS = ("\ufffe", "\uffff")
+
+
 def markup(value: object) -> str:
     """Any value as text for HTML or SVG (an attribute too): markup characters and quotes as entities, control
     characters but tab and newline as ``\\x1b`` escapes (:func:`printable`, as report.md and the terminal show
     them). XML 1.0 forbids those even written as entities, so an SVG chart with one is no longer XML."""
-    return html.escape(printable("" if value is None else str(value), keep="\t\n"), quote=True)
+    text = printable("" if value is None else str(value), keep="\t\n")
+    for nonchar in _XML_NONCHARACTERS:  # not control characters, so printable keeps them; XML forbids them too
+        text = text.replace(nonchar, repr(nonchar)[1:-1])
+    return html.escape(text, quote=True)
 
 
 def columns(text: str) -> int:
