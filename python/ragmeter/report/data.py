@@ -127,7 +127,8 @@ class Results:
     @property
     def has_answers(self) -> bool:
         """Whether the folder holds the run's answers (``ragmeter score`` scores retrieval only and reads none):
-        without them the refusal and no-answer readings are not shown, rather than shown empty."""
+        without them the answer-based readings are shown only from what eval stored per case
+        (:meth:`unmeasured_for_answers`), never empty."""
         return "answer" in self.cases.columns
 
     @property
