@@ -295,3 +295,29 @@ def test_reasoning_that_fills_the_context_window_is_not_told_to_raise_the_cap(tm
     # the context window, not the cap, stopped the doubling: a larger cap would not help
     assert "context window" in error and "only reasoning text" in error and "--max-retry-tokens" not in error
     assert "thinking off" in error
+
+
+# -- reasoning the endpoint hides (OpenAI's o-series: only a count in usage.completion_tokens_details) ---------------
+def _hidden_reasoning(finish: str, completion_tokens: int, reasoning_tokens: int) -> dict:
+    return {"status": 200, "body": json.dumps({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": completion_tokens,
+                  "completion_tokens_details": {"reasoning_tokens": reasoning_tokens}}})}
+
+
+def test_an_empty_reply_after_hidden_reasoning_says_the_tokens_went_to_reasoning(tmp_path, server, fast_retry):
+    server.rules = [(lambda info: True, _hidden_reasoning("stop", 320, 320))]
+    res = run_sync(CASES[:1], _config(server, tmp_path, fast_retry, max_tokens=500))
+    row = res.rows[0]
+    assert server.requests == 1 and row["status"] == "failed" and row["error_kind"] == "empty"
+    # before: "output empty: the model returned no output ...", with no word of the 320 tokens of reasoning
+    assert "320 reasoning tokens" in row["error"] and "no answer" in row["error"]
+    assert "thinking off" in row["error"] or "reasoning effort" in row["error"]
+
+
+def test_hidden_reasoning_that_used_the_whole_budget_doubles_it_and_says_so_at_the_cap(tmp_path, server, fast_retry):
+    server.rules = [(lambda info: True, _hidden_reasoning("length", 10**6, 10**6))]
+    res = run_sync(CASES[:1], _config(server, tmp_path, fast_retry, max_tokens=500))
+    row = res.rows[0]
+    assert row["status"] == "failed" and row["error_kind"] == "truncated" and server.requests > 1
+    assert "reasoning tokens" in row["error"] and "--max-retry-tokens" in row["error"]

@@ -180,6 +180,12 @@ def _usage(data: Dict[str, Any]) -> Dict[str, Any]:
     return usage if isinstance(usage, dict) else {}
 
 
+def _reasoning_tokens(usage: Dict[str, Any]) -> int:
+    """The reasoning tokens ``usage.completion_tokens_details`` reports (0 when absent or unreadable)."""
+    details = usage.get("completion_tokens_details")
+    return (_tokens(details, "reasoning_tokens") or 0) if isinstance(details, dict) else 0
+
+
 def _tokens(usage: Dict[str, Any], name: str) -> Optional[int]:
     """A token count of ``usage`` (a number, or a numeric text as some proxies send); None when absent or
     unreadable: the caller estimates it, and an unreadable count never throws a paid reply away."""
@@ -637,12 +643,16 @@ class JudgeClient:
                                   max_tokens=state["max_tokens"], attempts=attempts,
                                   reasoning_chars=len(reasoning))
             # reasoning and no answer: when the budget ran out it went on thinking, a reply cut short like any other
-            thought_only = not answered and bool(reasoning.strip() or thoughts)
+            # (an endpoint that hides the reasoning, OpenAI's o-series, reports only how many tokens it took)
+            hidden = _reasoning_tokens(usage)
+            thought_only = not answered and bool(reasoning.strip() or thoughts or hidden)
             ran_out = finish == "length" or spent_all
             record["outcome"] = "truncated" if answered or (thought_only and ran_out) else "empty"
             # what to do about a reply that is all reasoning (never read as the verdict)
-            thinking = (f"the reply had only reasoning text ({len(reasoning) + len(thoughts)} characters) and no "
-                        f"answer" if thought_only else "")
+            shown = len(reasoning) + len(thoughts)
+            thinking = "" if not thought_only else (
+                f"the reply had only reasoning text ({shown} characters) and no answer" if shown
+                else f"the model spent {hidden} reasoning tokens and gave no answer")
             if record["outcome"] == "empty" and finish and finish != "length" and not spent_all:
                 # the model ended the reply itself (stop, eos...) below the budget: a larger budget would only pay
                 # for the same empty reply again
