@@ -321,3 +321,14 @@ def test_hidden_reasoning_that_used_the_whole_budget_doubles_it_and_says_so_at_t
     row = res.rows[0]
     assert row["status"] == "failed" and row["error_kind"] == "truncated" and server.requests > 1
     assert "reasoning tokens" in row["error"] and "--max-retry-tokens" in row["error"]
+
+
+@pytest.mark.parametrize("version", ["", "  ", 3, None])
+def test_a_decorated_metric_version_must_be_a_non_empty_text_as_a_rubrics_must(version):
+    from ragmeter.errors import InputError
+    from ragmeter.judge import metric
+
+    # before: accepted, and '3' or '' became part of the prompt version recorded in judge.parquet
+    with pytest.raises(InputError, match=r"metric 'cited': version must be a non-empty text"):
+        metric("cited", prompt='Does the answer cite? Schema: {"cited": <true or false>}', schema={"cited": bool},
+               version=version)(lambda reply, case: 1.0)

@@ -245,9 +245,7 @@ class RubricMetric:
         for step in self.steps:
             if not isinstance(step, str):
                 raise InputError(f"metric {self.name!r}: steps must be texts, got {step!r}")
-        if not isinstance(self.version, str) or not self.version.strip():
-            raise InputError(f"metric {self.name!r}: version must be a non-empty text such as \"v1\", "
-                             f"got {self.version!r}")
+        _check_version(self.name, self.version)
         for key, text in self.score_descriptions.items():
             score = key if isinstance(key, int) and not isinstance(key, bool) else whole_number(str(key))
             if score is None:
@@ -439,6 +437,12 @@ def _function_scale(metric_name: str, scale: Any) -> Tuple[float, float]:
     return float(pair[0]), float(pair[1])
 
 
+def _check_version(metric_name: str, version: Any) -> None:
+    """``version`` (part of the prompt version ``judge.parquet`` records): a non-empty text; else an error."""
+    if not isinstance(version, str) or not version.strip():
+        raise InputError(f"metric {metric_name!r}: version must be a non-empty text such as \"v1\", got {version!r}")
+
+
 def _check_threshold(metric_name: str, threshold: Any, lo: float, hi: float) -> None:
     """``pass_threshold``: None, or a number on the metric's scale; else an error naming it."""
     if threshold is None:
@@ -486,6 +490,7 @@ def metric(name: Optional[str] = None, *, prompt: Optional[str] = None, schema: 
                              "(instructions, schema)}")
         lo, hi = _function_scale(metric_name, scale)
         _check_threshold(metric_name, pass_threshold, lo, hi)
+        _check_version(metric_name, version)
         steps_in: Mapping[str, Tuple[str, Any]] = prompts if prompts is not None else {"": (prompt, schema)}  # type: ignore[dict-item]
         steps: Dict[str, Tuple[P.Prompt, Dict[str, str]]] = {}
         for step, spec in steps_in.items():
