@@ -436,8 +436,11 @@ def _load_problem(run: _Run, data: Dict[str, Any]) -> Optional[str]:
     from ragmeter.dataset import run_record_problems
 
     target = run.target
-    if (isinstance(target, CallableTarget) or not target.response) and "retrieved" not in data:
-        return "no 'retrieved' (a run record needs it: [] for an empty retrieval)"
+    if isinstance(target, CallableTarget) or not target.response:  # a mapped path is checked as a list
+        if "retrieved" not in data:
+            return "no 'retrieved' (a run record needs it: [] for an empty retrieval)"
+        if data["retrieved"] is None:  # read as [], a lost chunk list scored as one that found nothing
+            return "'retrieved' is null, not a list ([] for an empty retrieval)"
     problems = run_record_problems({"id": "case", **_record_of(run, data)})
     if not problems:
         return None
