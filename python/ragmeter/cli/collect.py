@@ -76,6 +76,8 @@ def summary_lines(s: dict) -> list:
              f"the cache, {s['n_requests']} requests, {s['n_empty_retried']} empty answers asked again)",
              f"latency p50 {p(lat['p50'])}, p95 {p(lat['p95'])} ({lat['n']} cases); retrieval modes: "
              + (", ".join(f"{m} {n}" for m, n in s["retrieval_modes"].items()) or "none")]
+    if s.get("n_empty_retrievals"):  # a retriever that came back with nothing is seen now, not at eval
+        lines.append(f"{s['n_empty_retrievals']} empty retrievals (retrieved: [], scored as misses)")
     for kind, f in s["failures"].items():
         lines.append(f"failed ({kind}): {f['count']}, first {f['first_case']}: {f['example']}")
     lines += [f"warning: {m}" for m in messages(s.get("warnings"))]

@@ -665,6 +665,7 @@ def _summarise(records: List[Dict[str, Any]], run: _Run, n_cases: int, repeat: i
         "n_collected": len(ok), "n_failed": len(failed), "failures": failures, "n_cached": run.cached,
         "n_requests": run.requests, "n_empty_retried": run.empty_retried,
         "n_empty_answers": sum(_blank(r.get("answer")) for r in ok),
+        "n_empty_retrievals": sum(not r["retrieved"] for r in ok),
         "retrieval_modes": modes,
         "latency_ms": {"p50": _percentile([r["latency_ms"] for r in ok], 0.5),
                        "p95": _percentile([r["latency_ms"] for r in ok], 0.95), "n": len(ok)},
