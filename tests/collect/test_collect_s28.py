@@ -48,3 +48,37 @@ def test_an_empty_retrieval_is_kept_and_counted_in_the_summary(tmp_path):
     assert f"{len(empty)} empty retrievals" in " ".join(proc.stdout.split()), proc.stdout
     result = ragmeter.collect(GOLDEN, target=lambda case: {"answer": "a", "retrieved": []})
     assert result.summary["n_empty_retrievals"] == len(ids)
+
+
+@pytest.mark.parametrize("value, words", [("sk-secret-0123456789\n", "a line break"),
+                                          ("sk-secret-0123456789\r", "a line break"),
+                                          ("sk-secret\x01-0123456789", "a control character")])
+def test_a_header_variable_holding_a_control_character_is_one_line_before_any_call(tmp_path, value, words):
+    """A token read from a file with its line break failed every case ('Forbidden control character detected in
+    headers', error_kind client), exit 3 with a run file of failures, '51 requests' though none was sent, and
+    no word of which header or variable."""
+    with RagServer() as s:
+        write_target(tmp_path / "t.toml", s.url, 'headers = { Authorization = "Bearer ${RAG_TOKEN}" }\n')
+        proc = cli("collect", "--golden", str(GOLDEN), "--target", "t.toml", "--out", "run.jsonl", "--no-cache",
+                   cwd=tmp_path, env={"RAG_TOKEN": value})
+        sent = sum(s.requests.values())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("ragmeter: error: t.toml: headers.Authorization: environment variable RAG_TOKEN "
+                                  f"holds {words}") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "0123456789" not in proc.stderr + proc.stdout  # the value itself is never shown
+    assert sent == 0 and not (tmp_path / "run.jsonl").exists()
+
+
+@pytest.mark.parametrize("header", ["Bearer ${RAG_TOKEN", "Bearer $RAG_TOKEN", "$RAG_TOKEN"])
+def test_a_header_variable_written_another_way_is_refused_not_sent_literally(tmp_path, header):
+    """``${RAG_TOKEN`` (no closing brace) and ``$RAG_TOKEN`` (the shell's way) were sent as they are written:
+    the system got the text '$RAG_TOKEN' as the credential."""
+    with RagServer() as s:
+        write_target(tmp_path / "t.toml", s.url, f'headers = {{ Authorization = "{header}" }}\n')
+        proc = cli("collect", "--golden", str(GOLDEN), "--target", "t.toml", "--out", "run.jsonl", "--no-cache",
+                   cwd=tmp_path, env={"RAG_TOKEN": "sk-secret-0123456789"})
+        sent = sum(s.requests.values())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("ragmeter: error: t.toml: headers.Authorization: ") and "${RAG_TOKEN}" in \
+        proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert sent == 0

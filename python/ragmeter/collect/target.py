@@ -108,10 +108,41 @@ def _from_environment(template: str, where: str, values: List[str]) -> str:
         got = os.environ.get(m.group(1))
         if got is None:
             raise InputError(f"{where}: environment variable {m.group(1)} is not set")
+        control = _control_character(got)
+        if control:  # the value itself is never shown: it is a credential
+            raise InputError(f"{where}: environment variable {m.group(1)} holds {control}; no request can carry "
+                             f"it (a token read from a file with its line break?)")
         values.append(got)
         return got
 
     return _ENV.sub(env, template)
+
+
+def _control_character(value: str) -> Optional[str]:
+    """What makes ``value`` unsendable in a request line or header ("a line break", "a control character"), or
+    None. aiohttp refused it at every call: each case failed ('Forbidden control character detected in headers',
+    exit 3) with no word of the header or the variable."""
+    if "\n" in value or "\r" in value:
+        return "a line break"
+    if any(ord(c) < 32 and c != "\t" or ord(c) == 127 for c in value):
+        return "a control character"
+    return None
+
+
+#: ``${NAME`` without its brace, or the shell's ``$NAME``: sent as written, never read from the environment
+_ENV_MISWRITTEN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_]*\})|(?<![\w$])\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _check_header(path: Path, name: str, value: str) -> None:
+    where = f"headers.{name}"
+    miswritten = _ENV_MISWRITTEN.search(value)
+    if miswritten:
+        var = miswritten.group(1) or miswritten.group(2)
+        raise _bad(path, f"{where}: write ${{{var}}} to read {var} from the environment ({miswritten.group(0)!r} "
+                   f"would be sent as it is written)")
+    control = _control_character(_ENV.sub("", value))
+    if control:
+        raise _bad(path, f"{where}: holds {control}; no request can carry it")
 
 
 @dataclass(frozen=True)
@@ -172,6 +203,8 @@ def load_target(path: Union[str, os.PathLike]) -> HttpTarget:
     headers = data.get("headers", {})
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
         raise _bad(path, "headers: must be a table of strings, e.g. { Authorization = \"Bearer ${RAG_TOKEN}\" }")
+    for name, value in headers.items():
+        _check_header(path, name, value)
     body = data.get("body")
     if body is not None and not isinstance(body, dict):
         raise _bad(path, "body: must be a table, e.g. { query = \"{question}\" }")
