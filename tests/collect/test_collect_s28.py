@@ -82,3 +82,35 @@ def test_a_header_variable_written_another_way_is_refused_not_sent_literally(tmp
     assert proc.stderr.startswith("ragmeter: error: t.toml: headers.Authorization: ") and "${RAG_TOKEN}" in \
         proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert sent == 0
+
+
+@pytest.mark.parametrize("source, words", [("x = 1 / 0\n", "ZeroDivisionError: division by zero"),
+                                           ("def ask(:\n", "SyntaxError"),
+                                           ("import sys\nsys.exit(3)\n", "SystemExit")])
+def test_a_target_module_that_fails_to_import_is_one_line(tmp_path, source, words):
+    """A module raising anything but ImportError while it was imported was a traceback, exit 1."""
+    (tmp_path / "brokenrag.py").write_text(source)
+    proc = cli("collect", "--golden", str(GOLDEN), "--target", "brokenrag:ask", "--out", "run.jsonl",
+               "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("ragmeter: error: --target brokenrag:ask: cannot import brokenrag (") and \
+        words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert not (tmp_path / "run.jsonl").exists()
+
+
+def test_a_function_that_cannot_take_the_case_is_refused_before_the_first_call(tmp_path):
+    """A function of no argument (or of two) failed every case with a TypeError, exit 3: 51 failed records of one
+    mistake in the target."""
+    (tmp_path / "myrag.py").write_text("def ask():\n    return {'answer': 'a', 'retrieved': []}\n"
+                                       "def ask2(case, top_k):\n    return {'answer': 'a', 'retrieved': []}\n"
+                                       "def ask3(case, top_k=5, **kw):\n    return {'answer': 'a', 'retrieved': []}\n")
+    for name in ("ask", "ask2"):
+        proc = cli("collect", "--golden", str(GOLDEN), "--target", f"myrag:{name}", "--out", "run.jsonl",
+                   "--no-cache", cwd=tmp_path)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stderr.startswith(f"ragmeter: error: --target myrag:{name}: ") and "one argument" in \
+            proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        assert not (tmp_path / "run.jsonl").exists()
+    proc = cli("collect", "--golden", str(GOLDEN), "--target", "myrag:ask3", "--out", "run.jsonl", "--no-cache",
+               cwd=tmp_path)  # extra arguments with defaults are fine
+    assert proc.returncode == 0, proc.stderr

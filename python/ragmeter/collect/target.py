@@ -252,13 +252,43 @@ def _import_callable(spec: str) -> CallableTarget:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise InputError(f"--target {spec}: cannot import {module_name} ({exc})") from None
+    except (Exception, SystemExit) as exc:  # the module's own error while it ran: was a traceback, exit 1
+        raise InputError(f"--target {spec}: cannot import {module_name} ({_raised_at(exc)})") from None
     for part in attr.split("."):
         obj = getattr(obj, part, None)
         if obj is None:
             raise InputError(f"--target {spec}: {module_name} has no {attr}")
     if not callable(obj):
         raise InputError(f"--target {spec}: {attr} is not callable")
-    return CallableTarget(obj, spec)
+    return _callable_target(obj, spec)
+
+
+def _callable_target(fn: Any, name: str) -> CallableTarget:
+    """The target, once ``fn`` is seen to take the case as its one argument: a function of none (or of two) failed
+    every case with the same TypeError, a run file of failures for one mistake in the target."""
+    import inspect
+
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: its call will say
+        return CallableTarget(fn, name)
+    try:
+        signature.bind({})
+    except TypeError:
+        raise InputError(f"--target {name}: takes {signature}, but collect calls it with one argument, the case "
+                         f"(a dict of id, question, category and repeat)") from None
+    return CallableTarget(fn, name)
+
+
+def _raised_at(exc: BaseException) -> str:
+    """``Kind: message`` on one line, and the file and line of the module code that raised it."""
+    import traceback
+
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if isinstance(exc, SyntaxError):  # its message names the file and line already
+        return text
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "importlib" not in f.filename]
+    return text + (f", {Path(frames[-1].filename).name} line {frames[-1].lineno}" if frames else "")
 
 
 def callable_name(fn: Any) -> str:
@@ -315,7 +345,7 @@ def resolve_target(target: Any) -> Union[HttpTarget, CallableTarget]:
     if isinstance(target, (HttpTarget, CallableTarget)):
         return target
     if callable(target):
-        return CallableTarget(target, callable_name(target))
+        return _callable_target(target, callable_name(target))
     if not isinstance(target, (str, os.PathLike)):  # os.fspath's TypeError would not say what a target is
         raise InputError(f"target: expected a TOML file, 'module:function' or a callable, got "
                          f"{type(target).__name__}")
