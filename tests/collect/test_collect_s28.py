@@ -114,3 +114,19 @@ def test_a_function_that_cannot_take_the_case_is_refused_before_the_first_call(t
     proc = cli("collect", "--golden", str(GOLDEN), "--target", "myrag:ask3", "--out", "run.jsonl", "--no-cache",
                cwd=tmp_path)  # extra arguments with defaults are fine
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--repeat", "1001"], "--repeat must be an integer between 1 and 1000"),
+    (["--repeat", "0"], "--repeat must be an integer between 1 and 1000"),
+    (["--concurrency", "100000000"], "--concurrency must be an integer between 1 and 1000"),
+    (["--concurrency", "-1"], "--concurrency must be an integer between 1 and 1000"),
+])
+def test_a_huge_repeat_or_concurrency_is_refused_naming_the_flag(tmp_path, flags, words):
+    """--repeat 100000000 built every (case, repeat) job first: a MemoryError traceback, exit 1, once the
+    machine's memory ran out (not run here: 1001 shows the bound); --concurrency 100000000 was taken as given."""
+    proc = cli("collect", "--golden", str(GOLDEN), "--target", "os.path:join", "--out", "run.jsonl", "--no-cache",
+               *flags, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(f"ragmeter: error: {words}") and proc.stderr.count("\n") == 1, proc.stderr
+    assert not (tmp_path / "run.jsonl").exists()

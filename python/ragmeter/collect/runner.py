@@ -40,6 +40,12 @@ from .target import CREDENTIAL_PARAM, CallableTarget, HttpTarget, resolve_target
 __all__ = ["collect", "CollectResult", "CollectStopped", "write_run", "DEFAULT_PATH"]
 
 
+#: more calls at once than a process has threads or sockets for turns into failed cases, not speed
+MAX_CONCURRENCY = 1000
+#: repeats measure generation variance; a few dozen settle it
+MAX_REPEAT = 1000
+
+
 class CollectStopped(InputError):
     """The system refused the run (key, route, quota, unreachable): one line, exit 2; finished replies are cached."""
 
@@ -580,10 +586,11 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     case is in the result, collected or failed. Inside a running event loop (Jupyter) the collection runs on a
     private loop in a helper thread, and an async ``target`` is awaited there.
     """
-    if concurrency < 1:
-        raise InputError("--concurrency: must be at least 1")
-    if repeat < 1:
-        raise InputError("--repeat: must be at least 1")
+    from ragmeter._args import check_arg
+
+    # bounded above: --repeat 100000000 built every (case, repeat) job first and ran the machine out of memory
+    concurrency = check_arg("--concurrency", concurrency, "int", low=1, high=MAX_CONCURRENCY)
+    repeat = check_arg("--repeat", repeat, "int", low=1, high=MAX_REPEAT)
     # NaN or infinity would not mean "no time-out" or "no limit" to the user, but did: --rpm -5, nan or inf hung
     # before the second case, --timeout inf failed every case ('float infinity to integer'), nan waited forever;
     # --rpm 0 meant no limit. Leaving the option out is how to say no limit (the judge's rule)
