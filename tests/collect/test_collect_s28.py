@@ -130,3 +130,49 @@ def test_a_huge_repeat_or_concurrency_is_refused_naming_the_flag(tmp_path, flags
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith(f"ragmeter: error: {words}") and proc.stderr.count("\n") == 1, proc.stderr
     assert not (tmp_path / "run.jsonl").exists()
+
+
+def test_ctrl_c_keeps_the_replies_a_function_gives_after_it_and_the_rerun_asks_only_the_rest(tmp_path):
+    """A sync function's calls in flight at Ctrl-C cannot be stopped: the process waited for them at exit, then
+    threw their replies away, and the rerun called the function again for those cases (paid twice)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from collect_helpers import PYTHON_DIR
+
+    (tmp_path / "slowrag.py").write_text(
+        "import time\n"
+        "def ask(case):\n"
+        "    with open('calls.log', 'a') as f:\n"
+        "        f.write('start ' + case['id'] + '\\n')\n"
+        "    time.sleep(0.5)\n"
+        "    with open('calls.log', 'a') as f:\n"
+        "        f.write('end ' + case['id'] + '\\n')\n"
+        "    return {'answer': 'about ' + case['id'], 'retrieved': [{'file': 'a.md', 'text': 't'}]}\n")
+    args = ["collect", "--golden", str(GOLDEN), "--target", "slowrag:ask", "--out", "run.jsonl", "--cache",
+            "c.sqlite", "--concurrency", "3"]
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+    proc = subprocess.Popen([sys.executable, "-m", "ragmeter", *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "calls.log"
+    deadline = time.monotonic() + 60
+    while (not log.exists() or log.read_text().count("start") < 5) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert not (tmp_path / "run.jsonl").exists()  # nothing half-written
+    first = log.read_text().split("\n")
+    returned = [line.split()[1] for line in first if line.startswith("end ")]
+    in_flight = [i for i in (line.split()[1] for line in first if line.startswith("start ")) if i not in returned]
+    assert not in_flight  # the process waited for every call it started
+    rerun = cli(*args, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    again = [line.split()[1] for line in log.read_text().split("\n")[len(first) - 1:] if line.startswith("start ")]
+    assert not set(again) & set(returned), sorted(set(again) & set(returned))  # no reply paid for twice
+    assert sorted(again + returned) == sorted(golden_ids())
+    rows = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert [r["answer"] for r in rows] == [f"about {i}" for i in golden_ids()]

@@ -96,6 +96,7 @@ class _Run:
         self.url = getattr(target, "url", "")  #: an HttpTarget's url with its ${VAR} read (in memory only)
         self.secrets: List[str] = []    #: header values and url credentials, masked everywhere (:func:`_mask`)
         self.pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self.late: List["_LateCall"] = []  #: calls of a sync function cut off by a cancellation, still running
         self.calls = 0          #: calls started (for the breaker)
         self.requests = 0       #: requests sent to the system
         self.cached = 0
@@ -181,11 +182,53 @@ async def _call_python(run: _Run, case: Dict[str, Any]) -> Any:
     arg = dict(case)
     if inspect.iscoroutinefunction(target.fn):
         return await asyncio.wait_for(_no_exit_async(_no_exit(target.fn, arg)), run.opts.timeout)
-    loop = asyncio.get_running_loop()
-    value = await asyncio.wait_for(loop.run_in_executor(run.pool, _no_exit, target.fn, arg), run.opts.timeout)
+    assert run.pool is not None
+    call = run.pool.submit(_no_exit, target.fn, arg)
+    try:
+        value = await asyncio.wait_for(asyncio.wrap_future(call), run.opts.timeout)
+    except asyncio.CancelledError:  # Ctrl-C or a stop: a running thread goes on, and its reply is kept
+        run.late.append(_LateCall(call, case))
+        raise
     if inspect.isawaitable(value):  # a sync wrapper that returns a coroutine
         value = await asyncio.wait_for(_no_exit_async(value), run.opts.timeout)
     return value
+
+
+class _LateCall:
+    """A sync function's call still running when its case was cancelled (Ctrl-C, SIGTERM, a stop): a thread
+    cannot be stopped and the process waits for it at exit, so its reply is kept (:func:`_keep_late_replies`)
+    rather than paid for again by the rerun."""
+
+    def __init__(self, call: "concurrent.futures.Future[Any]", case: Dict[str, Any]) -> None:
+        self.call, self.case, self.finished = call, case, 0.0
+        self.started = time.monotonic()
+        call.add_done_callback(self._note_finish)
+
+    def _note_finish(self, _call: Any) -> None:
+        self.finished = time.monotonic()
+
+
+async def _keep_late_replies(run: "_Run") -> None:
+    """Wait for the calls cut off by a cancellation and cache each usable reply, as a finished case's is (a
+    second Ctrl-C stops waiting). Before, the process waited for them all the same, then threw them away."""
+    for late in run.late:
+        if late.call.cancelled():  # still queued when cancelled: never called
+            continue
+        try:
+            value = await asyncio.shield(asyncio.wrap_future(late.call))
+        except Exception:  # noqa: BLE001 - a failed call: the rerun asks again
+            continue
+        if not isinstance(value, dict) or _unusable(run, value) is not None or \
+                _blank(_record_of(run, value).get("answer")):
+            continue
+        reply = {"response": value, "latency_ms": round((late.finished - late.started) * 1000.0, 3),
+                 "attempts": 1}
+        try:
+            await run.cache.commit(_cache_key(run, late.case, late.case["repeat"]), reply, prompt="collect",
+                                   model=run.target.label)
+        except CacheWriteError:
+            return
+        run.done += 1
 
 
 def _secrets(headers: Dict[str, str], url: Optional[str] = None, from_environment: Sequence[str] = ()) -> List[str]:
@@ -468,11 +511,16 @@ def _mapping_of(target: HttpTarget, field: Optional[str]) -> Optional[Tuple[str,
     return (f"response.{name}", target.response[name]) if name in target.response else None
 
 
-async def _job(run: _Run, case: Dict[str, Any], repeat: int, first: bool) -> Dict[str, Any]:
+def _cache_key(run: _Run, case: Dict[str, Any], repeat: int) -> str:
     target = run.target
     request = target.request(case) if isinstance(target, HttpTarget) else {"id": case["id"],
                                                                             "question": case["question"]}
-    key = collect_key(target.identity, request, case["id"], repeat)
+    return collect_key(target.identity, request, case["id"], repeat)
+
+
+async def _job(run: _Run, case: Dict[str, Any], repeat: int, first: bool) -> Dict[str, Any]:
+    target = run.target
+    key = _cache_key(run, case, repeat)
     reply = None if run.opts.refresh else run.cache.get(key)
     if reply is not None and "response" in reply and not first and _unusable(run, reply["response"]) is not None:
         reply = None  # cached by a version that did not check the record: ask again
@@ -554,6 +602,7 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
             await run.session.close()
         if run.pool is not None:
             run.pool.shutdown(wait=False, cancel_futures=True)
+            await _keep_late_replies(run)
         run.cache.close()
     if run.stop.stopped:
         done = sum(r is not None for r in results)
