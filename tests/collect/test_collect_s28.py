@@ -176,3 +176,74 @@ def test_ctrl_c_keeps_the_replies_a_function_gives_after_it_and_the_rerun_asks_o
     assert sorted(again + returned) == sorted(golden_ids())
     rows = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
     assert [r["answer"] for r in rows] == [f"about {i}" for i in golden_ids()]
+
+
+class _Redirector:
+    """A loopback server whose ``/old`` redirects (307) to ``location`` and whose ``/ask`` answers a run record;
+    it records the X-Api-Key header of every request."""
+
+    def __init__(self, location=None):
+        self.location, self.keys = location, []
+
+    def __enter__(self):
+        import asyncio
+        import threading
+
+        from aiohttp import web
+
+        async def old(request):
+            self.keys.append(request.headers.get("X-Api-Key"))
+            raise web.HTTPTemporaryRedirect(self.location or f"http://127.0.0.1:{self.port}/ask")
+
+        async def ask(request):
+            self.keys.append(request.headers.get("X-Api-Key"))
+            payload = await request.json()
+            return web.json_response({"answer": f"about {payload['id']}", "retrieved": [{"file": "a.md", "text": "t"}]})
+
+        ready = threading.Event()
+
+        def main():
+            self.loop = asyncio.new_event_loop()
+            app = web.Application()
+            app.router.add_post("/old", old)
+            app.router.add_post("/ask", ask)
+            runner = web.AppRunner(app, access_log=None)
+            self.loop.run_until_complete(runner.setup())
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            self.loop.run_until_complete(site.start())
+            self.port = site._server.sockets[0].getsockname()[1]
+            ready.set()
+            self.loop.run_forever()
+            self.loop.run_until_complete(runner.cleanup())
+
+        self.thread = threading.Thread(target=main, daemon=True)
+        self.thread.start()
+        ready.wait(10)
+        return self
+
+    def __exit__(self, *exc):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def test_a_redirect_to_another_host_never_carries_the_headers_there(tmp_path):
+    """A 307 to another host was followed with every header but Authorization (aiohttp drops that one only):
+    an X-Api-Key went to whatever host the redirect named. A redirect on the same host is still followed."""
+    key = "sk-secret-0123456789"
+    with _Redirector() as other, _Redirector(location=None) as same:
+        with _Redirector(location=f"http://localhost:{other.port}/ask") as system:
+            write_target(tmp_path / "t.toml", f"http://127.0.0.1:{system.port}/old",
+                         'headers = { X-Api-Key = "${RAG_KEY}" }\n')
+            proc = cli("collect", "--golden", str(GOLDEN), "--target", "t.toml", "--out", "run.jsonl",
+                       "--no-cache", cwd=tmp_path, env={"RAG_KEY": key})
+        write_target(tmp_path / "same.toml", f"http://127.0.0.1:{same.port}/old",
+                     'headers = { X-Api-Key = "${RAG_KEY}" }\n')
+        followed = cli("collect", "--golden", str(GOLDEN), "--target", "same.toml", "--out", "same.jsonl",
+                       "--no-cache", cwd=tmp_path, env={"RAG_KEY": key})
+    assert key not in other.keys, other.keys
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("ragmeter: error: t.toml: ") and f"localhost:{other.port}/ask" in proc.stderr \
+        and "another host" in proc.stderr and proc.stderr.count("\n") == 1 and key not in proc.stderr, proc.stderr
+    assert not (tmp_path / "run.jsonl").exists()
+    assert followed.returncode == 0, followed.stderr
+    assert same.keys and set(same.keys) == {key}  # the same host: followed, with the headers

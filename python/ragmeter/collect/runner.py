@@ -117,17 +117,40 @@ def _limits(concurrency: int, rpm: Optional[float], control: str = "adaptive") -
 
 
 # -- one call ----------------------------------------------------------------------------------------------
+_REDIRECTS = (301, 302, 303, 307, 308)
+#: redirects followed on the target's own host before a reply counts as unusable
+MAX_REDIRECTS = 10
+
+
+class _CrossOrigin(str):
+    """A redirect to another host (scheme, host or port), not followed: the request's headers hold credentials."""
+
+
 async def _send_http(run: _Run, case: Dict[str, Any]) -> Tuple[Optional[int], Any, str]:
+    """One request, following redirects on the target's own host only. aiohttp followed any redirect with every
+    header but Authorization, so an X-Api-Key went to whatever host a redirect named."""
+    from yarl import URL
+
     target = run.target
     assert isinstance(target, HttpTarget)
     request = target.request(case)
+    url = URL(run.url, encoded=False)
+    params: Optional[Dict[str, str]] = None
     if target.method == "GET":
         params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in request.items()}
-        ctx = run.session.get(run.url, params=params, headers=run.headers)
-    else:
-        ctx = run.session.request(target.method, run.url, json=request, headers=run.headers)
-    async with ctx as resp:
-        return resp.status, resp.headers, _decode(await resp.read(), resp.charset)
+    for _ in range(MAX_REDIRECTS + 1):
+        body = None if target.method == "GET" else request
+        async with run.session.request(target.method, url, params=params, json=body, headers=run.headers,
+                                       allow_redirects=False) as resp:
+            location = resp.headers.get("Location") if resp.status in _REDIRECTS else None
+            if location is None:
+                return resp.status, resp.headers, _decode(await resp.read(), resp.charset)
+            following = resp.url.join(URL(location))
+            if following.origin() != resp.url.origin():
+                return resp.status, resp.headers, _CrossOrigin(public_endpoint(str(following)))
+        # the same host: the url's user and password go along, the query parameters are in the location
+        url, params = following.with_user(url.user).with_password(url.password), None
+    return resp.status, resp.headers, f"more than {MAX_REDIRECTS} redirects"
 
 
 class _Undecoded(str):
@@ -413,6 +436,13 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                         continue
                     run.server_errors.answered()
                     return {"response": data, "latency_ms": round(latency, 3), "attempts": transient + empty_asked}
+        if isinstance(body, _CrossOrigin):
+            moved = _mask(run, f"{_where(run)}: case {case['id']} is redirected (HTTP {status}) to another host, "
+                                f"{body}, where the request's headers are not sent: put that address in url")
+            if first:
+                raise InputError(moved)
+            return {"error": moved, "error_kind": "client", "attempts": transient,
+                    "latency_ms": round((time.monotonic() - started) * 1000.0, 3)}
         answered = status is not None and 200 <= status < 300  # an unreadable 2xx: retried as an unreadable 200
         shown = _mask(run, body) if isinstance(body, str) else None
         if shown is not None and shown != body:  # an error page that echoed a credential: the warning names it
