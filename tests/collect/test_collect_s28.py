@@ -247,3 +247,21 @@ def test_a_redirect_to_another_host_never_carries_the_headers_there(tmp_path):
     assert not (tmp_path / "run.jsonl").exists()
     assert followed.returncode == 0, followed.stderr
     assert same.keys and set(same.keys) == {key}  # the same host: followed, with the headers
+
+
+@pytest.mark.parametrize("body, shown", [('{ id = "{id}", question = "{questoin}" }', "'{questoin}'"),
+                                         ('{ query = "{Question}", top_k = 5 }', "'{Question}'"),
+                                         ('{ query = "what is it", filters = { team = "{category}" } }', None)])
+def test_a_body_that_never_sends_the_question_is_refused_before_any_call(tmp_path, body, shown):
+    """A body template without {question} (a typo in the placeholder, or none) sent the same request for every
+    case: the run measured one question asked 51 times, exit 0."""
+    with RagServer() as s:
+        write_target(tmp_path / "t.toml", s.url, f"body = {body}\n")
+        proc = cli("collect", "--golden", str(GOLDEN), "--target", "t.toml", "--out", "run.jsonl", "--no-cache",
+                   cwd=tmp_path)
+        sent = sum(s.requests.values())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("ragmeter: error: t.toml: body: ") and "{question}" in proc.stderr and \
+        proc.stderr.count("\n") == 1, proc.stderr
+    assert shown is None or shown in proc.stderr, proc.stderr
+    assert sent == 0 and not (tmp_path / "run.jsonl").exists()

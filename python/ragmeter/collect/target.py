@@ -208,6 +208,8 @@ def load_target(path: Union[str, os.PathLike]) -> HttpTarget:
     body = data.get("body")
     if body is not None and not isinstance(body, dict):
         raise _bad(path, "body: must be a table, e.g. { query = \"{question}\" }")
+    if body is not None:
+        _check_asks_the_question(path, body)
     if not isinstance(data.get("response", {}), dict):  # before dict(): a string or number raised a traceback
         raise _bad(path, "response: must be a table of run field = \"path.in.response\", e.g. [response] "
                    "then answer = \"data.output.text\"")
@@ -220,6 +222,25 @@ def load_target(path: Union[str, os.PathLike]) -> HttpTarget:
     if item and "retrieved" not in response:
         raise _bad(path, "response.retrieved_item needs response.retrieved (the path of the list of items)")
     return HttpTarget(str(path), url, method.upper(), headers, body, response, item)
+
+
+def _strings(template: Any) -> List[str]:
+    if isinstance(template, str):
+        return [template]
+    values = template.values() if isinstance(template, Mapping) else template if isinstance(template, list) else []
+    return [text for value in values for text in _strings(value)]
+
+
+def _check_asks_the_question(path: Path, body: Mapping[str, Any]) -> None:
+    """A body that never holds ``{question}`` sends one request for every case (a misspelt placeholder is sent
+    as written): the run would measure one question asked N times."""
+    texts = _strings(body)
+    if any("{question}" in text for text in texts):
+        return
+    near = sorted({m for text in texts for m in re.findall(r"\{\s*\w+\s*\}", text)} - {"{id}", "{category}"})
+    found = f" (it has {', '.join(map(repr, near))}, sent as written)" if near else ""
+    raise _bad(path, f"body: no {{question}} in it{found}: every case would send the same request; put "
+               f"{{question}} where the system reads the question, e.g. {{ query = \"{{question}}\" }}")
 
 
 def _check_url(path: Path, url: str) -> None:
