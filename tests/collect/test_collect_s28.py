@@ -265,3 +265,18 @@ def test_a_body_that_never_sends_the_question_is_refused_before_any_call(tmp_pat
         proc.stderr.count("\n") == 1, proc.stderr
     assert shown is None or shown in proc.stderr, proc.stderr
     assert sent == 0 and not (tmp_path / "run.jsonl").exists()
+
+
+@pytest.mark.parametrize("name", ['"Bad Header"', '"X-Key:"', '""'])
+def test_a_header_name_no_request_can_carry_is_refused_naming_it(tmp_path, name):
+    """A header name with a space or a colon was sent as it is: a strict server answered 400 on the first case
+    ('the system rejected the request'), a lenient one may read another header."""
+    with RagServer() as s:
+        write_target(tmp_path / "t.toml", s.url, f'headers = {{ {name} = "value-of-it" }}\n')
+        proc = cli("collect", "--golden", str(GOLDEN), "--target", "t.toml", "--out", "run.jsonl", "--no-cache",
+                   cwd=tmp_path)
+        sent = sum(s.requests.values())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(f"ragmeter: error: t.toml: headers.{name.strip(chr(34))}: not a header name") \
+        and proc.stderr.count("\n") == 1, proc.stderr
+    assert sent == 0

@@ -133,8 +133,14 @@ def _control_character(value: str) -> Optional[str]:
 _ENV_MISWRITTEN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_]*\})|(?<![\w$])\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
+#: an HTTP header name (RFC 9110 token)
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
 def _check_header(path: Path, name: str, value: str) -> None:
     where = f"headers.{name}"
+    if not _HEADER_NAME.match(name):  # sent as written: a strict server answered 400, a lenient one misread it
+        raise _bad(path, f"{where}: not a header name (letters, digits and - only, no space or colon)")
     miswritten = _ENV_MISWRITTEN.search(value)
     if miswritten:
         var = miswritten.group(1) or miswritten.group(2)
