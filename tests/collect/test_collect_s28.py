@@ -280,3 +280,16 @@ def test_a_header_name_no_request_can_carry_is_refused_naming_it(tmp_path, name)
     assert proc.stderr.startswith(f"ragmeter: error: t.toml: headers.{name.strip(chr(34))}: not a header name") \
         and proc.stderr.count("\n") == 1, proc.stderr
     assert sent == 0
+
+
+@pytest.mark.parametrize("spec, words", [("myrag.ask", "no such target file, and not module:function"),
+                                         ("myrag:", "no such target file, and not module:function"),
+                                         ("myrag:aks", "myrag has no aks (did you mean ask?)")])
+def test_a_misspelt_module_function_target_says_what_was_meant(tmp_path, spec, words):
+    """``myrag.ask`` (a dot for the colon) said only 'no such target file', as if a TOML file were meant; a
+    misspelt function name gave no hint of the one the module has."""
+    (tmp_path / "myrag.py").write_text("def ask(case):\n    return {'answer': 'a', 'retrieved': []}\n")
+    proc = cli("collect", "--golden", str(GOLDEN), "--target", spec, "--out", "run.jsonl", "--no-cache",
+               cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr

@@ -190,7 +190,8 @@ def load_target(path: Union[str, os.PathLike]) -> HttpTarget:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise _bad(path, "no such target file") from None
+        meant = "" if path.suffix.lower() == ".toml" else ", and not module:function (e.g. myrag:ask)"
+        raise _bad(path, f"no such target file{meant}") from None
     except UnicodeDecodeError:
         raise _bad(path, "not a UTF-8 text file") from None
     except tomllib.TOMLDecodeError as exc:
@@ -282,9 +283,13 @@ def _import_callable(spec: str) -> CallableTarget:
     except (Exception, SystemExit) as exc:  # the module's own error while it ran: was a traceback, exit 1
         raise InputError(f"--target {spec}: cannot import {module_name} ({_raised_at(exc)})") from None
     for part in attr.split("."):
-        obj = getattr(obj, part, None)
+        owner, obj = obj, getattr(obj, part, None)
         if obj is None:
-            raise InputError(f"--target {spec}: {module_name} has no {attr}")
+            import difflib
+
+            close = difflib.get_close_matches(part, [n for n in dir(owner) if not n.startswith("__")], n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise InputError(f"--target {spec}: {module_name} has no {attr}{hint}")
     if not callable(obj):
         raise InputError(f"--target {spec}: {attr} is not callable")
     return _callable_target(obj, spec)
