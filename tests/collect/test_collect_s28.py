@@ -293,3 +293,21 @@ def test_a_misspelt_module_function_target_says_what_was_meant(tmp_path, spec, w
                cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_a_stopped_run_keeps_the_replies_already_on_their_way_as_the_judge_does(tmp_path):
+    """A stop (here a refused key on one case) cancelled the requests in flight at once: the system answered
+    them, and the rerun asked them again. The judge gives them a grace to come back and caches them; so does
+    collect now (not when the system is unreachable)."""
+    ids = golden_ids()
+    slow = ids[1:3]
+    with RagServer(script={**{i: ["timeout"] for i in slow}, ids[3]: [401]}, timeout_sleep=1.0) as s:
+        target = write_target(tmp_path / "t.toml", s.url)
+        with pytest.raises(ragmeter.collect.CollectStopped, match="HTTP 401"):
+            ragmeter.collect(GOLDEN, target=target, cache=tmp_path / "c.sqlite", concurrency=3, policy=FAST)
+        asked = dict(s.requests)
+        assert all(asked[i] == 1 for i in slow)
+        result = ragmeter.collect(GOLDEN, target=target, cache=tmp_path / "c.sqlite", concurrency=3, policy=FAST)
+    again = {i: s.requests[i] - asked.get(i, 0) for i in ids}
+    assert [i for i in slow if again[i]] == []  # answered while the run stopped: cached, not asked again
+    assert not result.incomplete and result.summary["n_cached"] >= 1 + len(slow)

@@ -616,11 +616,17 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
                     return
                 results[i] = await _job(run, jobs[i][0], jobs[i][1], first=False)
 
+        from ragmeter.judge.runner import STOP_GRACE, _until_done_or_stopped
+
         tasks = [asyncio.ensure_future(worker()) for _ in range(min(run.opts.concurrency, len(jobs) - 1))]
         try:
-            await asyncio.gather(*tasks)
-        except Halt:
-            pass
+            # a stop lets the calls in flight come back and be cached, as the judge's does: cancelled at once,
+            # their replies were lost and the rerun asked for them again
+            await _until_done_or_stopped(tasks, run.stop, min(run.opts.timeout, STOP_GRACE))
+            for t in tasks:
+                if t.done() and not t.cancelled() and t.exception() is not None and \
+                        not isinstance(t.exception(), Halt):
+                    raise t.exception()  # type: ignore[misc]  # a bug, not a stop
         finally:
             for t in tasks:
                 t.cancel()
