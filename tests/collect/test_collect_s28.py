@@ -311,3 +311,14 @@ def test_a_stopped_run_keeps_the_replies_already_on_their_way_as_the_judge_does(
     again = {i: s.requests[i] - asked.get(i, 0) for i in ids}
     assert [i for i in slow if again[i]] == []  # answered while the run stopped: cached, not asked again
     assert not result.incomplete and result.summary["n_cached"] >= 1 + len(slow)
+
+
+@pytest.mark.parametrize("rpm", ["1e-300", "0.01"])
+def test_an_rpm_that_would_never_send_the_second_case_is_refused(tmp_path, rpm):
+    """--rpm 1e-300 passed the > 0 check and hung after the first case (its next request was due in 1e300
+    minutes) until killed, nothing written."""
+    proc = cli("collect", "--golden", str(GOLDEN), "--target", "os.path:join", "--out", "run.jsonl", "--no-cache",
+               "--rpm", rpm, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("ragmeter: error: --rpm: must be at least 0.1 (one request every 10 minutes)") \
+        and proc.stderr.count("\n") == 1, proc.stderr
