@@ -332,3 +332,13 @@ def test_a_decorated_metric_version_must_be_a_non_empty_text_as_a_rubrics_must(v
     with pytest.raises(InputError, match=r"metric 'cited': version must be a non-empty text"):
         metric("cited", prompt='Does the answer cite? Schema: {"cited": <true or false>}', schema={"cited": bool},
                version=version)(lambda reply, case: 1.0)
+
+
+@pytest.mark.parametrize("rpm", [1e-300, 0.05])
+def test_an_rpm_that_would_never_send_the_second_call_is_refused_as_collect_refuses_it(rpm):
+    from ragmeter.errors import InputError
+
+    # before: accepted (> 0), and the run hung after the first call, as `collect --rpm 1e-300` did
+    with pytest.raises(InputError, match=r"--rpm: must be at least 0\.1 \(one request every 10 minutes\)"):
+        JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", metrics=["correctness"], rpm=rpm)
+    JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", metrics=["correctness"], rpm=0.1)  # the floor is kept

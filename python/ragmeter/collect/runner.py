@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from ragmeter._aio import run_blocking
 from ragmeter._secrets import Masker, mask_decoded
 from ragmeter.errors import InputError
+from ragmeter.judge.limits import check_rpm
 from ragmeter.judge.retry import RetryPolicy, classify
 from ragmeter.judge.stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, Halt, RunStop, ServerErrors
 from ragmeter.judge.urls import public_endpoint, scrub_urls
@@ -44,8 +45,6 @@ __all__ = ["collect", "CollectResult", "CollectStopped", "write_run", "DEFAULT_P
 MAX_CONCURRENCY = 1000
 #: repeats measure generation variance; a few dozen settle it
 MAX_REPEAT = 1000
-#: a slower rate leaves a run waiting for hours between two cases: a mistyped flag, not a system's limit
-MIN_RPM = 0.1
 
 
 class CollectStopped(InputError):
@@ -685,9 +684,8 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
         raise InputError(f"--timeout: must be a number of seconds > 0, got {timeout!r}")
     if rpm is not None and not (isinstance(rpm, (int, float)) and math.isfinite(rpm) and rpm > 0):
         raise InputError(f"--rpm: must be a number > 0 (leave it out for no limit), got {rpm!r}")
-    if rpm is not None and rpm < MIN_RPM:  # 1e-300 passed, then hung after the first case
-        raise InputError(f"--rpm: must be at least {MIN_RPM:g} (one request every {1 / MIN_RPM:g} minutes), "
-                         f"got {rpm!r}")
+    if rpm is not None:
+        check_rpm(rpm)
     resolved = resolve_target(target)
     cases = _golden_cases(golden)
     if out is not None:

@@ -28,9 +28,21 @@ from aiolimiter import AsyncLimiter
 
 from .rate import RateController, is_throttle
 
-__all__ = ["Limits", "RATE_CONTROLS"]
+__all__ = ["Limits", "RATE_CONTROLS", "MIN_RPM", "check_rpm"]
 
 RATE_CONTROLS = ("adaptive", "fixed")
+#: the slowest --rpm taken (judge and collect): a slower rate leaves a run waiting for hours between two calls, a
+#: mistyped flag, not an endpoint's limit (1e-300 passed a > 0 check, then hung after the first call)
+MIN_RPM = 0.1
+
+
+def check_rpm(rpm: float) -> None:
+    """``--rpm`` (given, finite and > 0 already): at least :data:`MIN_RPM`, else an InputError naming the flag."""
+    from ragmeter.errors import InputError
+
+    if rpm < MIN_RPM:
+        raise InputError(f"--rpm: must be at least {MIN_RPM:g} (one request every {1 / MIN_RPM:g} minutes), "
+                         f"got {rpm!r}")
 
 
 class Limits:

@@ -30,7 +30,7 @@ from .cache import Cache
 from .client import ClientConfig, JudgeCallError, JudgeClient
 from .cost import PriceTable, estimate_tokens
 from .engine import Budget, BudgetExceeded, Engine, OutputError, ParseError, RowStats, parse_json_object
-from .limits import Limits
+from .limits import Limits, check_rpm
 from .metrics import (BUILTIN_METRICS, DEFAULT_METRICS, METRICS, NO_ANSWER_CATEGORIES, Case, MetricOptions,
                       MetricResult, Skip, evidence_json, faithfulness_band, metric_scale, relevancy_questions,
                       statements_of)
@@ -163,6 +163,8 @@ class JudgeConfig:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f"--{name}: must be a number > 0 (leave it out for no limit), got {value!r}")
+        if self.rpm is not None:
+            check_rpm(self.rpm)
         if self.context_size is not None and int(self.context_size) < 1:
             raise InputError("--context-size: must be at least 1")
         if self.rate_control not in ("adaptive", "fixed"):
