@@ -36,8 +36,8 @@ def test_a_target_file_with_a_wrong_type_or_an_unusable_url_is_one_line_exit_2(t
     (["--rpm", "inf"], "--rpm: must be a number > 0"),
     (["--timeout", "nan"], "--timeout: must be a number of seconds > 0, got nan"),
     (["--timeout", "inf"], "--timeout: must be a number of seconds > 0, got inf"),
-    (["--retry-attempts", "0"], "--retry-attempts: must be at least 1"),
-    (["--retry-attempts", "-1"], "--retry-attempts: must be at least 1"),
+    (["--retry-attempts", "0"], "--retry-attempts: must be an integer between 1 and 100"),
+    (["--retry-attempts", "-1"], "--retry-attempts: must be an integer between 1 and 100"),
 ])
 def test_a_nonsense_rate_time_out_or_attempt_count_is_a_usage_error_before_any_call(tmp_path, flags, words):
     from ragserver import RagServer

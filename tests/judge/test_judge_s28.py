@@ -342,3 +342,23 @@ def test_an_rpm_that_would_never_send_the_second_call_is_refused_as_collect_refu
     with pytest.raises(InputError, match=r"--rpm: must be at least 0\.1 \(one request every 10 minutes\)"):
         JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", metrics=["correctness"], rpm=rpm)
     JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", metrics=["correctness"], rpm=0.1)  # the floor is kept
+
+
+@pytest.mark.parametrize("attempts", [101, 10**9])
+def test_retry_attempts_beyond_a_hundred_are_refused_naming_the_flag(attempts, tmp_path, capsys):
+    from ragmeter.cli import main
+    from ragmeter.judge.retry import RetryPolicy
+
+    # before: taken as given; one case answered 500 forever retried for practically ever (back-off capped at 30 s)
+    with pytest.raises(ValueError, match="max_attempts must be between 1 and 100"):
+        RetryPolicy(max_attempts=attempts)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "q1", "question": "Why?", "answer": "Because.", "reference_answer": "So."})
+                     + "\n", encoding="utf-8")
+    for argv in (["judge", "--cases", str(cases), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                  "--out", str(tmp_path / "j")],
+                 ["collect", "--golden", str(tmp_path / "absent.jsonl"), "--target", "nomodule:ask",
+                  "--out", str(tmp_path / "run.jsonl")]):
+        assert main(argv + ["--retry-attempts", str(attempts)]) == 2
+        err = capsys.readouterr().err
+        assert "error: --retry-attempts: must be an integer between 1 and 100" in err and "Traceback" not in err

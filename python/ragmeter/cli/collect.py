@@ -51,13 +51,10 @@ def add_target_options(parser: argparse.ArgumentParser, required: bool = True) -
 def collect_from(args: argparse.Namespace, golden: str, out: Any, cache: Any, console: Any) -> int:
     """Collect into ``out`` and print the outcome; 3 when the run file is incomplete, else 0."""
     from ragmeter.collect import collect
-    from ragmeter.errors import InputError
-    from ragmeter.judge.retry import RetryPolicy
+    from ragmeter.judge.retry import RetryPolicy, check_retry_attempts
 
-    attempts = getattr(args, "retry_attempts", 6)
-    if not isinstance(attempts, int) or attempts < 1:  # 0 or -1 silently meant 1
-        raise InputError(f"--retry-attempts: must be at least 1 (the first attempt included), got {attempts}")
-    policy = RetryPolicy(max_attempts=attempts)
+    # 0 or -1 silently meant 1; 10**9 retried a failing case for practically ever
+    policy = RetryPolicy(max_attempts=check_retry_attempts(getattr(args, "retry_attempts", 6)))
     result = collect(golden, args.target, out, concurrency=args.concurrency, rpm=getattr(args, "collect_rpm", None),
                      repeat=getattr(args, "collect_repeat", 1), cache=cache, timeout=args.collect_timeout,
                      refresh=bool(getattr(args, "refresh", False)), expect_mode=getattr(args, "expect_mode", None),

@@ -332,6 +332,7 @@ def build_config(args: argparse.Namespace) -> Any:
 
     from ragmeter.errors import InputError
     from ragmeter.judge import JudgeConfig, PriceTable, RetryPolicy
+    from ragmeter.judge.retry import check_retry_attempts
 
     apply_preset(args)
     for flag, url in (("--base-url", args.base_url), ("--embeddings-base-url", args.embeddings_base_url)):
@@ -345,8 +346,9 @@ def build_config(args: argparse.Namespace) -> Any:
         except ValueError:  # not two numbers, or a negative or NaN one
             raise InputError(f"--price: expected IN,OUT in USD per million tokens, each a number >= 0, got "
                              f"{args.price!r}") from None
+    attempts = check_retry_attempts(args.retry_attempts)
     try:
-        policy = RetryPolicy(max_attempts=args.retry_attempts, base_delay=args.retry_base_delay,
+        policy = RetryPolicy(max_attempts=attempts, base_delay=args.retry_base_delay,
                              max_delay=args.retry_max_delay, max_retry_after=args.retry_after_cap)
     except ValueError as exc:
         raise InputError(f"retry settings: {exc}") from None

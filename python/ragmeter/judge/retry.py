@@ -30,7 +30,7 @@ from typing import Callable, Mapping, Optional
 from .urls import scrub_urls
 
 __all__ = ["RetryPolicy", "Decision", "classify", "is_context_overflow", "is_unknown_model", "backoff_delay",
-           "parse_retry_after", "next_max_tokens", "reply_status"]
+           "parse_retry_after", "next_max_tokens", "reply_status", "MAX_ATTEMPTS", "check_retry_attempts"]
 
 #: Statuses retried with back-off. 5xx are all retried except 501 (not implemented).
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
@@ -70,6 +70,22 @@ def reply_status(status: int, body: Optional[str]) -> int:
     return status
 
 
+#: the most attempts per call: beyond, one call failing for good (a 500 every time) keeps a run busy for hours
+#: at the back-off's cap, a typo rather than a policy
+MAX_ATTEMPTS = 100
+
+
+def check_retry_attempts(value: object) -> int:
+    """``--retry-attempts`` (judge, eval, collect) as an int from 1 to :data:`MAX_ATTEMPTS`, else an InputError
+    naming the flag."""
+    from ragmeter.errors import InputError
+
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ATTEMPTS:
+        raise InputError(f"--retry-attempts: must be an integer between 1 and {MAX_ATTEMPTS} (the first attempt "
+                         f"included), got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Back-off settings. Times are in seconds; tests use milliseconds."""
@@ -80,8 +96,8 @@ class RetryPolicy:
     max_retry_after: float = 60.0  #: cap applied to a server's Retry-After / retry-after-ms
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be >= 1")
+        if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
+            raise ValueError(f"max_attempts must be between 1 and {MAX_ATTEMPTS}")
         # NaN too: min(retry_after, nan) is retry_after, so a NaN cap would leave a server's Retry-After uncapped
         if not all(isinstance(d, (int, float)) and math.isfinite(d) and d >= 0
                    for d in (self.base_delay, self.max_delay, self.max_retry_after)):
