@@ -322,3 +322,23 @@ def test_an_rpm_that_would_never_send_the_second_case_is_refused(tmp_path, rpm):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith("ragmeter: error: --rpm: must be at least 0.1 (one request every 10 minutes)") \
         and proc.stderr.count("\n") == 1, proc.stderr
+
+
+@pytest.mark.parametrize("record,field", [
+    ({"retrieval_mode": {"x": 1}}, "retrieval_mode"),
+    ({"retrieved": [{"file": "a.md", "chunk_id": {"k": 1}, "text": "t", "score": 0.5}]}, "chunk_id"),
+    ({"retrieved": [{"file": "a.md", "chunk_id": ["c", 1], "text": "t", "score": 0.5}]}, "chunk_id"),
+])
+def test_an_object_where_a_text_belongs_is_refused_as_score_would_refuse_it(record, field):
+    # before: written as its printed form ("{'x': 1}"), exit 0; `score` refuses the same record as given
+    reply = {"answer": "a", "retrieved": [{"file": "a.md", "chunk_id": "c1", "text": "t", "score": 0.5}], **record}
+    with pytest.raises(InputError, match=rf"not a run record: .*{field}.* must be a string, got an? (object|list)"):
+        ragmeter.collect(GOLDEN, target=lambda case: reply)
+
+
+def test_a_number_where_a_text_belongs_is_still_written_as_text(tmp_path):
+    reply = {"answer": 42, "retrieval_mode": "hybrid",
+             "retrieved": [{"file": "a.md", "chunk_id": 7, "text": "t", "score": 0.5}]}
+    result = ragmeter.collect(GOLDEN, target=lambda case: reply, out=tmp_path / "run.jsonl")
+    first = result.records[0]
+    assert first["retrieved"][0]["chunk_id"] == "7" and first["answer"] == "42" and not result.incomplete

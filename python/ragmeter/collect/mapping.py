@@ -38,6 +38,11 @@ def get_path(data: Any, path: str) -> Any:
     return node
 
 
+def is_scalar(value: Any) -> bool:
+    """A number or a text: what a run's text fields take written as text (a chunk id 7 is "7")."""
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
 def _item(raw: Any, fields: Mapping[str, str]) -> Dict[str, Any]:
     if isinstance(raw, str):
         return {"file": "", "chunk_id": None, "text": raw, "score": None}
@@ -49,7 +54,7 @@ def _item(raw: Any, fields: Mapping[str, str]) -> Dict[str, Any]:
         elif isinstance(raw, Mapping):
             value = next((raw[a] for a in _DEFAULT_ITEM[name] if a in raw), MISSING)
         out[name] = None if value is MISSING else value
-    if out["chunk_id"] is not None:
+    if is_scalar(out["chunk_id"]):  # an object or a list is left as it is, for the run loader's check to name
         out["chunk_id"] = str(out["chunk_id"])
     if out["file"] is None:
         out["file"] = ""

@@ -35,7 +35,7 @@ from ragmeter.judge.urls import public_endpoint, scrub_urls
 from ragmeter.judge.cache import CacheWriteError
 
 from .cache import DEFAULT_PATH, collect_key, open_cache
-from .mapping import keys_of, to_record, unmatched_paths
+from .mapping import is_scalar, keys_of, to_record, unmatched_paths
 from .target import CREDENTIAL_PARAM, CallableTarget, HttpTarget, resolve_target
 
 __all__ = ["collect", "CollectResult", "CollectStopped", "write_run", "DEFAULT_PATH"]
@@ -352,7 +352,10 @@ def _record_of(run: _Run, data: Any) -> Dict[str, Any]:
     else:
         rec = to_record(data, target.response, target.item)
     mode = rec.get("retrieval_mode")
-    rec["retrieval_mode"] = "unknown" if mode is None or (isinstance(mode, str) and not mode.strip()) else str(mode)
+    if mode is None or (isinstance(mode, str) and not mode.strip()):
+        rec["retrieval_mode"] = "unknown"
+    elif is_scalar(mode):  # an object or a list is left as it is, for the run loader's check to name
+        rec["retrieval_mode"] = str(mode)
     return rec
 
 
