@@ -362,3 +362,30 @@ def test_retry_attempts_beyond_a_hundred_are_refused_naming_the_flag(attempts, t
         assert main(argv + ["--retry-attempts", str(attempts)]) == 2
         err = capsys.readouterr().err
         assert "error: --retry-attempts: must be an integer between 1 and 100" in err and "Traceback" not in err
+
+
+# -- Ctrl-C: the calls in flight are paid for; their replies come back and are kept ---------------------------------
+def test_ctrl_c_gives_the_calls_in_flight_time_to_come_back_and_caches_their_replies(tmp_path, server, api_key):
+    import os
+    import signal
+    import sqlite3
+    import time
+
+    from test_cli import cli, write_cases
+
+    cases = write_cases(tmp_path / "cases.jsonl", 8)
+    served = 6
+    server.timeout_sleep = 1.5  # the calls after the first `served` take 1.5 s: in flight at the interrupt
+    server.rules = [(lambda info: server.requests > served, "timeout")]
+    p = cli(tmp_path, server, "--cases", str(cases), "--concurrency", "3", key=api_key)
+    deadline = time.monotonic() + 30
+    while server.requests < served + 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "Traceback" not in err, err
+    with sqlite3.connect(tmp_path / "cache.sqlite") as conn:
+        n = conn.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0]
+    # before: the three calls in flight were cancelled at once, their replies lost, a rerun paid for them again
+    assert n == served + 3, err
+    assert "waiting" in err and f"{n} replies are cached" in err.strip().splitlines()[-1]

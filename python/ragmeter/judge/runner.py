@@ -21,6 +21,7 @@ import asyncio
 import json
 import logging
 import math
+import sys
 import time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -755,7 +756,11 @@ async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: Pr
         with progress:
             try:
                 tasks.extend(asyncio.ensure_future(worker()) for _ in range(n_workers))
-                await _until_done_or_stopped(tasks, stop, min(cfg.timeout, STOP_GRACE))
+                try:
+                    await _until_done_or_stopped(tasks, stop, min(cfg.timeout, STOP_GRACE))
+                except asyncio.CancelledError:  # Ctrl-C or SIGTERM
+                    await _grace_after_interrupt(tasks, stop, min(cfg.timeout, STOP_GRACE))
+                    raise
             finally:
                 await _cancel(tasks)  # an interrupt: every worker stops before the session and the cache close
                 if cfg.tally is not None:
@@ -793,6 +798,21 @@ async def _until_done_or_stopped(tasks: List["asyncio.Task[None]"], stop: RunSto
     if stop.stopped and stop.kind != "unreachable":
         await asyncio.wait(pending, timeout=grace)
     await _cancel(list(pending))
+
+
+async def _grace_after_interrupt(tasks: List["asyncio.Task[None]"], stop: RunStop, grace: float) -> None:
+    """An interrupted run sends nothing more, and gives the calls in flight ``grace`` seconds to come back: they
+    are paid for, and their replies get cached for the rerun. A second Ctrl-C drops them (asyncio's runner then
+    raises KeyboardInterrupt at once)."""
+    stop.trip("interrupted", "interrupted")
+    pending = [t for t in tasks if not t.done()]
+    if pending:
+        print(f"ragmeter: interrupted: waiting up to {grace:g} s for the calls in flight (paid for: their replies "
+              "are cached); Ctrl-C again to drop them", file=sys.stderr, flush=True)
+        await asyncio.wait(pending, timeout=grace)
+    for t in tasks:  # retrieved, so asyncio does not log the Halt of a worker that stopped
+        if t.done() and not t.cancelled():
+            t.exception()
 
 
 async def _cancel(tasks: List["asyncio.Task[None]"]) -> None:
