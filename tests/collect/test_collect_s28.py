@@ -163,7 +163,7 @@ def test_ctrl_c_keeps_the_replies_a_function_gives_after_it_and_the_rerun_asks_o
         time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=60)[1]
-    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert proc.returncode == 130 and "Traceback" not in err and "waiting up to" in err, err
     assert not (tmp_path / "run.jsonl").exists()  # nothing half-written
     first = log.read_text().split("\n")
     returned = [line.split()[1] for line in first if line.startswith("end ")]
@@ -342,3 +342,32 @@ def test_a_number_where_a_text_belongs_is_still_written_as_text(tmp_path):
     result = ragmeter.collect(GOLDEN, target=lambda case: reply, out=tmp_path / "run.jsonl")
     first = result.records[0]
     assert first["retrieved"][0]["chunk_id"] == "7" and first["answer"] == "42" and not result.incomplete
+
+
+def test_ctrl_c_gives_the_http_calls_in_flight_time_to_come_back_and_the_rerun_asks_only_the_rest(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from collect_helpers import PYTHON_DIR
+
+    with RagServer(delay=1.0) as s:
+        target = write_target(tmp_path / "t.toml", s.url)
+        env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+        args = [sys.executable, "-m", "ragmeter", "collect", "--golden", str(GOLDEN), "--target", str(target),
+                "--out", "run.jsonl", "--cache", "c.sqlite", "--concurrency", "2"]
+        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.monotonic() + 60
+        while sum(s.requests.values()) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)  # two requests of a second each are on their way
+        err = proc.communicate(timeout=60)[1]
+        assert proc.returncode == 130 and "Traceback" not in err and "waiting up to" in err, err
+        rerun = subprocess.run(args[:-1] + ["8"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert rerun.returncode == 0, rerun.stderr
+        asked = sum(s.requests.values())
+    # before: the two in flight were cancelled at once, their answers lost, and the rerun asked them again
+    assert asked == len(golden_ids()), asked

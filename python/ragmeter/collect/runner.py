@@ -620,13 +620,18 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
                     return
                 results[i] = await _job(run, jobs[i][0], jobs[i][1], first=False)
 
-        from ragmeter.judge.runner import STOP_GRACE, _until_done_or_stopped
+        from ragmeter.judge.runner import STOP_GRACE, _grace_after_interrupt, _until_done_or_stopped
 
         tasks = [asyncio.ensure_future(worker()) for _ in range(min(run.opts.concurrency, len(jobs) - 1))]
+        grace = min(run.opts.timeout, STOP_GRACE)
         try:
-            # a stop lets the calls in flight come back and be cached, as the judge's does: cancelled at once,
-            # their replies were lost and the rerun asked for them again
-            await _until_done_or_stopped(tasks, run.stop, min(run.opts.timeout, STOP_GRACE))
+            # a stop or an interrupt lets the calls in flight come back and be cached, as the judge's do:
+            # cancelled at once, their replies were lost and the rerun asked for them again
+            try:
+                await _until_done_or_stopped(tasks, run.stop, grace)
+            except asyncio.CancelledError:  # Ctrl-C or SIGTERM
+                await _grace_after_interrupt(tasks, run.stop, grace)
+                raise
             for t in tasks:
                 if t.done() and not t.cancelled() and t.exception() is not None and \
                         not isinstance(t.exception(), Halt):

@@ -807,8 +807,8 @@ async def _grace_after_interrupt(tasks: List["asyncio.Task[None]"], stop: RunSto
     stop.trip("interrupted", "interrupted")
     pending = [t for t in tasks if not t.done()]
     if pending:
-        print(f"ragmeter: interrupted: waiting up to {grace:g} s for the calls in flight (paid for: their replies "
-              "are cached); Ctrl-C again to drop them", file=sys.stderr, flush=True)
+        print(f"ragmeter: interrupted: waiting up to {grace:g} s for the calls in flight (their replies are cached "
+              "for the rerun); Ctrl-C again to drop them", file=sys.stderr, flush=True)
         await asyncio.wait(pending, timeout=grace)
     for t in tasks:  # retrieved, so asyncio does not log the Halt of a worker that stopped
         if t.done() and not t.cancelled():
