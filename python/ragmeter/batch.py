@@ -343,8 +343,9 @@ def _empty_retrievals_as_in_the_run(cases: pl.DataFrame, g: pl.DataFrame, k: int
 
 
 def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, Any]:
-    """The whole run from the batches' :func:`score_batch` tables: ``{"cases", "overall", "by_category",
-    "file_vs_chunk_hit", "missing_from_run"}`` (as in :func:`ragmeter.score`'s summary). Golden cases in no batch are scored as empty retrievals (as :func:`ragmeter.score`
+    """The whole run from the batches' :func:`score_batch` tables: ``cases`` and every key of
+    :func:`ragmeter.score`'s summary (``overall``, ``by_category``, ``warnings``, ...), with the same values but
+    ``unfound_evidence`` (None: searching needs every chunk's text). Golden cases in no batch are scored as empty retrievals (as :func:`ragmeter.score`
     does); an id in two batches is an :class:`~ragmeter.errors.InputError` (it would be counted twice)."""
     from ragmeter.errors import InputError
     from ragmeter.retrieval import _check_k, score
@@ -371,17 +372,29 @@ def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, 
         frames.append(score(missing, [{"id": i, "retrieved": []} for i in missing["id"]], k=k).cases.with_columns(
             pl.lit(True).alias("missing_from_run"), pl.lit(0, dtype=pl.Int64).alias(FILE_COUNT)))
     cases = pl.concat([f.drop(CUT_OFF, strict=False) for f in frames], how="vertical_relaxed") if frames else pl.DataFrame()
+    any_file = bool(cases.height) and int(cases[FILE_COUNT].sum()) > 0
     if cases.height:
         cases = _empty_retrievals_as_in_the_run(cases, g, k).drop(FILE_COUNT)
     order = g.select("id").with_row_index("_order")
     cases = cases.join(order, on="id", how="left").sort("_order").drop("_order")
-    # over the collected per-case columns, as ragmeter.score computes them (bit for bit the same numbers)
-    from ragmeter.retrieval import _nest, aggregate
+    return {"cases": cases, **_whole_run_summary(cases, g, k, missing["id"].to_list(), any_file)}
 
-    from ragmeter.retrieval import file_vs_chunk_hit
 
-    overall = _nest(aggregate(cases).to_dicts()[0])
-    by_category = {row["category"]: _nest(row) for row in aggregate(cases, ["category"]).to_dicts()}
-    return {"cases": cases, "overall": overall, "by_category": by_category,
-            "file_vs_chunk_hit": file_vs_chunk_hit(cases),
-            "missing_from_run": missing["id"].to_list()}
+def _whole_run_summary(cases: pl.DataFrame, g: pl.DataFrame, k: int, missing: List[str], any_file: bool) -> Dict[str, Any]:
+    """ragmeter.score's summary over the collected per-case columns (its code: the same numbers, counts and
+    warnings), but for the evidence phrases found in no chunk of the run: that needs every chunk's text, which the
+    per-case columns do not hold, so ``unfound_evidence`` is None (not searched), not [] (none unfound)."""
+    from ragmeter.retrieval import _nest, _summary, aggregate, no_file_warning
+
+    golden = g.select("id", "reference_answer", "id_from_line")
+    joined = cases.select("id", "category").join(golden, on="id", how="left", maintain_order="left")
+    by_category = aggregate(cases, ["category"])
+    summary = _summary(cases, by_category, joined, k, missing, unfound=None)
+    summary["by_category"] = {row["category"]: _nest(row) for row in by_category.to_dicts()}
+    summary["unfound_evidence"] = None
+    unknown = cases.filter((pl.col("n_expected_files") > 0) & pl.col("file_hit").is_null())["id"].to_list()
+    summary["cases_without_file"] = len(unknown)
+    summary["ids_from_line_numbers"] = bool(joined.height and joined["id_from_line"].all())
+    if unknown:
+        summary["warnings"].insert(0, no_file_warning(unknown, any_file))
+    return summary

@@ -293,7 +293,7 @@ def _score_tables(prepared: _PreparedMatch, k: int, chunk_files_null: Optional[i
     joined, match = prepared.joined, prepared.match
     cases = _case_table(joined, match, k)
     by_category = aggregate(cases, ["category"])
-    summary = _summary(cases, by_category, joined, k, prepared.missing, match)
+    summary = _summary(cases, by_category, joined, k, prepared.missing, _unfound_evidence(joined, match))
     _add_input_notes(summary, joined, match, chunk_files_null)
     return cases, by_category, summary
 
@@ -306,15 +306,19 @@ def _add_input_notes(summary: Dict[str, Any], joined: pl.DataFrame, match: Evide
     summary["cases_without_file"] = len(ids)
     summary["ids_from_line_numbers"] = bool(joined.height and "id_from_line" in joined.columns and joined["id_from_line"].all())
     if ids:
-        from ragmeter._warnings import warning
-
         if chunk_files_null is None:
             chunk_files_null = _flat_chunk_field(joined, "file").null_count()
-        any_file = chunk_files_null < int(match.chunk_offsets[-1])
-        what = "have retrieved items without a file" if any_file else "are in a run that gives no file for any retrieved item"
-        summary["warnings"].insert(0, warning(
-            "no_file", f"case(s) expecting files {what}: matched on evidence alone, file-level metrics not scored "
-            "for them", ids))
+        summary["warnings"].insert(0, no_file_warning(ids, any_file=chunk_files_null < int(match.chunk_offsets[-1])))
+
+
+def no_file_warning(ids: List[Any], any_file: bool) -> Dict[str, Any]:
+    """The ``no_file`` warning: the cases (``ids``) expecting files whose file-level metrics are unknown; ``any_file``:
+    some retrieved item of the run gives a file (else none does)."""
+    from ragmeter._warnings import warning
+
+    what = "have retrieved items without a file" if any_file else "are in a run that gives no file for any retrieved item"
+    return warning("no_file", f"case(s) expecting files {what}: matched on evidence alone, file-level metrics not "
+                   "scored for them", ids)
 
 
 def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
@@ -458,13 +462,15 @@ def _main_mode(cases: pl.DataFrame) -> Optional[str]:
 
 
 def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFrame, k: int, missing: List[str],
-             match: Optional[EvidenceMatch] = None) -> Dict[str, Any]:
+             unfound: Optional[List[Dict[str, str]]]) -> Dict[str, Any]:
+    """``summary.json`` from the per-case table and the golden cases in its order (``joined``: ``id``,
+    ``reference_answer``, ``category``); ``unfound``: the evidence phrases found in no chunk of the run, None when
+    they were not searched for (ragmeter.batch.reduce_batches: the per-case columns hold no chunk text)."""
     overall = aggregate(cases).to_dicts()[0]
     n = cases.height
     main_mode = _main_mode(cases)
     mode_counts = {str(m): int(c) for m, c in cases["retrieval_mode"].value_counts(sort=True).iter_rows()}
-    unfound = _unfound_evidence(joined, match)
-    warnings = _warnings(cases, main_mode, missing, unfound, joined)
+    warnings = _warnings(cases, main_mode, missing, unfound or [], joined)
     return {
         "k": k,
         "n_cases": n,
