@@ -85,3 +85,89 @@ def test_score_dataset_gives_scores_summary_and_warnings_on_a_ray_cluster(ray_cl
     res = score_dataset(ray.data.from_arrow(table).repartition(3), golden, batch_size=11)
     want = _comparable(whole.summary)
     assert {key: _comparable(res).get(key) for key in want} == want
+
+
+# --- conversions from ragas / DeepEval / Hugging Face ---------------------------------------------------------
+
+
+def test_from_hf_in_ragmeters_naming_names_the_row_of_bad_contexts():
+    from ragmeter.dataset import from_hf
+    from ragmeter.errors import InputError
+
+    rows = [{"id": "a", "question": "q", "contexts": ["x"]}, {"id": "b", "question": "q2", "contexts": ["y", 3]}]
+    with pytest.raises(InputError, match=r"^dataset\[1\]: contexts\[1\] must be a text, got int$"):
+        from_hf(rows)
+
+
+@pytest.mark.parametrize("bad_id, kind", [(["a"], "list"), (True, "bool"), ({"x": 1}, "dict"), (1.5, "float")])
+def test_an_id_that_is_not_a_text_or_a_whole_number_is_refused_naming_the_row(bad_id, kind):
+    from ragmeter.dataset import from_deepeval, from_ragas
+    from ragmeter.errors import InputError
+
+    rows = [{"id": "a", "user_input": "q"}, {"id": bad_id, "user_input": "q2"}]
+    with pytest.raises(InputError, match=rf"^ragas dataset\[1\]: id must be a text or a whole number, got {kind}$"):
+        from_ragas(rows)
+    with pytest.raises(InputError, match=rf"^deepeval test cases\[0\]: name must be a text or a whole number"):
+        from_deepeval([{"name": bad_id, "input": "q"}])
+
+
+def test_whole_number_ids_read_as_a_table_keeps_them_as_written():
+    # pandas turns an integer column with a gap into floats (1.0, nan): the ids stay "1", and the gap is a row
+    # without an id, not a case named "nan"
+    from ragmeter.dataset import from_ragas
+
+    golden, _run = from_ragas([{"id": 1, "user_input": "q"}, {"id": 2.0, "user_input": "q2"}])
+    assert [c["id"] for c in golden] == ["1", "2"]
+    golden, _run = from_ragas([{"id": 1.0, "user_input": "q"}, {"id": float("nan"), "user_input": "q2"}])
+    assert [c["id"] for c in golden] == ["1", "case-0002"]
+
+
+def test_ids_made_from_positions_are_said_so(caplog):
+    import logging
+
+    from ragmeter.dataset import from_ragas
+
+    with caplog.at_level(logging.INFO, logger="ragmeter.notes"):
+        golden, run = from_ragas([{"user_input": "q"}, {"user_input": "q2"}])
+    assert [c["id"] for c in golden] == [r["id"] for r in run] == ["case-0001", "case-0002"]
+    assert caplog.messages == ["ragas dataset: no ids; each case is named by its position (case-0001, case-0002)"]
+
+
+def test_rows_without_an_id_among_rows_with_ids_are_named_by_position_and_said_so(caplog):
+    import logging
+
+    from ragmeter.dataset import from_ragas
+
+    with caplog.at_level(logging.INFO, logger="ragmeter.notes"):
+        golden, _run = from_ragas([{"id": "x", "user_input": "q"}, {"user_input": "q2"}])
+    assert [c["id"] for c in golden] == ["x", "case-0002"]
+    assert caplog.messages == ["ragas dataset: 1 of 2 rows have no id (id); each is named by its position (case-0002)"]
+
+
+def test_a_category_that_is_not_a_text_is_refused_not_dropped():
+    from ragmeter.dataset import from_ragas
+    from ragmeter.errors import InputError
+
+    with pytest.raises(InputError, match=r"^ragas dataset\[0\]: category must be a text, got int$"):
+        from_ragas([{"user_input": "q", "category": 3}])
+
+
+@pytest.mark.parametrize("field, value", [("completion_time", float("nan")), ("token_cost", float("inf")),
+                                          ("input_token_count", -5)])
+def test_deepeval_numbers_that_are_not_finite_or_negative_are_named_by_deepeval_field(field, value):
+    from ragmeter.dataset import from_deepeval
+    from ragmeter.errors import InputError
+
+    with pytest.raises(InputError, match=rf"^deepeval test cases\[0\]: {field} must be a finite number, 0 or more"):
+        from_deepeval([{"input": "q", field: value}])
+
+
+def test_the_naming_is_read_from_every_row_not_the_first_alone():
+    # ragas v0.1 rows: the first has no ground_truth; the second's must not be dropped for ragmeter's naming
+    from ragmeter.dataset import from_hf
+
+    rows = [{"question": "q", "answer": "a", "contexts": ["x"]},
+            {"question": "q2", "answer": "b", "contexts": ["y"], "ground_truth": "the truth"}]
+    golden, run = from_hf(rows)
+    assert golden[1].get("reference_answer") == "the truth"
+    assert run[1]["answer"] == "b"

@@ -22,8 +22,8 @@ else the rank) and its ``contexts``. DeepEval's ``completion_time`` (seconds) be
 ``token_cost`` ``cost`` and its token counts ``prompt_tokens`` / ``completion_tokens``. The ground-truth
 contexts (ragas ``reference_contexts``, DeepEval ``context``) become ``expected_evidence``: a retrieved chunk
 containing one is relevant. Without them a case is unlabelled and its retrieval is not scored (counted, never guessed).
-Ids are taken from an ``id`` column (DeepEval: a golden's ``id``, else ``name``) when there is one, else
-``case-0001``, ...
+Ids are taken from an ``id`` column (DeepEval: a golden's ``id``, else ``name``) when there is one (a text or a
+whole number), else ``case-0001``, ... by position, said in a note (the ``ragmeter.notes`` logger).
 
 :func:`to_ragas` and :func:`to_deepeval` go the other way (a golden set and a run to a ragas
 ``EvaluationDataset`` / a list of DeepEval ``LLMTestCase``), keeping every field the other library can hold, so
@@ -32,6 +32,7 @@ import nothing; the two ``to_`` functions import ragas or DeepEval when called.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ragmeter.errors import InputError
@@ -98,16 +99,20 @@ def _text(value: Any, where: str, field: str, required: bool = False) -> Optiona
             raise InputError(f"{where}: {field} is missing or empty")
         return None
     if not isinstance(value, str):
-        raise InputError(f"{where}: {field} must be a text (multi-turn samples are not supported), got "
-                         f"{type(value).__name__}")
+        multi_turn = " (multi-turn samples are not supported)" if field != "category" else ""
+        raise InputError(f"{where}: {field} must be a text{multi_turn}, got {type(value).__name__}")
     return value
 
 
 def _number(value: Any, where: str, field: str) -> Optional[float]:
+    """A count, a cost or a time: the run loader refuses a NaN, an infinity or a negative one under ragmeter's
+    name (``latency_ms``), so it is refused here under the name the user wrote."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"{where}: {field} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{where}: {field} must be a finite number, 0 or more, got {value!r}")
     return value
 
 
@@ -122,12 +127,34 @@ def _chunk_ids(row: Any, names: Mapping[str, str], contexts: List[str], where: s
     return ids
 
 
-def _case_id(row: Any, id_fields: Sequence[str], i: int) -> str:
+def _given_id(row: Any, id_fields: Sequence[str], where: str) -> Optional[str]:
+    """The row's own id (the first of ``id_fields`` it has), as a text; None when it has none. A whole number
+    is its digits (pandas reads an integer column with a gap as floats: 2.0 is "2", NaN is no id)."""
     for field in id_fields:
         raw_id = _get(row, field)
-        if raw_id is not None and raw_id != "":
-            return str(raw_id)
-    return f"case-{i + 1:04d}"
+        if raw_id is None or raw_id == "" or (isinstance(raw_id, float) and math.isnan(raw_id)):
+            continue
+        if isinstance(raw_id, float) and raw_id.is_integer():
+            raw_id = int(raw_id)
+        if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
+            raise InputError(f"{where}: {field} must be a text or a whole number, got {type(raw_id).__name__}")
+        return str(raw_id)
+    return None
+
+
+def _case_ids(rows: Sequence[Any], id_fields: Sequence[str], name: str) -> List[str]:
+    """Each row's id; a row without one is named by its position (``case-0001``, ...), said in a note (a made id
+    that is another row's own is refused by the golden loader as a duplicate, naming both rows)."""
+    from ragmeter.dataset import _note
+
+    given = [_given_id(row, id_fields, f"{name}[{i}]") for i, row in enumerate(rows)]
+    made = [f"case-{i + 1:04d}" for i, case_id in enumerate(given) if case_id is None]
+    if made:
+        shown = ", ".join(made[:2]) + (", ..." if len(made) > 2 else "")
+        _note(f"{name}: no ids; each case is named by its position ({shown})" if len(made) == len(rows) else
+              f"{name}: {len(made)} of {len(rows)} rows have no id ({'/'.join(id_fields)}); each is named by its "
+              f"position ({shown})")
+    return [case_id or f"case-{i + 1:04d}" for i, case_id in enumerate(given)]
 
 
 def _usage(row: Any, where: str) -> Dict[str, Any]:
@@ -146,9 +173,8 @@ def _convert(rows: Sequence[Any], names: Mapping[str, str], name: str, id_fields
         raise InputError(f"{name}: no samples")
     golden: Records = []
     run: Records = []
-    for i, row in enumerate(rows):
+    for i, (row, case_id) in enumerate(zip(rows, _case_ids(rows, id_fields, name))):
         where = f"{name}[{i}]"
-        case_id = _case_id(row, id_fields, i)
         contexts = _texts(_get(row, names["contexts"]), where, names["contexts"])
         evidence = _texts(_get(row, names["evidence"]), where, names["evidence"])
         case: Dict[str, Any] = {"id": case_id, "question": _text(_get(row, names["question"]), where,
@@ -157,8 +183,8 @@ def _convert(rows: Sequence[Any], names: Mapping[str, str], name: str, id_fields
         reference = _text(_get(row, names["reference"]), where, names["reference"])
         if reference is not None:
             case["reference_answer"] = reference
-        category = _get(row, "category")
-        if isinstance(category, str) and category:
+        category = _text(_get(row, "category"), where, "category")
+        if category is not None:
             case["category"] = category
         tags = _texts(_get(row, "tags"), where, "tags")
         if tags:
@@ -176,7 +202,9 @@ def _convert(rows: Sequence[Any], names: Mapping[str, str], name: str, id_fields
 
 
 def _has(rows: Sequence[Any], key: str) -> bool:
-    return bool(rows) and _get(rows[0], key) is not None
+    """Some row has ``key``: the naming is told from every row, as a field that only later rows hold would
+    otherwise be dropped (ragas v0.1 data whose first row has no ``ground_truth``)."""
+    return any(_get(row, key) is not None for row in rows)
 
 
 def from_ragas(dataset: Any) -> Tuple[Records, Records]:
@@ -201,7 +229,7 @@ def from_hf(dataset: Any) -> Tuple[Records, Records]:
     rows = _rows(dataset, "dataset")
     if _has(rows, "user_input"):
         return _convert(rows, _RAGAS, "dataset")
-    if rows and _get(rows[0], "ground_truth") is not None:
+    if _has(rows, "ground_truth"):
         return _convert(rows, _RAGAS_V01, "dataset")
     from ragmeter.dataset import QUESTION_NAMES
 
@@ -211,10 +239,10 @@ def from_hf(dataset: Any) -> Tuple[Records, Records]:
                          "reference) or ragmeter's (id, question, reference_answer, answer, retrieved)")
     golden = [{k: row[k] for k in golden_keys if k in row} for row in rows]
     run = []
-    for row in rows:
+    for i, row in enumerate(rows):
         rec = {k: row[k] for k in run_keys if k in row}
         if "retrieved" not in rec:
-            contexts = _texts(rec.get("contexts"), "dataset", "contexts")
+            contexts = _texts(rec.get("contexts"), f"dataset[{i}]", "contexts")
             rec["retrieved"] = [{"file": UNKNOWN_FILE, "chunk_id": str(r), "text": t, "score": None}
                                 for r, t in enumerate(contexts, start=1)]
         run.append(rec)
