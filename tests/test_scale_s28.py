@@ -171,3 +171,19 @@ def test_the_naming_is_read_from_every_row_not_the_first_alone():
     golden, run = from_hf(rows)
     assert golden[1].get("reference_answer") == "the truth"
     assert run[1]["answer"] == "b"
+
+
+def test_combine_without_the_golden_set_refuses_a_batch_summed_twice():
+    # a batch summed twice (a retried task whose first result was kept too) doubles its cases; without golden the
+    # count cannot tell, but the two batches' id fingerprints are the same
+    from ragmeter.batch import combine, partial_sums
+    from ragmeter.dataset import load_run
+    from ragmeter.errors import InputError
+
+    table = load_run(RUN).drop("line").to_arrow()
+    parts = [partial_sums(ragmeter.score_batch(table.slice(i, 9), GOLDEN)) for i in range(0, table.num_rows, 9)]
+    assert combine(parts)[None]["n_cases"] == table.num_rows
+    with pytest.raises(InputError, match=r"^partial sums: batches 2 and 7 hold the same \d+ cases"):
+        combine([*parts, parts[1]])
+    empty = partial_sums(ragmeter.score_batch(table.slice(0, 0), GOLDEN))
+    assert combine([*parts, empty, empty])[None]["n_cases"] == table.num_rows  # empty batches hold no case

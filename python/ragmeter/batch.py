@@ -210,20 +210,24 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
 
     ``golden`` (the golden set, as :func:`score_batch` takes it): the cases summed must be the golden set's, as
     many; fewer (golden cases in no batch, which :func:`ragmeter.score` counts as empty retrievals) or more (a
-    batch summed twice) is an :class:`~ragmeter.errors.InputError`. Without it nothing checks that no case was
-    dropped: the sums cover only the cases of the batches."""
+    batch summed twice) is an :class:`~ragmeter.errors.InputError`. Without it a batch summed twice (the same cases
+    as another batch) is still refused, but nothing checks that no case was dropped or that no single case is in
+    two different batches: the sums cover only the cases of the batches."""
     from ragmeter.retrieval import file_vs_chunk_entry
 
     acc: Dict[Any, Dict[str, Any]] = {}
     files: List[Tuple[int, int, int, int]] = []  # per batch: number, items, items with a file, empties expecting files
     fingerprint: Optional[int] = 0
     cut_offs: Dict[int, int] = {}  # k -> the first batch scored at it
+    batch_of_ids: Dict[int, int] = {}  # a batch's id fingerprint -> the batch
+    twice: List[Tuple[int, int, int]] = []  # (first batch, the batch summing its cases again, cases)
     for number, rows in enumerate(partials, 1):
         for row in rows:
             if row["group"] is None and row.get("files") is not None:
                 files.append((number, row["sum_retrieved"], *row["files"]))
             if row["group"] is None:
                 ids = row.get("ids")
+                _note_summed_before(ids, row["n_cases"], number, batch_of_ids, twice)
                 fingerprint = None if ids is None or fingerprint is None else (fingerprint + ids) % _MOD
                 for k in row.get("k") or []:
                     cut_offs.setdefault(k, number)
@@ -244,8 +248,14 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
                          + ", ".join(f"k={k} from batch {n}" for k, n in sorted(cut_offs.items(), key=lambda i: i[1]))
                          + "); their sums are of different metrics (Hit@k, precision@k, ...): score every batch "
                          "with the same k")
-    if golden is not None:
+    if golden is not None:  # first: its message says what is missing too
         _check_all_cases_summed(acc[None]["n_cases"] if None in acc else 0, golden, fingerprint)
+    if twice:
+        from ragmeter.errors import InputError
+
+        first, again, n_cases = twice[0]
+        raise InputError(f"partial sums: batches {first} and {again} hold the same {n_cases} cases: a batch summed "
+                         "twice would count its cases twice")
     _check_file_decision(files)
     out: Dict[Any, Dict[str, Any]] = {}
     for group, a in acc.items():
@@ -259,6 +269,17 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
         entry["file_vs_chunk_hit"] = file_vs_chunk_entry({key: a[f"{_GAP}{key}"] for key in _GAP_COUNTS})
         out[group] = entry
     return out
+
+
+def _note_summed_before(ids: Optional[int], n_cases: int, number: int, batch_of_ids: Dict[int, int],
+                        twice: List[Tuple[int, int, int]]) -> None:
+    """A batch whose cases are another batch's (the same id fingerprint) is summed twice, e.g. a retried task whose
+    first result was kept too; the counts cannot tell it without the golden set, the fingerprints can."""
+    if ids is None or not n_cases:
+        return
+    if ids in batch_of_ids:
+        twice.append((batch_of_ids[ids], number, n_cases))
+    batch_of_ids.setdefault(ids, number)
 
 
 def _check_file_decision(files: List[Tuple[int, int, int, int]]) -> None:
