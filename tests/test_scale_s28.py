@@ -187,3 +187,22 @@ def test_combine_without_the_golden_set_refuses_a_batch_summed_twice():
         combine([*parts, parts[1]])
     empty = partial_sums(ragmeter.score_batch(table.slice(0, 0), GOLDEN))
     assert combine([*parts, empty, empty])[None]["n_cases"] == table.num_rows  # empty batches hold no case
+
+
+def test_contexts_given_as_objects_with_a_text_keep_their_file_as_the_run_loader_reads_them():
+    # ragmeter's run loader takes retrieved_contexts of objects ({"text", "file", ...}) or of plain texts; the
+    # converter refused the objects ("retrieved_contexts[0] must be a text, got dict")
+    from ragmeter.dataset import from_ragas
+    from ragmeter.errors import InputError
+
+    golden, run = from_ragas([{"user_input": "q", "reference_contexts": ["X is 1"],
+                               "retrieved_contexts": [{"text": "noise", "file": "a.md", "chunk_id": "a#3", "score": 0.9},
+                                                      {"text": "we know X is 1"}, "X is 1 again"]}])
+    assert run[0]["contexts"] == ["noise", "we know X is 1", "X is 1 again"]
+    assert run[0]["retrieved"] == [{"file": "a.md", "chunk_id": "a#3", "text": "noise", "score": 0.9},
+                                   {"file": "(unknown)", "chunk_id": "2", "text": "we know X is 1", "score": None},
+                                   {"file": "(unknown)", "chunk_id": "3", "text": "X is 1 again", "score": None}]
+    assert ragmeter.score(golden, run).cases["first_relevant_rank"].to_list() == [2]
+    with pytest.raises(InputError, match=r"^ragas dataset\[0\]: retrieved_contexts\[1\] must be a text or an object "
+                                         r"with a 'text', got dict$"):
+        from_ragas([{"user_input": "q", "retrieved_contexts": ["x", {"page": 3}]}])

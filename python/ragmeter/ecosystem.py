@@ -18,7 +18,8 @@ Each converter returns ``(golden, run)``, two lists of records that every ragmet
 Mapping: the question, the reference answer and the system's answer map one to one; the retrieved contexts
 become the run's chunks in rank order (``retrieved``, with ``file`` ``"(unknown)"``: these libraries record no
 source file, so file-level metrics are not measured; ``chunk_id`` is ragas' ``retrieved_context_ids`` when given,
-else the rank) and its ``contexts``. DeepEval's ``completion_time`` (seconds) becomes ``latency_ms``, its
+else the rank) and its ``contexts``. A context may also be an object with a ``text`` (and ``file``, ``chunk_id``,
+``score``), as a ragmeter run's retrieved item: its file, id and score are kept. DeepEval's ``completion_time`` (seconds) becomes ``latency_ms``, its
 ``token_cost`` ``cost`` and its token counts ``prompt_tokens`` / ``completion_tokens``. The ground-truth
 contexts (ragas ``reference_contexts``, DeepEval ``context``) become ``expected_evidence``: a retrieved chunk
 containing one is relevant. Without them a case is unlabelled and its retrieval is not scored (counted, never guessed).
@@ -93,6 +94,25 @@ def _texts(value: Any, where: str, field: str) -> List[str]:
     return out
 
 
+def _contexts(value: Any, where: str, field: str) -> List[Dict[str, Any]]:
+    """The retrieved contexts as a run's retrieved items: each a text, or an object with a ``text`` (and
+    optionally ``file``, ``chunk_id``, ``score``), which is what the run loader takes under ``retrieved_contexts``."""
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise InputError(f"{where}: {field} must be a list of texts, got {type(value).__name__}")
+    items = []
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            items.append({"text": item})
+        elif isinstance(item, Mapping) and isinstance(item.get("text"), str):
+            items.append(dict(item))
+        else:
+            raise InputError(f"{where}: {field}[{i}] must be a text or an object with a 'text', got "
+                             f"{type(item).__name__}")
+    return items
+
+
 def _text(value: Any, where: str, field: str, required: bool = False) -> Optional[str]:
     if value is None or (isinstance(value, str) and not value.strip()):
         if required:
@@ -116,14 +136,16 @@ def _number(value: Any, where: str, field: str) -> Optional[float]:
     return value
 
 
-def _chunk_ids(row: Any, names: Mapping[str, str], contexts: List[str], where: str) -> List[str]:
-    """ragas' ``retrieved_context_ids`` when given (one per context), else the ranks."""
+def _chunk_ids(row: Any, names: Mapping[str, str], items: List[Dict[str, Any]], where: str) -> List[Any]:
+    """ragas' ``retrieved_context_ids`` when given (one per context), else each item's own ``chunk_id``, else
+    its rank."""
     field = names.get("context_ids")
     ids = _texts(_get(row, field), where, field) if field else []
     if not ids:
-        return [str(rank) for rank in range(1, len(contexts) + 1)]
-    if len(ids) != len(contexts):
-        raise InputError(f"{where}: {field} has {len(ids)} ids for {len(contexts)} {names['contexts']}")
+        return [str(rank) if item.get("chunk_id") is None else item["chunk_id"]
+                for rank, item in enumerate(items, start=1)]
+    if len(ids) != len(items):
+        raise InputError(f"{where}: {field} has {len(ids)} ids for {len(items)} {names['contexts']}")
     return ids
 
 
@@ -175,7 +197,7 @@ def _convert(rows: Sequence[Any], names: Mapping[str, str], name: str, id_fields
     run: Records = []
     for i, (row, case_id) in enumerate(zip(rows, _case_ids(rows, id_fields, name))):
         where = f"{name}[{i}]"
-        contexts = _texts(_get(row, names["contexts"]), where, names["contexts"])
+        items = _contexts(_get(row, names["contexts"]), where, names["contexts"])
         evidence = _texts(_get(row, names["evidence"]), where, names["evidence"])
         case: Dict[str, Any] = {"id": case_id, "question": _text(_get(row, names["question"]), where,
                                                                   names["question"], required=True),
@@ -190,11 +212,12 @@ def _convert(rows: Sequence[Any], names: Mapping[str, str], name: str, id_fields
         if tags:
             case["tags"] = tags
         golden.append(case)
-        chunk_ids = _chunk_ids(row, names, contexts, where)
+        chunk_ids = _chunk_ids(row, names, items, where)
         record = {"id": case_id, "answer": _text(_get(row, names["answer"]), where, names["answer"]),
-                  "retrieved": [{"file": UNKNOWN_FILE, "chunk_id": chunk_id, "text": text, "score": None}
-                                for chunk_id, text in zip(chunk_ids, contexts)],
-                  "contexts": contexts}
+                  "retrieved": [{"file": UNKNOWN_FILE if item.get("file") is None else item["file"],
+                                 "chunk_id": chunk_id, "text": item["text"], "score": item.get("score")}
+                                for chunk_id, item in zip(chunk_ids, items)],
+                  "contexts": [item["text"] for item in items]}
         if with_usage:
             record.update(_usage(row, where))
         run.append(record)
