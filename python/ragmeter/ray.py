@@ -19,8 +19,8 @@ __all__ = ["score_dataset", "judge_dataset", "connect"]
 
 def score_dataset(ds: Any, golden: Any, k: int = 5, *, batch_size: Optional[int] = 4096,
                   workers: Optional[int] = None, address: Optional[str] = None) -> Dict[str, Any]:
-    """Score the run rows of the Ray Dataset ``ds`` against ``golden``; returns
-    ``{"cases": polars.DataFrame, "overall", "by_category", "file_vs_chunk_hit", "missing_from_run"}`` (see
+    """Score the run rows of the Ray Dataset ``ds`` against ``golden``; returns ``{"cases": polars.DataFrame}`` and
+    every key of :func:`ragmeter.score`'s summary (``overall``, ``by_category``, ``warnings``, ...; see
     :func:`ragmeter.batch.reduce_batches`). A block that fails (a schema that is not a run, an id absent from the
     golden set) raises :class:`~ragmeter.errors.InputError` naming the batch; an id in two blocks is refused
     rather than counted twice. ``workers``: at most that many scoring tasks at once (None: as many as Ray
