@@ -3,10 +3,15 @@ them. Loopback HTTP targets (ragserver) and Python callables only."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from collect_helpers import FAST, GOLDEN, cli, golden_ids, write_target
 from ragserver import RagServer, example_records
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for loopback
+from loopback import LoopbackApp  # noqa: E402
 
 import ragmeter
 from ragmeter.errors import InputError
@@ -178,17 +183,15 @@ def test_ctrl_c_keeps_the_replies_a_function_gives_after_it_and_the_rerun_asks_o
     assert [r["answer"] for r in rows] == [f"about {i}" for i in golden_ids()]
 
 
-class _Redirector:
+class _Redirector(LoopbackApp):
     """A loopback server whose ``/old`` redirects (307) to ``location`` and whose ``/ask`` answers a run record;
     it records the X-Api-Key header of every request."""
 
     def __init__(self, location=None):
         self.location, self.keys = location, []
+        super().__init__(self._routes)
 
-    def __enter__(self):
-        import asyncio
-        import threading
-
+    def _routes(self, app):
         from aiohttp import web
 
         async def old(request):
@@ -200,30 +203,8 @@ class _Redirector:
             payload = await request.json()
             return web.json_response({"answer": f"about {payload['id']}", "retrieved": [{"file": "a.md", "text": "t"}]})
 
-        ready = threading.Event()
-
-        def main():
-            self.loop = asyncio.new_event_loop()
-            app = web.Application()
-            app.router.add_post("/old", old)
-            app.router.add_post("/ask", ask)
-            runner = web.AppRunner(app, access_log=None)
-            self.loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            self.loop.run_until_complete(site.start())
-            self.port = site._server.sockets[0].getsockname()[1]
-            ready.set()
-            self.loop.run_forever()
-            self.loop.run_until_complete(runner.cleanup())
-
-        self.thread = threading.Thread(target=main, daemon=True)
-        self.thread.start()
-        ready.wait(10)
-        return self
-
-    def __exit__(self, *exc):
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
+        app.router.add_post("/old", old)
+        app.router.add_post("/ask", ask)
 
 
 def test_a_redirect_to_another_host_never_carries_the_headers_there(tmp_path):

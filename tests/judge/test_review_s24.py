@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +13,9 @@ from ragmeter.judge.engine import ParseError, parse_json_object
 from ragmeter.judge.retry import RetryPolicy, classify
 
 from test_client import chat  # noqa: E402 (tests/judge is on sys.path: conftest.py)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for loopback
+from loopback import LoopbackApp  # noqa: E402
 
 VERDICT = {"reason": "matches", "score": 5, "correct": True}
 
@@ -268,17 +273,15 @@ def test_a_scoring_function_calling_sys_exit_is_refused_before_any_call(server, 
 
 
 # -- a reply body in the charset its Content-Type declares, or with a byte-order mark -----------------------------
-class _RawServer:
+class _RawServer(LoopbackApp):
     """A loopback endpoint whose chat replies are ``encode(body_text)`` bytes with ``content_type`` as given."""
 
     def __init__(self, encoding: str, content_type: str, bom: bytes = b"") -> None:
         self.encoding, self.content_type, self.bom = encoding, content_type, bom
         self.requests = 0
+        super().__init__(self._routes)
 
-    def __enter__(self):
-        import asyncio
-        import threading
-
+    def _routes(self, app):
         from aiohttp import web
 
         async def models(request):
@@ -293,31 +296,8 @@ class _RawServer:
             return web.Response(body=self.bom + body.encode(self.encoding),
                                 headers={"Content-Type": self.content_type})
 
-        ready = threading.Event()
-        self.loop = asyncio.new_event_loop()
-
-        def main():
-            asyncio.set_event_loop(self.loop)
-            app = web.Application()
-            app.router.add_get("/v1/models", models)
-            app.router.add_post("/v1/chat/completions", chat)
-            self.runner = web.AppRunner(app)
-            self.loop.run_until_complete(self.runner.setup())
-            site = web.TCPSite(self.runner, "127.0.0.1", 0)
-            self.loop.run_until_complete(site.start())
-            self.port = site._server.sockets[0].getsockname()[1]
-            ready.set()
-            self.loop.run_forever()
-            self.loop.run_until_complete(self.runner.cleanup())
-
-        self.thread = threading.Thread(target=main, daemon=True)
-        self.thread.start()
-        ready.wait(10)
-        return self
-
-    def __exit__(self, *exc):
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
+        app.router.add_get("/v1/models", models)
+        app.router.add_post("/v1/chat/completions", chat)
 
 
 @pytest.mark.parametrize("encoding, content_type, bom", [
