@@ -352,3 +352,28 @@ def test_ctrl_c_gives_the_http_calls_in_flight_time_to_come_back_and_the_rerun_a
         asked = sum(s.requests.values())
     # before: the two in flight were cancelled at once, their answers lost, and the rerun asked them again
     assert asked == len(golden_ids()), asked
+
+
+def test_a_function_raising_the_same_error_case_after_case_stops_the_run():
+    calls = []
+
+    def ask(case):
+        calls.append(case["id"])
+        raise RuntimeError("RAG_API_KEY is not set")
+
+    # before: called for all 51 cases, each failing the same way (exit 3), however long each call took
+    with pytest.raises(InputError, match=r"raised the same error for 5 cases in a row, nothing answered between "
+                                         r"\(RuntimeError: RAG_API_KEY is not set\)"):
+        ragmeter.collect(GOLDEN, target=ask, concurrency=1)
+    assert len(calls) == 5
+
+
+def test_a_function_failing_on_some_cases_only_fails_those_cases():
+    def ask(case):
+        if sum(map(ord, case["id"])) % 2:
+            raise ValueError(f"no document for {case['id']}")  # a different message each time, and answers between
+        return {"answer": "a", "retrieved": [{"file": "a.md", "text": "t"}]}
+
+    result = ragmeter.collect(GOLDEN, target=ask, concurrency=1)
+    failed = [r for r in result.records if "error" in r]
+    assert 0 < len(failed) < len(result.records) and result.incomplete

@@ -47,6 +47,27 @@ MAX_CONCURRENCY = 1000
 MAX_REPEAT = 1000
 
 
+class _SameError:
+    """Cases in a row whose Python function raised the same error, nothing answered between: five such stop the
+    run. An error in the function's own setup (a key not set, a service not started) fails every case alike, and
+    running the rest of the set only repeats it, paying for whatever each call did before it raised; errors that
+    differ, or answers between them, are cases failing on their own."""
+
+    def __init__(self, calls: int = 5) -> None:
+        self.calls = calls
+        self.text: Optional[str] = None
+        self.count = 0
+
+    def answered(self) -> None:
+        self.text, self.count = None, 0
+
+    def failed(self, text: str) -> bool:
+        """Record a case failed with ``text``; True when the run should stop."""
+        self.count = self.count + 1 if text == self.text else 1
+        self.text = text
+        return self.count >= self.calls
+
+
 class CollectStopped(InputError):
     """The system refused the run (key, route, quota, unreachable): one line, exit 2; finished replies are cached."""
 
@@ -92,6 +113,7 @@ class _Run:
         self.stop = RunStop()
         self.breaker = Breaker()
         self.server_errors = ServerErrors()  #: cases given up on 5xx / unusable replies, none answered between
+        self.same_error = _SameError()  #: cases in a row whose function raised the same error
         self.session: Any = None
         self.headers: Dict[str, str] = {}
         self.url = getattr(target, "url", "")  #: an HttpTarget's url with its ${VAR} read (in memory only)
@@ -439,6 +461,7 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
                         transient -= 1
                         continue
                     run.server_errors.answered()
+                    run.same_error.answered()
                     return {"response": data, "latency_ms": round(latency, 3), "attempts": transient + empty_asked}
         if isinstance(body, _CrossOrigin):
             moved = _mask(run, f"{_where(run)}: case {case['id']} is redirected (HTTP {status}) to another host, "
@@ -461,6 +484,11 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
             text = str(exc) if isinstance(exc, _Exited) else f"{type(exc).__name__}: {exc}"
             # one line, as a failed case's error is everywhere (an exception's message may hold line breaks)
             decision = type(decision)(False, 0.0, "exception", " ".join(scrub_urls(text).split())[:300])
+            if run.same_error.failed(decision.message):
+                run.stop.trip("exception", f"{_where(run)}: the function raised the same error for "
+                              f"{run.same_error.count} cases in a row, nothing answered between "
+                              f"({decision.message}); fix it and rerun (the cache keeps what was collected)")
+                raise Halt(run.stop.reason)
         if decision.kind in FATAL_KINDS and not decision.retry:
             run.stop.trip(decision.kind, _stop_message(run, decision.kind, status, decision.message, case["id"]))
             raise Halt(run.stop.reason)
