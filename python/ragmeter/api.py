@@ -113,6 +113,12 @@ def _evaluate_layout(summary: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def _report_paths(folder: Path) -> Dict[str, str]:
+    """``summary["reports"]`` of a results folder: kept in memory only (summary.json is not rewritten when the
+    folder is moved), so written by :meth:`EvalResult.write` and restored by :meth:`EvalResult.load`."""
+    return {"html": str(folder / "report.html"), "markdown": str(folder / "report.md")}
+
+
 @dataclass
 class EvalResult:
     """One evaluation in memory: what a results folder holds, as frames and a dict."""
@@ -164,7 +170,7 @@ class EvalResult:
         if self.repeats is None and (out / REPEATS_FILE).is_file():
             (out / REPEATS_FILE).unlink()  # an earlier repeated run's table is not this run's
         if reports:
-            summary["reports"] = {"html": str(out / "report.html"), "markdown": str(out / "report.md")}
+            summary["reports"] = _report_paths(out)
         self.summary = summary
         self._folder = out
         return out
@@ -180,7 +186,10 @@ class EvalResult:
         res = load_results(directory)
         chunks_path = Path(directory) / "chunks.parquet"
         chunks = _read_parquet(chunks_path) if chunks_path.is_file() else pl.DataFrame({"id": []}, schema={"id": pl.Utf8})
-        result = cls(cases=res.cases, chunks=chunks, judge=res.judge, summary=_evaluate_layout(res.summary),
+        summary = _evaluate_layout(res.summary)
+        if all(Path(p).is_file() for p in _report_paths(Path(directory)).values()):
+            summary["reports"] = _report_paths(Path(directory))  # as write() left it: the summary round-trips
+        result = cls(cases=res.cases, chunks=chunks, judge=res.judge, summary=summary,
                      sweep=res.sweep, name=str(res.path), repeats=load_repeats(res))
         result._folder = Path(directory)
         return result

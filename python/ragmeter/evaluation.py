@@ -712,6 +712,10 @@ def _repeat_judge(records: List[Dict[str, Any]], judge: Any, repeat: int, first_
     return section
 
 
+def _as_json_list(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
 def _judge_settings(judge: Any) -> Optional[Dict[str, Any]]:
     """What was asked of the judge; the API key is not part of the configuration and never written."""
     if judge is None:
@@ -720,6 +724,7 @@ def _judge_settings(judge: Any) -> Optional[Dict[str, Any]]:
 
     keep = ("base_url", "model", "metrics", "max_tokens", "max_retry_tokens", "concurrency", "rpm", "tpm",
             "budget", "embeddings_model", "relevancy_variant", "n_questions")
-    settings = {name: getattr(judge, name, None) for name in keep}
+    # a tuple (JudgeConfig.metrics) as the list summary.json reads back, so a loaded result's summary is equal
+    settings = {name: _as_json_list(getattr(judge, name, None)) for name in keep}
     settings["base_url"] = public_endpoint(settings["base_url"]) if settings["base_url"] else None  # no user:key@
     return settings
