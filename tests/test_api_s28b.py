@@ -46,3 +46,23 @@ def test_a_result_loaded_from_a_folder_with_reports_names_them_as_the_written_on
     assert EvalResult.load(tmp_path / "res").summary["reports"] == written.summary["reports"]
     written.write(tmp_path / "bare", reports=False)
     assert "reports" not in EvalResult.load(tmp_path / "bare").summary
+
+
+# -- 2. the documented calls type-check under mypy --strict
+
+
+def test_the_python_examples_of_docs_api_type_check_strictly(tmp_path):
+    pytest.importorskip("mypy")
+    import re
+
+    from test_typing import _mypy
+
+    doc = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    # the values the examples leave to the reader, typed as the user's own would be
+    script = "from typing import Any\nevaluation_dataset: Any = None\ntest_cases: Any = None\nhf_dataset: Any = None\n"
+    script += "".join(re.findall(r"```python\n(.*?)```", doc, re.S))
+    proc = _mypy(tmp_path, script)
+    # the examples' own functions carry no annotations (user code); every other error is ragmeter's
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line and "[no-untyped-def]" not in line]
+    assert not errors, proc.stdout
+    assert "[no-untyped-def]" in proc.stdout  # mypy did check the examples

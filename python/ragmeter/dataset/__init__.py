@@ -118,4 +118,10 @@ __all__ = [
     "check_id_sources",
     "RecordProblem",
     "run_record_problems",
+    # re-exported for `from ragmeter.dataset import from_hf` (docs/api.md), which mypy --strict refuses otherwise
+    "from_deepeval",
+    "from_hf",
+    "from_ragas",
+    "to_deepeval",
+    "to_ragas",
 ]
