@@ -66,3 +66,24 @@ def test_the_python_examples_of_docs_api_type_check_strictly(tmp_path):
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line and "[no-untyped-def]" not in line]
     assert not errors, proc.stdout
     assert "[no-untyped-def]" in proc.stdout  # mypy did check the examples
+
+
+# -- 3. assert_scores refuses a rule that can never fail, as compare --gate does
+
+
+@pytest.mark.parametrize("rules", [{"hit": ">=0"}, {"hit": "<=100%"}, {"mrr": float("-inf")}, {"all_files_hit": 0}])
+def test_assert_scores_refuses_a_rule_that_can_never_fail(rules):
+    from ragmeter.errors import InputError
+    from ragmeter.testing import assert_scores
+
+    result = ragmeter.evaluate(GOLDEN, RUN)
+    with pytest.raises(InputError, match="can never fail"):
+        assert_scores(result, rules)  # passed: a rule every run meets asserts nothing
+
+
+def test_assert_scores_says_what_a_rule_that_can_never_pass_meant():
+    from ragmeter.errors import InputError
+    from ragmeter.testing import assert_scores
+
+    with pytest.raises(InputError, match=r"'>=80' can never pass: hit lies between 0 and 1 .*did you mean >=80%\?"):
+        assert_scores(ragmeter.evaluate(GOLDEN, RUN), {"hit": ">=80"})

@@ -37,13 +37,37 @@ def _result(value: Any, name: str = "result") -> Any:
 def _parse(metric: str, rule: Union[str, float, int]) -> Tuple[str, float, str]:
     """``">=0.8"``, ``">= 80%"`` or a bare number (meaning ``>=``) -> (op, value, text)."""
     if isinstance(rule, (int, float)) and not isinstance(rule, bool):
-        return ">=", float(rule), f">={rule:g}"
-    m = _RULE.match(str(rule))
-    if not m:
-        raise InputError(f"assert_scores: {metric}: rule {rule!r}: write an operator and a number, e.g. '>=0.8' "
-                         "or '>=80%'")
-    value = float(m.group(2)) / (100.0 if m.group(3) else 1.0)
-    return m.group(1), value, str(rule).strip()
+        op, value, text, percent = ">=", float(rule), f">={rule:g}", False
+    else:
+        m = _RULE.match(str(rule))
+        if not m:
+            raise InputError(f"assert_scores: {metric}: rule {rule!r}: write an operator and a number, e.g. '>=0.8' "
+                             "or '>=80%'")
+        op, value, text, percent = m.group(1), float(m.group(2)), str(rule).strip(), bool(m.group(3))
+        value /= 100.0 if percent else 1.0
+    _check_scale(metric, op, value, text, percent=percent)
+    return op, value, text
+
+
+def _check_scale(metric: str, op: str, value: float, text: str, *, percent: bool) -> None:
+    """An :class:`InputError` for a rule that can never fail (it would pass every run, ``hit >= 0``) or never pass
+    on the metric's scale (``hit >= 80``: 80%?), as ``compare --gate`` refuses them."""
+    from ragmeter.compare import scale
+    from ragmeter.gate import _vacuous
+    from ragmeter.report.data import METRICS
+
+    if metric not in METRICS or op == "==":  # an unknown name is reported by score_table
+        return
+    lo, hi = scale(metric)
+    verdict = _vacuous(op, value, lo, hi)
+    if verdict is None:
+        return
+    what = "can never fail" if verdict == "always" else "can never pass"
+    percent_range = " (0% to 100%)" if (lo, hi) == (0.0, 1.0) else ""
+    as_percent = not percent and (lo, hi) == (0.0, 1.0) and _vacuous(op, value / 100.0, lo, hi) is None
+    hint = f"; did you mean {op}{value:g}%?" if as_percent else ""
+    raise InputError(f"assert_scores: {metric}: rule {text!r} {what}: {metric} lies between {lo:g} and {hi:g}"
+                     f"{percent_range}{hint}")
 
 
 def _holds(actual: float, op: str, value: float) -> bool:
@@ -102,7 +126,8 @@ def assert_scores(result: Any, rules: Mapping[str, Union[str, float, int]]) -> N
     A metric no case was scored on fails (``FAILED (no case scored)``), and so does ``correct`` when the answers
     were not judged (``FAILED (not measured: answers not judged)``): its value is then only refusal detection on
     the no-answer cases, which would let a run whose judge step was skipped pass. No rule at all (``{}``) is an
-    :class:`~ragmeter.errors.InputError`: nothing asked would pass every run."""
+    :class:`~ragmeter.errors.InputError`: nothing asked would pass every run; so is a rule that can never fail
+    (``{"hit": ">=0"}``) or never pass (``{"hit": ">=80"}``: 80%?) on the metric's scale, as for ``compare --gate``."""
     if not isinstance(rules, Mapping) or not rules:  # no rule is nothing measured, never a pass
         raise InputError(f"assert_scores: rules must be a mapping of metric to rule with at least one rule, e.g. "
                          f"{{'hit': '>=0.8'}}; got {rules!r}")
