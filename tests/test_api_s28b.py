@@ -87,3 +87,13 @@ def test_assert_scores_says_what_a_rule_that_can_never_pass_meant():
 
     with pytest.raises(InputError, match=r"'>=80' can never pass: hit lies between 0 and 1 .*did you mean >=80%\?"):
         assert_scores(ragmeter.evaluate(GOLDEN, RUN), {"hit": ">=80"})
+
+
+def test_assert_scores_takes_a_numpy_number_as_a_bare_limit():
+    np = pytest.importorskip("numpy")
+    from ragmeter.testing import assert_scores
+
+    result = ragmeter.evaluate(GOLDEN, RUN)
+    assert_scores(result, {"hit": np.float32(0.75), "mrr": np.float64(0.5)})  # np.float32 was 'write an operator'
+    with pytest.raises(AssertionError, match=r"hit .* >=0.9 +FAILED"):
+        assert_scores(result, {"hit": np.float32(0.9)})

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from numbers import Real
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ragmeter.errors import InputError  # a ValueError, as these raised before: a usage error, typed
@@ -36,8 +37,8 @@ def _result(value: Any, name: str = "result") -> Any:
 
 def _parse(metric: str, rule: Union[str, float, int]) -> Tuple[str, float, str]:
     """``">=0.8"``, ``">= 80%"`` or a bare number (meaning ``>=``) -> (op, value, text)."""
-    if isinstance(rule, (int, float)) and not isinstance(rule, bool):
-        op, value, text, percent = ">=", float(rule), f">={rule:g}", False
+    if isinstance(rule, Real) and not isinstance(rule, bool):  # NumPy's scalars too, as ragmeter._args takes them
+        op, value, text, percent = ">=", float(rule), f">={float(rule):g}", False
     else:
         m = _RULE.match(str(rule))
         if not m:
