@@ -97,3 +97,45 @@ def test_assert_scores_takes_a_numpy_number_as_a_bare_limit():
     assert_scores(result, {"hit": np.float32(0.75), "mrr": np.float64(0.5)})  # np.float32 was 'write an operator'
     with pytest.raises(AssertionError, match=r"hit .* >=0.9 +FAILED"):
         assert_scores(result, {"hit": np.float32(0.9)})
+
+
+# -- 4. pandas frames a platform hands over: a bad one is an InputError naming the input and column
+
+
+def _records(path: Path) -> list:
+    import json
+
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def test_a_pandas_column_of_mixed_types_is_an_input_error_naming_column_and_row():
+    pd = pytest.importorskip("pandas")
+    from ragmeter.errors import InputError
+
+    run = pd.DataFrame(_records(RUN)).astype(object)
+    run.loc[3, "answer"] = 5  # was pyarrow.lib.ArrowTypeError: Expected bytes, got a 'int' object
+    with pytest.raises(InputError, match=r"^run: column 'answer' mixes types: row 3 holds a number \(5\) where row 0 holds a string"):
+        ragmeter.score(GOLDEN, run)
+    golden = pd.DataFrame(_records(GOLDEN)).astype(object)
+    golden.loc[7, "question"] = 1.5
+    with pytest.raises(InputError, match=r"^golden: column 'question' mixes types: row 7 holds a number"):
+        ragmeter.evaluate(golden, RUN)
+
+
+def test_a_pandas_frame_with_a_repeated_column_name_is_an_input_error_naming_it():
+    pd = pytest.importorskip("pandas")
+    from ragmeter.errors import InputError
+
+    run = pd.DataFrame(_records(RUN))
+    run = pd.concat([run, run[["answer"]]], axis=1)  # was a bare ValueError from Polars
+    with pytest.raises(InputError, match=r"^run: column 'answer' appears twice"):
+        ragmeter.score(GOLDEN, run)
+
+
+def test_a_pandas_series_is_refused_naming_the_input():
+    pd = pytest.importorskip("pandas")
+    from ragmeter.errors import InputError
+
+    with pytest.raises(InputError, match=r"^run: expected .*got Series"):  # was AttributeError: ... 'to_dicts'
+        ragmeter.score(GOLDEN, pd.Series(_records(RUN)))

@@ -54,7 +54,11 @@ def as_source(source: Any, name: str) -> Any:
         convert = getattr(source, method, None)
         if callable(convert):
             table = convert()
-            return pl.from_arrow(table) if method == "to_arrow" else pl.from_pandas(table)
+            if method == "to_arrow":
+                return pl.from_arrow(table)
+            from ragmeter.dataset import polars_from_pandas
+
+            return polars_from_pandas(table, name)
     if isinstance(source, Mapping):
         if any(isinstance(v, (str, int, float)) for v in source.values()):  # a record's scalar fields
             raise InputError(f"{name}: a mapping is read as columns (each a list of values), and this one has "

@@ -117,7 +117,9 @@ def _run_frame(batch: Any) -> pl.DataFrame:
     from ragmeter.api import _is_pandas
 
     if _is_pandas(batch):
-        return pl.from_pandas(batch)
+        from ragmeter.dataset import polars_from_pandas
+
+        return polars_from_pandas(batch, "batch")
     if isinstance(batch, (list, tuple, dict)):
         return pl.DataFrame(batch)
     from ragmeter.errors import InputError

@@ -71,7 +71,9 @@ def _rows(source: Any, name: str) -> List[Any]:
     if isinstance(table, pl.DataFrame):
         return table.to_dicts()
     if type(table).__module__.split(".")[0] == "pandas":
-        return pl.from_pandas(table).to_dicts()
+        from ragmeter.dataset import polars_from_pandas
+
+        return polars_from_pandas(table, name).to_dicts()
     return list(table)
 
 

@@ -80,6 +80,7 @@ from ragmeter.dataset._records import (  # noqa: F401
     _is_path,
     _lone_surrogate,
     _surrogate_message,
+    polars_from_pandas,
     raw_records,
     read_text,
 )

@@ -189,18 +189,57 @@ def _parquet_records(path: Path, problems: _Problems) -> List[Record]:
 def _is_dataframe(source: Any) -> bool:
     if isinstance(source, pl.DataFrame):
         return True
-    return type(source).__module__.split(".")[0] == "pandas" and hasattr(source, "to_dict")
+    # a DataFrame, not a Series (which has to_dict too, and is one column)
+    return type(source).__module__.split(".")[0] == "pandas" and hasattr(source, "columns")
 
 
-def _to_polars(source: Any) -> pl.DataFrame:
+def polars_from_pandas(frame: Any, name: str) -> pl.DataFrame:
+    """A pandas DataFrame as a Polars one; what Polars or pyarrow cannot convert (a column name used twice, an
+    object column mixing strings and numbers) is an :class:`InputError` naming ``name``, the column and the row."""
+    repeated = [str(column) for column in frame.columns[frame.columns.duplicated()]]
+    if repeated:
+        raise InputError(f"{name}: column {repeated[0]!r} appears twice; give each column its own name")
+    try:
+        return pl.from_pandas(frame)
+    except Exception as exc:  # noqa: BLE001 - pyarrow and polars raise several types (ArrowTypeError, ...)
+        raise InputError(f"{name}: {_unconvertible(frame, exc)}") from None
+
+
+def _unconvertible(frame: Any, exc: Exception) -> str:
+    """Which column of ``frame`` Polars cannot convert, and why (for :func:`polars_from_pandas`)."""
+    for column in frame.columns:
+        try:
+            pl.from_pandas(frame[[column]])
+        except Exception:  # noqa: BLE001 - as above
+            return f"column {str(column)!r} {_mixed_types(frame[column].tolist())}"
+    return f"cannot be read as a table ({type(exc).__name__}: {exc})"
+
+
+def _mixed_types(values: List[Any]) -> str:
+    """``mixes types: row 3 holds a number (5) where row 0 holds a string``, from the first value whose kind
+    differs from the first non-missing one."""
+    first: Optional[Tuple[int, Any]] = None
+    for row, value in enumerate(values):
+        if value is None or type(value).__name__ == "NAType" or (isinstance(value, float) and value != value):
+            continue  # missing (None, pd.NA, NaN): read as null
+        if first is None:
+            first = (row, value)
+        elif _kind(value) != _kind(first[1]):
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            return (f"mixes types: row {row} holds {_kind(value)} ({shown}) where row {first[0]} holds "
+                    f"{_kind(first[1])}")
+    return "cannot be read as one type"
+
+
+def _to_polars(source: Any, name: str) -> pl.DataFrame:
     if isinstance(source, pl.DataFrame):
         return source
-    return pl.from_pandas(source)
+    return polars_from_pandas(source, name)
 
 
 def _memory_records(source: Any, name: str, problems: _Problems) -> List[Record]:
     if _is_dataframe(source):
-        rows: Sequence[Any] = _to_polars(source).to_dicts()
+        rows: Sequence[Any] = _to_polars(source, name).to_dicts()
     elif isinstance(source, (list, tuple)):
         rows = source
     else:
