@@ -139,3 +139,13 @@ def test_a_pandas_series_is_refused_naming_the_input():
 
     with pytest.raises(InputError, match=r"^run: expected .*got Series"):  # was AttributeError: ... 'to_dicts'
         ragmeter.score(GOLDEN, pd.Series(_records(RUN)))
+
+
+def test_a_pandas_frame_indexed_by_id_keeps_its_ids():
+    pd = pytest.importorskip("pandas")
+
+    expected = ragmeter.score(GOLDEN, RUN).summary["overall"]
+    golden = pd.DataFrame(_records(GOLDEN)).set_index("id")  # the ids were dropped: 'golden has none'
+    run = pd.DataFrame(_records(RUN)).set_index("id")
+    assert ragmeter.score(golden, run).summary["overall"] == expected
+    assert ragmeter.evaluate(golden, RUN).summary["retrieval"]["overall"] == expected

@@ -196,6 +196,7 @@ def _is_dataframe(source: Any) -> bool:
 def polars_from_pandas(frame: Any, name: str) -> pl.DataFrame:
     """A pandas DataFrame as a Polars one; what Polars or pyarrow cannot convert (a column name used twice, an
     object column mixing strings and numbers) is an :class:`InputError` naming ``name``, the column and the row."""
+    frame = _with_named_index(frame)
     repeated = [str(column) for column in frame.columns[frame.columns.duplicated()]]
     if repeated:
         raise InputError(f"{name}: column {repeated[0]!r} appears twice; give each column its own name")
@@ -203,6 +204,16 @@ def polars_from_pandas(frame: Any, name: str) -> pl.DataFrame:
         return pl.from_pandas(frame)
     except Exception as exc:  # noqa: BLE001 - pyarrow and polars raise several types (ArrowTypeError, ...)
         raise InputError(f"{name}: {_unconvertible(frame, exc)}") from None
+
+
+def _with_named_index(frame: Any) -> Any:
+    """``frame`` with its named index as columns (``df.set_index("id")`` keeps its ids: Polars drops an index);
+    an unnamed one (0, 1, ... or what a filter left) is a row number, not a field, and is dropped as before."""
+    names = list(frame.index.names)
+    columns = {str(column) for column in frame.columns}
+    if all(n is not None for n in names) and not any(str(n) in columns for n in names):
+        return frame.reset_index()
+    return frame
 
 
 def _unconvertible(frame: Any, exc: Exception) -> str:
