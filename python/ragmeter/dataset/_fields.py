@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ragmeter import _sniff
-from ragmeter.dataset._names import _ID_NAMES
+from ragmeter.dataset._names import _ID_NAMES, FIELD_NAMES, GOLDEN_SCHEMA, RUN_SCHEMA
 from ragmeter.dataset._problems import _Problems, _kind, _place, _place_words
 from ragmeter.dataset._records import Record, _is_path
 from ragmeter.errors import NOTES_LOGGER, InputError
@@ -57,10 +57,15 @@ _LOOKALIKES = {
 }
 
 
+#: Fields ragmeter reads under their own name: never a misnamed other one (retrieval_mode is not 'retrieved').
+_KNOWN_FIELDS = frozenset({*GOLDEN_SCHEMA, *RUN_SCHEMA, *(n for names in FIELD_NAMES.values() for n in names)})
+
+
 def _lookalike(record: Dict[str, Any], field: str, names: Sequence[str]) -> Optional[str]:
     """The field of ``record`` most like a misnamed ``field`` (closest spelling first), or None."""
     pattern = _LOOKALIKES[field]
-    candidates = [k for k in record if isinstance(k, str) and k not in names and pattern.search(k)]
+    candidates = [k for k in record if isinstance(k, str) and k not in names and k not in _KNOWN_FIELDS
+                  and pattern.search(k)]
     if not candidates:
         return None
     return max(candidates, key=lambda k: difflib.SequenceMatcher(None, field, k.lower()).ratio())
