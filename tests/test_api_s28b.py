@@ -162,3 +162,50 @@ def test_a_run_whose_retrievals_are_all_null_is_not_refused_for_its_retrieval_mo
     assert expected["hit_rate"] == {"value": 0.0, "n_scored": 45, "n_total": 51}
     assert ragmeter.score(GOLDEN, run).summary["overall"] == expected
     assert ragmeter.score(GOLDEN, pl.DataFrame(run, infer_schema_length=None)).summary["overall"] == expected
+
+
+# -- 5. two evaluations at once, each with its own custom metric of the same name
+
+
+def test_two_threads_judging_their_own_rubric_of_the_same_name_get_their_own_verdicts(monkeypatch):
+    # A platform evaluating for two teams at once, each with its own "tone_check". The metric was looked up by
+    # name in one process-wide registry, so team A's cases judged after team B's run began used B's rubric.
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragmeter.judge import JudgeConfig, RubricMetric
+
+    monkeypatch.setenv("RAGMETER_API_KEY", KEY)
+    a_waiting, b_started = threading.Event(), threading.Event()
+    rubrics = {"A": ("question", "answer"), "B": ("question", "answer", "reference_answer")}  # B's prompts differ
+
+    def team_of(info):
+        return "B" if "reference_answer" in (info.get("payload") or {}) else "A"
+
+    def hold_a_until_b_starts(info):  # a server rule: A's first calls hang until B's first call comes in
+        if info.get("task") != "custom-tone-check":
+            return False
+        if team_of(info) == "B":
+            b_started.set()
+            server.release()
+            return False
+        a_waiting.set()
+        return not b_started.is_set()
+
+    with FakeServer(api_key=KEY) as server:
+        server.rules = [(hold_a_until_b_starts, "hang")]
+        server.replies["custom-tone-check"] = lambda p: {"score": 1 if "reference_answer" in p else 5, "reason": "r"}
+        cfg = JudgeConfig(base_url=server.base_url, model="m", cache=None, concurrency=2)
+
+        def evaluate(team):
+            if team == "B":
+                assert a_waiting.wait(120)  # a safety bound, not a timing check
+            metric = RubricMetric("tone_check", criteria=f"Is the answer polite? (team {team})", scale=(1, 5),
+                                  fields=rubrics[team])
+            return ragmeter.evaluate(GOLDEN, RUN, judge=cfg, metrics=[metric])
+
+        with ThreadPoolExecutor(2) as pool:
+            result_a, result_b = pool.map(evaluate, ["A", "B"])
+    for result, score in ((result_a, 1.0), (result_b, 0.0)):
+        scores = result.judge.filter(result.judge["status"] == "ok")["score"].to_list()
+        assert len(scores) > 40 and set(scores) == {score}, (score, sorted(set(scores)))

@@ -557,10 +557,10 @@ def _with_extra_fields(records: List[Dict[str, Any]], judge: Any, golden: Any, r
     """The records with the input fields custom metrics read beyond the case fields (a golden set's ``policy``,
     a run's ``citations``), taken by id from the golden set, then the run, as given."""
     from ragmeter.judge.custom import CASE_FIELDS
-    from ragmeter.judge.metrics import BUILTIN_METRICS, METRICS
+    from ragmeter.judge.metrics import BUILTIN_METRICS
 
     wanted = {f for name in judge.metrics if name not in BUILTIN_METRICS
-              for f in getattr(METRICS[name], "fields", ()) if f not in CASE_FIELDS}
+              for f in getattr(judge.implementation(name), "fields", ()) if f not in CASE_FIELDS}
     if not wanted:
         return records
     found: Dict[str, Dict[str, Any]] = {}

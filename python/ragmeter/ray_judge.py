@@ -545,7 +545,7 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
     """
     import ray
 
-    from ragmeter.judge.metrics import BUILTIN_METRICS, METRICS
+    from ragmeter.judge.metrics import BUILTIN_METRICS
     from ragmeter.judge.runner import JudgeResult, _cases, _make_config, check_metrics, summarize
     from ragmeter.judge.stop import JudgeStopped
 
@@ -566,7 +566,7 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
         raise InputError(f"--budget needs a price for model {cfg.model!r}: pass --price IN,OUT or --prices FILE")
     connect(address)
     started = time.monotonic()
-    custom = {m: METRICS[m] for m in cfg.metrics if m not in BUILTIN_METRICS}
+    custom = {m: cfg.implementation(m) for m in cfg.metrics if m not in BUILTIN_METRICS}
     records = None if hasattr(data, "to_arrow_refs") else list(data)
     if records is None:  # before the workers take their CPUs: reading the dataset needs some
         batches = _dataset_batches(data, batch_size)

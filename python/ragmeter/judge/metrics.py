@@ -397,11 +397,11 @@ METRICS: Dict[str, Callable[..., Any]] = {
 BUILTIN_METRICS = frozenset(METRICS)
 
 
-def metric_scale(name: str) -> str:
-    """The scale of the metric's ``score`` as the summary states it."""
+def metric_scale(name: str, implementation: Any = None) -> str:
+    """The scale of the metric's ``score`` as the summary states it (``implementation``: the run's own object)."""
     if name == "correctness":
         return "1-5"
-    m = METRICS.get(name)
+    m = implementation if implementation is not None else METRICS.get(name)
     label = getattr(m, "scale_label", None) or getattr(m, "scale", None)
     return label if isinstance(label, str) else "0-1"
 

@@ -122,6 +122,13 @@ class JudgeConfig:
     tally: Optional[Tally] = field(default=None, repr=False, compare=False)
     #: the embeddings endpoint's own key (None: the password of ``embeddings_base_url``, else ``api_key``'s)
     embeddings_api_key: Optional[str] = field(default=None, repr=False)
+    #: the custom metric objects given in ``metrics``, by name: this run's own, whatever another run (a thread) has
+    #: since registered under the same name in the process-wide ``METRICS`` (kept by ``dataclasses.replace``)
+    _objects: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def implementation(self, name: str) -> Any:
+        """The metric ``name`` of this run: the object given in ``metrics``, else the registered one."""
+        return self._objects.get(name) or METRICS[name]
 
     def __post_init__(self) -> None:
         from ragmeter.errors import InputError
@@ -137,7 +144,9 @@ class JudgeConfig:
 
         from .custom import resolve
 
+        given = {m.name: m for m in self.metrics if not isinstance(m, str) and isinstance(getattr(m, "name", None), str)}
         self.metrics = resolve(self.metrics)
+        self._objects = {**self._objects, **given}
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
             raise InputError(f"--metrics: unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
@@ -211,10 +220,11 @@ _PROMPTS_OF = {
 }
 
 
-def _prompt_version(metric: str, embeddings: bool) -> str:
+def _prompt_version(metric: str, cfg: "JudgeConfig") -> str:
     ps = _PROMPTS_OF.get(metric)
+    embeddings = bool(cfg.embeddings_model)
     if ps is None:  # a custom metric: its own prompts (their versions carry a hash of the text)
-        return ",".join(p.id for p in getattr(METRICS[metric], "prompts", ())) or "custom"
+        return ",".join(p.id for p in getattr(cfg.implementation(metric), "prompts", ())) or "custom"
     if metric == "answer_relevancy" and embeddings:
         ps = ps[:1]
     return ",".join(p.id for p in ps)
@@ -283,7 +293,7 @@ def _refuse_lone_surrogates(record: Mapping[str, Any], where: str) -> None:
 def _row(case: Case, metric: str, cfg: JudgeConfig, stats: RowStats, lang: str) -> Dict[str, Any]:
     return {
         "id": case.id, "metric": metric, "category": None if case.category is None else str(case.category),
-        "prompt_version": _prompt_version(metric, bool(cfg.embeddings_model)), "language": lang,
+        "prompt_version": _prompt_version(metric, cfg), "language": lang,
         "attempts": stats.attempts, "calls": stats.calls, "cached_calls": stats.cached_calls,
         "prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.completion_tokens,
         "cost_usd": stats.cost_usd, "latency_ms": round(stats.latency_ms, 3), "cached": stats.cached,
@@ -422,7 +432,7 @@ async def _judge_one(engine: Engine, case: Case, metric: str, cfg: JudgeConfig, 
         status, error, kind = "skipped", "id is in the golden set but not in the run", "missing_run"
     else:
         try:
-            result = await METRICS[metric](engine, case, stats, opts)
+            result = await cfg.implementation(metric)(engine, case, stats, opts)
         except Skip as exc:
             status, error, kind = "skipped", str(exc), "missing_input"
         except BudgetExceeded as exc:
@@ -479,7 +489,7 @@ def _mean(values: List[float]) -> Optional[float]:
     return round(sum(values) / len(values), 6) if values else None
 
 
-def _metric_summary(metric: str, rs: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _metric_summary(metric: str, rs: List[Dict[str, Any]], cfg: "JudgeConfig") -> Dict[str, Any]:
     from ragmeter.stats import rate_counting_failed
 
     ok = [r for r in rs if r["status"] == "ok"]
@@ -492,7 +502,7 @@ def _metric_summary(metric: str, rs: List[Dict[str, Any]]) -> Dict[str, Any]:
         "n_total": len(rs), "n_scored": len(scored), "n_failed": len(failed), "n_skipped": len(skipped),
         "n_skipped_budget": sum(r.get("error_kind") == "budget" for r in skipped),
         "outcomes": {o: sum(r["outcome"] == o for r in rs) for o in sorted({r["outcome"] for r in rs})},
-        "scale": metric_scale(metric),
+        "scale": metric_scale(metric, cfg.implementation(metric)),
         "mean": _mean(scored),
         "failures": _grouped(failed), "skips": _grouped(skipped),
         "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
@@ -503,7 +513,7 @@ def _metric_summary(metric: str, rs: List[Dict[str, Any]]) -> Dict[str, Any]:
     rate = None if rate is None else round(rate, 6)
     if metric == "correctness":
         entry.update(n_correct=n_yes, correct_rate_denominator=denom, correct_rate=rate)
-    threshold = getattr(METRICS.get(metric), "pass_threshold", None) if metric not in BUILTIN_METRICS else None
+    threshold = getattr(cfg.implementation(metric), "pass_threshold", None) if metric not in BUILTIN_METRICS else None
     if threshold is not None:  # a custom metric's pass rate, counted like correct_rate (a failed row did not pass)
         entry.update(pass_threshold=threshold, n_pass=n_yes, pass_rate_denominator=denom, pass_rate=rate)
     if metric == "faithfulness":
@@ -521,7 +531,7 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
     """Per metric: counts (n_total, n_scored, n_failed, n_skipped), the mean over scored rows, failures and skips
     grouped by kind, cost and latency; see :data:`DENOMINATORS`. ``incomplete`` counts the rows a rerun could
     still judge: failed rows and rows skipped at ``--budget`` (not rows skipped for missing input)."""
-    per = {metric: _metric_summary(metric, [r for r in rows if r["metric"] == metric]) for metric in cfg.metrics}
+    per = {metric: _metric_summary(metric, [r for r in rows if r["metric"] == metric], cfg) for metric in cfg.metrics}
     n_failed = sum(m["n_failed"] for m in per.values())
     n_budget = sum(m["n_skipped_budget"] for m in per.values())
     n_structural = sum(m["n_skipped"] - m["n_skipped_budget"] for m in per.values())
@@ -553,7 +563,7 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
         "budget_usd": cfg.budget, "budget_reached": bool(engine and engine.budget.reached),
         "cache_undecodable": 0 if cache is None else cache.undecodable,
         "elapsed_s": round(elapsed, 3),
-        "prompts": {m: _prompt_version(m, bool(cfg.embeddings_model)) for m in cfg.metrics},
+        "prompts": {m: _prompt_version(m, cfg) for m in cfg.metrics},
         "denominators": DENOMINATORS,
     }
 
@@ -617,13 +627,13 @@ def check_metrics(case_list: List[Case], cfg: JudgeConfig) -> None:
     from ragmeter.errors import InputError
 
     for name in cfg.metrics:
-        check = getattr(METRICS[name], "check", None) if name not in BUILTIN_METRICS else None
+        check = getattr(cfg.implementation(name), "check", None) if name not in BUILTIN_METRICS else None
         if check is None:
             continue
         try:
             check(case_list)
         except InputError as exc:
-            source = getattr(METRICS[name], "source", None)  # the --metric-file / --metric-module defining it
+            source = getattr(cfg.implementation(name), "source", None)  # the --metric-file / --metric-module defining it
             if not source or str(exc).startswith(f"{source}:"):
                 raise
             raise InputError(f"{source}: {exc}") from None
@@ -968,7 +978,7 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
                                                   "contexts": case.contexts}, lang)
                 add(metric, P.CONTEXT_RECALL, msgs, int(ref_t * 1.3) + 40 * max(1, ref_t // 15), True)
             elif metric not in BUILTIN_METRICS:
-                planned = getattr(METRICS[metric], "planned_calls", None)
+                planned = getattr(cfg.implementation(metric), "planned_calls", None)
                 if planned is None:
                     unestimated.add(metric)
                     continue
