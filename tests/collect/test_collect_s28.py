@@ -230,17 +230,22 @@ def test_a_redirect_to_another_host_never_carries_the_headers_there(tmp_path):
     assert same.keys and set(same.keys) == {key}  # the same host: followed, with the headers
 
 
+def _collect_with_target_lines(tmp_path, lines):
+    """``ragmeter collect`` with a target file holding ``lines`` beside its url: (the process, requests sent)."""
+    with RagServer() as s:
+        write_target(tmp_path / "t.toml", s.url, lines)
+        proc = cli("collect", "--golden", str(GOLDEN), "--target", "t.toml", "--out", "run.jsonl", "--no-cache",
+                   cwd=tmp_path)
+        return proc, sum(s.requests.values())
+
+
 @pytest.mark.parametrize("body, shown", [('{ id = "{id}", question = "{questoin}" }', "'{questoin}'"),
                                          ('{ query = "{Question}", top_k = 5 }', "'{Question}'"),
                                          ('{ query = "what is it", filters = { team = "{category}" } }', None)])
 def test_a_body_that_never_sends_the_question_is_refused_before_any_call(tmp_path, body, shown):
     """A body template without {question} (a typo in the placeholder, or none) sent the same request for every
     case: the run measured one question asked 51 times, exit 0."""
-    with RagServer() as s:
-        write_target(tmp_path / "t.toml", s.url, f"body = {body}\n")
-        proc = cli("collect", "--golden", str(GOLDEN), "--target", "t.toml", "--out", "run.jsonl", "--no-cache",
-                   cwd=tmp_path)
-        sent = sum(s.requests.values())
+    proc, sent = _collect_with_target_lines(tmp_path, f"body = {body}\n")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith("ragmeter: error: t.toml: body: ") and "{question}" in proc.stderr and \
         proc.stderr.count("\n") == 1, proc.stderr
@@ -252,11 +257,7 @@ def test_a_body_that_never_sends_the_question_is_refused_before_any_call(tmp_pat
 def test_a_header_name_no_request_can_carry_is_refused_naming_it(tmp_path, name):
     """A header name with a space or a colon was sent as it is: a strict server answered 400 on the first case
     ('the system rejected the request'), a lenient one may read another header."""
-    with RagServer() as s:
-        write_target(tmp_path / "t.toml", s.url, f'headers = {{ {name} = "value-of-it" }}\n')
-        proc = cli("collect", "--golden", str(GOLDEN), "--target", "t.toml", "--out", "run.jsonl", "--no-cache",
-                   cwd=tmp_path)
-        sent = sum(s.requests.values())
+    proc, sent = _collect_with_target_lines(tmp_path, f'headers = {{ {name} = "value-of-it" }}\n')
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith(f"ragmeter: error: t.toml: headers.{name.strip(chr(34))}: not a header name") \
         and proc.stderr.count("\n") == 1, proc.stderr
