@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +87,23 @@ def test_review_export_of_a_folder_without_answers_is_refused_naming_the_file(tm
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert "cases.parquet" in proc.stderr and "answer" in proc.stderr
     assert not (folder / "review").exists()
+
+
+def test_a_key_point_row_added_to_the_sheet_is_named_as_added_not_as_rows_deleted(tmp_path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_audit_review_s24 import _export_with_key_points, _rows, _write
+    from test_review import fill, human_truth
+
+    from ragmeter.review import import_sheet
+    from ragmeter.review.render import text_lines
+
+    folder, manifest = _export_with_key_points(tmp_path)
+    rows = _rows(fill(folder / "review" / "review.csv", tmp_path / "f.csv", human_truth(manifest)))
+    first = next(row for row in rows if row[0] == "miss-1")
+    rows.append([first[0], "5", "a point the reviewer wrote in", "1", "1"] + first[5:])
+    section = import_sheet(folder, _write(tmp_path / "added.csv", rows))
+    # before: "1 with key-point rows deleted from it" (points 3 and 4 counted as deleted), none was
+    assert "miss-1" in section["incomplete"] and section["points_added_to_sheet"] == {"miss-1": [5]}
+    assert "miss-1" not in (section.get("points_missing_from_sheet") or {})
+    text = " ".join(text_lines(section))
+    assert "1 with key-point rows the export did not write" in text and "deleted" not in text

@@ -370,9 +370,11 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
     known = set(table.get_column("id").to_list())
     sheet_cases = read_sheet(sheet, known, f"{results.path / 'cases.parquet'}")
     manifest = _sample_manifest(Path(sheet), results.path, set(sheet_cases))
-    points_missing = _points_missing(sheet_cases, manifest)
+    points_missing, points_added = _point_rows_changed(sheet_cases, manifest)
     labels = human_labels(sheet_cases)
-    for case_id in points_missing:  # a verdict on the points left would be made up: not reviewed, unless overridden
+    # a verdict on the points left, or on points the export did not write, would be made up: not reviewed, unless
+    # overridden
+    for case_id in {**points_missing, **points_added}:
         if sheet_cases[case_id]["correct"] is None:
             labels[case_id].update(complete=False, human_correct=None, human_score=None, points_covered=None,
                                    core_covered=None)
@@ -403,6 +405,8 @@ def import_sheet(results_dir: Any, sheet: Any, *, min_agreement: float = DEFAULT
     section.update(_manifest_check(Path(sheet), results.path))
     if points_missing:
         section["points_missing_from_sheet"] = points_missing
+    if points_added:
+        section["points_added_to_sheet"] = points_added
     in_sheet = set(labels)
     missing = [i for i in (manifest or {}).get("ids", []) if i in known and i not in in_sheet]
     if missing:  # rows a reviewer deleted or filtered out: not reviewed, as a row left blank is
@@ -445,21 +449,30 @@ def _drawn_at_random(manifest: Optional[Dict[str, Any]]) -> Optional[set]:
     return {case_id for case_id, stratum in strata.items() if stratum == "random"}
 
 
-def _points_missing(sheet: Dict[str, Dict[str, Any]], manifest: Optional[Dict[str, Any]]) -> Dict[str, List[int]]:
-    """Per case, the key points exported (the manifest's, else 1 to the highest number in the sheet) that have no
-    row in the sheet: rows a reviewer deleted, whose case cannot be judged on the points left."""
+def _point_rows_changed(sheet: Dict[str, Dict[str, Any]],
+                        manifest: Optional[Dict[str, Any]]) -> Tuple[Dict[str, List[int]], Dict[str, List[int]]]:
+    """Per case, (missing, added): the key points exported (the manifest's, else 1 to the highest number in the
+    sheet) that have no row in the sheet, rows a reviewer deleted; and the rows numbered beyond the manifest's
+    points, rows a reviewer added. Either way the case cannot be judged on the points its rows hold."""
     exported = (manifest or {}).get("key_points") if isinstance((manifest or {}).get("key_points"), dict) else {}
-    out: Dict[str, List[int]] = {}
+    missing: Dict[str, List[int]] = {}
+    added: Dict[str, List[int]] = {}
     for case_id, case in sheet.items():
         have = set(case["points"])
         listed = exported.get(case_id) if isinstance(exported, dict) else None
-        if isinstance(listed, list) and not _same_points(case.get("texts") or {}, listed):
-            listed = None  # the sheet's points are not the manifest's: a sheet of another export of the folder
-        n = max(len(listed) if isinstance(listed, list) else 0, max(have))
+        beyond: List[int] = []
+        if isinstance(listed, list):
+            beyond = sorted(k for k in have if k > len(listed))
+            exported_texts = {k: t for k, t in (case.get("texts") or {}).items() if k <= len(listed)}
+            if not _same_points(exported_texts, listed):
+                listed, beyond = None, []  # the sheet's points are not the manifest's: another export's sheet
+        n = len(listed) if isinstance(listed, list) else max(have)
         lost = [k for k in range(1, n + 1) if k not in have]
         if lost:
-            out[case_id] = lost
-    return out
+            missing[case_id] = lost
+        if beyond:
+            added[case_id] = beyond
+    return missing, added
 
 
 def _same_points(texts: Dict[int, str], listed: List[Any]) -> bool:

@@ -97,8 +97,10 @@ def text_lines(c: Dict[str, Any]) -> List[str]:
         shown = ", ".join(c["incomplete"][:5]) + (" ..." if c["n_incomplete"] > 5 else "")
         absent = len(c.get("missing_from_sheet") or [])
         cut = len(c.get("points_missing_from_sheet") or {})
+        extra = len(c.get("points_added_to_sheet") or {})
         why = ([f"{absent} of them with no row in the sheet"] if absent else []) + (
-            [f"{cut} with key-point rows deleted from it"] if cut else [])
+            [f"{cut} with key-point rows deleted from it"] if cut else []) + (
+            [f"{extra} with key-point rows the export did not write"] if extra else [])
         rows = f" ({'; '.join(why)})" if why else ""
         lines.append(f"  incomplete: {c['n_incomplete']} case(s) not (fully) reviewed{rows}, left out: {shown}")
     if c.get("warning"):
