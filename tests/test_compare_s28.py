@@ -69,3 +69,18 @@ def test_no_caution_when_no_per_category_interval_excludes_zero() -> None:
     base = synth_cases(200, seed=4)
     comp = compare_frames(diagnose(base), diagnose(base), n_resamples=300, seed=1)
     assert "by chance" not in to_markdown(comp)
+
+
+def test_a_per_category_table_leaves_out_the_categories_its_metric_applies_to_no_case_of(tmp_path, capsys) -> None:
+    from compare_runs import eval_folder
+
+    from ragmeter.cli.compare import render
+    from ragmeter.compare import compare
+
+    base = eval_folder(tmp_path / "base")  # no judge: correct is refusal detection on the no-answer cases only
+    render(compare(base, base, n_resamples=200))
+    out = capsys.readouterr().out
+    table = out.split("Correct per category")[1].split("\n\n")[0]
+    # before: six rows of 'n/a n/a n/a n/a 0/0', one per category without a no-answer case
+    assert "0/0" not in table and "noanswer" in table
+    assert "6 categories with no case Correct applies to, not shown" in " ".join(out.split())

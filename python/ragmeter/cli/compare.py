@@ -219,7 +219,12 @@ def _per_category(comp: Any, console: Any, say: Any) -> None:
         return
     rows = {(r.metric, r.group): r for r in comp.rows}  # comp.row() scans every row: quadratic in categories
     for m in key:
-        shown, n_more = worst_first(groups, lambda g: _signed_delta(rows.get((m, g))),
+        # a category with no case the metric applies to (correct without a judge: the no-answer cases only) would
+        # be a row of n/a 0/0: counted under the table instead
+        applies = [g for g in groups if (m, g) in rows and (rows[(m, g)].n_total or rows[(m, g)].n_paired)]
+        if not applies:
+            continue
+        shown, n_more = worst_first(applies, lambda g: _signed_delta(rows.get((m, g))),
                                     lambda g: rows[(m, g)].n_paired if (m, g) in rows else 0)
         table = _table(f"{label(m)} per category", ["category", "baseline", "candidate", "delta", "95% CI", "n"])
         for g in shown:
@@ -234,6 +239,10 @@ def _per_category(comp: Any, console: Any, say: Any) -> None:
         console.print(table)
         print_more(n_more, "categories", None, f"the {MAX_ROWS} that lost most (in the metric's direction), more "
                    "paired cases first among equals", console)
+        left_out = len(groups) - len(applies)
+        if left_out:
+            say(f"{left_out} {'category' if left_out == 1 else 'categories'} with no case {label(m)} applies to, "
+                "not shown")
     caution = category_caution(comp)
     if caution:
         say(caution)
