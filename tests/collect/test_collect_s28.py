@@ -378,3 +378,26 @@ def test_a_function_failing_on_some_cases_only_fails_those_cases():
     result = ragmeter.collect(GOLDEN, target=ask, concurrency=1)
     failed = [r for r in result.records if "error" in r]
     assert 0 < len(failed) < len(result.records) and result.incomplete
+
+
+def test_ctrl_c_without_a_cache_does_not_wait_for_answers_it_could_not_keep(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from collect_helpers import PYTHON_DIR
+
+    with RagServer(delay=5.0) as s:
+        target = write_target(tmp_path / "t.toml", s.url)
+        env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+        proc = subprocess.Popen([sys.executable, "-m", "ragmeter", "collect", "--golden", str(GOLDEN), "--target",
+                                 str(target), "--out", "run.jsonl", "--no-cache", "--concurrency", "2"], cwd=tmp_path,
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while sum(s.requests.values()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)  # two requests of five seconds each on their way, and nowhere to keep them
+        err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130 and "Traceback" not in err and "waiting" not in err, err

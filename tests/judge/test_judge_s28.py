@@ -389,3 +389,23 @@ def test_ctrl_c_gives_the_calls_in_flight_time_to_come_back_and_caches_their_rep
     # before: the three calls in flight were cancelled at once, their replies lost, a rerun paid for them again
     assert n == served + 3, err
     assert "waiting" in err and f"{n} replies are cached" in err.strip().splitlines()[-1]
+
+
+def test_ctrl_c_without_a_cache_does_not_wait_for_replies_it_could_not_keep(tmp_path, server, api_key):
+    import os
+    import signal
+    import time
+
+    from test_cli import cli, write_cases
+
+    cases = write_cases(tmp_path / "cases.jsonl", 8)
+    server.rules = [(lambda info: server.requests > 2, "hang")]
+    p = cli(tmp_path, server, "--cases", str(cases), "--concurrency", "3", "--no-cache", key=api_key)
+    deadline = time.monotonic() + 30
+    while server.requests < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    server.release()
+    # with --no-cache a reply that comes back is kept nowhere: waiting for it (and saying it is cached) was wrong
+    assert p.returncode == 130 and "waiting" not in err and "cached" not in err.split("interrupted: ")[-1], err

@@ -657,8 +657,8 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
             # cancelled at once, their replies were lost and the rerun asked for them again
             try:
                 await _until_done_or_stopped(tasks, run.stop, grace)
-            except asyncio.CancelledError:  # Ctrl-C or SIGTERM
-                await _grace_after_interrupt(tasks, run.stop, grace)
+            except asyncio.CancelledError:  # Ctrl-C or SIGTERM; without a cache no reply could be kept
+                await _grace_after_interrupt(tasks, run.stop, grace if run.cache.path is not None else 0.0)
                 raise
             for t in tasks:
                 if t.done() and not t.cancelled() and t.exception() is not None and \

@@ -768,8 +768,9 @@ async def _run(case_list: List[Case], cfg: JudgeConfig, cache: Cache, prices: Pr
                 tasks.extend(asyncio.ensure_future(worker()) for _ in range(n_workers))
                 try:
                     await _until_done_or_stopped(tasks, stop, min(cfg.timeout, STOP_GRACE))
-                except asyncio.CancelledError:  # Ctrl-C or SIGTERM
-                    await _grace_after_interrupt(tasks, stop, min(cfg.timeout, STOP_GRACE))
+                except asyncio.CancelledError:  # Ctrl-C or SIGTERM; without a cache no reply could be kept
+                    grace = min(cfg.timeout, STOP_GRACE) if cfg.cache is not None else 0.0
+                    await _grace_after_interrupt(tasks, stop, grace)
                     raise
             finally:
                 await _cancel(tasks)  # an interrupt: every worker stops before the session and the cache close
@@ -812,11 +813,11 @@ async def _until_done_or_stopped(tasks: List["asyncio.Task[None]"], stop: RunSto
 
 async def _grace_after_interrupt(tasks: List["asyncio.Task[None]"], stop: RunStop, grace: float) -> None:
     """An interrupted run sends nothing more, and gives the calls in flight ``grace`` seconds to come back: they
-    are paid for, and their replies get cached for the rerun. A second Ctrl-C drops them (asyncio's runner then
-    raises KeyboardInterrupt at once)."""
+    are paid for, and their replies get cached for the rerun (0 without a cache: nothing would keep them). A second
+    Ctrl-C drops them (asyncio's runner then raises KeyboardInterrupt at once)."""
     stop.trip("interrupted", "interrupted")
     pending = [t for t in tasks if not t.done()]
-    if pending:
+    if pending and grace > 0:
         print(f"ragmeter: interrupted: waiting up to {grace:g} s for the calls in flight (their replies are cached "
               "for the rerun); Ctrl-C again to drop them", file=sys.stderr, flush=True)
         await asyncio.wait(pending, timeout=grace)
