@@ -407,7 +407,7 @@ def _whole_run_summary(cases: pl.DataFrame, g: pl.DataFrame, k: int, missing: Li
     """ragmeter.score's summary over the collected per-case columns (its code: the same numbers, counts and
     warnings), but for the evidence phrases found in no chunk of the run: that needs every chunk's text, which the
     per-case columns do not hold, so ``unfound_evidence`` is None (not searched), not [] (none unfound)."""
-    from ragmeter.retrieval import _nest, _summary, aggregate, no_file_warning
+    from ragmeter.retrieval import _nest, _summary, aggregate, note_inputs
 
     golden = g.select("id", "reference_answer", "id_from_line")
     joined = cases.select("id", "category").join(golden, on="id", how="left", maintain_order="left")
@@ -416,8 +416,5 @@ def _whole_run_summary(cases: pl.DataFrame, g: pl.DataFrame, k: int, missing: Li
     summary["by_category"] = {row["category"]: _nest(row) for row in by_category.to_dicts()}
     summary["unfound_evidence"] = None
     unknown = cases.filter((pl.col("n_expected_files") > 0) & pl.col("file_hit").is_null())["id"].to_list()
-    summary["cases_without_file"] = len(unknown)
-    summary["ids_from_line_numbers"] = bool(joined.height and joined["id_from_line"].all())
-    if unknown:
-        summary["warnings"].insert(0, no_file_warning(unknown, any_file))
+    note_inputs(summary, joined, unknown, lambda: any_file)
     return summary

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import polars as pl
@@ -301,14 +301,22 @@ def _score_tables(prepared: _PreparedMatch, k: int, chunk_files_null: Optional[i
 def _add_input_notes(summary: Dict[str, Any], joined: pl.DataFrame, match: EvidenceMatch,
                      chunk_files_null: Optional[int] = None) -> None:
     """Record how the inputs were read where it changes what the numbers mean."""
-    unknown = _file_unknown(match)
-    ids = joined["id"].filter(pl.Series(unknown)).to_list()
-    summary["cases_without_file"] = len(ids)
+    def any_file() -> bool:  # counted only when some case lacks its file: it reads every chunk's file
+        nulls = _flat_chunk_field(joined, "file").null_count() if chunk_files_null is None else chunk_files_null
+        return nulls < int(match.chunk_offsets[-1])
+
+    note_inputs(summary, joined, joined["id"].filter(pl.Series(_file_unknown(match))).to_list(), any_file)
+
+
+def note_inputs(summary: Dict[str, Any], joined: pl.DataFrame, unknown_ids: List[Any],
+                any_file: Callable[[], bool]) -> None:
+    """``cases_without_file``, ``ids_from_line_numbers`` and the ``no_file`` warning of ``summary``, for
+    ragmeter.score and for the batches' reduction (ragmeter.batch): ``unknown_ids``, the cases expecting files
+    whose file-level metrics are unknown; ``any_file()``: whether some retrieved item of the run gives a file."""
+    summary["cases_without_file"] = len(unknown_ids)
     summary["ids_from_line_numbers"] = bool(joined.height and "id_from_line" in joined.columns and joined["id_from_line"].all())
-    if ids:
-        if chunk_files_null is None:
-            chunk_files_null = _flat_chunk_field(joined, "file").null_count()
-        summary["warnings"].insert(0, no_file_warning(ids, any_file=chunk_files_null < int(match.chunk_offsets[-1])))
+    if unknown_ids:
+        summary["warnings"].insert(0, no_file_warning(unknown_ids, any_file()))
 
 
 def no_file_warning(ids: List[Any], any_file: bool) -> Dict[str, Any]:
