@@ -79,7 +79,8 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
     spool = _ChunkSpool(chunks_to) if chunks_to is not None else None
     try:
         for batch, frame in reader:
-            run_rows.append(_detached(frame.select("id", "line", "id_from_line", "retrieval_mode", "run_error")))
+            run_rows.append(_detached(frame.select("id", "line", "id_from_line", "retrieval_mode", "run_error",
+                                                 "retrieved_null")))
             if reader.problems or frame.height == 0:
                 continue  # reader.finish() raises them
             found = [position_of.get(case_id) for case_id in frame["id"].to_list()]
@@ -97,10 +98,11 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
     run_frame = pl.from_arrow(pa.concat_tables(run_rows)) if run_rows else pl.DataFrame(schema={"id": pl.String, "line": pl.Int64,
                                                                            "id_from_line": pl.Boolean,
                                                                            "retrieval_mode": pl.String,
-                                                                           "run_error": pl.String})
+                                                                           "run_error": pl.String,
+                                                                           "retrieved_null": pl.Boolean})
     run_rows.clear()
     missing = check_run_against_golden(g, run_frame, run_source=str(run), golden_source=golden_name)
-    joined = g.join(run_frame.select("id", "retrieval_mode", "run_error"), on="id", how="left", maintain_order="left").with_columns(
+    joined = g.join(run_frame.select("id", "retrieval_mode", "run_error", "retrieved_null"), on="id", how="left", maintain_order="left").with_columns(
         pl.col("id").is_in(pl.Series(missing, dtype=pl.Utf8).implode()).alias("missing_from_run"))
     del run_frame
     assembled = _assemble(g, slices, missing)

@@ -210,17 +210,21 @@ def _sources(golden: Any, run: Any) -> Tuple[Any, Any]:
     return case_source(golden, "golden"), case_source(run, "run")  # as_source; an empty one is refused
 
 
-def score_into(golden: Any, run: Any, out_dir: Any, k: int = 5) -> ScoreResult:
+def score_into(golden: Any, run: Any, out_dir: Any, k: int = 5, *, refuse_no_chunk_list: bool = False) -> ScoreResult:
     """:func:`score`, then :meth:`ScoreResult.write` into ``out_dir`` (what ``ragmeter score --out`` does); the
     results folder is opened first, so that a Parquet run's ``chunks.parquet`` is written while it is scored
     instead of from a second read of its texts. All or nothing, as :meth:`ScoreResult.write`: a run that
-    cannot be scored leaves ``out_dir`` as it was."""
+    cannot be scored leaves ``out_dir`` as it was. ``refuse_no_chunk_list``: so does a run of which no case
+    gives a chunk list (``ragmeter score``'s refusal, :func:`no_chunk_list_error`)."""
     from ragmeter._io import results_folder
 
     k = _check_k(k)  # before the folder is opened
+    name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
     golden, run = _sources(golden, run)
     with results_folder(out_dir) as tmp:
         result = _score(golden, run, k, chunks_to=tmp / "chunks.parquet")
+        if refuse_no_chunk_list and no_chunk_list_in_run(result.cases):
+            raise no_chunk_list_error(name)
         result._write_files(tmp)
     return result
 
@@ -357,11 +361,38 @@ def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
         pl.Series("n_retrieved", n_retrieved, dtype=pl.Int64), pl.Series("empty_retrieval", n_retrieved == 0),
         joined["retrieval_mode"],
         joined["run_error"],
+        _retrieved_null(joined),
         joined["missing_from_run"],
         n_expected_files.alias("n_expected_files"),
         # the labels themselves: `compare` tells a changed label from a changed system by them
         joined["expected_files"], joined["expected_evidence"],
     ])
+
+
+def _retrieved_null(joined: pl.DataFrame) -> pl.Series:
+    """Per case: the run's record gives ``retrieved: null`` (False for a case the run lacks, or a run loaded
+    without the flag)."""
+    if "retrieved_null" not in joined.columns:
+        return pl.Series("retrieved_null", [False] * joined.height, dtype=pl.Boolean)
+    return joined["retrieved_null"].fill_null(False)
+
+
+def no_chunk_list_in_run(cases: pl.DataFrame) -> bool:
+    """Every case the run has a record for gives ``retrieved: null``: the run holds no retrieval at all (an
+    answer-only run), and its empty retrievals measure nothing."""
+    if "retrieved_null" not in cases.columns:
+        return False
+    in_run = cases.filter(~pl.col("missing_from_run").fill_null(False))
+    return bool(in_run.height) and bool(in_run["retrieved_null"].all())
+
+
+def no_chunk_list_error(run_name: str) -> Exception:
+    """The :class:`InputError` of ``score`` and ``sweep`` for a run of which no case gives a chunk list."""
+    from ragmeter.errors import InputError
+
+    return InputError(f"{run_name}: 'retrieved' is null in every case of the run (no chunk list), so there is no "
+                      "retrieval to measure; write [] for a retriever that found nothing, or judge the answers alone "
+                      "with `ragmeter eval`")
 
 
 def _file_unknown(match: EvidenceMatch) -> np.ndarray:
@@ -473,7 +504,10 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
              unfound: Optional[List[Dict[str, str]]]) -> Dict[str, Any]:
     """``summary.json`` from the per-case table and the golden cases in its order (``joined``: ``id``,
     ``reference_answer``, ``category``); ``unfound``: the evidence phrases found in no chunk of the run, None when
-    they were not searched for (ragmeter.batch.reduce_batches: the per-case columns hold no chunk text)."""
+    they were not searched for (ragmeter.batch.reduce_batches: the per-case columns hold no chunk text) or there
+    was nothing to search (no case gives a chunk list)."""
+    if no_chunk_list_in_run(cases):
+        unfound = None  # every phrase 'never found' would blame the labels for the run's missing lists
     overall = aggregate(cases).to_dicts()[0]
     n = cases.height
     main_mode = _main_mode(cases)
@@ -542,10 +576,27 @@ def _run_health_warnings(cases: pl.DataFrame, main_mode: Optional[str], missing:
     if missing:
         warnings.append(warning("missing_from_run", "golden case(s) missing from the run, scored as empty retrievals",
                                 missing))
+    if "retrieved_null" in cases.columns and cases["retrieved_null"].any():
+        warnings.append(retrieved_null_warning(cases))
     failed = cases.filter(pl.col("run_error").is_not_null())
     if failed.height:
         warnings.append(failed_in_run_warning(failed["id"].to_list(), failed["run_error"].to_list()))
     return warnings
+
+
+def retrieved_null_warning(cases: pl.DataFrame) -> Dict[str, Any]:
+    """The ``retrieved_null`` warning: the cases whose run record gives ``retrieved: null`` (no chunk list), read
+    as empty retrievals; said of the whole run when no case gives a list."""
+    from ragmeter._warnings import warning
+
+    ids = cases.filter(pl.col("retrieved_null"))["id"].to_list()
+    if no_chunk_list_in_run(cases):
+        message = ("case(s): 'retrieved' is null in every case of the run (no chunk list: an answer-only run?), so "
+                   "every case is read as an empty retrieval and no retrieval metric measures the system")
+    else:
+        message = ("case(s) whose run record gives 'retrieved': null (no chunk list), read as empty retrievals "
+                   "(write [] for a retriever that found nothing)")
+    return warning("retrieved_null", message, ids)
 
 
 def failed_in_run_warning(ids: List[Any], kinds: List[Any],
@@ -736,6 +787,8 @@ def _check_swept_scores(joined: pl.DataFrame, run: Any) -> None:
     if not scores.len():
         from ragmeter.errors import InputError
 
+        if no_chunk_list_in_run(joined):
+            raise no_chunk_list_error(name)
         raise InputError(f"{name}: no case retrieved a chunk ('retrieved' is empty in every case), so every "
                          "threshold would keep nothing: nothing to sweep")
     n_unscored = scores.null_count()

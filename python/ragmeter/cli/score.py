@@ -5,7 +5,8 @@ import argparse
 
 HELP = "score retrieval per case and category (chunk-level by evidence phrase, file-level alongside)"
 EPILOG = """exit status: 0 = scored; 2 = bad input, nothing written (a malformed
-file, ids not in the golden set, a golden set without a single label); 3 =
+file, ids not in the golden set, a golden set without a single label, a
+run whose 'retrieved' is null in every case); 3 =
 scored and written, but the run file holds cases that failed when it was
 collected (a failed_in_run warning names them); 130 = interrupted."""
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
@@ -42,14 +43,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _score_and_print(args: argparse.Namespace) -> int:
     from ragmeter.cli._inputs import failed_in_run_exit, refuse_unlabelled_golden
-    from ragmeter.retrieval import run_error_counts, score, score_into
+    from ragmeter.retrieval import no_chunk_list_error, no_chunk_list_in_run, run_error_counts, score, score_into
 
     refuse_unlabelled_golden(args.golden)
 
     if args.out:
-        result = score_into(args.golden, args.run, args.out, k=args.k)
+        result = score_into(args.golden, args.run, args.out, k=args.k, refuse_no_chunk_list=True)
     else:
         result = score(args.golden, args.run, k=args.k)
+        if no_chunk_list_in_run(result.cases):
+            raise no_chunk_list_error(args.run)
     from ragmeter.cli._tables import MAX_ROWS, make_console, print_audit_pointer, print_score
 
     if args.json:

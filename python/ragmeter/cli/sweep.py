@@ -9,10 +9,11 @@ if TYPE_CHECKING:  # polars is imported when the command runs
 
 HELP = "sweep reranker score thresholds: hit rate, MRR, empty retrievals and chunks kept per threshold"
 EPILOG = """exit status: 0 = swept; 2 = bad input, nothing written (a malformed
-file, a golden set without a single label, a run without a single chunk
-score); 3 = swept and written, but the run file holds cases that failed when
-it was collected (a failed_in_run warning names them: an empty retrieval at
-every threshold); 130 = interrupted. With --json the warnings go to stderr."""
+file, a golden set without a single label, a run without a single chunk list
+or chunk score); 3 = swept and written, but the run file holds cases that
+failed when it was collected (a failed_in_run warning names them: an empty
+retrieval at every threshold); 130 = interrupted. With --json the warnings go
+to stderr."""
 PARSER_OPTIONS = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 

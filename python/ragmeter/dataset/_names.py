@@ -40,6 +40,8 @@ RUN_SCHEMA: Dict[str, Any] = {
     "completion_tokens": pl.Int64,
     "cost": pl.Float64,
     "run_error": pl.String,
+    # the record's 'retrieved' was null: no chunk list (read as an empty retrieval, and said so)
+    "retrieved_null": pl.Boolean,
     "line": pl.Int64,
     "id_from_line": pl.Boolean,
 }

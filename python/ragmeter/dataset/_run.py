@@ -81,6 +81,7 @@ def _run_from_records(records: List[Record], problems: _Problems, from_lines: bo
             problems.add(where, "missing 'retrieved' (use [] for an empty retrieval)", "retrieved")
         raw: Any = _pick(rec, _RETRIEVED_NAMES, where, problems)
         retrieved: List[Dict[str, Any]] = []
+        retrieved_null = raw is None
         if raw is None:
             raw = []
         if not isinstance(raw, (list, tuple)):
@@ -123,6 +124,7 @@ def _run_from_records(records: List[Record], problems: _Problems, from_lines: bo
         rows["completion_tokens"].append(completion)
         rows["cost"].append(cost)
         rows["run_error"].append(run_error)
+        rows["retrieved_null"].append(retrieved_null)
         rows["line"].append(line)
         rows["id_from_line"].append(from_lines)
     try:
@@ -363,6 +365,9 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
         problems.add(where, "missing column 'retrieved'")
     else:
         dtype = schema["retrieved"]
+        if dtype == pl.Null:  # null in every row (a Parquet writer keeps no element type for it)
+            df = df.with_columns(pl.col("retrieved").cast(RETRIEVED_DTYPE))
+            dtype = RETRIEVED_DTYPE
         if isinstance(dtype, pl.Array) and len(dtype.shape) == 1:  # a fixed-size list: the same items
             df = df.with_columns(pl.col("retrieved").arr.to_list())
             dtype = df.schema["retrieved"]
@@ -429,7 +434,11 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
     # Value-level checks, vectorised.
     at_rows(_rows_where(df, pl.col("id").is_null() | (pl.col("id").str.strip_chars() == "")), "missing 'id'")
     if retrieved_ok:
-        df = df.with_columns(pl.col("retrieved").fill_null(pl.lit([], dtype=RETRIEVED_DTYPE)))
+        was_null = pl.col("retrieved").is_null()
+        if df.schema.get("retrieved_null") == pl.Boolean:  # a frame load_run gave: its lists are filled
+            was_null = was_null | pl.col("retrieved_null").fill_null(False)
+        df = df.with_columns(was_null.alias("retrieved_null"),
+                             pl.col("retrieved").fill_null(pl.lit([], dtype=RETRIEVED_DTYPE)))
         bad = pl.col("retrieved").list.eval(pl.element().struct.field("text").is_null()).list.any()
         at_rows(_rows_where(df, bad), "a retrieved chunk has no 'text'")
         _non_finite_scores(df, lambda row, message: problems.add(f"{where}: row {row + 1 + offset}", message))
