@@ -59,9 +59,19 @@ def collect_from(args: argparse.Namespace, golden: str, out: Any, cache: Any, co
                      repeat=getattr(args, "collect_repeat", 1), cache=cache, timeout=args.collect_timeout,
                      refresh=bool(getattr(args, "refresh", False)), expect_mode=getattr(args, "expect_mode", None),
                      policy=policy, rate_control=getattr(args, "rate_control", "adaptive"))
-    for line in summary_lines(result.summary):
-        console.print(line, markup=False, highlight=False)
+    print_summary(result.summary, console)
     return incomplete_exit(result, out)
+
+
+def print_summary(summary: dict, console: Any) -> None:
+    """:func:`summary_lines` on the terminal, each wrapped under itself at the console's width."""
+    from ragmeter.cli._tables import print_prose, print_warning
+
+    for line in summary_lines(summary):
+        if line.startswith("warning: "):
+            print_warning(line[len("warning: "):], console)
+        else:
+            print_prose([line], console)
 
 
 def summary_lines(s: dict) -> list:

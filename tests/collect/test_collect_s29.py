@@ -1,0 +1,29 @@
+"""``collect``'s summary on the terminal: its lines wrap under themselves (a hanging indent) at the terminal's width,
+as every other command's prose does; rich wrapped them at column 0, so a long failure example read as a new line."""
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from ragmeter.cli.collect import print_summary
+
+
+def _summary() -> dict:
+    long_example = "HTTP 500 from http://127.0.0.1:9/ask: " + "upstream model server refused the request " * 3
+    return {"n_collected": 49, "n_records": 51, "n_failed": 2, "n_cached": 0, "n_requests": 53, "n_empty_retried": 0,
+            "latency_ms": {"p50": 120.0, "p95": 340.0, "n": 49}, "retrieval_modes": {"hybrid": 47, "bm25": 2},
+            "n_empty_retrievals": 3, "failures": {"server": {"count": 2, "first_case": "fact-01", "example": long_example}},
+            "warnings": []}
+
+
+def test_the_summary_wraps_under_each_line_within_80_columns():
+    out = io.StringIO()
+    print_summary(_summary(), Console(file=out, width=80, force_terminal=False, color_system=None))
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert all(line == line.rstrip() for line in lines)
+    starts = ("collected ", "latency ", "3 empty retrievals", "failed (server)")
+    heads = [line for line in lines if not line.startswith(" ")]
+    assert all(h.startswith(starts) for h in heads), heads
+    assert len(lines) > len(heads)  # the long ones went on, indented under themselves
