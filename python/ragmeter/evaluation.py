@@ -548,9 +548,15 @@ def _judge_records(joined: pl.DataFrame) -> List[Dict[str, Any]]:
 
     ``cost`` (the run's own cost per case) feeds the judge's cost accounting, and a case missing from the run
     is marked as such, as ``ragmeter judge`` does."""
+    unknown = pl.col("retrieved_null").fill_null(False) if "retrieved_null" in joined.columns else pl.lit(False)
     columns = joined.select("id", "question", "reference_answer", "answer", "category", "contexts", "cost",
-                            pl.col("missing_from_run").alias("missing_run"))
-    return [{**row, "contexts": row["contexts"] or []} for row in columns.iter_rows(named=True)]
+                            pl.col("missing_from_run").alias("missing_run"), unknown.alias("_unknown"))
+    records = []
+    for row in columns.iter_rows(named=True):
+        # a case whose run record gives 'retrieved': null and no contexts: what its generator saw is unknown
+        unknown_contexts = row.pop("_unknown") and not row["contexts"]
+        records.append({**row, "contexts": None if unknown_contexts else row["contexts"] or []})
+    return records
 
 
 def _with_extra_fields(records: List[Dict[str, Any]], judge: Any, golden: Any, run: Any) -> List[Dict[str, Any]]:

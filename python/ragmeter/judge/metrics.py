@@ -41,6 +41,9 @@ class Case:
     no_answer: bool = False     #: the corpus holds no answer (from ``no_answer`` or the category)
     system_cost: Optional[float] = None
     missing_run: bool = False   #: the id is in the golden set but not in the run
+    #: the record gives its contexts (a list, maybe empty: nothing retrieved); False when it has neither
+    #: ``contexts`` nor a ``retrieved`` list, so what the generator saw is unknown
+    contexts_given: bool = True
     extra: Dict[str, Any] = field(default_factory=dict)  #: the record's other fields (custom metrics read them)
 
     @classmethod
@@ -55,6 +58,7 @@ class Case:
             raise ValueError("record without an id")
         contexts = rec.get("contexts")
         retrieved = _first(rec, D.RETRIEVED_NAMES)
+        contexts_given = contexts is not None or retrieved is not None
         if contexts is None and retrieved is not None:
             contexts = [r if isinstance(r, str) else (_first(r, D.CHUNK_ALIASES["text"]) or "")
                         for r in retrieved if isinstance(r, (str, Mapping))]
@@ -70,7 +74,7 @@ class Case:
             contexts=[str(c) for c in (contexts or []) if c is not None], category=category,
             no_answer=no_answer,
             system_cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
-            missing_run=bool(rec.get("missing_run", False)),
+            missing_run=bool(rec.get("missing_run", False)), contexts_given=contexts_given,
             extra={k: v for k, v in rec.items() if k not in _RECORD_FIELDS},
         )
 
@@ -180,6 +184,8 @@ def statements_of(d: Dict[str, Any]) -> List[str]:
 async def faithfulness(engine: Engine, case: Case, stats: RowStats, opts: "MetricOptions") -> MetricResult:
     if case.answer is None:
         raise Skip("the run has no answer for this case")
+    if not case.contexts_given:  # against no context every claim would read as invented
+        raise Skip("the run gives no contexts for this case (no 'contexts', 'retrieved' null or absent)")
     lang = _language(case, opts.language)
     statements = await engine.ask(P.FAITHFULNESS_STATEMENTS, {"question": case.question, "answer": case.answer},
                                   lang, statements_of, stats)
