@@ -230,6 +230,25 @@ def _blas_threads(n: int) -> Iterator[None]:
             put(ctypes.c_int(old))
 
 
+def _general_dtype(n: int, n_resamples: int) -> type:
+    """What the general numpy path sums in: float32 halves the product's cost; small inputs use float64 (cheap
+    anyway)."""
+    return np.float32 if n * n_resamples > 10**8 else np.float64
+
+
+def _exact_centres(data: np.ndarray, scored: np.ndarray) -> np.ndarray:
+    """Per column, what float64 sums are centred on: a constant column's value (every residual 0: each resample's
+    mean is that value to the bit), 0 otherwise. Not the mean: ``s * c + (-c * s)`` is not 0 in floating point,
+    and a resample of whole-number deltas (-1, 0, 1) whose mean is 0 came out as 3.5e-18, an interval
+    bound that excluded 0."""
+    centre = np.zeros(data.shape[1])
+    for j in range(data.shape[1]):
+        values = data[scored[:, j], j]
+        if values.size and (values == values[0]).all():
+            centre[j] = values[0]
+    return centre
+
+
 def _sums_general(
     design: np.ndarray, bounds: List[Tuple[int, int]], n_resamples: int, seed: int, threads: Optional[int]
 ) -> np.ndarray:
@@ -238,8 +257,7 @@ def _sums_general(
     chunk = _CHUNK
     n_chunks = -(-n_resamples // chunk)
     seeds = _child_seeds(seed, n_chunks)
-    # float32 halves the product's cost; small inputs use float64 (cheap anyway)
-    dtype = np.float32 if n * n_resamples > 10**8 else np.float64
+    dtype = _general_dtype(n, n_resamples)
     data32 = np.ascontiguousarray(design, dtype=dtype)
     out = np.empty((n_resamples, len(bounds), k), dtype=np.float64)
     local = threading.local()
@@ -379,17 +397,15 @@ def bootstrap_means(
         else:
             mask_of.append(len(mask_cols))
             mask_cols.append(scored[:, j])
-    # values are centred on their column mean: float32 sums of residuals keep ~7
-    # significant digits of the *spread*, and constant columns stay exact
-    with np.errstate(invalid="ignore"):
-        centre = np.array([np.nanmean(data[:, j]) if scored[:, j].any() else 0.0 for j in range(k)])
-    design = np.concatenate(
-        [np.where(scored, data - centre, 0.0), np.stack(mask_cols, axis=1).astype(np.float64)], axis=1
-    )
+    masks = np.stack(mask_cols, axis=1).astype(np.float64)
 
+    def design(centre: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.where(scored, data - centre, 0.0), masks], axis=1)
+
+    centre = _exact_centres(data, scored)
     sums = None
     if n > _DISTINCT_LIMIT:
-        sums = _sums_multinomial(design, codes, n_blocks, n_resamples, seed)
+        sums = _sums_multinomial(design(centre), codes, n_blocks, n_resamples, seed)
     if sums is None and rust:
         out = _rust_kernel().bootstrap_means(
             np.ascontiguousarray(data), codes, n_blocks, n_resamples, seed % 2**64, threads
@@ -401,7 +417,11 @@ def bootstrap_means(
     if sums is None:
         edges = np.searchsorted(codes, np.arange(n_blocks + 1))
         bounds = [(int(edges[g]), int(edges[g + 1])) for g in range(n_blocks)]
-        sums = _sums_general(design, bounds, n_resamples, seed, threads)
+        if _general_dtype(n, n_resamples) == np.float32:
+            # float32 sums of residuals keep ~7 significant digits of the *spread*: centred on the column mean
+            with np.errstate(invalid="ignore"):
+                centre = np.array([np.nanmean(data[:, j]) if scored[:, j].any() else 0.0 for j in range(k)])
+        sums = _sums_general(design(centre), bounds, n_resamples, seed, threads)
 
     def means(block: np.ndarray) -> np.ndarray:
         den = block[:, [k + m for m in mask_of]]
