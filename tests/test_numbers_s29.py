@@ -46,3 +46,50 @@ def test_an_interval_whose_true_bound_is_zero_is_not_starred() -> None:
     row = compare_frames(base, cand, n_resamples=2000).row("hit")
     assert row is not None and (row.wins, row.regressions) == (13, 5)
     assert row.ci_low == 0.0 and not row.significant
+
+
+# ------------------------------------------------------------------ collected repeats: n_total is the cases a metric applies to
+
+def _chunk(file: str, text: str) -> dict:
+    return {"file": file, "chunk_id": f"{file}#{text}", "text": text, "score": 1.0}
+
+
+REPEATS_GOLDEN = [
+    {"id": "multi-1", "question": "q1", "expected_files": ["a.md", "b.md"], "expected_evidence": ["alpha"],
+     "reference_answer": "alpha"},
+    {"id": "fact-2", "question": "q2", "expected_files": ["b.md"], "expected_evidence": ["beta"],
+     "reference_answer": "beta"},
+    {"id": "fact-3", "question": "q3", "expected_files": ["c.md"], "expected_evidence": ["gamma"],
+     "reference_answer": "gamma"},
+    {"id": "noanswer-4", "question": "q4", "expected_files": [], "expected_evidence": [], "reference_answer": ""},
+]
+
+
+def _repeated_run() -> list:
+    rows = []
+    for repeat in (1, 2):
+        both_files = [_chunk("a.md", "alpha"), _chunk("b.md", "x")]
+        rows += [
+            {"id": "multi-1", "repeat": repeat, "retrieved": both_files if repeat == 1 else both_files[:1],
+             "answer": "alpha"},
+            {"id": "fact-2", "repeat": repeat, "retrieved": [_chunk("b.md", "beta")], "answer": "I don't know"},
+            {"id": "fact-3", "repeat": repeat, "retrieved": [_chunk("x.md", "none")], "answer": "gamma"},
+            {"id": "noanswer-4", "repeat": repeat, "retrieved": [], "answer": "I don't know"},
+        ]
+    return rows
+
+
+def test_collected_repeats_count_in_n_total_the_cases_a_metric_applies_to() -> None:
+    # docs/metrics.md: n_total is the cases the metric applies to: all_files_hit the one case expecting two files,
+    # the refusal rate the three answerable questions, correct without a judge the one no-answer question; repeat
+    # 1's own aggregates say so, the spread across repeats said 4 of 4 cases for each
+    import ragmeter
+
+    result = ragmeter.evaluate(REPEATS_GOLDEN, _repeated_run())
+    metrics = result.summary["collected_repeats"]["metrics"]
+    assert metrics["all_files_hit"]["per_repeat"] == [1.0, 0.0]
+    assert metrics["all_files_hit"]["n_total"] == [1, 1]
+    assert metrics["refusal"]["n_total"] == [3, 3] and metrics["refusal"]["n_scored"] == [3, 3]
+    assert metrics["correct"]["n_total"] == [1, 1]
+    assert metrics["hit"]["n_total"] == [4, 4] and metrics["hit"]["n_scored"] == [3, 3]
+    assert result.summary["retrieval"]["overall"]["all_files_hit_rate"]["n_total"] == 1

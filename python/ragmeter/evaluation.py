@@ -369,7 +369,8 @@ def _repeat_warnings(scored: List[Any], absent: pl.DataFrame) -> List[Dict[str, 
 
 #: what each collected-repeats statistic is over
 COLLECTED_DEFINITIONS = (
-    "per_repeat: the metric's mean over the cases scored in that repeat (n_scored of n_total; unlabelled cases, "
+    "per_repeat: the metric's mean over the cases scored in that repeat (n_scored of n_total, the cases the "
+    "metric applies to: all_files_hit those expecting two or more files, refusal the answerable ones; unlabelled cases, "
     "failed or skipped judge rows and cases absent from a repeat are unscored, never 0 or 1); mean/std(ddof=1)/"
     "min/max: of the per-repeat means; flip: a case scored in >= 2 repeats whose value differs between them "
     "(n_flipped of n_compared). summary.retrieval, summary.judge, cases.parquet and the reports are repeat 1; "
@@ -388,16 +389,15 @@ def collected_summary(per_repeat: pl.DataFrame, retrieval: List[Dict[str, Any]],
 
     n = len(retrieval)
     values = repeat_values(per_repeat)
-    totals = values.group_by("repeat").len()
-    n_total = dict(zip(totals["repeat"].to_list(), totals["len"].to_list()))
+    names = [c for c in values.columns if c not in ("id", "category", "repeat")]
+    n_total = _cases_covered_by_repeat(per_repeat, names, n)
     metrics: Dict[str, Any] = {}
-    for name in [c for c in values.columns if c not in ("id", "category", "repeat")]:
+    for j, name in enumerate(names):
         entry = spread(values.select("id", "repeat", name), name, n)
         if not any(entry["n_scored"]):
             continue  # e.g. refusal without answerable answered cases, a judge metric nobody scored
-        totals_of = [int(n_total.get(r, 0)) for r in range(1, n + 1)]
         metrics[name] = {"kind": METRICS[name].kind, "per_repeat": entry.pop("per_repeat"),
-                         "n_scored": entry.pop("n_scored"), "n_total": totals_of, **entry}
+                         "n_scored": entry.pop("n_scored"), "n_total": [int(t[j]) for t in n_total], **entry}
     section: Dict[str, Any] = {
         "n": n,
         "n_cases": int(per_repeat.filter(pl.col("repeat") == 1).height),
@@ -414,6 +414,15 @@ def collected_summary(per_repeat: pl.DataFrame, retrieval: List[Dict[str, Any]],
         section["runs"] = runs
         section["judge_incomplete"] = _sum_incomplete(judge_summaries)
     return section
+
+
+def _cases_covered_by_repeat(per_repeat: pl.DataFrame, names: List[str], n: int) -> List[Any]:
+    """Per repeat (1..n), per metric of ``names``: the cases of that repeat the metric applies to, its ``n_total``
+    as the reports count it (``all_files_hit``: the cases expecting two or more files; the refusal rate: the
+    answerable questions; ``correct`` without a judge: the no-answer questions; every case otherwise)."""
+    from ragmeter.report.data import _covered
+
+    return [_covered(per_repeat.filter(pl.col("repeat") == r), names).sum(axis=0) for r in range(1, n + 1)]
 
 
 def _sum_incomplete(summaries: List[Dict[str, Any]]) -> Dict[str, int]:
