@@ -284,15 +284,22 @@ def _warn_failed_in_run(failed: List[Tuple[str, str]]) -> int:
     return failed_in_run_exit({"failed": len(failed)})
 
 
+def _every_run_case_failed(records: List[Dict[str, Any]], failed_in_run: List[Tuple[str, str]]) -> bool:
+    """Whether the run file holds cases and every one of them failed when it was collected."""
+    in_run = [r for r in records if not r.get("missing_run")]
+    return bool(in_run) and len(failed_in_run) == len(in_run)
+
+
 def _refuse_nothing_judged(summary: Dict[str, Any], n_cases: int, n_metrics: int,
-                           failed_in_run: List[Tuple[str, str]]) -> None:
+                           every_run_case_failed: bool) -> None:
     """An error (exit 2, nothing written) when every judge row was skipped for missing input: nothing was
-    measured, and no call was sent. Says why per metric. A run file holding cases that failed when it was
-    collected keeps its documented outcome instead (results written, the failed_in_run warning, exit 3)."""
+    measured, and no call was sent. Says why per metric. A run file whose every case failed when it was
+    collected keeps its documented outcome instead (results written, the failed_in_run warning, exit 3); a
+    few failed cases do not: the others' rows lacking their input (no reference) is still nothing to judge."""
     from ragmeter.errors import InputError
 
     inc = summary.get("incomplete") or {}
-    if not summary.get("n_rows") or inc.get("of") != 0 or failed_in_run:
+    if not summary.get("n_rows") or inc.get("of") != 0 or every_run_case_failed:
         return
     why = []
     for metric, m in summary["metrics"].items():
@@ -520,7 +527,7 @@ def run(args: argparse.Namespace) -> int:
             print_estimate(result.estimate or {}, len(metrics))
         return 0
     s = result.summary
-    _refuse_nothing_judged(s, len(records), len(metrics), failed_in_run)
+    _refuse_nothing_judged(s, len(records), len(metrics), _every_run_case_failed(records, failed_in_run))
     out = result.write(args.out)
     if args.json:
         print(strict_json(s))
