@@ -53,3 +53,173 @@ def test_judge_refuses_input_lacking_references_even_when_one_case_failed_in_the
     err = " ".join(proc.stderr.split())
     assert "nothing to judge: all 3 judge rows (3 cases x 1 metrics) lack their input" in err, err
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+# -- every option is documented; every option the docs give a command exists ------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    from ragmeter.cli import build_parser
+
+    return build_parser()
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> Dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _commands(parser: argparse.ArgumentParser, path: Tuple[str, ...] = ()) -> Iterator[Tuple[Tuple[str, ...],
+                                                                                            argparse.ArgumentParser]]:
+    yield path, parser
+    for name, sub in _subcommands(parser).items():
+        yield from _commands(sub, path + (name,))
+
+
+def _options(parser: argparse.ArgumentParser) -> Set[str]:
+    return {opt for action in parser._actions for opt in action.option_strings}
+
+
+def _trec_options() -> Set[str]:
+    from ragmeter.cli.trec import full_parser
+
+    return _options(full_parser())
+
+
+def _docs_text() -> str:
+    return "\n".join(doc.read_text(encoding="utf-8") for doc in DOCS)
+
+
+def _documented(option: str, text: str) -> bool:
+    return re.search(r"(?<![\w-])" + re.escape(option) + r"(?![\w-])", text) is not None
+
+
+def test_every_option_of_every_command_is_documented() -> None:
+    """Each option of `--help` is in README.md or docs/*.md. `trec`'s long spellings are trec_eval's, which the
+    README names as a group ("same flags and long options"), so of `trec` its short flags are checked."""
+    text = _docs_text()
+    missing = [f"{' '.join(('ragmeter',) + path)} {opt}" for path, parser in _commands(_parser())
+               for opt in sorted(_options(parser) - {"-h", "--help"})
+               if not (path == ("trec",) and opt.startswith("--")) and not _documented(opt, text)]
+    assert not missing, f"options documented only in --help: {missing}"
+
+
+def _command_lines() -> Iterator[Tuple[str, str]]:
+    """(doc name, command) for every `ragmeter CMD ...` in backticks and every such line of a code block (a line
+    ending in a backslash continued)."""
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for span in re.findall(r"`(ragmeter [^`\n]+)`", text):
+            yield doc.name, span
+        for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
+            command = ""
+            for line in block.splitlines():
+                line = line.strip()
+                if line.startswith("$ "):
+                    line = line[2:]
+                if command:
+                    command += " " + line
+                elif line.startswith("ragmeter "):
+                    command = line
+                else:
+                    continue
+                if command.endswith("\\"):
+                    command = command[:-1]
+                    continue
+                yield doc.name, re.sub(r"\s#\s.*$", "", command)
+                command = ""
+
+
+def test_every_option_the_docs_give_a_command_exists() -> None:
+    parser = _parser()
+    checked, unknown = 0, []
+    for doc, command in _command_lines():
+        words = command.split()[1:]
+        if words[:1] == ["trec"]:
+            options, path = _trec_options(), ["trec"]
+        else:
+            node, path = parser, []
+            for word in words:
+                sub = _subcommands(node)
+                if word not in sub:
+                    break
+                node, path = sub[word], path + [word]
+            assert path or words[0].startswith("-"), f"{doc}: `{command}` names no ragmeter command"
+            options = _options(node)
+        for option in re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", command):
+            checked += 1
+            if option not in options:
+                unknown.append(f"{doc}: ragmeter {' '.join(path)} {option} (in `{command}`)")
+    assert checked > 100  # the docs were read
+    assert not unknown, unknown
+
+
+# -- the README's Python example runs as written ------------------------------------------------------------------------
+def test_the_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run in a folder holding the bundled example under the README's file names; the values it leaves to the
+    reader (`run_frame`, `ask`, the two raters' verdicts) are supplied here. The bundled TREC pair leaves
+    query 106 out of the run (the README's `-c` example), so the qrels here are the other five queries'."""
+    import polars as pl
+
+    from ragmeter.cli.demo import example_dir
+
+    example = example_dir()
+    for name in ("golden.jsonl", "run.jsonl"):
+        (tmp_path / name).write_bytes((example / name).read_bytes())
+    qrels = [line for line in (example / "trec" / "qrels.txt").read_text().splitlines()
+             if not line.startswith("106 ")]
+    (tmp_path / "qrels.txt").write_text("\n".join(qrels) + "\n")
+    run_lines = [line.split() for line in (example / "trec" / "run.txt").read_text().splitlines() if line.strip()]
+    (tmp_path / "run.txt").write_text((example / "trec" / "run.txt").read_text())
+    _write_jsonl(tmp_path / "chunks.jsonl", [{"file": p.name, "chunk_id": "1", "text": p.read_text(encoding="utf-8")}
+                                             for p in sorted((example / "kb").iterdir())])
+    monkeypatch.chdir(tmp_path)
+    (block,) = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    ns: Dict[str, object] = {
+        "run_frame": pl.DataFrame({"query_id": [w[0] for w in run_lines], "doc_id": [w[2] for w in run_lines],
+                                   "score": [float(w[4]) for w in run_lines]}),
+        "ask": lambda case: {"answer": "a", "retrieved": [{"file": "handbook.md", "text": "x"}]},
+        "judge_verdicts": [True, False, True, True], "human_verdicts": [True, False, False, True]}
+    # each line alone, so that the values the comments state can be checked
+    values = {}
+    for line in block.splitlines():
+        if line.strip():
+            code = line.split("  #")[0].strip()
+            try:
+                values[code] = eval(compile(code, "README.md", "eval"), ns)
+            except SyntaxError:
+                exec(compile(code, "README.md", "exec"), ns)
+    assert ns["result"].summary["overall"]["hit_rate"]["value"] == pytest.approx(0.8)
+    assert values["metrics.average_precision([1, 0, 1])"] == pytest.approx(0.8333, abs=1e-4)
+    assert values["metrics.average_precision([0, 1, 1])"] == pytest.approx(0.5833, abs=1e-4)
+    assert (tmp_path / "run.jsonl").is_file()
+
+
+def test_every_ragmeter_name_the_docs_give_exists() -> None:
+    """`ragmeter.x.y` in the docs is a module, class, function or attribute (`ragmeter.notes` is a logger)."""
+    import importlib
+
+    def resolve(name: str) -> None:
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ImportError:
+                continue
+            for part in parts[i:]:
+                obj = getattr(obj, part)
+            return
+
+    names = {name for doc in DOCS for name in
+             re.findall(r"(?<![\w/.-])ragmeter(?:\.[A-Za-z_]\w*)+", doc.read_text(encoding="utf-8"))}
+    names -= {"ragmeter.notes"}
+    assert len(names) > 40
+    missing = []
+    for name in sorted(names):
+        if name.startswith("ragmeter.ray") and importlib.util.find_spec("ray") is None:
+            continue
+        try:
+            resolve(name)
+        except AttributeError:
+            missing.append(name)
+    assert not missing, missing
