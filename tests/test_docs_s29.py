@@ -223,3 +223,14 @@ def test_every_ragmeter_name_the_docs_give_exists() -> None:
         except AttributeError:
             missing.append(name)
     assert not missing, missing
+
+
+# -- README exit table: "an empty `--out` (an unset variable)" -----------------------------------------------------------
+@pytest.mark.parametrize("flag", ["--out", "--json"])
+def test_compare_names_an_empty_output_as_an_unset_variable(tmp_path: Path, flag: str) -> None:
+    """Every other command says `--out: empty (an unset variable?)`; `compare --out ""` said `--out : the summary
+    is Markdown; name the file .md`, and `--json ""` asked for a .json name, as if a name had been given."""
+    folder = tmp_path / "results"
+    proc = _ragmeter("compare", str(folder), str(folder), flag, "", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"ragmeter: error: {flag}: empty (an unset variable?); name the file to write"

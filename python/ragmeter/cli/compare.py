@@ -79,9 +79,10 @@ def run(args: argparse.Namespace) -> int:
                          f"memory grows with it), got {args.resamples}")
     register_folder_metrics(args.base, args.candidate)  # custom judge metrics are gate names like built-in ones
     rules = gate.parse_rules(args.gate) if args.gate is not None else None
-    if args.out is not None and not args.out.lower().endswith((".md", ".markdown")):
+    # an empty name (`--out "$OUT"`, OUT unset) is named as such by check_out below, not as a wrong extension
+    if args.out and args.out.strip() and not args.out.lower().endswith((".md", ".markdown")):
         raise InputError(f"--out {args.out}: the summary is Markdown; name the file .md")
-    if args.json not in (None, "-") and not args.json.lower().endswith(".json"):
+    if args.json not in (None, "-") and args.json.strip() and not args.json.lower().endswith(".json"):
         raise InputError(f"--json {args.json}: the comparison is JSON; name the file .json (or give no file to print it)")
     if args.json == "-" and args.markdown:
         raise InputError("--json and --markdown both print the comparison on stdout: give one (or --json FILE.json "
