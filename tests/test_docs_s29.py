@@ -234,3 +234,57 @@ def test_compare_names_an_empty_output_as_an_unset_variable(tmp_path: Path, flag
     proc = _ragmeter("compare", str(folder), str(folder), flag, "", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"ragmeter: error: {flag}: empty (an unset variable?); name the file to write"
+
+
+# -- what `ragmeter demo` writes and says, and the summary.json keys the docs name ---------------------------------------
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Tuple[Path, str]:
+    out = tmp_path_factory.mktemp("demo") / "ragmeter-demo"
+    proc = _ragmeter("demo", "--out", str(out), cwd=out.parent)
+    assert proc.returncode == 0, proc.stderr
+    return out, proc.stdout
+
+
+def _at(tree: object, dotted: str) -> object:
+    for part in dotted.split("."):
+        assert isinstance(tree, dict) and part in tree, dotted
+        tree = tree[part]
+    return tree
+
+
+def test_the_demo_writes_the_files_and_findings_the_readme_names(demo: Tuple[Path, str]) -> None:
+    out, stdout = demo
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"writes `ragmeter-demo/`\s*\((.*?); `--out", readme, re.S)
+    assert listed, "README: the demo's file list"
+    names = set(re.findall(r"`([\w.]+/?)`", listed.group(1)))
+    assert names == {p.name + ("/" if p.is_dir() else "") for p in out.iterdir()}
+    flat = " ".join(stdout.split())
+    # "the file-level hit rate (93.3%) hides a chunk-level one of 80.0%", "66.7% to 11.1%", "17 of 20 ... kappa 0.67"
+    all_row = next(line for line in stdout.splitlines() if line.startswith("ALL ") and "45/51" in line)
+    assert "93.3%" in all_row and "80.0%" in all_row
+    paraphrase = [line.split() for line in stdout.splitlines() if re.match(r"\s*(0|0\.2) paraphrase ", line)]
+    assert [row[2] for row in paraphrase] == ["66.7%", "11.1%"]
+    assert "17/20 agree" in flat and "Cohen's kappa 0.6667" in flat
+    assert "all 3 disagreement(s) in one direction" in flat and "'1.5-2 个月月薪'" in flat
+    assert re.search(r"3 case\(s\) ran in a retrieval mode other than", flat) and "1 golden case(s) missing" in flat
+
+
+@pytest.mark.parametrize("key", [
+    # README: eval's summary.json; compare's comparability checks; the repeats and calibration sections
+    "version", "inputs", "settings", "started_at", "finished_at", "files", "cost.judge_cost_share",
+    "cost.system_cost_usd", "cost.judge_cost_usd", "settings.k", "settings.judge.model", "settings.review.rate",
+    "settings.review.seed", "settings.thresholds", "retrieval.ids_from_line_numbers",
+    # docs/metrics.md, docs/collect.md, docs/scale-out.md
+    "retrieval.file_vs_chunk_hit.n", "retrieval.file_vs_chunk_hit.n_file_only", "retrieval.unfound_evidence",
+    "retrieval.run_errors", "retrieval.missing_from_run", "retrieval.cases_without_file",
+    "retrieval.retrieval_modes", "retrieval.overall.empty_retrievals", "retrieval.overall.hit_rate.n_scored",
+    "retrieval.overall.hit_rate.n_total", "judge.metrics.correctness.correct_rate",
+    # docs/calibration.md
+    "calibration.n", "calibration.agreement", "calibration.kappa.ci_reason", "calibration.cells",
+    "calibration.strata", "calibration.ppi.n_outside_sample", "calibration.ppi.random_draw",
+    "calibration.incomplete",
+])
+def test_a_summary_json_key_the_docs_name_is_written(demo: Tuple[Path, str], key: str) -> None:
+    summary = json.loads((demo[0] / "summary.json").read_text(encoding="utf-8"))
+    _at(summary, key)
