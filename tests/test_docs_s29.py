@@ -288,3 +288,59 @@ def test_the_demo_writes_the_files_and_findings_the_readme_names(demo: Tuple[Pat
 def test_a_summary_json_key_the_docs_name_is_written(demo: Tuple[Path, str], key: str) -> None:
     summary = json.loads((demo[0] / "summary.json").read_text(encoding="utf-8"))
     _at(summary, key)
+
+
+# -- docs/audit.md: the worked example's console sessions print what the page shows ------------------------------------
+def _console_sessions(doc: Path) -> List[List[Tuple[str, List[str]]]]:
+    """Per ```console block, its (command, printed lines) pairs; a command line ending in a backslash continues."""
+    sessions = []
+    for block in re.findall(r"```console\n(.*?)```", doc.read_text(encoding="utf-8"), re.S):
+        steps: List[Tuple[str, List[str]]] = []
+        continued = False
+        for line in block.splitlines():
+            if line.startswith("$ ") or continued:
+                command = line[2:] if line.startswith("$ ") and not continued else line.strip()
+                if continued:
+                    steps[-1] = (steps[-1][0] + " " + command.rstrip("\\").strip(), [])
+                else:
+                    steps.append((command.rstrip("\\").strip(), []))
+                continued = line.endswith("\\")
+            else:
+                steps[-1][1].append(line)
+        sessions.append(steps)
+    return sessions
+
+
+def test_the_audit_worked_example_prints_what_docs_audit_md_shows(tmp_path: Path) -> None:
+    """The script writes golden.jsonl; `cat chunks.jsonl` shows the corpus to write. Lines shown are printed in
+    that order ('...' stands for lines left out); `echo $?` is the exit status of the command before it."""
+    import shlex
+
+    doc = ROOT / "docs" / "audit.md"
+    (script,) = [b for b in re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+                 if "golden.jsonl" in b and "open(" in b]
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True)
+    sessions = _console_sessions(doc)
+    assert len(sessions) == 4
+    status = None
+    for steps in sessions:
+        for command, shown in steps:
+            if command.startswith("cat "):
+                (tmp_path / command.split()[1]).write_text("\n".join(shown) + "\n", encoding="utf-8")
+                continue
+            if command == "echo $?":
+                assert [str(status)] == shown
+                continue
+            words = shlex.split(command)
+            assert words[0] == "ragmeter"
+            proc = _ragmeter(*words[1:], cwd=tmp_path)
+            status = proc.returncode
+            printed = proc.stdout.splitlines()
+            at = 0
+            for line in shown:
+                if line.strip() == "...":
+                    continue
+                assert line in printed[at:], f"docs/audit.md, `{command}`: {line!r} not printed (in order)"
+                at = printed.index(line, at) + 1
+            if not any(line.strip() == "..." for line in shown):
+                assert printed == shown, f"docs/audit.md, `{command}`: prints other lines than the page shows"
