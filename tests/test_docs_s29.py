@@ -344,3 +344,10 @@ def test_the_audit_worked_example_prints_what_docs_audit_md_shows(tmp_path: Path
                 at = printed.index(line, at) + 1
             if not any(line.strip() == "..." for line in shown):
                 assert printed == shown, f"docs/audit.md, `{command}`: prints other lines than the page shows"
+
+
+def test_eval_takes_every_judge_option_but_cases() -> None:
+    """README, Judge options: "`ragmeter eval` takes the same judge options (except `--cases`...)"."""
+    commands = _subcommands(_parser())
+    judge, evaluate = _options(commands["judge"]), _options(commands["eval"])
+    assert judge - evaluate == {"--cases"}
