@@ -27,3 +27,36 @@ def test_the_summary_wraps_under_each_line_within_80_columns():
     heads = [line for line in lines if not line.startswith(" ")]
     assert all(h.startswith(starts) for h in heads), heads
     assert len(lines) > len(heads)  # the long ones went on, indented under themselves
+
+
+def _answers_three_then_raises():
+    calls = []
+
+    def ask(case):
+        calls.append(case["id"])
+        if len(calls) <= 3:
+            return {"answer": "a", "retrieved": [{"file": "a.md", "text": "t"}]}
+        raise RuntimeError("RAG_API_KEY is not set")
+    return ask
+
+
+def test_the_stop_after_five_same_errors_counts_only_the_answers_as_cached(tmp_path):
+    # it said 'stopped after 7 of 51 cases (their replies are cached: a rerun resumes)': the five failures were
+    # counted as cached replies, and a failed case is never cached
+    import pytest
+
+    import ragmeter
+    from ragmeter.errors import InputError
+    from collect_helpers import GOLDEN
+
+    with pytest.raises(InputError) as caught:
+        ragmeter.collect(GOLDEN, target=_answers_three_then_raises(), concurrency=1, cache=tmp_path / "c.sqlite")
+    message = str(caught.value)
+    assert "3 answered" in message and "cached" in message
+    assert "8 of" not in message
+
+    with pytest.raises(InputError) as caught:
+        ragmeter.collect(GOLDEN, target=_answers_three_then_raises(), concurrency=1)
+    message = str(caught.value)
+    assert "cached" not in message and "keeps" not in message  # nothing was kept: no cache was used
+    assert "3 answered" in message
