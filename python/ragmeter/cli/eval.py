@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     check_k_flag(args.k)
     from ragmeter.cli.judge import apply_preset
 
-    apply_preset(args)  # --concurrency and --timeout serve --target's collection too, judged or not
+    apply_preset(args)  # --concurrency serves --target's collection too, judged or not (its timeout is collect's 60 s)
     from ragmeter.calibration import review_settings
 
     # a bad rate is an error before anything is judged
