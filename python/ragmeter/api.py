@@ -230,7 +230,8 @@ class EvalResult:
         n, seed = stats.check_resampling(DEFAULT_REPORT_RESAMPLES if n_resamples is None else n_resamples, seed)
         seed = stats.DEFAULT_SEED if seed is None else seed
         results = self._results()
-        aggregates = compute_aggregates(results.cases, n_resamples=n, seed=seed)
+        # as write_reports: without answers, the answer-based columns are shown as not measured, not aggregated
+        aggregates = compute_aggregates(results.aggregated_cases(), n_resamples=n, seed=seed)
         readings = build_readings(results, n_resamples=n, seed=seed)
         if kind == "html":
             from ragmeter.report.html import render_html

@@ -1,0 +1,63 @@
+"""Session 29: `ragmeter eval` as a team reads it (diagnosis, aggregates, reruns); each test was seen failing first."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import polars as pl
+import pytest
+
+import ragmeter
+from ragmeter.api import EvalResult
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "judge"))
+from fakeserver import FakeServer  # noqa: E402
+
+KEY = "sk-test-eval-s29-0123456789"
+
+
+def _chunk(file: str, text: str, score: float = 0.9) -> Dict[str, Any]:
+    return {"file": file, "chunk_id": f"{file}#1", "text": text, "score": score}
+
+
+def _golden() -> List[Dict[str, Any]]:
+    return [
+        {"id": "hit", "question": "What is the hotel cap?", "expectedFileNames": ["a.md"],
+         "expectedEvidence": ["cap is 600"], "referenceAnswer": "600", "category": "fact"},
+        {"id": "miss", "question": "What is the taxi limit?", "expectedFileNames": ["b.md"],
+         "expectedEvidence": ["taxi limit is 80"], "referenceAnswer": "80", "category": "fact"},
+        {"id": "also-hit", "question": "What is the meal cap?", "expectedFileNames": ["c.md"],
+         "expectedEvidence": ["meal cap is 120"], "referenceAnswer": "120", "category": "policy"},
+    ]
+
+
+def _retrieval_only_run() -> List[Dict[str, Any]]:
+    """A run file of the retriever alone: no record has an answer."""
+    return [
+        {"id": "hit", "retrieved": [_chunk("a.md", "the hotel cap is 600 per night")]},
+        {"id": "miss", "retrieved": [_chunk("x.md", "unrelated")]},
+        {"id": "also-hit", "retrieved": [_chunk("c.md", "the meal cap is 120 a day")]},
+    ]
+
+
+# -- the reports in memory are the reports written
+
+
+def test_an_eval_results_reports_in_memory_are_the_reports_written(tmp_path):
+    """EvalResult.report_markdown() aggregated every column, so a folder without answers (`ragmeter score
+    --out`) got the empty 'n/a (0/2)' refusal rows beside the 'not measured' ones the written report.md shows."""
+    from ragmeter.cli import main
+
+    golden, run = tmp_path / "golden.jsonl", tmp_path / "run.jsonl"
+    golden.write_text("".join(json.dumps(g) + "\n" for g in _golden()), encoding="utf-8")
+    run.write_text("".join(json.dumps(r) + "\n" for r in _retrieval_only_run()), encoding="utf-8")
+    assert main(["score", "--golden", str(golden), "--run", str(run), "--out", str(tmp_path / "s")]) == 0
+    assert main(["report", str(tmp_path / "s")]) == 0
+    written = (tmp_path / "s" / "report.md").read_text(encoding="utf-8")
+    in_memory = EvalResult.load(tmp_path / "s").report_markdown()
+    assert "No-answer cases refused" not in in_memory
+    assert in_memory.count("Refusal rate (answerable questions)") == written.count("Refusal rate") == 1
