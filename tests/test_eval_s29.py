@@ -44,7 +44,25 @@ def _retrieval_only_run() -> List[Dict[str, Any]]:
     ]
 
 
-# -- the reports in memory are the reports written
+# -- a run that records no answer: the answers were not measured, no generation failed
+
+
+def test_a_run_that_records_no_answer_is_not_measured_never_a_generation_failure():
+    cases = ragmeter.evaluate(_golden(), _retrieval_only_run()).cases
+    got = dict(zip(cases["id"], cases["diagnosis"]))
+    assert got == {"hit": "NOT_JUDGED", "miss": "RETRIEVAL_MISS", "also-hit": "NOT_JUDGED"}
+    # once the run records an answer (even a blank one), a case without one is the generator's failure
+    run = _retrieval_only_run()
+    run[0]["answer"] = "The cap is 600."
+    cases = ragmeter.evaluate(_golden(), run).cases
+    assert dict(zip(cases["id"], cases["diagnosis"]))["also-hit"] == "GENERATION_FAILED"
+
+
+def test_the_report_of_a_run_without_answers_says_they_were_not_measured(tmp_path):
+    ragmeter.evaluate(_golden(), _retrieval_only_run()).write(tmp_path / "ev")
+    md = (tmp_path / "ev" / "report.md").read_text(encoding="utf-8")
+    assert "GENERATION\\_FAILED" not in md
+    assert "| Refusal rate (answerable questions) | not measured: no answers in this folder | n/a | 0/3 |" in md
 
 
 def test_an_eval_results_reports_in_memory_are_the_reports_written(tmp_path):

@@ -17,8 +17,9 @@ Diagnosis (first matching rule wins)
    the top k (``labeled & !hit``) -- fix chunking/retrieval, not the prompt.
    ``MISS_BUT_CORRECT`` instead when the answer was still judged correct: look
    at the judge (too lenient?) or at the labels.
-2. ``GENERATION_FAILED``: no answer (null or blank); never when the frame has no
-   ``answer`` column (retrieval scored only: the answers were not read).
+2. ``GENERATION_FAILED``: no answer (null or blank); never when the answers are unknown
+   (:func:`answers_recorded`): no ``answer`` column (retrieval scored only: the answers were
+   not read), or a run that records no answer for any case it holds (a retriever's run).
 3. ``JUDGE_FAILED``: the correctness judge call failed (``correctness_status == "failed"``).
 4. ``NOT_LABELED``: retrieval not scored: no retrieval labels (typically no-answer questions), or a
    labelled case whose ``hit`` is null (the run's chunks lack the file names its labels need). Except a
@@ -71,6 +72,7 @@ __all__ = [
     "REFUSAL_PATTERNS",
     "NOANSWER_CATEGORIES",
     "refusal_expr",
+    "answers_recorded",
     "diagnose",
     "summarize",
 ]
@@ -161,6 +163,23 @@ def refusal_expr(column: str = "answer") -> pl.Expr:
     return pl.col(column).fill_null("").str.contains(_REFUSAL_REGEX)
 
 
+def answers_recorded(cases: pl.DataFrame) -> bool:
+    """Whether ``cases`` holds the run's answers: an ``answer`` column with an answer (a blank one counts) for at
+    least one case the run holds. A run that records none (a retriever's run, without ``answer``) leaves the
+    answers unknown, not missing, as a ``ragmeter score`` folder without the column does. The cases that failed
+    when collected or that the run lacks have no answer either way (``SYSTEM_FAILED`` / ``NOT_IN_RUN``), so
+    they do not count; a run holding no other case counts as recording its answers."""
+    if "answer" not in cases.columns:
+        return False
+    held = pl.lit(True)
+    if "run_error" in cases.columns:
+        held = held & pl.col("run_error").is_null()
+    if "missing_from_run" in cases.columns:
+        held = held & ~pl.col("missing_from_run").fill_null(False)
+    answers = cases.filter(held).get_column("answer")
+    return answers.len() == 0 or answers.null_count() < answers.len()
+
+
 def _with_defaults(cases: pl.DataFrame) -> pl.DataFrame:
     if "reference_answer" not in cases.columns and "referenceAnswer" in cases.columns:
         cases = cases.with_columns(pl.col("referenceAnswer").alias("reference_answer"))
@@ -173,13 +192,14 @@ def _with_defaults(cases: pl.DataFrame) -> pl.DataFrame:
 def diagnose(cases: pl.DataFrame) -> pl.DataFrame:
     """Add ``is_noanswer``, ``refusal``, ``answer_correct``, ``diagnosis``,
     ``quadrant`` and ``faithfulness_band`` to ``cases`` (other columns kept).
-    ``refusal`` is null for a case without an answer (missing from the run, or empty). Without an ``answer``
-    column (a folder from ``ragmeter score``) the answers are unknown, not missing: no case is
-    ``GENERATION_FAILED`` and ``refusal`` / ``answer_correct`` are null."""
+    ``refusal`` is null for a case without an answer (missing from the run, or empty). Without answers (no
+    ``answer`` column, as in a folder from ``ragmeter score``, or a run recording none: :func:`answers_recorded`)
+    they are unknown, not missing: no case is ``GENERATION_FAILED`` and ``refusal`` / ``answer_correct`` are
+    null."""
     original = list(cases.columns)
     df = _with_defaults(cases)
     answered = (pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars().str.len_chars() > 0)
-                if "answer" in original else pl.lit(None, dtype=pl.Boolean))
+                if answers_recorded(cases) else pl.lit(None, dtype=pl.Boolean))
     labeled = pl.col("labeled").fill_null(False)
     no_reference = pl.col("reference_answer").is_null() | (pl.col("reference_answer").str.strip_chars() == "")
     is_noanswer = pl.col("category").fill_null("").str.to_lowercase().is_in(NOANSWER_CATEGORIES) | (

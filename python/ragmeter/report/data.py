@@ -128,8 +128,11 @@ class Results:
     def has_answers(self) -> bool:
         """Whether the folder holds the run's answers (``ragmeter score`` scores retrieval only and reads none):
         without them the answer-based readings are shown only from what eval stored per case
-        (:meth:`unmeasured_for_answers`), never empty."""
-        return "answer" in self.cases.columns
+        (:meth:`unmeasured_for_answers`), never empty. An ``answer`` column of a run that recorded no answer
+        (:func:`ragmeter.diagnosis.answers_recorded`) holds none either."""
+        from ragmeter.diagnosis import answers_recorded
+
+        return answers_recorded(self.cases)
 
     @property
     def refusals_measured(self) -> bool:

@@ -215,8 +215,9 @@ def export_sheet(results_dir: Any, out_dir: Optional[Any] = None, *, random_n: O
         refuse_filled_sheet(out, "pass --force to replace it anyway, or --out another folder")
     require_judged(results.cases, results.path)
     if not results.has_answers:  # every card would read "(no answer)", and the reviewer would judge that
-        raise InputError(f"{results.path / 'cases.parquet'}: no answer column: a reviewer has no answer to read; "
-                         "nothing written (export from the folder `ragmeter eval` wrote, which keeps the answers)")
+        raise InputError(f"{results.path / 'cases.parquet'}: no answers (no answer column, or a run that recorded "
+                         "none): a reviewer has no answer to read; nothing written (export from the folder "
+                         "`ragmeter eval` wrote from a run with answers)")
     sample = select_sample(results.cases, results.summary, random_n=random_n, seed=seed)
     if not sample.ids:
         raise InputError(f"{results.path}: no case to review (no case with a correctness verdict)")
