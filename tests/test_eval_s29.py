@@ -79,3 +79,30 @@ def test_an_eval_results_reports_in_memory_are_the_reports_written(tmp_path):
     in_memory = EvalResult.load(tmp_path / "s").report_markdown()
     assert "No-answer cases refused" not in in_memory
     assert in_memory.count("Refusal rate (answerable questions)") == written.count("Refusal rate") == 1
+
+
+# -- summary.json's two judge cost shares agree
+
+
+def _judged_summary(monkeypatch: pytest.MonkeyPatch, run: List[Dict[str, Any]], **config: Any) -> Dict[str, Any]:
+    from ragmeter.judge import JudgeConfig
+
+    monkeypatch.setenv("RAGMETER_API_KEY", KEY)
+    with FakeServer(api_key=KEY) as server:
+        cfg = JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", cache=None, metrics=["correctness"],
+                          progress=False, **config)
+        return ragmeter.evaluate(_golden(), run, judge=cfg).summary
+
+
+@pytest.mark.parametrize("run_cost, prices, share_known", [
+    (None, None, False),     # the run reports no cost: the share of an unknown total is unknown (it said 1.0)
+    (0.01, None, True),
+    (0.01, {"gpt-4o-mini": {"input": 0, "output": 0}}, True),  # a free judge: a 0% share (it said null)
+])
+def test_the_judge_sections_cost_share_is_the_cost_sections(monkeypatch, run_cost, prices, share_known):
+    run = [dict(r, answer="It is 600.", **({} if run_cost is None else {"cost": run_cost}))
+           for r in _retrieval_only_run()]
+    summary = _judged_summary(monkeypatch, run, prices=prices)
+    share = summary["cost"]["judge_cost_share"]
+    assert (share is not None) == share_known
+    assert summary["judge"]["judge_cost_share"] == pytest.approx(share, abs=1e-4)

@@ -538,7 +538,9 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
     sys_costs = [c.system_cost for c in cases if c.system_cost is not None]
     judge_cost = None if engine is None else engine.cost_usd
     system_cost = round(sum(sys_costs), 6) if sys_costs else None
-    total = (judge_cost or 0.0) + (system_cost or 0.0)
+    # the judge's share of the total: unknown when either side is (a run reporting no cost is not a free one),
+    # 0 for a judge that cost nothing (the rule of eval's summary["cost"], evaluation.cost_summary)
+    total = None if judge_cost is None or system_cost is None else judge_cost + system_cost
     lat_calls = list(engine.call_latencies) if engine is not None else []
     return {
         "endpoint": public_endpoint(cfg.base_url), "model": cfg.model,
@@ -558,7 +560,7 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
         "usage_estimated_requests": 0 if client is None else client.stats.usage_estimated,
         "judge_cost_usd": None if judge_cost is None else round(judge_cost, 6),
         "system_cost_usd": system_cost,
-        "judge_cost_share": round(judge_cost / total, 4) if judge_cost and total > 0 else None,
+        "judge_cost_share": round(judge_cost / total, 4) if judge_cost is not None and total else None,
         "call_latency_ms_p50": _percentile(lat_calls, 0.5), "call_latency_ms_p95": _percentile(lat_calls, 0.95),
         "budget_usd": cfg.budget, "budget_reached": bool(engine and engine.budget.reached),
         "cache_undecodable": 0 if cache is None else cache.undecodable,
