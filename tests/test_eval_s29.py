@@ -106,3 +106,32 @@ def test_the_judge_sections_cost_share_is_the_cost_sections(monkeypatch, run_cos
     share = summary["cost"]["judge_cost_share"]
     assert (share is not None) == share_known
     assert summary["judge"]["judge_cost_share"] == pytest.approx(share, abs=1e-4)
+
+
+# -- compare: a judged run against a rerun without a judge
+
+
+def _answered_run() -> List[Dict[str, Any]]:
+    answers = {"hit": "The cap is 600.", "miss": "It is 50.", "also-hit": "The meal cap is 300."}
+    return [dict(r, answer=answers[r["id"]]) for r in _retrieval_only_run()]
+
+
+def test_comparing_a_judged_run_with_an_unjudged_rerun_says_which_run_was_not_judged(monkeypatch):
+    """The note said 'correct: not judged in both runs' (the baseline was), the warning guessed 'a failed or
+    skipped judge call, a missing answer?', and correctness and faithfulness, judged in the baseline only, left
+    the tables unnamed."""
+    from ragmeter.judge import JudgeConfig
+
+    monkeypatch.setenv("RAGMETER_API_KEY", KEY)
+    with FakeServer(api_key=KEY) as server:
+        cfg = JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", cache=None,
+                          metrics=["correctness", "faithfulness"], progress=False)
+        judged = ragmeter.evaluate(_golden(), _answered_run(), judge=cfg)
+    rerun = ragmeter.evaluate(_golden(), _answered_run())
+    comparison = rerun.compare(judged)
+    said = " ".join(comparison.notes + comparison.warnings)
+    assert "not judged in both runs" not in said and "a missing answer?" not in said, said
+    assert "correct: 3 case(s) scored in the baseline only (also-hit, hit, miss) (not judged in the candidate)" \
+        in said, said
+    assert "correctness, faithfulness: judged in the baseline only, not in the candidate: not compared" in said, said
+    assert "correct: not judged in the candidate;" in said, said

@@ -759,6 +759,20 @@ def _constant_interval(deltas: np.ndarray) -> Optional[np.ndarray]:
     return np.stack([low, low])
 
 
+def _judged_on_one_side(base_columns: List[str], cand_columns: List[str]) -> List[str]:
+    """A note per run whose judge metrics the other run lacks (a rerun without a judge): they have no delta, and
+    would otherwise leave the tables without a word."""
+    from ragmeter.report.data import JUDGE_METRICS
+
+    notes = []
+    for side, other, own, others in (("baseline", "candidate", base_columns, cand_columns),
+                                     ("candidate", "baseline", cand_columns, base_columns)):
+        only = [m for m in JUDGE_METRICS if m in own and m not in others]
+        if only:
+            notes.append(f"{', '.join(only)}: judged in the {side} only, not in the {other}: not compared")
+    return notes
+
+
 def compare_frames(
     base_cases: pl.DataFrame,
     cand_cases: pl.DataFrame,
@@ -809,11 +823,15 @@ def compare_frames(
             notes.append(f"{side}: {_n_repeats(per_repeat)} collected repeats; each case enters with its mean "
                          "over the repeats that scored it")
     not_judged: Dict[str, List[str]] = {}
-    if "correct" in names and not (correctness_judged(base_cases) and correctness_judged(cand_cases)):
-        notes.append("correct: not judged in both runs; its cases are the no-answer cases, scored by refusal detection")
-        for side, cases in (("baseline", base_cases), ("candidate", cand_cases)):
-            if not correctness_judged(cases):
-                not_judged[side] = ["correct"]
+    unjudged_sides = [side for side, cases in (("baseline", base_cases), ("candidate", cand_cases))
+                      if not correctness_judged(cases)]
+    if "correct" in names and unjudged_sides:
+        which = "either run" if len(unjudged_sides) == 2 else f"the {unjudged_sides[0]}"
+        notes.append(f"correct: not judged in {which}; there its cases are the no-answer cases, scored by refusal "
+                     "detection")
+        for side in unjudged_sides:
+            not_judged[side] = ["correct"]
+    notes += _judged_on_one_side(mb.columns, mc.columns)
     groups = _group_rows(cats)
     intervals, blocked = _delta_intervals(diff, cats, groups, n_resamples, seed, threads) if n and names else ([], False)
     if blocked:
@@ -833,8 +851,9 @@ def compare_frames(
             sides = ", ".join(f"{int(only.sum())} case(s) scored in the {side} only{_named(paired_ids, only)}"
                               for side, only in (("baseline", scored_b & ~scored_c), ("candidate", scored_c & ~scored_b))
                               if only.any())
-            warnings.append(f"{name}: {sides} (a failed or skipped judge call, a missing answer?), left out of its "
-                            "delta; a gate rule on it fails")
+            unjudged = [side for side in unjudged_sides if name in not_judged.get(side, ())]
+            why = f"not judged in the {unjudged[0]}" if unjudged else "a failed or skipped judge call, a missing answer?"
+            warnings.append(f"{name}: {sides} ({why}), left out of its delta; a gate rule on it fails")
         # a judge call that failed in both runs (or in one, the other not scoring the case) leaves a case unscored
         # on both sides: not one-sided, but not measured either
         lost = failed_calls.get(name, np.zeros(n, dtype=bool)) & ~scored_b & ~scored_c
