@@ -135,3 +135,21 @@ def test_comparing_a_judged_run_with_an_unjudged_rerun_says_which_run_was_not_ju
         in said, said
     assert "correctness, faithfulness: judged in the baseline only, not in the candidate: not compared" in said, said
     assert "correct: not judged in the candidate;" in said, said
+
+
+# -- terminal: 80 columns with CJK text
+
+
+def test_a_judge_failure_example_in_cjk_is_cut_to_the_terminals_columns():
+    """A Chinese endpoint's error message was cut at 80 characters, not columns: a 97-column line in `ragmeter
+    judge`, and `eval`'s console broke it at column 0."""
+    from ragmeter._text import columns
+    from ragmeter.cli.judge import judge_lines
+
+    example = "chat failed: HTTP 400, request rejected: 请求参数错误：输入内容包含不安全的文本，请修改后重试。错误代码"
+    summary = {"metrics": {"correctness": {"mean": None, "n_scored": 0, "n_total": 1, "n_failed": 1, "n_skipped": 0,
+                                           "failures": {"client": {"count": 1, "example": example}}}}}
+    lines = judge_lines(summary)
+    assert max(columns(line) for line in lines) <= 80, lines
+    assert lines[-1].startswith("    failed 1 client: chat failed: HTTP 400, request rejected: 请求")
+    assert lines[-1].endswith("…") and columns(lines[-1]) >= 79, lines[-1]

@@ -459,8 +459,19 @@ def judge_lines(summary: Dict[str, Any], width: int = 80) -> List[str]:
 
 
 def _shorten(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` terminal columns (a CJK character takes two), cut with "…"."""
+    from ragmeter._text import columns
+
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+    if columns(text) <= width:
+        return text
+    cut, used = 0, 0
+    for char in text:  # the characters that fit before the ellipsis's column
+        used += columns(char)
+        if used > width - 1:
+            break
+        cut += 1
+    return text[: max(1, cut)] + "…"
 
 
 def cost_lines(s: Dict[str, Any]) -> List[str]:
