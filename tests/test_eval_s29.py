@@ -153,3 +153,21 @@ def test_a_judge_failure_example_in_cjk_is_cut_to_the_terminals_columns():
     assert max(columns(line) for line in lines) <= 80, lines
     assert lines[-1].startswith("    failed 1 client: chat failed: HTTP 400, request rejected: 请求")
     assert lines[-1].endswith("…") and columns(lines[-1]) >= 79, lines[-1]
+
+
+def test_a_case_scored_on_one_side_because_the_other_sides_judge_call_failed_says_so(monkeypatch):
+    """compare knew the candidate's correctness call had failed (its status), and guessed: '(a failed or skipped
+    judge call, a missing answer?)'."""
+    from ragmeter.judge import JudgeConfig
+
+    monkeypatch.setenv("RAGMETER_API_KEY", KEY)
+    with FakeServer(api_key=KEY) as server:
+        cfg = JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", cache=None, metrics=["correctness"],
+                          progress=False)
+        baseline = ragmeter.evaluate(_golden(), _answered_run(), judge=cfg)
+        server.rules = [(lambda info: "taxi" in json.dumps(info.get("payload")), 400)]  # the case "miss" fails
+        candidate = ragmeter.evaluate(_golden(), _answered_run(), judge=cfg)
+    assert dict(zip(candidate.cases["id"], candidate.cases["correctness_status"]))["miss"] == "failed"
+    said = " ".join(candidate.compare(baseline).warnings)
+    assert "correct: 1 case(s) scored in the baseline only (miss) (its judge call failed in the candidate)" in said, said
+    assert "a missing answer?" not in said, said

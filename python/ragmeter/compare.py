@@ -604,26 +604,47 @@ def run_gaps(base_cases: pl.DataFrame, cand_cases: pl.DataFrame) -> List[str]:
     return out
 
 
-def _failed_calls(base_cases: pl.DataFrame, cand_cases: pl.DataFrame, ids: pl.Series,
-                  names: List[str]) -> Dict[str, np.ndarray]:
-    """Metric -> per paired case (in ``ids`` order), whether its judge call failed in either run
-    (``<metric>_status`` "failed")."""
+def _failed_in(cases: pl.DataFrame, ids: pl.Series, names: List[str]) -> Dict[str, np.ndarray]:
+    """Metric -> per paired case (in ``ids`` order), whether its judge call failed in this run (``<metric>_status``
+    "failed")."""
     from ragmeter.report.data import METRICS
 
     out: Dict[str, np.ndarray] = {}
     frame = pl.DataFrame({"id": ids})
     for name in names:
         status = METRICS[name].status
-        if not status:
+        if not status or status not in cases.columns:
             continue
-        failed = np.zeros(len(ids), dtype=bool)
-        for cases in (base_cases, cand_cases):
-            if status in cases.columns:
-                ids_failed = cases.filter(pl.col(status).cast(pl.Utf8) == "failed").select(pl.col("id").cast(pl.Utf8))
-                failed |= frame.select(pl.col("id").is_in(ids_failed.get_column("id").implode())).to_series().to_numpy()
+        ids_failed = cases.filter(pl.col(status).cast(pl.Utf8) == "failed").select(pl.col("id").cast(pl.Utf8))
+        failed = frame.select(pl.col("id").is_in(ids_failed.get_column("id").implode())).to_series().to_numpy()
         if failed.any():
             out[name] = failed
     return out
+
+
+def _failed_calls(failed_in: Dict[str, Dict[str, np.ndarray]], n: int) -> Dict[str, np.ndarray]:
+    """Metric -> per paired case, whether its judge call failed in either run (``failed_in``: per run)."""
+    out: Dict[str, np.ndarray] = {}
+    for per_metric in failed_in.values():
+        for name, failed in per_metric.items():
+            out[name] = out.get(name, np.zeros(n, dtype=bool)) | failed
+    return out
+
+
+def _why_one_sided(name: str, other: str, only: np.ndarray, failed_in: Dict[str, Dict[str, np.ndarray]],
+                   not_judged: Dict[str, List[str]]) -> str:
+    """Why the cases ``only`` one run scored are unscored in the ``other``, as far as the folders tell: a judge
+    that did not run there, judge calls that failed there (their status), else a guess."""
+    if name in not_judged.get(other, ()):
+        return f"not judged in the {other}"
+    n_only = int(only.sum())
+    n_failed = int((only & failed_in[other].get(name, np.zeros(len(only), dtype=bool))).sum())
+    if n_failed == n_only:
+        return f"{'its' if n_only == 1 else 'their'} judge call failed in the {other}"
+    if n_failed:
+        return (f"{n_failed} of them: a judge call failed in the {other}; the others: a skipped judge call, a "
+                "missing answer?")
+    return "a failed or skipped judge call, a missing answer?"
 
 
 def _applies(cases: pl.DataFrame, ids: pl.DataFrame, names: List[str]) -> np.ndarray:
@@ -814,7 +835,10 @@ def compare_frames(
     base_v = _values(joined, names, n)
     cand_v = _values(joined, [f"{x}__c" for x in names], n)
     diff = cand_v - base_v  # NaN where either side is unscored
-    failed_calls = _failed_calls(base_cases, cand_cases, joined.get_column("id").cast(pl.Utf8), names)
+    paired = joined.get_column("id").cast(pl.Utf8)
+    failed_in = {side: _failed_in(cases, paired, names) for side, cases in (("baseline", base_cases),
+                                                                            ("candidate", cand_cases))}
+    failed_calls = _failed_calls(failed_in, n)
     paired_ids = joined.get_column("id").cast(pl.Utf8).to_numpy()
     covered = _applies(base_cases, joined.select(pl.col("id").cast(pl.Utf8)), names)
     notes: List[str] = []
@@ -848,12 +872,12 @@ def compare_frames(
         scored_b = ~np.isnan(base_v[:, j])
         scored_c = ~np.isnan(cand_v[:, j])
         if (scored_b != scored_c).any():
-            sides = ", ".join(f"{int(only.sum())} case(s) scored in the {side} only{_named(paired_ids, only)}"
-                              for side, only in (("baseline", scored_b & ~scored_c), ("candidate", scored_c & ~scored_b))
+            sides = ", ".join(f"{int(only.sum())} case(s) scored in the {side} only{_named(paired_ids, only)} "
+                              f"({_why_one_sided(name, other, only, failed_in, not_judged)})"
+                              for side, other, only in (("baseline", "candidate", scored_b & ~scored_c),
+                                                        ("candidate", "baseline", scored_c & ~scored_b))
                               if only.any())
-            unjudged = [side for side in unjudged_sides if name in not_judged.get(side, ())]
-            why = f"not judged in the {unjudged[0]}" if unjudged else "a failed or skipped judge call, a missing answer?"
-            warnings.append(f"{name}: {sides} ({why}), left out of its delta; a gate rule on it fails")
+            warnings.append(f"{name}: {sides}, left out of its delta; a gate rule on it fails")
         # a judge call that failed in both runs (or in one, the other not scoring the case) leaves a case unscored
         # on both sides: not one-sided, but not measured either
         lost = failed_calls.get(name, np.zeros(n, dtype=bool)) & ~scored_b & ~scored_c
