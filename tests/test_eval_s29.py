@@ -171,3 +171,63 @@ def test_a_case_scored_on_one_side_because_the_other_sides_judge_call_failed_say
     said = " ".join(candidate.compare(baseline).warnings)
     assert "correct: 1 case(s) scored in the baseline only (miss) (its judge call failed in the candidate)" in said, said
     assert "a missing answer?" not in said, said
+
+
+# -- a golden set and run whose every cause is known, through the CLI (a guard: these held)
+
+
+def _known_causes(tmp_path: Path) -> Any:
+    golden = _golden() + [
+        {"id": "judge-fails", "question": "Which train class?", "expectedFileNames": ["d.md"],
+         "expectedEvidence": ["second class"], "referenceAnswer": "second", "category": "policy"},
+        {"id": "no-answer", "question": "What is the boat cap?", "expectedFileNames": ["e.md"],
+         "expectedEvidence": ["boat cap is 50"], "referenceAnswer": "50", "category": "policy"},
+        {"id": "absent", "question": "What is the bike cap?", "expectedFileNames": ["f.md"],
+         "expectedEvidence": ["bike cap is 20"], "referenceAnswer": "20", "category": "policy"},
+        {"id": "system-error", "question": "What is the car cap?", "expectedFileNames": ["g.md"],
+         "expectedEvidence": ["car cap is 70"], "referenceAnswer": "70", "category": "policy"},
+    ]
+    run = _answered_run() + [
+        {"id": "judge-fails", "answer": "JUDGE-FAILS: second class.", "retrieved": [_chunk("d.md", "in second class")]},
+        {"id": "no-answer", "answer": "", "retrieved": [_chunk("e.md", "the boat cap is 50")]},
+        {"id": "system-error", "error": "HTTP 500", "answer": None, "retrieved": []},
+    ]
+    g, r = tmp_path / "golden.jsonl", tmp_path / "run.jsonl"
+    g.write_text("".join(json.dumps(x) + "\n" for x in golden), encoding="utf-8")
+    r.write_text("".join(json.dumps(x) + "\n" for x in run), encoding="utf-8")
+    return g, r
+
+
+KNOWN = {"hit": "OK", "miss": "RETRIEVAL_MISS", "also-hit": "PROMPT_OR_MODEL", "judge-fails": "JUDGE_FAILED",
+         "no-answer": "GENERATION_FAILED", "absent": "NOT_IN_RUN", "system-error": "SYSTEM_FAILED"}
+
+
+def test_every_cause_of_a_known_set_and_every_count_agree_from_terminal_to_cases(tmp_path, monkeypatch):
+    import os
+
+    from ragmeter._text import columns
+
+    golden, run = _known_causes(tmp_path)
+    monkeypatch.setenv("RAGMETER_API_KEY", KEY)
+    out = tmp_path / "ev"
+    with FakeServer(api_key=KEY) as server:
+        server.rules = [(lambda info: "JUDGE-FAILS" in json.dumps(info.get("payload")), 400)]
+        proc = subprocess.run(
+            [sys.executable, "-m", "ragmeter", "eval", "--golden", str(golden), "--run", str(run), "--base-url",
+             server.base_url, "--model", "gpt-4o-mini", "--no-cache", "--no-progress", "--metrics", "correctness",
+             "--out", str(out)], capture_output=True, text=True, env={**os.environ, "COLUMNS": "80"}, timeout=300)
+    assert proc.returncode == 3, proc.stderr  # a case failed when collected, and a judge row failed
+    assert max(columns(line) for line in proc.stdout.splitlines()) <= 80
+    cases = pl.read_parquet(out / "cases.parquet")
+    assert dict(zip(cases["id"], cases["diagnosis"])) == KNOWN
+    md = (out / "report.md").read_text(encoding="utf-8")
+    html = (out / "report.html").read_text(encoding="utf-8")
+    for cause in KNOWN.values():
+        assert f"| {cause.replace('_', chr(92) + '_')} | 1 | 14.3% |" in md, cause
+        assert f"<td>{cause}</td><td class=\"num\">1</td>" in html.replace(" class=\"l\"", ""), cause
+    # correctness: scored 3 (hit, miss, also-hit) of 7; the same n in the terminal, report.md and summary.json
+    judged = json.loads((out / "summary.json").read_text(encoding="utf-8"))["judge"]["metrics"]["correctness"]
+    assert (judged["n_scored"], judged["n_total"], judged["n_failed"]) == (3, 7, 1)
+    assert "scored 3/7  failed 1  skipped 3" in proc.stdout
+    assert "| Correctness score | 3.000 | n/a | 3/7 |" in md
+    assert int((cases["correctness_status"] == "ok").sum()) == 3

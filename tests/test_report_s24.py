@@ -47,14 +47,15 @@ def test_columns_written_as_all_null_are_read_as_missing_values(tmp_path: Path) 
     folder = write_results(tmp_path / "nulls", cases, judge=False)
     paths = write_reports(folder, n_resamples=100)
     md = paths["markdown"].read_text(encoding="utf-8")
-    # no answer at all: every case with a verdict lost is a generation failure or a retrieval miss, never OK
+    # no answer at all: the answers were not recorded (diagnosis.answers_recorded), so no case is OK, nor a
+    # generation failure; the refusal readings say why they are empty
     stored = pl.read_parquet(folder / "cases.parquet")
     from ragmeter.report.data import load_results
 
     diagnosed = load_results(folder).cases
     assert diagnosed.height == stored.height
-    assert "OK" not in set(diagnosed["diagnosis"])
-    assert "Refusals: 0/0 answered cases" in md
+    assert not {"OK", "GENERATION_FAILED"} & set(diagnosed["diagnosis"])
+    assert "Refusals: no answers in this folder" in md
 
 
 def test_stored_diagnosis_with_a_null_typed_answer_column_is_read(tmp_path: Path) -> None:
