@@ -231,3 +231,17 @@ def test_every_cause_of_a_known_set_and_every_count_agree_from_terminal_to_cases
     assert "scored 3/7  failed 1  skipped 3" in proc.stdout
     assert "| Correctness score | 3.000 | n/a | 3/7 |" in md
     assert int((cases["correctness_status"] == "ok").sum()) == 3
+
+
+def test_a_run_without_retrieval_modes_is_not_read_as_cases_missing(tmp_path):
+    """The terminal said 'retrieval modes: (missing): 3' for a run that records no retrieval_mode, next to the
+    warning about cases missing from the run; report.html and compare call them '(none)'."""
+    g, r = tmp_path / "golden.jsonl", tmp_path / "run.jsonl"
+    g.write_text("".join(json.dumps(x) + "\n" for x in _golden()), encoding="utf-8")
+    r.write_text("".join(json.dumps(x) + "\n" for x in _answered_run()), encoding="utf-8")
+    out = tmp_path / "ev"
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "eval", "--golden", str(g), "--run", str(r), "--out",
+                           str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "retrieval modes: (none): 3" in proc.stdout and "(missing)" not in proc.stdout, proc.stdout
+    assert "<td>(none)</td>" in (out / "report.html").read_text(encoding="utf-8").replace(' class="l"', "")
