@@ -99,3 +99,12 @@ def test_batches_reduced_name_the_same_cases_as_the_whole_run():
     expected = next(w for w in whole.summary["warnings"] if w["code"] == "retrieved_null")
     assert next(w for w in reduced["warnings"] if w["code"] == "retrieved_null") == expected
     assert sorted(reduced["cases"].filter(pl.col("retrieved_null"))["id"].to_list()) == sorted(nulled)
+
+
+def test_cases_without_a_retrieval_mode_are_counted_under_none_in_parentheses():
+    # summary.json wrote them under "None" (Python's name for null; a mode may be called that); the terminal,
+    # report.html and compare call them '(none)'
+    records = [{k: v for k, v in rec.items() if k != "retrieval_mode"} for rec in _example_run()]
+    result = ragmeter.score(GOLDEN, records)
+    assert result.summary["retrieval_modes"] == {"(none)": result.cases.height}  # the missing case has none too
+

@@ -511,7 +511,9 @@ def _summary(cases: pl.DataFrame, by_category: pl.DataFrame, joined: pl.DataFram
     overall = aggregate(cases).to_dicts()[0]
     n = cases.height
     main_mode = _main_mode(cases)
-    mode_counts = {str(m): int(c) for m, c in cases["retrieval_mode"].value_counts(sort=True).iter_rows()}
+    from ragmeter.report.data import retrieval_modes
+
+    mode_counts = {str(m): int(c) for m, c in retrieval_modes(cases).items()}
     warnings = _warnings(cases, main_mode, missing, unfound or [], joined)
     return {
         "k": k,

@@ -163,9 +163,8 @@ def print_score(summary: Dict[str, Any], out_dir: Optional[str] = None, console:
                  f"evidence phrase) in the top {k}. fHit: file level, some expected file in the top {k}. EvRec: "
                  f"evidence recall. AllF: every expected file in the top {k}, over the cases expecting two or more "
                  "(their count). empty: nothing retrieved."], console, style="dim")
-    # a case whose run record has no mode is '(none)', as report.html and compare say ('missing' read as cases
-    # missing from the run); summary.json's key for it is "None"
-    modes = ", ".join(f"{'(none)' if m == 'None' else m}: {n}" for m, n in summary["retrieval_modes"].items())
+    # a case whose run record has no mode is '(none)' (summary.json's key), as report.html and compare say
+    modes = ", ".join(f"{m}: {n}" for m, n in summary["retrieval_modes"].items())
     lines = [f"retrieval modes: {modes or 'not given'}"]
     gap = _gap(summary.get("file_vs_chunk_hit"))
     if gap is not None and round(gap[0], 1) > 0:  # the explanation is of a positive gap only
