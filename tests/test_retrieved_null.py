@@ -108,3 +108,21 @@ def test_cases_without_a_retrieval_mode_are_counted_under_none_in_parentheses():
     result = ragmeter.score(GOLDEN, records)
     assert result.summary["retrieval_modes"] == {"(none)": result.cases.height}  # the missing case has none too
 
+
+
+def test_a_case_whose_retrieved_is_null_is_not_diagnosed_as_a_retrieval_miss():
+    # it was RETRIEVAL_MISS ('fix chunking / retrieval, not the prompt') for a retrieval nobody saw
+    from ragmeter.diagnosis import DIAGNOSES, DIAGNOSIS_HINTS, diagnose
+    from ragmeter.report.html import DIAGNOSIS_COLORS
+
+    records = _example_run()
+    nulled = records[0]["id"]
+    records[0]["retrieved"] = None
+    cases = diagnose(ragmeter.score(GOLDEN, records).cases)
+    assert cases.filter(pl.col("id") == nulled)["diagnosis"].to_list() == ["RETRIEVAL_UNKNOWN"]
+    assert "RETRIEVAL_UNKNOWN" in DIAGNOSES and "RETRIEVAL_UNKNOWN" in DIAGNOSIS_HINTS
+    assert "RETRIEVAL_UNKNOWN" in DIAGNOSIS_COLORS
+    # every other case is diagnosed as before
+    before = diagnose(ragmeter.score(GOLDEN, EX / "run.jsonl").cases)
+    assert cases.filter(pl.col("id") != nulled)["diagnosis"].to_list() == \
+        before.filter(pl.col("id") != nulled)["diagnosis"].to_list()

@@ -12,7 +12,8 @@ Diagnosis (first matching rule wins)
 0. ``SYSTEM_FAILED``: the run file records the system's failure on the case (``run_error``); then
    ``NOT_IN_RUN``: the run file has no record of the case (``missing_from_run``). Either way the system's
    retrieval and answer were never seen, so the empty retrieval they are scored as says nothing about the
-   retriever.
+   retriever. Then ``RETRIEVAL_UNKNOWN``: the run's record gives ``"retrieved": null`` (``retrieved_null``),
+   no chunk list: its retrieval was never seen either, whatever the answer.
 1. ``RETRIEVAL_MISS``: labelled for retrieval and the relevant chunk was not in
    the top k (``labeled & !hit``) -- fix chunking/retrieval, not the prompt.
    ``MISS_BUT_CORRECT`` instead when the answer was still judged correct: look
@@ -80,6 +81,7 @@ __all__ = [
 DIAGNOSES: List[str] = [
     "SYSTEM_FAILED",
     "NOT_IN_RUN",
+    "RETRIEVAL_UNKNOWN",
     "RETRIEVAL_MISS",
     "MISS_BUT_CORRECT",
     "GENERATION_FAILED",
@@ -95,6 +97,8 @@ DIAGNOSIS_HINTS: Dict[str, str] = {
                      "rerun `ragmeter collect`",
     "NOT_IN_RUN": "the run file has no record of this case (scored as an empty retrieval): the system was not "
                   "asked, or its record was lost; rerun it or check the run file",
+    "RETRIEVAL_UNKNOWN": "the run record gives no chunk list ('retrieved': null; scored as an empty retrieval): "
+                         "what was retrieved is unknown; fix the run file or the system's logging",
     "RETRIEVAL_MISS": "the answer chunk was not retrieved: fix chunking / retrieval, not the prompt",
     "MISS_BUT_CORRECT": "judged correct although the answer chunk was missed: check the judge (lenient?) or the labels",
     "GENERATION_FAILED": "no answer was produced",
@@ -155,6 +159,7 @@ _OPTIONAL = {
     "context_precision_score": pl.Float64,
     "run_error": pl.Utf8,
     "missing_from_run": pl.Boolean,
+    "retrieved_null": pl.Boolean,
 }
 
 
@@ -227,6 +232,8 @@ def diagnose(cases: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("SYSTEM_FAILED"))
         .when(pl.col("missing_from_run").fill_null(False))
         .then(pl.lit("NOT_IN_RUN"))
+        .when(pl.col("retrieved_null").fill_null(False))
+        .then(pl.lit("RETRIEVAL_UNKNOWN"))
         .when(labeled & (pl.col("hit") == False))  # noqa: E712 (null-aware Polars comparison)
         .then(pl.when(correct.fill_null(False)).then(pl.lit("MISS_BUT_CORRECT")).otherwise(pl.lit("RETRIEVAL_MISS")))
         .when(~pl.col("_answered"))

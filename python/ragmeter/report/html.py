@@ -88,6 +88,7 @@ DIAGNOSIS_COLORS = {
     "JUDGE_FAILED": "#9a7b4f",
     "SYSTEM_FAILED": "#5a3e3e",
     "NOT_IN_RUN": "#2f6f8f",
+    "RETRIEVAL_UNKNOWN": "#5f7f99",
     "NOT_LABELED": "#6d6d6d",
     "NOT_JUDGED": "#a0a0a0",
 }
