@@ -126,3 +126,29 @@ def test_a_case_whose_retrieved_is_null_is_not_diagnosed_as_a_retrieval_miss():
     before = diagnose(ragmeter.score(GOLDEN, EX / "run.jsonl").cases)
     assert cases.filter(pl.col("id") != nulled)["diagnosis"].to_list() == \
         before.filter(pl.col("id") != nulled)["diagnosis"].to_list()
+
+
+def _unlabelled_golden(tmp_path: Path) -> Path:
+    rows = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith(("#", "//"))]
+    for row in rows:
+        for key in ("expectedFileNames", "expected_files", "expectedEvidence", "expected_evidence"):
+            row.pop(key, None)
+    path = tmp_path / "golden.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("what", ["unlabelled golden set", "run null in every case"])
+def test_eval_without_a_judge_refuses_what_it_cannot_measure(tmp_path, what, capsys):
+    # eval wrote a folder of 'not measured' and '-' everywhere and exited 0, as if the run had been measured
+    golden, run = GOLDEN, EX / "run.jsonl"
+    if what == "unlabelled golden set":
+        golden = _unlabelled_golden(tmp_path)
+    else:
+        run = _write([{**rec, "retrieved": None} for rec in _example_run()], tmp_path / "run.jsonl")
+    out = tmp_path / "out"
+    assert main(["eval", "--golden", str(golden), "--run", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--base-url" in err and "Traceback" not in err
+    assert not out.exists() or not any(out.iterdir())

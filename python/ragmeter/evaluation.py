@@ -472,15 +472,24 @@ def run_eval(
     thresholds: Optional[Sequence[float]] = None,
     reports: bool = True,
     repeat: int = 1,
+    refuse_unmeasured: Optional[str] = None,
     **options: Any,
 ) -> Dict[str, Any]:
     """:func:`evaluate`, then write the results folder and the reports; return the summary.
 
     Everything is written into a temporary folder inside ``out_dir`` and moved into place when all of it was
     written; ragmeter outputs of an earlier run that this run did not produce are removed (other files stay).
-    ``options`` are :func:`evaluate`'s other keyword arguments.
+    ``options`` are :func:`evaluate`'s other keyword arguments. ``refuse_unmeasured`` (``ragmeter eval``'s
+    remedy): without a judge, a run of which no case gives a chunk list measured nothing, an
+    :class:`InputError` before anything is written.
     """
     result = evaluate(golden, run, k=k, judge=judge, thresholds=thresholds, repeat=repeat, **options)
+    if refuse_unmeasured is not None and judge is None:
+        from ragmeter.retrieval import no_chunk_list_error, no_chunk_list_in_run
+
+        if no_chunk_list_in_run(result.cases):
+            name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
+            raise no_chunk_list_error(name, refuse_unmeasured)
     result.write(out_dir, reports=reports)
     return result.summary
 

@@ -386,13 +386,13 @@ def no_chunk_list_in_run(cases: pl.DataFrame) -> bool:
     return bool(in_run.height) and bool(in_run["retrieved_null"].all())
 
 
-def no_chunk_list_error(run_name: str) -> Exception:
-    """The :class:`InputError` of ``score`` and ``sweep`` for a run of which no case gives a chunk list."""
+def no_chunk_list_error(run_name: str, judge_remedy: str = "judge the answers alone with `ragmeter eval`") -> Exception:
+    """The :class:`InputError` of ``score`` and ``sweep`` (and ``eval`` without a judge) for a run of which no
+    case gives a chunk list; ``judge_remedy``: how to measure the answers instead."""
     from ragmeter.errors import InputError
 
     return InputError(f"{run_name}: 'retrieved' is null in every case of the run (no chunk list), so there is no "
-                      "retrieval to measure; write [] for a retriever that found nothing, or judge the answers alone "
-                      "with `ragmeter eval`")
+                      f"retrieval to measure; write [] for a retriever that found nothing, or {judge_remedy}")
 
 
 def _file_unknown(match: EvidenceMatch) -> np.ndarray:

@@ -21,11 +21,12 @@ def fraction(text: str) -> float:
     return value
 
 
-def refuse_unlabelled_golden(golden: Any) -> None:
+def refuse_unlabelled_golden(golden: Any, judge_remedy: str = "judge the answers alone with `ragmeter eval`") -> None:
     """Raise :class:`InputError` when no case of the golden set has expected files or evidence phrases.
 
-    ``score`` and ``sweep`` measure retrieval against those labels alone: without any, every metric would be
-    "not scored" on every case and the command would still exit 0, as if a run had been measured."""
+    ``score`` and ``sweep`` measure retrieval against those labels alone (so does ``eval`` without a judge):
+    without any, every metric would be "not scored" on every case and the command would still exit 0, as if a
+    run had been measured. ``judge_remedy``: how to measure the answers instead."""
     from ragmeter.dataset import load_golden
     from ragmeter.errors import InputError
 
@@ -33,7 +34,7 @@ def refuse_unlabelled_golden(golden: Any) -> None:
     if frame.height and not frame.get_column("labeled").any():
         raise InputError(f"{golden}: no case has expected files or evidence phrases ({frame.height} cases), so "
                          f"there is nothing to score retrieval against; label the cases (`ragmeter audit --golden "
-                         f"{golden}` lists them), or judge the answers alone with `ragmeter eval`")
+                         f"{golden}` lists them), or {judge_remedy}")
 
 
 def failed_in_run_exit(*run_errors: Optional[Dict[str, int]]) -> int:

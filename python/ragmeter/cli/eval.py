@@ -83,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
         from ragmeter.cli.judge import build_config
 
         judge = build_config(args)
+    if judge is None and not args.dry_run:  # retrieval is all there is to measure, before anything is collected
+        from ragmeter.cli._inputs import refuse_unlabelled_golden
+
+        refuse_unlabelled_golden(args.golden, _JUDGE_REMEDY)
     # With --json, stdout holds the summary alone and every other line goes to stderr.
     console = make_console(stderr=args.json)
     collected = 0
@@ -122,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
         print_prose(["--repeat applies to judging only: nothing is repeated without a judge"], console, "yellow")
     summary = judged(lambda: run_eval(args.golden, run, args.out, k=args.k, judge=judge,
                                       thresholds=thresholds, repeat=args.repeat,
-                                      review_rate=args.review_rate, review_seed=args.review_seed), judge)
+                                      review_rate=args.review_rate, review_seed=args.review_seed,
+                                      refuse_unmeasured=_JUDGE_REMEDY), judge)
     if args.json:
         from ragmeter._io import strict_json
 
@@ -158,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
     print_prose([f"wrote {args.out}/: " + ", ".join(files)], console)
     return max(collected, _failed_in_run(summary),
                    incomplete_exit(_judge_outcome(summary), args.max_failed, args.out))
+
+
+_JUDGE_REMEDY = "pass --base-url and --model to judge the answers"
 
 
 def _failed_in_run(summary: dict) -> int:
