@@ -93,3 +93,22 @@ def test_collected_repeats_count_in_n_total_the_cases_a_metric_applies_to() -> N
     assert metrics["correct"]["n_total"] == [1, 1]
     assert metrics["hit"]["n_total"] == [4, 4] and metrics["hit"]["n_scored"] == [3, 3]
     assert result.summary["retrieval"]["overall"]["all_files_hit_rate"]["n_total"] == 1
+
+
+def test_a_rate_counting_failed_calls_is_unknown_when_no_call_was_judged():
+    from ragmeter.stats import rate_counting_failed
+
+    assert rate_counting_failed(0, 0, 5) == (5, None)  # it was 0.0: every call failed, nothing was measured
+    assert rate_counting_failed(0, 0, 0) == (0, None)
+    assert rate_counting_failed(2, 3, 1) == (4, 0.5)
+
+
+def test_the_reports_note_gives_no_rate_when_every_correctness_call_failed():
+    import polars as pl
+
+    from ragmeter.report.data import correct_rate_note
+
+    cases = pl.DataFrame({"correctness_status": ["failed"] * 3, "correct": [None, None, None]},
+                         schema={"correctness_status": pl.Utf8, "correct": pl.Boolean})
+    note = correct_rate_note(cases)
+    assert note is not None and "Every correctness call failed (3)" in note and "0.0%" not in note

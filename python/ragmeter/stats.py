@@ -457,10 +457,11 @@ def interval_defined(n: int, confidence: float = 0.95) -> bool:
 def rate_counting_failed(n_yes: int, n_judged: int, n_failed: int) -> Tuple[int, Optional[float]]:
     """A judge rate that counts a failed call as a "no": ``n_yes`` of the ``n_judged`` rows the judge scored, over
     those rows and the ``n_failed`` rows whose call failed. Returns (denominator, rate); the rate is None when
-    there is no row. The one rule of summary.json's ``correct_rate`` and a custom metric's ``pass_rate``, and of
-    the reports' note beside their Correct (which is over the scored rows alone)."""
+    there is no row, and when the judge scored none (every call failed: 0% would read as a measurement). The one
+    rule of summary.json's ``correct_rate`` and a custom metric's ``pass_rate``, and of the reports' note beside
+    their Correct (which is over the scored rows alone)."""
     denominator = n_judged + n_failed
-    return denominator, (n_yes / denominator if denominator else None)
+    return denominator, (n_yes / denominator if n_judged else None)
 
 
 def bootstrap_ci(

@@ -188,10 +188,11 @@ def test_summary_never_averages_a_failed_row_and_prints_na(tmp_path, server, api
     s = json.loads((tmp_path / "out" / "judge_summary.json").read_text())
     corr = s["metrics"]["correctness"]
     assert corr["mean"] is None and corr["n_scored"] == 0 and corr["n_failed"] == 2
-    assert corr["correct_rate"] == 0.0 and corr["correct_rate_denominator"] == 2
+    # no row scored: no rate, not 0.0% (it read as a measured 'never correct')
+    assert corr["correct_rate"] is None and corr["correct_rate_denominator"] == 2
     assert corr["failures"]["unparsable"]["count"] == 2 and "unusable reply" in corr["failures"]["unparsable"]["example"]
     assert "mean   n/a (1-5)  scored 0/2  failed 2" in out and "mean 0.000" not in out
-    assert "correct 0.0% (0 of 2; a failed row is not correct)" in out
+    assert "correct n/a (no row scored, 2 failed)" in out and "0.0%" not in out
     assert max(len(line) for line in out.splitlines() if line.startswith("    ")) <= 80
     assert "counted, never averaged as 0" in s["denominators"]
 

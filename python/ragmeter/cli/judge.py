@@ -451,6 +451,8 @@ def judge_lines(summary: Dict[str, Any], width: int = 80) -> List[str]:
         if m.get("correct_rate") is not None:
             lines.append(f"    correct {m['correct_rate']:.1%} ({m['n_correct']} of {m['correct_rate_denominator']}; "
                          f"a failed row is not correct)")
+        elif metric == "correctness" and m.get("n_failed"):
+            lines.append(f"    correct n/a (no row scored, {m['n_failed']} failed)")
         for label, groups in (("failed", m.get("failures") or {}), ("skipped", m.get("skips") or {})):
             for kind, g in groups.items():
                 head = f"    {label} {g['count']} {kind}: "

@@ -471,7 +471,7 @@ DENOMINATORS = (
     "no_claims) are left out of it and counted, never averaged as 0; mean is null when no row is scored. "
     "correctness: mean is on the 1-5 scale over its n_scored rows; correct_rate = n_correct / "
     "correct_rate_denominator, where the denominator is the scored plus the failed rows (a failed row counts as "
-    "not correct) and skipped rows are left out. The other metrics' means are on the 0-1 scale. failures groups "
+    "not correct; correct_rate is null when no row is scored) and skipped rows are left out. The other metrics' means are on the 0-1 scale. failures groups "
     "the failed rows by error kind (count and one example message); skips groups the skipped rows by reason."
 )
 

@@ -562,9 +562,12 @@ def correct_rate_note(cases: pl.DataFrame) -> Optional[str]:
         ok = cases.filter(pl.col("correctness_status") == "ok")
         n_correct = int(ok.get_column("correct").fill_null(False).sum())
         denominator, rate = rate_counting_failed(n_correct, ok.height, failed)
-        notes.append(f"Correct leaves out the answers whose correctness call failed. Counting the {failed} failed "
-                     f"correctness call(s) as not correct, as summary.json's correct_rate does: "
-                     f"{100 * (rate or 0.0):.1f}% ({n_correct}/{denominator}).")
+        if rate is None:
+            notes.append(f"Every correctness call failed ({failed}): no answer was graded.")
+        else:
+            notes.append(f"Correct leaves out the answers whose correctness call failed. Counting the {failed} "
+                         f"failed correctness call(s) as not correct, as summary.json's correct_rate does: "
+                         f"{100 * rate:.1f}% ({n_correct}/{denominator}).")
     return " ".join(notes) or None
 
 
