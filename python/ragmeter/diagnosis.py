@@ -75,6 +75,7 @@ __all__ = [
     "refusal_expr",
     "answers_recorded",
     "diagnose",
+    "diagnosis_counts",
     "summarize",
 ]
 
@@ -289,6 +290,12 @@ def _counts(df: pl.DataFrame, column: str, order: List[str]) -> Dict[str, int]:
     vc = df.get_column(column).drop_nulls().value_counts()
     got = dict(zip(vc.get_column(column).to_list(), vc.get_column("count").to_list()))
     return {k: int(got.get(k, 0)) for k in order}
+
+
+def diagnosis_counts(diagnosed: pl.DataFrame) -> Dict[str, int]:
+    """Cases per diagnosis, every label of :data:`DIAGNOSES` in its order (0 included): summary.json's
+    ``diagnosis``."""
+    return _counts(diagnosed, "diagnosis", DIAGNOSES)
 
 
 def summarize(diagnosed: pl.DataFrame) -> Dict[str, Any]:

@@ -122,7 +122,7 @@ def evaluate(
     """
     from ragmeter.api import EvalResult, case_source
     from ragmeter.calibration import review_settings
-    from ragmeter.diagnosis import diagnose
+    from ragmeter.diagnosis import diagnose, diagnosis_counts
     from ragmeter.retrieval import _check_k, _check_swept_scores, _prepared_match, _sweep_prepared, check_thresholds
 
     # every argument is checked before anything is loaded or judged
@@ -170,6 +170,7 @@ def evaluate(
     summary = _summary(golden, run, golden_in, started, k, thresholds, judge, repeat, review, result.summary,
                        judge_summary, cost_summary(cases, judge_summary, repeats), judge_frame is not None,
                        sweep_table is not None)
+    summary = _insert_after(summary, "cost", "diagnosis", diagnosis_counts(cases))
     if repeats is not None:
         summary = _insert_after(summary, "judge", "repeats", repeats)
     return EvalResult(cases=cases, chunks=result.chunks, judge=judge_frame, summary=summary, sweep=sweep_table)
@@ -274,7 +275,7 @@ def _evaluate_collected(golden: Any, run: Any, golden_in: Any, collected: List[A
     the sweep and the headline sections are repeat 1's, ``repeats`` holds every (case, repeat) and
     ``summary["collected_repeats"]`` the spread (see :func:`collected_summary`)."""
     from ragmeter.api import EvalResult
-    from ragmeter.diagnosis import diagnose
+    from ragmeter.diagnosis import diagnose, diagnosis_counts
     from ragmeter.retrieval import _check_swept_scores, _prepared_match, _sweep_prepared
 
     prepared = [_prepared_match(golden_in, rr.frame, run_wide=True) for rr in collected]
@@ -308,6 +309,7 @@ def _evaluate_collected(golden: Any, run: Any, golden_in: Any, collected: List[A
     cost["n_repeats"] = len(collected)
     summary = _summary(golden, run, golden_in, started, k, thresholds, judge, 1, review, retrieval, judge_summary,
                        cost, judge_frame is not None, sweep_table is not None, repeats_table=True)
+    summary = _insert_after(summary, "cost", "diagnosis", diagnosis_counts(cases))  # repeat 1's, as cases.parquet
     summary = _insert_after(summary, "judge", "collected_repeats", section)
     return EvalResult(cases=cases, chunks=first.chunks, judge=judge_frame, summary=summary, sweep=sweep_table,
                       repeats=per_repeat)

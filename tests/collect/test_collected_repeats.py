@@ -302,7 +302,7 @@ def test_case_missing_from_one_repeat_warns_and_is_unscored_there(tmp_path, gold
 
 #: summary.json's sections before collected repeats existed; a plain run must not gain any
 PLAIN_SUMMARY_KEYS = {"results_format", "tool", "version", "started_at", "finished_at", "inputs", "settings",
-                      "retrieval", "judge", "cost", "golden_set", "warnings", "files"}
+                      "retrieval", "judge", "cost", "diagnosis", "golden_set", "warnings", "files"}
 
 
 def test_plain_run_writes_the_folder_it_always_did(tmp_path, golden):

@@ -84,6 +84,16 @@ def print_prose(lines: Any, console: Console, style: Optional[str] = None) -> No
         console.print(Text(line, style=style or ""), no_wrap=True, overflow="ignore")
 
 
+def print_diagnosis(counts: Optional[Dict[str, int]], console: Console) -> None:
+    """Where the cases stand, most first: the diagnoses report.md explains, counted (summary.json's
+    ``diagnosis``); nothing when there are none."""
+    if not counts:
+        return
+    shown = sorted(((n, label) for label, n in counts.items() if n), key=lambda item: -item[0])
+    print_prose(["diagnosis: " + ", ".join(f"{label} {n}" for n, label in shown)
+                 + " (cases; report.md says what each means)"], console)
+
+
 def print_warning(text: str, console: Console, head: str = "warning: ") -> None:
     """``head`` and ``text``, wrapped at the console's width under the text's first word (a hanging indent),
     never inside an interval, no trailing spaces (``ragmeter._text.wrap``); the head in yellow."""

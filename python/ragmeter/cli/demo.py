@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     import polars as pl
     from rich.markup import escape
 
-    from ragmeter.cli._tables import make_console, print_prose, print_score, print_sweep
+    from ragmeter.cli._tables import make_console, print_diagnosis, print_prose, print_score, print_sweep
     from ragmeter.evaluation import run_eval
     from ragmeter.judge import JudgeConfig
     from ragmeter.review import export_sheet, import_sheet
@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     print_prose([f"answers judged by scripted example verdicts (judge_replay.jsonl, example data replayed offline, "
                  f"not a model): {correctness.get('n_scored')}/{correctness.get('n_total')} scored; "
                  "`ragmeter eval --base-url URL --model M` judges with a real model"], console)
+    print_diagnosis(summary.get("diagnosis"), console)
     export_sheet(args.out, Path(args.out) / "review", random_n=4)
     section = import_sheet(args.out, ex / "review_filled.csv")
     print_prose(["review sheet filled by an example reviewer (review_filled.csv, example data):",

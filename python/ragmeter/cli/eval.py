@@ -48,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragmeter.cli._tables import make_console, print_audit_pointer, print_prose, print_score
+    from ragmeter.cli._tables import make_console, print_audit_pointer, print_diagnosis, print_prose, print_score
     from ragmeter.cli.sweep import parse_thresholds
     from ragmeter.errors import InputError
     from ragmeter.evaluation import run_eval
@@ -145,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     if summary.get("judge"):
         for line in judge_lines(summary["judge"]):
             console.print(line, markup=False, highlight=False)
+    print_diagnosis(summary.get("diagnosis"), console)
     if summary.get("repeats"):
         from ragmeter._text import hanging
         from ragmeter.repeats import incomplete_runs, repeat_table
@@ -166,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 _JUDGE_REMEDY = "pass --base-url and --model to judge the answers"
+
 
 
 def _failed_in_run(summary: dict) -> int:
