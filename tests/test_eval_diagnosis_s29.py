@@ -30,3 +30,12 @@ def test_eval_counts_the_diagnoses_in_its_summary_and_on_the_terminal(tmp_path, 
     assert max(len(line) for line in lines[start:end]) <= 80
     for label, n in counted.items():
         assert f"{label} {n}" in printed
+
+
+def test_settings_record_no_repeat_when_nothing_was_judged():
+    # settings.repeat said 2 for '--repeat 2' without a judge, though nothing was repeated ('--repeat applies to
+    # judging only'); compare and the reports read the settings as what was done
+    import ragmeter
+
+    result = ragmeter.evaluate(EX / "golden.jsonl", EX / "run.jsonl", repeat=2)
+    assert result.summary["settings"]["repeat"] == 1

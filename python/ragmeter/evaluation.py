@@ -167,7 +167,8 @@ def evaluate(
     cases = diagnose(cases)
     cases, review = _with_review(cases, review_rate, review_seed)
     sweep_table = _sweep_prepared(prepared, list(thresholds), k) if thresholds else None
-    summary = _summary(golden, run, golden_in, started, k, thresholds, judge, repeat, review, result.summary,
+    repeated = repeat if judge is not None else 1  # judging alone repeats: without a judge nothing was
+    summary = _summary(golden, run, golden_in, started, k, thresholds, judge, repeated, review, result.summary,
                        judge_summary, cost_summary(cases, judge_summary, repeats), judge_frame is not None,
                        sweep_table is not None)
     summary = _insert_after(summary, "cost", "diagnosis", diagnosis_counts(cases))
