@@ -99,7 +99,13 @@ def _fast_golden(rec: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
             return None
     files, evidence, tags = lists
     labeled = any(f.strip() for f in files) or any(e.strip() for e in evidence)
+    category, src = _name_or_none(category), _name_or_none(src)
     return (case_id, question, files, evidence, reference, category if category else default_category(case_id), src, tags, labeled)
+
+
+def _name_or_none(value: Optional[str]) -> Optional[str]:
+    """A category's or source's name without the spaces around it (' fact ' is 'fact'); None when blank."""
+    return (value.strip() or None) if value is not None else None
 
 
 def _golden_frame(rows: Dict[str, List[Any]]) -> pl.DataFrame:
@@ -222,16 +228,20 @@ def _golden_jsonl_columnar(raw: bytes) -> Optional[Tuple[pl.DataFrame, Any]]:
     def column(n: str, dtype: Any) -> pl.Expr:
         return pl.col(n) if n in names else pl.lit(None, dtype=dtype)
 
+    def name_column(n: str) -> pl.Expr:  # as _name_or_none: stripped, null when blank
+        stripped = column(n, pl.String).str.strip_chars(_PY_WHITESPACE)
+        return pl.when(stripped != "").then(stripped)
+
     empty = pl.lit([], dtype=pl.List(pl.String))
     out = df.select(
         pl.col("id"), pl.col("question"),
         pick("expected_files", pl.List(pl.String)).fill_null(empty).alias("expected_files"),
         pick("expected_evidence", pl.List(pl.String)).fill_null(empty).alias("expected_evidence"),
         pick("reference_answer", pl.String).alias("reference_answer"),
-        pl.when(column("category", pl.String).is_not_null() & (column("category", pl.String) != ""))
-        .then(column("category", pl.String))
+        pl.when(name_column("category").is_not_null())
+        .then(name_column("category"))
         .otherwise(pl.col("id").str.splitn("-", 2).struct.field("field_0")).alias("category"),
-        column("source", pl.String).alias("source"),
+        name_column("source").alias("source"),
         column("tags", pl.List(pl.String)).fill_null(empty).alias("tags"),
     )
     def any_text(n: str) -> pl.Expr:  # some item is not blank by str.strip()
@@ -416,8 +426,8 @@ def _load_golden(source: Source, name: str, raw: Optional[bytes]) -> Tuple[pl.Da
         files = _str_list(_pick(rec, _GOLDEN_ALIASES["expected_files"], where, problems), files_key, where, problems)
         evidence = _str_list(_pick(rec, _GOLDEN_ALIASES["expected_evidence"], where, problems), evidence_key, where, problems)
         reference = _opt_str(_pick(rec, _GOLDEN_ALIASES["reference_answer"], where, problems), "referenceAnswer", where, problems)
-        category = _opt_str(rec.get("category"), "category", where, problems)
-        src = _opt_str(rec.get("source"), "source", where, problems)
+        category = _name_or_none(_opt_str(rec.get("category"), "category", where, problems))
+        src = _name_or_none(_opt_str(rec.get("source"), "source", where, problems))
         tags = _str_list(rec.get("tags"), "tags", where, problems)
         seen.append((case_id, where))
         if len(problems.items) > n_before or case_id is None:
