@@ -40,7 +40,7 @@ from ragmeter._dictionary_texts import large_strings
 from ragmeter._io import release_slice_memory, write_chunk_frame, write_parquet_parts
 from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
 from ragmeter.evidence import EvidenceMatch, RunPhrases, mark_no_file_in_run, match_relevance, retrieved_columns
-from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tables
+from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tables, source_name
 
 __all__ = ["score_parquet"]
 
@@ -69,7 +69,7 @@ def score_parquet(golden: Any, run: Path, k: int, chunks_to: Optional[Path] = No
         reader = ParquetRun(run)  # takes the early reader over
     finally:
         _parquet_ahead.discard()  # not taken: a bad golden set, or a file ParquetRun refused
-    golden_name = str(golden) if isinstance(golden, str) or hasattr(golden, "__fspath__") else "golden"
+    golden_name = source_name(golden, "golden")
     # A dict built once: a Polars join, or a cast to an Enum of the golden ids, hashes every golden id again
     # for each slice (3-10 ms a slice at 100,000 cases, against 0.3 ms for the slice's ids looked up here).
     position_of = dict(zip(g["id"].to_list(), range(g.height)))

@@ -488,11 +488,10 @@ def run_eval(
     """
     result = evaluate(golden, run, k=k, judge=judge, thresholds=thresholds, repeat=repeat, **options)
     if refuse_unmeasured is not None and judge is None:
-        from ragmeter.retrieval import no_chunk_list_error, no_chunk_list_in_run
+        from ragmeter.retrieval import no_chunk_list_error, no_chunk_list_in_run, source_name
 
         if no_chunk_list_in_run(result.cases):
-            name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
-            raise no_chunk_list_error(name, refuse_unmeasured)
+            raise no_chunk_list_error(source_name(run, "run"), refuse_unmeasured)
     result.write(out_dir, reports=reports)
     return result.summary
 

@@ -157,11 +157,15 @@ class ScoreResult:
         write_chunk_frame(self.chunks, path)
 
 
+def source_name(source: Any, what: str) -> str:
+    """How messages name an input: its path, else ``what`` (``"run"``, ``"golden"``) for records or a frame."""
+    return str(source) if isinstance(source, str) or hasattr(source, "__fspath__") else what
+
+
 def _prepare(golden: Any, run: Any) -> tuple:
     g = load_golden(golden)
     r = load_run(run)
-    run_name = str(run) if isinstance(run, (str,)) or hasattr(run, "__fspath__") else "run"
-    golden_name = str(golden) if isinstance(golden, (str,)) or hasattr(golden, "__fspath__") else "golden"
+    run_name, golden_name = source_name(run, "run"), source_name(golden, "golden")
     missing = check_run_against_golden(g, r, run_source=run_name, golden_source=golden_name)
     joined = g.join(r.drop("line", "id_from_line", strict=False), on="id", how="left", coalesce=True)
     joined = joined.with_columns(
@@ -219,7 +223,7 @@ def score_into(golden: Any, run: Any, out_dir: Any, k: int = 5, *, refuse_no_chu
     from ragmeter._io import results_folder
 
     k = _check_k(k)  # before the folder is opened
-    name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
+    name = source_name(run, "run")
     golden, run = _sources(golden, run)
     with results_folder(out_dir) as tmp:
         result = _score(golden, run, k, chunks_to=tmp / "chunks.parquet")
@@ -783,7 +787,7 @@ def _check_swept_scores(joined: pl.DataFrame, run: Any) -> None:
     threshold changed nothing. When only some chunks have none, a note (``ragmeter.notes``) says how many: they
     are kept at every threshold, so even above every score a case can still hit."""
     scores = _flat_chunk_field(joined, "score")
-    name = str(run) if isinstance(run, str) or hasattr(run, "__fspath__") else "run"
+    name = source_name(run, "run")
     if scores.dtype.is_float():  # records refuse them when loaded; a frame or Parquet file brings them here
         _refuse_non_finite_scores(joined, scores, name)
     if not scores.len():
