@@ -60,9 +60,13 @@ def parse_targets(spec: str, dimensions: Sequence[str]) -> Spec:
 
 def _read_spec_file(path: Path) -> Dict[str, object]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Notepad's) is not part of the text
     except OSError as exc:
         raise InputError(f"{path}: cannot read the targets file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:  # a binary file, or text saved in a legacy encoding: no traceback
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise InputError(f"{path}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); a targets file is "
+                         f"TOML or JSON saved as UTF-8") from None
     try:
         if path.suffix.lower() == ".toml":
             import tomllib

@@ -1,0 +1,180 @@
+"""Session 29: bad input across the commands: one line naming the file (or field), the exit table's status, no
+traceback, and nothing half-written (an output of a failed run neither left behind nor clobbered)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "python" / "ragmeter" / "_example"
+GOLDEN, RUN = EXAMPLE / "golden.jsonl", EXAMPLE / "run.jsonl"
+#: an endpoint nothing listens on: the commands below refuse their input (or only estimate) before any call
+NO_ENDPOINT = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--no-cache", "--no-progress"]
+
+
+def ragmeter(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "RAGMETER_API_KEY": "k"}
+    return subprocess.run([sys.executable, "-m", "ragmeter", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=300)
+
+
+def error_lines(proc: subprocess.CompletedProcess) -> List[str]:
+    """stderr without its notes and warnings; asserts there is no traceback."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return [line for line in proc.stderr.splitlines() if not line.startswith(("ragmeter: note:", "ragmeter: warning:"))]
+
+
+def one_error(proc: subprocess.CompletedProcess, code: int = 2) -> str:
+    lines = error_lines(proc)
+    assert proc.returncode == code and len(lines) == 1, (proc.returncode, proc.stderr)
+    assert lines[0].startswith("ragmeter: error: "), lines
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demo") / "results"
+    proc = ragmeter("demo", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def golden_records() -> List[dict]:
+    return [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+# -- tracebacks ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, content", [("targets.json", b"\x89PNG\r\n\x1a\n\x00\x00"),
+                                           ("targets.toml", "[category]\nr\xe9sum\xe9 = 3\n".encode("latin-1"))])
+def test_a_targets_file_that_is_not_utf8_text_is_one_line(tmp_path: Path, name: str, content: bytes) -> None:
+    targets = tmp_path / name
+    targets.write_bytes(content)
+    line = one_error(ragmeter("audit", "--golden", str(GOLDEN), "--targets", str(targets)))
+    assert f"{targets}:" in line and "UTF-8" in line, line
+
+
+@pytest.mark.parametrize("shape", ["utf-16", "json array"])
+def test_a_custom_metrics_fields_are_read_from_a_golden_set_in_any_shape_the_loader_reads(tmp_path: Path,
+                                                                                          shape: str) -> None:
+    rows = [{**row, "policy": "be brief"} for row in golden_records()]
+    golden = tmp_path / "golden.jsonl"
+    if shape == "utf-16":
+        golden.write_bytes("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-16"))
+    else:
+        golden.write_text(json.dumps(rows), encoding="utf-8")
+    metric = tmp_path / "metrics.toml"
+    metric.write_text('[metrics.policy_check]\ncriteria = "Does the answer follow the policy?"\nscale = [1, 5]\n'
+                      'pass_threshold = 4\nfields = ["answer", "policy"]\n', encoding="utf-8")
+    proc = ragmeter("eval", "--golden", str(golden), "--run", str(RUN), *NO_ENDPOINT, "--dry-run", "--metrics",
+                    "faithfulness", "--metric-file", str(metric), "--out", str(tmp_path / "out"))
+    assert error_lines(proc) == [] and proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("manifest", ["[1, 2]", "null", '"text"'])
+def test_a_review_manifest_that_is_not_an_object_is_a_warning_like_one_that_does_not_parse(
+        tmp_path: Path, demo: Path, manifest: str) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(demo, results)
+    shutil.copy(EXAMPLE / "review_filled.csv", results / "review" / "review.csv")
+    (results / "review" / "manifest.json").write_text(manifest, encoding="utf-8")
+    proc = ragmeter("review", "import", str(results), str(results / "review" / "review.csv"))
+    assert error_lines(proc) == [] and proc.returncode == 0, proc.stderr
+    assert "manifest.json is not a JSON object" in proc.stdout, proc.stdout
+
+
+# -- nothing half-written ----------------------------------------------------------------------------------------
+
+def test_report_writes_neither_report_when_one_cannot_be_written(tmp_path: Path, demo: Path) -> None:
+    out = tmp_path / "reports"
+    (out / "report.md").mkdir(parents=True)  # a folder where the Markdown report goes
+    line = one_error(ragmeter("report", str(demo), "--out", str(out)))
+    assert f"{out / 'report.md'}: is a folder, not a file" in line, line
+    assert sorted(p.name for p in out.iterdir()) == ["report.md"], "report.html was written by a failed run"
+
+
+def test_compare_refuses_a_json_file_that_is_a_folder_before_writing_the_markdown(tmp_path: Path,
+                                                                                 demo: Path) -> None:
+    markdown, folder = tmp_path / "summary.md", tmp_path / "comparison.json"
+    folder.mkdir()
+    line = one_error(ragmeter("compare", str(demo), str(demo), "--out", str(markdown), "--json", str(folder)))
+    assert f"--json {folder}: is a folder, not a file" in line, line
+    assert not markdown.exists(), "the Markdown summary was written by a failed run"
+
+
+def test_compare_out_that_is_a_folder_is_named_with_its_flag(tmp_path: Path, demo: Path) -> None:
+    folder = tmp_path / "summary.md"
+    folder.mkdir()
+    line = one_error(ragmeter("compare", str(demo), str(demo), "--out", str(folder)))
+    assert f"--out {folder}: is a folder, not a file" in line, line
+
+
+def test_compare_empty_out_is_called_empty(demo: Path) -> None:
+    line = one_error(ragmeter("compare", str(demo), str(demo), "--out", ""))
+    assert "--out: empty (an unset variable?)" in line, line
+
+
+def test_demo_refuses_a_file_named_review_in_its_folder_before_writing(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "review").write_text("notes\n", encoding="utf-8")
+    line = one_error(ragmeter("demo", "--out", str(out)))
+    assert f"{out / 'review'}" in line and "is a file, not a folder" in line, line
+    assert sorted(p.name for p in out.iterdir()) == ["review"], "the demo wrote its tables, then failed"
+
+
+# -- judge --cases: what each field holds -----------------------------------------------------------------------
+
+def _cases_file(tmp_path: Path, **changes: object) -> Path:
+    rows = [{"id": f"c{i}", "question": "q?", "answer": "a", "reference": "r", "contexts": ["x"]} for i in range(3)]
+    rows[1].update(changes)
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("changes, said", [
+    ({"answer": float("nan")}, "'answer' must be a string, got a number"),
+    ({"answer": 42}, "'answer' must be a string, got a number"),
+    ({"response": ["a", "b"], "answer": None}, "'response' must be a string, got a list"),
+    ({"reference": {"text": "r"}}, "'reference' must be a string, got an object"),
+    ({"contexts": ["x", 1]}, "'contexts[1]' must be a string, got a number"),
+])
+def test_judge_cases_refuses_a_field_that_is_not_text(tmp_path: Path, changes: dict, said: str) -> None:
+    cases = _cases_file(tmp_path, **changes)
+    line = one_error(ragmeter("judge", "--cases", str(cases), *NO_ENDPOINT, "--dry-run"))
+    assert f"{cases}:2: {said}" in line, line
+
+
+def test_judge_cases_reads_null_fields_as_absent(tmp_path: Path) -> None:
+    cases = _cases_file(tmp_path, answer=None, reference=None, contexts=["x", None])
+    proc = ragmeter("judge", "--cases", str(cases), *NO_ENDPOINT, "--dry-run")
+    assert error_lines(proc) == [] and proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("shape, said", [
+    ("csv", "looks like CSV"),
+    ("array", "is a JSON array"),
+    ("parquet", "is a Parquet file"),
+])
+def test_judge_cases_of_the_wrong_shape_get_one_diagnosis(tmp_path: Path, shape: str, said: str) -> None:
+    rows = [{"id": f"c{i}", "question": "q?", "answer": "a"} for i in range(3)]
+    cases = tmp_path / "cases.jsonl"
+    if shape == "csv":
+        cases.write_text("id,question,answer\n" + "".join(f"c{i},q?,a\n" for i in range(3)), encoding="utf-8")
+    elif shape == "array":
+        cases.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    else:
+        import polars as pl
+
+        pl.DataFrame(rows).write_parquet(cases)
+    line = one_error(ragmeter("judge", "--cases", str(cases), *NO_ENDPOINT, "--dry-run"))
+    assert f"{cases}: {said}" in line and "JSON Lines" in line, line
