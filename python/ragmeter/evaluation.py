@@ -590,32 +590,22 @@ def _with_extra_fields(records: List[Dict[str, Any]], judge: Any, golden: Any, r
     if not wanted:
         return records
     found: Dict[str, Dict[str, Any]] = {}
-    for source in (golden, run):
-        for rec in _raw_records(source):
+    for source, name in ((golden, "golden"), (run, "run")):
+        for rec in _raw_records(source, name):
             if isinstance(rec, dict) and rec.get("id") is not None:
                 values = {f: rec[f] for f in wanted if rec.get(f) is not None}
                 found.setdefault(str(rec["id"]), {}).update(values)
     return [{**found.get(str(r["id"]), {}), **r} for r in records]
 
 
-def _raw_records(source: Any) -> List[Any]:
-    """The records of an input as given (the loaders keep only the fields they know); a line that is not JSON
-    was reported by the loader already."""
-    import json
-
+def _raw_records(source: Any, name: str) -> List[Any]:
+    """The records of an input as given (the loaders keep only the fields they know), read as the loaders read
+    the file (any encoding, a JSON array, Parquet by its content): read here as UTF-8 lines, a UTF-16 golden set
+    was a traceback and a JSON array's fields were found in none of the cases."""
     if isinstance(source, (str, Path)):
-        path = Path(source)
-        if path.suffix.lower() == ".parquet":
-            return pl.read_parquet(path).to_dicts()
-        out = []
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip() and not line.lstrip().startswith("#"):
-                    try:
-                        out.append(json.loads(line))
-                    except ValueError:
-                        continue
-        return out
+        from ragmeter.dataset import raw_records
+
+        return raw_records(source, name=name, what="golden sets" if name == "golden" else "run files")
     if isinstance(source, pl.DataFrame):
         return source.to_dicts()
     if type(source).__module__.split(".")[0] == "pandas":
