@@ -500,6 +500,8 @@ def _manifest_check(sheet: Path, results_dir: Path) -> Dict[str, Any]:
         data = json.loads(manifest.read_text(encoding="utf-8"))
     except ValueError:
         return {"manifest": str(manifest), "manifest_warning": "manifest.json is not valid JSON"}
+    if not isinstance(data, dict):  # an export writes an object; anything else tells nothing about the folder
+        return {"manifest": str(manifest), "manifest_warning": "manifest.json is not a JSON object"}
     same = data.get("results_sha256") == results_hash(results_dir)
     return {"manifest": str(manifest), "manifest_warning": None if same else
             "the results folder changed since the sheet was exported (its cases or judge tables differ)"}
