@@ -97,7 +97,8 @@ def atomic_outputs(out_dir: Any) -> Iterator[Path]:
     out = ensure_folder(out_dir)
     tmp = _temporary_folder(out)
     try:
-        yield tmp
+        with _final_names(tmp, out):
+            yield tmp
         names = [item.name for item in tmp.iterdir()]
         _check_destinations(tmp, out, names)
         for name in names:

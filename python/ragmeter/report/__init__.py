@@ -49,12 +49,13 @@ def write_reports(
     on_warning: Optional[Callable[[str], None]] = None,
     summary: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Path]:
-    """Write ``report.html`` and ``report.md`` (each atomically: a reader never sees half a report); return
-    their paths. ``name`` titles the reports (default: the summary's ``name``, else the folder's name);
-    ``on_warning`` receives each problem found while reading the folder (non-finite values, ...), which the
-    reports show too. ``summary`` replaces the folder's ``summary.json`` (one about to be written with it)."""
+    """Write ``report.html`` and ``report.md`` (together: a reader never sees half a report, and one that
+    cannot be written leaves the other unwritten too); return their paths. ``name`` titles the reports
+    (default: the summary's ``name``, else the folder's name); ``on_warning`` receives each problem found
+    while reading the folder (non-finite values, ...), which the reports show too. ``summary`` replaces the
+    folder's ``summary.json`` (one about to be written with it)."""
     from ragmeter import stats
-    from ragmeter._io import atomic_file, ensure_folder, write_text
+    from ragmeter._io import atomic_outputs, ensure_folder, write_text
     from ragmeter.report.data import (check_calibration_section, check_summary_shape, compute_aggregates,
                                       load_results)
     from ragmeter.report.html import render_html
@@ -79,7 +80,8 @@ def write_reports(
     markdown = render_markdown(results, aggregates, readings)
     target = ensure_folder(out_dir if out_dir is not None else results.path)
     paths = {"html": target / "report.html", "markdown": target / "report.md"}
-    for key, text in (("html", html), ("markdown", markdown)):
-        with atomic_file(paths[key]) as tmp:
-            write_text(tmp, text)
+    # both written, then both moved into place: one that cannot be (a folder of its name) leaves neither written
+    with atomic_outputs(target) as tmp:
+        for key, text in (("html", html), ("markdown", markdown)):
+            write_text(tmp / paths[key].name, text)
     return paths
