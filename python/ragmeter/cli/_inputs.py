@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
@@ -63,7 +64,8 @@ def check_out(path: Any, *, folder: bool = True, flag: str = "--out",
               inputs: Sequence[Tuple[str, Any]] = ()) -> None:
     """Refuse, before any work, an output path that cannot be written because a part of it that must be a
     folder is a file: ``--out afile/x.md: afile is a file, not a folder`` (an :class:`InputError`, exit status 2,
-    nothing written), or that is one of the command's ``inputs`` ((what, path) pairs): writing would replace it.
+    nothing written), or a file to write is a folder, or that is one of the command's ``inputs`` ((what, path)
+    pairs): writing would replace it.
     ``folder``: the path names a folder (``--out DIR``) rather than a file; None passes."""
     if path is None:
         return
@@ -79,3 +81,5 @@ def check_out(path: Any, *, folder: bool = True, flag: str = "--out",
     what = input_overwritten(path, inputs)
     if what is not None:
         raise InputError(f"{flag} {path}: is {what}; writing there would replace it, choose another {flag}")
+    if not folder and os.path.isdir(path):  # found when writing, after the work and the command's other outputs
+        raise InputError(f"{flag} {path}: is a folder, not a file")

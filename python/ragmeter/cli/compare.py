@@ -79,21 +79,21 @@ def run(args: argparse.Namespace) -> int:
                          f"memory grows with it), got {args.resamples}")
     register_folder_metrics(args.base, args.candidate)  # custom judge metrics are gate names like built-in ones
     rules = gate.parse_rules(args.gate) if args.gate is not None else None
-    # an empty name (`--out "$OUT"`, OUT unset) is named as such by check_out below, not as a wrong extension
-    if args.out and args.out.strip() and not args.out.lower().endswith((".md", ".markdown")):
+    from ragmeter.cli._inputs import check_out
+
+    # before the names' extensions: an empty --out (an unset variable) is said to be empty, not to lack .md.
+    # The .json and .md outputs could only land on a folder's summary.json among the files compare reads.
+    inputs = [(f"the {side}'s summary.json", Path(folder) / "summary.json")
+              for side, folder in (("baseline", args.base), ("candidate", args.candidate))]
+    check_out(args.out, folder=False, inputs=inputs)  # before the comparison is computed
+    check_out(args.json if args.json != "-" else None, folder=False, flag="--json", inputs=inputs)
+    if args.out is not None and not args.out.lower().endswith((".md", ".markdown")):
         raise InputError(f"--out {args.out}: the summary is Markdown; name the file .md")
     if args.json not in (None, "-") and args.json.strip() and not args.json.lower().endswith(".json"):
         raise InputError(f"--json {args.json}: the comparison is JSON; name the file .json (or give no file to print it)")
     if args.json == "-" and args.markdown:
         raise InputError("--json and --markdown both print the comparison on stdout: give one (or --json FILE.json "
                          "to write the JSON to a file beside the Markdown)")
-    from ragmeter.cli._inputs import check_out
-
-    # the .json and .md outputs could only land on a folder's summary.json among the files compare reads
-    inputs = [(f"the {side}'s summary.json", Path(folder) / "summary.json")
-              for side, folder in (("baseline", args.base), ("candidate", args.candidate))]
-    check_out(args.out, folder=False, inputs=inputs)  # before the comparison is computed
-    check_out(args.json if args.json != "-" else None, folder=False, flag="--json", inputs=inputs)
     comp = compare(args.base, args.candidate, force=args.force, n_resamples=args.resamples, seed=args.seed)
     results = gate.evaluate(rules, comp) if rules is not None else None
     for w in comp.warnings:

@@ -85,9 +85,10 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.cli._inputs import check_out
 
     check_k_flag(args.k)
+    # the format first: a folder given as --out is told what sweep writes instead
+    fmt = out_format(args.out) if args.out and args.out.strip() else None
     check_out(args.out, folder=False,  # before any work
               inputs=[("the golden set (--golden)", args.golden), ("the run (--run)", args.run)])
-    fmt = out_format(args.out) if args.out else None
     thresholds = parse_thresholds(args.thresholds)
     with reusing_golden_loads():  # the label check and the sweep parse the golden set once
         refuse_unlabelled_golden(args.golden)
