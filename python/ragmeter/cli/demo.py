@@ -123,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_k_flag(args.k)
     check_out(args.out)
+    check_out(Path(args.out) / "review")  # the sheet's folder is written after the results: a file there is said first
     ex = example_dir()
     # checked before anything is written: the demo would otherwise overwrite its tables, then stop at the sheet
     refuse_filled_sheet(Path(args.out) / "review", "--out another folder")
