@@ -85,7 +85,17 @@ def binary_diagnosis(path: Path, raw: bytes, what: str) -> Optional[str]:
         return f"{path}: is a ZIP archive (an .xlsx workbook?); {what} are JSON Lines (one object per line), {FORMATS_HINT}"
     if raw.startswith(b"%PDF"):
         return f"{path}: is a PDF document; {what} are JSON Lines (one object per line), {FORMATS_HINT}"
+    if raw.startswith(b"PAR1"):  # reached only where Parquet is not read (a reader that takes it looks first)
+        return f"{path}: is a Parquet file; {what} are JSON Lines (one object per line), {FORMATS_HINT}"
     return None
+
+
+def json_array_diagnosis(path: Path, text: str, what: str) -> Optional[str]:
+    """A diagnosis when the whole file is one JSON array, for a reader of JSON Lines only, else None."""
+    if json_array_items(path, text) is None:
+        return None
+    return (f"{path}: is a JSON array; {what} are JSON Lines (one object per line): "
+            f"jq -c '.[]' {path} > {_jsonl_name(path)}")
 
 
 def utf16_encoding(raw: bytes) -> Optional[str]:

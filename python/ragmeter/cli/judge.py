@@ -190,6 +190,8 @@ def _read_cases(path: str) -> List[Dict[str, Any]]:
     # the shared reading of text input: a byte-order mark or UTF-16 read, else the line, column and encoding of
     # what is not UTF-8 (counting comment lines too, which the records do not)
     _, text = to_utf8(Path(path), raw, "judge case files")
+    # one diagnosis of a file of another shape (a JSON array, pretty-printed objects, CSV), as the golden set's
+    _refuse_other_shapes(Path(path), text)
     records: List[Dict[str, Any]] = []
     _parse_lines(path, io.StringIO(text), records)
     if not records:  # judged, it would be 'scored 0/0' for every metric and exit 0: nothing measured
@@ -197,6 +199,29 @@ def _read_cases(path: str) -> List[Dict[str, Any]]:
             raise input_error(path, None, "is empty; judge case files are JSON Lines (one object per line)")
         raise input_error(path, None, "no cases (the file has only comments)")
     return records
+
+
+def _refuse_other_shapes(path: Path, text: str) -> None:
+    """An InputError with one diagnosis when ``text`` is not JSON Lines as a whole: a JSON array, JSON objects
+    spread over several lines, or a first record line in another format (CSV, TSV, YAML, ...); line by line,
+    these were 'line 1: expected a JSON object' or 'invalid JSON at column 1'."""
+    import json
+
+    from ragmeter._sniff import json_array_diagnosis, spread_object_diagnosis, text_shape_diagnosis
+    from ragmeter.errors import InputError
+
+    what = "judge case files"
+    shape = json_array_diagnosis(path, text, what) or spread_object_diagnosis(path, text, what)
+    if shape is None:
+        first = next((line.strip() for line in text.splitlines()
+                      if line.strip() and not line.lstrip().startswith(("#", "//"))), None)
+        try:
+            if first is not None:
+                json.loads(first)
+        except (json.JSONDecodeError, RecursionError):
+            shape = text_shape_diagnosis(path, first, what)
+    if shape is not None:
+        raise InputError(shape)
 
 
 def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
@@ -236,7 +261,24 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
             raise input_error(path, n, f"'question' must be a string, got {_json_kind(question)}")
         if rec.get("contexts") is not None and not isinstance(rec["contexts"], list):
             raise input_error(path, n, "field 'contexts' must be a list of strings")
+        _check_texts(path, n, rec)
         records.append(rec)
+
+
+def _check_texts(path: str, n: int, rec: Dict[str, Any]) -> None:
+    """An InputError naming the line and field when the answer, the reference (under any spelling the judge
+    reads, the first given) or a context is not a string: the judge would otherwise be sent its text ('nan',
+    '42', "['a', 'b']") and paid to grade it. null is an absent field, as everywhere."""
+    from ragmeter.dataset import ANSWER_NAMES, GOLDEN_ALIASES
+    from ragmeter.errors import input_error
+
+    for names in (ANSWER_NAMES, GOLDEN_ALIASES["reference_answer"]):
+        name = next((name for name in names if rec.get(name) is not None), None)
+        if name is not None and not isinstance(rec[name], str):
+            raise input_error(path, n, f"{name!r} must be a string, got {_json_kind(rec[name])}")
+    for i, context in enumerate(rec.get("contexts") or []):
+        if context is not None and not isinstance(context, str):
+            raise input_error(path, n, f"'contexts[{i}]' must be a string, got {_json_kind(context)}")
 
 
 def _json_kind(value: Any) -> str:
