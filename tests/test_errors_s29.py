@@ -178,3 +178,21 @@ def test_judge_cases_of_the_wrong_shape_get_one_diagnosis(tmp_path: Path, shape:
         pl.DataFrame(rows).write_parquet(cases)
     line = one_error(ragmeter("judge", "--cases", str(cases), *NO_ENDPOINT, "--dry-run"))
     assert f"{cases}: {said}" in line and "JSON Lines" in line, line
+
+
+# -- audit --corpus: a chunk export read as the golden set and the run are ---------------------------------------
+
+def test_a_parquet_chunk_export_is_read_by_its_content_whatever_its_name(tmp_path: Path) -> None:
+    import polars as pl
+
+    corpus = tmp_path / "chunks.jsonl"  # a Parquet export given a JSON Lines name
+    pl.DataFrame({"file": ["handbook.md"], "chunk_id": ["c1"], "text": ["React 18 and TypeScript 5"]}).write_parquet(corpus)
+    proc = ragmeter("audit", "--golden", str(GOLDEN), "--corpus", str(corpus), "--json")
+    assert error_lines(proc) == [] and proc.returncode == 0, proc.stderr
+
+
+def test_a_binary_chunk_export_is_called_a_chunk_export(tmp_path: Path) -> None:
+    corpus = tmp_path / "chunks.jsonl"
+    corpus.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    line = one_error(ragmeter("audit", "--golden", str(GOLDEN), "--corpus", str(corpus)))
+    assert f"{corpus}: is a binary file" in line and "chunk exports are JSON Lines" in line, line

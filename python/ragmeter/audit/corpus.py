@@ -58,7 +58,9 @@ def load_corpus(source: Any) -> pl.DataFrame:
             return _folder(path)
         if not path.exists():
             raise InputError(f"{path}: no such file or folder (--corpus takes a chunk export or a folder of text files)")
-        if path.suffix.lower() in (".parquet", ".pq"):
+        from ragmeter._parquet_ahead import is_parquet
+
+        if is_parquet(path):  # by its content too, as the golden set and the run are read
             try:
                 frame = pl.read_parquet(path)
             except Exception as exc:  # polars raises several types for unreadable files
@@ -126,7 +128,7 @@ def _jsonl(path: Path) -> Tuple[List[Any], List[int]]:
     from ragmeter._sniff import depth_exceeded_at, too_deep_message
 
     records, lines = [], []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+    for number, line in enumerate(read_text(path, "chunk exports").splitlines(), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#") or stripped.startswith("//"):
             continue
