@@ -26,9 +26,10 @@ def ragmeter(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> List[str]:
-    """stderr without its notes and warnings; asserts there is no traceback."""
+    """stderr without its notes and warnings (and their wrapped, indented lines); asserts there is no traceback."""
     assert "Traceback" not in proc.stderr, proc.stderr
-    return [line for line in proc.stderr.splitlines() if not line.startswith(("ragmeter: note:", "ragmeter: warning:"))]
+    return [line for line in proc.stderr.splitlines()
+            if not line.startswith(("ragmeter: note:", "ragmeter: warning:", " "))]
 
 
 def one_error(proc: subprocess.CompletedProcess, code: int = 2) -> str:
@@ -196,3 +197,17 @@ def test_a_binary_chunk_export_is_called_a_chunk_export(tmp_path: Path) -> None:
     corpus.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
     line = one_error(ragmeter("audit", "--golden", str(GOLDEN), "--corpus", str(corpus)))
     assert f"{corpus}: is a binary file" in line and "chunk exports are JSON Lines" in line, line
+
+
+@pytest.mark.parametrize("flag, name", [("--out", "summary.md"), ("--json", "comparison.json")])
+def test_compare_names_the_file_it_cannot_write_not_its_folder(demo: Path, flag: str, name: str) -> None:
+    target = f"/proc/{name}"  # a folder nobody, root included, can create a file in
+    line = one_error(ragmeter("compare", str(demo), str(demo), flag, target))
+    assert line.startswith(f"ragmeter: error: {target}: "), line
+
+
+def test_compare_writes_neither_output_when_one_cannot_be_written(tmp_path: Path, demo: Path) -> None:
+    markdown = tmp_path / "summary.md"
+    line = one_error(ragmeter("compare", str(demo), str(demo), "--out", str(markdown), "--json", "/proc/c.json"))
+    assert line.startswith("ragmeter: error: /proc/c.json: "), line
+    assert not markdown.exists(), "the Markdown summary was written by a failed run"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 HELP = "compare two results folders case by case and gate regressions"
 
@@ -55,14 +55,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: fixed, reproducible)")
 
 
-def _write(path: str, text: str) -> None:
+def _write_all(outputs: List[Tuple[str, str]]) -> None:
+    """Write each (path, text) of ``outputs``, all or none: every file is written beside its place first, and
+    moved there only when all were (the Markdown summary was left behind when the JSON then failed). A file that
+    cannot be written is named, not its folder."""
+    import contextlib
     from pathlib import Path
 
-    from ragmeter._io import atomic_outputs
+    from ragmeter._io import atomic_file, write_text
 
-    target = Path(path)
-    with atomic_outputs(target.parent if str(target.parent) else ".") as tmp:
-        (tmp / target.name).write_text(text, encoding="utf-8")
+    with contextlib.ExitStack() as stack:
+        temporary = []
+        for path, _text in outputs:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)  # a new folder for the file, as every --out
+            temporary.append(stack.enter_context(atomic_file(path)))
+        for tmp, (_path, text) in zip(temporary, outputs):
+            write_text(tmp, text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,10 +114,10 @@ def run(args: argparse.Namespace) -> int:
         print(to_markdown(comp, results))
     else:
         render(comp, results)
-    if args.out:
-        _write(args.out, to_markdown(comp, results))
+    outputs = [(args.out, to_markdown(comp, results))] if args.out else []
     if args.json not in (None, "-"):
-        _write(args.json, to_json(comp, results) + "\n")
+        outputs.append((args.json, to_json(comp, results) + "\n"))
+    _write_all(outputs)
     if results is not None and not all(r.passed for r in results):
         failed = [r.detail.replace("`", "") for r in results if not r.passed]
         _stderr("ragmeter: gate failed: ", "; ".join(failed))
