@@ -211,3 +211,22 @@ def test_compare_writes_neither_output_when_one_cannot_be_written(tmp_path: Path
     line = one_error(ragmeter("compare", str(demo), str(demo), "--out", str(markdown), "--json", "/proc/c.json"))
     assert line.startswith("ragmeter: error: /proc/c.json: "), line
     assert not markdown.exists(), "the Markdown summary was written by a failed run"
+
+
+# -- collect: a stop names a cache only when there is one ----------------------------------------------------------
+
+def _always_raising(case: dict) -> dict:
+    raise RuntimeError("RAG_API_KEY is not set")
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_function_raising_the_same_error_claims_no_cache_of_replies(tmp_path: Path, cached: bool) -> None:
+    # every case failed: there is no reply for any cache to keep, and without --cache no cache at all
+    import ragmeter
+    from ragmeter.errors import InputError
+
+    cache = tmp_path / "collect.sqlite" if cached else None
+    with pytest.raises(InputError) as raised:
+        ragmeter.collect(GOLDEN, target=_always_raising, concurrency=1, cache=cache)
+    assert "raised the same error for 5 cases" in str(raised.value) and "cache" not in str(raised.value), \
+        str(raised.value)

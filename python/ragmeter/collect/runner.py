@@ -487,7 +487,7 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
             if run.same_error.failed(decision.message):
                 run.stop.trip("exception", f"{_where(run)}: the function raised the same error for "
                               f"{run.same_error.count} cases in a row, nothing answered between "
-                              f"({decision.message}); fix it and rerun")
+                              f"({decision.message}); fix it and rerun")  # what a cache keeps is said with the stop
                 raise Halt(run.stop.reason)
         if decision.kind in FATAL_KINDS and not decision.retry:
             run.stop.trip(decision.kind, _stop_message(run, decision.kind, status, decision.message, case["id"]))
@@ -680,8 +680,12 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
     if run.stop.stopped:
         done = sum(r is not None for r in results)
         answered = sum(r is not None and "error" not in r for r in results)  # a failed case is never cached
-        kept = f" ({answered} answered, cached: a rerun asks only the rest)" if run.cache.path is not None else \
-            f" ({answered} answered; no cache kept them)"
+        if not answered:  # every case so far failed: no reply for any cache to keep
+            kept = " (none answered)"
+        elif run.cache.path is not None:
+            kept = f" ({answered} answered, cached: a rerun asks only the rest)"
+        else:
+            kept = f" ({answered} answered; no cache kept them)"
         after = f"; stopped after {done} of {len(jobs)} cases{kept}" if done else ""
         raise CollectStopped(f"{run.stop.reason}{after}", run.stop.kind or "stopped")
     return [r for r in results if r is not None]
