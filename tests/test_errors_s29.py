@@ -230,3 +230,26 @@ def test_a_function_raising_the_same_error_claims_no_cache_of_replies(tmp_path: 
         ragmeter.collect(GOLDEN, target=_always_raising, concurrency=1, cache=cache)
     assert "raised the same error for 5 cases" in str(raised.value) and "cache" not in str(raised.value), \
         str(raised.value)
+
+
+# -- a line of 10 MB: what is shown of it ---------------------------------------------------------------------------
+
+def test_audit_shows_a_long_evidence_phrase_cut_with_its_length(tmp_path: Path) -> None:
+    rows = golden_records()
+    rows[0]["expectedEvidence"] = ["y" * 100_000]  # a document pasted as an evidence phrase
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    proc = ragmeter("audit", "--golden", str(golden), "--corpus", str(EXAMPLE.parent / "_example" / "kb"))
+    assert error_lines(proc) == [] and proc.returncode == 0, proc.stderr
+    assert "(100,000 characters)" in proc.stdout and "y" * 81 not in proc.stdout, proc.stdout[-2000:]
+
+
+def test_wrap_cuts_a_word_wider_than_a_line_at_the_columns_left() -> None:
+    from ragmeter._text import columns, wrap
+
+    word = "ab" + "\u4e2d" * 50 + "c" * 100  # CJK characters take two columns
+    lines = wrap("x " + word, width=20, indent="", subsequent="  ")
+    assert "".join(line.strip() for line in lines) == "x" + word
+    assert all(columns(line) <= 20 for line in lines), lines
+    # the word starts a line of its own, then each line is filled to the last column a character fits in
+    assert lines[:3] == ["x", "  ab" + "\u4e2d" * 8, "  " + "\u4e2d" * 9], lines[:3]

@@ -38,7 +38,11 @@ def markup(value: object) -> str:
 
 def columns(text: str) -> int:
     """Terminal columns of ``text`` (CJK and full-width characters take two)."""
-    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+    return sum(map(_char_columns, text))
+
+
+def _char_columns(ch: str) -> int:
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
 def _words(text: str) -> List[str]:
@@ -68,16 +72,25 @@ def wrap(text: str, width: int = WIDTH, indent: str = "", subsequent: str = "   
         if line.strip():
             lines.append(line)
             line = subsequent
-        while columns(line) + columns(word) > width:
-            room, cut = width - columns(line), 0
-            while cut < len(word) and columns(word[: cut + 1]) <= room:
-                cut += 1
-            lines.append(line + word[:cut])
-            line, word = subsequent, word[cut:]
-        line += word
+        line = _cut_word(word, line, width, subsequent, lines)
     if line.strip() or not lines:
         lines.append(line)
     return lines
+
+
+def _cut_word(word: str, line: str, width: int, subsequent: str, lines: List[str]) -> str:
+    """Append to ``lines`` the lines ``word`` fills from ``line`` on, cut where each is full; return the last,
+    unfinished line. Linear in the word: measured and sliced once a line, a 100,000-character evidence phrase
+    took 20 s of a warning's wrapping, and one of 10 MB never ended."""
+    start, left = 0, columns(word)
+    while columns(line) + left > width:
+        room, end, used = width - columns(line), start, 0
+        while end < len(word) and used + _char_columns(word[end]) <= room:
+            used += _char_columns(word[end])
+            end += 1
+        lines.append(line + word[start:end])
+        line, start, left = subsequent, end, left - used
+    return line + word[start:]
 
 
 def hanging(lines: Iterable[str], width: int = WIDTH) -> List[str]:

@@ -382,7 +382,14 @@ def _chunk_label(file: str, chunk_id: Optional[str]) -> str:
 
 
 def _quote(text: str) -> str:
-    return "'" + " ".join(text.split()) + "'"
+    """A phrase as a warning shows it: its spaces collapsed, cut with its length past the characters every
+    warning shows of a user's text (a pasted document made a warning of thousands of lines)."""
+    from ragmeter._warnings import SHOWN_CHARS
+
+    text = " ".join(text.split())
+    if len(text) <= SHOWN_CHARS:
+        return f"'{text}'"
+    return f"'{text[:SHOWN_CHARS]}...' ({len(text):,} characters)"
 
 
 def _locate(phrases: List[str], chunks: pl.DataFrame) -> Dict[str, str]:
@@ -477,9 +484,9 @@ def _nearest(pattern: str, text: str, k: int) -> Optional[Tuple[int, int, int]]:
     ``(edits, start, end)``. With k edits one of k + 1 pieces of the pattern occurs
     exactly (pigeonhole), so only windows around those pieces are scored (bit-parallel),
     and only the best window is aligned to find where the occurrence starts."""
-    if k < 1:
-        return None
     m = len(pattern)
+    if k < 1 or m - k > len(text):  # an occurrence within k edits is at least m - k long: none fits in the text
+        return None  # (and the pattern's bit masks, m bits each, cost m * m bits to build: a pasted document's)
     step = m // (k + 1)
     peq: Dict[str, int] = {}
     for i, ch in enumerate(pattern):
