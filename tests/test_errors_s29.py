@@ -253,3 +253,15 @@ def test_wrap_cuts_a_word_wider_than_a_line_at_the_columns_left() -> None:
     assert all(columns(line) <= 20 for line in lines), lines
     # the word starts a line of its own, then each line is filled to the last column a character fits in
     assert lines[:3] == ["x", "  ab" + "\u4e2d" * 8, "  " + "\u4e2d" * 9], lines[:3]
+
+
+def test_review_import_of_a_sheet_with_a_quote_left_open_is_one_line(tmp_path: Path, demo: Path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(demo, results)
+    rows = (EXAMPLE / "review_filled.csv").read_text(encoding="utf-8").splitlines()
+    # a note opening a quote it never closes: the rest of the sheet (a long one) reads as one cell
+    rows[-1] += '"see the thread'
+    sheet = tmp_path / "review.csv"
+    sheet.write_text("\n".join(rows + ["x" * 200] * 1000) + "\n", encoding="utf-8")
+    line = one_error(ragmeter("review", "import", str(results), str(sheet)))
+    assert line.startswith(f"ragmeter: error: {sheet}:") and "quote" in line, line

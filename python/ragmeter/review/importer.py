@@ -20,7 +20,7 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import polars as pl
 
@@ -132,6 +132,23 @@ def _sheet_text(path: Path, raw: bytes) -> str:
     return text
 
 
+def _csv_rows(reader: Any, path: Path) -> Iterator[List[str]]:
+    """The rows of ``reader``; what the csv module cannot read is an :class:`InputError` naming the line. Its
+    usual cause is a quote opened in a cell and never closed, which makes one cell of the rest of the sheet
+    until the csv module's limit of a cell's size (a traceback before)."""
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            said = (f"a cell longer than {csv.field_size_limit():,} characters, or a quote (\") opened in a cell and "
+                    f"never closed, which makes one cell of the rows after it" if "field limit" in str(exc)
+                    else f"cannot read the sheet as CSV ({exc})")
+            raise InputError(f"{path}:{reader.line_num}: {said}") from None
+        yield fields
+
+
 def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = "") -> Dict[str, Dict[str, Any]]:
     """The sheet's rows per case: ``{id: {"points": {n: (core, covered)}, "correct": bool|None, "note": str}}``.
 
@@ -148,7 +165,8 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
     text = _sheet_text(path, raw)
     # newline="": quoted fields may hold line breaks
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
-    header = [h.strip() for h in next(reader, [])]
+    rows = _csv_rows(reader, path)
+    header = [h.strip() for h in next(rows, [])]
     # Excel keeps a column that was typed in and cleared as one without a name: ignored while it stays empty
     named = [h for h in header if h]
     if not named:
@@ -165,7 +183,7 @@ def read_sheet(path: Any, known_ids: Optional[set] = None, results_where: str = 
         raise InputError(f"{path}:1: column {twice} appears twice")
     position = {h: i for i, h in enumerate(header) if h}
     cases: Dict[str, Dict[str, Any]] = {}
-    for fields in reader:
+    for fields in rows:
         where = f"{path}:{reader.line_num}"
         if not any(f.strip() for f in fields):  # an empty row (Excel leaves ';;;;;' rows below the sheet)
             continue
