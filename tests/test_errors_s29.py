@@ -265,3 +265,25 @@ def test_review_import_of_a_sheet_with_a_quote_left_open_is_one_line(tmp_path: P
     sheet.write_text("\n".join(rows + ["x" * 200] * 1000) + "\n", encoding="utf-8")
     line = one_error(ragmeter("review", "import", str(results), str(sheet)))
     assert line.startswith(f"ragmeter: error: {sheet}:") and "quote" in line, line
+
+
+@pytest.mark.parametrize("id_type", ["Int64", "Categorical"])
+def test_compare_pairs_cases_whose_ids_another_tool_stored_as_another_type(tmp_path: Path, demo: Path,
+                                                                          id_type: str) -> None:
+    # ids 1, 2, ... as integers in one folder and as the text "1", "2", ... in the other (a hand-made
+    # cases.parquet, or one rewritten by pandas); a Categorical id as Polars' categorical
+    import polars as pl
+
+    ids = {case_id: n for n, case_id in enumerate(pl.read_parquet(demo / "cases.parquet")["id"].to_list(), 1)}
+    folders = []
+    for name, dtype in (("text", pl.String), ("other", getattr(pl, id_type))):
+        folder = tmp_path / name
+        shutil.copytree(demo, folder)
+        for table in ("cases.parquet", "judge.parquet"):
+            frame = pl.read_parquet(folder / table)
+            as_text = frame.with_columns(pl.col("id").replace_strict(ids, return_dtype=pl.Int64).cast(pl.String))
+            as_text.with_columns(pl.col("id").cast(dtype)).write_parquet(folder / table)
+        folders.append(str(folder))
+    proc = ragmeter("compare", *folders, "--json")
+    assert error_lines(proc) == [] and proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["n_paired"] == len(ids), proc.stdout[:500]

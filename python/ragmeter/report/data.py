@@ -459,7 +459,11 @@ def load_results(directory: Any) -> Results:
     if sweep is not None:  # an infinite threshold (-inf keeps every scored chunk) is a threshold, not missing
         sweep = _finite(sweep.drop("threshold"), root / "sweep.parquet", warnings).with_columns(
             sweep["threshold"]).select(sweep.columns)
-    cases = cases.with_columns(pl.col("category").cast(pl.Utf8).fill_null("(none)"))
+    # ids as text, as ragmeter writes them: a table another tool rewrote (integers, a categorical) pairs with the
+    # other folder's cases and judge rows by the same ids (compare's joins refused the mixed types, a traceback)
+    cases = cases.with_columns(pl.col("id").cast(pl.Utf8), pl.col("category").cast(pl.Utf8).fill_null("(none)"))
+    if judge is not None:
+        judge = judge.with_columns(pl.col("id").cast(pl.Utf8))
     # `ragmeter eval` stores the diagnosis; folders without it (other writers, earlier versions) get it here.
     if not all(c in cases.columns for c in DIAGNOSIS_COLUMNS):
         cases = diagnose(cases)
