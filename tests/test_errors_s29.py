@@ -287,3 +287,13 @@ def test_compare_pairs_cases_whose_ids_another_tool_stored_as_another_type(tmp_p
     proc = ragmeter("compare", *folders, "--json")
     assert error_lines(proc) == [] and proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["n_paired"] == len(ids), proc.stdout[:500]
+
+
+@pytest.mark.parametrize("command, folder_named", [("judge", "judge_summary.json"), ("eval", "report.md")])
+def test_a_folder_named_as_an_output_is_refused_before_any_judge_call(tmp_path: Path, command: str,
+                                                                     folder_named: str) -> None:
+    # the endpoint does not listen: refused after a call, the error would be the connection's
+    out = tmp_path / "out"
+    (out / folder_named).mkdir(parents=True)
+    line = one_error(ragmeter(command, "--golden", str(GOLDEN), "--run", str(RUN), *NO_ENDPOINT, "--out", str(out)))
+    assert line == f"ragmeter: error: {out / folder_named}: is a folder, not a file", line

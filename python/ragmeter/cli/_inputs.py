@@ -61,12 +61,14 @@ def failed_in_run_warned(warnings: List[Dict[str, Any]]) -> int:
 
 
 def check_out(path: Any, *, folder: bool = True, flag: str = "--out",
-              inputs: Sequence[Tuple[str, Any]] = ()) -> None:
+              inputs: Sequence[Tuple[str, Any]] = (), files: Sequence[str] = ()) -> None:
     """Refuse, before any work, an output path that cannot be written because a part of it that must be a
     folder is a file: ``--out afile/x.md: afile is a file, not a folder`` (an :class:`InputError`, exit status 2,
     nothing written), or a file to write is a folder, or that is one of the command's ``inputs`` ((what, path)
     pairs): writing would replace it.
-    ``folder``: the path names a folder (``--out DIR``) rather than a file; None passes."""
+    ``folder``: the path names a folder (``--out DIR``) rather than a file; None passes. ``files``: the files
+    the command writes in that folder, refused when one is a folder there (found when the results are moved
+    into place: after the judge's paid calls)."""
     if path is None:
         return
     from ragmeter._io import input_overwritten, output_path_problem
@@ -83,3 +85,6 @@ def check_out(path: Any, *, folder: bool = True, flag: str = "--out",
         raise InputError(f"{flag} {path}: is {what}; writing there would replace it, choose another {flag}")
     if not folder and os.path.isdir(path):  # found when writing, after the work and the command's other outputs
         raise InputError(f"{flag} {path}: is a folder, not a file")
+    in_the_way = next((name for name in files if os.path.isdir(os.path.join(path, name))), None)
+    if in_the_way is not None:
+        raise InputError(f"{os.path.join(path, in_the_way)}: is a folder, not a file")  # as when moving into place

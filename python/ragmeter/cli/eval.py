@@ -62,7 +62,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.dry_run:  # a dry run writes nothing
         from ragmeter.cli._inputs import check_out
 
-        check_out(args.out)  # before anything is collected or judged
+        # before anything is collected or judged; the files every eval writes, and a judge's
+        judged = ("judge.parquet",) if not args.no_judge and (args.base_url or args.model) else ()
+        check_out(args.out, files=("cases.parquet", "chunks.parquet", "summary.json", "warnings.json",
+                                   "report.html", "report.md") + judged)
     from ragmeter._args import check_arg
 
     from ragmeter.cli._inputs import check_k_flag

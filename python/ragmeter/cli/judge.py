@@ -564,7 +564,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.dry_run:  # a dry run writes nothing
         from ragmeter.cli._inputs import check_out
 
-        check_out(args.out)  # before anything is judged
+        check_out(args.out, files=("judge.parquet", "judge_summary.json"))  # before anything is judged
     failed_in_run: List[Tuple[str, str]] = []
     if args.cases:
         records = _read_cases(args.cases)
