@@ -297,3 +297,32 @@ def test_a_folder_named_as_an_output_is_refused_before_any_judge_call(tmp_path: 
     (out / folder_named).mkdir(parents=True)
     line = one_error(ragmeter(command, "--golden", str(GOLDEN), "--run", str(RUN), *NO_ENDPOINT, "--out", str(out)))
     assert line == f"ragmeter: error: {out / folder_named}: is a folder, not a file", line
+
+
+# -- a UTF-8 byte-order mark (Notepad's) in the configuration files, as in the golden set and the sheet -------------
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_a_target_toml_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    from ragmeter.collect.target import load_target
+
+    target = tmp_path / "target.toml"
+    target.write_bytes(BOM + b'url = "http://127.0.0.1:9/ask"\n')
+    assert load_target(target).url == "http://127.0.0.1:9/ask"
+
+
+def test_a_price_table_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    from ragmeter.judge.cost import PriceTable
+
+    prices = tmp_path / "prices.json"
+    prices.write_bytes(BOM + b'{"my-model": [1.5, 2.0]}')
+    assert PriceTable.from_file(prices).lookup("my-model") is not None
+
+
+def test_a_metric_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    from ragmeter.judge.custom import load_metric_file
+
+    metrics = tmp_path / "metrics.toml"
+    metrics.write_bytes(BOM + b'[metrics.tone]\ncriteria = "Is the answer polite?"\nscale = [1, 5]\npass_threshold = 4\n')
+    assert [m.name for m in load_metric_file(metrics)] == ["tone"]

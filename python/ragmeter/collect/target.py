@@ -188,7 +188,7 @@ def load_target(path: Union[str, os.PathLike]) -> HttpTarget:
     """Read and check a target TOML file; :class:`InputError` naming the file and the field otherwise."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (Notepad's) is no TOML
     except FileNotFoundError:
         meant = "" if path.suffix.lower() == ".toml" else ", and not module:function (e.g. myrag:ask)"
         raise _bad(path, f"no such target file{meant}") from None

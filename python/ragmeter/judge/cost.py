@@ -81,7 +81,7 @@ class PriceTable:
         from ragmeter.errors import input_error
 
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(Path(path).read_text(encoding="utf-8-sig"))  # past a byte-order mark (Notepad's)
         except OSError as exc:
             raise input_error(path, None, f"cannot read price table: {exc.strerror}") from None
         except ValueError as exc:

@@ -575,7 +575,7 @@ def load_metric_file(path: Any) -> List[RubricMetric]:
     p = Path(path)
     try:
         raw = p.read_bytes()
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8-sig"))  # a byte-order mark (Notepad's) is no TOML
     except OSError as exc:
         raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
