@@ -326,3 +326,24 @@ def test_a_metric_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     metrics = tmp_path / "metrics.toml"
     metrics.write_bytes(BOM + b'[metrics.tone]\ncriteria = "Is the answer polite?"\nscale = [1, 5]\npass_threshold = 4\n')
     assert [m.name for m in load_metric_file(metrics)] == ["tone"]
+
+
+# -- an empty path (`--golden "$GOLDEN"` with GOLDEN unset) is said to be empty, not read as the current folder --
+
+@pytest.mark.parametrize("args, named", [
+    (["score", "--golden", "", "--run", str(RUN)], "--golden"),
+    (["sweep", "--golden", str(GOLDEN), "--run", ""], "--run"),
+    (["audit", "--golden", str(GOLDEN), "--corpus", ""], "--corpus"),  # read the whole current folder as a corpus
+    (["collect", "--golden", str(GOLDEN), "--target", "", "--out", "run.jsonl"], "--target"),
+    (["collect", "--golden", str(GOLDEN), "--target", "x:y", "--out", "run.jsonl", "--cache", ""], "--cache"),
+    (["judge", "--cases", "", *NO_ENDPOINT, "--dry-run"], "--cases"),
+    (["judge", "--golden", str(GOLDEN), "--run", str(RUN), *NO_ENDPOINT, "--dry-run", "--prices", ""], "--prices"),
+    (["report", ""], "DIR"),
+    (["compare", "", str(EXAMPLE)], "BASE_DIR"),
+    (["review", "import", str(EXAMPLE), ""], "SHEET.csv"),
+    (["cache", "repair", ""], "cache repair"),
+])
+def test_an_empty_path_is_called_empty(tmp_path: Path, args: List[str], named: str) -> None:
+    line = one_error(ragmeter(*args, cwd=tmp_path))
+    assert line.startswith(f"ragmeter: error: {named}: ") and "empty" in line and "unset variable" in line, line
+    assert list(tmp_path.iterdir()) == [], "something was written"

@@ -78,7 +78,29 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     _numpy_without_blas_threads()
     with _NotesOnStderr():
-        return _guarded(lambda: args._module.run(args))
+        return _guarded(lambda: _refuse_empty_paths(args) or args._module.run(args))
+
+
+#: the arguments that name an input file or folder (their dest -> how the command line names them); an empty
+#: one is an unset variable (`--golden "$GOLDEN"`), which a path would read as the current folder: the whole
+#: folder scanned as `audit --corpus`, the default cache used by `collect --cache`, no price table at all
+PATH_ARGUMENTS = {
+    "golden": "--golden", "run": "--run", "cases": "--cases", "target": "--target", "corpus": "--corpus",
+    "human": "--human", "prices": "--prices", "metric_file": "--metric-file", "metric_module": "--metric-module",
+    "cache": "--cache", "results_dir": "DIR", "base": "BASE_DIR", "candidate": "CAND_DIR", "sheet": "SHEET.csv",
+}
+
+
+def _refuse_empty_paths(args: argparse.Namespace) -> None:
+    """An :class:`InputError` naming the first path argument given empty (exit status 2, before any work)."""
+    from ragmeter.errors import InputError
+
+    names = {**PATH_ARGUMENTS, "results": "--results" if args.command == "audit" else "RESULTS_DIR"}
+    for dest, named in names.items():
+        value = getattr(args, dest, None)
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            raise InputError(f"{named}: empty (an unset variable?); name the file or folder to read")
 
 
 
