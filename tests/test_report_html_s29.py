@@ -1,0 +1,225 @@
+"""Session 29: report.html's case explorer driven as a user drives it, in headless Chromium.
+
+A harness page loads the report in a frame, then acts as a user (chooses a category and a diagnosis, types a
+search, clicks prev / next and table rows) and records, after each step, what the explorer shows: the page line,
+the ids of the rows, the highlighted row, the open case and its chunks. What it shows is compared with the
+results folder's cases.parquet; Chromium's console must stay empty (no script error, no refused script).
+"""
+from __future__ import annotations
+
+import html as html_lib
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import polars as pl
+import pytest
+
+from test_report import _chromium, judge_frame, synth_cases, write_results
+
+pytestmark = pytest.mark.skipif(_chromium() is None, reason="no chromium binary (Debian's `chromium` package)")
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
+
+#: runs STEPS against the report in the frame; each step's view ends up in body[data-result] as JSON
+HARNESS = r"""<script>
+var STEPS = __STEPS__, OUT = [];
+function doc(){ return document.getElementById('report').contentDocument; }
+function texts(list){ return Array.prototype.map.call(list, function(e){ return e.textContent; }); }
+function view(){
+  var d = doc(), det = d.getElementById('detail'), h = det.querySelector('h3');
+  return {info: d.getElementById('pageinfo').textContent, title: d.title,
+    rows: texts(d.querySelectorAll('#case-rows tr td:first-child')),
+    selected: texts(d.querySelectorAll('#case-rows tr.sel td:first-child')),
+    detail: h ? h.textContent : null, detailText: det.textContent,
+    markup: d.querySelectorAll('#explorer script, #explorer img, #explorer b, #explorer i').length,
+    chunks: Array.prototype.map.call(det.querySelectorAll('.chunk'), function(c){
+      return {relevant: c.classList.contains('rel'), head: c.querySelector('.head').textContent,
+              text: c.querySelector('.pre').textContent}; }),
+    cats: texts(d.querySelectorAll('#f-cat option')), diags: texts(d.querySelectorAll('#f-diag option'))};
+}
+// a view is settled once the page line is back, a listed case is open, and nothing changed for three looks
+function settle(done, tries, last, same){
+  var v = view(), key = JSON.stringify(v), ready = /^page /.test(v.info) && (v.rows.length ? v.detail !== null : true);
+  same = key === last ? same + 1 : 0;
+  if ((ready && same >= 3) || tries > 400) { v.timeout = tries > 400; done(v); return; }
+  setTimeout(function(){ settle(done, tries + 1, key, same); }, 25);
+}
+function act(step){
+  var d = doc(), info = d.getElementById('pageinfo');
+  // a filter or a search: the explorer writes the page line again once it has applied it
+  if ('cat' in step || 'diag' in step || 'q' in step) info.textContent = '';
+  if ('cat' in step) d.getElementById('f-cat').value = step.cat;
+  if ('diag' in step) d.getElementById('f-diag').value = step.diag;
+  if ('q' in step) d.getElementById('f-q').value = step.q;
+  // one event: the explorer reads every control when it applies them
+  if ('q' in step) d.getElementById('f-q').dispatchEvent(new Event('input'));
+  else if ('cat' in step || 'diag' in step) d.getElementById('f-diag').dispatchEvent(new Event('change'));
+  if (step.click) d.getElementById(step.click).click();
+  if ('row' in step) d.querySelectorAll('#case-rows tr')[step.row].click();
+}
+// with {pages: true}: the ids of every page of the current filter, clicking next to the last page
+function allPages(first, done){
+  var ids = first.rows.slice();
+  (function forward(v){ var m = /^page (\d+) \/ (\d+)/.exec(v.info);
+    if (!m || m[1] === m[2] || v.timeout) { v.all = ids; done(v); return; }
+    act({click: 'next'}); settle(function(w){ ids = ids.concat(w.rows); forward(w); }, 0, null, 0); })(first);
+}
+function run(k){
+  if (k >= STEPS.length) { document.body.setAttribute('data-result', JSON.stringify(OUT)); return; }
+  var step = STEPS[k];
+  function record(v){ v.step = step; OUT.push(v); run(k + 1); }
+  act(step);
+  settle(function(v){ if (step.pages) allPages(v, record); else record(v); }, 0, null, 0);
+}
+function start(tries){ var d = doc(), p = d && d.getElementById('pageinfo'); tries = tries || 0;
+  if (p && /^page /.test(p.textContent)) settle(function(v){ v.step = 'load'; OUT.push(v); run(0); }, 0, null, 0);
+  else if (tries < 400) setTimeout(function(){ start(tries + 1); }, 25);
+  else document.body.setAttribute('data-result', JSON.stringify([{step: 'load', timeout: true}])); }
+</script>"""
+
+#: a console line of Chromium's log: an uncaught error, a refused script, a failed promise ...
+CONSOLE = re.compile(r':CONSOLE\(\d+\)\] "(.*)", source: (.*)$', re.M)
+
+
+def explore(report: Path, steps: List[Dict[str, Any]], work: Path) -> Tuple[List[Dict[str, Any]], List[Any]]:
+    """The explorer's view after loading and after each step, and the console lines Chromium logged."""
+    page = work / "explore.html"
+    page.write_text('<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>'
+                    + HARNESS.replace("__STEPS__", json.dumps(steps))
+                    + '<iframe id="report" onload="start()" style="width:1200px;height:2000px;border:0" srcdoc="'
+                    + html_lib.escape(report.read_text(encoding="utf-8"), quote=True) + '"></iframe></body></html>',
+                    encoding="utf-8")
+    cmd = [str(_chromium()), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+           "--disable-extensions", "--disable-background-networking", f"--user-data-dir={work / 'profile'}",
+           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=600000", "--dump-dom", page.as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    found = re.search(r'data-result="([^"]*)"', proc.stdout)
+    assert found, proc.stderr[-3000:]
+    views = json.loads(html_lib.unescape(found.group(1)))
+    assert not any(v.get("timeout") for v in views), views
+    return views, CONSOLE.findall(proc.stderr)
+
+
+def console_of(report: Path, work: Path) -> List[Any]:
+    """Console lines of the report opened on its own (its Content-Security-Policy in force)."""
+    cmd = [str(_chromium()), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+           "--disable-extensions", "--disable-background-networking", f"--user-data-dir={work / 'profile1'}",
+           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", "--dump-dom", report.resolve().as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert re.search(r'id="pageinfo"[^>]*>page 1 / ', proc.stdout), proc.stderr[-3000:]
+    return CONSOLE.findall(proc.stderr)
+
+
+def _lines(path: Path) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith(("#", "//"))]
+
+
+#: user text a report must show as text: markup, quotes, control characters, right-to-left words
+HOSTILE_QUESTION = ("<script>document.title='PWNED'</script> \"double\" 'single' \x1b[31mred\x07 bell "
+                    "\u05e9\u05dc\u05d5\u05dd \u05e2\u05d5\u05dc\u05dd?")
+HOSTILE_ID = "id\"<b>bold</b>'\u05e9\u05dc\u05d5\u05dd"
+HOSTILE_ANSWER = "<img src=x onerror=\"document.title='PWNED2'\"> \u0645\u0631\u062d\u0628\u0627."
+HOSTILE_CHUNK = "</script><script>document.title='PWNED3'</script>"
+
+
+@pytest.fixture(scope="module")
+def eval_folder(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
+    """`eval` without a judge on the bundled example, edited: hostile texts, one case whose run record gives
+    "retrieved": null, one with no chunks, one missing from the run."""
+    from ragmeter.evaluation import run_eval
+
+    work = tmp_path_factory.mktemp("eval")
+    golden, run = _lines(EXAMPLE / "golden.jsonl"), _lines(EXAMPLE / "run.jsonl")
+    golden[0]["question"] = HOSTILE_QUESTION
+    renamed = golden[1]["id"]
+    golden[1]["id"] = HOSTILE_ID
+    for record in run:
+        if record["id"] == renamed:
+            record["id"] = HOSTILE_ID
+        if record["id"] == golden[0]["id"]:
+            record["answer"] = HOSTILE_ANSWER
+            record["retrieved"][0]["text"] = HOSTILE_CHUNK
+    ids = {"null": run[2]["id"], "empty": run[3]["id"], "missing": run[5]["id"]}
+    run[2]["retrieved"] = None
+    run[3]["retrieved"] = []
+    run = [r for r in run if r["id"] != ids["missing"]]
+    for name, rows in (("golden.jsonl", golden), ("run.jsonl", run)):
+        (work / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    run_eval(work / "golden.jsonl", work / "run.jsonl", work / "out")
+    return {"folder": work / "out", "ids": ids, "work": work}
+
+
+@pytest.fixture(scope="module")
+def demo_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from ragmeter.cli import main
+
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    assert main(["demo", "--out", str(out)]) == 0
+    return out
+
+
+def _expected(cases: pl.DataFrame, category: str, diagnosis: str) -> List[str]:
+    keep = cases
+    if category:
+        keep = keep.filter(pl.col("category") == category)
+    if diagnosis:
+        keep = keep.filter(pl.col("diagnosis") == diagnosis)
+    return keep["id"].to_list()
+
+
+# ------------------------------------------------------------------ filters, search, pages
+
+
+def test_every_filter_combination_lists_the_cases_of_cases_parquet(demo_folder: Path, tmp_path: Path) -> None:
+    cases = pl.read_parquet(demo_folder / "cases.parquet")
+    categories = sorted(cases["category"].unique().to_list())
+    diagnoses = sorted(cases["diagnosis"].unique().to_list())
+    combos = [(c, d) for c in [""] + categories for d in [""] + diagnoses]
+    views, console = explore(demo_folder / "report.html", [{"cat": c, "diag": d, "pages": True} for c, d in combos],
+                             tmp_path)
+    assert console == []
+    assert views[0]["cats"] == ["all"] + categories and views[0]["diags"] == ["all"] + diagnoses
+    for (c, d), v in zip(combos, views[1:]):
+        expected = _expected(cases, c, d)
+        assert v["all"] == expected, (c, d)
+        assert v["info"].endswith(f"{len(expected)} of {cases.height} cases"), (c, d, v["info"])
+        assert v["detail"] == (f"Case {expected[0]}" if expected else None), (c, d)
+
+
+def test_search_finds_ids_and_question_text_cjk_too(demo_folder: Path, tmp_path: Path) -> None:
+    cases = pl.read_parquet(demo_folder / "cases.parquet")
+    queries = ["FACT-0", "一线城市", "  Frontend Stack  ", "no such text at all", "出差"]
+    views, console = explore(demo_folder / "report.html", [{"q": q, "pages": True} for q in queries], tmp_path)
+    assert console == []
+    for q, v in zip(queries, views[1:]):
+        s = q.strip().lower()
+        expected = [r["id"] for r in cases.iter_rows(named=True)
+                    if s in r["id"].lower() or s in (r["question"] or "").lower() or s in (r["answer"] or "").lower()]
+        assert v["all"] == expected, q
+    assert views[1]["all"] and views[2]["all"] and not views[4]["all"]
+
+
+def test_paging_first_last_and_past_the_end_after_filtering(tmp_path: Path) -> None:
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(120, seed=3)
+    report = write_reports(write_results(tmp_path / "r", cases), n_resamples=100)["html"]
+    ids = cases["id"].to_list()
+    steps = [{"click": "prev"}, {"click": "next"}, {"click": "next"}, {"click": "next"}, {"row": 5},
+             {"cat": "noanswer"}, {"click": "next"}, {"click": "prev"}, {"cat": "", "q": ids[119]}]
+    views, console = explore(report, steps, tmp_path)
+    assert console == []
+    info = [v["info"] for v in views]
+    assert info[:5] == ["page 1 / 3 \u00b7 120 of 120 cases", "page 1 / 3 \u00b7 120 of 120 cases",
+                        "page 2 / 3 \u00b7 120 of 120 cases", "page 3 / 3 \u00b7 120 of 120 cases",
+                        "page 3 / 3 \u00b7 120 of 120 cases"]
+    assert views[0]["rows"] == ids[:50] and views[2]["rows"] == ids[50:100] and views[4]["rows"] == ids[100:]
+    assert views[5]["detail"] == f"Case {ids[105]}"
+    # filtered on the last page: back to the first page of the filtered cases
+    noanswer = [i for i in ids if i.startswith("noanswer")]
+    assert info[6:9] == ["page 1 / 1 \u00b7 30 of 120 cases"] * 3 and views[6]["rows"] == noanswer
+    assert views[9]["rows"] == [ids[119]] and views[9]["detail"] == f"Case {ids[119]}"
