@@ -223,3 +223,18 @@ def test_paging_first_last_and_past_the_end_after_filtering(tmp_path: Path) -> N
     noanswer = [i for i in ids if i.startswith("noanswer")]
     assert info[6:9] == ["page 1 / 1 \u00b7 30 of 120 cases"] * 3 and views[6]["rows"] == noanswer
     assert views[9]["rows"] == [ids[119]] and views[9]["detail"] == f"Case {ids[119]}"
+
+
+def test_the_highlighted_row_is_the_case_whose_details_are_shown(demo_folder: Path, tmp_path: Path) -> None:
+    # before: the detail showed the first listed case while no row was highlighted (on load, after a filter), or
+    # another row stayed highlighted (a case clicked before filtering): the table pointed at a case not shown
+    ids = pl.read_parquet(demo_folder / "cases.parquet")["id"].to_list()
+    steps = [{"row": 3}, {"q": ids[0][:6]}, {"q": ""}, {"click": "next"}, {"row": 0}, {"cat": "fact"}]
+    views, console = explore(demo_folder / "report.html", steps, tmp_path)
+    assert console == []
+    for v in views:
+        shown = v["detail"][len("Case "):] if v["detail"] else None
+        assert v["selected"] == ([shown] if shown in v["rows"] else []), (v["step"], v["selected"], shown)
+    assert views[0]["selected"] == [ids[0]] and views[1]["selected"] == [ids[3]]
+    assert views[4]["selected"] == [] and views[4]["detail"] == f"Case {ids[0]}"  # page 2: the case is on page 1
+    assert views[-1]["selected"] == [ids[0]]

@@ -367,7 +367,8 @@ function explorer(IDX, part, B, nBlocks){
         if(c && IDX.category[i]!==c) continue; if(d && IDX.diagnosis[i]!==d) continue;
         if(s && (String(IDX.id[i]).toLowerCase()+' '+(texts[i]||'')).indexOf(s)<0) continue;
         filtered.push(i); }
-      page=0; render(); if(filtered.length) show(filtered[0]); else clearDetail();
+      // the first case is selected before the rows are drawn: its row is the one highlighted
+      page=0; if(filtered.length) show(filtered[0]); else clearDetail(); render();
     });
   }
   function render(){
