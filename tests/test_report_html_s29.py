@@ -238,3 +238,36 @@ def test_the_highlighted_row_is_the_case_whose_details_are_shown(demo_folder: Pa
     assert views[0]["selected"] == [ids[0]] and views[1]["selected"] == [ids[3]]
     assert views[4]["selected"] == [] and views[4]["detail"] == f"Case {ids[0]}"  # page 2: the case is on page 1
     assert views[-1]["selected"] == [ids[0]]
+
+
+# ------------------------------------------------------------------ a case's details
+
+
+def _row_of(folder: Path, case_id: str) -> Tuple[int, int]:
+    """(page step count, row on that page) of a case in the unfiltered table."""
+    ids = pl.read_parquet(folder / "cases.parquet")["id"].to_list()
+    return divmod(ids.index(case_id), 50)
+
+
+def _open(folder: Path, case_id: str) -> List[Dict[str, Any]]:
+    pages, row = _row_of(folder, case_id)
+    return [{"click": "next"}] * pages + [{"row": row}] + [{"click": "prev"}] * pages
+
+
+def test_a_case_without_a_chunk_list_says_why_it_has_no_chunks(eval_folder: Dict[str, Any], tmp_path: Path) -> None:
+    # before: a case whose run record gives "retrieved": null (RETRIEVAL_UNKNOWN) and one missing from the run
+    # (NOT_IN_RUN) both said 'no chunks retrieved', as a case whose retrieval came back empty: chunks nobody saw
+    # were shown as a retrieval that found nothing
+    folder, ids = eval_folder["folder"], eval_folder["ids"]
+    steps = []
+    for name in ("null", "empty", "missing"):
+        steps += _open(folder, ids[name])
+    views, console = explore(folder / "report.html", steps, tmp_path)
+    assert console == []
+    shown = {v["detail"]: v for v in views if v["step"] != "load" and "row" in v["step"]}
+    null, empty, missing = (shown[f"Case {ids[k]}"] for k in ("null", "empty", "missing"))
+    assert "RETRIEVAL_UNKNOWN" in null["detailText"] and "NOT_IN_RUN" in missing["detailText"]
+    assert empty["detailText"].endswith("no chunks retrieved")
+    assert null["detailText"].endswith('no chunk list in the run ("retrieved": null): what was retrieved is unknown')
+    assert missing["detailText"].endswith("not in the run: nothing was retrieved or answered for this case")
+    assert not null["chunks"] and not empty["chunks"] and not missing["chunks"]

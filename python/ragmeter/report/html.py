@@ -238,7 +238,7 @@ def case_frame(results: Results, limits: Optional[ExplorerLimits] = None, cases:
         "reciprocal_rank", "ndcg", "retrieval_mode", "n_retrieved", "correctness_score", "faithfulness_score",
         "answer_relevancy_score", "context_precision_score", "context_recall_score",
         "correctness_status", "faithfulness_status", "answer_relevancy_status", "context_precision_status",
-        "context_recall_status", "latency_ms",
+        "context_recall_status", "latency_ms", "retrieved_null", "missing_from_run",
     ]
     exprs: List[pl.Expr] = []
     for c in keep:
@@ -413,7 +413,14 @@ function explorer(IDX, part, B, nBlocks){
       head.appendChild(el('span', rel?'mark-rel':'mark-no', rel?'\u2713 relevant ':(rel===false?'\u2717 not relevant ':'? unlabelled ')));
       head.appendChild(el('span',null,'#'+(k+1)+' \u00b7 '+fmt(files?files[k]:null)+' \u00b7 '+fmt(ids?ids[k]:null)+' \u00b7 score '+fmt(scores?scores[k]:null)));
       box.appendChild(head); box.appendChild(el('div','pre',texts[k])); det.appendChild(box); }
-    if(!texts.length) det.appendChild(el('div','muted','no chunks retrieved'));
+    if(!texts.length) det.appendChild(el('div','muted',noChunks(C)));
+  }
+  // a case without chunks: an empty retrieval, or one nobody saw (no chunk list in the run, or not in the run)
+  function noChunks(C){
+    var d=C.get('diagnosis');
+    if(C.get('missing_from_run') || (!C.has('missing_from_run') && d==='NOT_IN_RUN')) return 'not in the run: nothing was retrieved or answered for this case';
+    if(C.get('retrieved_null') || (!C.has('retrieved_null') && d==='RETRIEVAL_UNKNOWN')) return 'no chunk list in the run ("retrieved": null): what was retrieved is unknown';
+    return 'no chunks retrieved';
   }
   catSel.addEventListener('change',apply); diagSel.addEventListener('change',apply);
   var t=null; q.addEventListener('input',function(){ clearTimeout(t); t=setTimeout(apply,250); });
