@@ -124,6 +124,7 @@ HOSTILE_QUESTION = ("<script>document.title='PWNED'</script> \"double\" 'single'
 HOSTILE_ID = "id\"<b>bold</b>'\u05e9\u05dc\u05d5\u05dd"
 HOSTILE_ANSWER = "<img src=x onerror=\"document.title='PWNED2'\"> \u0645\u0631\u062d\u0628\u0627."
 HOSTILE_CHUNK = "</script><script>document.title='PWNED3'</script>"
+HOSTILE_CATEGORY = "<i>cat</i>\x1b\x00"
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +138,7 @@ def eval_folder(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
     golden[0]["question"] = HOSTILE_QUESTION
     renamed = golden[1]["id"]
     golden[1]["id"] = HOSTILE_ID
+    golden[1]["category"] = HOSTILE_CATEGORY
     for record in run:
         if record["id"] == renamed:
             record["id"] = HOSTILE_ID
@@ -271,3 +273,32 @@ def test_a_case_without_a_chunk_list_says_why_it_has_no_chunks(eval_folder: Dict
     assert null["detailText"].endswith('no chunk list in the run ("retrieved": null): what was retrieved is unknown')
     assert missing["detailText"].endswith("not in the run: nothing was retrieved or answered for this case")
     assert not null["chunks"] and not empty["chunks"] and not missing["chunks"]
+
+
+#: characters the rest of the report writes as \x1b escapes (C0 but tab and newline, DEL, C1)
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def test_user_text_in_the_explorer_is_text_never_markup_and_shows_its_control_characters(
+        eval_folder: Dict[str, Any], tmp_path: Path) -> None:
+    # before: markup, quotes and right-to-left words were shown as text, but control characters (ESC, BEL, NUL)
+    # went into the page raw, invisible, while the tables above show the same category as <i>cat</i>\x1b\x00
+    folder = eval_folder["folder"]
+    steps = [{"q": "bold</b>"}, {"q": "", "cat": HOSTILE_CATEGORY}, {"cat": ""}]
+    views, console = explore(folder / "report.html", steps, tmp_path)
+    assert console == []
+    for v in views:
+        assert "PWNED" not in v["title"] and v["markup"] == 0
+        assert not RAW_CONTROL.search(v["detailText"] + "".join(v["cats"]) + "".join(v["rows"])), v["step"]
+    first = views[0]
+    assert first["detail"] == "Case fact-01-frontend-stack"
+    question = HOSTILE_QUESTION.replace("\x1b", "\\x1b").replace("\x07", "\\x07")
+    assert question in first["detailText"] and HOSTILE_ANSWER in first["detailText"]
+    assert first["chunks"][0]["text"] == HOSTILE_CHUNK
+    shown_category = "<i>cat</i>\\x1b\\x00"
+    assert shown_category in first["cats"]
+    assert views[1]["rows"] == [HOSTILE_ID] and views[1]["detail"] == "Case " + HOSTILE_ID
+    assert views[2]["rows"] == [HOSTILE_ID] and views[2]["info"].startswith("page 1 / 1 \u00b7 1 of ")
+    assert shown_category in views[2]["detailText"]
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    assert "&lt;i&gt;cat&lt;/i&gt;\\x1b\\x00" in page  # as the rest of the report shows it

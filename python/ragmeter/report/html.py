@@ -350,10 +350,14 @@ function explorer(IDX, part, B, nBlocks){
     return search;
   }
   // user texts (class pre, bidi) take their own direction: a Hebrew or Arabic answer reads right to left
-  function el(tag, cls, text){var e=document.createElement(tag); if(cls) e.className=cls; if(cls==='pre'||cls==='bidi') e.dir='auto'; if(text!==undefined && text!==null) e.textContent=String(text); return e;}
+  function el(tag, cls, text){var e=document.createElement(tag); if(cls) e.className=cls; if(cls==='pre'||cls==='bidi') e.dir='auto'; if(text!==undefined && text!==null) e.textContent=printable(String(text)); return e;}
+  // control characters (ESC, BEL, NUL, DEL, C1; not tab and newline) as \x1b escapes, as the rest of the report
+  // and report.md show them (ragmeter._text.markup): raw, they are invisible or drive a terminal a text is pasted in
+  function printable(s){ return s.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, function(c){ var n=c.charCodeAt(0);
+    return n===13 ? '\\r' : '\\x'+(n<16?'0':'')+n.toString(16); }); }
   function fmt(v){ if(v===null||v===undefined) return '\u2014'; if(typeof v==='boolean') return v?'yes':'no'; if(typeof v==='number') return (Math.round(v*1000)/1000).toString(); return String(v);}
   function idx(k,i){ return (k in IDX) ? IDX[k][i] : undefined; }
-  function options(sel, values){ values.forEach(function(v){var o=document.createElement('option'); o.value=v; o.textContent=v; sel.appendChild(o);}); }
+  function options(sel, values){ values.forEach(function(v){var o=document.createElement('option'); o.value=v; o.textContent=printable(v); sel.appendChild(o);}); }
   var catSel=document.getElementById('f-cat'), diagSel=document.getElementById('f-diag'), q=document.getElementById('f-q');
   var cats={}, diags={}; for(var i=0;i<N;i++){ cats[IDX.category[i]]=1; diags[IDX.diagnosis[i]]=1; }
   options(catSel, Object.keys(cats).sort()); options(diagSel, Object.keys(diags).sort());
