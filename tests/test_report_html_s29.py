@@ -302,3 +302,28 @@ def test_user_text_in_the_explorer_is_text_never_markup_and_shows_its_control_ch
     assert shown_category in views[2]["detailText"]
     page = (folder / "report.html").read_text(encoding="utf-8")
     assert "&lt;i&gt;cat&lt;/i&gt;\\x1b\\x00" in page  # as the rest of the report shows it
+
+
+def test_a_failed_judge_call_and_an_unjudged_case_render_without_a_script_error(tmp_path: Path) -> None:
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(40, seed=2)
+    ids = cases["id"].to_list()
+    failed, unjudged = ids[2], ids[3]
+    cases = cases.with_columns(
+        pl.when(pl.col("id") == failed).then(pl.lit("failed")).otherwise(pl.col("correctness_status")).alias("correctness_status"),
+        pl.when(pl.col("id") == failed).then(None).otherwise(pl.col("correctness_score")).alias("correctness_score"),
+        pl.when(pl.col("id") == failed).then(None).otherwise(pl.col("correct")).alias("correct"))
+    folder = write_results(tmp_path / "r", cases)
+    judge = judge_frame(cases).filter(pl.col("id") != unjudged)  # a failed call has an error, no reason
+    judge.with_columns(pl.when(pl.col("status") == "failed").then(None).otherwise(pl.col("reason")).alias("reason")) \
+        .write_parquet(folder / "judge.parquet")
+    report = write_reports(folder, n_resamples=100)["html"]
+    assert console_of(report, tmp_path) == []
+    views, console = explore(report, [{"row": 2}, {"row": 3}], tmp_path)
+    assert console == []
+    failed_view, unjudged_view = views[1], views[2]
+    assert failed_view["detail"] == f"Case {failed}" and "correctnessfailed" in failed_view["detailText"]
+    assert "HTTP 500" in failed_view["detailText"] and "JUDGE_FAILED" in failed_view["detailText"]
+    assert unjudged_view["detail"] == f"Case {unjudged}" and unjudged_view["chunks"]
+    assert [c["relevant"] for c in failed_view["chunks"]].count(True) <= 1
