@@ -327,3 +327,28 @@ def test_a_failed_judge_call_and_an_unjudged_case_render_without_a_script_error(
     assert "HTTP 500" in failed_view["detailText"] and "JUDGE_FAILED" in failed_view["detailText"]
     assert unjudged_view["detail"] == f"Case {unjudged}" and unjudged_view["chunks"]
     assert [c["relevant"] for c in failed_view["chunks"]].count(True) <= 1
+
+
+def test_a_folder_scored_without_a_judge_shows_each_case_s_chunks_from_chunks_parquet(
+        eval_folder: Dict[str, Any], tmp_path: Path) -> None:
+    # `score --out` then `report`: cases.parquet has no `retrieved` column, the chunks are in chunks.parquet.
+    # before: every case of the explorer said 'no chunks retrieved' (8 were, the relevant one among them)
+    from ragmeter.cli import main
+
+    work = eval_folder["work"]
+    out = tmp_path / "scored"
+    assert main(["score", "--golden", str(work / "golden.jsonl"), "--run", str(work / "run.jsonl"), "--out", str(out)]) == 0
+    assert main(["report", str(out)]) == 0
+    assert console_of(out / "report.html", tmp_path) == []
+    cases = pl.read_parquet(out / "cases.parquet")
+    chunks = pl.read_parquet(out / "chunks.parquet").filter(pl.col("id") == HOSTILE_ID).sort("rank")
+    views, console = explore(out / "report.html", [{"row": 1}, {"row": 2}, {"cat": "noanswer", "pages": True}],
+                             tmp_path)
+    assert console == []
+    shown = views[1]
+    assert shown["detail"] == "Case " + HOSTILE_ID
+    assert [c["text"] for c in shown["chunks"]] == [t[:1500] for t in chunks["text"].to_list()][:10]
+    assert [c["relevant"] for c in shown["chunks"]] == chunks["relevant"].to_list()[:10] and any(chunks["relevant"])
+    assert shown["chunks"][0]["head"].startswith("\u2713 relevant #1 \u00b7 " + chunks["file"][0])
+    assert views[2]["detailText"].endswith('("retrieved": null): what was retrieved is unknown')
+    assert views[3]["all"] == _expected(cases, "noanswer", "") and views[3]["chunks"]

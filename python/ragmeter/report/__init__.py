@@ -1,7 +1,8 @@
 """Reports built from a results directory: ``report.html`` and ``report.md``.
 
 ``write_reports(results_dir)`` reads ``cases.parquet``, ``summary.json`` and the
-optional ``judge.parquet`` / ``sweep.parquet`` (see :mod:`ragmeter.report.data`),
+optional ``judge.parquet`` / ``sweep.parquet`` (see :mod:`ragmeter.report.data`; ``chunks.parquet`` too
+when ``cases.parquet`` has no ``retrieved`` column, as ``score --out`` writes it),
 diagnoses every case, computes the aggregates with bootstrap intervals and
 writes both reports into the same directory.
 """

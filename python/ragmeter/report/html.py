@@ -183,6 +183,32 @@ def _packed_parts(results: Results, limits: ExplorerLimits, cases: Optional[pl.D
         return list(pool.map(_pack, pieces))
 
 
+#: a chunk's fields the explorer shows, as in cases.parquet's ``retrieved`` and in chunks.parquet
+CHUNK_FIELDS = ("file", "chunk_id", "text", "score", "relevant")
+
+
+def cases_with_chunks(results: Results) -> pl.DataFrame:
+    """The cases, each with its chunks as a ``retrieved`` list: a folder of ``score --out`` keeps them in
+    chunks.parquet only (one row per case and rank), and its explorer would show no chunk for any case."""
+    from ragmeter.report.data import _listed, _read_parquet
+
+    cases = results.cases
+    if "retrieved" in cases.columns or not _listed(results.path, "chunks.parquet", results.summary):
+        return cases
+    chunks = _read_parquet(results.path / "chunks.parquet")
+    fields = [f for f in CHUNK_FIELDS if f in chunks.columns]
+    if "id" not in chunks.columns or not fields:
+        return cases
+    chunk = pl.struct(fields)
+    if "rank" in chunks.columns and chunks.schema["rank"].is_numeric():
+        chunks = chunks.filter(pl.col("rank") <= MAX_CHUNKS)  # the explorer never shows more
+        chunk = chunk.sort_by("rank")
+    lists = chunks.group_by(pl.col("id").cast(pl.Utf8).alias("_case"), maintain_order=True).agg(
+        chunk.head(MAX_CHUNKS).alias("retrieved"))
+    return cases.with_columns(pl.col("id").cast(pl.Utf8).alias("_case")) \
+        .join(lists, on="_case", how="left", maintain_order="left").drop("_case")
+
+
 def case_data(results: Results) -> ExplorerData:
     """The explorer's data: the index part (:data:`INDEX_COLUMNS` of every case), then the other columns in
     parts of :data:`BLOCK_CASES` cases, each gzip-compressed and base64-encoded.
@@ -193,15 +219,16 @@ def case_data(results: Results) -> ExplorerData:
     :data:`SAMPLE_CASES` cases (compressing every case once per halving is
     slow at scale), then on the data itself.
     """
-    n = results.cases.height
+    cases = cases_with_chunks(results)
+    n = cases.height
     limits = explorer_limits(n)
     if n > 2 * SAMPLE_CASES:
-        sample = results.cases.head(SAMPLE_CASES)
+        sample = cases.head(SAMPLE_CASES)
         while limits != limits.halved() and \
                 sum(map(len, _packed_parts(results, limits, sample))) * n / SAMPLE_CASES > MAX_EXPLORER_BYTES:
             limits = limits.halved()
     while True:
-        parts = _packed_parts(results, limits)
+        parts = _packed_parts(results, limits, cases)
         if sum(map(len, parts)) <= MAX_EXPLORER_BYTES or limits == limits.halved():
             return ExplorerData("".join(parts), tuple(map(len, parts)), BLOCK_CASES, limits)
         limits = limits.halved()
