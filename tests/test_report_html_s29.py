@@ -47,16 +47,22 @@ function settle(done, tries, last, same){
   if ((ready && same >= 3) || tries > 400) { v.timeout = tries > 400; done(v); return; }
   setTimeout(function(){ settle(done, tries + 1, key, same); }, 25);
 }
+// as a user picks an option: '' is 'all' (the first option), unless `from` 1 looks past it (a category '')
+function choose(sel, value, from){
+  sel.selectedIndex = -1;
+  for (var k = from || 0; k < sel.options.length; k++) if (sel.options[k].value === value) { sel.selectedIndex = k; return; }
+}
 function act(step){
   var d = doc(), info = d.getElementById('pageinfo');
   // a filter or a search: the explorer writes the page line again once it has applied it
   if ('cat' in step || 'diag' in step || 'q' in step) info.textContent = '';
-  if ('cat' in step) d.getElementById('f-cat').value = step.cat;
-  if ('diag' in step) d.getElementById('f-diag').value = step.diag;
+  if ('cat' in step) choose(d.getElementById('f-cat'), step.cat);
+  if ('diag' in step) choose(d.getElementById('f-diag'), step.diag);
+  if ('catValue' in step) choose(d.getElementById('f-cat'), step.catValue, 1);
   if ('q' in step) d.getElementById('f-q').value = step.q;
   // one event: the explorer reads every control when it applies them
   if ('q' in step) d.getElementById('f-q').dispatchEvent(new Event('input'));
-  else if ('cat' in step || 'diag' in step) d.getElementById('f-diag').dispatchEvent(new Event('change'));
+  else if ('cat' in step || 'diag' in step || 'catValue' in step) d.getElementById('f-diag').dispatchEvent(new Event('change'));
   if (step.click) d.getElementById(step.click).click();
   if ('row' in step) d.querySelectorAll('#case-rows tr')[step.row].click();
 }
@@ -352,3 +358,21 @@ def test_a_folder_scored_without_a_judge_shows_each_case_s_chunks_from_chunks_pa
     assert shown["chunks"][0]["head"].startswith("\u2713 relevant #1 \u00b7 " + chunks["file"][0])
     assert views[2]["detailText"].endswith('("retrieved": null): what was retrieved is unknown')
     assert views[3]["all"] == _expected(cases, "noanswer", "") and views[3]["chunks"]
+
+
+def test_a_category_named_like_all_or_like_an_object_key_is_its_own_filter(tmp_path: Path) -> None:
+    # before: a category '' was the 'all' option's value (choosing it listed every case), and a category
+    # '__proto__' was missing from the filter (the distinct values were collected as keys of a plain object)
+    from ragmeter.report import write_reports
+
+    names = ["", "__proto__", "constructor", "fact"]
+    cases = synth_cases(12, seed=1).with_columns(pl.Series("category", [names[i % 4] for i in range(12)]))
+    report = write_reports(write_results(tmp_path / "r", cases), n_resamples=100)["html"]
+    steps = [{"catValue": name, "pages": True} for name in names] + [{"cat": "", "pages": True}]
+    views, console = explore(report, steps, tmp_path)
+    assert console == []
+    assert views[0]["cats"] == ["all"] + sorted(names)
+    for name, v in zip(names, views[1:]):
+        assert v["all"] == cases.filter(pl.col("category") == name)["id"].to_list(), repr(name)
+        assert len(v["all"]) == 3
+    assert len(views[-1]["all"]) == 12

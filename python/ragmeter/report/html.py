@@ -386,16 +386,19 @@ function explorer(IDX, part, B, nBlocks){
   function idx(k,i){ return (k in IDX) ? IDX[k][i] : undefined; }
   function options(sel, values){ values.forEach(function(v){var o=document.createElement('option'); o.value=v; o.textContent=printable(v); sel.appendChild(o);}); }
   var catSel=document.getElementById('f-cat'), diagSel=document.getElementById('f-diag'), q=document.getElementById('f-q');
-  var cats={}, diags={}; for(var i=0;i<N;i++){ cats[IDX.category[i]]=1; diags[IDX.diagnosis[i]]=1; }
+  // without a prototype: a category may be named __proto__
+  var cats=Object.create(null), diags=Object.create(null); for(var i=0;i<N;i++){ cats[IDX.category[i]]=1; diags[IDX.diagnosis[i]]=1; }
   options(catSel, Object.keys(cats).sort()); options(diagSel, Object.keys(diags).sort());
+  // the chosen value, null for 'all' (the first option): a category may be '', the 'all' option's value
+  function chosen(sel){ return sel.selectedIndex > 0 ? sel.value : null; }
   function apply(){
-    var c=catSel.value, d=diagSel.value, s=q.value.trim().toLowerCase(), mine=++generation;
+    var c=chosen(catSel), d=chosen(diagSel), s=q.value.trim().toLowerCase(), mine=++generation;
     if (s) info.textContent = 'searching ' + N + ' cases\u2026';
     (s ? searchTexts() : Promise.resolve(null)).then(function(texts){
       if (mine !== generation) return;  // a later filter replaced this one
       filtered=[];
       for(var i=0;i<N;i++){
-        if(c && IDX.category[i]!==c) continue; if(d && IDX.diagnosis[i]!==d) continue;
+        if(c!==null && IDX.category[i]!==c) continue; if(d!==null && IDX.diagnosis[i]!==d) continue;
         if(s && (String(IDX.id[i]).toLowerCase()+' '+(texts[i]||'')).indexOf(s)<0) continue;
         filtered.push(i); }
       // the first case is selected before the rows are drawn: its row is the one highlighted
