@@ -376,3 +376,15 @@ def test_a_category_named_like_all_or_like_an_object_key_is_its_own_filter(tmp_p
         assert v["all"] == cases.filter(pl.col("category") == name)["id"].to_list(), repr(name)
         assert len(v["all"]) == 3
     assert len(views[-1]["all"]) == 12
+
+
+def test_a_case_nobody_judged_says_so_instead_of_an_empty_verdict_table(eval_folder: Dict[str, Any],
+                                                                         tmp_path: Path) -> None:
+    # before: eval without a judge showed each case's 'Judge verdicts' as a table of headers without a row
+    folder = eval_folder["folder"]
+    assert console_of(folder / "report.html", tmp_path) == []
+    views, console = explore(folder / "report.html", [{"row": 4}], tmp_path)
+    assert console == []
+    for v in views:
+        assert "Judge verdictsnot judgedRetrieved chunks" in v["detailText"], v["detailText"]
+        assert "reason / error" not in v["detailText"]

@@ -438,7 +438,7 @@ function explorer(IDX, part, B, nBlocks){
     if(vm){ for(var k=0;k<vm.length;k++){ var g=function(f){ var a=val('verdict_'+f); return a?a[k]:null; }; verdicts.push({metric:vm[k],status:g('status'),score:g('score'),correct:g('correct'),reason:g('reason'),error:g('error')}); } }
     else { ['correctness','faithfulness','answer_relevancy','context_precision','context_recall'].forEach(function(m){ if(C.has(m+'_score')) verdicts.push({metric:m,status:val(m+'_status'),score:val(m+'_score')}); }); }
     verdicts.forEach(function(v){ var tr=el('tr'); tr.appendChild(el('td',null,v.metric)); tr.appendChild(el('td',null,fmt(v.status))); tr.appendChild(el('td',null,fmt(v.score))); tr.appendChild(el('td',null,fmt(v.correct))); var r=el('td'); r.appendChild(el('div','pre',fmt(v.reason||v.error))); tr.appendChild(r); tbl.appendChild(tr); });
-    det.appendChild(el('h4',null,'Judge verdicts')); det.appendChild(tbl);
+    det.appendChild(el('h4',null,'Judge verdicts')); det.appendChild(verdicts.length ? tbl : el('div','muted','not judged'));
     det.appendChild(el('h4',null,'Retrieved chunks'));
     var texts=val('chunk_text')||[], rels=val('chunk_relevant'), files=val('chunk_file'), ids=val('chunk_chunk_id'), scores=val('chunk_score');
     for(var k=0;k<texts.length;k++){
