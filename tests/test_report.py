@@ -615,7 +615,7 @@ def test_explorer_shows_every_case_across_its_parts(tmp_path: Path, monkeypatch:
     info = re.search(r'id="pageinfo"[^>]*>([^<]*)<', proc.stdout)
     assert info and info.group(1) == "page 1 / 6 \u00b7 300 of 300 cases", proc.stderr[-2000:]
     first = cases["id"][0]
-    assert f"<h3>Case {first}</h3>" in proc.stdout and "question 0?" in proc.stdout
+    assert f'<h3>Case <span class="bidi" dir="auto">{first}</span></h3>' in proc.stdout and "question 0?" in proc.stdout
     assert 'id="case-data"' in proc.stdout and len(proc.stdout) < len(text)  # the data left the DOM once read
 
     last = cases["id"][-1]

@@ -34,6 +34,7 @@ function view(){
     rows: texts(d.querySelectorAll('#case-rows tr td:first-child')),
     selected: texts(d.querySelectorAll('#case-rows tr.sel td:first-child')),
     detail: h ? h.textContent : null, detailText: det.textContent,
+    ownDirection: texts(det.querySelectorAll('[dir=auto]')),
     markup: d.querySelectorAll('#explorer script, #explorer img, #explorer b, #explorer i').length,
     chunks: Array.prototype.map.call(det.querySelectorAll('.chunk'), function(c){
       return {relevant: c.classList.contains('rel'), head: c.querySelector('.head').textContent,
@@ -131,6 +132,7 @@ HOSTILE_ID = "id\"<b>bold</b>'\u05e9\u05dc\u05d5\u05dd"
 HOSTILE_ANSWER = "<img src=x onerror=\"document.title='PWNED2'\"> \u0645\u0631\u062d\u0628\u0627."
 HOSTILE_CHUNK = "</script><script>document.title='PWNED3'</script>"
 HOSTILE_CATEGORY = "<i>cat</i>\x1b\x00"
+RTL_FILE = "\u05de\u05e1\u05de\u05da (\u05d1).md"
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +153,7 @@ def eval_folder(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
         if record["id"] == golden[0]["id"]:
             record["answer"] = HOSTILE_ANSWER
             record["retrieved"][0]["text"] = HOSTILE_CHUNK
+            record["retrieved"][0]["file"] = RTL_FILE
     ids = {"null": run[2]["id"], "empty": run[3]["id"], "missing": run[5]["id"]}
     run[2]["retrieved"] = None
     run[3]["retrieved"] = []
@@ -388,3 +391,16 @@ def test_a_case_nobody_judged_says_so_instead_of_an_empty_verdict_table(eval_fol
     for v in views:
         assert "Judge verdictsnot judgedRetrieved chunks" in v["detailText"], v["detailText"]
         assert "reason / error" not in v["detailText"]
+
+
+def test_user_texts_in_a_case_s_details_take_their_own_direction(eval_folder: Dict[str, Any], tmp_path: Path) -> None:
+    # before: the question, answer and chunk texts said dir="auto", but the case's id (its heading), its
+    # category and its chunks' file names were laid out left to right: a Hebrew id or file name ending in
+    # punctuation showed it at the wrong end
+    folder = eval_folder["folder"]
+    views, console = explore(folder / "report.html", [{"row": 1}], tmp_path)
+    assert console == []
+    first, hostile = views
+    assert RTL_FILE in first["ownDirection"] and first["chunks"][0]["head"].startswith("\u2717 not relevant #1 \u00b7 " + RTL_FILE)
+    assert HOSTILE_ID in hostile["ownDirection"] and hostile["detail"] == "Case " + HOSTILE_ID
+    assert "<i>cat</i>\\x1b\\x00" in hostile["ownDirection"]

@@ -419,14 +419,16 @@ function explorer(IDX, part, B, nBlocks){
     info.textContent = 'page '+(page+1)+' / '+pages+' \u00b7 '+filtered.length+' of '+N+' cases';
   }
   function clearDetail(){ document.getElementById('detail').textContent=''; selected=-1; }
-  function field(parent, label, value, pre){ var d=el('div','field'); d.appendChild(el('span','label',label)); if(pre){ d.appendChild(el('div','pre',fmt(value))); } else { d.appendChild(el('span',null,fmt(value))); } parent.appendChild(d); }
+  function field(parent, label, value, pre){ var d=el('div','field'); d.appendChild(el('span','label',label)); if(pre){ d.appendChild(el('div','pre',fmt(value))); } else { d.appendChild(el('span','bidi',fmt(value))); } parent.appendChild(d); }
+  // a line of labels and user texts (an id, a file name), each user text in its own direction
+  function line(tag, cls, items){ var e=el(tag, cls); items.forEach(function(x, k){ e.appendChild(k % 2 ? el('span','bidi',x) : document.createTextNode(x)); }); return e; }
   function show(i){
     selected=i;
     caseOf(i).then(function(C){ if(selected===i) detail(i, C); });
   }
   function detail(i, C){
     var val=C.get, det=document.getElementById('detail'); det.textContent='';
-    det.appendChild(el('h3',null,'Case '+val('id')));
+    det.appendChild(line('h3',null,['Case ', val('id')]));
     field(det,'Category',val('category')); field(det,'Diagnosis',val('diagnosis'));
     if(C.has('question')) field(det,'Question',val('question'),true);
     field(det,'Answer',val('answer'),true);
@@ -445,7 +447,7 @@ function explorer(IDX, part, B, nBlocks){
       var rel=rels?rels[k]:null;
       var box=el('div','chunk'+(rel?' rel':'')); var head=el('div','head');
       head.appendChild(el('span', rel?'mark-rel':'mark-no', rel?'\u2713 relevant ':(rel===false?'\u2717 not relevant ':'? unlabelled ')));
-      head.appendChild(el('span',null,'#'+(k+1)+' \u00b7 '+fmt(files?files[k]:null)+' \u00b7 '+fmt(ids?ids[k]:null)+' \u00b7 score '+fmt(scores?scores[k]:null)));
+      head.appendChild(line('span',null,['#'+(k+1)+' \u00b7 ', fmt(files?files[k]:null), ' \u00b7 ', fmt(ids?ids[k]:null), ' \u00b7 score '+fmt(scores?scores[k]:null)]));
       box.appendChild(head); box.appendChild(el('div','pre',texts[k])); det.appendChild(box); }
     if(!texts.length) det.appendChild(el('div','muted',noChunks(C)));
   }
