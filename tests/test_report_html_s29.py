@@ -19,7 +19,8 @@ import pytest
 
 from test_report import _chromium, judge_frame, synth_cases, write_results
 
-pytestmark = pytest.mark.skipif(_chromium() is None, reason="no chromium binary (Debian's `chromium` package)")
+#: a test that opens the report in a browser is skipped where there is none (the CI machine may lack it)
+needs_chromium = pytest.mark.skipif(_chromium() is None, reason="no chromium binary (Debian's `chromium` package)")
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
 
@@ -185,6 +186,7 @@ def _expected(cases: pl.DataFrame, category: str, diagnosis: str) -> List[str]:
 # ------------------------------------------------------------------ filters, search, pages
 
 
+@needs_chromium
 def test_every_filter_combination_lists_the_cases_of_cases_parquet(demo_folder: Path, tmp_path: Path) -> None:
     cases = pl.read_parquet(demo_folder / "cases.parquet")
     categories = sorted(cases["category"].unique().to_list())
@@ -201,6 +203,7 @@ def test_every_filter_combination_lists_the_cases_of_cases_parquet(demo_folder: 
         assert v["detail"] == (f"Case {expected[0]}" if expected else None), (c, d)
 
 
+@needs_chromium
 def test_search_finds_ids_and_question_text_cjk_too(demo_folder: Path, tmp_path: Path) -> None:
     cases = pl.read_parquet(demo_folder / "cases.parquet")
     queries = ["FACT-0", "一线城市", "  Frontend Stack  ", "no such text at all", "出差"]
@@ -214,6 +217,7 @@ def test_search_finds_ids_and_question_text_cjk_too(demo_folder: Path, tmp_path:
     assert views[1]["all"] and views[2]["all"] and not views[4]["all"]
 
 
+@needs_chromium
 def test_paging_first_last_and_past_the_end_after_filtering(tmp_path: Path) -> None:
     from ragmeter.report import write_reports
 
@@ -236,6 +240,7 @@ def test_paging_first_last_and_past_the_end_after_filtering(tmp_path: Path) -> N
     assert views[9]["rows"] == [ids[119]] and views[9]["detail"] == f"Case {ids[119]}"
 
 
+@needs_chromium
 def test_the_highlighted_row_is_the_case_whose_details_are_shown(demo_folder: Path, tmp_path: Path) -> None:
     # before: the detail showed the first listed case while no row was highlighted (on load, after a filter), or
     # another row stayed highlighted (a case clicked before filtering): the table pointed at a case not shown
@@ -265,6 +270,7 @@ def _open(folder: Path, case_id: str) -> List[Dict[str, Any]]:
     return [{"click": "next"}] * pages + [{"row": row}] + [{"click": "prev"}] * pages
 
 
+@needs_chromium
 def test_a_case_without_a_chunk_list_says_why_it_has_no_chunks(eval_folder: Dict[str, Any], tmp_path: Path) -> None:
     # before: a case whose run record gives "retrieved": null (RETRIEVAL_UNKNOWN) and one missing from the run
     # (NOT_IN_RUN) both said 'no chunks retrieved', as a case whose retrieval came back empty: chunks nobody saw
@@ -288,6 +294,7 @@ def test_a_case_without_a_chunk_list_says_why_it_has_no_chunks(eval_folder: Dict
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+@needs_chromium
 def test_user_text_in_the_explorer_is_text_never_markup_and_shows_its_control_characters(
         eval_folder: Dict[str, Any], tmp_path: Path) -> None:
     # before: markup, quotes and right-to-left words were shown as text, but control characters (ESC, BEL, NUL)
@@ -313,6 +320,7 @@ def test_user_text_in_the_explorer_is_text_never_markup_and_shows_its_control_ch
     assert "&lt;i&gt;cat&lt;/i&gt;\\x1b\\x00" in page  # as the rest of the report shows it
 
 
+@needs_chromium
 def test_a_failed_judge_call_and_an_unjudged_case_render_without_a_script_error(tmp_path: Path) -> None:
     from ragmeter.report import write_reports
 
@@ -338,6 +346,7 @@ def test_a_failed_judge_call_and_an_unjudged_case_render_without_a_script_error(
     assert [c["relevant"] for c in failed_view["chunks"]].count(True) <= 1
 
 
+@needs_chromium
 def test_a_folder_scored_without_a_judge_shows_each_case_s_chunks_from_chunks_parquet(
         eval_folder: Dict[str, Any], tmp_path: Path) -> None:
     # `score --out` then `report`: cases.parquet has no `retrieved` column, the chunks are in chunks.parquet.
@@ -363,6 +372,7 @@ def test_a_folder_scored_without_a_judge_shows_each_case_s_chunks_from_chunks_pa
     assert views[3]["all"] == _expected(cases, "noanswer", "") and views[3]["chunks"]
 
 
+@needs_chromium
 def test_a_category_named_like_all_or_like_an_object_key_is_its_own_filter(tmp_path: Path) -> None:
     # before: a category '' was the 'all' option's value (choosing it listed every case), and a category
     # '__proto__' was missing from the filter (the distinct values were collected as keys of a plain object)
@@ -381,6 +391,7 @@ def test_a_category_named_like_all_or_like_an_object_key_is_its_own_filter(tmp_p
     assert len(views[-1]["all"]) == 12
 
 
+@needs_chromium
 def test_a_case_nobody_judged_says_so_instead_of_an_empty_verdict_table(eval_folder: Dict[str, Any],
                                                                          tmp_path: Path) -> None:
     # before: eval without a judge showed each case's 'Judge verdicts' as a table of headers without a row
@@ -393,6 +404,7 @@ def test_a_case_nobody_judged_says_so_instead_of_an_empty_verdict_table(eval_fol
         assert "reason / error" not in v["detailText"]
 
 
+@needs_chromium
 def test_user_texts_in_a_case_s_details_take_their_own_direction(eval_folder: Dict[str, Any], tmp_path: Path) -> None:
     # before: the question, answer and chunk texts said dir="auto", but the case's id (its heading), its
     # category and its chunks' file names were laid out left to right: a Hebrew id or file name ending in
@@ -404,3 +416,25 @@ def test_user_texts_in_a_case_s_details_take_their_own_direction(eval_folder: Di
     assert RTL_FILE in first["ownDirection"] and first["chunks"][0]["head"].startswith("\u2717 not relevant #1 \u00b7 " + RTL_FILE)
     assert HOSTILE_ID in hostile["ownDirection"] and hostile["detail"] == "Case " + HOSTILE_ID
     assert "<i>cat</i>\\x1b\\x00" in hostile["ownDirection"]
+
+
+def test_chunks_parquet_of_other_types_or_unreadable_is_read_or_named(tmp_path: Path) -> None:
+    # the explorer's chunks from chunks.parquet (a `score --out` folder): a column of another type (a score
+    # written as text) is shown where it can be read, and a file that is not Parquet is an error naming it
+    from test_report import case_data_of
+
+    from ragmeter.errors import InputError
+    from ragmeter.report import write_reports
+
+    cases = synth_cases(6, seed=4)
+    folder = write_results(tmp_path / "r", cases.drop("retrieved"), judge=False)
+    chunks = cases.select("id", "retrieved").explode("retrieved").unnest("retrieved") \
+        .with_columns(pl.int_range(1, pl.len() + 1).over("id").alias("rank"), pl.col("score").cast(pl.Utf8))
+    chunks.with_columns(pl.when(pl.col("rank") == 2).then(pl.lit("n/a")).otherwise(pl.col("score")).alias("score")) \
+        .write_parquet(folder / "chunks.parquet")
+    data = case_data_of(write_reports(folder, n_resamples=100)["html"].read_text(encoding="utf-8"))
+    assert data["chunk_text"][0] == [f"chunk {j} of case 0" for j in range(5)]
+    assert data["chunk_score"][0] == [1.0, None, 0.8, 0.7, 0.6]
+    (folder / "chunks.parquet").write_text("not parquet", encoding="utf-8")
+    with pytest.raises(InputError, match=r"chunks\.parquet: cannot read Parquet file"):
+        write_reports(folder, n_resamples=100)

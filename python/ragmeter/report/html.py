@@ -189,22 +189,34 @@ CHUNK_FIELDS = ("file", "chunk_id", "text", "score", "relevant")
 
 def cases_with_chunks(results: Results) -> pl.DataFrame:
     """The cases, each with its chunks as a ``retrieved`` list: a folder of ``score --out`` keeps them in
-    chunks.parquet only (one row per case and rank), and its explorer would show no chunk for any case."""
-    from ragmeter.report.data import _listed, _read_parquet
+    chunks.parquet only (one row per case and rank), and its explorer would show no chunk for any case.
+
+    Only what the explorer can show is read (its first chunks per case, their texts cut); a column of another
+    type is read where it can be (a value that cannot, as null)."""
+    from ragmeter.errors import InputError
+    from ragmeter.report.data import _listed
 
     cases = results.cases
+    path = results.path / "chunks.parquet"
     if "retrieved" in cases.columns or not _listed(results.path, "chunks.parquet", results.summary):
         return cases
-    chunks = _read_parquet(results.path / "chunks.parquet")
-    fields = [f for f in CHUNK_FIELDS if f in chunks.columns]
-    if "id" not in chunks.columns or not fields:
-        return cases
-    chunk = pl.struct(fields)
-    if "rank" in chunks.columns and chunks.schema["rank"].is_numeric():
-        chunks = chunks.filter(pl.col("rank") <= MAX_CHUNKS)  # the explorer never shows more
-        chunk = chunk.sort_by("rank")
-    lists = chunks.group_by(pl.col("id").cast(pl.Utf8).alias("_case"), maintain_order=True).agg(
-        chunk.head(MAX_CHUNKS).alias("retrieved"))
+    limits = explorer_limits(cases.height)
+    types = {"file": pl.Utf8, "chunk_id": pl.Utf8, "text": pl.Utf8, "score": pl.Float64, "relevant": pl.Boolean}
+    try:
+        schema = pl.read_parquet_schema(path)
+        fields = [f for f in CHUNK_FIELDS if f in schema]
+        if "id" not in schema or not fields:
+            return cases
+        ranked = "rank" in schema and schema["rank"].is_numeric()
+        frame = pl.scan_parquet(path).select("id", *fields, *(["rank"] if ranked else []))
+        if ranked:
+            frame = frame.filter(pl.col("rank") <= limits.chunks).sort("rank", maintain_order=True)
+        chunks = frame.with_columns(pl.col("id").cast(pl.Utf8, strict=False).alias("_case"),
+                                    *(pl.col(f).cast(types[f], strict=False) for f in fields)) \
+            .with_columns(*([pl.col("text").str.slice(0, limits.chunk_chars)] if "text" in fields else [])).collect()
+    except Exception as exc:  # polars raises several error types for corrupt files
+        raise InputError(f"{path}: cannot read Parquet file ({exc})") from None
+    lists = chunks.group_by("_case", maintain_order=True).agg(pl.struct(fields).head(limits.chunks).alias("retrieved"))
     return cases.with_columns(pl.col("id").cast(pl.Utf8).alias("_case")) \
         .join(lists, on="_case", how="left", maintain_order="left").drop("_case")
 
