@@ -339,6 +339,10 @@ class JudgeClient:
             return text
         return scrub_urls(self._masker.text(text))
 
+    def mask(self, text: str) -> str:
+        """``text`` with the API keys masked (as in a reply: see :mod:`ragmeter._secrets` for short keys)."""
+        return self._masker.text(text) if self._masker else text
+
     def _masked_reply(self, data: Dict[str, Any], body: str) -> Dict[str, Any]:
         """A decoded reply with the keys masked in its strings: an echo (a proxy, a debug field) is never
         cached or written. Decoded first, so that a short key cannot garble the reply's structure and a JSON

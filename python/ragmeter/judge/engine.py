@@ -280,6 +280,15 @@ class Engine:
             self.client.stop.trip("cache_write", str(exc))
             raise Halt(str(exc)) from None
 
+    async def _replayed(self, key: str, hit: Dict[str, Any], prompt_id: str) -> str:
+        """A cached reply's content, the API key masked: a version before replies were masked cached a proxy's
+        echo of the key as it came. Such an entry is rewritten masked, so the key leaves the cache file too."""
+        content = str(hit["content"])
+        masked = self.client.mask(content)
+        if masked != content:
+            await self._commit(key, {**hit, "content": masked}, prompt=prompt_id, model=self.model)
+        return masked
+
     # -- one raw chat call ------------------------------------------------------------------------------
     async def complete(self, prompt_id: str, messages: List[Dict[str, str]], stats: RowStats, *,
                        fresh: bool = False) -> str:
@@ -295,7 +304,7 @@ class Engine:
                 stats.calls += 1
                 stats.cached_calls += 1
                 self.cached_calls += 1
-                return str(hit["content"])
+                return await self._replayed(key, hit, prompt_id)
         self.client.stop.check()
         est_pt = sum(estimate_tokens(m["content"]) + 4 for m in messages)
         est = self._estimate_cost(self.model, est_pt, self.max_tokens)

@@ -1,0 +1,83 @@
+"""Session 29: the judge cache reruns every day: a reply is reused only when everything that decides it is the
+same, and a paid reply is never lost nor served wrongly."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragmeter.judge import JudgeConfig, run_sync
+
+
+def _case(**change):
+    case = {"id": "c0", "question": "What colour is item 0?", "reference_answer": "Item 0 is blue",
+            "answer": "Item 0 is blue.", "contexts": ["useful: item 0 is blue", "noise"], "category": "fact"}
+    case.update(change)
+    return case
+
+
+def _config(server, tmp_path, fast_retry, **change):
+    options = dict(base_url=server.base_url, model="gpt-4o-mini", cache=tmp_path / "cache.sqlite",
+                   retry=fast_retry, timeout=5, concurrency=2, metrics=["correctness"])
+    options.update(change)
+    return JudgeConfig(**options)
+
+
+#: one change to what decides a reply: (what changed, config options, case fields)
+CHANGES = [
+    ("model", {"model": "gpt-4o"}, {}),
+    ("endpoint", {"base_url": "ENDPOINT"}, {}),
+    ("temperature", {"temperature": 0.7}, {}),
+    ("max tokens", {"max_tokens": 1000}, {}),
+    ("language", {"language": "zh"}, {}),
+    ("metric", {"metrics": ["context_recall"]}, {}),
+    ("question", {}, {"question": "What colour is item 0 now?"}),
+    ("answer", {}, {"answer": "Item 0 is red."}),
+    ("contexts", {}, {"contexts": ["useful: item 0 is red", "noise"]}),
+    ("reference", {}, {"reference_answer": "Item 0 is red"}),
+]
+
+
+@pytest.mark.parametrize("what,options,fields", CHANGES, ids=[c[0] for c in CHANGES])
+def test_a_change_to_what_decides_the_reply_misses_the_cache(server, tmp_path, fast_retry, what, options, fields):
+    if options.get("base_url") == "ENDPOINT":  # the same server under another name is another endpoint
+        options = {"base_url": server.base_url.replace("127.0.0.1", "localhost")}
+    base = _config(server, tmp_path, fast_retry)
+    run_sync([_case()], base)
+    paid = server.requests
+    assert paid >= 1
+    again = run_sync([_case()], base)
+    assert server.requests == paid and all(r["cached"] for r in again.rows)  # unchanged: all from the cache
+    changed = run_sync([_case(**fields)], _config(server, tmp_path, fast_retry, **options))
+    assert server.requests > paid, what
+    assert not any(r["cached"] for r in changed.rows), what
+
+
+def test_a_reply_an_older_version_cached_with_the_key_in_it_is_served_masked(server, api_key, tmp_path, fast_retry):
+    # versions before the key was masked in replies cached a proxy's echo of it as it came
+    import sqlite3
+
+    import polars as pl
+
+    from ragmeter.judge import Cache
+
+    cfg = _config(server, tmp_path, fast_retry)
+    run_sync([_case()], cfg)
+    leaked = json.dumps({"reason": f"checked with Authorization: Bearer {api_key}", "score": 5, "correct": True})
+    with sqlite3.connect(cfg.cache) as db:
+        (key, value), = db.execute("SELECT key, value FROM judge_cache").fetchall()
+        db.execute("UPDATE judge_cache SET value = ? WHERE key = ?",
+                   (json.dumps({**json.loads(value), "content": leaked}), key))
+    db.close()
+    paid = server.requests
+    res = run_sync([_case()], cfg)
+    assert server.requests == paid and res.rows[0]["cached"]  # still served: it is a paid reply
+    out = res.write(tmp_path / "out")
+    row = pl.read_parquet(out / "judge.parquet").row(0, named=True)
+    assert row["reason"] == "checked with Authorization: Bearer ***" and row["score"] == 5.0
+    assert api_key not in json.dumps(res.rows, default=str)
+    with Cache(cfg.cache) as cache:  # and the entry no longer holds it
+        assert api_key not in cache.get(key)["content"]
+    for name in ("cache.sqlite", "cache.sqlite-wal"):  # nor any page of the file, freed ones included
+        if (tmp_path / name).exists():
+            assert api_key.encode() not in (tmp_path / name).read_bytes(), name
