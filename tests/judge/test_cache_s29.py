@@ -81,3 +81,23 @@ def test_a_reply_an_older_version_cached_with_the_key_in_it_is_served_masked(ser
     for name in ("cache.sqlite", "cache.sqlite-wal"):  # nor any page of the file, freed ones included
         if (tmp_path / name).exists():
             assert api_key.encode() not in (tmp_path / name).read_bytes(), name
+
+
+def test_the_endpoint_query_is_part_of_the_key_a_credential_value_is_not(server, tmp_path, fast_retry):
+    # a gateway choosing the deployment by a query parameter answers as another model
+    first = _config(server, tmp_path, fast_retry, base_url=server.base_url + "?deployment=judge-a")
+    run_sync([_case()], first)
+    paid = server.requests
+    other = run_sync([_case()], _config(server, tmp_path, fast_retry, base_url=server.base_url + "?deployment=judge-b"))
+    assert server.requests > paid and not other.rows[0]["cached"]
+    paid = server.requests
+    # a credential in the query is no part of the key: a rotated one still resumes from the cache
+    keyed = server.base_url + "?deployment=judge-a&api_key={}"
+    run_sync([_case()], _config(server, tmp_path, fast_retry, base_url=keyed.format("first-secret-123")))
+    paid = server.requests
+    again = run_sync([_case()], _config(server, tmp_path, fast_retry, base_url=keyed.format("rotated-secret-456")))
+    assert server.requests == paid and again.rows[0]["cached"]
+    from ragmeter.judge import cache_key
+
+    with_key = cache_key(endpoint=keyed.format("first-secret-123"), model="m", params={}, prompt="p@v1", inputs=[1])
+    assert with_key == cache_key(endpoint=keyed.format("x"), model="m", params={}, prompt="p@v1", inputs=[1])

@@ -204,7 +204,7 @@ def test_cache_key_changes_with_inputs_not_with_api_key(monkeypatch, server, tmp
     run_sync(cases(1), c, temperature=0.5)
     assert server.requests == 2
     k1 = cache_key(endpoint="http://u:pw@h/v1?x=1", model="m", params={}, prompt="p@v1", inputs=[1])
-    k2 = cache_key(endpoint="http://h/v1", model="m", params={}, prompt="p@v1", inputs=[1])
+    k2 = cache_key(endpoint="http://h/v1?x=1", model="m", params={}, prompt="p@v1", inputs=[1])
     assert k1 == k2 and k1 != cache_key(endpoint="http://h/v1", model="m", params={}, prompt="p@v2", inputs=[1])
 
 

@@ -30,13 +30,13 @@ from ragmeter.errors import InputError
 from ragmeter.judge.limits import check_rpm
 from ragmeter.judge.retry import RetryPolicy, classify
 from ragmeter.judge.stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, Halt, RunStop, ServerErrors
-from ragmeter.judge.urls import public_endpoint, scrub_urls
+from ragmeter.judge.urls import CREDENTIAL_PARAM, public_endpoint, scrub_urls
 
 from ragmeter.judge.cache import CacheWriteError
 
 from .cache import DEFAULT_PATH, collect_key, open_cache
 from .mapping import is_scalar, keys_of, to_record, unmatched_paths
-from .target import CREDENTIAL_PARAM, CallableTarget, HttpTarget, resolve_target
+from .target import CallableTarget, HttpTarget, resolve_target
 
 __all__ = ["collect", "CollectResult", "CollectStopped", "write_run", "DEFAULT_PATH"]
 

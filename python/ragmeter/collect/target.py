@@ -29,10 +29,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
-from urllib.parse import unquote_plus, urlsplit
+from urllib.parse import urlsplit
 
 from ragmeter.errors import InputError
-from ragmeter.judge.urls import public_endpoint
+from ragmeter.judge.urls import public_endpoint, public_query
 
 __all__ = ["HttpTarget", "CallableTarget", "load_target", "resolve_target", "RUN_FIELDS", "ITEM_FIELDS"]
 
@@ -43,8 +43,6 @@ ITEM_FIELDS = ("file", "chunk_id", "text", "score")
 _METHODS = ("GET", "POST", "PUT")
 _TOP_KEYS = ("url", "method", "headers", "body", "response")
 _PLACEHOLDER = re.compile(r"\{(question|id|category)\}")
-#: query parameters whose value is a credential (``?api_key=``, ``?access_token=``, Azure's ``?code=``, a SAS ``sig``)
-CREDENTIAL_PARAM = re.compile(r"(?i)key|token|secret|passw|pwd|auth|sig|credential|session|code")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -66,10 +64,8 @@ class HttpTarget:
         without its value: ``?top_k=5`` and ``?top_k=10`` are two systems, a rotated ``?api_key=`` is not."""
         out: Dict[str, Any] = {"kind": "http", "endpoint": public_endpoint(self.url), "method": self.method,
                                "headers": sorted(self.headers)}
-        query = urlsplit(self.url).query
-        if query:  # a url without one keeps the key it always had
-            out["query"] = sorted(pair if not CREDENTIAL_PARAM.search(unquote_plus(pair.partition("=")[0]))
-                                  else pair.partition("=")[0] for pair in query.split("&") if pair)
+        if urlsplit(self.url).query:  # a url without one keeps the key it always had
+            out["query"] = public_query(self.url)
         return out
 
     @property

@@ -1,7 +1,8 @@
 """Persistent cache of successful judge calls (SQLite in WAL mode).
 
 The key is the SHA-256 of a canonical JSON document holding the endpoint
-(without any user:password part or query string), the model, the request
+(without any user:password part; its query parameters as written, a
+credential's name without its value), the model, the request
 parameters, the prompt name and version, and the inputs (the messages sent).
 The API key is never part of it and never written. Each entry is committed
 before the reply is handed back, so a run killed mid-way (even with SIGKILL)
@@ -52,7 +53,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Uni
 from ragmeter.errors import InputError
 
 from . import _json
-from .urls import public_endpoint
+from .urls import public_endpoint, public_query
 
 __all__ = ["Cache", "CacheError", "CacheWriteError", "cache_key", "key_hasher", "messages_json", "public_endpoint",
            "repair"]
@@ -201,6 +202,9 @@ def key_hasher(*, endpoint: str, model: str, params: Mapping[str, Any], prompt: 
     UTF-8 JSON of the inputs (:func:`messages_bytes`) to get the same digest without rebuilding the header."""
     head = {"v": SCHEMA_VERSION, "endpoint": public_endpoint(endpoint), "model": model, "params": dict(params),
             "prompt": prompt}
+    query = public_query(endpoint)
+    if query:  # a gateway may pick the deployment by it; an endpoint without one keeps the key it always had
+        head["query"] = query
     text = json.dumps(head, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     h = hashlib.sha256(text.encode("utf-8"))
     h.update(b"\n")

@@ -9,12 +9,14 @@ carry, and :func:`scrub_urls` removes any ``user:password@`` left inside a text
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
-from urllib.parse import urlsplit, urlunsplit
+from typing import List, Optional, Tuple
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-__all__ = ["public_endpoint", "split_credentials", "scrub_urls", "endpoint_url"]
+__all__ = ["public_endpoint", "public_query", "split_credentials", "scrub_urls", "endpoint_url", "CREDENTIAL_PARAM"]
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]*@")
+#: query parameters whose value is a credential (``?api_key=``, ``?access_token=``, Azure's ``?code=``, a SAS ``sig``)
+CREDENTIAL_PARAM = re.compile(r"(?i)key|token|secret|passw|pwd|auth|sig|credential|session|code")
 
 
 def public_endpoint(url: str) -> str:
@@ -27,6 +29,18 @@ def public_endpoint(url: str) -> str:
     except ValueError:
         return "<invalid url>"
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def public_query(url: str) -> List[str]:
+    """The query parameters of ``url`` as written (``name=value``, sorted), a credential's name without its value:
+    what cache keys hold of a query, so that ``?deployment=a`` and ``?deployment=b`` never share replies and a
+    rotated ``?api_key=`` does. Empty when there is no query."""
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        return []
+    return sorted(pair if not CREDENTIAL_PARAM.search(unquote_plus(pair.partition("=")[0]))
+                  else pair.partition("=")[0] for pair in query.split("&") if pair)
 
 
 def split_credentials(url: str) -> Tuple[str, Optional[str]]:
