@@ -101,3 +101,13 @@ def test_the_endpoint_query_is_part_of_the_key_a_credential_value_is_not(server,
 
     with_key = cache_key(endpoint=keyed.format("first-secret-123"), model="m", params={}, prompt="p@v1", inputs=[1])
     assert with_key == cache_key(endpoint=keyed.format("x"), model="m", params={}, prompt="p@v1", inputs=[1])
+
+
+def test_a_dry_run_creates_no_cache(server, tmp_path, fast_retry):
+    # README: --dry-run sends nothing and writes nothing; it made the cache folder and an empty cache
+    cfg = _config(server, tmp_path, fast_retry, cache=tmp_path / ".ragmeter" / "cache.sqlite")
+    est = run_sync([_case()], cfg, dry_run=True).estimate
+    assert est["calls"] == 1 and est["cached_calls"] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [] and server.total_requests == 0
+    run_sync([_case()], cfg)  # an existing cache is still read by the dry run
+    assert run_sync([_case()], cfg, dry_run=True).estimate["cached_calls"] == 1

@@ -128,6 +128,17 @@ def _check_header(path: Path) -> None:
         raise _damaged(path, f"truncated: {size} bytes, the header counts {pages} pages of {page_size}")
 
 
+def _holds_anything(path: Path) -> bool:
+    """Whether there is a file at ``path`` with something in it (opening one writes its header); one that cannot
+    be looked at counts as there, so that opening it says why."""
+    try:
+        return path.stat().st_size > 0
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+
+
 def _sqlite_error(path: Path, exc: sqlite3.Error) -> CacheError:
     name = getattr(exc, "sqlite_errorname", "") or ""
     detail = str(exc)
@@ -227,7 +238,7 @@ class Cache:
 
     ``flush_interval`` (seconds) and ``flush_rows`` tune the group commit of
     :meth:`commit`; :meth:`put` always commits at once. ``writable=False`` skips the write check (a dry run
-    only reads).
+    only reads), and a cache that does not exist yet (or is an empty file) is then not created: it is disabled.
     """
 
     def __init__(self, path: Union[str, os.PathLike, None], *, flush_interval: float = 0.025,
@@ -250,7 +261,7 @@ class Cache:
         self.undecodable = 0   #: entries whose stored value did not decode (served as misses)
         self.unsaved: List[Tuple[str, str, str, str, float]] = []  #: entries whose commit failed
         self.write_error: Optional[CacheWriteError] = None  #: the first failed commit
-        if self.path is not None:
+        if self.path is not None and (writable or _holds_anything(self.path)):
             self._conn = _open(self.path, writable)
 
     @property
