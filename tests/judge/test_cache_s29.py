@@ -111,3 +111,20 @@ def test_a_dry_run_creates_no_cache(server, tmp_path, fast_retry):
     assert sorted(p.name for p in tmp_path.iterdir()) == [] and server.total_requests == 0
     run_sync([_case()], cfg)  # an existing cache is still read by the dry run
     assert run_sync([_case()], cfg, dry_run=True).estimate["cached_calls"] == 1
+
+
+@pytest.mark.parametrize("command", ["judge", "eval"])
+def test_refresh_is_not_taken_for_refresh_failed(tmp_path, command):
+    # argparse read '--refresh' (collect's: call everything again) as an abbreviation of --refresh-failed, so
+    # 'judge --refresh' replayed every usable cached verdict, and 'eval --target T --refresh' replayed the
+    # collect cache too, with no word said
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", command, "--golden", "g.jsonl", "--run", "r.jsonl",
+                           "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--refresh"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    said = proc.stderr.strip().splitlines()[-1]
+    assert "--refresh" in said and "--refresh-failed" in said and "--no-cache" in said and "collect" in said
+    assert list(tmp_path.iterdir()) == []

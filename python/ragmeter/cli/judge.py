@@ -94,6 +94,15 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C or SIGTERM during judging; the message says how far the run got (printed by ``cli._guarded``)."""
 
 
+class _NotCollectRefresh(argparse.Action):
+    """``--refresh`` is collect's option; refused here, with what the judge has instead."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        parser.error("--refresh is collect's option (run collect --refresh to ask the system again); the judge "
+                     "replays its cache: --refresh-failed re-requests the cached replies that failed to parse, "
+                     "--no-cache sends every call again")
+
+
 def configure(parser: argparse.ArgumentParser, cases: bool = True) -> None:
     """The judge options; ``cases=False`` leaves out ``--cases`` (``ragmeter eval`` needs --golden and --run)."""
     src = parser.add_argument_group("input")
@@ -166,6 +175,8 @@ def configure(parser: argparse.ArgumentParser, cases: bool = True) -> None:
     out.add_argument("--refresh-failed", action="store_true",
                      help="re-request cached replies that failed to parse (after the repair turn) instead of "
                           "replaying them; the new replies replace them in the cache")
+    # argparse would take collect's --refresh (call everything again) for an abbreviation of --refresh-failed
+    out.add_argument("--refresh", nargs=0, action=_NotCollectRefresh, help=argparse.SUPPRESS)
     out.add_argument("--dry-run", action="store_true", help="estimate calls, tokens and cost; send nothing")
     out.add_argument("--out", default="ragmeter-judge", metavar="DIR",
                      help="writes DIR/judge.parquet and DIR/judge_summary.json (default ragmeter-judge)")
