@@ -128,3 +128,108 @@ def test_refresh_is_not_taken_for_refresh_failed(tmp_path, command):
     said = proc.stderr.strip().splitlines()[-1]
     assert "--refresh" in said and "--refresh-failed" in said and "--no-cache" in said and "collect" in said
     assert list(tmp_path.iterdir()) == []
+
+
+def _entries(path):
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT prompt, value FROM judge_cache").fetchall()
+    db.close()
+    return [(prompt, json.loads(value)) for prompt, value in rows]
+
+
+def test_a_reply_retried_with_a_bigger_budget_is_cached_as_the_final_reply(server, tmp_path, fast_retry):
+    cfg = _config(server, tmp_path, fast_retry, max_tokens=100, max_retry_tokens=400)
+    server.script = ["truncated"]
+    first = run_sync([_case()], cfg)
+    assert first.rows[0]["status"] == "ok" and [r["max_tokens"] for r in server.log] == [100, 200]
+    (prompt, value), = _entries(cfg.cache)
+    assert prompt == "correctness@v1" and value["finish_reason"] == "stop"
+    assert json.loads(value["content"])["correct"] is True  # the whole reply, not the half cut at 100 tokens
+    again = run_sync([_case()], cfg)
+    assert server.requests == 2 and again.rows[0]["cached"] and again.rows[0]["score"] == first.rows[0]["score"]
+
+
+@pytest.mark.parametrize("failure", [["truncated"] * 3, [400], ["empty"] * 3, [{"refusal": "I can't", "content": None}]],
+                         ids=["cut-at-the-cap", "http-400", "empty-at-the-cap", "refused"])
+def test_a_failed_call_is_never_cached(server, tmp_path, fast_retry, failure):
+    cfg = _config(server, tmp_path, fast_retry, max_tokens=100, max_retry_tokens=400)
+    server.script = list(failure)
+    res = run_sync([_case()], cfg)
+    assert res.rows[0]["status"] == "failed"
+    assert _entries(cfg.cache) == []
+    paid = server.requests
+    again = run_sync([_case()], cfg)  # asked again, and this time answered
+    assert server.requests == paid + 1 and again.rows[0]["status"] == "ok" and not again.rows[0]["cached"]
+
+
+def test_an_unparsable_reply_is_kept_but_never_served_as_a_verdict(server, tmp_path, fast_retry):
+    cfg = _config(server, tmp_path, fast_retry)
+    verdict_like = '{"reason": "fine", "score": 9, "correct": "maybe"}'  # JSON, but no verdict
+    server.script = [{"content": verdict_like}, "malformed"]
+    res = run_sync([_case()], cfg)
+    assert res.rows[0]["status"] == "failed" and res.rows[0]["error_kind"] == "unparsable"
+    assert sorted(p for p, _ in _entries(cfg.cache)) == ["correctness@v1", "correctness@v1+repair"]  # both paid
+    again = run_sync([_case()], cfg)
+    assert server.requests == 2 and again.rows[0]["status"] == "failed" and again.rows[0]["score"] is None
+    assert again.rows[0]["cached"]
+
+
+def test_no_cache_neither_reads_nor_writes(server, tmp_path, fast_retry):
+    cfg = _config(server, tmp_path, fast_retry)
+    run_sync([_case()], cfg)
+    before = (tmp_path / "cache.sqlite").read_bytes()
+    res = run_sync([_case()], _config(server, tmp_path, fast_retry, cache=None))
+    assert server.requests == 2 and not res.rows[0]["cached"]
+    assert (tmp_path / "cache.sqlite").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.sqlite"]  # no -wal, no spill file either
+
+
+def test_two_judge_processes_writing_one_new_cache_lose_nothing(server, api_key, tmp_path):
+    from test_cli import cli, write_cases
+
+    server.latency = 0.005
+    cases = write_cases(tmp_path / "cases.jsonl", 12)
+    procs = [cli(tmp_path, server, "--cases", str(cases), "--out", str(tmp_path / f"out{k}"), "--concurrency", "4",
+                 key=api_key) for k in range(3)]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and "locked" not in err and "Traceback" not in err, err
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+        entries = db.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0]
+    db.close()
+    assert entries == len(set(r["key"] for r in server.log))  # every distinct request paid is cached
+    paid = server.requests
+    p = cli(tmp_path, server, "--cases", str(cases), "--out", str(tmp_path / "again"), key=api_key)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert server.requests == paid  # the rerun is served entirely from the cache
+
+
+def test_a_cache_damaged_inside_a_page_is_refused_in_one_line_then_repaired(server, api_key, tmp_path):
+    import subprocess
+    import sys
+
+    from ragmeter.judge import Cache
+    from test_cli import cli, write_cases
+
+    path = tmp_path / "cache.sqlite"
+    with Cache(path) as cache:
+        for i in range(3000):
+            cache.put(f"{i:064x}", {"content": '{"reason": "r", "score": 5, "correct": true}'})
+    data = bytearray(path.read_bytes())
+    data[4096 * 20 + 100: 4096 * 20 + 300] = b"\xff" * 200  # a b-tree page of the table overwritten
+    path.write_bytes(bytes(data))
+    cases = write_cases(tmp_path / "cases.jsonl", 1)
+    out, err = cli(tmp_path, server, "--cases", str(cases), key=api_key).communicate(timeout=60)
+    assert server.total_requests == 0 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err  # SQLite's report spans lines: one line for the user
+    assert f"{path}: the judge cache is damaged (" in err and f"ragmeter cache repair {path}" in err
+    rep = subprocess.run([sys.executable, "-m", "ragmeter", "cache", "repair", str(path)], capture_output=True,
+                         text=True)
+    assert rep.returncode == 0 and "entries salvaged" in rep.stdout
+    with Cache(path) as repaired:
+        assert 2900 < len(repaired) < 3000

@@ -128,6 +128,13 @@ def _check_header(path: Path) -> None:
         raise _damaged(path, f"truncated: {size} bytes, the header counts {pages} pages of {page_size}")
 
 
+def _check_report(report: object) -> str:
+    """SQLite's ``quick_check`` report on one line: it heads it ``*** in database main ***`` and puts each
+    problem on a line of its own."""
+    lines = [line.strip() for line in str(report).splitlines()]
+    return "; ".join(line for line in lines if line and line != "*** in database main ***")
+
+
 def _holds_anything(path: Path) -> bool:
     """Whether there is a file at ``path`` with something in it (opening one writes its header); one that cannot
     be looked at counts as there, so that opening it says why."""
@@ -175,7 +182,7 @@ def _open(path: Path, writable: bool) -> sqlite3.Connection:
         )
         check = conn.execute("PRAGMA quick_check(1)").fetchone()
         if check is None or check[0] != "ok":
-            raise _damaged(path, str(check[0] if check else "quick_check gave no answer"))
+            raise _damaged(path, _check_report(check[0]) if check else "quick_check gave no answer")
         if writable:
             # one real write now, so a read-only file or folder is found before the first paid call
             conn.execute("BEGIN IMMEDIATE")
