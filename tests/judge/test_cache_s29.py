@@ -3,6 +3,8 @@ same, and a paid reply is never lost nor served wrongly."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -233,3 +235,58 @@ def test_a_cache_damaged_inside_a_page_is_refused_in_one_line_then_repaired(serv
     assert rep.returncode == 0 and "entries salvaged" in rep.stdout
     with Cache(path) as repaired:
         assert 2900 < len(repaired) < 3000
+
+
+def _rubric(**change):
+    from ragmeter.judge import RubricMetric
+
+    options = dict(name="tone_s29", criteria="Is the answer polite?", version="v1")
+    options.update(change)
+    return RubricMetric(**options)
+
+
+@pytest.mark.parametrize("what", ["prompt text", "prompt version", "rubric text", "rubric version"])
+def test_a_new_prompt_or_rubric_misses_the_cache(server, tmp_path, fast_retry, monkeypatch, what):
+    import ragmeter.judge.prompts as P
+
+    custom = what.startswith("rubric")
+    metrics = [_rubric()] if custom else ["correctness"]
+    run_sync([_case()], _config(server, tmp_path, fast_retry, metrics=metrics))
+    paid = server.requests
+    if what == "prompt text":  # edited without a version bump: the text sent is part of the key all the same
+        monkeypatch.setattr(P, "CORRECTNESS", P.Prompt("correctness", "v1", P.CORRECTNESS.instructions + "\nBe brief."))
+    elif what == "prompt version":
+        monkeypatch.setattr(P, "CORRECTNESS", P.Prompt("correctness", "v2", P.CORRECTNESS.instructions))
+    elif what == "rubric text":
+        metrics = [_rubric(criteria="Is the answer polite and short?")]
+    else:
+        metrics = [_rubric(version="v2")]
+    changed = run_sync([_case()], _config(server, tmp_path, fast_retry, metrics=metrics))
+    assert server.requests > paid and not changed.rows[0]["cached"]
+
+
+def test_a_dry_run_reads_a_cache_on_a_read_only_path(server, tmp_path, fast_retry):
+    # a dry run only reads: a cache it may not write (a CI artifact mounted read-only) still says what is cached
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    root = os.geteuid() == 0
+    if root and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)],
+                               capture_output=True).returncode != 0:
+        pytest.skip("running as root without permission to mount a read-only tmpfs")
+    cfg = _config(server, tmp_path, fast_retry, cache=folder / "cache.sqlite")
+    try:
+        run_sync([_case()], cfg)
+        if root:
+            subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        else:
+            os.chmod(folder / "cache.sqlite", 0o444)
+            os.chmod(folder, 0o555)
+        before = sorted(p.name for p in folder.iterdir())
+        est = run_sync([_case()], cfg, dry_run=True).estimate
+        assert est["cached_calls"] == 1 and est["calls"] == 0
+        assert sorted(p.name for p in folder.iterdir()) == before
+    finally:
+        if root:
+            subprocess.run(["umount", str(folder)], check=False)
+        else:
+            os.chmod(folder, 0o755)

@@ -164,22 +164,34 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _open(path: Path, writable: bool) -> sqlite3.Connection:
-    """Open (or create) the cache at ``path``, checked; :class:`CacheError` when it cannot serve a run."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise _not_writable(path, f"cannot create {path.parent}: {_describe(exc)}") from None
+def _open(path: Path, writable: bool) -> Optional[sqlite3.Connection]:
+    """Open (or create) the cache at ``path``, checked; :class:`CacheError` when it cannot serve a run.
+
+    ``writable=False`` (a dry run) reads it as it is, creating and changing nothing, so a cache on a read-only
+    path serves it too; None when the file holds no judge_cache table yet (nothing is cached)."""
+    if writable:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _not_writable(path, f"cannot create {path.parent}: {_describe(exc)}") from None
     _check_header(path)
     conn = None
     try:
-        conn = _connect(path)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS judge_cache ("
-            " key TEXT PRIMARY KEY, value TEXT NOT NULL, prompt TEXT, model TEXT, created REAL NOT NULL)"
-        )
+        if writable:
+            conn = _connect(path)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS judge_cache ("
+                " key TEXT PRIMARY KEY, value TEXT NOT NULL, prompt TEXT, model TEXT, created REAL NOT NULL)"
+            )
+        else:
+            conn = _read_only(path)
+            conn.execute("PRAGMA busy_timeout=30000")
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'judge_cache'"
+                            ).fetchone() is None:
+                conn.close()
+                return None
         check = conn.execute("PRAGMA quick_check(1)").fetchone()
         if check is None or check[0] != "ok":
             raise _damaged(path, _check_report(check[0]) if check else "quick_check gave no answer")
@@ -567,7 +579,7 @@ def _read_only(path: Path) -> sqlite3.Connection:
     makes is removed by :func:`_drop_created_shm`."""
     quoted = urllib.parse.quote(str(path))  # a '?' or '#' in the name would end the path of the URI
     mode = "mode=ro" if Path(str(path) + "-wal").exists() else "immutable=1"
-    return sqlite3.connect(f"file:{quoted}?{mode}", uri=True, isolation_level=None)
+    return sqlite3.connect(f"file:{quoted}?{mode}", uri=True, isolation_level=None, check_same_thread=False)
 
 
 @contextmanager
