@@ -290,3 +290,21 @@ def test_a_dry_run_reads_a_cache_on_a_read_only_path(server, tmp_path, fast_retr
             subprocess.run(["umount", str(folder)], check=False)
         else:
             os.chmod(folder, 0o755)
+
+
+def test_a_key_given_in_the_endpoint_query_is_masked_before_the_cache(server, tmp_path, fast_retry, monkeypatch):
+    # a proxy taking the key as ?api_key= (and echoing its request) put the key into the cache and the rows
+    import sqlite3
+
+    monkeypatch.delenv("RAGMETER_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    secret = "qk-S29-query-secret-0123456789"
+    echo = {"reason": f"POST /v1/chat/completions?api_key={secret}", "score": 5, "correct": True}
+    server.script = [{"content": json.dumps(echo)}]
+    cfg = _config(server, tmp_path, fast_retry, base_url=server.base_url + f"?api_key={secret}")
+    res = run_sync([_case()], cfg)
+    assert res.rows[0]["status"] == "ok" and res.rows[0]["reason"] == "POST /v1/chat/completions?api_key=***"
+    with sqlite3.connect(cfg.cache) as db:
+        stored = " ".join(str(row) for row in db.execute("SELECT * FROM judge_cache"))
+    db.close()
+    assert secret not in stored and secret.encode() not in (tmp_path / "cache.sqlite").read_bytes()

@@ -30,7 +30,7 @@ from ragmeter.errors import InputError
 from ragmeter.judge.limits import check_rpm
 from ragmeter.judge.retry import RetryPolicy, classify
 from ragmeter.judge.stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, Halt, RunStop, ServerErrors
-from ragmeter.judge.urls import CREDENTIAL_PARAM, public_endpoint, scrub_urls
+from ragmeter.judge.urls import public_endpoint, query_credentials, scrub_urls
 
 from ragmeter.judge.cache import CacheWriteError
 
@@ -295,7 +295,7 @@ def _url_secrets(url: str) -> List[str]:
     its request url or headers (a debug field, an error page) returned them, and they went into the run file,
     the cache and messages unmasked: only header values were masked."""
     import base64
-    from urllib.parse import unquote, unquote_plus, urlsplit
+    from urllib.parse import unquote, urlsplit
 
     try:
         parts = urlsplit(url)
@@ -307,10 +307,7 @@ def _url_secrets(url: str) -> List[str]:
         plain_user, plain_password = unquote(user or ""), unquote(password or "")
         out += [user or "", password or "", plain_user, plain_password,
                 base64.b64encode(f"{plain_user}:{plain_password}".encode("latin-1", "replace")).decode("ascii")]
-    for pair in parts.query.split("&"):
-        name, _, value = pair.partition("=")
-        if value and CREDENTIAL_PARAM.search(unquote_plus(name)):
-            out += [value, unquote_plus(value)]
+    out += query_credentials(url)
     return [v for v in out if v]
 
 

@@ -42,7 +42,7 @@ from .limits import Limits
 from .reply import reply_text, split_thoughts
 from .retry import RetryPolicy, classify, is_unknown_model, next_max_tokens, reply_status
 from .stop import FATAL_KINDS, TRANSPORT_KINDS, Breaker, RunStop, ServerErrors
-from .urls import endpoint_url, public_endpoint, scrub_urls, split_credentials
+from .urls import endpoint_url, public_endpoint, query_credentials, scrub_urls, split_credentials
 
 __all__ = ["ClientConfig", "JudgeClient", "ChatResult", "EmbedResult", "JudgeCallError", "resolve_api_key"]
 
@@ -270,7 +270,9 @@ class JudgeClient:
         #: the embeddings endpoint's own key, sent instead of the chat key (never the chat key to its host)
         self._embed_key = config.embeddings_api_key
         self._embed_auth = {"Authorization": f"Bearer {self._embed_key}"} if self._embed_key else None
-        self._masker = Masker((self._key, self._embed_key))
+        # a key may also come in the endpoint's query (?api_key=), sent as it is: masked in replies as well
+        self._masker = Masker((self._key, self._embed_key, *query_credentials(config.base_url),
+                               *query_credentials(config.embeddings_base_url or "")))
         self._json = config.json_mode != "off"
         self.context_size = config.context_size
         self._session: Optional[aiohttp.ClientSession] = None

@@ -12,7 +12,7 @@ import re
 from typing import List, Optional, Tuple
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-__all__ = ["public_endpoint", "public_query", "split_credentials", "scrub_urls", "endpoint_url", "CREDENTIAL_PARAM"]
+__all__ = ["public_endpoint", "public_query", "query_credentials", "split_credentials", "scrub_urls", "endpoint_url", "CREDENTIAL_PARAM"]
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]*@")
 #: query parameters whose value is a credential (``?api_key=``, ``?access_token=``, Azure's ``?code=``, a SAS ``sig``)
@@ -41,6 +41,21 @@ def public_query(url: str) -> List[str]:
         return []
     return sorted(pair if not CREDENTIAL_PARAM.search(unquote_plus(pair.partition("=")[0]))
                   else pair.partition("=")[0] for pair in query.split("&") if pair)
+
+
+def query_credentials(url: str) -> List[str]:
+    """The values (as written and decoded) of the query parameters of ``url`` named like a credential
+    (``?api_key=``): secrets to mask wherever a server echoes them."""
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        return []
+    out: List[str] = []
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if value and CREDENTIAL_PARAM.search(unquote_plus(name)):
+            out += [value, unquote_plus(value)]
+    return out
 
 
 def split_credentials(url: str) -> Tuple[str, Optional[str]]:
