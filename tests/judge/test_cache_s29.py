@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -308,3 +309,17 @@ def test_a_key_given_in_the_endpoint_query_is_masked_before_the_cache(server, tm
         stored = " ".join(str(row) for row in db.execute("SELECT * FROM judge_cache"))
     db.close()
     assert secret not in stored and secret.encode() not in (tmp_path / "cache.sqlite").read_bytes()
+
+
+@pytest.mark.parametrize("command", ["judge", "eval"])
+def test_an_empty_cache_path_is_named_as_such(tmp_path, command):
+    # `--cache "$CACHE"` with CACHE unset: the message named '.', the current folder, 'Is a directory'
+    from test_cli import write_cases
+
+    cases = write_cases(tmp_path / "cases.jsonl", 1)
+    inputs = ["--cases", str(cases)] if command == "judge" else ["--golden", str(cases), "--run", str(cases)]
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", command, *inputs, "--base-url", "http://127.0.0.1:9/v1",
+                           "--model", "gpt-4o-mini", "--cache", "", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == "ragmeter: error: --cache: empty (an unset variable?); name the file to write"

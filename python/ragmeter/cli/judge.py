@@ -397,6 +397,10 @@ def build_config(args: argparse.Namespace) -> Any:
     apply_preset(args)
     for flag, url in (("--base-url", args.base_url), ("--embeddings-base-url", args.embeddings_base_url)):
         _check_http_url(flag, url)
+    if not args.no_cache:
+        from ragmeter.cli._inputs import check_out
+
+        check_out(args.cache, folder=False, flag="--cache")  # `--cache "$CACHE"` with CACHE unset is not '.'
     metrics = with_custom_metrics([m.strip() for m in args.metrics.split(",") if m.strip()], args)
     prices = PriceTable.from_file(args.prices) if args.prices else PriceTable()
     if args.price:
