@@ -47,10 +47,11 @@ def test_a_change_to_what_decides_the_reply_misses_the_cache(server, tmp_path, f
         options = {"base_url": server.base_url.replace("127.0.0.1", "localhost")}
     base = _config(server, tmp_path, fast_retry)
     run_sync([_case()], base)
-    paid = server.requests
+    paid, everything = server.requests, server.total_requests
     assert paid >= 1
     again = run_sync([_case()], base)
-    assert server.requests == paid and all(r["cached"] for r in again.rows)  # unchanged: all from the cache
+    assert all(r["cached"] for r in again.rows)  # unchanged: all from the cache, not even GET /models sent
+    assert server.total_requests == everything and again.summary["requests"] == 0
     changed = run_sync([_case(**fields)], _config(server, tmp_path, fast_retry, **options))
     assert server.requests > paid, what
     assert not any(r["cached"] for r in changed.rows), what
@@ -323,3 +324,21 @@ def test_an_empty_cache_path_is_named_as_such(tmp_path, command):
                           capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == "ragmeter: error: --cache: empty (an unset variable?); name the file to write"
+
+
+def test_two_eval_runs_at_once_share_the_cache_and_the_rerun_sends_nothing(server, api_key, tmp_path):
+    from evalcli import eval_cli
+
+    import concurrent.futures as cf
+
+    cache = str(tmp_path / "cache.sqlite")
+    with cf.ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda k: eval_cli("--cache", cache, "--out", str(tmp_path / f"e{k}"),
+                                                "--metrics", "correctness,faithfulness", server=server), range(2)))
+    for proc in runs:
+        assert proc.returncode in (0, 3) and "locked" not in proc.stderr and "Traceback" not in proc.stderr
+    paid = server.total_requests
+    again = eval_cli("--cache", cache, "--out", str(tmp_path / "again"), "--metrics", "correctness,faithfulness",
+                     server=server)
+    assert again.returncode in (0, 3), again.stderr
+    assert server.total_requests == paid  # every reply either run paid for is in the cache
