@@ -342,3 +342,26 @@ def test_two_eval_runs_at_once_share_the_cache_and_the_rerun_sends_nothing(serve
                      server=server)
     assert again.returncode in (0, 3), again.stderr
     assert server.total_requests == paid  # every reply either run paid for is in the cache
+
+
+def test_a_filtered_reply_an_older_version_cached_is_asked_again(server, tmp_path, fast_retry):
+    # the first versions took any output that was not cut at 'length' as the reply: one the endpoint's content
+    # filter stopped (finish_reason content_filter) was cached and served as a verdict; it is refused today
+    import sqlite3
+
+    cfg = _config(server, tmp_path, fast_retry)
+    first = run_sync([_case()], cfg)
+    assert first.rows[0]["score"] == 5.0
+    partial = json.dumps({"reason": "The answer is", "score": 1, "correct": False})
+    with sqlite3.connect(cfg.cache) as db:
+        (key, value), = db.execute("SELECT key, value FROM judge_cache").fetchall()
+        db.execute("UPDATE judge_cache SET value = ? WHERE key = ?",
+                   (json.dumps({**json.loads(value), "content": partial, "finish_reason": "content_filter"}), key))
+    db.close()
+    est = run_sync([_case()], cfg, dry_run=True).estimate
+    assert est["calls"] == 1 and est["cached_calls"] == 0  # the dry run knows it will be asked again
+    paid = server.requests
+    again = run_sync([_case()], cfg)
+    assert server.requests == paid + 1 and not again.rows[0]["cached"]
+    assert again.rows[0]["score"] == 5.0  # the filtered output was not the verdict
+    assert _entries(cfg.cache)[0][1]["finish_reason"] == "stop"  # and the new reply replaced it

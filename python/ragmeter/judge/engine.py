@@ -56,6 +56,10 @@ class OutputError(Exception):
         self.raw = raw
 
 
+#: finish reasons of an output the client never takes for a reply (cut short, or stopped by the endpoint's
+#: content filter); the first versions cached one stopped by the filter as a reply
+UNFINISHED = frozenset({"length", "content_filter"})
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 _DECODER = json.JSONDecoder()
 #: positions tried when looking for the one JSON object in a reply with other text (bounds the work on a long one)
@@ -300,6 +304,8 @@ class Engine:
         key = self.chat_key(prompt_id, messages, encoded)
         if not fresh:
             hit = self.cache.get(key)
+            if hit is not None and hit.get("finish_reason") in UNFINISHED:
+                hit = None  # cached by a version that took it for a reply: asked again, and replaced
             if hit is not None:
                 stats.calls += 1
                 stats.cached_calls += 1

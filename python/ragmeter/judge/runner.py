@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from .cache import Cache
 from .client import ClientConfig, JudgeCallError, JudgeClient
 from .cost import PriceTable, estimate_tokens
-from .engine import Budget, BudgetExceeded, Engine, OutputError, ParseError, RowStats, parse_json_object
+from .engine import UNFINISHED, Budget, BudgetExceeded, Engine, OutputError, ParseError, RowStats, parse_json_object
 from .limits import Limits, check_rpm
 from .metrics import (BUILTIN_METRICS, DEFAULT_METRICS, METRICS, NO_ANSWER_CATEGORIES, Case, MetricOptions,
                       MetricResult, Skip, evidence_json, faithfulness_band, metric_scale, relevancy_questions,
@@ -871,13 +871,16 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
     def key(prompt_id: str, messages: List[Dict[str, str]]) -> str:
         return cache_key(endpoint=cfg.base_url, model=cfg.model, params=params, prompt=prompt_id, inputs=messages)
 
+    def served(cache_key_: str) -> Optional[Dict[str, Any]]:
+        """The cached reply a run would serve for this key (not one it asks again: see engine.UNFINISHED)."""
+        hit = cache.get(cache_key_)
+        return None if hit is None or hit.get("finish_reason") in UNFINISHED else hit
+
     def replayed(prompt: P.Prompt, messages: List[Dict[str, str]]) -> bool:
         """Whether a run would answer this first step from the cache (without sending it)."""
-        if not cfg.refresh_failed:
-            return cache.contains(key(prompt.id, messages))
-        hit = cache.get(key(prompt.id, messages))
-        if hit is None:
-            return False
+        hit = served(key(prompt.id, messages))
+        if hit is None or not cfg.refresh_failed:
+            return hit is not None
         raw = str(hit.get("content"))
         try:
             parse_json_object(raw)
@@ -885,7 +888,7 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
         except ParseError as err:
             # replayed unless the cached repair turn failed too (then --refresh-failed asks again)
             repaired = messages + [{"role": "assistant", "content": raw}, P.repair_message(str(err))]
-            hit2 = cache.get(key(prompt.id + "+repair", repaired))
+            hit2 = served(key(prompt.id + "+repair", repaired))
             if hit2 is None:
                 return True
             try:
@@ -898,7 +901,7 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
                      validate: Callable[[Dict[str, Any]], Any]) -> Any:
         """The validated reply a run would read from the cache for this step (after the cached repair turn when
         the first reply was unusable), or None when the run would send it: a later step is then exact."""
-        hit = cache.get(key(prompt.id, messages))
+        hit = served(key(prompt.id, messages))
         if hit is None:
             return None
         raw = str(hit.get("content"))
@@ -906,7 +909,7 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
             return validate(parse_json_object(raw))
         except ParseError as err:
             repaired = messages + [{"role": "assistant", "content": raw}, P.repair_message(str(err))]
-            hit2 = cache.get(key(prompt.id + "+repair", repaired))
+            hit2 = served(key(prompt.id + "+repair", repaired))
             try:
                 return None if hit2 is None else validate(parse_json_object(str(hit2.get("content"))))
             except ParseError:
