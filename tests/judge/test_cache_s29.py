@@ -365,3 +365,20 @@ def test_a_filtered_reply_an_older_version_cached_is_asked_again(server, tmp_pat
     assert server.requests == paid + 1 and not again.rows[0]["cached"]
     assert again.rows[0]["score"] == 5.0  # the filtered output was not the verdict
     assert _entries(cfg.cache)[0][1]["finish_reason"] == "stop"  # and the new reply replaced it
+
+
+def test_the_api_key_is_in_no_byte_of_the_cache_nor_in_its_key(server, api_key, tmp_path, fast_retry, monkeypatch):
+    from ragmeter.judge import cache_key
+
+    monkeypatch.delenv("RAGMETER_API_KEY")  # the key comes in the URL, as user:KEY@
+    with_key = server.base_url.replace("http://", f"http://user:{api_key}@")
+    cfg = _config(server, tmp_path, fast_retry, base_url=with_key, metrics=["correctness", "faithfulness"])
+    res = run_sync([_case()], cfg)
+    assert [r["status"] for r in res.rows] == ["ok", "ok"] and all(r["auth_ok"] for r in server.log)
+    for path in tmp_path.iterdir():  # the cache, its -wal and -shm while open or left
+        assert api_key.encode() not in path.read_bytes(), path
+    plain = cache_key(endpoint=server.base_url, model="m", params={}, prompt="p@v1", inputs=[1])
+    assert cache_key(endpoint=with_key, model="m", params={}, prompt="p@v1", inputs=[1]) == plain
+    monkeypatch.setenv("RAGMETER_API_KEY", api_key)  # the same endpoint, the key given another way: same entries
+    again = run_sync([_case()], _config(server, tmp_path, fast_retry, metrics=["correctness", "faithfulness"]))
+    assert all(r["cached"] for r in again.rows)
