@@ -382,3 +382,27 @@ def test_the_api_key_is_in_no_byte_of_the_cache_nor_in_its_key(server, api_key, 
     monkeypatch.setenv("RAGMETER_API_KEY", api_key)  # the same endpoint, the key given another way: same entries
     again = run_sync([_case()], _config(server, tmp_path, fast_retry, metrics=["correctness", "faithfulness"]))
     assert all(r["cached"] for r in again.rows)
+
+
+def test_unusable_vectors_an_older_version_cached_are_asked_again(server, tmp_path, fast_retry):
+    # versions before the vectors were checked cached a zero (or NaN) vector; the row then failed on every rerun,
+    # replayed from the cache, though a new call is what the current version makes of such a reply
+    import sqlite3
+
+    cfg = _config(server, tmp_path, fast_retry, metrics=["answer_relevancy"], embeddings_model="e")
+    first = run_sync([_case()], cfg)
+    assert first.rows[0]["status"] == "ok"
+    with sqlite3.connect(cfg.cache) as db:
+        (key, value), = db.execute("SELECT key, value FROM judge_cache WHERE prompt = 'embeddings'").fetchall()
+        vectors = json.loads(value)["vectors"]
+        db.execute("UPDATE judge_cache SET value = ? WHERE key = ?",
+                   (json.dumps({"vectors": [[0.0] * len(vectors[0])] + vectors[1:]}), key))
+    db.close()
+    embedded = len(server.by_task("embeddings"))
+    again = run_sync([_case()], cfg)
+    assert len(server.by_task("embeddings")) == embedded + 1
+    assert again.rows[0]["status"] == "ok" and again.rows[0]["score"] == first.rows[0]["score"]
+    with sqlite3.connect(cfg.cache) as db:
+        stored = json.loads(db.execute("SELECT value FROM judge_cache WHERE key = ?", (key,)).fetchone()[0])
+    db.close()
+    assert stored["vectors"] == vectors  # replaced by the new reply

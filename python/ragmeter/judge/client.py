@@ -221,7 +221,7 @@ def _one_vector(embedding: Any) -> List[float]:
     return list(map(float, embedding))
 
 
-def _check_vectors(vectors: List[List[float]]) -> None:
+def check_vectors(vectors: List[List[float]]) -> None:
     """Vectors a cosine can be taken of: one dimension for all, finite numbers, none all zeros; else a
     :class:`JudgeCallError` (``bad_embeddings``), since the server would send the same again."""
     why = None
@@ -778,7 +778,7 @@ class JudgeClient:
                 raise _BadReply(f"embeddings: expected {len(texts)} vectors, got {got}")
             items = sorted(items, key=lambda d: d.get("index", 0))
             vectors = [_one_vector(d["embedding"]) for d in items]
-            _check_vectors(vectors)
+            check_vectors(vectors)
             reported = _tokens(_usage(data), "prompt_tokens")
             pt = reported or est
             if pt != reported:  # no (readable) usage from the endpoint: the cost is estimated, as for chat

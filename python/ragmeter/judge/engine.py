@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Generator, List, Optional, TypeVar, Union
 
 from .cache import Cache, CacheWriteError, cache_key, key_hasher, messages_bytes
-from .client import JudgeCallError, JudgeClient
+from .client import JudgeCallError, JudgeClient, check_vectors
 from .cost import PriceTable, estimate_tokens
 from .prompts import Prompt, repair_message
 from .reply import split_thoughts
@@ -158,6 +158,17 @@ def parse_json_object(text: str) -> Dict[str, Any]:
     if not isinstance(data, dict):
         raise ParseError(f"expected a JSON object, got {type(data).__name__}")
     return data
+
+
+def _usable_vectors(vectors: Any, n: int) -> bool:
+    """Whether cached ``vectors`` are what the client accepts today for ``n`` texts (see ``check_vectors``)."""
+    if not (isinstance(vectors, list) and len(vectors) == n and all(isinstance(v, list) for v in vectors)):
+        return False
+    try:
+        check_vectors([[float(x) for x in v] for v in vectors])
+    except (JudgeCallError, TypeError, ValueError):
+        return False
+    return True
 
 
 class Budget:
@@ -401,6 +412,8 @@ class Engine:
     async def embed(self, texts: List[str], stats: RowStats) -> List[List[float]]:
         key = self.embed_key(texts)
         hit = self.cache.get(key)
+        if hit is not None and not _usable_vectors(hit.get("vectors"), len(texts)):
+            hit = None  # cached by a version that did not check them: asked again, and replaced
         if hit is not None:
             stats.calls += 1
             stats.cached_calls += 1
