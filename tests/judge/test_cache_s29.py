@@ -155,7 +155,8 @@ def test_a_reply_retried_with_a_bigger_budget_is_cached_as_the_final_reply(serve
     assert server.requests == 2 and again.rows[0]["cached"] and again.rows[0]["score"] == first.rows[0]["score"]
 
 
-@pytest.mark.parametrize("failure", [["truncated"] * 3, [400], ["empty"] * 3, [{"refusal": "I can't", "content": None}]],
+@pytest.mark.parametrize("failure", [["truncated"] * 3, [400], ["empty"] * 3,
+                                     [{"refusal": "I can't", "content": None}]],
                          ids=["cut-at-the-cap", "http-400", "empty-at-the-cap", "refused"])
 def test_a_failed_call_is_never_cached(server, tmp_path, fast_retry, failure):
     cfg = _config(server, tmp_path, fast_retry, max_tokens=100, max_retry_tokens=400)

@@ -3,8 +3,10 @@
 A key may arrive inside the URL (``http://user:KEY@host/v1``). :func:`split_credentials`
 takes it out before anything is sent (the password then serves as the API key),
 :func:`public_endpoint` is what summaries, settings, cache keys and messages
-carry, and :func:`scrub_urls` removes any ``user:password@`` left inside a text
-(an exception's message, a log line).
+carry (cache keys add :func:`public_query`: the query, a credential's value left
+out), :func:`query_credentials` are the query's secrets to mask, and
+:func:`scrub_urls` removes any ``user:password@`` left inside a text (an
+exception's message, a log line).
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import re
 from typing import List, Optional, Tuple
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-__all__ = ["public_endpoint", "public_query", "query_credentials", "split_credentials", "scrub_urls", "endpoint_url", "CREDENTIAL_PARAM"]
+__all__ = ["public_endpoint", "public_query", "query_credentials", "split_credentials", "scrub_urls", "endpoint_url",
+           "CREDENTIAL_PARAM"]
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]*@")
 #: query parameters whose value is a credential (``?api_key=``, ``?access_token=``, Azure's ``?code=``, a SAS ``sig``)
