@@ -41,16 +41,29 @@ _END = object()
 
 
 def is_parquet(path: Path, raw: Optional[bytes] = None) -> bool:
-    """By name, or by content (Parquet files start with ``PAR1``) whatever the name."""
-    if path.suffix.lower() in (".parquet", ".pq"):
+    """By content (Parquet files start with ``PAR1``) whatever the name, else by name; but JSON exported under a
+    ``.parquet`` name (JSON Lines, a JSON array) is read as the JSON it is: it was "Parquet magic bytes not
+    found"."""
+    named = path.suffix.lower() in (".parquet", ".pq")
+    if raw is None:
+        try:
+            with open(path, "rb") as f:
+                raw = f.read(4096 if named else 4)
+        except OSError:
+            return named  # the reader reports why it cannot be read
+    if raw.startswith(b"PAR1"):
         return True
-    if raw is not None:
-        return raw.startswith(b"PAR1")
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"PAR1"
-    except OSError:
-        return False  # reported when the file is read
+    return named and not _starts_as_json(raw)
+
+
+def _starts_as_json(head: bytes) -> bool:
+    """The first line that is not blank or a ``#``/``//`` comment (as the JSON readers skip) opens a JSON object
+    or array."""
+    for line in head.lstrip(b"\xef\xbb\xbf").splitlines():
+        line = line.strip()
+        if line and not line.startswith((b"#", b"//")):
+            return line.startswith((b"{", b"["))
+    return False
 
 
 @contextlib.contextmanager
