@@ -29,3 +29,12 @@ def test_a_word_wider_than_the_line_is_cut_and_a_stray_bracket_swallows_nothing(
     stray = "a [ b " + "word " * 30
     lines = wrap(stray, 40)
     assert len(lines) > 3 and all(columns(line) <= 40 for line in lines)
+
+
+def test_wrap_ends_when_the_indent_leaves_no_room():
+    # an indent as wide as the line (a deep table cell, a narrow terminal) looped forever: no character fitted
+    # the room left, and the next line had no more room; now each line takes at least one character
+    from ragmeter._text import wrap
+
+    assert wrap("abcdef", 4, subsequent="    ") == ["abcd", "    e", "    f"]
+    assert "".join(line.strip() for line in wrap("一二三", 3, subsequent="   ")) == "一二三"

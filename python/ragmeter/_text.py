@@ -88,6 +88,8 @@ def _cut_word(word: str, line: str, width: int, subsequent: str, lines: List[str
         while end < len(word) and used + _char_columns(word[end]) <= room:
             used += _char_columns(word[end])
             end += 1
+        if end == start and columns(line) >= columns(subsequent):  # no room now nor on the next line
+            used, end = _char_columns(word[start]), start + 1  # one character over the width, never a hang
         lines.append(line + word[start:end])
         line, start, left = subsequent, end, left - used
     return line + word[start:]
