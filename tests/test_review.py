@@ -406,7 +406,10 @@ def _dump_dom(binary: str, page: Path, tmp: Path) -> str:
     cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
            "--disable-extensions", "--disable-background-networking", f"--user-data-dir={tmp / 'profile'}",
            "--virtual-time-budget=5000", "--dump-dom", page.as_uri()]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    except subprocess.TimeoutExpired:  # headless Chromium now and then hangs on a loaded machine: once more
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
 
 
 #: ticks the boxes as a reviewer would (all points of a correct case, "none of these points" for the others) and
