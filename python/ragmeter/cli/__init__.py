@@ -100,7 +100,8 @@ def _refuse_empty_paths(args: argparse.Namespace) -> None:
         value = getattr(args, dest, None)
         values = value if isinstance(value, list) else [value]
         if any(isinstance(v, str) and not v.strip() for v in values):
-            raise InputError(f"{named}: empty (an unset variable?); name the file or folder to read")
+            what = "the file to write" if dest == "cache" else "the file or folder to read"  # a cache is created
+            raise InputError(f"{named}: empty (an unset variable?); name {what}")
 
 
 
