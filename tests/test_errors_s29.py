@@ -347,3 +347,20 @@ def test_an_empty_path_is_called_empty(tmp_path: Path, args: List[str], named: s
     line = one_error(ragmeter(*args, cwd=tmp_path))
     assert line.startswith(f"ragmeter: error: {named}: ") and "empty" in line and "unset variable" in line, line
     assert list(tmp_path.iterdir()) == [], "something was written"
+
+
+@pytest.mark.parametrize("name", ["report.md", "warnings.json"])
+def test_compare_never_writes_over_a_file_of_the_folders_it_compares(tmp_path: Path, name: str) -> None:
+    # 'compare BASE CAND --out BASE/report.md' replaced the baseline's own report with the comparison
+    from ragmeter.cli import main
+
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    for folder in (base, cand):
+        assert main(["score", "--golden", str(GOLDEN), "--run", str(RUN), "--out", str(folder)]) == 0
+    target = base / name
+    if not target.exists():
+        target.write_text("the baseline's own report\n", encoding="utf-8")
+    before = target.read_bytes()
+    out = ["--out", str(target)] if name.endswith(".md") else ["--json", str(target)]
+    assert main(["compare", str(base), str(cand), *out]) == 2
+    assert target.read_bytes() == before

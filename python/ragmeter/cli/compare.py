@@ -91,7 +91,10 @@ def run(args: argparse.Namespace) -> int:
 
     # before the names' extensions: an empty --out (an unset variable) is said to be empty, not to lack .md.
     # The .json and .md outputs could only land on a folder's summary.json among the files compare reads.
-    inputs = [(f"the {side}'s summary.json", Path(folder) / "summary.json")
+    from ragmeter._io import RESULT_FILES
+
+    # nor over a file of either folder: `--out BASE/report.md` replaced the baseline's own report
+    inputs = [(f"the {side}'s {name}", Path(folder) / name) for name in RESULT_FILES
               for side, folder in (("baseline", args.base), ("candidate", args.candidate))]
     check_out(args.out, folder=False, inputs=inputs)  # before the comparison is computed
     check_out(args.json if args.json != "-" else None, folder=False, flag="--json", inputs=inputs)
