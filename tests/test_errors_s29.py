@@ -364,3 +364,16 @@ def test_compare_never_writes_over_a_file_of_the_folders_it_compares(tmp_path: P
     out = ["--out", str(target)] if name.endswith(".md") else ["--json", str(target)]
     assert main(["compare", str(base), str(cand), *out]) == 2
     assert target.read_bytes() == before
+
+
+def test_judge_passes_a_custom_metrics_fields_from_the_golden_set_as_eval_does(tmp_path: Path) -> None:
+    # 'ragmeter judge --golden G --run R' refused: "field 'policy' is in none of the 51 cases" (eval read it)
+    rows = [{**row, "policy": "be brief"} for row in golden_records()]
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    metric = tmp_path / "metrics.toml"
+    metric.write_text('[metrics.policy_check]\ncriteria = "Does the answer follow the policy?"\nscale = [1, 5]\n'
+                      'pass_threshold = 4\nfields = ["answer", "policy"]\n', encoding="utf-8")
+    proc = ragmeter("judge", "--golden", str(golden), "--run", str(RUN), *NO_ENDPOINT, "--dry-run", "--metrics",
+                    "faithfulness", "--metric-file", str(metric), "--out", str(tmp_path / "out"))
+    assert error_lines(proc) == [] and proc.returncode == 0, proc.stderr

@@ -588,6 +588,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise InputError("--golden G and --run R are required (or --cases JSONL)")
     cfg = build_config(args)
+    if not args.cases:  # a custom metric's own fields (a golden set's 'policy'), read as eval reads them
+        from ragmeter.evaluation import _with_extra_fields
+
+        records = _with_extra_fields(records, cfg, args.golden, args.run)
     metrics = list(cfg.metrics)
     result = judged(lambda: run_sync(records, cfg), cfg)
     if args.dry_run:
