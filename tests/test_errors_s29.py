@@ -377,3 +377,17 @@ def test_judge_passes_a_custom_metrics_fields_from_the_golden_set_as_eval_does(t
     proc = ragmeter("judge", "--golden", str(golden), "--run", str(RUN), *NO_ENDPOINT, "--dry-run", "--metrics",
                     "faithfulness", "--metric-file", str(metric), "--out", str(tmp_path / "out"))
     assert error_lines(proc) == [] and proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("args, said", [
+    (["judge", "--max-failed", "5x"], "argument --max-failed"),
+    (["score", "--k", "1.5", "--golden", "g", "--run", "r"], "argument --k: invalid int value: '1.5'"),
+    (["score"], "the following arguments are required"),
+    (["nosuchcommand"], "invalid choice: 'nosuchcommand'"),
+])
+def test_a_usage_error_is_one_line_pointing_at_help(args: List[str], said: str) -> None:
+    # argparse printed the command's whole usage block first (25 lines for judge) and the error under it
+    proc = ragmeter(*args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0] and "--help" in lines[0], proc.stderr

@@ -44,7 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ragmeter import __version__
 
-    parser = argparse.ArgumentParser(
+    class Parser(argparse.ArgumentParser):
+        """A usage error on one line, pointing at ``--help``: argparse printed the command's whole usage block
+        first (25 lines for ``judge``), the error under it."""
+
+        def error(self, message: str) -> NoReturn:
+            self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+    parser = Parser(
         prog="ragmeter",
         description="Evaluate retrieval-augmented generation: rank metrics, evidence-level "
         "retrieval scoring, LLM judges, reports and regression gates.",
