@@ -60,3 +60,14 @@ def test_the_stop_after_five_same_errors_counts_only_the_answers_as_cached(tmp_p
     message = str(caught.value)
     assert "cached" not in message and "keeps" not in message  # nothing was kept: no cache was used
     assert "3 answered" in message
+
+
+def test_the_run_file_goes_into_a_folder_made_for_it_as_other_outputs_do(tmp_path):
+    # collect refused '--out new/run.jsonl' ('No such file or directory') where score, sweep and compare make the
+    # folder
+    import ragmeter
+    from collect_helpers import GOLDEN
+
+    out = tmp_path / "new" / "deeper" / "run.jsonl"
+    result = ragmeter.collect(GOLDEN, target=lambda case: {"answer": "a", "retrieved": [{"text": "t"}]}, out=out)
+    assert out.is_file() and len(out.read_text(encoding="utf-8").splitlines()) == len(result.records)

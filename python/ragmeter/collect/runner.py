@@ -836,9 +836,9 @@ def _check_not_an_input(out: Path, *, golden: Any, target: Any, cache: Any) -> N
 
 
 def _check_writable(path: Path) -> None:
-    """:class:`OSError` naming ``path`` when the run file could not be written there (a missing folder, a folder
-    in its place, no permission): said before the first call, not after the last, when without a cache every
-    reply would be lost."""
+    """:class:`OSError` naming ``path`` when the run file could not be written there (a folder in its place, a
+    file where a folder must be, no permission): said before the first call, not after the last, when without a
+    cache every reply would be lost. A missing folder is made."""
     import errno
 
     from ragmeter._io import _new_temporary_file
@@ -846,6 +846,7 @@ def _check_writable(path: Path) -> None:
     if path.is_dir():
         raise OSError(errno.EISDIR, "is a folder, not a file", str(path))
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # as score, sweep and compare make their --out's folder
         _new_temporary_file(path).unlink()
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from None
