@@ -40,7 +40,9 @@ function view(){
     chunks: Array.prototype.map.call(det.querySelectorAll('.chunk'), function(c){
       return {relevant: c.classList.contains('rel'), head: c.querySelector('.head').textContent,
               text: c.querySelector('.pre').textContent}; }),
-    cats: texts(d.querySelectorAll('#f-cat option')), diags: texts(d.querySelectorAll('#f-diag option'))};
+    cats: texts(d.querySelectorAll('#f-cat option')), diags: texts(d.querySelectorAll('#f-diag option')),
+    prevDisabled: d.getElementById('prev').disabled, nextDisabled: d.getElementById('next').disabled,
+    rowsFocusable: Array.prototype.every.call(d.querySelectorAll('#case-rows tr'), function(r){ return r.tabIndex === 0; })};
 }
 // a view is settled once the page line is back, a listed case is open, and nothing changed for three looks
 function settle(done, tries, last, same){
@@ -195,7 +197,11 @@ def test_every_filter_combination_lists_the_cases_of_cases_parquet(demo_folder: 
     views, console = explore(demo_folder / "report.html", [{"cat": c, "diag": d, "pages": True} for c, d in combos],
                              tmp_path)
     assert console == []
-    assert views[0]["cats"] == ["all"] + categories and views[0]["diags"] == ["all"] + diagnoses
+    from ragmeter.diagnosis import DIAGNOSES
+
+    # the diagnoses in the order the Diagnosis table lists them (session 29; they were alphabetical)
+    assert views[0]["cats"] == ["all"] + categories
+    assert views[0]["diags"] == ["all"] + [d for d in DIAGNOSES if d in diagnoses]
     for (c, d), v in zip(combos, views[1:]):
         expected = _expected(cases, c, d)
         assert v["all"] == expected, (c, d)
@@ -238,6 +244,11 @@ def test_paging_first_last_and_past_the_end_after_filtering(tmp_path: Path) -> N
     noanswer = [i for i in ids if i.startswith("noanswer")]
     assert info[6:9] == ["page 1 / 1 \u00b7 30 of 120 cases"] * 3 and views[6]["rows"] == noanswer
     assert views[9]["rows"] == [ids[119]] and views[9]["detail"] == f"Case {ids[119]}"
+    # prev and next say when there is nowhere to go (session 29), and every row takes the keyboard's focus
+    assert [(v["prevDisabled"], v["nextDisabled"]) for v in views[:5]] == \
+        [(True, False), (True, False), (False, False), (False, True), (False, True)]
+    assert views[6]["prevDisabled"] and views[6]["nextDisabled"]
+    assert all(v["rowsFocusable"] for v in views)
 
 
 @needs_chromium

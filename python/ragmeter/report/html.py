@@ -400,7 +400,10 @@ function explorer(IDX, part, B, nBlocks){
   var catSel=document.getElementById('f-cat'), diagSel=document.getElementById('f-diag'), q=document.getElementById('f-q');
   // without a prototype: a category may be named __proto__
   var cats=Object.create(null), diags=Object.create(null); for(var i=0;i<N;i++){ cats[IDX.category[i]]=1; diags[IDX.diagnosis[i]]=1; }
-  options(catSel, Object.keys(cats).sort()); options(diagSel, Object.keys(diags).sort());
+  // the diagnoses in the Diagnosis table's order (COLORS' keys), any other after them
+  var ORDER=Object.keys(COLORS); function rank(d){ var r=ORDER.indexOf(d); return r<0 ? ORDER.length : r; }
+  options(catSel, Object.keys(cats).sort());
+  options(diagSel, Object.keys(diags).sort().sort(function(a,b){ return rank(a)-rank(b); }));
   // the chosen value, null for 'all' (the first option): a category may be '', the 'all' option's value
   function chosen(sel){ return sel.selectedIndex > 0 ? sel.value : null; }
   function apply(){
@@ -427,8 +430,11 @@ function explorer(IDX, part, B, nBlocks){
       tr.appendChild(el('td',null,fmt(idx('hit',i)))); tr.appendChild(el('td',null,fmt(idx('answer_correct',i))));
       tr.appendChild(el('td',null,fmt(idx('faithfulness_score',i)))); tr.appendChild(el('td',null,fmt(idx('context_precision_score',i))));
       tr.addEventListener('click', function(){ show(i); render(); });
+      // the keyboard opens a row too (Tab to it, Enter or Space)
+      tr.tabIndex=0; tr.addEventListener('keydown', function(e){ if(e.key==='Enter'||e.key===' '){ e.preventDefault(); show(i); render(); } });
       body.appendChild(tr); });
     info.textContent = 'page '+(page+1)+' / '+pages+' \u00b7 '+filtered.length+' of '+N+' cases';
+    document.getElementById('prev').disabled = page===0; document.getElementById('next').disabled = page>=pages-1;
   }
   function clearDetail(){ document.getElementById('detail').textContent=''; selected=-1; }
   function field(parent, label, value, pre){ var d=el('div','field'); d.appendChild(el('span','label',label)); if(pre){ d.appendChild(el('div','pre',fmt(value))); } else { d.appendChild(el('span','bidi',fmt(value))); } parent.appendChild(d); }
@@ -836,7 +842,11 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
     parts.append("</main>")
     parts.append(f'<script type="application/octet-stream" id="case-data" data-block="{data.block_cases}">'
                  + data.embedded() + "</script>")
-    parts.append('<script type="application/json" id="diag-colors">' + json_for_script(json.dumps(DIAGNOSIS_COLORS)) + "</script>")
+    from ragmeter.diagnosis import DIAGNOSES
+
+    # in the Diagnosis table's order: the explorer lists the diagnoses in the order of these keys
+    colors = {d: DIAGNOSIS_COLORS[d] for d in DIAGNOSES if d in DIAGNOSIS_COLORS}
+    parts.append('<script type="application/json" id="diag-colors">' + json_for_script(json.dumps(colors)) + "</script>")
     parts.append("<script>" + JS + "</script></body></html>")
     _ = PALETTE
     return "".join(parts)
