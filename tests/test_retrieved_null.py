@@ -152,3 +152,32 @@ def test_eval_without_a_judge_refuses_what_it_cannot_measure(tmp_path, what, cap
     err = capsys.readouterr().err
     assert "--base-url" in err and "Traceback" not in err
     assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_a_run_without_any_chunk_list_scores_no_retrieval_metric(tmp_path, fmt):
+    # an answer-only run (eval with a judge takes it) showed Hit 0.0% over 45 cases: a rate of what was never seen
+    records = [{**rec, "retrieved": None} for rec in _example_run()]
+    result = ragmeter.score(GOLDEN, _write(records, tmp_path / f"run.{fmt}"))
+    overall = result.summary["overall"]
+    for name in ("hit_rate", "mrr", "ndcg", "evidence_recall", "file_hit_rate"):
+        assert overall[name]["value"] is None and overall[name]["n_scored"] == 0, name
+        assert overall[name]["n_total"] > 0, name
+    assert result.cases["hit"].null_count() == result.cases.height
+    assert not result.cases["empty_retrieval"].any()  # nothing was retrieved empty: nothing was seen
+
+
+def test_batches_reduced_score_no_retrieval_metric_when_no_batch_gives_a_chunk_list():
+    from ragmeter.batch import reduce_batches
+
+    records = [{**rec, "retrieved": None} for rec in _example_run()]
+    batches = [pl.DataFrame(records[:25], infer_schema_length=None), pl.DataFrame(records[25:], infer_schema_length=None)]
+    reduced = reduce_batches([ragmeter.score_batch(b, GOLDEN) for b in batches], GOLDEN)
+    assert reduced["overall"] == ragmeter.score(GOLDEN, records).summary["overall"]
+    # one batch without lists in a run that has them elsewhere: its cases are empty retrievals, as a whole run scores
+    mixed = _example_run()
+    for rec in mixed[:25]:
+        rec["retrieved"] = None
+    parts = [pl.DataFrame(mixed[:25], infer_schema_length=None), pl.DataFrame(mixed[25:], infer_schema_length=None)]
+    again = reduce_batches([ragmeter.score_batch(b, GOLDEN) for b in parts], GOLDEN)
+    assert again["overall"] == ragmeter.score(GOLDEN, mixed).summary["overall"]

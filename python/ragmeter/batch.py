@@ -397,7 +397,13 @@ def reduce_batches(tables: Iterable[Any], golden: Any, k: int = 5) -> Dict[str, 
     cases = pl.concat([f.drop(CUT_OFF, strict=False) for f in frames], how="vertical_relaxed") if frames else pl.DataFrame()
     any_file = bool(cases.height) and int(cases[FILE_COUNT].sum()) > 0
     if cases.height:
-        cases = _empty_retrievals_as_in_the_run(cases, g, k).drop(FILE_COUNT)
+        from ragmeter.retrieval import unscored_without_chunk_lists
+
+        # a batch without chunk lists in a run that has them is its empty retrievals, scored again as the run's
+        # (a batch of them alone had them not scored, and not empty)
+        cases = _empty_retrievals_as_in_the_run(cases, g, k).drop(FILE_COUNT) \
+            .with_columns((pl.col("n_retrieved") == 0).alias("empty_retrieval"))
+        cases = unscored_without_chunk_lists(cases)
     order = g.select("id").with_row_index("_order")
     cases = cases.join(order, on="id", how="left").sort("_order").drop("_order")
     return {"cases": cases, **_whole_run_summary(cases, g, k, missing["id"].to_list(), any_file)}

@@ -299,7 +299,7 @@ def _score_tables(prepared: _PreparedMatch, k: int, chunk_files_null: Optional[i
     """Per-case table, per-category table and summary of a prepared match (``chunk_files_null``: how many
     retrieved chunks have no file, when ``prepared.joined`` holds no ``retrieved`` column)."""
     joined, match = prepared.joined, prepared.match
-    cases = _case_table(joined, match, k)
+    cases = unscored_without_chunk_lists(_case_table(joined, match, k))
     by_category = aggregate(cases, ["category"])
     summary = _summary(cases, by_category, joined, k, prepared.missing, _unfound_evidence(joined, match))
     _add_input_notes(summary, joined, match, chunk_files_null)
@@ -388,6 +388,21 @@ def no_chunk_list_in_run(cases: pl.DataFrame) -> bool:
         return False
     in_run = cases.filter(~pl.col("missing_from_run").fill_null(False))
     return bool(in_run.height) and bool(in_run["retrieved_null"].all())
+
+
+#: the per-case retrieval values, null (not scored) in a run that gives no chunk list
+RETRIEVAL_VALUES = ("hit", "first_relevant_rank", "reciprocal_rank", "average_precision", "ndcg", "precision",
+                    "file_hit", "all_files_hit", "evidence_recall")
+
+
+def unscored_without_chunk_lists(cases: pl.DataFrame) -> pl.DataFrame:
+    """``cases`` with no retrieval value (null: not scored, counted in n_total) when the run gives no chunk list
+    for any case (:func:`no_chunk_list_in_run`): its empty retrievals are not the system's, and a Hit@k of 0%
+    over them would be a rate of what was never seen. ``empty_retrieval`` is then false: nothing came back empty."""
+    if not no_chunk_list_in_run(cases):
+        return cases
+    return cases.with_columns([pl.lit(None, dtype=cases.schema[c]).alias(c) for c in RETRIEVAL_VALUES]
+                              + [pl.lit(False).alias("empty_retrieval")])
 
 
 def no_chunk_list_error(run_name: str, judge_remedy: str = "judge the answers alone with `ragmeter eval`") -> Exception:
@@ -598,7 +613,7 @@ def retrieved_null_warning(cases: pl.DataFrame) -> Dict[str, Any]:
     ids = cases.filter(pl.col("retrieved_null"))["id"].to_list()
     if no_chunk_list_in_run(cases):
         message = ("case(s): 'retrieved' is null in every case of the run (no chunk list: an answer-only run?), so "
-                   "every case is read as an empty retrieval and no retrieval metric measures the system")
+                   "retrieval is not scored (n_scored 0)")
     else:
         message = ("case(s) whose run record gives 'retrieved': null (no chunk list), read as empty retrievals "
                    "(write [] for a retriever that found nothing)")
