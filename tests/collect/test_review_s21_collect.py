@@ -104,7 +104,9 @@ def test_an_unwritable_out_is_refused_before_the_first_question_is_sent(tmp_path
     (tmp_path / "folder").mkdir()
     with RagServer() as s:
         target = write_target(tmp_path / "t.toml", s.url)
-        for out, words in ((tmp_path / "missing" / "run.jsonl", "No such file"), (tmp_path / "folder", "folder")):
+        # a missing folder is made (session 29), so the unwritable one is a folder that is a file
+        for out, words in ((tmp_path / "t.toml" / "run.jsonl", "t.toml is a file, not a folder"),
+                           (tmp_path / "folder", "folder")):
             with pytest.raises(OSError, match=words):
                 ragmeter.collect(GOLDEN, target=target, out=out)
             proc = cli("collect", "--golden", str(GOLDEN), "--target", str(target), "--out", str(out), "--no-cache",

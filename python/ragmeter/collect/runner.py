@@ -841,10 +841,13 @@ def _check_writable(path: Path) -> None:
     cache every reply would be lost. A missing folder is made."""
     import errno
 
-    from ragmeter._io import _new_temporary_file
+    from ragmeter._io import _new_temporary_file, output_path_problem
 
     if path.is_dir():
         raise OSError(errno.EISDIR, "is a folder, not a file", str(path))
+    problem = output_path_problem(path, folder=False)  # a file where a folder must be: 'File exists' said nothing
+    if problem is not None:
+        raise OSError(errno.ENOTDIR, problem, str(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)  # as score, sweep and compare make their --out's folder
         _new_temporary_file(path).unlink()
