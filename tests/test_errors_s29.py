@@ -72,10 +72,16 @@ def test_a_custom_metrics_fields_are_read_from_a_golden_set_in_any_shape_the_loa
         golden.write_bytes("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-16"))
     else:
         golden.write_text(json.dumps(rows), encoding="utf-8")
+    _dry_run_with_a_policy_metric("eval", golden, tmp_path)
+
+
+def _dry_run_with_a_policy_metric(command: str, golden: Path, tmp_path: Path) -> None:
+    """``command`` (eval, judge) --dry-run with a custom metric reading the golden set's own ``policy`` field:
+    no error expected."""
     metric = tmp_path / "metrics.toml"
     metric.write_text('[metrics.policy_check]\ncriteria = "Does the answer follow the policy?"\nscale = [1, 5]\n'
                       'pass_threshold = 4\nfields = ["answer", "policy"]\n', encoding="utf-8")
-    proc = ragmeter("eval", "--golden", str(golden), "--run", str(RUN), *NO_ENDPOINT, "--dry-run", "--metrics",
+    proc = ragmeter(command, "--golden", str(golden), "--run", str(RUN), *NO_ENDPOINT, "--dry-run", "--metrics",
                     "faithfulness", "--metric-file", str(metric), "--out", str(tmp_path / "out"))
     assert error_lines(proc) == [] and proc.returncode == 0, proc.stderr
 
@@ -371,12 +377,7 @@ def test_judge_passes_a_custom_metrics_fields_from_the_golden_set_as_eval_does(t
     rows = [{**row, "policy": "be brief"} for row in golden_records()]
     golden = tmp_path / "golden.jsonl"
     golden.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    metric = tmp_path / "metrics.toml"
-    metric.write_text('[metrics.policy_check]\ncriteria = "Does the answer follow the policy?"\nscale = [1, 5]\n'
-                      'pass_threshold = 4\nfields = ["answer", "policy"]\n', encoding="utf-8")
-    proc = ragmeter("judge", "--golden", str(golden), "--run", str(RUN), *NO_ENDPOINT, "--dry-run", "--metrics",
-                    "faithfulness", "--metric-file", str(metric), "--out", str(tmp_path / "out"))
-    assert error_lines(proc) == [] and proc.returncode == 0, proc.stderr
+    _dry_run_with_a_policy_metric("judge", golden, tmp_path)
 
 
 @pytest.mark.parametrize("args, said", [
