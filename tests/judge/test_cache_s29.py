@@ -407,3 +407,36 @@ def test_unusable_vectors_an_older_version_cached_are_asked_again(server, tmp_pa
         stored = json.loads(db.execute("SELECT value FROM judge_cache WHERE key = ?", (key,)).fetchone()[0])
     db.close()
     assert stored["vectors"] == vectors  # replaced by the new reply
+
+
+def test_a_cache_busy_while_it_is_opened_is_opened_once_it_is_free(tmp_path, monkeypatch):
+    # two evals starting at once on one cache: the second failed 'cannot open the judge cache (database is locked)'
+    # now and then (SQLite answers BUSY at once, without its busy handler, to a connection switching the journal
+    # mode while another holds the file); seen in a clean-clone run of .ci/run. It is opened again, a while later.
+    import sqlite3
+
+    from ragmeter.judge import cache as cache_module
+
+    real = cache_module._connect
+    busy = {"left": 2}
+
+    class Busy:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, sql, *args):
+            if sql.startswith("PRAGMA journal_mode") and busy["left"]:
+                busy["left"] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return self.conn.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.conn, name)
+
+    monkeypatch.setattr(cache_module, "_connect", lambda path: Busy(real(path)))
+    monkeypatch.setattr(cache_module, "BUSY_PAUSE", 0.01)
+    cache = cache_module.Cache(tmp_path / "c.sqlite")
+    try:
+        assert busy["left"] == 0 and cache._conn is not None
+    finally:
+        cache.close()

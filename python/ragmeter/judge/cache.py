@@ -164,11 +164,42 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+#: seconds before opening a busy cache again, doubled each time (:data:`BUSY_TRIES` times in all)
+BUSY_PAUSE = 0.1
+BUSY_TRIES = 8
+
+
+class _Busy(Exception):
+    """Another connection held the cache while it was opened (``database is locked``)."""
+
+    def __init__(self, error: sqlite3.Error) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def _open(path: Path, writable: bool) -> Optional[sqlite3.Connection]:
     """Open (or create) the cache at ``path``, checked; :class:`CacheError` when it cannot serve a run.
 
     ``writable=False`` (a dry run) reads it as it is, creating and changing nothing, so a cache on a read-only
-    path serves it too; None when the file holds no judge_cache table yet (nothing is cached)."""
+    path serves it too; None when the file holds no judge_cache table yet (nothing is cached). A cache another
+    run holds as it is opened is opened again a while later: SQLite answers ``database is locked`` at once,
+    without waiting, to a connection switching the journal mode then (two evals started together)."""
+    for attempt in range(BUSY_TRIES):
+        try:
+            return _open_once(path, writable)
+        except _Busy as busy:
+            if attempt == BUSY_TRIES - 1:
+                raise _sqlite_error(path, busy.error) from None
+            time.sleep(BUSY_PAUSE * 2 ** attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in str(exc)
+
+
+def _open_once(path: Path, writable: bool) -> Optional[sqlite3.Connection]:
     if writable:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -204,6 +235,8 @@ def _open(path: Path, writable: bool) -> Optional[sqlite3.Connection]:
     except sqlite3.Error as exc:
         if conn is not None:
             conn.close()
+        if _is_busy(exc):
+            raise _Busy(exc) from None
         raise _sqlite_error(path, exc) from None
     except CacheError:
         if conn is not None:
