@@ -53,7 +53,7 @@ def is_parquet(path: Path, raw: Optional[bytes] = None) -> bool:
             return named  # the reader reports why it cannot be read
     if raw.startswith(b"PAR1"):
         return True
-    return named and not _starts_as_json(raw)
+    return named and not _starts_as_json(raw[:4096])  # a loader passes the whole file
 
 
 def _starts_as_json(head: bytes) -> bool:

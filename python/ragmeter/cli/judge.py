@@ -518,19 +518,13 @@ def judge_lines(summary: Dict[str, Any], width: int = 80) -> List[str]:
 
 
 def _shorten(text: str, width: int) -> str:
-    """``text`` on one line of at most ``width`` terminal columns (a CJK character takes two), cut with "…"."""
-    from ragmeter._text import columns
+    """``text`` on one line of at most ``width`` terminal columns (a CJK character takes two), cut with "…"
+    (the progress line's :func:`ragmeter.judge.runner.fit_cells`)."""
+    from ragmeter.judge.runner import fit_cells
 
     text = " ".join(text.split())
-    if columns(text) <= width:
-        return text
-    cut, used = 0, 0
-    for char in text:  # the characters that fit before the ellipsis's column
-        used += columns(char)
-        if used > width - 1:
-            break
-        cut += 1
-    return text[: max(1, cut)] + "…"
+    whole = fit_cells(text, width)
+    return whole if whole == text else (fit_cells(text, width - 1) or text[:1]) + "…"
 
 
 def cost_lines(s: Dict[str, Any]) -> List[str]:
