@@ -148,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     if summary.get("judge"):
         for line in judge_lines(summary["judge"]):
             console.print(line, markup=False, highlight=False)
+        _print_refusal_rule_note(args.out, console)
     print_diagnosis(summary.get("diagnosis"), console)
     if summary.get("repeats"):
         from ragmeter._text import hanging
@@ -170,6 +171,29 @@ def run(args: argparse.Namespace) -> int:
 
 
 _JUDGE_REMEDY = "pass --base-url and --model to judge the answers"
+
+
+def _print_refusal_rule_note(out: str, console: Any) -> None:
+    """Say under the judge's correct rate when the reports' Correct also counts no-answer cases the judge did not
+    grade (by the refusal rule): otherwise the terminal and report.md give two 'correct' numbers unexplained."""
+    from pathlib import Path
+
+    import polars as pl
+
+    from ragmeter.cli._tables import print_prose
+    from ragmeter.report.data import counted_by_refusal_rule
+
+    path = Path(out) / "cases.parquet"
+    try:
+        columns = set(pl.read_parquet_schema(path))
+        wanted = [c for c in ("correctness_status", "is_noanswer", "answer_correct") if c in columns]
+        by_rule = counted_by_refusal_rule(pl.read_parquet(path, columns=wanted))
+    except (OSError, pl.exceptions.PolarsError):  # the folder's own files were written just before
+        return
+    if by_rule is not None:
+        n, refused = by_rule
+        print_prose([f"    the reports' Correct also counts {n} no-answer case(s) the judge did not grade (no "
+                     f"reference answer, or the budget) by the refusal rule ({refused} of {n} refused)"], console)
 
 
 

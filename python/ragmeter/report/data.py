@@ -540,6 +540,18 @@ def _noanswer_by_rule() -> pl.Expr:
     return (pl.col("correctness_status") == "skipped") & pl.col("is_noanswer").fill_null(False)
 
 
+def counted_by_refusal_rule(cases: pl.DataFrame) -> Optional[Tuple[int, int]]:
+    """(cases, refused) of the no-answer cases the reports' Correct counts by the refusal rule because the judge
+    did not grade them (:func:`_noanswer_by_rule`); None when there are none."""
+    needed = ("correctness_status", "is_noanswer", "answer_correct")
+    if any(c not in cases.columns for c in needed):
+        return None
+    by_rule = cases.filter(_noanswer_by_rule() & pl.col("answer_correct").is_not_null())
+    if not by_rule.height:
+        return None
+    return by_rule.height, int(by_rule.get_column("answer_correct").sum())
+
+
 def correct_rate_note(cases: pl.DataFrame) -> Optional[str]:
     """What the reports' Correct rests on besides the judge's verdicts, when it differs from the judge's own
     ``correct_rate`` (summary.json, the terminal); None when it does not.
@@ -551,13 +563,12 @@ def correct_rate_note(cases: pl.DataFrame) -> Optional[str]:
     if "correctness_status" not in cases.columns or "correct" not in cases.columns:
         return None
     notes = []
-    if "is_noanswer" in cases.columns and "answer_correct" in cases.columns:
-        by_rule = cases.filter(_noanswer_by_rule() & pl.col("answer_correct").is_not_null())
-        if by_rule.height:
-            refused = int(by_rule.get_column("answer_correct").sum())
-            notes.append(f"Correct counts {by_rule.height} no-answer case(s) the judge did not grade (skipped: no "
-                         "reference answer, or the budget) by the refusal rule: a refusal is correct, any other "
-                         f"answer is not ({refused} of {by_rule.height} refused).")
+    by_rule = counted_by_refusal_rule(cases)
+    if by_rule is not None:
+        n, refused = by_rule
+        notes.append(f"Correct counts {n} no-answer case(s) the judge did not grade (skipped: no reference answer, "
+                     "or the budget) by the refusal rule: a refusal is correct, any other answer is not "
+                     f"({refused} of {n} refused).")
     status = cases.get_column("correctness_status")
     failed = int((status == "failed").sum())
     if failed:
