@@ -120,7 +120,7 @@ def test_cache_repair_report_fits_80_columns(tmp_path) -> None:
     assert max(map(len, proc.stdout.splitlines())) <= 80, proc.stdout
     proc = subprocess.run([sys.executable, "-m", "ragmeter", "cache", "repair", str(folder / "cache.sqlite")],
                           capture_output=True, text=True)
-    assert proc.returncode == 0 and "healthy judge cache" in " ".join(proc.stdout.split())
+    assert proc.returncode == 0 and "healthy cache" in " ".join(proc.stdout.split())
     assert max(map(len, proc.stdout.splitlines())) <= 80, proc.stdout
 
 
@@ -164,7 +164,7 @@ def test_cache_repair_leaves_an_sqlite_file_without_tables_as_it_is(tmp_path) ->
                           text=True)
     assert proc.returncode == 0, proc.stderr
     said = " ".join(proc.stdout.split())
-    assert "an empty judge cache" in said and "nothing changed" in said and "repaired" not in said
+    assert "an empty cache" in said and "nothing changed" in said and "repaired" not in said
     assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["cache.sqlite"]
 
 

@@ -249,7 +249,7 @@ def test_damaged_cache_exit_2_before_any_call_then_repair(tmp_path, server, api_
     if damage == "garbage":  # SQLite cannot open it: nothing to salvage, so repair is not offered and refuses
         assert "not a judge cache (not an SQLite file" in err and "cache repair" not in err
         rep = repair_cli(path)
-        assert rep.returncode == 2 and "does not look like a judge cache (not an SQLite file)" in rep.stderr
+        assert rep.returncode == 2 and "does not look like a ragmeter cache, judge or collect (not an SQLite file)" in rep.stderr
         assert path.read_bytes() == damaged_bytes and not list(tmp_path.glob("cache.sqlite.damaged-*"))
         return
     assert f"ragmeter cache repair {path}" in err
@@ -323,7 +323,7 @@ def test_repair_refuses_a_file_that_is_not_a_cache_and_changes_nothing(tmp_path)
         before, listing = path.read_bytes(), sorted(p.name for p in tmp_path.iterdir())
         proc = repair_cli(path)
         assert proc.returncode == 2, proc.stdout
-        assert proc.stderr.strip() == (f"ragmeter: error: {path} does not look like a judge cache ({why}); "
+        assert proc.stderr.strip() == (f"ragmeter: error: {path} does not look like a ragmeter cache, judge or collect ({why}); "
                                        "nothing changed")
         assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == listing
 
@@ -338,7 +338,7 @@ def test_repair_leaves_an_empty_or_healthy_cache_alone(tmp_path):
     before = path.read_bytes()
     proc = repair_cli(path)
     assert proc.returncode == 0, proc.stderr
-    said = f"{path} is a healthy judge cache (5 entries): nothing to repair, nothing changed"
+    said = f"{path} is a healthy cache (5 entries): nothing to repair, nothing changed"
     assert "".join(proc.stdout.split()) == "".join(said.split())  # wrapped at 80 columns
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite", "empty.sqlite"]
 

@@ -1,23 +1,24 @@
-"""``ragmeter cache repair PATH``: salvage a damaged judge cache."""
+"""``ragmeter cache repair PATH``: salvage a damaged cache (``judge``/``eval``'s or ``collect``'s: one file format)."""
 from __future__ import annotations
 
 import argparse
 import os
 
-HELP = "judge cache upkeep: `cache repair PATH` salvages every readable entry of a damaged cache"
+HELP = "cache upkeep (judge or collect): `cache repair PATH` salvages every readable entry of a damaged cache"
 
 EPILOG = """exit status: 0 = repaired, or nothing to repair (an empty or healthy cache is left as it is); 2 = PATH is
-missing, unreadable or not a judge cache (not an SQLite file, or no judge_cache table): nothing is changed."""
+missing, unreadable or not a ragmeter cache, judge or collect (not an SQLite file, or no judge_cache table): nothing
+is changed."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     repair = sub.add_parser("repair", help="copy every readable entry into a new cache at PATH; the damaged file "
                                            "is kept beside it as PATH.damaged-<timestamp>",
-                            description="Copy every readable entry of the judge cache at PATH into a new file at "
+                            description="Copy every readable entry of the cache (judge or collect) at PATH into a new file at "
                                         "PATH; the damaged file is kept beside it as PATH.damaged-<timestamp>.",
                             epilog=EPILOG)
-    repair.add_argument("path", metavar="PATH", help="the cache file (e.g. .ragmeter/cache.sqlite)")
+    repair.add_argument("path", metavar="PATH", help="the cache file (e.g. .ragmeter/cache.sqlite, or collect's .ragmeter/collect.sqlite)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
 
     console = make_console()  # 80 columns, as every command's prose
     if result["healthy"]:
-        what = ("an empty judge cache" if result["salvaged"] == 0
-                else f"a healthy judge cache ({result['salvaged']} entries)")
+        what = ("an empty cache" if result["salvaged"] == 0
+                else f"a healthy cache ({result['salvaged']} entries)")
         print_prose([f"{result['path']} is {what}: nothing to repair, nothing changed"], console)
         return 0
     dropped = f", {result['dropped']} unreadable entries dropped" if result["dropped"] else ""

@@ -700,15 +700,17 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
         with open(path, "rb") as fh:
             head = fh.read(100)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read the judge cache ({_describe(exc)}); nothing changed") from None
+        raise InputError(f"{path}: cannot read the cache ({_describe(exc)}); nothing changed") from None
     if not head:  # a run opens an empty file as a new, empty cache
         return {"path": str(path), "damaged": None, "salvaged": 0, "dropped": 0, "errors": [], "healthy": True}
     if head[:16] != SQLITE_MAGIC:  # SQLite cannot open such a file, so there would be nothing to salvage anyway
-        raise InputError(f"{path} does not look like a judge cache (not an SQLite file); nothing changed")
+        raise InputError(f"{path} does not look like a ragmeter cache, judge or collect (not an SQLite file); "
+                         "nothing changed")
     with _drop_created_shm(path):
         foreign, passes, new = _check_cache(path)
         if foreign:
-            raise InputError(f"{path} does not look like a judge cache ({foreign}); nothing changed")
+            raise InputError(f"{path} does not look like a ragmeter cache, judge or collect ({foreign}); "
+                             "nothing changed")
         if new:  # nothing in it to salvage, nothing to repair: a run opens it as it opens an empty file
             return {"path": str(path), "damaged": None, "salvaged": 0, "dropped": 0, "errors": [], "healthy": True}
         # read before anything is moved: a healthy cache is then left exactly as it was
