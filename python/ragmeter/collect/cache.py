@@ -14,8 +14,10 @@ import json
 from typing import Any, Mapping, Optional
 
 from ragmeter.judge.cache import Cache, CacheError
+from ragmeter.judge.runner import SpillPlaces, _keep_unsaved, _read_back_unsaved
 
-__all__ = ["COLLECT_SCHEMA", "DEFAULT_PATH", "collect_key", "open_cache", "Cache", "CacheError"]
+__all__ = ["COLLECT_SCHEMA", "DEFAULT_PATH", "collect_key", "open_cache", "read_back_unsaved", "keep_unsaved",
+           "Cache", "CacheError", "SpillPlaces"]
 
 COLLECT_SCHEMA = 1
 DEFAULT_PATH = ".ragmeter/collect.sqlite"
@@ -33,6 +35,27 @@ def open_cache(path: Optional[str]) -> Cache:
     before anything is sent."""
     try:
         return Cache(path)
-    except CacheError as exc:  # the judge's wording, for this cache
-        raise CacheError(str(exc).replace("the judge cache", "the collect cache")
-                         .replace("not a judge cache", "not a collect cache")) from None
+    except CacheError as exc:
+        raise CacheError(_collect_wording(str(exc))) from None
+
+
+def read_back_unsaved(cache: Cache, places: SpillPlaces) -> None:
+    """Commit the paid replies an earlier run could not cache (``CACHE.unsaved-*.jsonl``, spilled by
+    :func:`keep_unsaved`) before anything is asked, so the rerun does not pay for them again; a cache that still
+    cannot take them raises :class:`CacheError` (exit 2) before the first call."""
+    try:
+        _read_back_unsaved(cache, places)
+    except CacheError as exc:
+        cache.close()
+        raise CacheError(_collect_wording(str(exc))) from None
+
+
+def keep_unsaved(cache: Cache, places: SpillPlaces) -> str:
+    """Write the replies whose commit failed (a full disk) beside the cache, else in ``places.spill_dir``, as the
+    judge does; "; what became of them" to add to the run's last message ("" when every reply was cached)."""
+    return _keep_unsaved(cache, places)
+
+
+def _collect_wording(message: str) -> str:
+    """The judge cache's message, for this cache."""
+    return message.replace("the judge cache", "the collect cache").replace("not a judge cache", "not a collect cache")

@@ -18,6 +18,7 @@ import asyncio
 import concurrent.futures
 import inspect
 import json
+import logging
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -34,7 +35,7 @@ from ragmeter.judge.urls import public_endpoint, query_credentials, scrub_urls
 
 from ragmeter.judge.cache import CacheWriteError
 
-from .cache import DEFAULT_PATH, collect_key, open_cache
+from .cache import DEFAULT_PATH, SpillPlaces, collect_key, keep_unsaved, open_cache, read_back_unsaved
 from .mapping import is_scalar, keys_of, to_record, unmatched_paths
 from .target import CallableTarget, HttpTarget, resolve_target
 
@@ -127,6 +128,9 @@ class _Run:
         self.echoed: set = set()  #: (case id, repeat) whose reply held a header value, masked before it was kept
         self.done = 0           #: cases finished (collected or failed)
         self.jobs = 0
+        #: where replies whose commit failed (a full disk) are written, and what became of them ("" when none)
+        self.spill = SpillPlaces(getattr(cache, "path", None))
+        self.unsaved_note = ""
 
 
 def _limits(concurrency: int, rpm: Optional[float], control: str = "adaptive") -> Any:
@@ -674,6 +678,7 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
             run.pool.shutdown(wait=False, cancel_futures=True)
             await _keep_late_replies(run)
         run.cache.close()
+        run.unsaved_note = keep_unsaved(run.cache, run.spill)  # paid for: written elsewhere, never dropped
     if run.stop.stopped:
         done = sum(r is not None for r in results)
         answered = sum(r is not None and "error" not in r for r in results)  # a failed case is never cached
@@ -684,7 +689,9 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
         else:
             kept = f" ({answered} answered; no cache kept them)"
         after = f"; stopped after {done} of {len(jobs)} cases{kept}" if done else ""
-        raise CollectStopped(f"{run.stop.reason}{after}", run.stop.kind or "stopped")
+        raise CollectStopped(f"{run.stop.reason}{after}{run.unsaved_note}", run.stop.kind or "stopped")
+    if run.unsaved_note:  # a last commit that failed after every case was done
+        logging.getLogger("ragmeter.collect").warning("%s", run.unsaved_note.lstrip("; "))
     return [r for r in results if r is not None]
 
 
@@ -732,13 +739,16 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
         _check_writable(Path(out))
     opts = _Options(concurrency, rpm, float(timeout), refresh, policy or RetryPolicy(), rate_control)
     run = _Run(resolved, opts, open_cache(None if cache is None else str(cache)), repeat)
+    run.spill = SpillPlaces(run.cache.path, Path(out).resolve().parent if out is not None else None)
+    read_back_unsaved(run.cache, run.spill)
     started = time.monotonic()
     try:
         records = run_blocking(lambda: _collect(cases, run, repeat), "ragmeter-collect")
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM: say how far it got (cli._guarded prints it)
         kept = "the collected replies are cached: a rerun resumes" if run.cache.path is not None else \
             "no cache: a rerun starts over"
-        raise KeyboardInterrupt(f"{run.done} of {run.jobs} cases finished, nothing written; {kept}") from None
+        raise KeyboardInterrupt(f"{run.done} of {run.jobs} cases finished, nothing written; {kept}"
+                                f"{run.unsaved_note}") from None
     summary, warnings = _summarise(records, run, len(cases), repeat, expect_mode, time.monotonic() - started)
     result = CollectResult(records, summary, warnings)
     if out is not None:

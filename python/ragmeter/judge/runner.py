@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 from .cache import Cache
 from .client import ClientConfig, JudgeCallError, JudgeClient
@@ -641,7 +641,16 @@ def check_metrics(case_list: List[Case], cfg: JudgeConfig) -> None:
             raise InputError(f"{source}: {exc}") from None
 
 
-def _spill_places(cfg: JudgeConfig) -> List[Path]:
+class SpillPlaces(NamedTuple):
+    """Where the paid replies a full disk kept out of a cache go: beside the ``cache`` file, else in ``spill_dir``.
+    The spill helpers below take this or a :class:`JudgeConfig` (which has both attributes): collect spills its
+    replies as the judge does."""
+
+    cache: Union[str, Path, None]
+    spill_dir: Union[str, Path, None] = None
+
+
+def _spill_places(cfg: Union[JudgeConfig, SpillPlaces]) -> List[Path]:
     """Where :func:`_spill` writes the replies the cache could not take: beside the cache, else ``spill_dir``."""
     places = [Path(cfg.cache).parent] if cfg.cache is not None else []
     if cfg.spill_dir is not None:
@@ -649,7 +658,7 @@ def _spill_places(cfg: JudgeConfig) -> List[Path]:
     return places
 
 
-def _read_back_unsaved(cache: Cache, cfg: JudgeConfig) -> None:
+def _read_back_unsaved(cache: Cache, cfg: Union[JudgeConfig, SpillPlaces]) -> None:
     """Commit to the cache the paid replies an earlier run spilled (``CACHE.unsaved-*.jsonl`` where
     :func:`_spill` writes them), so this run replays them instead of paying again; each file read back is
     deleted. A cache that still cannot take them stops the run before any call (:class:`CacheError`)."""
@@ -673,7 +682,7 @@ def _read_back_unsaved(cache: Cache, cfg: JudgeConfig) -> None:
                 log.warning("%d paid replies of an earlier run read back from %s into the cache", n, path)
 
 
-def _keep_unsaved(cache: Cache, cfg: JudgeConfig) -> str:
+def _keep_unsaved(cache: Cache, cfg: Union[JudgeConfig, SpillPlaces]) -> str:
     """Write the paid replies the cache could not take elsewhere; "; what became of them" ("" when none)."""
     if not cache.unsaved:
         return ""
@@ -684,7 +693,7 @@ def _keep_unsaved(cache: Cache, cfg: JudgeConfig) -> str:
     return f"; {len(cache.unsaved)} paid replies could not be kept (no place to write them)"
 
 
-def _spill(cache: Cache, cfg: JudgeConfig) -> Optional[tuple]:
+def _spill(cache: Cache, cfg: Union[JudgeConfig, SpillPlaces]) -> Optional[tuple]:
     """Write the replies the cache could not take to a JSON Lines file beside the cache, else in ``spill_dir``
     (``--out``'s folder on the command line); (path, count) or None when neither could be written."""
     rows, cache.unsaved = list(cache.unsaved), []
