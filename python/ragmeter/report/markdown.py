@@ -127,7 +127,7 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
         lines += [f"### {title}", "", md_table(headers, rows), "", note, ""]
     lines += _calibration_lines(results)
     lines += _golden_set_lines(results.summary)
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip("\n") + "\n"  # a text file's last line ends with a line break
 
 
 def _sweep_lines(results: Results) -> List[str]:
@@ -173,7 +173,9 @@ def _calibration_lines(results: Results) -> List[str]:
     if c is None:
         return []
     out = ["### Calibration: judge vs human reviewers", ""]
-    out += [f"**Warning:** {md_escape(w)}" for w in (c.get("warning"), c.get("manifest_warning")) if w]
+    # a blank line after each warning: a table right below a paragraph line is read as more of its text
+    out += [line for w in (c.get("warning"), c.get("manifest_warning")) if w
+            for line in (f"**Warning:** {md_escape(w)}", "")]
     out += [md_table(["", "value"], render.headline_rows(c)), "",
             md_table(["", "human correct", "human wrong"], render.cell_rows(c)), "",
             md_table(["stratum", "in sheet", "reviewed", "agreement", "human correct"], render.stratum_rows(c)), ""]
