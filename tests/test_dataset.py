@@ -386,7 +386,9 @@ def test_text_files_in_other_shapes_get_one_line(tmp_path, first_line, shape):
     path.write_text(first_line + "\n" + "more text\n" * 3, encoding="utf-8")
     with pytest.raises(InputError) as info:
         load_golden(path)
-    assert str(info.value) == f"{path}: {shape}; golden sets are JSON Lines (one object per line), see README#formats"
+    sheet = "; a spreadsheet's TSV export converts with the script in README#a-golden-set-kept-in-a-spreadsheet"
+    assert str(info.value) == (f"{path}: {shape}; golden sets are JSON Lines (one object per line), see README#formats"
+                               + (sheet if "TSV" in shape else ""))
 
 
 def test_a_table_with_run_columns_is_validated_by_columns_with_the_same_result():

@@ -75,7 +75,8 @@ def test_csv_golden_set_is_named_as_csv(tmp_path: Path) -> None:
     (tmp_path / "golden.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert fails_with("golden.csv", EX / "run.jsonl", tmp_path) == (
         "golden.csv: looks like CSV (first line: id,question,expectedFileNames); "
-        "golden sets are JSON Lines (one object per line), see README#formats")
+        "golden sets are JSON Lines (one object per line), see README#formats; "
+        "a spreadsheet's CSV export converts with the script in README#a-golden-set-kept-in-a-spreadsheet")
 
 
 def test_json_array_run_is_read_like_its_json_lines(tmp_path: Path, native: Dict[str, Any]) -> None:

@@ -285,14 +285,21 @@ def text_shape_diagnosis(path: Path, first_line: str, what: str, where: str = FO
     if line.startswith("|"):
         return f"{path}: looks like a Markdown table; {jsonl}"
     if "\t" in line:
-        return f"{path}: looks like TSV (first line: {_clip(line)}); {jsonl}"
+        return f"{path}: looks like TSV (first line: {_clip(line)}); {jsonl}{_sheet_hint(what, 'TSV')}"
     if "," in line or ";" in line:
-        return f"{path}: looks like CSV (first line: {_clip(line)}); {jsonl}"
+        return f"{path}: looks like CSV (first line: {_clip(line)}); {jsonl}{_sheet_hint(what, 'CSV')}"
     if line.startswith("<"):
         return f"{path}: looks like XML or HTML; {jsonl}"
     if _YAML_LINE.match(line):
         return f"{path}: looks like YAML; {jsonl}"
     return None
+
+
+def _sheet_hint(what: str, kind: str) -> str:
+    """Where a golden set kept in a spreadsheet finds its way in: teams write their questions in one."""
+    if what != "golden sets":
+        return ""
+    return f"; a spreadsheet's {kind} export converts with the script in README#a-golden-set-kept-in-a-spreadsheet"
 
 
 def _clip(text: str, width: int = 40) -> str:
