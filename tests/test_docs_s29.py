@@ -174,7 +174,8 @@ def test_the_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.Monk
     _write_jsonl(tmp_path / "chunks.jsonl", [{"file": p.name, "chunk_id": "1", "text": p.read_text(encoding="utf-8")}
                                              for p in sorted((example / "kb").iterdir())])
     monkeypatch.chdir(tmp_path)
-    (block,) = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    api = re.search(r"^## Python API\n(.*?)(?=^## )", (ROOT / "README.md").read_text(encoding="utf-8"), re.M | re.S)
+    (block,) = re.findall(r"```python\n(.*?)```", api.group(1), re.S)
     ns: Dict[str, object] = {
         "run_frame": pl.DataFrame({"query_id": [w[0] for w in run_lines], "doc_id": [w[2] for w in run_lines],
                                    "score": [float(w[4]) for w in run_lines]}),

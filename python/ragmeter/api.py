@@ -22,11 +22,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
 import polars as pl
 
 from ragmeter.errors import InputError
+
+if TYPE_CHECKING:  # compare is imported when used: it pulls in the statistics
+    from ragmeter.compare import Comparison
 
 __all__ = ["EvalResult", "as_source", "case_source"]
 
@@ -243,7 +246,7 @@ class EvalResult:
 
     # -- comparing ----------------------------------------------------------------------------------------
     def compare(self, baseline: Union["EvalResult", str, Path], *, gate: Optional[str] = None,
-                force: bool = False, n_resamples: int = 10_000, seed: Optional[int] = None) -> Any:
+                force: bool = False, n_resamples: int = 10_000, seed: Optional[int] = None) -> "Comparison":
         """This result (the candidate) against ``baseline`` (an :class:`EvalResult` or a results folder), case by
         case, as ``ragmeter compare BASE CAND --gate RULES`` does; returns a
         :class:`ragmeter.compare.Comparison` with ``passed``, ``failures`` and ``to_markdown()``.
