@@ -1,0 +1,69 @@
+"""A new team's first week with ragmeter (session 31), from collecting a run to the CI gate: the steps that went
+wrong, each run as the team ran it. The golden set is the spreadsheet of test_journey_s30 after the README's
+conversion script: a fact case, a multihop case and a no-answer case (no files, no evidence)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+GOLDEN = [
+    {"id": "fact-01", "question": "Which database is primary, and which version?", "expectedFileNames": ["handbook.md"],
+     "expectedEvidence": ["PostgreSQL 15"], "referenceAnswer": "PostgreSQL 15, with read replicas",
+     "category": "Fact", "source": "wiki"},
+    {"id": "multi-01", "question": "Which DB version and which CI?", "expectedFileNames": ["handbook.md", "ops.md"],
+     "expectedEvidence": ["PostgreSQL 15", "GitHub Actions"], "referenceAnswer": "PostgreSQL 15; GitHub Actions",
+     "category": "multihop"},
+    {"id": "none-01", "question": "What is the CEO's salary?", "expectedFileNames": [], "expectedEvidence": [],
+     "category": "noanswer", "source": "wiki"},
+]
+CHUNK = {"file": "handbook.md", "chunk_id": "h1", "text": "The primary database is PostgreSQL 15.", "score": 0.5}
+
+# the team's system as a Python callable: it finds nothing for the multihop question nor for the no-answer one
+RAG_MODULE = '''
+def ask(case):
+    if case["id"] == "fact-01":
+        return {"answer": "PostgreSQL 15.", "retrieved": [%r], "retrieval_mode": "hybrid"}
+    return {"answer": "I don't know.", "retrieved": [], "retrieval_mode": "hybrid"}
+''' % (CHUNK,)
+
+
+def _ragmeter(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-m", "ragmeter", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=300)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture()
+def team(tmp_path: Path) -> Path:
+    (tmp_path / "golden.jsonl").write_text("".join(json.dumps(c) + "\n" for c in GOLDEN), encoding="utf-8")
+    (tmp_path / "myrag.py").write_text(RAG_MODULE, encoding="utf-8")
+    run = [{"id": "fact-01", "retrieved": [CHUNK], "answer": "PostgreSQL 15."},
+           {"id": "multi-01", "retrieved": [CHUNK, dict(CHUNK, file="ops.md", chunk_id="o1", score=0.2,
+                                                        text="CI runs on GitHub Actions.")], "answer": "PG 15, GHA"},
+           {"id": "none-01", "retrieved": [], "answer": "I don't know."}]
+    (tmp_path / "run.jsonl").write_text("".join(json.dumps(r) + "\n" for r in run), encoding="utf-8")
+    return tmp_path
+
+
+def test_the_readme_says_where_the_judge_reads_its_api_key() -> None:
+    # a team reading README.md to run 'ragmeter eval --base-url ... --model ...' found no word of the key:
+    # only docs/api.md's code comment and docs/calibration.md named RAGMETER_API_KEY
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    judge_options = re.search(r"^### Judge options\n(.*?)(?=^### )", readme, re.M | re.S)
+    assert judge_options, "README.md has no section 'Judge options'"
+    text = judge_options.group(1)
+    assert "RAGMETER_API_KEY" in text and "OPENAI_API_KEY" in text
