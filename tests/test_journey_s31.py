@@ -59,6 +59,31 @@ def team(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def test_sweep_out_says_where_it_wrote(team: Path) -> None:
+    # the table was printed and the file written without a word on it: every other command ends 'wrote ...'
+    done = _ragmeter("sweep", "--golden", "golden.jsonl", "--run", "run.jsonl", "--thresholds", "0,0.3",
+                     "--out", "sweep.csv", cwd=team)
+    assert done.returncode == 0, done.stderr
+    assert (team / "sweep.csv").exists()
+    assert done.stdout.rstrip().splitlines()[-1] == "wrote sweep.csv", done.stdout
+    # with --json stdout holds the rows alone: the line goes to stderr
+    done = _ragmeter("sweep", "--golden", "golden.jsonl", "--run", "run.jsonl", "--thresholds", "0,0.3",
+                     "--out", "sweep.parquet", "--json", cwd=team)
+    assert done.returncode == 0, done.stderr
+    json.loads(done.stdout)
+    assert "wrote sweep.parquet" in done.stderr, done.stderr
+
+
+def test_compare_out_and_json_files_say_where_they_were_written(team: Path) -> None:
+    for folder in ("base", "cand"):
+        assert _ragmeter("score", "--golden", "golden.jsonl", "--run", "run.jsonl", "--out", folder,
+                         cwd=team).returncode == 0
+    done = _ragmeter("compare", "base", "cand", "--out", "cmp.md", "--json", "cmp.json", cwd=team)
+    assert done.returncode == 0, done.stderr
+    assert (team / "cmp.md").exists() and (team / "cmp.json").exists()
+    assert done.stdout.rstrip().splitlines()[-1] == "wrote cmp.md, cmp.json", done.stdout
+
+
 def test_the_readme_says_where_the_judge_reads_its_api_key() -> None:
     # a team reading README.md to run 'ragmeter eval --base-url ... --model ...' found no word of the key:
     # only docs/api.md's code comment and docs/calibration.md named RAGMETER_API_KEY

@@ -121,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json not in (None, "-"):
         outputs.append((args.json, to_json(comp, results) + "\n"))
     _write_all(outputs)
+    if outputs:  # every command that writes a file says where; stdout stays the JSON or Markdown it prints
+        print("wrote " + ", ".join(path for path, _ in outputs),
+              file=sys.stderr if args.json == "-" or args.markdown else sys.stdout)
     if results is not None and not all(r.passed for r in results):
         failed = [r.detail.replace("`", "") for r in results if not r.passed]
         _stderr("ragmeter: gate failed: ", "; ".join(failed))

@@ -121,4 +121,6 @@ def run(args: argparse.Namespace) -> int:
         print_sweep(table, args.k, console=console, more_in=args.out)
     for text in messages(warnings):
         print_warning(text, console)
+    if args.out:  # as every command that writes a file says where (on stderr with --json: stdout is the rows)
+        console.print(f"wrote {args.out}", markup=False, highlight=False)
     return failed_in_run_warned(warnings)
