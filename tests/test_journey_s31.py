@@ -59,6 +59,22 @@ def team(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def test_collect_does_not_call_the_empty_retrieval_of_a_case_without_labels_a_miss(team: Path) -> None:
+    # it said '2 empty retrievals (retrieved: [], scored as misses)': the no-answer case has no expected file nor
+    # evidence, so score leaves it out (n 2/3) and its empty retrieval is what a good system does
+    done = _ragmeter("collect", "--golden", "golden.jsonl", "--target", "myrag:ask", "--out", "run2.jsonl",
+                     "--no-cache", cwd=team)
+    assert done.returncode == 0, done.stderr
+    said = _one_line(done.stdout)
+    assert "2 empty retrievals (retrieved: []): 1 of a labelled case, scored as a miss; 1 of a case without " \
+           "expected files or evidence, not scored for retrieval" in said, said
+    import ragmeter
+
+    result = ragmeter.collect(team / "golden.jsonl", target=lambda case: {"answer": "a", "retrieved": []})
+    assert result.summary["n_empty_retrievals"] == 3
+    assert result.summary["n_empty_retrievals_unlabelled"] == 1
+
+
 def test_sweep_out_says_where_it_wrote(team: Path) -> None:
     # the table was printed and the file written without a word on it: every other command ends 'wrote ...'
     done = _ragmeter("sweep", "--golden", "golden.jsonl", "--run", "run.jsonl", "--thresholds", "0,0.3",

@@ -84,11 +84,24 @@ def summary_lines(s: dict) -> list:
              f"latency p50 {p(lat['p50'])}, p95 {p(lat['p95'])} ({lat['n']} cases); retrieval modes: "
              + (", ".join(f"{m} {n}" for m, n in s["retrieval_modes"].items()) or "none")]
     if s.get("n_empty_retrievals"):  # a retriever that came back with nothing is seen now, not at eval
-        lines.append(f"{s['n_empty_retrievals']} empty retrievals (retrieved: [], scored as misses)")
+        lines.append(_empty_retrievals_line(s["n_empty_retrievals"], s.get("n_empty_retrievals_unlabelled", 0)))
     for kind, f in s["failures"].items():
         lines.append(f"failed ({kind}): {f['count']}, first {f['first_case']}: {f['example']}")
     lines += [f"warning: {m}" for m in messages(s.get("warnings"))]
     return lines
+
+
+def _empty_retrievals_line(n_empty: int, n_unlabelled: int) -> str:
+    """Only a case with expected files or evidence scores its empty retrieval as a miss: a no-answer case's is
+    left out of retrieval (and is what a good system does), so the two are counted apart."""
+    if not n_unlabelled:
+        return f"{n_empty} empty retrievals (retrieved: [], scored as misses)"
+    n_labelled = n_empty - n_unlabelled
+    labelled = f"{n_labelled} of a labelled case, scored as a miss" if n_labelled == 1 else \
+        f"{n_labelled} of labelled cases, scored as misses"
+    unlabelled = f"{n_unlabelled} of a case" if n_unlabelled == 1 else f"{n_unlabelled} of cases"
+    return (f"{n_empty} empty retrievals (retrieved: []): {labelled}; {unlabelled} without expected files or "
+            "evidence, not scored for retrieval")
 
 
 def incomplete_exit(result: Any, out: Any) -> int:

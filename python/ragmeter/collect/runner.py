@@ -695,12 +695,16 @@ async def _collect(cases: List[Dict[str, Any]], run: _Run, repeat: int) -> List[
     return [r for r in results if r is not None]
 
 
-def _golden_cases(golden: Any) -> List[Dict[str, Any]]:
+def _golden_cases(golden: Any) -> Tuple[List[Dict[str, Any]], frozenset]:
+    """The cases as the target gets them, and the ids of those without expected files or evidence."""
+    import polars as pl
+
     from ragmeter.dataset import load_golden
 
     frame = load_golden(golden)
-    return [{"id": r["id"], "question": r["question"], "category": r["category"]}
-            for r in frame.select("id", "question", "category").iter_rows(named=True)]
+    cases = [{"id": r["id"], "question": r["question"], "category": r["category"]}
+             for r in frame.select("id", "question", "category").iter_rows(named=True)]
+    return cases, frozenset(frame.filter(~pl.col("labeled"))["id"].to_list())
 
 
 def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, concurrency: int = 8,
@@ -733,7 +737,7 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     if rpm is not None:
         check_rpm(rpm)
     resolved = resolve_target(target)
-    cases = _golden_cases(golden)
+    cases, unlabelled = _golden_cases(golden)
     if out is not None:
         _check_not_an_input(Path(out), golden=golden, target=resolved, cache=cache)
         _check_writable(Path(out))
@@ -749,7 +753,8 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
             "no cache: a rerun starts over"
         raise KeyboardInterrupt(f"{run.done} of {run.jobs} cases finished, nothing written; {kept}"
                                 f"{run.unsaved_note}") from None
-    summary, warnings = _summarise(records, run, len(cases), repeat, expect_mode, time.monotonic() - started)
+    summary, warnings = _summarise(records, run, len(cases), repeat, expect_mode, time.monotonic() - started,
+                                   unlabelled)
     result = CollectResult(records, summary, warnings)
     if out is not None:
         result.write(out)
@@ -793,7 +798,9 @@ def _echo_warning(records: Sequence[Dict[str, Any]], echoed: set) -> Dict[str, A
 
 
 def _summarise(records: List[Dict[str, Any]], run: _Run, n_cases: int, repeat: int, expect_mode: Optional[str],
-               seconds: float) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+               seconds: float, unlabelled: frozenset = frozenset()) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+    """``unlabelled``: ids of the golden cases without expected files or evidence, whose empty retrieval is no
+    miss (score leaves them out of retrieval)."""
     failed = [r for r in records if "error" in r]
     ok = [r for r in records if "error" not in r]
     modes: Dict[str, int] = {}
@@ -810,6 +817,7 @@ def _summarise(records: List[Dict[str, Any]], run: _Run, n_cases: int, repeat: i
         "n_requests": run.requests, "n_empty_retried": run.empty_retried,
         "n_empty_answers": sum(_blank(r.get("answer")) for r in ok),
         "n_empty_retrievals": sum(not r["retrieved"] for r in ok),
+        "n_empty_retrievals_unlabelled": sum(not r["retrieved"] and r["id"] in unlabelled for r in ok),
         "retrieval_modes": modes,
         "latency_ms": {"p50": _percentile([r["latency_ms"] for r in ok], 0.5),
                        "p95": _percentile([r["latency_ms"] for r in ok], 0.95), "n": len(ok)},
