@@ -108,3 +108,25 @@ def test_the_readme_says_where_the_judge_reads_its_api_key() -> None:
     assert judge_options, "README.md has no section 'Judge options'"
     text = judge_options.group(1)
     assert "RAGMETER_API_KEY" in text and "OPENAI_API_KEY" in text
+
+
+def test_eval_puts_the_refusal_rule_note_under_the_correct_rate_not_under_the_last_metric(team: Path) -> None:
+    # with every metric judged the note came after context_recall's lines, indented as one of them: it read as
+    # a remark on context_recall, not on the correct rate two metrics above
+    sys.path.insert(0, str(ROOT / "tests" / "judge"))
+    from fakeserver import FakeServer
+
+    key = "sk-test-journey-s31-0123456789"
+    env = {**os.environ, "RAGMETER_API_KEY": key, "COLUMNS": "80",
+           "PYTHONPATH": str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with FakeServer(api_key=key) as server:
+        done = subprocess.run([sys.executable, "-m", "ragmeter", "eval", "--golden", "golden.jsonl", "--run",
+                               "run.jsonl", "--base-url", server.base_url, "--model", "gpt-4o-mini", "--no-cache",
+                               "--no-progress", "--out", "ev"], capture_output=True, text=True, cwd=team, env=env,
+                              timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    correct = next(i for i, line in enumerate(lines) if line.startswith("    correct "))
+    note = next(i for i, line in enumerate(lines) if "the reports' Correct also counts" in line)
+    metrics_between = [line for line in lines[correct:note] if re.match(r"  [a-z_]+ +mean ", line)]
+    assert not metrics_between and note == correct + 1, "\n".join(lines[correct:note + 1])

@@ -146,9 +146,14 @@ def run(args: argparse.Namespace) -> int:
     _print_sweep(args, console)
     print_audit_pointer(args.golden, console, summary.get("golden_set"))
     if summary.get("judge"):
+        note = _refusal_rule_note(args.out)
         for line in judge_lines(summary["judge"]):
             console.print(line, markup=False, highlight=False)
-        _print_refusal_rule_note(args.out, console)
+            if note and line.startswith("    correct "):  # under the rate it explains, not under the last metric
+                print_prose([note], console)
+                note = None
+        if note:  # no correct rate printed (correctness not judged): after the judge's lines
+            print_prose([note], console)
     print_diagnosis(summary.get("diagnosis"), console)
     if summary.get("repeats"):
         from ragmeter._text import hanging
@@ -173,14 +178,14 @@ def run(args: argparse.Namespace) -> int:
 _JUDGE_REMEDY = "pass --base-url and --model to judge the answers"
 
 
-def _print_refusal_rule_note(out: str, console: Any) -> None:
-    """Say under the judge's correct rate when the reports' Correct also counts no-answer cases the judge did not
-    grade (by the refusal rule): otherwise the terminal and report.md give two 'correct' numbers unexplained."""
+def _refusal_rule_note(out: str) -> Optional[str]:
+    """The line saying, under the judge's correct rate, that the reports' Correct also counts no-answer cases the
+    judge did not grade (by the refusal rule): otherwise the terminal and report.md give two 'correct' numbers
+    unexplained. None when there are none."""
     from pathlib import Path
 
     import polars as pl
 
-    from ragmeter.cli._tables import print_prose
     from ragmeter.report.data import counted_by_refusal_rule
 
     path = Path(out) / "cases.parquet"
@@ -189,11 +194,12 @@ def _print_refusal_rule_note(out: str, console: Any) -> None:
         wanted = [c for c in ("correctness_status", "is_noanswer", "answer_correct") if c in columns]
         by_rule = counted_by_refusal_rule(pl.read_parquet(path, columns=wanted))
     except (OSError, pl.exceptions.PolarsError):  # the folder's own files were written just before
-        return
-    if by_rule is not None:
-        n, refused = by_rule
-        print_prose([f"    the reports' Correct also counts {n} no-answer case(s) the judge did not grade (no "
-                     f"reference answer, or the budget) by the refusal rule ({refused} of {n} refused)"], console)
+        return None
+    if by_rule is None:
+        return None
+    n, refused = by_rule
+    return (f"    the reports' Correct also counts {n} no-answer case(s) the judge did not grade (no "
+            f"reference answer, or the budget) by the refusal rule ({refused} of {n} refused)")
 
 
 
