@@ -130,3 +130,30 @@ def test_eval_puts_the_refusal_rule_note_under_the_correct_rate_not_under_the_la
     note = next(i for i, line in enumerate(lines) if "the reports' Correct also counts" in line)
     metrics_between = [line for line in lines[correct:note] if re.match(r"  [a-z_]+ +mean ", line)]
     assert not metrics_between and note == correct + 1, "\n".join(lines[correct:note + 1])
+
+
+def test_compare_says_the_judge_skipped_a_case_in_the_candidate_instead_of_guessing(team: Path) -> None:
+    # the candidate retrieved nothing for multi-01, so the judge skipped its context_precision (no contexts);
+    # compare's warning guessed '(a failed or skipped judge call, a missing answer?)' though cases.parquet's
+    # context_precision_status says 'skipped'
+    sys.path.insert(0, str(ROOT / "tests" / "judge"))
+    from fakeserver import FakeServer
+
+    rows = [json.loads(line) for line in (team / "run.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows[1]["retrieved"] = []
+    (team / "worse.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    key = "sk-test-journey-s31-0123456789"
+    env = {**os.environ, "RAGMETER_API_KEY": key,
+           "PYTHONPATH": str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with FakeServer(api_key=key) as server:
+        for run, out in (("run.jsonl", "base"), ("worse.jsonl", "cand")):
+            done = subprocess.run([sys.executable, "-m", "ragmeter", "eval", "--golden", "golden.jsonl", "--run", run,
+                                   "--base-url", server.base_url, "--model", "gpt-4o-mini", "--no-cache",
+                                   "--no-progress", "--metrics", "context_precision", "--out", out],
+                                  capture_output=True, text=True, cwd=team, env=env, timeout=300)
+            assert done.returncode == 0, done.stdout + done.stderr
+    done = _ragmeter("compare", "base", "cand", cwd=team)
+    said = _one_line(done.stderr)
+    assert "context_precision: 1 case(s) scored in the baseline only (multi-01) (the judge skipped it in the " \
+           "candidate: an input it needs was missing, or --budget)" in said, said
+    assert "a missing answer?" not in said

@@ -604,9 +604,10 @@ def run_gaps(base_cases: pl.DataFrame, cand_cases: pl.DataFrame) -> List[str]:
     return out
 
 
-def _failed_in(cases: pl.DataFrame, ids: pl.Series, names: List[str]) -> Dict[str, np.ndarray]:
+def _failed_in(cases: pl.DataFrame, ids: pl.Series, names: List[str], status_value: str = "failed"
+               ) -> Dict[str, np.ndarray]:
     """Metric -> per paired case (in ``ids`` order), whether its judge call failed in this run (``<metric>_status``
-    "failed")."""
+    "failed"; ``status_value="skipped"``: whether the judge skipped it)."""
     from ragmeter.report.data import METRICS
 
     out: Dict[str, np.ndarray] = {}
@@ -615,7 +616,7 @@ def _failed_in(cases: pl.DataFrame, ids: pl.Series, names: List[str]) -> Dict[st
         status = METRICS[name].status
         if not status or status not in cases.columns:
             continue
-        ids_failed = cases.filter(pl.col(status).cast(pl.Utf8) == "failed").select(pl.col("id").cast(pl.Utf8))
+        ids_failed = cases.filter(pl.col(status).cast(pl.Utf8) == status_value).select(pl.col("id").cast(pl.Utf8))
         failed = frame.select(pl.col("id").is_in(ids_failed.get_column("id").implode())).to_series().to_numpy()
         if failed.any():
             out[name] = failed
@@ -631,19 +632,31 @@ def _failed_calls(failed_in: Dict[str, Dict[str, np.ndarray]], n: int) -> Dict[s
     return out
 
 
+#: what a judge row's "skipped" status means (missing input or the budget: the folder's report says which)
+SKIPPED_WHY = "an input it needs was missing, or --budget"
+
+
 def _why_one_sided(name: str, other: str, only: np.ndarray, failed_in: Dict[str, Dict[str, np.ndarray]],
-                   not_judged: Dict[str, List[str]]) -> str:
+                   not_judged: Dict[str, List[str]],
+                   skipped_in: Optional[Dict[str, Dict[str, np.ndarray]]] = None) -> str:
     """Why the cases ``only`` one run scored are unscored in the ``other``, as far as the folders tell: a judge
-    that did not run there, judge calls that failed there (their status), else a guess."""
+    that did not run there, judge calls that failed or that the judge skipped there (their status), else a
+    guess."""
     if name in not_judged.get(other, ()):
         return f"not judged in the {other}"
+    nothing = np.zeros(len(only), dtype=bool)
     n_only = int(only.sum())
-    n_failed = int((only & failed_in[other].get(name, np.zeros(len(only), dtype=bool))).sum())
+    n_failed = int((only & failed_in[other].get(name, nothing)).sum())
+    n_skipped = int((only & (skipped_in or {}).get(other, {}).get(name, nothing)).sum())
+    them = "it" if n_only == 1 else "them"
     if n_failed == n_only:
         return f"{'its' if n_only == 1 else 'their'} judge call failed in the {other}"
-    if n_failed:
-        return (f"{n_failed} of them: a judge call failed in the {other}; the others: a skipped judge call, a "
-                "missing answer?")
+    if n_skipped == n_only:
+        return f"the judge skipped {them} in the {other}: {SKIPPED_WHY}"
+    known = ([f"{n_failed} of them: a judge call failed in the {other}"] if n_failed else []) + \
+        ([f"{n_skipped} of them: the judge skipped them in the {other} ({SKIPPED_WHY})"] if n_skipped else [])
+    if known:
+        return "; ".join(known) + "; the others: a missing answer?"
     return "a failed or skipped judge call, a missing answer?"
 
 
@@ -838,6 +851,8 @@ def compare_frames(
     paired = joined.get_column("id").cast(pl.Utf8)
     failed_in = {side: _failed_in(cases, paired, names) for side, cases in (("baseline", base_cases),
                                                                             ("candidate", cand_cases))}
+    skipped_in = {side: _failed_in(cases, paired, names, "skipped") for side, cases in (("baseline", base_cases),
+                                                                                      ("candidate", cand_cases))}
     failed_calls = _failed_calls(failed_in, n)
     paired_ids = joined.get_column("id").cast(pl.Utf8).to_numpy()
     covered = _applies(base_cases, joined.select(pl.col("id").cast(pl.Utf8)), names)
@@ -873,7 +888,7 @@ def compare_frames(
         scored_c = ~np.isnan(cand_v[:, j])
         if (scored_b != scored_c).any():
             sides = ", ".join(f"{int(only.sum())} case(s) scored in the {side} only{_named(paired_ids, only)} "
-                              f"({_why_one_sided(name, other, only, failed_in, not_judged)})"
+                              f"({_why_one_sided(name, other, only, failed_in, not_judged, skipped_in)})"
                               for side, other, only in (("baseline", "candidate", scored_b & ~scored_c),
                                                         ("candidate", "baseline", scored_c & ~scored_b))
                               if only.any())
