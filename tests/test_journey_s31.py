@@ -157,3 +157,13 @@ def test_compare_says_the_judge_skipped_a_case_in_the_candidate_instead_of_guess
     assert "context_precision: 1 case(s) scored in the baseline only (multi-01) (the judge skipped it in the " \
            "candidate: an input it needs was missing, or --budget)" in said, said
     assert "a missing answer?" not in said
+
+
+def test_report_md_counts_one_kind_of_warning_in_the_singular(team: Path) -> None:
+    # report.md said 'Warnings (1 kinds; full lists in warnings.json)' (report.html: '1 kind(s)')
+    assert _ragmeter("score", "--golden", "golden.jsonl", "--run", "run.jsonl", "--out", "s", cwd=team).returncode == 0
+    assert _ragmeter("report", "s", cwd=team).returncode == 0
+    md = (team / "s" / "report.md").read_text(encoding="utf-8")
+    summary = re.search(r"<summary>Warnings \((\d+) (kinds?);", md)
+    assert summary, md
+    assert summary.group(2) == ("kind" if summary.group(1) == "1" else "kinds"), summary.group(0)

@@ -199,7 +199,8 @@ def _warning_lines(results: Results) -> List[str]:
     kinds: Dict[str, List[str]] = {}
     for w in items:
         kinds.setdefault(str(w.get("code") or "note"), []).append(str(w["message"]))
-    out = ["<details><summary>Warnings (" + str(len(kinds)) + " kinds; full lists in warnings.json)</summary>", ""]
+    kinds_said = f"{len(kinds)} kind" + ("" if len(kinds) == 1 else "s")
+    out = ["<details><summary>Warnings (" + kinds_said + "; full lists in warnings.json)</summary>", ""]
     from ragmeter.report.html import MAX_WARNING_CHARS
 
     out += [f"- {md_code(code)} " + md_escape(ellipsis_cut("; ".join(msgs), MAX_WARNING_CHARS)) for code, msgs in kinds.items()]
