@@ -157,6 +157,12 @@ def test_compare_says_the_judge_skipped_a_case_in_the_candidate_instead_of_guess
     assert "context_precision: 1 case(s) scored in the baseline only (multi-01) (the judge skipped it in the " \
            "candidate: an input it needs was missing, or --budget)" in said, said
     assert "a missing answer?" not in said
+    # the gate's failure points to that reason instead of guessing one of its own
+    gated = _ragmeter("compare", "base", "cand", "--gate", "context_precision>=-5pp", cwd=team)
+    assert gated.returncode == 1
+    assert "not measured on every case: context_precision: 1 case(s) scored in the baseline only (the " \
+           "comparison's warnings say why)" in _one_line(gated.stdout + gated.stderr), gated.stdout + gated.stderr
+    assert "judge call?" not in gated.stdout + gated.stderr
 
 
 def test_report_md_counts_one_kind_of_warning_in_the_singular(team: Path) -> None:

@@ -395,7 +395,7 @@ def evaluate(rules: List[Rule], comparison: Any) -> List[RuleResult]:
             # the cases one run could not score (a failed judge call) may be the ones that regressed: a verdict on
             # the rest would pass a CI job whose candidate lost half its judge calls
             out.append(RuleResult(rule, None, False, (
-                f"{code_span(rule.text)}: not measured on every case: {one_sided} (a failed or skipped judge call?); "
+                f"{code_span(rule.text)}: not measured on every case: {one_sided} (the comparison's warnings say why); "
                 f"{what} {_fmt(rule.mode, actual)}{how} on the rest"), counted))
             continue
         passed = _holds(actual, rule.op, rule.value)
