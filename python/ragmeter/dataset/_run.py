@@ -329,7 +329,7 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
             df = df.with_columns(
                 [pl.col("usage").struct.field(k).alias(k) for k in ("prompt_tokens", "completion_tokens") if k in fields and k not in schema]
             )
-        else:
+        elif schema["usage"] != pl.Null:  # null in every row (every case failed when collected): no usage
             problems.add(where, f"column 'usage' has type {schema['usage']}, expected a struct of prompt_tokens, completion_tokens")
         df = df.drop("usage")
     # Rows where two spellings differ are problems of the values: added once the types are checked (in a slice,
@@ -365,7 +365,8 @@ def _run_from_columns(df: pl.DataFrame, where: str, problems: _Problems, *, firs
         problems.add(where, "missing column 'retrieved'")
     else:
         dtype = schema["retrieved"]
-        if dtype == pl.Null:  # null in every row (a Parquet writer keeps no element type for it)
+        # null in every row, or [] (and null) in every row: a Parquet writer keeps no element type for it
+        if dtype == pl.Null or dtype == pl.List(pl.Null):
             df = df.with_columns(pl.col("retrieved").cast(RETRIEVED_DTYPE))
             dtype = RETRIEVED_DTYPE
         if isinstance(dtype, pl.Array) and len(dtype.shape) == 1:  # a fixed-size list: the same items

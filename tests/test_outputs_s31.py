@@ -1,0 +1,75 @@
+"""Output contracts scripts depend on: every results file reads back with the same columns and the same types
+whatever the run was like (one case, every case failed, nothing retrieved, a run file written as JSON Lines or
+as Parquet by pyarrow), so that two runs' files concatenate (``pl.concat``, ``pa.concat_tables``), and the JSON
+outputs are strict JSON with "not measured" written as null."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import ragmeter
+
+EX = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
+GOLDEN = EX / "golden.jsonl"
+RUN = [json.loads(line) for line in (EX / "run.jsonl").read_text(encoding="utf-8").splitlines()
+       if line.startswith("{")]
+
+
+def write_jsonl(path: Path, rows: List[Dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def ragmeter_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragmeter", *args], capture_output=True, text=True, cwd=cwd)
+
+
+FAILED_RECORD = {"error": "HTTP 502", "error_kind": "server", "attempts": 3, "answer": None, "retrieved": [],
+                 "retrieval_mode": None, "latency_ms": 12.5, "usage": None, "cost": None}
+
+#: runs unlike the bundled one in every way a results file could notice
+RUN_SHAPES = {
+    "whole": RUN,
+    "one case": RUN[:1],
+    "nothing retrieved": [dict(r, retrieved=[]) for r in RUN],
+    "every case failed in the run": [dict(FAILED_RECORD, id=r["id"]) for r in RUN],
+}
+
+
+def run_files(folder: Path, rows: List[Dict[str, Any]]) -> Dict[str, Path]:
+    """``rows`` as JSON Lines and as Parquet from pyarrow (texts in dictionary pages, its default), from pyarrow
+    without dictionaries, and from Polars."""
+    folder.mkdir(parents=True, exist_ok=True)
+    runs = {"jsonl": write_jsonl(folder / "run.jsonl", rows)}
+    table = pa.Table.from_pylist(rows)
+    runs["pyarrow"] = folder / "run_pyarrow.parquet"
+    pq.write_table(table, runs["pyarrow"])
+    runs["pyarrow_plain"] = folder / "run_pyarrow_plain.parquet"
+    pq.write_table(table, runs["pyarrow_plain"], use_dictionary=False)
+    runs["polars"] = folder / "run_polars.parquet"
+    pl.DataFrame(rows).write_parquet(runs["polars"])
+    return runs
+
+
+@pytest.mark.parametrize("shape", ["nothing retrieved", "every case failed in the run"])
+def test_a_pyarrow_parquet_run_of_empty_or_failed_cases_is_scored_as_its_json_lines(tmp_path, shape):
+    # pyarrow types a column of [] in every row as list<null> and one of null in every row as null: such a run
+    # (every retrieval empty; every case failed when collected, `usage` null) was refused, "column 'retrieved'
+    # has type List(Null), expected list of struct{...}" and "column 'usage' has type Null, expected a struct",
+    # where the same run as JSON Lines is scored (exit 3 with failed cases)
+    runs = run_files(tmp_path, RUN_SHAPES[shape])
+    reference = ragmeter.score(GOLDEN, runs["jsonl"])
+    for name in ("pyarrow", "pyarrow_plain", "polars"):
+        got = ragmeter.score(GOLDEN, runs[name])
+        assert got.cases.equals(reference.cases, null_equal=True), name
+        assert got.summary == reference.summary, name
+        done = ragmeter_cli("score", "--golden", str(GOLDEN), "--run", str(runs[name]), cwd=tmp_path)
+        assert done.returncode == (3 if shape.startswith("every case failed") else 0), done.stderr
