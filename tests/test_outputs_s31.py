@@ -32,6 +32,17 @@ def ragmeter_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ragmeter", *args], capture_output=True, text=True, cwd=cwd)
 
 
+def assert_same_arrow_schema_and_concatenable(paths: Dict[str, Path]) -> None:
+    """pyarrow reads every file with the same schema, and ``pa.concat_tables`` (which refuses ``string`` beside
+    ``large_string``) and ``pl.concat`` take them all."""
+    tables = {name: pq.read_table(path) for name, path in paths.items()}
+    first_name, first = next(iter(tables.items()))
+    for name, table in tables.items():
+        assert table.schema.remove_metadata() == first.schema.remove_metadata(), (first_name, name)
+    pa.concat_tables(list(tables.values()))
+    pl.concat([pl.read_parquet(path) for path in paths.values()], how="vertical")
+
+
 FAILED_RECORD = {"error": "HTTP 502", "error_kind": "server", "attempts": 3, "answer": None, "retrieved": [],
                  "retrieval_mode": None, "latency_ms": 12.5, "usage": None, "cost": None}
 
@@ -57,6 +68,28 @@ def run_files(folder: Path, rows: List[Dict[str, Any]]) -> Dict[str, Path]:
     runs["polars"] = folder / "run_polars.parquet"
     pl.DataFrame(rows).write_parquet(runs["polars"])
     return runs
+
+
+def test_chunks_parquet_has_one_arrow_schema_whatever_the_run_and_its_files_format(tmp_path):
+    # chunks.parquet of a run read from a pyarrow-written Parquet file (texts in dictionary pages) stored no
+    # Arrow schema and read in pyarrow as `string`; from JSON Lines it read as `large_string`: pa.concat_tables of
+    # the two runs' chunk tables failed ("Schema at index 1 was different")
+    written: Dict[str, Path] = {}
+    for shape, rows in RUN_SHAPES.items():
+        folder = tmp_path / shape.replace(" ", "_")
+        for name, run in run_files(folder, rows).items():
+            out = folder / f"score_{name}"
+            done = ragmeter_cli("score", "--golden", str(GOLDEN), "--run", str(run), "--out", str(out), cwd=tmp_path)
+            assert done.returncode in (0, 3), done.stderr
+            written[f"score {shape} {name}"] = out / "chunks.parquet"
+            ragmeter.score(GOLDEN, run).write(folder / f"api_{name}")
+            written[f"ragmeter.score {shape} {name}"] = folder / f"api_{name}" / "chunks.parquet"
+        out = folder / "eval"
+        done = ragmeter_cli("eval", "--golden", str(GOLDEN), "--run", str(folder / "run_pyarrow.parquet"),
+                            "--out", str(out), cwd=tmp_path)
+        assert done.returncode in (0, 3), done.stderr
+        written[f"eval {shape} pyarrow"] = out / "chunks.parquet"
+    assert_same_arrow_schema_and_concatenable(written)
 
 
 @pytest.mark.parametrize("shape", ["nothing retrieved", "every case failed in the run"])

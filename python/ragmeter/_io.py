@@ -324,9 +324,10 @@ def write_parquet_parts(parts: Iterable[Any], path: Any, schema: Any) -> None:
     ``benches/RESULTS_score.md`` (2026-12-02).
 
     A dictionary array (the texts of a run read as a dictionary) is written as one: its values once, not every
-    chunk's text hashed again. Such a file stores no Arrow schema, only Parquet's types (String, Int64, Double,
-    Boolean): its Arrow schema would name the column a dictionary, which Polars reads as a categorical; pyarrow
-    then reads its strings as ``string`` (not ``large_string``), Polars as ``String`` as always."""
+    chunk's text hashed again. The Arrow schema such a file stores names the dictionary's value type instead
+    (:func:`_schema_without_dictionaries`): pyarrow's own would name the column a dictionary, which Polars reads
+    as a categorical, and none at all made pyarrow read the texts as ``string`` where a run loaded whole gives
+    ``large_string``, so that two runs' chunk tables did not concatenate (``pa.concat_tables``)."""
     import itertools
 
     import pyarrow as pa
@@ -342,6 +343,9 @@ def write_parquet_parts(parts: Iterable[Any], path: Any, schema: Any) -> None:
                                   memory_pool=slice_memory_pool(),
                                   write_statistics=[name for name in schema.names if name not in _NO_STATISTICS],
                                   store_schema=not any(pa.types.is_dictionary(field.type) for field in schema))
+        # add_key_value_metadata is pyarrow 13's: an older one stores no schema (texts then read as `string`)
+        if any(pa.types.is_dictionary(field.type) for field in schema) and hasattr(writer, "add_key_value_metadata"):
+            writer.add_key_value_metadata({"ARROW:schema": _schema_without_dictionaries(schema)})
         if first is not None:
             # Each part is let go as soon as it is written (a part holds a slice's texts, tens of MB): neither
             # ``first`` nor the loop's name keeps one while the next is made.
@@ -358,6 +362,19 @@ def write_parquet_parts(parts: Iterable[Any], path: Any, schema: Any) -> None:
         if writer is not None:  # a part failed, or the parts' producer raised: the file is incomplete anyway
             with contextlib.suppress(OSError):
                 writer.close()
+
+
+def _schema_without_dictionaries(schema: Any) -> str:
+    """``schema`` with each dictionary field as its value type, serialised as pyarrow stores an Arrow schema in
+    a Parquet file (``ARROW:schema``, base64 of the IPC message): readers take the texts as the plain strings a
+    run loaded whole gives, while the pages keep their dictionary."""
+    import base64
+
+    import pyarrow as pa
+
+    plain = pa.schema([field.with_type(field.type.value_type) if pa.types.is_dictionary(field.type) else field
+                       for field in schema], metadata=schema.metadata)
+    return base64.b64encode(plain.serialize().to_pybytes()).decode("ascii")
 
 
 #: columns written without min/max statistics: a chunk text's bounds help no reader, and computing them over
