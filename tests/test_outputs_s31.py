@@ -106,3 +106,34 @@ def test_a_pyarrow_parquet_run_of_empty_or_failed_cases_is_scored_as_its_json_li
         assert got.summary == reference.summary, name
         done = ragmeter_cli("score", "--golden", str(GOLDEN), "--run", str(runs[name]), cwd=tmp_path)
         assert done.returncode == (3 if shape.startswith("every case failed") else 0), done.stderr
+
+
+def key_paths(value: Any, path: str = "") -> set:
+    """Every key path of a JSON object (list items under ``[]``)."""
+    if isinstance(value, dict):
+        return {path} | {p for k, v in value.items() for p in key_paths(v, f"{path}.{k}")}
+    if isinstance(value, list):
+        return {path} | {p for v in value for p in key_paths(v, f"{path}[]")}
+    return {path}
+
+
+def test_audit_json_resolution_has_the_same_keys_when_no_difference_is_detectable(tmp_path):
+    # docs/audit.md: "mde_pp is null, mde_reason says why". mde_reason was written only when mde_pp was null,
+    # so a script reading audit["resolution"]["mde_reason"] failed with KeyError on every usable golden set
+    golden = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines() if line.startswith("{")]
+    resolutions = {}
+    for name, rows in (("whole", golden), ("one case", golden[:1])):
+        path = write_jsonl(tmp_path / f"{name}.jsonl", rows)
+        done = ragmeter_cli("audit", "--golden", str(path), "--json", "--target", "120", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        resolutions[name] = json.loads(done.stdout, parse_constant=_refuse_constant)["resolution"]
+        assert resolutions[name] == ragmeter.audit(path, target=120).to_dict()["resolution"]
+    whole, one = resolutions["whole"], resolutions["one case"]
+    assert one["mde_pp"] is None and "no difference is detectable" in one["mde_reason"]
+    assert whole["mde_pp"] is not None and whole["mde_reason"] is None
+    assert whole["target"]["mde_reason"] is None and one["target"]["mde_reason"] is None
+    assert key_paths(whole) == key_paths(one)
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"not strict JSON: {name}")

@@ -566,7 +566,9 @@ def _resolution(n: int, target_n: Optional[int],
     def at(size: int) -> Dict[str, Any]:
         mde = {name: _mde_pp(size, p) for name, p in rates.items()}
         primary = mde.get("correct", mde.get("hit", mde.get("rate")))
-        out: Dict[str, Any] = {"n": size, "points_per_case": round(100 / size, 2), "mde_pp": primary}
+        # mde_reason is null beside a number: the same keys for every golden set, for scripts reading them
+        out: Dict[str, Any] = {"n": size, "points_per_case": round(100 / size, 2), "mde_pp": primary,
+                               "mde_reason": None}
         if primary is None:
             out["mde_reason"] = (f"at n={size} no difference is detectable: a paired test would need one of over "
                                  "100 points")
