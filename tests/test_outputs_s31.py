@@ -17,7 +17,11 @@ import pytest
 
 import ragmeter
 
-EX = Path(__file__).resolve().parent.parent / "python" / "ragmeter" / "_example"
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "judge"))
+from fakeserver import FakeServer  # noqa: E402
+
+EX = ROOT / "python" / "ragmeter" / "_example"
 GOLDEN = EX / "golden.jsonl"
 RUN = [json.loads(line) for line in (EX / "run.jsonl").read_text(encoding="utf-8").splitlines()
        if line.startswith("{")]
@@ -137,3 +141,33 @@ def test_audit_json_resolution_has_the_same_keys_when_no_difference_is_detectabl
 
 def _refuse_constant(name: str) -> None:
     raise ValueError(f"not strict JSON: {name}")
+
+
+def judge_args(server: FakeServer) -> List[str]:
+    return ["--base-url", server.base_url, "--model", "m", "--no-progress", "--no-cache", "--max-failed", "100%",
+            "--retry-base-delay", "0.01", "--retry-max-delay", "0.02"]
+
+
+@pytest.mark.parametrize("every_call_fails", [False, True])
+def test_judge_parquet_of_judge_and_of_eval_have_one_schema(tmp_path, every_call_fails):
+    # `ragmeter eval` writes judge.parquet with a `repeat` column (1 without --repeat), `ragmeter judge` wrote
+    # the same file without it: pl.concat(how="vertical") of the two ("unable to vstack") and pa.concat_tables
+    # failed
+    written: Dict[str, Path] = {}
+    with FakeServer() as server:
+        if every_call_fails:
+            server.rules = [(lambda info: True, 400)]
+        for shape in ("whole", "one case"):
+            run = write_jsonl(tmp_path / f"{shape}.jsonl", RUN_SHAPES[shape])
+            golden = GOLDEN if shape == "whole" else write_jsonl(
+                tmp_path / "golden_one.jsonl",
+                [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()
+                 if line.startswith("{") and json.loads(line)["id"] == RUN[0]["id"]])
+            for command in ("judge", "eval"):
+                out = tmp_path / f"{command}_{shape.replace(' ', '_')}"
+                done = ragmeter_cli(command, "--golden", str(golden), "--run", str(run), "--out", str(out),
+                                    *judge_args(server), cwd=tmp_path)
+                assert done.returncode == 0, done.stderr
+                written[f"{command} {shape}"] = out / "judge.parquet"
+    assert pl.read_parquet(written["judge whole"])["repeat"].to_list() == [1] * 255
+    assert_same_arrow_schema_and_concatenable(written)

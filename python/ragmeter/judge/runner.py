@@ -245,11 +245,15 @@ class JudgeResult:
         return pl.DataFrame([{k: r.get(k) for k in ROW_SCHEMA} for r in self.rows], schema=schema, orient="row")
 
     def write(self, out_dir: Union[str, Path]) -> Path:
-        """``judge.parquet`` and ``judge_summary.json`` in ``out_dir``, both or neither (nothing half-written)."""
+        """``judge.parquet`` and ``judge_summary.json`` in ``out_dir``, both or neither (nothing half-written).
+        ``judge.parquet`` has the columns of the one ``ragmeter eval`` writes, ``repeat`` 1 among them, so that
+        scripts read (and concatenate) both alike."""
+        import polars as pl
+
         from ragmeter._io import atomic_outputs, strict_json
 
         out = Path(out_dir)
-        frame = self.frame()
+        frame = self.frame().with_columns(pl.lit(1, dtype=pl.Int64).alias("repeat"))
         with atomic_outputs(out) as tmp:
             try:
                 frame.write_parquet(tmp / "judge.parquet")
