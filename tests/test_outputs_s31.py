@@ -171,3 +171,32 @@ def test_judge_parquet_of_judge_and_of_eval_have_one_schema(tmp_path, every_call
                 written[f"{command} {shape}"] = out / "judge.parquet"
     assert pl.read_parquet(written["judge whole"])["repeat"].to_list() == [1] * 255
     assert_same_arrow_schema_and_concatenable(written)
+
+
+def test_mean_retrieved_of_a_run_without_chunk_lists_is_null_not_zero(tmp_path):
+    # A run whose `retrieved` is null in every case gives no chunk list: its retrieval is not scored (every rate
+    # null, n_scored 0) and no case came back empty (empty_retrievals 0), yet summary.json said mean_retrieved 0.0,
+    # a measurement of what was never seen. Overall and per category, in ragmeter.score, eval (with a judge),
+    # and the batch reductions (reduce_batches, combine over partial_sums: ragmeter.ray's)
+    from ragmeter.batch import combine, partial_sums, reduce_batches, score_batch
+
+    rows = [dict(r, retrieved=None) for r in RUN]
+    run = write_jsonl(tmp_path / "run.jsonl", rows)
+    scored = ragmeter.score(GOLDEN, run)
+    reduced = reduce_batches([score_batch(pa.Table.from_pylist(rows[:20]), GOLDEN),
+                              score_batch(pa.Table.from_pylist(rows[20:]), GOLDEN)], GOLDEN)
+    summed = combine([partial_sums(score_batch(pa.Table.from_pylist(rows), GOLDEN))])
+    with FakeServer() as server:
+        done = ragmeter_cli("eval", "--golden", str(GOLDEN), "--run", str(run), "--out", str(tmp_path / "eval"),
+                            *judge_args(server), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = json.loads((tmp_path / "eval" / "summary.json").read_text(encoding="utf-8"))["retrieval"]
+    for summary in (scored.summary, reduced, written):
+        assert summary["overall"]["hit_rate"]["n_scored"] == 0 and summary["overall"]["empty_retrievals"] == 0
+        assert summary["overall"]["mean_retrieved"] is None
+        assert {c["mean_retrieved"] for c in summary["by_category"].values()} == {None}
+    assert {group["mean_retrieved"] for group in summed.values()} == {None}
+    # a run that gives chunk lists reads a null one as an empty retrieval (README "Formats"): 0 chunks, counted
+    mixed = [dict(r, retrieved=None) if i % 2 else r for i, r in enumerate(RUN)]
+    got = ragmeter.score(GOLDEN, mixed).summary["overall"]["mean_retrieved"]
+    assert got == sum(len(r["retrieved"] or []) for r in mixed) / 51

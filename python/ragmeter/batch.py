@@ -156,10 +156,21 @@ def _empty_cases(golden: Any, k: int) -> Any:
     return _with_batch_columns(result.cases, result.chunks, k).clear().to_arrow()
 
 
+def _chunk_list_counts(part: pl.DataFrame) -> Dict[str, int]:
+    """The cases the run has a record for, and those of them giving a chunk list: a run none of whose records
+    gives one has no mean_retrieved (``ragmeter.retrieval.no_chunk_list_in_run``)."""
+    in_run = ~pl.col("missing_from_run").fill_null(False) if "missing_from_run" in part.columns else pl.lit(True)
+    listed = ~pl.col("retrieved_null").fill_null(False) if "retrieved_null" in part.columns else pl.lit(True)
+    counts = part.select(in_run.sum().alias("n_in_run"), (in_run & listed).sum().alias("n_chunk_lists"))
+    return {name: int(counts[name][0] or 0) for name in counts.columns} if part.height else {
+        "n_in_run": 0, "n_chunk_lists": 0}
+
+
 def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, Any]]:
     """Sums and counts of one batch's per-case table, per ``by`` value (and ``None`` for all cases).
 
-    Rows: ``{"group", "n_cases", "n_labeled", "empty_retrievals", "sum_retrieved", and per aggregate
+    Rows: ``{"group", "n_cases", "n_labeled", "empty_retrievals", "sum_retrieved", "n_in_run", "n_chunk_lists"
+    (the cases the run has a record for, and those of them giving a chunk list), and per aggregate
     "<name>_sum", "<name>_n_scored", "<name>_n_total", and "file_vs_chunk_n", "file_vs_chunk_file_hits",
     "file_vs_chunk_hits", "file_vs_chunk_n_file_only"}`` (the counts of ``summary["file_vs_chunk_hit"]``). Sums are exact (``math.fsum``) so that the order of
     the batches cannot change the result. The all-cases row also has ``"files"``: the batch's retrieved items with
@@ -180,7 +191,8 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
         row: Dict[str, Any] = {"group": key, "n_cases": part.height,
                                "n_labeled": int(part["labeled"].sum()) if part.height else 0,
                                "empty_retrievals": int(part["empty_retrieval"].sum()) if part.height else 0,
-                               "sum_retrieved": int(part["n_retrieved"].sum()) if part.height else 0}
+                               "sum_retrieved": int(part["n_retrieved"].sum()) if part.height else 0,
+                               **_chunk_list_counts(part)}
         multi = part["n_expected_files"] >= 2 if part.height else pl.Series([], dtype=pl.Boolean)
         for name, column in AGGREGATE_COLUMNS.items():
             values = part[column].cast(pl.Float64) if part.height else pl.Series([], dtype=pl.Float64)
@@ -235,7 +247,7 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
                     cut_offs.setdefault(k, number)
             row = {key: value for key, value in row.items() if key not in ("files", "ids", "k")}
             a = acc.setdefault(row["group"], {"n_cases": 0, "n_labeled": 0, "empty_retrievals": 0,
-                                              "sum_retrieved": 0,
+                                              "sum_retrieved": 0, "n_in_run": 0, "n_chunk_lists": 0,
                                               **{f"{n}_sum": [] for n in AGGREGATE_COLUMNS},
                                               **{f"{n}_n_scored": 0 for n in AGGREGATE_COLUMNS},
                                               **{f"{n}_n_total": 0 for n in AGGREGATE_COLUMNS},
@@ -260,10 +272,14 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
                          "twice would count its cases twice")
     _check_file_decision(files)
     out: Dict[Any, Dict[str, Any]] = {}
+    whole = acc.get(None, {})
+    # as ragmeter.retrieval.aggregate: a run whose records give no chunk list has no mean_retrieved, in any group
+    unlisted = bool(whole.get("n_in_run")) and not whole.get("n_chunk_lists")
     for group, a in acc.items():
         entry: Dict[str, Any] = {"n_cases": a["n_cases"], "n_labeled": a["n_labeled"],
                                  "empty_retrievals": a["empty_retrievals"],
-                                 "mean_retrieved": a["sum_retrieved"] / a["n_cases"] if a["n_cases"] else None}
+                                 "mean_retrieved": a["sum_retrieved"] / a["n_cases"] if a["n_cases"] and not unlisted
+                                 else None}
         for name in AGGREGATE_COLUMNS:
             n = a[f"{name}_n_scored"]
             entry[name] = {"value": math.fsum(a[f"{name}_sum"]) / n if n else None, "n_scored": n,

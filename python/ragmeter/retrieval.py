@@ -479,7 +479,9 @@ def aggregate(cases: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
         else:
             total = pl.len()
         exprs += [values.mean().alias(name), values.count().alias(f"{name}_n_scored"), total.alias(f"{name}_n_total")]
-    exprs += [pl.col("empty_retrieval").sum().alias("empty_retrievals"), pl.col("n_retrieved").mean().alias("mean_retrieved")]
+    # a run of no chunk list (no_chunk_list_in_run) retrieved nothing anyone saw: its mean is not measured, not 0
+    retrieved = pl.lit(None, dtype=pl.Float64) if no_chunk_list_in_run(cases) else pl.col("n_retrieved").mean()
+    exprs += [pl.col("empty_retrieval").sum().alias("empty_retrievals"), retrieved.alias("mean_retrieved")]
     if by:
         return cases.group_by(list(by)).agg(exprs).sort(list(by))
     return cases.select(exprs)
