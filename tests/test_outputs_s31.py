@@ -200,3 +200,23 @@ def test_mean_retrieved_of_a_run_without_chunk_lists_is_null_not_zero(tmp_path):
     mixed = [dict(r, retrieved=None) if i % 2 else r for i, r in enumerate(RUN)]
     got = ragmeter.score(GOLDEN, mixed).summary["overall"]["mean_retrieved"]
     assert got == sum(len(r["retrieved"] or []) for r in mixed) / 51
+
+
+def test_review_compare_with_a_run_whose_every_judge_call_failed_names_that_run(tmp_path):
+    # Every judge call of the second run failed: review compare refused the pair saying "have no case with a
+    # verdict from both (not runs of the same cases?)", a wrong guess about runs of the very same cases
+    folders = {}
+    for name, failing in (("good", False), ("failed", True)):
+        with FakeServer() as server:
+            if failing:
+                server.rules = [(lambda info: True, 400)]
+            folders[name] = tmp_path / name
+            done = ragmeter_cli("eval", "--golden", str(GOLDEN), "--run", str(EX / "run.jsonl"),
+                                "--out", str(folders[name]), *judge_args(server), cwd=tmp_path)
+            assert done.returncode == 0, done.stderr
+    done = ragmeter_cli("review", "compare", str(folders["good"]), str(folders["failed"]), cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "failed" in lines[0] and "no verdict" in lines[0] and "0 of 51" in lines[0], lines[0]
+    assert "not runs of the same cases" not in lines[0]

@@ -68,6 +68,10 @@ def compare_raters(results_dirs: Sequence[Any], human_sheet: Optional[Any] = Non
         ids = sorted(raters["human"])
         if not ids:
             raise InputError(f"{human_sheet}: no case of the sheet is reviewed (every covered cell is empty)")
+    silent = next((name for name in judges if not judged[name]["n_judged"]), None)
+    if silent is not None:  # its judge gave no verdict at all: the pair below would be blamed on other cases
+        raise InputError(f"review compare: {silent} has no verdict on any case (0 of {judged[silent]['n_total']} "
+                         "judged: every correctness call failed or was skipped); rerun its judge, then compare")
     rows = agreement_table(raters, ids)
     empty = next((r for r in rows if not r["n"]), None)
     if empty is not None:  # nothing to measure for that pair: runs of other cases, or a sheet of another run
