@@ -173,7 +173,7 @@ def _table(x: Any, what: str, columns: Sequence[str]) -> Any:
     else:
         raise InputError(f"{what}: expected a file path, a dict of dicts, or a Polars/pandas/pyarrow table, got {type(x).__name__}")
     aliases = {columns[0]: ("query_id", "qid", "query", "q_id"), columns[1]: ("doc_id", "docno", "doc", "document"),
-               columns[2]: (columns[2],) + (("relevance", "rel", "grade", "label") if columns[2] == "relevance" else ("score", "sim"))}
+               columns[2]: ("relevance", "rel", "grade", "label") if columns[2] == "relevance" else ("score", "sim")}
     picked = {}
     for want, options in aliases.items():
         found = next((c for c in options if c in df.columns), None)
