@@ -44,7 +44,7 @@ def test_a_qrels_frame_with_a_relevance_column_and_a_score_column_is_read_by_its
 
 
 @pytest.mark.parametrize("what, columns, names", [
-    ("qrels", ["q_id", "doc_id", "grade_x"], "relevance, rel, grade, label"),
+    ("qrels", ["q_id", "doc_id", "grade_x"], "relevance, rel, grade, label, score"),
     ("run", ["q_id", "doc_id", "sim_x"], "score, sim"),
 ])
 def test_a_missing_value_column_lists_each_accepted_name_once(what: str, columns: List[str], names: str) -> None:

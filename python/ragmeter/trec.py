@@ -44,8 +44,9 @@ def evaluate(
 
     Each of ``qrels`` and ``run`` is a TREC file path, a Polars / pandas / pyarrow
     table (query, document and relevance or score columns; ``query_id``/``qid``,
-    ``doc_id``/``docno`` and similar names are accepted), or the dict of dicts
-    ``{query: {doc: value}}`` that pytrec_eval and ranx take. A path and a table
+    ``doc_id``/``docno`` and similar names are accepted, and ranx's frames: ``q_id``, ``doc_id``,
+    ``score``, the grade in a qrels frame), the dict of dicts ``{query: {doc: value}}`` that pytrec_eval
+    and ranx take, or ranx's ``Qrels`` and ``Run`` (read as their ``to_dict()``). A path and a table
     may be mixed; files are parsed in Rust. Errors name the file and line, or the
     input (``qrels``, ``run``) and the 1-based row. Relevance grades are integers: in a table or a dict a
     whole-number float (``1.0``, as pandas and JSON give) is its integer and ``0.5`` is refused naming the row,
@@ -78,6 +79,7 @@ def evaluate(
     per_query, complete, judged_only = (check_arg(name, value, "bool") for name, value in
                                         (("per_query", per_query), ("complete", complete), ("judged_only", judged_only)))
     run_id = check_arg("run_id", run_id, "text")
+    qrels, run = _ranx_as_dict(qrels), _ranx_as_dict(run)
     opts = _core.TrecOptions(relevance_level=relevance_level, max_docs=max_docs, complete=complete,
                              judged_only=judged_only, num_docs_in_coll=num_docs_in_coll)
     try:
@@ -173,7 +175,8 @@ def _table(x: Any, what: str, columns: Sequence[str]) -> Any:
     else:
         raise InputError(f"{what}: expected a file path, a dict of dicts, or a Polars/pandas/pyarrow table, got {type(x).__name__}")
     aliases = {columns[0]: ("query_id", "qid", "query", "q_id"), columns[1]: ("doc_id", "docno", "doc", "document"),
-               columns[2]: ("relevance", "rel", "grade", "label") if columns[2] == "relevance" else ("score", "sim")}
+               # ranx's Qrels frame names the grade "score" (Qrels.from_df's score_col): last, after the grade names
+               columns[2]: ("relevance", "rel", "grade", "label", "score") if columns[2] == "relevance" else ("score", "sim")}
     picked = {}
     for want, options in aliases.items():
         found = next((c for c in options if c in df.columns), None)
@@ -219,6 +222,14 @@ def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
     except Exception as exc:
         raise InputError(f"{what}: {value} must be {dtype_name} ({exc.__class__.__name__})") from None
     return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values, None)
+
+
+def _ranx_as_dict(source: Any) -> Any:
+    """A ranx ``Qrels`` or ``Run`` as its ``{query: {doc: value}}`` dict (what its users hold); anything else as
+    it is. Known by its module, so that ranx need not be imported."""
+    if type(source).__module__.startswith("ranx.") and type(source).__name__ in ("Qrels", "Run"):
+        return source.to_dict()
+    return source
 
 
 def _whole_numbers(values: Any, problem: str, where: Any) -> Any:
