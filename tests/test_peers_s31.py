@@ -199,3 +199,32 @@ def test_trec_evaluate_takes_ranx_qrels_and_run_objects() -> None:
     ranx = pytest.importorskip("ranx")
     out = evaluate(ranx.Qrels.from_dict(QRELS), ranx.Run.from_dict(RUN), MEASURES)
     assert out.to_dicts() == evaluate(QRELS, RUN, MEASURES).to_dicts()
+
+
+@pytest.mark.parametrize("pytrec_name, trec_name", [
+    ("P_5", "P.5"), ("ndcg_cut_10", "ndcg_cut.10"), ("map_cut_5", "map_cut.5"), ("recall_10", "recall.10"),
+    ("success_1", "success.1"), ("relative_P_5", "relative_P.5"), ("ndcg_cut_10,20", "ndcg_cut.10,20"),
+    ("iprec_at_recall_0.10", "iprec_at_recall.0.10"), ("Rprec_mult_0.20", "Rprec_mult.0.20"),
+])
+def test_trec_evaluate_reads_a_measure_in_pytrec_eval_spelling(pytrec_name: str, trec_name: str) -> None:
+    """pytrec_eval takes a measure at its cut-off as the name of its result (``{"P_5", "ndcg_cut_10"}``: what its
+    users write, and the columns of ragmeter's result); it was refused as "unknown measure 'P_5'; known measures:
+    ...". Read as trec_eval's ``P.5``: the same columns, the same numbers."""
+    out = evaluate(QRELS, RUN, {pytrec_name, "map"})
+    assert out.to_dicts() == evaluate(QRELS, RUN, [trec_name, "map"]).to_dicts()
+
+
+@pytest.mark.parametrize("name, column", [("ndcg_cut.10", "ndcg_cut_10"), ("ndcg.1=3,2=9", "ndcg_1=3,2=9"), ("set_P", "set_P"),
+                                          ("num_rel_ret", "num_rel_ret"), ("gm_map", "gm_map")])
+def test_measures_in_trec_eval_syntax_are_read_as_before(name: str, column: str) -> None:
+    """Only a name that is not a measure is read as pytrec_eval's spelling: 'ndcg_cut.10' stays ndcg_cut (not
+    'ndcg' with the parameters 'cut.10'), 'set_P' stays set_P."""
+    out = evaluate(QRELS, RUN, [name], per_query=False)
+    assert out.columns[1:] == [column]
+
+
+def test_an_unknown_measure_with_a_cut_off_is_still_refused_naming_it() -> None:
+    from ragmeter.errors import MeasureError
+
+    with pytest.raises(MeasureError, match="unknown measure 'precision_5'"):
+        evaluate(QRELS, RUN, ["precision_5"])

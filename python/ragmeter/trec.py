@@ -54,7 +54,7 @@ def evaluate(
     line). A grade above 1,000,000 is refused (measures count the judgements at each grade up to the highest).
 
     ``measures`` takes trec_eval's ``-m`` syntax (``"all_trec"``, ``"P.5,10"``,
-    ``"ndcg.1=3,2=9"``). ``complete=True`` is ``-c``: qrels queries missing
+    ``"ndcg.1=3,2=9"``), and pytrec_eval's names of a measure at a cut-off (``"P_5"`` is ``"P.5"``). ``complete=True`` is ``-c``: qrels queries missing
     from the run count as empty rankings (otherwise they are an error). A query whose
     ranking is an empty dict (``{"q2": {}}``) is such a query, as a TREC file has no
     empty rankings: pass ``complete=True`` to count it.
@@ -67,6 +67,7 @@ def evaluate(
     from ragmeter._args import check_arg
 
     measures = [measures] if isinstance(measures, str) else check_arg("measures", measures, "texts")
+    measures = _in_trec_syntax(measures)
     # trec_eval's own ranges (a negative -M or -l is its business); the types are Python's, and the engine's
     # 64-bit integers (2**63 was an OverflowError from the binding)
     relevance_level = check_arg("relevance_level", relevance_level, "int")
@@ -95,6 +96,22 @@ def evaluate(
     except InputError as exc:
         raise _in_python_terms(exc, {"qrels": qrels, "run": run}) from None
     return _frame(pl, result, per_query)
+
+
+def _in_trec_syntax(measures: Sequence[str]) -> List[str]:
+    """Each measure in trec_eval's ``-m`` syntax. pytrec_eval also takes a measure at its parameters as the name of
+    its result, ``P_5``, ``ndcg_cut_10``, ``iprec_at_recall_0.10`` (its users write ``{"P_5", "map"}``, and they are
+    the columns of our result): a name whose measure is unknown but whose part before the last ``_`` is one, is
+    that measure with the rest as parameters (``P.5``). Known names are left as they are: ``ndcg_cut.10`` is
+    ndcg_cut, ``set_P`` is set_P."""
+    known = set(known_measures())
+    out = []
+    for name in measures:
+        base, _, params = name.rpartition("_")
+        if name.split(".", 1)[0] not in known and base in known and params:
+            name = f"{base}.{params}"
+        out.append(name)
+    return out
 
 
 def _in_python_terms(exc: InputError, inputs: Optional[Mapping[str, Any]] = None) -> InputError:
