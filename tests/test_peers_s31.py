@@ -223,8 +223,10 @@ def test_measures_in_trec_eval_syntax_are_read_as_before(name: str, column: str)
     assert out.columns[1:] == [column]
 
 
-def test_an_unknown_measure_with_a_cut_off_is_still_refused_naming_it() -> None:
+@pytest.mark.parametrize("name", ["precision_5", "map_foo", "P_x"])
+def test_an_unknown_measure_with_an_underscore_is_still_refused_as_written(name: str) -> None:
+    """'map_foo' is not pytrec_eval's map with the parameters 'foo': it is refused naming 'map_foo'."""
     from ragmeter.errors import MeasureError
 
-    with pytest.raises(MeasureError, match="unknown measure 'precision_5'"):
-        evaluate(QRELS, RUN, ["precision_5"])
+    with pytest.raises(MeasureError, match=f"unknown measure '{name}'"):
+        evaluate(QRELS, RUN, [name])

@@ -102,13 +102,14 @@ def _in_trec_syntax(measures: Sequence[str]) -> List[str]:
     """Each measure in trec_eval's ``-m`` syntax. pytrec_eval also takes a measure at its parameters as the name of
     its result, ``P_5``, ``ndcg_cut_10``, ``iprec_at_recall_0.10`` (its users write ``{"P_5", "map"}``, and they are
     the columns of our result): a name whose measure is unknown but whose part before the last ``_`` is one, is
-    that measure with the rest as parameters (``P.5``). Known names are left as they are: ``ndcg_cut.10`` is
+    that measure with the rest, a number, as parameters (``P.5``). Known names are left as they are: ``ndcg_cut.10`` is
     ndcg_cut, ``set_P`` is set_P."""
     known = set(known_measures())
     out = []
     for name in measures:
         base, _, params = name.rpartition("_")
-        if name.split(".", 1)[0] not in known and base in known and params:
+        # parameters are numbers (cut-offs, recall points): 'map_foo' stays a name to refuse as it was written
+        if name.split(".", 1)[0] not in known and base in known and params[:1] in set("0123456789."):
             name = f"{base}.{params}"
         out.append(name)
     return out
