@@ -230,3 +230,20 @@ def test_an_unknown_measure_with_an_underscore_is_still_refused_as_written(name:
 
     with pytest.raises(MeasureError, match=f"unknown measure '{name}'"):
         evaluate(QRELS, RUN, [name])
+
+
+def test_trec_cli_names_trec_eval_syntax_for_a_measure_in_pytrec_eval_spelling(tmp_path: Any) -> None:
+    """``ragmeter trec -m P_5`` stays refused, as trec_eval refuses it, but the message said only "unknown measure
+    'P_5'; known measures: official, set, ..." (40 names); it says to write -m P.5, in one line, exit 2."""
+    import subprocess
+    import sys
+
+    (tmp_path / "qrels").write_text("1 0 a 1\n")
+    (tmp_path / "run").write_text("1 Q0 a 1 1.0 r\n")
+    done = subprocess.run([sys.executable, "-m", "ragmeter", "trec", "-m", "map", "-m", "ndcg_cut_10", "qrels", "run"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "ragmeter: error: unknown measure 'ndcg_cut_10': trec_eval's syntax for it is -m ndcg_cut.10 "
+        "(ndcg_cut_10 is the name of its output)"]

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 from ragmeter._trec_files import INT64, check_file_head
 from ragmeter.errors import InputError
 
-__all__ = ["evaluate", "known_measures"]
+__all__ = ["evaluate", "known_measures", "pytrec_eval_spelling"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 DEFAULT_MEASURES = ("map", "recip_rank", "ndcg_cut.10", "P.5", "recall.10", "success.5")
@@ -99,20 +99,23 @@ def evaluate(
 
 
 def _in_trec_syntax(measures: Sequence[str]) -> List[str]:
-    """Each measure in trec_eval's ``-m`` syntax. pytrec_eval also takes a measure at its parameters as the name of
-    its result, ``P_5``, ``ndcg_cut_10``, ``iprec_at_recall_0.10`` (its users write ``{"P_5", "map"}``, and they are
-    the columns of our result): a name whose measure is unknown but whose part before the last ``_`` is one, is
-    that measure with the rest, a number, as parameters (``P.5``). Known names are left as they are: ``ndcg_cut.10`` is
-    ndcg_cut, ``set_P`` is set_P."""
+    """Each measure in trec_eval's ``-m`` syntax, pytrec_eval's spelling read (:func:`pytrec_eval_spelling`)."""
     known = set(known_measures())
-    out = []
-    for name in measures:
-        base, _, params = name.rpartition("_")
-        # parameters are numbers (cut-offs, recall points): 'map_foo' stays a name to refuse as it was written
-        if name.split(".", 1)[0] not in known and base in known and params[:1] in set("0123456789."):
-            name = f"{base}.{params}"
-        out.append(name)
-    return out
+    return [pytrec_eval_spelling(name, known) or name for name in measures]
+
+
+def pytrec_eval_spelling(name: str, known: Iterable[str]) -> Optional[str]:
+    """``name`` in trec_eval's ``-m`` syntax when it is pytrec_eval's spelling of a measure at its parameters, else
+    None. pytrec_eval also takes the name of a result, ``P_5``, ``ndcg_cut_10``, ``iprec_at_recall_0.10`` (its users
+    write ``{"P_5", "map"}``, and they are the columns of our result): a name whose measure is unknown but whose
+    part before the last ``_`` is one, followed by a number, is that measure with the number as parameters
+    (``P.5``). Known names are not: ``ndcg_cut.10`` is ndcg_cut, ``set_P`` is set_P."""
+    known = set(known)
+    base, _, params = name.rpartition("_")
+    # parameters are numbers (cut-offs, recall points): 'map_foo' stays a name to refuse as it was written
+    if name.split(".", 1)[0] not in known and base in known and params[:1] in set("0123456789."):
+        return f"{base}.{params}"
+    return None
 
 
 def _in_python_terms(exc: InputError, inputs: Optional[Mapping[str, Any]] = None) -> InputError:

@@ -184,6 +184,20 @@ def _check_ranges(args: Any) -> None:
                              f"{INT64[0]} to {INT64[1]})")
 
 
+def _pytrec_eval_spelling_hint(measures: Sequence[str]) -> Optional[str]:
+    """trec_eval refuses ``-m P_5`` and so does ``ragmeter trec``, but pytrec_eval takes it (it is the output's
+    name): the message for a user coming from it, telling the syntax rather than the 40 known measures. Called
+    on the error path only, so that the trec front imports nothing more when it succeeds."""
+    from ragmeter.trec import known_measures, pytrec_eval_spelling
+
+    known = set(known_measures())
+    for name in measures:
+        spelled = pytrec_eval_spelling(name, known)
+        if spelled is not None:
+            return f"unknown measure '{name}': trec_eval's syntax for it is -m {spelled} ({name} is the name of its output)"
+    return None
+
+
 def run(args: Any) -> int:
     """Evaluate and print; ``args`` has the attributes ``configure`` defines."""
     from ragmeter import _core
@@ -198,16 +212,22 @@ def run(args: Any) -> int:
         check_head(run_text[:3], run_name)
     else:
         check_file_head(args.run)
-    text = _core.trec_eval_text(
-        args.qrels,
-        run_name,
-        list(args.measures),
-        _core.TrecOptions(relevance_level=args.level, max_docs=args.max_docs, complete=args.complete,
-                          judged_only=args.judged_only, num_docs_in_coll=args.num_docs),
-        per_query=args.per_query,
-        summary=not args.no_summary,
-        run_text=run_text,
-    )
+    try:
+        text = _core.trec_eval_text(
+            args.qrels,
+            run_name,
+            list(args.measures),
+            _core.TrecOptions(relevance_level=args.level, max_docs=args.max_docs, complete=args.complete,
+                              judged_only=args.judged_only, num_docs_in_coll=args.num_docs),
+            per_query=args.per_query,
+            summary=not args.no_summary,
+            run_text=run_text,
+        )
+    except _core.MeasureError:
+        hint = _pytrec_eval_spelling_hint(args.measures)
+        if hint is None:
+            raise
+        raise _core.MeasureError(hint) from None
     sys.stdout.write(text)
     sys.stdout.flush()
     return 0
