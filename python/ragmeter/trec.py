@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 from ragmeter._trec_files import INT64, check_file_head
 from ragmeter.errors import InputError
 
-__all__ = ["evaluate", "known_measures", "pytrec_eval_spelling"]
+__all__ = ["evaluate", "known_measures"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 DEFAULT_MEASURES = ("map", "recip_rank", "ndcg_cut.10", "P.5", "recall.10", "success.5")
