@@ -247,3 +247,12 @@ def test_trec_cli_names_trec_eval_syntax_for_a_measure_in_pytrec_eval_spelling(t
     assert done.stderr.strip().splitlines() == [
         "ragmeter: error: unknown measure 'ndcg_cut_10': trec_eval's syntax for it is -m ndcg_cut.10 "
         "(ndcg_cut_10 is the name of its output)"]
+
+
+def test_bpref_reads_a_negative_judgement_as_unjudged_where_ranx_counts_it_non_relevant() -> None:
+    """trec_eval (and pytrec_eval, ragmeter): a judgement below 0 is "in the pool, unjudged", so b ranked above the
+    relevant a costs nothing (bpref 1.0); ranx counts b as judged non-relevant (0.0). docs/metrics.md, bpref."""
+    ranx = pytest.importorskip("ranx")
+    qrels, run = {"q": {"a": 1, "b": -1, "c": 0}}, {"q": {"b": 3.0, "a": 2.0, "c": 1.0}}
+    assert evaluate(qrels, run, ["bpref"])["bpref"][0] == 1.0
+    assert float(ranx.evaluate(ranx.Qrels.from_dict(qrels), ranx.Run.from_dict(run), "bpref")) == 0.0
