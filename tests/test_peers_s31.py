@@ -59,10 +59,13 @@ def test_a_missing_value_column_lists_each_accepted_name_once(what: str, columns
 
 # ---------------------------------------------------------------------------------------------- the peers
 
-def _random_case(seed: int, ties: bool) -> Tuple[Dict[str, Dict[str, int]], Dict[str, Dict[str, float]]]:
-    """Random qrels and run: grades 0-3, some queries with no relevant document, some qrels-only queries, a
-    run-only query, rankings of 1 to 20 documents (shorter than the largest cut-off), unjudged documents."""
+def _random_case(seed: int, ties: bool,
+                 negative: bool = False) -> Tuple[Dict[str, Dict[str, int]], Dict[str, Dict[str, float]]]:
+    """Random qrels and run: grades 0-3 (-2 to 3 with ``negative``: "in the pool, unjudged"), some queries with no
+    relevant document, some qrels-only queries, a run-only query, rankings of 1 to 20 documents (shorter than the
+    largest cut-off), unjudged documents."""
     rnd = random.Random(seed)
+    grades = [-2, -1, 0, 0, 1, 1, 2, 3] if negative else [0, 0, 1, 1, 2, 3]
     qrels: Dict[str, Dict[str, int]] = {}
     run: Dict[str, Dict[str, float]] = {}
     for i in range(25):
@@ -70,7 +73,7 @@ def _random_case(seed: int, ties: bool) -> Tuple[Dict[str, Dict[str, int]], Dict
         pool = [f"d{j}" for j in range(rnd.randint(1, 25))]
         judged = rnd.sample(pool, rnd.randint(1, len(pool)))
         no_relevant = rnd.random() < 0.15
-        qrels[q] = {d: 0 if no_relevant else rnd.choice([0, 0, 1, 1, 2, 3]) for d in judged}
+        qrels[q] = {d: 0 if no_relevant else rnd.choice(grades) for d in judged}
         if rnd.random() < 0.1:
             continue
         candidates = pool + [f"x{j}" for j in range(10)]
@@ -101,14 +104,18 @@ def _rows(frame: Any) -> Dict[str, Dict[str, float]]:
     return {row["query"]: row for row in frame.iter_rows(named=True)}
 
 
+@pytest.mark.parametrize("negative", [False, True])
 @pytest.mark.parametrize("level", [1, 2])
 @pytest.mark.parametrize("seed", range(4))
-def test_trec_equals_pytrec_eval_per_query_with_ties_and_graded_relevance(seed: int, level: int) -> None:
+def test_trec_equals_pytrec_eval_per_query_with_ties_and_graded_relevance(seed: int, level: int,
+                                                                           negative: bool) -> None:
     """pytrec_eval (trec_eval 9's C code) and ragmeter agree on every alike-named measure, ties included (their
     one-decimal scores order the same in float32). pytrec_eval leaves out qrels-only queries; ragmeter with
-    complete=True gives them 0s, so only the queries both return are compared."""
+    complete=True gives them 0s, so only the queries both return are compared. A query judged all below 0 is
+    left out: pytrec_eval's bpref crashes on it (docs/metrics.md)."""
     pytrec_eval = pytest.importorskip("pytrec_eval")
-    qrels, run = _random_case(seed, ties=True)
+    qrels, run = _random_case(seed, ties=True, negative=negative)
+    qrels = {q: judged for q, judged in qrels.items() if max(judged.values()) >= 0}
     ours = _rows(evaluate(qrels, run, ALIKE, relevance_level=level, complete=True))
     theirs = pytrec_eval.RelevanceEvaluator(qrels, set(ALIKE), relevance_level=level).evaluate(run)
     assert set(theirs) == set(qrels) & set(run)  # run-only and qrels-only queries left out
@@ -120,13 +127,14 @@ def test_trec_equals_pytrec_eval_per_query_with_ties_and_graded_relevance(seed: 
     assert compared > 500
 
 
+@pytest.mark.parametrize("negative", [False, True])
 @pytest.mark.parametrize("seed", range(4))
-def test_trec_equals_ranx_per_query_and_mean_without_ties(seed: int) -> None:
+def test_trec_equals_ranx_per_query_and_mean_without_ties(seed: int, negative: bool) -> None:
     """ranx's make_comparable=True is trec_eval's -c (complete=True). Without ties (ranx orders them
     arbitrarily) and at relevance level 1 every alike-named metric agrees, per query and averaged."""
     np = pytest.importorskip("numpy")
     ranx = pytest.importorskip("ranx")
-    qrels, run = _random_case(seed, ties=False)
+    qrels, run = _random_case(seed, ties=False, negative=negative)
     ours = _rows(evaluate(qrels, run, ALIKE, complete=True))
     names = _ranx_names()
     rq, rr = ranx.Qrels.from_dict(qrels), ranx.Run.from_dict(run)
