@@ -264,3 +264,22 @@ def test_bpref_reads_a_negative_judgement_as_unjudged_where_ranx_counts_it_non_r
     qrels, run = {"q": {"a": 1, "b": -1, "c": 0}}, {"q": {"b": 3.0, "a": 2.0, "c": 1.0}}
     assert evaluate(qrels, run, ["bpref"])["bpref"][0] == 1.0
     assert float(ranx.evaluate(ranx.Qrels.from_dict(qrels), ranx.Run.from_dict(run), "bpref")) == 0.0
+
+
+def test_average_precision_over_retrieved_relevant_is_deepeval_contextual_precision() -> None:
+    """DeepEval's ContextualPrecisionMetric._calculate_score restated (its verdicts 1/0): the sum of precision@k
+    over the relevant ranks, divided by the relevant nodes, 0 when none (docs/metrics.md, AP over retrieved)."""
+    from ragmeter import metrics
+
+    def deepeval_contextual_precision(verdicts: List[int]) -> float:
+        total, relevant = 0.0, 0
+        for k, is_relevant in enumerate(verdicts, start=1):
+            if is_relevant:
+                relevant += 1
+                total += relevant / k
+        return 0 if relevant == 0 else total / relevant
+
+    rnd = random.Random(3)
+    for _ in range(500):
+        verdicts = [rnd.choice([0, 1]) for _ in range(rnd.randint(0, 12))]
+        assert metrics.average_precision(verdicts) == pytest.approx(deepeval_contextual_precision(verdicts), abs=1e-15)
