@@ -283,3 +283,12 @@ def test_average_precision_over_retrieved_relevant_is_deepeval_contextual_precis
     for _ in range(500):
         verdicts = [rnd.choice([0, 1]) for _ in range(rnd.randint(0, 12))]
         assert metrics.average_precision(verdicts) == pytest.approx(deepeval_contextual_precision(verdicts), abs=1e-15)
+
+
+def test_scores_are_doubles_where_pytrec_eval_reads_float32() -> None:
+    """0.30000002 and 0.30000001 are one float32: pytrec_eval ties them and ranks z first (document id
+    descending), RR 0.5; ragmeter reads doubles, as trec_eval 10 does: RR 1.0 (docs/metrics.md)."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels, run = {"q": {"a": 1}}, {"q": {"a": 0.30000002, "z": 0.30000001}}
+    assert evaluate(qrels, run, ["recip_rank"])["recip_rank"][0] == 1.0
+    assert pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(run)["q"]["recip_rank"] == 0.5
