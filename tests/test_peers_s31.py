@@ -93,7 +93,7 @@ ALIKE = ["map", "recip_rank", "ndcg", "Rprec", "bpref"] + [
 
 def _ranx_names() -> Dict[str, str]:
     """ragmeter trec column -> ranx metric of the same definition (bpref aside: see its own test)."""
-    names = {"map": "map", "recip_rank": "mrr", "ndcg": "ndcg", "Rprec": "r-precision"}
+    names = {"map": "map", "recip_rank": "mrr", "ndcg": "ndcg", "Rprec": "r-precision", "dcg": "dcg"}
     for k in CUTS:
         names.update({f"map_cut_{k}": f"map@{k}", f"ndcg_cut_{k}": f"ndcg@{k}", f"P_{k}": f"precision@{k}",
                       f"recall_{k}": f"recall@{k}", f"success_{k}": f"hit_rate@{k}"})
@@ -135,7 +135,7 @@ def test_trec_equals_ranx_per_query_and_mean_without_ties(seed: int, negative: b
     np = pytest.importorskip("numpy")
     ranx = pytest.importorskip("ranx")
     qrels, run = _random_case(seed, ties=False, negative=negative)
-    ours = _rows(evaluate(qrels, run, ALIKE, complete=True))
+    ours = _rows(evaluate(qrels, run, ALIKE + ["dcg"], complete=True))
     names = _ranx_names()
     rq, rr = ranx.Qrels.from_dict(qrels), ranx.Run.from_dict(run)
     theirs = ranx.evaluate(rq, rr, list(names.values()), return_mean=False, make_comparable=True)
