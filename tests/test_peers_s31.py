@@ -292,3 +292,13 @@ def test_scores_are_doubles_where_pytrec_eval_reads_float32() -> None:
     qrels, run = {"q": {"a": 1}}, {"q": {"a": 0.30000002, "z": 0.30000001}}
     assert evaluate(qrels, run, ["recip_rank"])["recip_rank"][0] == 1.0
     assert pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(run)["q"]["recip_rank"] == 0.5
+
+
+def test_a_fractional_grade_in_a_frame_names_its_column() -> None:
+    """A run frame passed as qrels (ranx's frames both name their values 'score') was refused as "qrels: relevance
+    must be integers: row 1: 0.9 is not a whole number", naming a column the frame does not have."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"q_id": ["q1", "q1"], "doc_id": ["a", "b"], "score": [0.9, 0.5]})
+    with pytest.raises(InputError) as err:
+        evaluate(frame, frame, ["map"])
+    assert str(err.value) == "qrels: relevance (column 'score') must be integers: row 1: 0.9 is not a whole number"

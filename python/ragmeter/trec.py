@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from itertools import chain
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ragmeter._trec_files import INT64, check_file_head
 from ragmeter.errors import InputError
@@ -180,13 +180,14 @@ def _is_path(x: Any) -> bool:
     return isinstance(x, (str, os.PathLike))
 
 
-def _table(x: Any, what: str, columns: Sequence[str]) -> Any:
-    """A Polars DataFrame from a Polars/pandas/pyarrow table or a dict of dicts."""
+def _table(x: Any, what: str, columns: Sequence[str]) -> Tuple[Any, str]:
+    """A Polars DataFrame from a Polars/pandas/pyarrow table or a dict of dicts, with the name of the column its
+    values (``columns[2]``) came from, for messages."""
     import polars as pl
 
     if isinstance(x, Mapping):
         rows = [(str(q), str(d), v) for q, docs in x.items() for d, v in _items(docs, what, q)]
-        return pl.DataFrame(rows, schema=[columns[0], columns[1], columns[2]], orient="row")
+        return pl.DataFrame(rows, schema=[columns[0], columns[1], columns[2]], orient="row"), columns[2]
     if isinstance(x, pl.DataFrame):
         df = x
     elif type(x).__module__.startswith("pandas"):
@@ -209,7 +210,7 @@ def _table(x: Any, what: str, columns: Sequence[str]) -> Any:
             row = int(df[found].is_null().arg_max() or 0) + 1
             raise InputError(f"{what}: row {row}: {found} is missing (null); every row needs a query id, a document "
                              f"id and a {columns[2]}")
-    return df.select([pl.col(v).alias(k) for k, v in picked.items()])
+    return df.select([pl.col(v).alias(k) for k, v in picked.items()]), picked[columns[2]]
 
 
 def _items(docs: Any, what: str, q: Any) -> Iterable:
@@ -232,8 +233,9 @@ def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
         return read(os.fspath(source))
     if isinstance(source, Mapping):
         return _dict_columns(source, what, dtype_name)
-    df = _table(source, what, ("query", "doc", value))
+    df, found = _table(source, what, ("query", "doc", value))
     column = df[value]
+    value = value if found == value else f"{value} (column {found!r})"  # 'score' read as the grade: say so
     if dtype_name == "integers" and column.dtype.is_float():  # a cast would truncate 0.5 to 0
         values = _whole_numbers(column.to_numpy(), f"{what}: {value} must be integers", lambda i: f"row {i + 1}")
         return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values, None)
