@@ -169,10 +169,12 @@ def test_the_python_rank_metrics_equal_ranx_per_query(seed: int) -> None:
                   "ndcg": metrics.ndcg(grades, ideal=ideal), "ndcg_burges": metrics.ndcg_exp(grades, ideal=ideal)}
         for k in CUTS:
             values.update({
-                f"precision@{k}": metrics.precision_at_k(grades, k), f"recall@{k}": metrics.recall(grades, n_relevant, k),
+                f"precision@{k}": metrics.precision_at_k(grades, k),
+                f"recall@{k}": metrics.recall(grades, n_relevant, k),
                 f"mrr@{k}": metrics.reciprocal_rank(grades, k), f"hit_rate@{k}": metrics.hit(grades, k),
                 f"map@{k}": metrics.average_precision(grades, n_relevant, k),
-                f"ndcg@{k}": metrics.ndcg(grades, k, ideal=ideal), f"ndcg_burges@{k}": metrics.ndcg_exp(grades, k, ideal=ideal)})
+                f"ndcg@{k}": metrics.ndcg(grades, k, ideal=ideal),
+                f"ndcg_burges@{k}": metrics.ndcg_exp(grades, k, ideal=ideal)})
         for name, value in values.items():
             ours.setdefault(name, []).append(value)
     theirs = ranx.evaluate(rq, rr, list(ours), return_mean=False)
@@ -222,8 +224,8 @@ def test_trec_evaluate_reads_a_measure_in_pytrec_eval_spelling(pytrec_name: str,
     assert out.to_dicts() == evaluate(QRELS, RUN, [trec_name, "map"]).to_dicts()
 
 
-@pytest.mark.parametrize("name, column", [("ndcg_cut.10", "ndcg_cut_10"), ("ndcg.1=3,2=9", "ndcg_1=3,2=9"), ("set_P", "set_P"),
-                                          ("num_rel_ret", "num_rel_ret"), ("gm_map", "gm_map")])
+@pytest.mark.parametrize("name, column", [("ndcg_cut.10", "ndcg_cut_10"), ("ndcg.1=3,2=9", "ndcg_1=3,2=9"),
+                                          ("set_P", "set_P"), ("num_rel_ret", "num_rel_ret"), ("gm_map", "gm_map")])
 def test_measures_in_trec_eval_syntax_are_read_as_before(name: str, column: str) -> None:
     """Only a name that is not a measure is read as pytrec_eval's spelling: 'ndcg_cut.10' stays ndcg_cut (not
     'ndcg' with the parameters 'cut.10'), 'set_P' stays set_P."""
@@ -282,7 +284,8 @@ def test_average_precision_over_retrieved_relevant_is_deepeval_contextual_precis
     rnd = random.Random(3)
     for _ in range(500):
         verdicts = [rnd.choice([0, 1]) for _ in range(rnd.randint(0, 12))]
-        assert metrics.average_precision(verdicts) == pytest.approx(deepeval_contextual_precision(verdicts), abs=1e-15)
+        expected = deepeval_contextual_precision(verdicts)
+        assert metrics.average_precision(verdicts) == pytest.approx(expected, abs=1e-15)
 
 
 def test_scores_are_doubles_where_pytrec_eval_reads_float32() -> None:

@@ -54,7 +54,8 @@ def evaluate(
     line). A grade above 1,000,000 is refused (measures count the judgements at each grade up to the highest).
 
     ``measures`` takes trec_eval's ``-m`` syntax (``"all_trec"``, ``"P.5,10"``,
-    ``"ndcg.1=3,2=9"``), and pytrec_eval's names of a measure at a cut-off (``"P_5"`` is ``"P.5"``). ``complete=True`` is ``-c``: qrels queries missing
+    ``"ndcg.1=3,2=9"``), and pytrec_eval's names of a measure at a cut-off (``"P_5"``
+    is ``"P.5"``). ``complete=True`` is ``-c``: qrels queries missing
     from the run count as empty rankings (otherwise they are an error). A query whose
     ranking is an empty dict (``{"q2": {}}``) is such a query, as a TREC file has no
     empty rankings: pass ``complete=True`` to count it.
@@ -198,7 +199,8 @@ def _table(x: Any, what: str, columns: Sequence[str]) -> Tuple[Any, str]:
         raise InputError(f"{what}: expected a file path, a dict of dicts, or a Polars/pandas/pyarrow table, got {type(x).__name__}")
     aliases = {columns[0]: ("query_id", "qid", "query", "q_id"), columns[1]: ("doc_id", "docno", "doc", "document"),
                # ranx's Qrels frame names the grade "score" (Qrels.from_df's score_col): last, after the grade names
-               columns[2]: ("relevance", "rel", "grade", "label", "score") if columns[2] == "relevance" else ("score", "sim")}
+               columns[2]: (("relevance", "rel", "grade", "label", "score") if columns[2] == "relevance"
+                            else ("score", "sim"))}
     picked = {}
     for want, options in aliases.items():
         found = next((c for c in options if c in df.columns), None)

@@ -194,7 +194,8 @@ def _pytrec_eval_spelling_hint(measures: Sequence[str]) -> Optional[str]:
     for name in measures:
         spelled = pytrec_eval_spelling(name, known)
         if spelled is not None:
-            return f"unknown measure '{name}': trec_eval's syntax for it is -m {spelled} ({name} is the name of its output)"
+            return (f"unknown measure '{name}': trec_eval's syntax for it is -m {spelled} "
+                    f"({name} is the name of its output)")
     return None
 
 
