@@ -21,15 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "judge"))
 from fakeserver import FakeServer  # noqa: E402
 
-EX = ROOT / "python" / "ragmeter" / "_example"
-GOLDEN = EX / "golden.jsonl"
-RUN = [json.loads(line) for line in (EX / "run.jsonl").read_text(encoding="utf-8").splitlines()
-       if line.startswith("{")]
+sys.path.insert(0, str(ROOT / "tests"))
+from compare_runs import GOLDEN, golden_cases, write_jsonl  # noqa: E402
 
-
-def write_jsonl(path: Path, rows: List[Dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
+EX = GOLDEN.parent
+RUN = golden_cases(EX / "run.jsonl")
 
 
 def ragmeter_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
