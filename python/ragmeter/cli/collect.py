@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 HELP = "ask the live RAG system every golden question (HTTP or Python); write a run file"
 
@@ -134,6 +136,50 @@ def run(args: argparse.Namespace) -> int:
 
 
 # -- ragmeter eval --target / a run file with repeats ------------------------------------------------------
+@contextlib.contextmanager
+def previous_run_kept(out_dir: Any) -> Iterator[None]:
+    """``eval --target`` collects into OUT/run.jsonl before judging: until the block ends the previous run file is
+    kept beside it (a hard link, else a copy) and put back if the block stops (Ctrl-C, SIGTERM, an error), so the
+    folder's run.jsonl stays the run its summary.json measured. A copy left by a killed run (kill -9) is put back
+    first when the folder's summary.json measured it, else dropped."""
+    from pathlib import Path
+
+    from ragmeter.evaluation import _sha256
+
+    run = Path(out_dir) / "run.jsonl"
+    kept = run.with_name(".run.jsonl.previous")
+    if kept.is_file():
+        if _sha256(kept) == _measured_run_sha256(Path(out_dir)):
+            os.replace(kept, run)
+        else:
+            kept.unlink()
+    if not run.is_file():
+        yield
+        return
+    import shutil
+
+    try:
+        os.link(run, kept)  # collect replaces run.jsonl by another file: the link keeps the old one, copying nothing
+    except OSError:
+        shutil.copy2(run, kept)
+    try:
+        yield
+    except BaseException:
+        os.replace(kept, run)
+        raise
+    kept.unlink()
+
+
+def _measured_run_sha256(out: Any) -> Any:
+    """The run file's sha256 as the results folder ``out``'s summary.json records it (None without one)."""
+    import json
+
+    try:
+        return json.loads((out / "summary.json").read_text(encoding="utf-8"))["inputs"]["run"]["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def collect_for_eval(args: argparse.Namespace, console: Any) -> int:
     """``eval --target``: collect into OUT/run.jsonl (with collect's defaults, eval's --concurrency and
     --no-cache), point ``args.run`` at it; returns 3 when some cases failed, else 0."""

@@ -7,6 +7,7 @@ when the judge run had to stop (nothing is written then).
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any, Optional
 
 from ragmeter.cli._inputs import share
@@ -92,14 +93,9 @@ def run(args: argparse.Namespace) -> int:
         refuse_unlabelled_golden(args.golden, _JUDGE_REMEDY)
     # With --json, stdout holds the summary alone and every other line goes to stderr.
     console = make_console(stderr=args.json)
-    collected = 0
-    if args.target:
-        from ragmeter.cli.collect import collect_for_eval
-
-        collected = collect_for_eval(args, console)
-    run = args.run  # a run with collected repeats (a repeat column) is evaluated repeat by repeat
     from ragmeter.cli.judge import incomplete_exit, judge_lines, judged
-    if args.dry_run:
+    if args.dry_run and not args.target:  # eval --target --dry-run: collect_for_eval refuses it below
+        run = args.run
         if judge is None:
             if args.no_judge:  # the endpoint may well be there: it was turned off
                 raise InputError("--dry-run estimates the judge's calls and cost, and --no-judge turns the judge "
@@ -122,15 +118,26 @@ def run(args: argparse.Namespace) -> int:
                                      "--repeat), each judged once through the cache"]):
                     print(line)
         return 0
-    if judge is None:
-        why = "--no-judge" if args.no_judge else "no judge endpoint given"
-        print_prose([f"{why}: answers are not judged; judge metrics are reported as not measured"], console, "yellow")
-    if judge is None and args.repeat > 1:
-        print_prose(["--repeat applies to judging only: nothing is repeated without a judge"], console, "yellow")
-    summary = judged(lambda: run_eval(args.golden, run, args.out, k=args.k, judge=judge,
-                                      thresholds=thresholds, repeat=args.repeat,
-                                      review_rate=args.review_rate, review_seed=args.review_seed,
-                                      refuse_unmeasured=_JUDGE_REMEDY), judge)
+    from ragmeter.cli.collect import previous_run_kept
+
+    # eval --target replaces OUT/run.jsonl before judging: a stop before the results are written puts the old one back
+    with previous_run_kept(args.out) if args.target else contextlib.nullcontext():
+        collected = 0
+        if args.target:
+            from ragmeter.cli.collect import collect_for_eval
+
+            collected = collect_for_eval(args, console)
+        run = args.run  # a run with collected repeats (a repeat column) is evaluated repeat by repeat
+        if judge is None:
+            why = "--no-judge" if args.no_judge else "no judge endpoint given"
+            print_prose([f"{why}: answers are not judged; judge metrics are reported as not measured"], console,
+                        "yellow")
+        if judge is None and args.repeat > 1:
+            print_prose(["--repeat applies to judging only: nothing is repeated without a judge"], console, "yellow")
+        summary = judged(lambda: run_eval(args.golden, run, args.out, k=args.k, judge=judge,
+                                          thresholds=thresholds, repeat=args.repeat,
+                                          review_rate=args.review_rate, review_seed=args.review_seed,
+                                          refuse_unmeasured=_JUDGE_REMEDY), judge)
     if args.json:
         from ragmeter._io import strict_json
 

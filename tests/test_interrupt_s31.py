@@ -1,0 +1,133 @@
+"""Interrupted and resumed runs lose nothing: no half-written results, no paid reply lost (session 31).
+
+Each interruption lands at a known point: the scripted judge (tests/judge/fakeserver.py) answers a given number of
+requests and holds every later one until released, so the signal finds the run waiting on them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "judge"))
+
+from fakeserver import FakeServer  # noqa: E402
+
+PYTHON_DIR = HERE.parent / "python"
+GOLDEN = PYTHON_DIR / "ragmeter" / "_example" / "golden.jsonl"
+API_KEY = "sk-test-RAGMETER-SECRET-s31-0123456789"
+
+# a Python target whose answers carry the system's version (read from the file `version` in the current folder)
+VERSIONED_TARGET = """
+def ask(case):
+    with open('version') as f:
+        version = f.read().strip()
+    return {'answer': version + ' about ' + case['id'], 'retrieved': [{'file': 'a.md', 'text': 't'}]}
+"""
+
+
+@pytest.fixture()
+def judge_server():
+    server = FakeServer(api_key=API_KEY).start()
+    yield server
+    server.stop()
+
+
+def _ragmeter(args: list, cwd: Path, **popen) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR), "RAGMETER_API_KEY": API_KEY}
+    env.pop("OPENAI_API_KEY", None)
+    return subprocess.Popen([sys.executable, "-m", "ragmeter", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **popen)
+
+
+def _finish(proc: subprocess.Popen) -> tuple:
+    out, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    return proc.returncode, out, err
+
+
+def _interrupt_once_held(proc: subprocess.Popen, server: FakeServer, answered: int, sig: int) -> None:
+    """Send ``sig`` once the server holds a request beyond the first ``answered`` (it answers those, holds the
+    rest): the run is then waiting on the held calls, whatever the timing."""
+    while server.requests <= answered:
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before the interrupt: {proc.communicate()[1]}")
+        time.sleep(0.02)  # the server thread moves the counter
+    os.kill(proc.pid, sig)
+
+
+def _digests(folder: Path) -> dict:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+# -- eval --target: the folder's run.jsonl is the run its results measured, whatever stops the judging ---------------
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_eval_target_stopped_while_judging_leaves_the_previous_folder_as_it_was(tmp_path, judge_server, sig, code):
+    (tmp_path / "versioned_rag.py").write_text(VERSIONED_TARGET)
+    args = ["eval", "--golden", str(GOLDEN), "--target", "versioned_rag:ask", "--out", "out", "--cache", "c.sqlite",
+            "--base-url", judge_server.base_url, "--model", "gpt-4o-mini", "--metrics", "correctness",
+            "--no-progress", "--timeout", "5", "--retry-base-delay", "0.01", "--retry-max-delay", "0.05"]
+    (tmp_path / "version").write_text("v1")
+    first, _, err = _finish(_ragmeter(args, tmp_path))
+    assert first == 0, err
+    previous = _digests(tmp_path / "out")
+
+    (tmp_path / "version").write_text("v2")  # the system changed: its answers are asked again
+    (tmp_path / "collect.sqlite").unlink()
+    answered = 5
+    judge_server.requests = 0
+    judge_server.rules = [(lambda info: judge_server.requests > answered, "hang")]
+    proc = _ragmeter(args, tmp_path)
+    _interrupt_once_held(proc, judge_server, answered, sig)
+    got, _, err = _finish(proc)
+    assert got == code, err
+    # before: OUT/run.jsonl held the v2 answers beside the v1 results measured on v1's: `report` read it as whole
+    assert _digests(tmp_path / "out") == previous, err
+    assert "a rerun with the same --cache resumes" in err.strip().splitlines()[-1]
+
+    judge_server.rules = []
+    judge_server.release()
+    judge_server.requests = 0
+    again, _, err = _finish(_ragmeter(args, tmp_path))
+    assert again == 0, err
+    run_file = tmp_path / "out" / "run.jsonl"
+    assert all(json.loads(line)["answer"].startswith("v2 ") for line in run_file.read_text().splitlines())
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["inputs"]["run"]["sha256"] == hashlib.sha256(run_file.read_bytes()).hexdigest()
+    judged = summary["judge"]["metrics"]["correctness"]["n_scored"]
+    assert judge_server.requests == judged - answered  # the replies kept at the interrupt are not paid again
+    assert not [p.name for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]  # nothing left behind
+
+
+def test_eval_target_killed_while_judging_gets_its_previous_run_file_back_on_the_next_eval(tmp_path):
+    """kill -9 leaves no chance to put the run file back: the copy it kept (.run.jsonl.previous) is put back by the
+    next eval --target when the folder's summary.json measured it."""
+    import socket
+
+    (tmp_path / "versioned_rag.py").write_text(VERSIONED_TARGET)
+    args = ["eval", "--golden", str(GOLDEN), "--target", "versioned_rag:ask", "--out", "out", "--no-cache"]
+    (tmp_path / "version").write_text("v1")
+    first, _, err = _finish(_ragmeter(args + ["--no-judge"], tmp_path))
+    assert first == 0, err
+    out = tmp_path / "out"
+    previous = _digests(out)
+    # what a run killed while judging leaves: the previous run file kept aside, the new one in its place
+    os.link(out / "run.jsonl", out / ".run.jsonl.previous")
+    (out / "run.jsonl").unlink()
+    (out / "run.jsonl").write_text((out / ".run.jsonl.previous").read_text().replace('"v1 ', '"v2 '))
+    with socket.socket() as sock:  # a judge endpoint nothing listens on: the next eval stops, exit 2
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    (tmp_path / "version").write_text("v3")
+    got, _, err = _finish(_ragmeter(args + ["--base-url", closed, "--model", "m", "--no-progress"], tmp_path))
+    assert got == 2, err
+    assert _digests(out) == previous, err
+    assert not (out / ".run.jsonl.previous").exists()
