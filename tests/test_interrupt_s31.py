@@ -131,3 +131,53 @@ def test_eval_target_killed_while_judging_gets_its_previous_run_file_back_on_the
     assert got == 2, err
     assert _digests(out) == previous, err
     assert not (out / ".run.jsonl.previous").exists()
+
+
+# -- ragmeter.evaluate() from Python: the KeyboardInterrupt says what was kept, as the CLI's last line does -----------
+EVALUATE_SCRIPT = """
+import sys
+import ragmeter
+from ragmeter.judge import JudgeConfig
+
+config = JudgeConfig(base_url=sys.argv[1], model="gpt-4o-mini", metrics=["correctness"], cache=sys.argv[2],
+                     timeout=5)
+try:
+    result = ragmeter.evaluate(sys.argv[3], sys.argv[4], judge=config)
+except KeyboardInterrupt as exc:
+    print("KeyboardInterrupt: " + str(exc))
+    sys.exit(130)
+print("correctness", result.summary["judge"]["metrics"]["correctness"]["mean"])
+"""
+
+
+def test_evaluate_interrupted_from_python_says_what_was_kept_and_the_rerun_pays_only_the_rest(tmp_path, judge_server):
+    import sqlite3
+
+    (tmp_path / "evaluate_script.py").write_text(EVALUATE_SCRIPT)
+    run = GOLDEN.with_name("run.jsonl")
+    args = ["evaluate_script.py", judge_server.base_url, "c.sqlite", str(GOLDEN), str(run)]
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR), "RAGMETER_API_KEY": API_KEY}
+    answered = 5
+    judge_server.rules = [(lambda info: judge_server.requests > answered, "hang")]
+    proc = subprocess.Popen([sys.executable, *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _interrupt_once_held(proc, judge_server, answered, signal.SIGINT)
+    code, out, err = _finish(proc)
+    assert code == 130, err
+    with sqlite3.connect(tmp_path / "c.sqlite") as conn:
+        cached = conn.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0]
+    assert cached == answered
+    # before: a bare KeyboardInterrupt(), nothing said of the replies kept in the cache
+    assert f"{answered} replies are cached in c.sqlite" in out and "a rerun with the same" in out, out
+
+    judge_server.rules = []
+    judge_server.release()
+    judge_server.requests = 0
+    again = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0, again.stderr
+    paid_by_the_rerun = judge_server.requests
+    uninterrupted = subprocess.run([sys.executable, *args[:2], "fresh.sqlite", *args[3:]], cwd=tmp_path, env=env,
+                                   capture_output=True, text=True, timeout=120)
+    assert again.stdout == uninterrupted.stdout  # the same numbers as a run never interrupted
+    assert paid_by_the_rerun == judge_server.requests - paid_by_the_rerun - answered  # none paid twice

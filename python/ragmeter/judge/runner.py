@@ -852,10 +852,19 @@ async def _cancel(tasks: List["asyncio.Task[None]"]) -> None:
 def run_sync(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[JudgeConfig] = None,
              **options: Any) -> JudgeResult:
     """:func:`run` for synchronous code; also works inside a running event loop (Jupyter),
-    where it runs on a private loop in a helper thread and blocks until done."""
+    where it runs on a private loop in a helper thread and blocks until done. Interrupted (Ctrl-C, or a
+    notebook's stop), it raises a KeyboardInterrupt saying what was finished and kept (:meth:`Tally.message`)."""
     from ragmeter._aio import run_blocking
 
-    return run_blocking(lambda: run(cases, config, **options), "ragmeter-judge")
+    cfg = _make_config(config, options)
+    if cfg.tally is None:  # counted all the same: the interrupt says what the cache kept
+        cfg = replace(cfg, tally=Tally())
+    try:
+        return run_blocking(lambda: run(cases, cfg), "ragmeter-judge")
+    except KeyboardInterrupt as exc:
+        if str(exc) or not cfg.tally.rows_total:
+            raise
+        raise KeyboardInterrupt(cfg.tally.message()) from None
 
 
 # -- dry run -------------------------------------------------------------------------------------------
