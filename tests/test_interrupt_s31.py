@@ -181,3 +181,59 @@ def test_evaluate_interrupted_from_python_says_what_was_kept_and_the_rerun_pays_
                                    capture_output=True, text=True, timeout=120)
     assert again.stdout == uninterrupted.stdout  # the same numbers as a run never interrupted
     assert paid_by_the_rerun == judge_server.requests - paid_by_the_rerun - answered  # none paid twice
+
+
+# -- eval --run: Ctrl-C, SIGTERM, the endpoint going away: the previous folder stays, the rerun pays the rest ---------
+def _judge_numbers(summary: dict) -> dict:
+    return {name: {k: m.get(k) for k in ("mean", "n_scored", "n_failed", "n_skipped")}
+            for name, m in summary["judge"]["metrics"].items()}
+
+
+@pytest.mark.parametrize("interruption,code", [("SIGINT", 130), ("SIGTERM", 143), ("endpoint killed", 2)])
+def test_eval_interrupted_keeps_the_previous_folder_a_healthy_cache_and_the_rerun_pays_only_the_rest(
+        tmp_path, judge_server, interruption, code):
+    run = GOLDEN.with_name("run.jsonl")
+
+    def eval_args(cache: str) -> list:
+        return ["eval", "--golden", str(GOLDEN), "--run", str(run), "--out", "out", "--cache", cache,
+                "--base-url", judge_server.base_url, "--model", "gpt-4o-mini", "--metrics", "correctness,faithfulness",
+                "--no-progress", "--timeout", "5", "--retry-base-delay", "0.01", "--retry-max-delay", "0.05"]
+
+    first, _, err = _finish(_ragmeter(eval_args("uninterrupted.sqlite"), tmp_path))
+    assert first == 0, err
+    paid_uninterrupted = judge_server.requests
+    previous = _digests(tmp_path / "out")
+    reference = _judge_numbers(json.loads((tmp_path / "out" / "summary.json").read_text()))
+
+    answered = 7
+    judge_server.requests = 0
+    judge_server.rules = [(lambda info: judge_server.requests > answered, "hang")]
+    proc = _ragmeter(eval_args("c.sqlite"), tmp_path)
+    if interruption == "endpoint killed":
+        while judge_server.requests <= answered:
+            time.sleep(0.02)
+        port = judge_server.port
+        judge_server.kill()
+    else:
+        _interrupt_once_held(proc, judge_server, answered, getattr(signal, interruption))
+    got, _, err = _finish(proc)
+    assert got == code, err
+    assert _digests(tmp_path / "out") == previous  # nothing half-written, the previous results untouched
+    last = err.strip().splitlines()[-1]
+    assert f"{answered} replies" in last and "a rerun with the same --cache resumes" in last, last
+    repair = _ragmeter(["cache", "repair", "c.sqlite"], tmp_path)
+    repaired, said, _ = _finish(repair)
+    assert repaired == 0 and "a healthy cache (7 entries): nothing to repair" in " ".join(said.split()), said
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert API_KEY.encode() not in path.read_bytes(), path
+
+    if interruption == "endpoint killed":
+        judge_server.start(port)  # the endpoint is back where it was
+    judge_server.rules = []
+    judge_server.release()
+    judge_server.requests = 0
+    again, _, err = _finish(_ragmeter(eval_args("c.sqlite"), tmp_path))
+    assert again == 0, err
+    assert judge_server.requests == paid_uninterrupted - answered  # no reply paid twice
+    assert _judge_numbers(json.loads((tmp_path / "out" / "summary.json").read_text())) == reference

@@ -313,14 +313,15 @@ class FakeServer:
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
-    def start(self) -> "FakeServer":
+    def start(self, port: int = 0) -> "FakeServer":
+        """Serve from a background thread, on ``port`` (0: any free one; a killed server's to come back)."""
         ready = threading.Event()
 
         def main() -> None:
             loop = asyncio.new_event_loop()
             self._loop = loop
             asyncio.set_event_loop(loop)
-            loop.run_until_complete(self._start())
+            loop.run_until_complete(self._start(port))
             ready.set()
             loop.run_forever()
             pending = [t for t in asyncio.all_tasks(loop) if not t.done()]  # serialised work left behind
@@ -334,6 +335,13 @@ class FakeServer:
         self._thread.start()
         ready.wait(10)
         return self
+
+    def kill(self) -> None:
+        """Go away as a crashed endpoint does: the requests held (``hang``) are cut off unanswered."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
 
     def stop(self) -> None:
         if self._loop is not None:
