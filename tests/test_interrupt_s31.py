@@ -237,3 +237,88 @@ def test_eval_interrupted_keeps_the_previous_folder_a_healthy_cache_and_the_reru
     assert again == 0, err
     assert judge_server.requests == paid_uninterrupted - answered  # no reply paid twice
     assert _judge_numbers(json.loads((tmp_path / "out" / "summary.json").read_text())) == reference
+
+
+# -- collect: SIGTERM (a CI runner's time-out) and the system going away mid-run ----------------------------------
+# a Python target answering the first three calls, then holding every later one until the file `go` appears
+GATED_TARGET = """
+import os, time
+def ask(case):
+    with open('calls.log', 'a') as f:
+        f.write('start ' + case['id'] + '\\n')
+    with open('calls.log') as f:
+        nth = f.read().count('start')
+    while nth > 3 and not os.path.exists('go'):
+        time.sleep(0.01)
+    with open('calls.log', 'a') as f:
+        f.write('end ' + case['id'] + '\\n')
+    return {'answer': 'about ' + case['id'], 'retrieved': [{'file': 'a.md', 'text': 't'}]}
+"""
+
+
+def _golden_ids() -> list:
+    return [json.loads(line)["id"] for line in GOLDEN.read_text(encoding="utf-8").splitlines()
+            if line.startswith("{")]
+
+
+def _logged(words: list, event: str) -> list:
+    """The case ids of ``event`` ("start" or "end") in the words of calls.log."""
+    return [case_id for word, case_id in zip(words[::2], words[1::2]) if word == event]
+
+
+def test_collect_terminated_keeps_every_answer_and_the_rerun_asks_only_the_rest(tmp_path):
+    (tmp_path / "gated_rag.py").write_text(GATED_TARGET)
+    args = ["collect", "--golden", str(GOLDEN), "--target", "gated_rag:ask", "--out", "run.jsonl", "--cache",
+            "c.sqlite", "--concurrency", "2"]
+    proc = _ragmeter(args, tmp_path)
+    log = tmp_path / "calls.log"
+    while not log.exists() or log.read_text().count("start") < 5:  # three answered, two held
+        if proc.poll() is not None:
+            pytest.fail(proc.communicate()[1])
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    (tmp_path / "go").touch()  # the two held calls come back during the grace the run gives them
+    code, _, err = _finish(proc)
+    assert code == 143, err
+    assert err.strip().splitlines()[-1].startswith("ragmeter: terminated: ") and "a rerun resumes" in err
+    assert not (tmp_path / "run.jsonl").exists()  # nothing half-written
+    first = log.read_text().split()
+    answered = _logged(first, "end")
+    assert len(answered) == 5
+    again, _, err = _finish(_ragmeter(args, tmp_path))
+    assert again == 0, err
+    asked_again = _logged(log.read_text().split()[len(first):], "start")
+    assert not set(asked_again) & set(answered)  # no reply paid for twice
+    assert sorted(asked_again + answered) == sorted(_golden_ids())
+
+
+def test_collect_whose_system_goes_away_keeps_the_answers_and_the_rerun_asks_only_the_rest(tmp_path):
+    sys.path.insert(0, str(HERE / "collect"))
+    from ragserver import RagServer
+
+    ids = _golden_ids()
+    server = RagServer(script={case_id: ["hang"] for case_id in ids[4:]}).start()
+    try:
+        (tmp_path / "t.toml").write_text(f'url = "{server.url}"\n')
+        args = ["collect", "--golden", str(GOLDEN), "--target", "t.toml", "--out", "run.jsonl", "--cache",
+                "c.sqlite", "--concurrency", "1", "--timeout", "5"]
+        proc = _ragmeter(args, tmp_path)
+        while sum(server.requests.values()) < 5:  # four answered, the fifth held
+            if proc.poll() is not None:
+                pytest.fail(proc.communicate()[1])
+            time.sleep(0.01)
+        port = server.port
+        server.kill()
+        code, _, err = _finish(proc)
+        assert code == 2, err
+        assert "stopped after" in err and "4 answered, cached: a rerun asks only the rest" in err, err
+        assert not (tmp_path / "run.jsonl").exists()
+        server.start(port)  # the system is back where it was
+        server.release()
+        asked_before = dict(server.requests)
+        again, _, err = _finish(_ragmeter(args, tmp_path))
+        assert again == 0, err
+        asked_again = {i: n - asked_before.get(i, 0) for i, n in server.requests.items() if n - asked_before.get(i, 0)}
+    finally:
+        server.stop()
+    assert sorted(asked_again) == sorted(ids[4:]) and set(asked_again.values()) == {1}  # none of the 4 asked twice

@@ -5,7 +5,7 @@ the run does not hold gets an empty retrieval and a fixed answer. ``script`` map
 successive requests take (then ``"ok"``): ``"ok"``, an int status (``429``, ``500``, ``401``...), a dict
 ``{"status": 429, "headers": {...}}`` (with ``"echo": True`` a text body showing the request's Authorization
 header, as debug pages do), ``"empty"`` (a blank answer), ``"timeout"`` (sleeps ``timeout_sleep``
-seconds first), ``"garbage"`` (a 200 whose body is not JSON), ``"wrongshape"`` (a JSON object without the
+seconds first), ``"hang"`` (waits until :meth:`release`; :meth:`kill` cuts it off unanswered), ``"garbage"`` (a 200 whose body is not JSON), ``"wrongshape"`` (a JSON object without the
 record's fields), ``"latin1"`` / ``"not_utf8"`` (the record in Latin-1 bytes, with / without
 ``charset=iso-8859-1``). ``api_key``: requests without
 ``Authorization: Bearer <key>`` get 401. ``modes``: None keeps each record's mode; otherwise the mode reported
@@ -63,6 +63,7 @@ class RagServer:
         self._lock = threading.Lock()
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._thread: Optional[threading.Thread] = None
+        self._release: Optional[asyncio.Event] = None
         self.port = 0
 
     @property
@@ -116,6 +117,9 @@ class RagServer:
                                      headers=action.get("headers"))
         if action == "timeout":
             await asyncio.sleep(self.timeout_sleep)
+        if action == "hang":
+            assert self._release is not None
+            await self._release.wait()
         if action == "garbage":
             return web.Response(text="<html>upstream error</html>", content_type="text/html", status=self.ok_status)
         if action == "wrongshape":
@@ -134,16 +138,30 @@ class RagServer:
         return web.json_response(self._wrap(rec), status=self.ok_status)
 
     # -- lifecycle ------------------------------------------------------------------------------------
-    def start(self) -> "RagServer":
+    def release(self) -> None:
+        """Let every ``hang`` request go on."""
+        if self._loop is not None and self._release is not None:
+            self._loop.call_soon_threadsafe(self._release.set)
+
+    def kill(self) -> None:
+        """Go away as a crashed system does: the requests held (``hang``) are cut off unanswered."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def start(self, port: int = 0) -> "RagServer":
+        """Serve from a background thread, on ``port`` (0: any free one; a killed server's to come back)."""
         ready = threading.Event()
 
         async def setup() -> web.AppRunner:
+            self._release = asyncio.Event()
             app = web.Application()
             app.router.add_post("/ask", self._ask)
             app.router.add_get("/ask", self._ask)
             runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
             await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
+            site = web.TCPSite(runner, "127.0.0.1", port)
             await site.start()
             self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
             return runner
@@ -151,9 +169,14 @@ class RagServer:
         def main() -> None:
             loop = asyncio.new_event_loop()
             self._loop = loop
+            asyncio.set_event_loop(loop)
             runner = loop.run_until_complete(setup())
             ready.set()
             loop.run_forever()
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]  # requests held when killed
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.run_until_complete(runner.cleanup())
             loop.close()
 
@@ -163,6 +186,7 @@ class RagServer:
         return self
 
     def stop(self) -> None:
+        self.release()
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
