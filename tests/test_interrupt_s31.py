@@ -322,3 +322,39 @@ def test_collect_whose_system_goes_away_keeps_the_answers_and_the_rerun_asks_onl
     finally:
         server.stop()
     assert sorted(asked_again) == sorted(ids[4:]) and set(asked_again.values()) == {1}  # none of the 4 asked twice
+
+
+# -- kill -9 while the results are moved into place: never a mix that report or compare reads as one run --------------
+KILLED_WHILE_MOVING = """
+import os, signal, sys
+import ragmeter._io as io
+from ragmeter.cli import main
+
+real_move = io._move_into_place
+
+def move_then_die(tmp, out, name):
+    real_move(tmp, out, name)
+    if out.name == "out":  # the first new file is in the results folder, the others are not
+        os.kill(os.getpid(), signal.SIGKILL)
+
+io._move_into_place = move_then_die
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_eval_killed_while_moving_its_results_into_place_leaves_no_folder_read_as_complete(tmp_path):
+    (tmp_path / "killed_while_moving.py").write_text(KILLED_WHILE_MOVING)
+    run = GOLDEN.with_name("run.jsonl")
+    args = ["eval", "--golden", str(GOLDEN), "--run", str(run), "--out", "out", "--no-judge"]
+    first, _, err = _finish(_ragmeter(args + ["--k", "3"], tmp_path))
+    assert first == 0, err
+    previous = _digests(tmp_path / "out")
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+    killed = subprocess.run([sys.executable, "killed_while_moving.py", *args, "--k", "5"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    if _digests(tmp_path / "out") == previous:
+        return  # the previous results, whole
+    # before: cases.parquet of the k=5 run beside summary.json of the k=3 one, and `report` wrote a report of the mix
+    report, _, err = _finish(_ragmeter(["report", "out"], tmp_path))
+    assert report == 2 and "not a complete ragmeter results folder: missing summary.json" in err, err

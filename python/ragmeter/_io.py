@@ -137,6 +137,11 @@ def results_folder(out_dir: Any) -> Iterator[Path]:
         for name in RESULT_FILES:
             if name not in written and (out / name).is_file():
                 (out / name).unlink()
+        if "summary.json" in written:
+            # the earlier summary goes first: a folder caught between the moves (kill -9) then has none, and
+            # report and compare call it incomplete instead of reading new tables under the earlier run's summary
+            with contextlib.suppress(FileNotFoundError):
+                (out / "summary.json").unlink()
         # summary.json last: a reader that sees the new summary sees the files it lists
         for name in sorted(written, key=lambda n: n == "summary.json"):
             _move_into_place(tmp, out, name)
