@@ -358,3 +358,18 @@ def test_eval_killed_while_moving_its_results_into_place_leaves_no_folder_read_a
     # before: cases.parquet of the k=5 run beside summary.json of the k=3 one, and `report` wrote a report of the mix
     report, _, err = _finish(_ragmeter(["report", "out"], tmp_path))
     assert report == 2 and "not a complete ragmeter results folder: missing summary.json" in err, err
+
+
+def test_eval_target_whose_collection_stops_leaves_the_folder_as_it_was(tmp_path):
+    (tmp_path / "versioned_rag.py").write_text(VERSIONED_TARGET)
+    args = ["eval", "--golden", str(GOLDEN), "--target", "versioned_rag:ask", "--out", "out", "--no-cache",
+            "--no-judge"]
+    (tmp_path / "version").write_text("v1")
+    first, _, err = _finish(_ragmeter(args, tmp_path))
+    assert first == 0, err
+    previous = _digests(tmp_path / "out")
+    (tmp_path / "version").unlink()  # the system now fails on every case: collect stops, nothing replaced
+    got, _, err = _finish(_ragmeter(args, tmp_path))
+    assert got == 2 and "same error for 5 cases in a row" in err, err
+    assert _digests(tmp_path / "out") == previous
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(previous)  # no copy left behind

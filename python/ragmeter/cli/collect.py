@@ -150,7 +150,7 @@ def previous_run_kept(out_dir: Any) -> Iterator[None]:
     kept = run.with_name(".run.jsonl.previous")
     if kept.is_file():
         if _sha256(kept) == _measured_run_sha256(Path(out_dir)):
-            os.replace(kept, run)
+            _put_back(kept, run)
         else:
             kept.unlink()
     if not run.is_file():
@@ -165,9 +165,16 @@ def previous_run_kept(out_dir: Any) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        os.replace(kept, run)
+        _put_back(kept, run)
         raise
     kept.unlink()
+
+
+def _put_back(kept: Any, run: Any) -> None:
+    if run.is_file() and os.path.samefile(kept, run):
+        kept.unlink()  # never replaced: a rename onto another link of the same file would do nothing, keep both
+    else:
+        os.replace(kept, run)
 
 
 def _measured_run_sha256(out: Any) -> Any:
