@@ -221,6 +221,8 @@ def test_eval_interrupted_keeps_the_previous_folder_a_healthy_cache_and_the_reru
     assert _digests(tmp_path / "out") == previous  # nothing half-written, the previous results untouched
     last = err.strip().splitlines()[-1]
     assert f"{answered} replies" in last and "a rerun with the same --cache resumes" in last, last
+    if interruption == "SIGTERM":  # before: "ragmeter: interrupted: waiting up to 5 s ...", then "terminated"
+        assert "interrupted" not in err and "waiting up to 5 s" in err, err
     repair = _ragmeter(["cache", "repair", "c.sqlite"], tmp_path)
     repaired, said, _ = _finish(repair)
     assert repaired == 0 and "a healthy cache (7 entries): nothing to repair" in " ".join(said.split()), said
@@ -281,6 +283,7 @@ def test_collect_terminated_keeps_every_answer_and_the_rerun_asks_only_the_rest(
     code, _, err = _finish(proc)
     assert code == 143, err
     assert err.strip().splitlines()[-1].startswith("ragmeter: terminated: ") and "a rerun resumes" in err
+    assert "interrupted" not in err and "waiting up to 10 s" in err, err  # a CI log says what stopped it
     assert not (tmp_path / "run.jsonl").exists()  # nothing half-written
     first = log.read_text().split()
     answered = _logged(first, "end")

@@ -833,8 +833,9 @@ async def _grace_after_interrupt(tasks: List["asyncio.Task[None]"], stop: RunSto
     stop.trip("interrupted", "interrupted")
     pending = [t for t in tasks if not t.done()]
     if pending and grace > 0:
-        print(f"ragmeter: interrupted: waiting up to {grace:g} s for the calls in flight (their replies are cached "
-              "for the rerun); Ctrl-C again to drop them", file=sys.stderr, flush=True)
+        # no "interrupted" here: SIGTERM (a CI runner's time-out) comes this way too, and the CLI's last line names it
+        print(f"ragmeter: stopping: waiting up to {grace:g} s for the calls in flight (their replies are cached "
+              "for the rerun); a second Ctrl-C (or SIGTERM) drops them", file=sys.stderr, flush=True)
         await asyncio.wait(pending, timeout=grace)
     for t in tasks:  # retrieved, so asyncio does not log the Halt of a worker that stopped
         if t.done() and not t.cancelled():
