@@ -376,3 +376,34 @@ def test_eval_target_whose_collection_stops_leaves_the_folder_as_it_was(tmp_path
     assert got == 2 and "same error for 5 cases in a row" in err, err
     assert _digests(tmp_path / "out") == previous
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(previous)  # no copy left behind
+
+
+# -- the clock jumping (a laptop waking up, NTP stepping it back) during a run and before its rerun ---------------
+def test_a_clock_jumping_back_and_forth_changes_no_number_and_the_rerun_pays_nothing(tmp_path, judge_server,
+                                                                                     monkeypatch):
+    from ragmeter.judge import JudgeConfig, RetryPolicy, run_sync
+
+    real_time = time.time
+    calls = [0]
+
+    def jumping_clock() -> float:  # an hour back, then a day ahead, by turns
+        calls[0] += 1
+        return real_time() + (-3600.0 if calls[0] % 2 else 86400.0)
+
+    monkeypatch.setenv("RAGMETER_API_KEY", API_KEY)
+    cases = [{"id": f"q{i}", "question": f"What colour is product {i}?", "answer": f"Product {i} is blue.",
+              "reference_answer": f"Product {i} is blue", "contexts": [f"useful: product {i} is blue"]}
+             for i in range(6)]
+    config = JudgeConfig(base_url=judge_server.base_url, model="gpt-4o-mini", cache=tmp_path / "c.sqlite",
+                         metrics=["correctness", "faithfulness"], concurrency=2,
+                         retry=RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05))
+    steady = run_sync(cases, config, cache=tmp_path / "steady.sqlite").frame()
+    paid = judge_server.requests
+    monkeypatch.setattr(time, "time", jumping_clock)
+    jumped = run_sync(cases, config).frame()
+    assert judge_server.requests == 2 * paid
+    again = run_sync(cases, config).frame()  # the clock still jumping
+    monkeypatch.setattr(time, "time", real_time)
+    assert judge_server.requests == 2 * paid  # every reply replayed from the cache
+    numbers = ["id", "metric", "status", "score"]
+    assert jumped.select(numbers).equals(steady.select(numbers)) and again.select(numbers).equals(steady.select(numbers))
