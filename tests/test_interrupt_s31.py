@@ -363,6 +363,31 @@ def test_eval_killed_while_moving_its_results_into_place_leaves_no_folder_read_a
     assert report == 2 and "not a complete ragmeter results folder: missing summary.json" in err, err
 
 
+def test_the_temporary_folder_of_a_killed_run_is_removed_by_the_next_run_and_a_live_ones_is_not(tmp_path):
+    (tmp_path / "killed_while_moving.py").write_text(KILLED_WHILE_MOVING)
+    args = ["eval", "--golden", str(GOLDEN), "--run", str(GOLDEN.with_name("run.jsonl")), "--out", "out",
+            "--no-judge"]
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+    killed = subprocess.run([sys.executable, "killed_while_moving.py", *args], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    left = [p.name for p in (tmp_path / "out").iterdir() if p.name.startswith(".ragmeter-")]
+    assert len(left) == 1  # the killed run's: nothing could remove it
+    # a run still writing (this process stands for it) and a folder of unknown origin are not another run's litter
+    from ragmeter._io import _host
+
+    live = tmp_path / "out" / f".ragmeter-{_host()}-{os.getpid()}-live"
+    unknown = tmp_path / "out" / ".ragmeter-abc123"
+    for folder in (live, unknown):
+        folder.mkdir()
+        (folder / "cases.parquet").write_bytes(b"being written")
+    done, _, err = _finish(_ragmeter(args, tmp_path))
+    assert done == 0, err
+    # before: the killed run's folder stayed, one more after every kill -9, each as large as the results
+    after = sorted(p.name for p in (tmp_path / "out").iterdir() if p.name.startswith(".ragmeter-"))
+    assert after == sorted([live.name, unknown.name]), after
+
+
 def test_eval_target_whose_collection_stops_leaves_the_folder_as_it_was(tmp_path):
     (tmp_path / "versioned_rag.py").write_text(VERSIONED_TARGET)
     args = ["eval", "--golden", str(GOLDEN), "--target", "versioned_rag:ask", "--out", "out", "--no-cache",

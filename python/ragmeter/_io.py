@@ -13,6 +13,7 @@ import errno
 import json
 import math
 import os
+import platform
 import re
 import secrets
 import shutil
@@ -85,10 +86,42 @@ def ensure_folder(out_dir: Any) -> Path:
 
 
 def _temporary_folder(out: Path) -> Path:
+    """A new folder in ``out`` named after this host and process, ``.ragmeter-HOST-PID-*``, for the outputs being
+    written; the folders a killed run (kill -9, a power cut) left there are removed first."""
+    prefix = f".ragmeter-{_host()}-{os.getpid()}-"
+    _remove_folders_of_dead_runs(out)
     try:
-        return Path(tempfile.mkdtemp(prefix=".ragmeter-", dir=out))
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=out))
     except OSError as exc:  # name the folder asked for, not the temporary one
         raise OSError(exc.errno, exc.strerror, str(out)) from None
+
+
+def _host() -> str:
+    return "".join(c if c.isalnum() else "_" for c in (platform.node() or "host"))
+
+
+def _remove_folders_of_dead_runs(out: Path) -> None:
+    """Remove the temporary folders in ``out`` of runs of this host whose process is gone: each is as large as the
+    results it was writing, and nothing else would remove it. A folder of another host (a shared disk) or of a
+    live process (a run writing now) is left alone, as is one whose name does not say."""
+    mine = f".ragmeter-{_host()}-"
+    with contextlib.suppress(OSError):
+        for folder in out.iterdir():
+            pid = folder.name[len(mine):].split("-", 1)[0]
+            if folder.name.startswith(mine) and pid.isdigit() and not _process_alive(int(pid)) and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    if os.name == "nt":  # os.kill there terminates the process whatever the signal: never ask, assume it lives
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (EPERM), or a platform without signal 0: assume it lives
+        return True
+    return True
 
 
 @contextlib.contextmanager
