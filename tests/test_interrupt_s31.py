@@ -432,3 +432,21 @@ def test_a_clock_jumping_back_and_forth_changes_no_number_and_the_rerun_pays_not
     assert judge_server.requests == 2 * paid  # every reply replayed from the cache
     numbers = ["id", "metric", "status", "score"]
     assert jumped.select(numbers).equals(steady.select(numbers)) and again.select(numbers).equals(steady.select(numbers))
+
+
+@pytest.mark.parametrize("summary", ["judge_summary.json", "summary.json"])
+def test_outputs_moved_into_place_put_their_summary_last(tmp_path, monkeypatch, summary):
+    """judge --out and review import move their files in as eval does: the summary last, so that a reader seeing
+    the new summary sees the files it describes (a kill -9 between two moves leaves the earlier summary beside the
+    earlier files, never the earlier summary over new ones)."""
+    import ragmeter._io as io
+
+    moved = []
+    real_move = io._move_into_place
+    monkeypatch.setattr(io, "_move_into_place", lambda tmp, out, name: (moved.append(name), real_move(tmp, out, name)))
+    with io.atomic_outputs(tmp_path / "out") as tmp:
+        (tmp / summary).write_text("{}\n")  # written first: before, moved first too (the folder's listing order)
+        for name in ("judge.parquet", "report.md", "z.parquet"):
+            (tmp / name).write_text("x")
+    assert moved[-1] == summary, moved
+    assert sorted(moved) == sorted([summary, "judge.parquet", "report.md", "z.parquet"])

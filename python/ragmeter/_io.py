@@ -134,7 +134,7 @@ def atomic_outputs(out_dir: Any) -> Iterator[Path]:
             yield tmp
         names = [item.name for item in tmp.iterdir()]
         _check_destinations(tmp, out, names)
-        for name in names:
+        for name in sorted(names, key=_is_summary):
             _move_into_place(tmp, out, name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -175,14 +175,19 @@ def results_folder(out_dir: Any) -> Iterator[Path]:
             # report and compare call it incomplete instead of reading new tables under the earlier run's summary
             with contextlib.suppress(FileNotFoundError):
                 (out / "summary.json").unlink()
-        # summary.json last: a reader that sees the new summary sees the files it lists
-        for name in sorted(written, key=lambda n: n == "summary.json"):
+        for name in sorted(written, key=_is_summary):
             _move_into_place(tmp, out, name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if not existed:
             with contextlib.suppress(OSError):
                 out.rmdir()  # only if empty: the run wrote nothing
+
+
+def _is_summary(name: str) -> bool:
+    """Whether ``name`` is a summary (``summary.json``, ``judge_summary.json``): moved in last, so that a reader
+    that sees the new summary sees the files it describes."""
+    return name == "summary.json" or name.endswith("_summary.json")
 
 
 def _check_destinations(tmp: Path, out: Path, names: Iterable[str]) -> None:
