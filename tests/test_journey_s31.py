@@ -173,3 +173,13 @@ def test_report_md_counts_one_kind_of_warning_in_the_singular(team: Path) -> Non
     summary = re.search(r"<summary>Warnings \((\d+) (kinds?);", md)
     assert summary, md
     assert summary.group(2) == ("kind" if summary.group(1) == "1" else "kinds"), summary.group(0)
+
+
+def test_report_md_says_in_words_what_the_refusal_counts_are(tmp_path: Path) -> None:
+    """Before: 'Refusals: 12/50 answered cases; no-answer cases refused 5/6, answerable cases refused 7/44.': a
+    reader could not tell 12/50 from a rate of something else, nor which refusals are right."""
+    assert _ragmeter("demo", "--out", "demo", cwd=tmp_path).returncode == 0
+    md = (tmp_path / "demo" / "report.md").read_text(encoding="utf-8")
+    (line,) = [line for line in md.splitlines() if line.startswith("Refusals:")]
+    assert line == ("Refusals: 12 of 50 answered cases are refusals: 5 of 6 no-answer cases (where refusing is "
+                    "right) and 7 of 44 answerable cases."), line

@@ -99,9 +99,9 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
     ]), ""]
     ref = readings["diagnosis"]["refusal"]
     lines.append(
-        f"Refusals: {ref['overall']['refusals']}/{ref['overall']['answered']} answered cases; "
-        f"no-answer cases refused {ref['noanswer']['refusals']}/{ref['noanswer']['answered']}, "
-        f"answerable cases refused {ref['answerable']['refusals']}/{ref['answerable']['answered']}."
+        f"Refusals: {ref['overall']['refusals']} of {ref['overall']['answered']} answered cases are refusals: "
+        f"{ref['noanswer']['refusals']} of {ref['noanswer']['answered']} no-answer cases (where refusing is right) "
+        f"and {ref['answerable']['refusals']} of {ref['answerable']['answered']} answerable cases."
         if results.refusals_measured else f"Refusals: {NO_ANSWERS}."
     )
     unjudged = set(not_judged_metrics(results))
