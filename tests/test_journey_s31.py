@@ -183,3 +183,20 @@ def test_report_md_says_in_words_what_the_refusal_counts_are(tmp_path: Path) -> 
     (line,) = [line for line in md.splitlines() if line.startswith("Refusals:")]
     assert line == ("Refusals: 12 of 50 answered cases are refusals: 5 of 6 no-answer cases (where refusing is "
                     "right) and 7 of 44 answerable cases."), line
+
+
+def test_the_terminal_shows_a_skip_reason_whole_and_cuts_only_a_long_one() -> None:
+    """Before: 'skipped 3 missing_input: the golden set has no reference_answer for this ca…', the field the
+    team had to add cut off; now the example wraps under its line, and only one longer than three lines is cut."""
+    from ragmeter.cli.judge import judge_lines
+
+    reason = "the run gives no contexts for this case (no 'contexts', 'retrieved' null or absent)"
+    page = "upstream error " + "<div>gateway</div> " * 40
+    metric = {"mean": 0.5, "n_scored": 1, "n_total": 5, "n_failed": 1, "n_skipped": 3,
+              "skips": {"missing_input": {"count": 3, "example": reason}},
+              "failures": {"http_502": {"count": 1, "example": page}}}
+    lines = judge_lines({"metrics": {"faithfulness": metric}}, width=80)
+    assert all(len(line) <= 80 for line in lines), lines
+    assert reason in " ".join(" ".join(lines).split())
+    failed = [line for line in lines if "http_502" in line or line.startswith("      <div>")]
+    assert len(failed) == 3 and failed[-1].endswith("…"), lines

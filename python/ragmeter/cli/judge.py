@@ -512,9 +512,25 @@ def judge_lines(summary: Dict[str, Any], width: int = 80) -> List[str]:
             lines.append(f"    correct n/a (no row scored, {m['n_failed']} failed)")
         for label, groups in (("failed", m.get("failures") or {}), ("skipped", m.get("skips") or {})):
             for kind, g in groups.items():
-                head = f"    {label} {g['count']} {kind}: "
-                lines.append(head + _shorten(g.get("example") or "", width - len(head)))
+                lines += _example_lines(f"    {label} {g['count']} {kind}: ", g.get("example") or "", width)
     return lines
+
+
+#: lines an example message of a failed or skipped group may take: whole when short (a missing field's name is at
+#: its end), cut when it is a server's page
+_EXAMPLE_LINES = 3
+
+
+def _example_lines(head: str, example: str, width: int) -> List[str]:
+    """``head`` and its example message, wrapped under the head within ``width``, the last line cut with "…"."""
+    from ragmeter._text import wrap
+
+    indent = head[:len(head) - len(head.lstrip())]
+    lines = wrap(head.strip() + " " + " ".join(example.split()), width, indent=indent, subsequent=" " * 6)
+    if len(lines) <= _EXAMPLE_LINES:
+        return lines
+    rest = " ".join(" ".join(lines[_EXAMPLE_LINES - 1:]).split())
+    return lines[:_EXAMPLE_LINES - 1] + [" " * 6 + _shorten(rest, width - 6)]
 
 
 def _shorten(text: str, width: int) -> str:

@@ -149,7 +149,7 @@ async def correctness(engine: Engine, case: Case, stats: RowStats, opts: "Metric
     if case.answer is None:
         raise Skip("the run has no answer for this case")
     if case.reference_answer is None:
-        raise Skip("the golden set has no reference_answer for this case")
+        raise Skip("no reference_answer in the golden set")
 
     def validate(d: Dict[str, Any]) -> MetricResult:
         score = d.get("score")
@@ -336,7 +336,7 @@ async def context_precision(engine: Engine, case: Case, stats: RowStats, opts: "
         raise Skip("no retrieved contexts")
     if opts.precision_against == "reference" or (opts.precision_against == "auto" and case.reference_answer):
         if case.reference_answer is None:
-            raise Skip("the golden set has no reference_answer for this case")
+            raise Skip("no reference_answer in the golden set")
         target, kind = case.reference_answer, "reference"
     else:
         if case.answer is None:
@@ -357,7 +357,7 @@ async def context_precision(engine: Engine, case: Case, stats: RowStats, opts: "
 
 async def context_recall(engine: Engine, case: Case, stats: RowStats, opts: "MetricOptions") -> MetricResult:
     if case.reference_answer is None:
-        raise Skip("the golden set has no reference_answer for this case")
+        raise Skip("no reference_answer in the golden set")
     if not case.contexts:
         return MetricResult(score=0.0, outcome="no_contexts", reason="nothing was retrieved")
 
