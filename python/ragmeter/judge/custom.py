@@ -512,16 +512,34 @@ def metric(name: Optional[str] = None, *, prompt: Optional[str] = None, schema: 
 
 
 # -- registry --------------------------------------------------------------------------------------------
+def name_taken(name: Any) -> Optional[str]:
+    """Why ``name`` cannot be a custom metric's, or None. Besides the built-in judge metrics, compare and gate
+    rules read the built-in measures (``hit``, ``correct``, ``refusal``...) and the count rules (``regressions``,
+    ``<metric>_wins``) by name: a custom metric so named would be judged, then shadowed there."""
+    from ragmeter.gate import _COUNTS
+    from ragmeter.report.data import BUILTIN_MEASURES
+
+    from .metrics import BUILTIN_METRICS
+
+    if name in BUILTIN_METRICS:
+        return "a built-in metric has that name; choose another"
+    if name in BUILTIN_MEASURES:
+        return "a built-in measure of compare and gate rules has that name; choose another"
+    if isinstance(name, str) and (name in _COUNTS or name.endswith(tuple(f"_{c}" for c in _COUNTS))):
+        return "gate rules read that name as a count of cases (regressions, wins, <metric>_regressions, " \
+               "<metric>_wins); choose another"
+    return None
+
+
 def register(m: Any) -> str:
     """Make ``m`` available by name to the runner, the estimate and the summary; return its name.
 
     A built-in name cannot be replaced; registering another metric under a name already taken by a custom one
     replaces it (a re-run in a notebook)."""
-    from .metrics import BUILTIN_METRICS
-
     name = getattr(m, "name", None)
-    if name in BUILTIN_METRICS:
-        raise InputError(f"metric {name!r}: a built-in metric has that name; choose another")
+    taken = name_taken(name)
+    if taken:
+        raise InputError(f"metric {name!r}: {taken}")
     if not isinstance(name, str) or not callable(m):
         raise InputError(f"metric {m!r}: a custom metric needs a name and must be callable "
                          "(RubricMetric, @ragmeter.judge.metric or the Metric protocol)")
@@ -550,10 +568,9 @@ def rubric_from_mapping(name: str, spec: Mapping[str, Any], where: str) -> Rubri
             kwargs[key] = tuple(kwargs[key])
     if "score_descriptions" in kwargs and not isinstance(kwargs["score_descriptions"], Mapping):
         raise InputError(f"{where}: metric {name!r}: field 'score_descriptions' must be a table of score = text")
-    from .metrics import BUILTIN_METRICS
-
-    if name in BUILTIN_METRICS:  # said here, with the file; register() would say it without
-        raise InputError(f"{where}: metric {name!r}: a built-in metric has that name; choose another")
+    taken = name_taken(name)
+    if taken:  # said here, with the file; register() would say it without
+        raise InputError(f"{where}: metric {name!r}: {taken}")
     try:
         return RubricMetric(name=name, source=where, **kwargs)
     except InputError as exc:
@@ -624,10 +641,9 @@ def load_metric_module(path: Any) -> List[Any]:
             found.append(value)
     if not found:
         raise InputError(f"{p}: defines no metric (a RubricMetric(...) or an @ragmeter.judge.metric function)")
-    from .metrics import BUILTIN_METRICS
-
     for m in found:
-        if m.name in BUILTIN_METRICS:  # said here, with the file; register() would say it without
-            raise InputError(f"{p}: metric {m.name!r}: a built-in metric has that name; choose another")
+        taken = name_taken(m.name)
+        if taken:  # said here, with the file; register() would say it without
+            raise InputError(f"{p}: metric {m.name!r}: {taken}")
         m.source = str(p)
     return found

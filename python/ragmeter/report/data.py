@@ -81,6 +81,9 @@ METRICS: Dict[str, Metric] = {
     ]
 }
 
+#: the measures compare and gate rules know without any custom metric (METRICS grows with the custom ones)
+BUILTIN_MEASURES = frozenset(METRICS)
+
 
 def register_custom_metrics(columns: Any) -> List[str]:
     """Add the custom judge metrics of a cases table (a ``<name>_score`` column with its ``<name>_status``) to

@@ -1,0 +1,82 @@
+"""Custom judge metrics end to end (s32): definitions, results, reports, compare and the cache."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "judge"))
+
+from fakeserver import FakeServer  # noqa: E402
+
+from ragmeter.errors import InputError  # noqa: E402
+from ragmeter.judge import JudgeConfig, RubricMetric  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = [{"id": f"c{i}", "question": f"What colour is item {i}?", "expected_files": ["kb.md"],
+           "reference_answer": f"Item {i} is blue"} for i in range(1, 5)]
+RUN = [{"id": f"c{i}", "answer": f"Item {i} is {'blue' if i % 2 else 'red'}.",
+        "retrieved": [{"file": "kb.md", "text": f"item {i} is blue", "score": 0.9}]} for i in range(1, 5)]
+
+
+@pytest.fixture()
+def server():
+    s = FakeServer()
+    s.start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture()
+def inputs(tmp_path):
+    golden, run = tmp_path / "golden.jsonl", tmp_path / "run.jsonl"
+    golden.write_text("".join(json.dumps(r) + "\n" for r in GOLDEN))
+    run.write_text("".join(json.dumps(r) + "\n" for r in RUN))
+    return golden, run
+
+
+def ragmeter(*args, cwd=None):
+    env = {"PYTHONPATH": str(ROOT / "python"), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-m", "ragmeter", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd)
+
+
+def eval_args(server, inputs, out, *extra):
+    golden, run = inputs
+    return ["eval", "--golden", golden, "--run", run, "--base-url", server.base_url, "--model", "gpt-4o-mini",
+            "--metrics", "faithfulness", "--no-cache", "--out", out, *extra]
+
+
+# -- a name compare and gate rules already read as something else ------------------------------------------
+@pytest.mark.parametrize("name", ["hit", "mrr", "correct", "refusal", "regressions", "wins", "tone_wins"])
+def test_a_custom_metric_named_like_a_compare_measure_is_refused(name):
+    # before, RubricMetric("hit") was judged and written (hit_score, hit_status), but compare showed the
+    # retrieval Hit@k under that name and a gate rule "hit>=-2pp" limited Hit@k, never the custom metric
+    with pytest.raises(InputError, match=rf"metric '{name}': .*(built-in|gate rules)"):
+        JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m",
+                    metrics=[RubricMetric(name, criteria="Is it polite?", scale=(1, 5))])
+
+
+@pytest.mark.parametrize("name", ["hit", "refusal", "hit_regressions"])
+def test_a_metric_file_naming_a_compare_measure_exits_2_naming_file_and_metric(server, inputs, tmp_path, name):
+    toml = tmp_path / "metrics.toml"
+    toml.write_text(f'[metrics.{name}]\ncriteria = "Is it polite?"\nscale = [1, 5]\n')
+    proc = ragmeter(*eval_args(server, inputs, tmp_path / "out", "--metric-file", toml))
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("ragmeter: error:")]
+    assert len(errors) == 1 and f"metrics.toml: metric '{name}':" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr and server.requests == 0
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_metric_module_naming_a_compare_measure_exits_2_naming_file_and_metric(server, inputs, tmp_path):
+    module = tmp_path / "my_metrics.py"
+    module.write_text("from ragmeter.judge import RubricMetric\n"
+                      "correct = RubricMetric('correct', criteria='Is it right?', scale=(1, 5))\n")
+    proc = ragmeter(*eval_args(server, inputs, tmp_path / "out", "--metric-module", module))
+    assert proc.returncode == 2, proc.stderr
+    assert "my_metrics.py: metric 'correct':" in proc.stderr and "Traceback" not in proc.stderr
+    assert server.requests == 0
