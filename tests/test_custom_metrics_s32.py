@@ -1,6 +1,7 @@
 """Custom judge metrics end to end (s32): definitions, results, reports, compare and the cache."""
 from __future__ import annotations
 
+import html
 import json
 import subprocess
 import sys
@@ -80,3 +81,40 @@ def test_a_metric_module_naming_a_compare_measure_exits_2_naming_file_and_metric
     assert proc.returncode == 2, proc.stderr
     assert "my_metrics.py: metric 'correct':" in proc.stderr and "Traceback" not in proc.stderr
     assert server.requests == 0
+
+
+# -- the pass rate of a rubric with a pass_threshold, in the reports as on the terminal ---------------------
+TONE = ('[metrics.tone_check]\ncriteria = "Is the answer polite?"\nscale = [1, 5]\npass_threshold = 4\n'
+        'fields = ["question", "answer"]\n')
+
+
+def test_the_pass_rate_of_a_custom_metric_is_in_report_md_and_html_as_on_the_terminal(server, inputs, tmp_path):
+    # before, the terminal said "pass 50.0% (2 of 4 at >= 4; ...)" and summary.json held pass_rate, but
+    # report.md and report.html showed the mean alone: a reader of the PR comment never saw the pass rate
+    toml = tmp_path / "metrics.toml"
+    toml.write_text(TONE)
+    out = tmp_path / "out"
+    proc = ragmeter(*eval_args(server, inputs, out, "--metric-file", toml))
+    assert proc.returncode == 0, proc.stderr
+    said = "pass 50.0% (2 of 4 at >= 4; a failed row did not pass)"
+    assert said in proc.stdout
+    assert f"Tone check: {said}" in shown_md(out / "report.md")
+    assert f"Tone check: {said}" in html.unescape((out / "report.html").read_text())
+    # the report command, rebuilding them from the folder, says the same
+    (out / "report.md").unlink()
+    assert ragmeter("report", out).returncode == 0
+    assert f"Tone check: {said}" in shown_md(out / "report.md")
+
+
+def shown_md(path):
+    """report.md's text as a Markdown viewer shows it (escapes undone)."""
+    return html.unescape(path.read_text().replace("\\_", "_"))
+
+
+def test_a_pass_rate_with_no_row_scored_says_n_a_on_the_terminal_as_correct_rate_does():
+    from ragmeter.cli.judge import judge_lines
+
+    entry = {"n_total": 4, "n_scored": 0, "n_failed": 4, "n_skipped": 0, "mean": None, "scale": "0-1",
+             "failures": {}, "skips": {}, "pass_threshold": 1, "n_pass": 0, "pass_rate_denominator": 4,
+             "pass_rate": None}
+    assert "    pass n/a (no row scored, 4 failed)" in judge_lines({"metrics": {"says_blue": entry}})

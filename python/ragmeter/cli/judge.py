@@ -493,6 +493,7 @@ def judge_lines(summary: Dict[str, Any], width: int = 80) -> List[str]:
     """The per-metric console summary (``judge`` and ``eval``): mean over scored rows (``n/a`` when none), counts,
     and the failed and skipped rows grouped by kind with one example message each; every line within ``width``."""
     from ragmeter._text import wrap
+    from ragmeter.report.data import pass_rate_text
 
     lines: List[str] = []
     for metric, m in summary["metrics"].items():
@@ -502,9 +503,9 @@ def judge_lines(summary: Dict[str, Any], width: int = 80) -> List[str]:
                 f"failed {m['n_failed']}  skipped {m['n_skipped']}")
         # a long metric name (a custom metric's) or large counts: wrapped, the rest indented under the name
         lines += [head] if len(head) <= width else wrap(head.strip(), width, indent="  ", subsequent="      ")
-        if m.get("pass_rate") is not None:
-            lines.append(f"    pass {m['pass_rate']:.1%} ({m['n_pass']} of {m['pass_rate_denominator']} at >= "
-                         f"{m['pass_threshold']:g}; a failed row did not pass)")
+        passed = pass_rate_text(m)
+        if passed:
+            lines.append(f"    {passed}")
         if m.get("correct_rate") is not None:
             lines.append(f"    correct {m['correct_rate']:.1%} ({m['n_correct']} of {m['correct_rate_denominator']}; "
                          f"a failed row is not correct)")

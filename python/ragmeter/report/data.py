@@ -796,6 +796,30 @@ def judge_failures(results: Results, status: str = "failed") -> Dict[str, Dict[s
     return out
 
 
+def pass_rate_text(entry: Dict[str, Any]) -> Optional[str]:
+    """``pass 50.0% (2 of 4 at >= 4; a failed row did not pass)`` for a custom metric's summary entry with a
+    ``pass_threshold`` (None without one): the one wording of the terminal and the reports."""
+    if not isinstance(entry, dict) or entry.get("pass_threshold") is None:
+        return None
+    if entry.get("pass_rate") is None:
+        return f"pass n/a (no row scored, {entry.get('n_failed') or 0} failed)" if entry.get("n_failed") else None
+    return (f"pass {entry['pass_rate']:.1%} ({entry['n_pass']} of {entry['pass_rate_denominator']} at >= "
+            f"{entry['pass_threshold']:g}; a failed row did not pass)")
+
+
+def pass_rate_notes(results: Results) -> List[str]:
+    """One sentence per custom metric with a pass threshold, for the reports under the overall table: its row
+    there is the mean score, and the pass rate (summary.json, the terminal) would otherwise be nowhere."""
+    judge = results.summary.get("judge")
+    metrics = judge.get("metrics") if isinstance(judge, dict) else None
+    notes = []
+    for name, entry in (metrics or {}).items() if isinstance(metrics, dict) else ():
+        text = pass_rate_text(entry)
+        if text:
+            notes.append(f"{METRICS[name].label if name in METRICS else name}: {text}.")
+    return notes
+
+
 def judge_row_totals(results: Results) -> Dict[str, int]:
     """Judge rows per metric (repeat 1), the denominators of the failure counts."""
     metrics = (results.summary.get("judge") or {}).get("metrics") if isinstance(results.summary.get("judge"), dict) else None

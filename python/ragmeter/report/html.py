@@ -37,6 +37,7 @@ from ragmeter.report.data import (
     QUADRANT_CASES,
     Results,
     correct_rate_note,
+    pass_rate_notes,
     cost_latency,
     fmt_value,
     judge_failures,
@@ -702,6 +703,7 @@ def render_html(results: Results, aggregates: Dict[str, Any], readings: Dict[str
         f"Resolution: one case = {resolution_text(n)} points.</p>"
         + (f'<p class="muted" id="correct-rate-note">{esc(note)}</p>' if (note := correct_rate_note(results.cases))
            else "")
+        + "".join(f'<p class="muted pass-rate-note">{esc(note)}</p>' for note in pass_rate_notes(results))
         + "</section>"
     )
 

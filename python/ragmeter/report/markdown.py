@@ -21,6 +21,7 @@ from ragmeter.report.data import (
     more_categories_line,
     not_judged_metrics,
     not_measured_rows,
+    pass_rate_notes,
     placed_line,
     resolution_text,
     settings_texts,
@@ -80,6 +81,7 @@ def render_markdown(results: Results, aggregates: Dict[str, Any], readings: Dict
     lines += [md_table(["metric", "value", "95% CI", "n"], rows), ""]
     note = correct_rate_note(results.cases)
     lines += [md_escape(note), ""] if note else []
+    lines += [md_escape(" ".join(pass_rate_notes(results))), ""] if pass_rate_notes(results) else []
     shown = [x for x in ("hit", "file_hit", "mrr", "correct", "faithfulness") if x in aggregates.get("metrics", [])]
     if shown:
         cat_rows = []
