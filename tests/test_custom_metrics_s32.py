@@ -118,3 +118,22 @@ def test_a_pass_rate_with_no_row_scored_says_n_a_on_the_terminal_as_correct_rate
              "failures": {}, "skips": {}, "pass_threshold": 1, "n_pass": 0, "pass_rate_denominator": 4,
              "pass_rate": None}
     assert "    pass n/a (no row scored, 4 failed)" in judge_lines({"metrics": {"says_blue": entry}})
+
+
+# -- compare: a custom metric defined otherwise in the two runs ---------------------------------------------
+def test_compare_refuses_a_custom_metric_whose_rubric_changed_between_the_runs(server, inputs, tmp_path):
+    # before, the baseline's tone_check (one criterion) and the candidate's (another) were compared as one
+    # metric and the gate passed or failed on the rubric edit, as a judge model change would, which is refused
+    base_toml, cand_toml = tmp_path / "base.toml", tmp_path / "cand.toml"
+    base_toml.write_text(TONE)
+    cand_toml.write_text(TONE.replace("Is the answer polite?", "Is the answer short?"))
+    for toml, out in ((base_toml, tmp_path / "base"), (base_toml, tmp_path / "same"), (cand_toml, tmp_path / "cand")):
+        assert ragmeter(*eval_args(server, inputs, out, "--metric-file", toml)).returncode == 0
+    proc = ragmeter("compare", tmp_path / "base", tmp_path / "cand", "--gate", "tone_check>=-5pp")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "tone_check" in proc.stderr and "definition differs" in proc.stderr and "Traceback" not in proc.stderr
+    forced = ragmeter("compare", tmp_path / "base", tmp_path / "cand", "--gate", "tone_check>=-5pp", "--force")
+    assert forced.returncode in (0, 1) and "definition differs" in forced.stderr, forced.stderr
+    # the same rubric evaluated twice compares as before
+    same = ragmeter("compare", tmp_path / "base", tmp_path / "same", "--gate", "tone_check>=-5pp")
+    assert same.returncode == 0 and "ok: tone_check>=-5pp" in same.stdout, same.stderr

@@ -398,6 +398,20 @@ def _judge_differences(sb: Dict[str, Any], sc: Dict[str, Any]) -> List[str]:
     return out
 
 
+def _custom_metric_differences(sb: Dict[str, Any], sc: Dict[str, Any]) -> List[str]:
+    """Custom judge metrics both runs judged under another definition: their prompt versions (summary.json
+    ``judge.prompts``, a hash of the prompt text, scale included) differ. The built-in metrics' prompts change
+    only with ragmeter's version and are left alone; a custom metric's change is its author's edit."""
+    from ragmeter.judge.metrics import BUILTIN_METRICS
+
+    pb, pc = (s.get("judge", {}).get("prompts") if isinstance(s.get("judge"), dict) else None for s in (sb, sc))
+    if not isinstance(pb, dict) or not isinstance(pc, dict):
+        return []
+    return [f"judge metric {name!r}: its definition differs: baseline {pb[name]!r}, candidate {pc[name]!r} (another "
+            "prompt or scale); its deltas would be the metric's edit" for name in pb
+            if name in pc and name not in BUILTIN_METRICS and pb[name] != pc[name]]
+
+
 def _check(base: Any, cand: Any) -> Tuple[List[str], List[str]]:
     """(problems that make the runs incomparable, notes).
 
@@ -437,6 +451,7 @@ def _check(base: Any, cand: Any) -> Tuple[List[str], List[str]]:
                 f"{', '.join(['id', *[c for c in gb.columns if c != 'id' and c in gc.columns]])} is the same "
                 f"(compared from {source})")
     problems += _judge_differences(base.summary, cand.summary)
+    problems += _custom_metric_differences(base.summary, cand.summary)
     both = _in_both_runs(base.cases, cand.cases)
     mb, mc = _mode_mix(base.cases, both), _mode_mix(cand.cases, both)
     if mb != mc:
