@@ -137,3 +137,23 @@ def test_compare_refuses_a_custom_metric_whose_rubric_changed_between_the_runs(s
     # the same rubric evaluated twice compares as before
     same = ragmeter("compare", tmp_path / "base", tmp_path / "same", "--gate", "tone_check>=-5pp")
     assert same.returncode == 0 and "ok: tone_check>=-5pp" in same.stdout, same.stderr
+
+
+# -- a gate value written on the rubric's own scale ----------------------------------------------------------
+def test_a_gate_value_on_the_rubric_scale_suggests_the_0_1_value_it_means(server, inputs, tmp_path):
+    # before: "'tone_check>=4' can never pass: ... did you mean tone_check>=4%?": 4% is 0.04, a gate that passes
+    # nearly always, where a 4 on the rubric's 1-5 scale is 0.75 on the 0-1 scale the score is mapped onto
+    toml = tmp_path / "metrics.toml"
+    toml.write_text(TONE)
+    out = tmp_path / "out"
+    assert ragmeter(*eval_args(server, inputs, out, "--metric-file", toml)).returncode == 0
+    proc = ragmeter("compare", out, out, "--gate", "tone_check>=4")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "did you mean tone_check>=0.75?" in proc.stderr and "4 on the rubric's 1-5 scale" in proc.stderr, proc.stderr
+    assert "tone_check>=4%" not in proc.stderr
+
+    from ragmeter.api import EvalResult
+    from ragmeter.testing import assert_scores
+
+    with pytest.raises(InputError, match=r"did you mean >=0\.75\? \(4 on the rubric's 1-5 scale"):
+        assert_scores(EvalResult.load(out), {"tone_check": ">=4"})

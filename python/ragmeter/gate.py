@@ -177,6 +177,11 @@ def _suggestion(name: str, op: str, number: float, unit: Optional[str], lo: floa
     """``; did you mean ...?`` with the first reading of the same number that can both pass and fail: a percentage
     (``hit>=80``: 80%), a change on the metric's own scale (``mrr>=-0.02``: a drop of 0.02, -2pp), points
     (``hit>=-2``: -2pp)."""
+    from ragmeter.report.data import rubric_reading
+
+    rubric = rubric_reading(name, number) if unit is None else None
+    if rubric is not None and _vacuous(op, rubric[0], lo, hi) is None:
+        return f"; did you mean {name}{op}{rubric[0]:g}? ({rubric[1]})"
     readings = [(number, "%")] if unit is None and (lo, hi) == (0.0, 1.0) and number > hi else []
     if unit is None:
         readings.append((round(number * 100.0, 10), "pp"))  # a plain number is on the metric's scale

@@ -65,8 +65,14 @@ def _check_scale(metric: str, op: str, value: float, text: str, *, percent: bool
         return
     what = "can never fail" if verdict == "always" else "can never pass"
     percent_range = " (0% to 100%)" if (lo, hi) == (0.0, 1.0) else ""
+    from ragmeter.report.data import rubric_reading
+
+    rubric = None if percent else rubric_reading(metric, value)
     as_percent = not percent and (lo, hi) == (0.0, 1.0) and _vacuous(op, value / 100.0, lo, hi) is None
-    hint = f"; did you mean {op}{value:g}%?" if as_percent else ""
+    if rubric is not None and _vacuous(op, rubric[0], lo, hi) is None:
+        hint = f"; did you mean {op}{rubric[0]:g}? ({rubric[1]})"
+    else:
+        hint = f"; did you mean {op}{value:g}%?" if as_percent else ""
     raise InputError(f"assert_scores: {metric}: rule {text!r} {what}: {metric} lies between {lo:g} and {hi:g}"
                      f"{percent_range}{hint}")
 
@@ -92,7 +98,7 @@ def score_table(result: Any, metrics: Optional[Sequence[str]] = None) -> List[Tu
     from ragmeter.report.data import METRICS, _covered, metric_frame, register_custom_metrics
 
     res = _result(result)
-    register_custom_metrics(res.cases)
+    register_custom_metrics(res.cases, res.summary)
     frame = metric_frame(res.cases)
     names = list(metrics) if metrics is not None else [c for c in frame.columns if c not in ("id", "category")]
     unknown = [name for name in names if name not in METRICS]
@@ -132,8 +138,11 @@ def assert_scores(result: Any, rules: Mapping[str, Union[str, float, int]]) -> N
     if not isinstance(rules, Mapping) or not rules:  # no rule is nothing measured, never a pass
         raise InputError(f"assert_scores: rules must be a mapping of metric to rule with at least one rule, e.g. "
                          f"{{'hit': '>=0.8'}}; got {rules!r}")
-    parsed = {name: _parse(name, rule) for name, rule in rules.items()}
+    from ragmeter.report.data import register_custom_metrics
+
     res = _result(result)
+    register_custom_metrics(res.cases, res.summary)  # a custom rubric's scale, for the rules' checks
+    parsed = {name: _parse(name, rule) for name, rule in rules.items()}
     stand_ins = _stand_ins(res)
     rows, failed, notes = [], [], []
     for name, value, n_scored, n_total in score_table(res, list(parsed)):

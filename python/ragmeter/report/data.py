@@ -57,6 +57,7 @@ class Metric:
     label: str
     status: Optional[str] = None  # judge status column gating the value
     scope: Optional[str] = None  # the cases it applies to (n_total), see ragmeter.retrieval.scope_filter
+    rubric: Optional[Tuple[int, int]] = None  # a custom rubric's own scale (its score is mapped onto 0-1)
 
 
 #: metric name (as used in compare / gate rules) -> definition
@@ -85,10 +86,11 @@ METRICS: Dict[str, Metric] = {
 BUILTIN_MEASURES = frozenset(METRICS)
 
 
-def register_custom_metrics(columns: Any) -> List[str]:
+def register_custom_metrics(columns: Any, summary: Optional[Dict[str, Any]] = None) -> List[str]:
     """Add the custom judge metrics of a cases table (a ``<name>_score`` column with its ``<name>_status``) to
     :data:`METRICS`, so that reports, compare and gate rules treat them like the built-in ones; return their
-    names. ``columns``: a frame, a schema or column names."""
+    names. ``columns``: a frame, a schema or column names; ``summary`` (summary.json's), when given, tells each
+    rubric's own scale (:func:`rubric_reading`)."""
     names = list(getattr(columns, "columns", None) or columns)
     added = []
     for col in names:
@@ -99,15 +101,43 @@ def register_custom_metrics(columns: Any) -> List[str]:
             continue
         METRICS[name] = Metric(name, f"{name}_score", "score", name.replace("_", " ").capitalize(), col)
         added.append(name)
+    _register_rubric_scales(summary)
     return added
 
 
+def _register_rubric_scales(summary: Optional[Dict[str, Any]]) -> None:
+    """Record on each custom metric of :data:`METRICS` the rubric scale summary.json states for it
+    (``"scale": "0-1 (rubric 1-5)"``)."""
+    import dataclasses
+    import re
+
+    judge = summary.get("judge") if isinstance(summary, dict) else None
+    metrics = judge.get("metrics") if isinstance(judge, dict) else None
+    for name, entry in (metrics.items() if isinstance(metrics, dict) else ()):
+        found = re.fullmatch(r"0-1 \(rubric (-?\d+)-(-?\d+)\)", str((entry or {}).get("scale") or ""))
+        if found and name in METRICS and name not in BUILTIN_MEASURES:
+            METRICS[name] = dataclasses.replace(METRICS[name], rubric=(int(found.group(1)), int(found.group(2))))
+
+
+def rubric_reading(name: str, number: float) -> Optional[Tuple[float, str]]:
+    """A plain number a rule gives a custom rubric metric, read on the rubric's own scale: (the 0-1 value it
+    means, why), e.g. ``tone_check>=4`` on a 1-5 rubric -> (0.75, "4 on the rubric's 1-5 scale ..."); None when
+    the metric is no rubric or the number is off its scale."""
+    metric = METRICS.get(name)
+    if metric is None or metric.rubric is None or not metric.rubric[0] <= number <= metric.rubric[1]:
+        return None
+    lo, hi = metric.rubric
+    return round((number - lo) / (hi - lo), 6), (f"{number:g} on the rubric's {lo}-{hi} scale; its score is mapped "
+                                                  "onto 0-1 as (s - low) / (high - low)")
+
+
 def register_folder_metrics(*folders: Any) -> None:
-    """:func:`register_custom_metrics` from the cases.parquet schema of results folders (nothing else is read;
+    """:func:`register_custom_metrics` from the cases.parquet schema and summary.json of results folders (nothing else is read;
     a folder that cannot be read is left for :func:`load_results` to report)."""
     for folder in folders:
         try:
-            register_custom_metrics(list(pl.read_parquet_schema(Path(folder) / "cases.parquet")))
+            register_custom_metrics(list(pl.read_parquet_schema(Path(folder) / "cases.parquet")),
+                                    json.loads((Path(folder) / "summary.json").read_text(encoding="utf-8")))
         except Exception:  # noqa: BLE001 - load_results says what is wrong with the folder
             continue
 
