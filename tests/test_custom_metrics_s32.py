@@ -157,3 +157,60 @@ def test_a_gate_value_on_the_rubric_scale_suggests_the_0_1_value_it_means(server
 
     with pytest.raises(InputError, match=r"did you mean >=0\.75\? \(4 on the rubric's 1-5 scale"):
         assert_scores(EvalResult.load(out), {"tone_check": ">=4"})
+
+
+# -- the cache: an edited rubric is asked again; a new pass threshold re-reads the cached verdicts ------------
+def test_an_edited_rubric_scale_steps_or_descriptions_is_not_replayed_from_the_cache(server, tmp_path):
+    from ragmeter.judge import run_sync
+
+    cases = [{"id": f"c{i}", "question": f"What colour is item {i}?", "answer": f"Item {i} is blue."}
+             for i in range(3)]
+    base = dict(name="tone_check", criteria="Is the answer polite?", scale=(1, 5), pass_threshold=4)
+
+    def judged(**edit):
+        cfg = JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", cache=tmp_path / "cache.sqlite",
+                          metrics=[RubricMetric(**{**base, **edit})])
+        return run_sync(cases, cfg)
+
+    first = judged()
+    assert first.summary["cached_calls"] == 0 and judged().summary["cached_calls"] == 3
+    for edit in ({"scale": (1, 10)}, {"steps": ("Read the answer",)}, {"score_descriptions": {5: "polite"}},
+                 {"fields": ("answer",)}, {"version": "v2"}):
+        again = judged(**edit)
+        assert again.summary["cached_calls"] == 0, edit
+        assert again.rows[0]["prompt_version"] != first.rows[0]["prompt_version"], edit
+    # the threshold is not in the prompt: the cached verdicts (4 of 5) are re-read against the new one
+    stricter = judged(pass_threshold=5)
+    assert stricter.summary["cached_calls"] == 3
+    assert [r["correct"] for r in first.rows] == [True] * 3 and [r["correct"] for r in stricter.rows] == [False] * 3
+
+
+# -- columns and dtypes: the same whether a custom metric's rows are scored, failed or skipped ---------------
+def test_custom_metric_columns_keep_their_dtypes_when_every_row_failed_or_was_skipped(server, inputs, tmp_path):
+    import polars as pl
+
+    golden, run = inputs
+    without_policy = tmp_path / "golden-policy.jsonl"
+    without_policy.write_text("".join(json.dumps({**r, "policy": ""}) + "\n" for r in GOLDEN))
+    module = tmp_path / "yes_no.py"
+    module.write_text("from ragmeter.judge import metric\n"
+                      "@metric(prompt='Does the field \"answer\" say blue? Schema: {\"blue\": <true or false>}',\n"
+                      "        schema={'blue': bool}, fields=('answer',), pass_threshold=1)\n"
+                      "def says_blue(reply, case):\n    return 1.0 if reply['blue'] else 0.0\n")
+    toml = tmp_path / "metrics.toml"
+    toml.write_text(TONE + '[metrics.policy_check]\ncriteria = "Does it follow the policy?"\nscale = [1, 5]\n'
+                    'fields = ["answer", "policy"]\n')
+    server.replies["custom-says-blue"] = lambda payload: {"reason": "no blue field"}  # unusable: every row fails
+    out = tmp_path / "out"
+    proc = ragmeter(*eval_args(server, (without_policy, run), out, "--metric-file", toml, "--metric-module", module))
+    assert proc.returncode == 3, proc.stderr  # the failed rows are counted against --max-failed 0
+    cases = pl.read_parquet(out / "cases.parquet")
+    for name, status in (("tone_check", "ok"), ("policy_check", "skipped"), ("says_blue", "failed")):
+        assert cases.schema[f"{name}_score"] == pl.Float64 and cases.schema[f"{name}_status"] == pl.String, name
+        assert cases[f"{name}_status"].unique().to_list() == [status], name
+    summary = json.loads((out / "summary.json").read_text())["judge"]["metrics"]
+    assert (summary["says_blue"]["n_failed"], summary["says_blue"]["n_total"]) == (4, 4)
+    assert (summary["policy_check"]["n_skipped"], summary["policy_check"]["n_total"]) == (4, 4)
+    builtin_only = tmp_path / "builtin"
+    assert ragmeter(*eval_args(server, inputs, builtin_only)).returncode == 0
+    assert pl.read_parquet_schema(out / "judge.parquet") == pl.read_parquet_schema(builtin_only / "judge.parquet")
