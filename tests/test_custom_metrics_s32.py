@@ -214,3 +214,17 @@ def test_custom_metric_columns_keep_their_dtypes_when_every_row_failed_or_was_sk
     builtin_only = tmp_path / "builtin"
     assert ragmeter(*eval_args(server, inputs, builtin_only)).returncode == 0
     assert pl.read_parquet_schema(out / "judge.parquet") == pl.read_parquet_schema(builtin_only / "judge.parquet")
+
+
+# -- an unusable rubric score: the repair turn and the error name the scale, as correctness's do -------------
+@pytest.mark.parametrize("score", [None, True, "four", 4.5])
+def test_a_rubric_score_of_the_wrong_type_is_repaired_and_failed_naming_the_scale(server, tmp_path, score):
+    from ragmeter.judge import run_sync
+
+    server.replies["custom-tone-check"] = lambda payload: {"score": score, "reason": "scripted"}
+    cfg = JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", cache=None,
+                      metrics=[RubricMetric("tone_check", criteria="Is the answer polite?", scale=(1, 5))])
+    row = run_sync([{"id": "c1", "question": "q?", "answer": "a."}], cfg).rows[0]
+    # before: '"score" must be int, got None': the judge, asked to repair, was not told the scale
+    assert row["status"] == "failed" and row["error_kind"] == "unparsable" and row["calls"] == 2
+    assert '"score" must be an integer 1-5' in row["error"], row["error"]

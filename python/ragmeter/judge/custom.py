@@ -290,9 +290,15 @@ class RubricMetric:
 
     def _verdict(self, reply: Dict[str, Any]) -> Tuple[int, Optional[str]]:
         lo, hi = self._range()
-        score = _validate_reply({"score": "int"}, reply)["score"]
+        off_scale = f'"score" must be an integer {lo}-{hi}, got {reply.get("score")!r}'
+        try:
+            score = _validate_reply({"score": "int"}, reply)["score"]
+        except ParseError:
+            if "score" not in reply:
+                raise
+            raise ParseError(off_scale) from None  # the wrong type: named with the scale, as correctness does
         if not lo <= score <= hi:
-            raise ParseError(f'"score" must be an integer {lo}-{hi}, got {score!r}')
+            raise ParseError(off_scale)
         reason = reply.get("reason")
         return score, None if reason is None else str(reason)
 
