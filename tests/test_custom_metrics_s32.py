@@ -153,8 +153,15 @@ def test_a_gate_value_on_the_rubric_scale_suggests_the_0_1_value_it_means(server
     assert "tone_check>=4%" not in proc.stderr
 
     from ragmeter.api import EvalResult
-    from ragmeter.testing import assert_scores
+    from ragmeter.gate import GateError
+    from ragmeter.report.data import METRICS
+    from ragmeter.testing import assert_no_regression, assert_scores
 
+    # in memory too, with the metric known from the results alone (as in a fresh process)
+    METRICS.pop("tone_check", None)
+    with pytest.raises(GateError, match=r"did you mean tone_check>=0\.75\?"):
+        assert_no_regression(EvalResult.load(out), EvalResult.load(out), gate="tone_check>=4")
+    METRICS.pop("tone_check", None)
     with pytest.raises(InputError, match=r"did you mean >=0\.75\? \(4 on the rubric's 1-5 scale"):
         assert_scores(EvalResult.load(out), {"tone_check": ">=4"})
 

@@ -210,7 +210,7 @@ class EvalResult:
 
         warnings: List[Dict[str, Any]] = []
         cases = _finite(self.cases, Path("cases.parquet"), warnings)
-        register_custom_metrics(cases)
+        register_custom_metrics(cases, self.summary if isinstance(self.summary, dict) else None)
         cases = cases.with_columns(pl.col("category").cast(pl.Utf8).fill_null("(none)"))
         judge = _finite(self.judge, Path("judge.parquet"), warnings) if self.judge is not None else None
         summary = json.loads(strict_json(for_disk(self.summary)))  # exactly what summary.json would hold
