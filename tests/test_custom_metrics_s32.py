@@ -235,3 +235,28 @@ def test_a_rubric_score_of_the_wrong_type_is_repaired_and_failed_naming_the_scal
     # before: '"score" must be int, got None': the judge, asked to repair, was not told the scale
     assert row["status"] == "failed" and row["error_kind"] == "unparsable" and row["calls"] == 2
     assert '"score" must be an integer 1-5' in row["error"], row["error"]
+
+
+# -- a metric module importing a module beside it -----------------------------------------------------------
+def test_a_metric_module_imports_a_module_beside_it_as_python_would(server, inputs, tmp_path):
+    # before: "my_metrics.py: importing the metric module raised ModuleNotFoundError: No module named
+    # 'team_prompts'", where `python my_metrics.py` finds it (the script's folder is on sys.path)
+    folder = tmp_path / "metrics"
+    folder.mkdir()
+    (folder / "team_prompts.py").write_text("POLITE = 'Is the answer polite?'\n")
+    (folder / "my_metrics.py").write_text("from team_prompts import POLITE\nfrom ragmeter.judge import RubricMetric\n"
+                                         "tone_check = RubricMetric('tone_check', criteria=POLITE, scale=(1, 5))\n")
+    out = tmp_path / "out"
+    proc = ragmeter(*eval_args(server, inputs, out, "--metric-module", folder / "my_metrics.py"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "tone_check" in json.loads((out / "summary.json").read_text())["judge"]["metrics"]
+
+
+def test_loading_a_metric_module_leaves_sys_path_as_it_was(tmp_path):
+    from ragmeter.judge.custom import load_metric_module
+
+    (tmp_path / "m.py").write_text("from ragmeter.judge import RubricMetric\n"
+                                  "polite = RubricMetric('polite', criteria='Is it polite?', scale=(1, 5))\n")
+    before = list(sys.path)
+    assert [m.name for m in load_metric_module(tmp_path / "m.py")] == ["polite"]
+    assert sys.path == before

@@ -635,12 +635,21 @@ def load_metric_module(path: Any) -> List[Any]:
     if spec is None or spec.loader is None:
         raise InputError(f"{p}: not a Python module")
     module = importlib.util.module_from_spec(spec)
+    # its folder first on sys.path while it runs, as `python my_metrics.py` has it: a module beside it (shared
+    # prompts, helpers) is importable; sys.path is restored after
+    import sys
+
+    folder = str(p.resolve().parent)
+    sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except InputError as exc:
         raise InputError(f"{p}: {exc}") from None
     except (Exception, SystemExit) as exc:  # a module that calls sys.exit() must not end the command as if done
         raise InputError(f"{p}: importing the metric module raised {type(exc).__name__}: {exc}") from None
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
     found: List[Any] = []
     for value in vars(module).values():  # one object bound to two names (an alias) is one metric
         if isinstance(value, (RubricMetric, FunctionMetric)) and not any(value is m for m in found):
