@@ -260,3 +260,26 @@ def test_loading_a_metric_module_leaves_sys_path_as_it_was(tmp_path):
     before = list(sys.path)
     assert [m.name for m in load_metric_module(tmp_path / "m.py")] == ["polite"]
     assert sys.path == before
+
+
+# -- a pass threshold every case meets ----------------------------------------------------------------------
+@pytest.mark.parametrize("make", ["rubric", "decorated"])
+def test_a_pass_threshold_at_the_bottom_of_the_scale_is_refused_naming_it(make):
+    # before: accepted, and pass_rate was 100% whatever the judge said (a rule that can never fail, which
+    # compare --gate and assert_scores refuse)
+    from ragmeter.judge import metric
+
+    with pytest.raises(InputError, match=r"metric 'polite': pass_threshold .* the bottom of the scale"):
+        if make == "rubric":
+            RubricMetric("polite", criteria="Is it polite?", scale=(1, 5), pass_threshold=1)
+        else:
+            metric("polite", prompt='Is "answer" polite? Schema: {"polite": <true or false>}', schema={"polite": bool},
+                   fields=("answer",), pass_threshold=0)(lambda reply, case: float(reply["polite"]))
+
+
+def test_a_metric_file_with_a_pass_threshold_every_case_meets_exits_2(server, inputs, tmp_path):
+    toml = tmp_path / "metrics.toml"
+    toml.write_text(TONE.replace("pass_threshold = 4", "pass_threshold = 1"))
+    proc = ragmeter(*eval_args(server, inputs, tmp_path / "out", "--metric-file", toml))
+    assert proc.returncode == 2 and "metrics.toml: metric 'tone_check': pass_threshold 1" in proc.stderr, proc.stderr
+    assert server.requests == 0

@@ -458,6 +458,9 @@ def _check_threshold(metric_name: str, threshold: Any, lo: float, hi: float) -> 
                          f"got {threshold!r}")
     if not lo <= threshold <= hi:
         raise InputError(f"metric {metric_name!r}: pass_threshold {threshold!r} is outside the scale {lo:g}-{hi:g}")
+    if threshold == lo:  # every scored case would pass: a pass rate that can never fall, measuring nothing
+        raise InputError(f"metric {metric_name!r}: pass_threshold {threshold!r} is the bottom of the scale "
+                         f"{lo:g}-{hi:g}: every case would pass; choose a higher one")
 
 
 def _has_fields(case: Case, fields: Sequence[str]) -> bool:
