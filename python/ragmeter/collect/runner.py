@@ -204,7 +204,12 @@ def _decode(raw: bytes, charset: Optional[str]) -> str:
         return body
 
 
-class _Exited(Exception):
+class _Escaped(Exception):
+    """What the function raised that cannot cross a thread or a task as it is: carried as an ordinary exception
+    whose message is the case's error, as it stands."""
+
+
+class _Exited(_Escaped):
     """The function called ``sys.exit()``: that case's failure. A ``SystemExit`` let through a worker thread or a
     task escaped the event loop: a traceback and exit status 1 with nothing written, whatever had been collected."""
 
@@ -212,11 +217,22 @@ class _Exited(Exception):
         super().__init__(f"SystemExit({code!r}): the function called sys.exit()")
 
 
+class _StopIterationRaised(_Escaped):
+    """The function raised ``StopIteration`` (a ``next()`` on an exhausted iterator): that case's failure. asyncio
+    cannot put a StopIteration into a Future, so the call never came back: a traceback on stderr per attempt and
+    the case failed as a time-out."""
+
+    def __init__(self, exc: StopIteration) -> None:
+        super().__init__(f"StopIteration: {exc}" if str(exc) else "StopIteration")
+
+
 def _no_exit(fn: Any, arg: Any) -> Any:
     try:
         return fn(arg)
     except SystemExit as exc:
         raise _Exited(exc.code) from None
+    except StopIteration as exc:
+        raise _StopIterationRaised(exc) from None
 
 
 async def _no_exit_async(awaitable: Any) -> Any:
@@ -482,7 +498,7 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
             decision = replace(decision, message=decision.message.replace("unreadable response from the endpoint",
                                                                           "unusable return value of the function"))
         if isinstance(run.target, CallableTarget) and exc is not None and decision.kind == "client":
-            text = str(exc) if isinstance(exc, _Exited) else f"{type(exc).__name__}: {exc}"
+            text = str(exc) if isinstance(exc, _Escaped) else f"{type(exc).__name__}: {exc}"
             # one line, as a failed case's error is everywhere (an exception's message may hold line breaks)
             decision = type(decision)(False, 0.0, "exception", " ".join(scrub_urls(text).split())[:300])
             if run.same_error.failed(decision.message):
