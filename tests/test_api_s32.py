@@ -25,3 +25,25 @@ def test_a_callable_raising_stop_iteration_fails_that_case_as_an_exception_and_p
     assert failed[0]["error_kind"] == "exception" and failed[0]["attempts"] == 1, failed[0]
     assert failed[0]["error"].startswith("StopIteration"), failed[0]["error"]
     assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("option, message", [
+    ({"refresh": "no"}, "refresh"),       # was read as true: every cached reply paid for again
+    ({"timeout": True}, "timeout"),       # was a time-out of 1 s
+    ({"rpm": True}, "rpm"),               # was 1 request per minute
+    ({"expect_mode": 5}, "expect-mode"),  # was compared with each case's mode: every case 'in another mode'
+    ({"cache": 5}, "cache"),              # was a cache file named '5' in the current folder
+])
+def test_collect_refuses_an_option_of_the_wrong_type_before_any_call(option, message, tmp_path, monkeypatch):
+    from ragmeter.errors import InputError
+
+    monkeypatch.chdir(tmp_path)
+    calls = []
+
+    def answer(case):
+        calls.append(case["id"])
+        return {"answer": "a", "retrieved": [{"file": "a.md", "text": "t"}]}
+
+    with pytest.raises(InputError, match=message):
+        ragmeter.collect(GOLDEN, target=answer, **option)
+    assert calls == [] and list(tmp_path.iterdir()) == []
