@@ -47,3 +47,19 @@ def test_collect_refuses_an_option_of_the_wrong_type_before_any_call(option, mes
     with pytest.raises(InputError, match=message):
         ragmeter.collect(GOLDEN, target=answer, **option)
     assert calls == [] and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option, message", [
+    ({"timeout": True}, "--timeout"),          # was a time-out of 1 s
+    ({"rpm": True}, "--rpm"),                  # was 1 request per minute: a 51-case run took most of an hour
+    ({"concurrency": True}, "--concurrency"),  # was 1
+    ({"concurrency": "8"}, "--concurrency"),   # was int("8")
+    ({"max_tokens": 2.5}, "--max-tokens"),     # was int(2.5) = 2
+    ({"cache": 5}, "--cache"),                 # was a TypeError from os.fspath when the run began
+])
+def test_judge_config_refuses_an_option_of_the_wrong_type(option, message):
+    from ragmeter.errors import InputError
+    from ragmeter.judge import JudgeConfig
+
+    with pytest.raises(InputError, match=message):
+        JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", **option)

@@ -21,6 +21,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, field, fields, replace
@@ -160,18 +161,26 @@ class JudgeConfig:
             raise InputError("--relevancy-variant: choose hard, ragas or soft")
         if self.precision_against not in ("auto", "reference", "answer"):
             raise InputError("--precision-against: choose auto, reference or answer")
+        from ragmeter._args import check_arg
+
+        # check_arg, not int(): concurrency=True was 1, "8" was 8 and max_tokens=2.5 was 2
         for name in ("concurrency", "max_tokens", "max_retry_tokens", "n_questions"):
-            if int(getattr(self, name)) < 1:
-                raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
+            setattr(self, name, check_arg(f"--{name.replace('_', '-')}", getattr(self, name), "int", low=1))
+        if self.cache is not None and not isinstance(self.cache, (str, os.PathLike)):  # cache=5: a TypeError later
+            raise InputError(f"--cache must be a path (or None for no cache), got {self.cache!r} "
+                             f"({type(self.cache).__name__})")
         if self.budget is not None and not self.budget >= 0:  # NaN too: a budget it never reaches
             raise InputError("--budget: must be >= 0")
         # 0 or NaN would not mean "no time-out" or "no limit" to the user, but did (NaN rpm: a run that never
         # sends); leaving the option out is how to say no limit
-        if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and self.timeout > 0):
+        # a bool is no number of seconds or requests: timeout=True was 1 s, rpm=True 1 request a minute
+        if isinstance(self.timeout, bool) or not (isinstance(self.timeout, (int, float))
+                                                  and math.isfinite(self.timeout) and self.timeout > 0):
             raise InputError(f"--timeout: must be a number of seconds > 0, got {self.timeout!r}")
         for name in ("rpm", "tpm"):
             value = getattr(self, name)
-            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            if value is not None and (isinstance(value, bool) or not (isinstance(value, (int, float))
+                                                                      and math.isfinite(value) and value > 0)):
                 raise InputError(f"--{name}: must be a number > 0 (leave it out for no limit), got {value!r}")
         if self.rpm is not None:
             check_rpm(self.rpm)
