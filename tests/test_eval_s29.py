@@ -151,8 +151,11 @@ def test_a_judge_failure_example_in_cjk_is_cut_to_the_terminals_columns():
                                            "failures": {"client": {"count": 1, "example": example}}}}}
     lines = judge_lines(summary)
     assert max(columns(line) for line in lines) <= 80, lines
-    assert lines[-1].startswith("    failed 1 client: chat failed: HTTP 400, request rejected: 请求")
-    assert lines[-1].endswith("…") and columns(lines[-1]) >= 79, lines[-1]
+    # the example wraps under its line by columns (a CJK character takes two), whole as it fits in three lines
+    failed = lines[lines.index(next(line for line in lines if line.startswith("    failed 1 client: "))):]
+    assert failed[0].startswith("    failed 1 client: chat failed: HTTP 400, request rejected:"), failed
+    assert all(line.startswith("      ") for line in failed[1:]) and len(failed) <= 3, failed
+    assert "".join(line.strip() for line in failed).endswith("请修改后重试。错误代码"), failed
 
 
 def test_a_case_scored_on_one_side_because_the_other_sides_judge_call_failed_says_so(monkeypatch):
