@@ -18,7 +18,7 @@ import math
 from numbers import Integral, Real
 from typing import Any, Optional
 
-__all__ = ["check_arg"]
+__all__ = ["check_arg", "positive_number", "check_cache_path"]
 
 #: kind -> what one value of it is
 _WHAT = {"int": "an integer", "number": "a number", "text": "a string", "bool": "True or False"}
@@ -114,3 +114,20 @@ def _refuse(name: str, expected: str, value: Any) -> None:
     from ragmeter.errors import InputError
 
     raise InputError(f"{name} must be {expected}, got {_shown(value)}")
+
+
+def positive_number(value: Any) -> bool:
+    """Whether ``value`` is a finite number above 0: a time-out in seconds, a rate. A bool is none (``timeout=True``
+    was 1 s, ``rpm=True`` one request a minute), and 0, NaN or infinity would not mean "no limit" to the user."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def check_cache_path(cache: Any) -> None:
+    """Refuse a ``cache`` that is neither a path nor None (``cache=5`` created a file named 5 in the current
+    folder, or failed later with a bare TypeError)."""
+    import os
+
+    from ragmeter.errors import InputError
+
+    if cache is not None and not isinstance(cache, (str, os.PathLike)):
+        raise InputError(f"--cache must be a path (or None for no cache), got {cache!r} ({type(cache).__name__})")

@@ -19,8 +19,6 @@ import concurrent.futures
 import inspect
 import json
 import logging
-import math
-import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -739,7 +737,7 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     case is in the result, collected or failed. Inside a running event loop (Jupyter) the collection runs on a
     private loop in a helper thread, and an async ``target`` is awaited there.
     """
-    from ragmeter._args import check_arg
+    from ragmeter._args import check_arg, check_cache_path, positive_number
 
     # bounded above: --repeat 100000000 built every (case, repeat) job first and ran the machine out of memory
     concurrency = check_arg("--concurrency", concurrency, "int", low=1, high=MAX_CONCURRENCY)
@@ -747,19 +745,16 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     # NaN or infinity would not mean "no time-out" or "no limit" to the user, but did: --rpm -5, nan or inf hung
     # before the second case, --timeout inf failed every case ('float infinity to integer'), nan waited forever;
     # --rpm 0 meant no limit. Leaving the option out is how to say no limit (the judge's rule)
-    # a bool is no number of seconds or requests (timeout=True was 1 s), nor "no" a flag (refresh="no" refreshed)
-    if isinstance(timeout, bool) or not (isinstance(timeout, (int, float)) and math.isfinite(timeout)
-                                         and timeout > 0):
+    # nor is a bool a number of seconds (positive_number), or "no" a flag (refresh="no" refreshed)
+    if not positive_number(timeout):
         raise InputError(f"--timeout: must be a number of seconds > 0, got {timeout!r}")
-    if rpm is not None and (isinstance(rpm, bool) or not (isinstance(rpm, (int, float)) and math.isfinite(rpm)
-                                                          and rpm > 0)):
+    if rpm is not None and not positive_number(rpm):
         raise InputError(f"--rpm: must be a number > 0 (leave it out for no limit), got {rpm!r}")
     if rpm is not None:
         check_rpm(rpm)
     refresh = check_arg("--refresh", refresh, "bool")
     check_arg("--expect-mode", expect_mode, "text", optional=True)
-    if cache is not None and not isinstance(cache, (str, os.PathLike)):  # cache=5 made a file '5' here
-        raise InputError(f"--cache must be a path (or None for no cache), got {cache!r} ({type(cache).__name__})")
+    check_cache_path(cache)
     resolved = resolve_target(target)
     cases, unlabelled = _golden_cases(golden)
     if out is not None:

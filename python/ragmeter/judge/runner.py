@@ -21,7 +21,6 @@ import asyncio
 import json
 import logging
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass, field, fields, replace
@@ -161,26 +160,21 @@ class JudgeConfig:
             raise InputError("--relevancy-variant: choose hard, ragas or soft")
         if self.precision_against not in ("auto", "reference", "answer"):
             raise InputError("--precision-against: choose auto, reference or answer")
-        from ragmeter._args import check_arg
+        from ragmeter._args import check_arg, check_cache_path, positive_number
 
         # check_arg, not int(): concurrency=True was 1, "8" was 8 and max_tokens=2.5 was 2
         for name in ("concurrency", "max_tokens", "max_retry_tokens", "n_questions"):
             setattr(self, name, check_arg(f"--{name.replace('_', '-')}", getattr(self, name), "int", low=1))
-        if self.cache is not None and not isinstance(self.cache, (str, os.PathLike)):  # cache=5: a TypeError later
-            raise InputError(f"--cache must be a path (or None for no cache), got {self.cache!r} "
-                             f"({type(self.cache).__name__})")
+        check_cache_path(self.cache)
         if self.budget is not None and not self.budget >= 0:  # NaN too: a budget it never reaches
             raise InputError("--budget: must be >= 0")
         # 0 or NaN would not mean "no time-out" or "no limit" to the user, but did (NaN rpm: a run that never
-        # sends); leaving the option out is how to say no limit
-        # a bool is no number of seconds or requests: timeout=True was 1 s, rpm=True 1 request a minute
-        if isinstance(self.timeout, bool) or not (isinstance(self.timeout, (int, float))
-                                                  and math.isfinite(self.timeout) and self.timeout > 0):
+        # sends); leaving the option out is how to say no limit (positive_number: a bool is none either)
+        if not positive_number(self.timeout):
             raise InputError(f"--timeout: must be a number of seconds > 0, got {self.timeout!r}")
         for name in ("rpm", "tpm"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not (isinstance(value, (int, float))
-                                                                      and math.isfinite(value) and value > 0)):
+            if value is not None and not positive_number(value):
                 raise InputError(f"--{name}: must be a number > 0 (leave it out for no limit), got {value!r}")
         if self.rpm is not None:
             check_rpm(self.rpm)
@@ -867,14 +861,14 @@ def run_sync(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[J
     from ragmeter._aio import run_blocking
 
     cfg = _make_config(config, options)
-    if cfg.tally is None:  # counted all the same: the interrupt says what the cache kept
-        cfg = replace(cfg, tally=Tally())
+    tally = cfg.tally or Tally()  # counted all the same: the interrupt says what the cache kept
+    cfg = replace(cfg, tally=tally)
     try:
         return run_blocking(lambda: run(cases, cfg), "ragmeter-judge")
     except KeyboardInterrupt as exc:
-        if str(exc) or not cfg.tally.rows_total:
+        if str(exc) or not tally.rows_total:
             raise
-        raise KeyboardInterrupt(cfg.tally.message()) from None
+        raise KeyboardInterrupt(tally.message()) from None
 
 
 # -- dry run -------------------------------------------------------------------------------------------
