@@ -153,6 +153,9 @@ class _Controller:
     def cache_get(self, key: str) -> Optional[dict]:
         return self.cache.get(key)
 
+    def cache_reject(self, key: str, why: str) -> None:
+        self.cache.reject(key, why)
+
     async def cache_commit(self, key: str, value: Dict[str, Any], prompt: str, model: str) -> Optional[str]:
         from ragmeter.judge.cache import CacheWriteError
 
@@ -258,6 +261,10 @@ class _SharedCache:
 
     def contains(self, key: str) -> bool:
         return self.get(key) is not None
+
+    def reject(self, key: str, why: str) -> None:
+        if self.path is not None:  # counted and warned of by the controller's cache, as its undecodable entries
+            _ask_now(self.stop, self.controller.cache_reject.remote(key, why))
 
     async def commit(self, key: str, value: Mapping[str, Any], *, prompt: str = "", model: str = "") -> None:
         from pathlib import Path

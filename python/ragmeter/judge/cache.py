@@ -30,7 +30,8 @@ truncated or fails SQLite's ``quick_check`` raises :class:`CacheError` (a user
 error, exit status 2) when the cache is opened, before any call is sent; so
 does a location that cannot be written (checked with one empty write
 transaction). :func:`repair` salvages every readable entry into a new file. A
-single entry whose value does not decode is a cache miss with a warning. A
+single entry whose value does not decode is a cache miss with a warning; so is one the engine finds is not a
+reply (JSON of another shape, :meth:`Cache.reject`), never read as the judge's words. A
 commit that fails during the run (a full disk) raises :class:`CacheWriteError`
 to every waiter; the entries that could not be committed are kept in
 :attr:`Cache.unsaved` so the caller can write them elsewhere.
@@ -349,6 +350,12 @@ class Cache:
             return self._undecodable(key, "value is not a JSON object")
         self.hits += 1
         return value
+
+    def reject(self, key: str, why: str) -> None:
+        """An entry :meth:`get` served that its reader found is not what it stores (JSON of another shape): a miss
+        with a warning, counted with the undecodable ones; the reply asked again replaces it."""
+        self.hits = max(0, self.hits - 1)
+        self._undecodable(key, why)
 
     def _undecodable(self, key: str, why: str) -> None:
         """One unreadable entry: a miss (the call is sent again and its reply replaces the entry), with a warning."""

@@ -35,7 +35,7 @@ from .prompts import Prompt, repair_message
 from .reply import split_thoughts
 from .stop import Halt
 
-__all__ = ["Engine", "RowStats", "Budget", "BudgetExceeded", "ParseError", "parse_json_object"]
+__all__ = ["Engine", "RowStats", "Budget", "BudgetExceeded", "ParseError", "parse_json_object", "not_a_reply"]
 
 T = TypeVar("T")
 
@@ -59,6 +59,19 @@ class OutputError(Exception):
 #: finish reasons of an output the client never takes for a reply (cut short, or stopped by the endpoint's
 #: content filter); the first versions cached one stopped by the filter as a reply
 UNFINISHED = frozenset({"length", "content_filter"})
+
+
+def not_a_reply(entry: Dict[str, Any]) -> Optional[str]:
+    """Why a cached chat entry is not a reply this engine stored (a value edited or damaged in the file), or None.
+
+    Such an entry is a miss: ``str()`` of a missing or non-text content ("None", "5", a dict's repr) would
+    otherwise be parsed as the judge's words, and sent back in a repair turn."""
+    if not isinstance(entry.get("content"), str):
+        return "no reply text in it"
+    reason = entry.get("finish_reason")
+    if reason is not None and not isinstance(reason, str):
+        return "its finish reason is not a text"
+    return None
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 _DECODER = json.JSONDecoder()
@@ -315,6 +328,10 @@ class Engine:
         key = self.chat_key(prompt_id, messages, encoded)
         if not fresh:
             hit = self.cache.get(key)
+            problem = None if hit is None else not_a_reply(hit)
+            if problem is not None:
+                self.cache.reject(key, problem)  # counted and warned of like a value that is not JSON
+                hit = None
             if hit is not None and hit.get("finish_reason") in UNFINISHED:
                 hit = None  # cached by a version that took it for a reply: asked again, and replaced
             if hit is not None:

@@ -30,7 +30,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Opt
 from .cache import Cache
 from .client import ClientConfig, JudgeCallError, JudgeClient
 from .cost import PriceTable, estimate_tokens
-from .engine import UNFINISHED, Budget, BudgetExceeded, Engine, OutputError, ParseError, RowStats, parse_json_object
+from .engine import (UNFINISHED, Budget, BudgetExceeded, Engine, OutputError, ParseError, RowStats, not_a_reply,
+                     parse_json_object)
 from .limits import Limits, check_rpm
 from .metrics import (BUILTIN_METRICS, DEFAULT_METRICS, METRICS, NO_ANSWER_CATEGORIES, Case, MetricOptions,
                       MetricResult, Skip, evidence_json, faithfulness_band, metric_scale, relevancy_questions,
@@ -900,7 +901,8 @@ def estimate(case_list: List[Case], cfg: JudgeConfig, cache: Optional[Cache] = N
     def served(cache_key_: str) -> Optional[Dict[str, Any]]:
         """The cached reply a run would serve for this key (not one it asks again: see engine.UNFINISHED)."""
         hit = cache.get(cache_key_)
-        return None if hit is None or hit.get("finish_reason") in UNFINISHED else hit
+        unusable = hit is None or not_a_reply(hit) is not None or hit.get("finish_reason") in UNFINISHED
+        return None if unusable else hit
 
     def replayed(prompt: P.Prompt, messages: List[Dict[str, str]]) -> bool:
         """Whether a run would answer this first step from the cache (without sending it)."""
