@@ -399,17 +399,48 @@ def _judge_differences(sb: Dict[str, Any], sc: Dict[str, Any]) -> List[str]:
 
 
 def _custom_metric_differences(sb: Dict[str, Any], sc: Dict[str, Any]) -> List[str]:
-    """Custom judge metrics both runs judged under another definition: their prompt versions (summary.json
-    ``judge.prompts``, a hash of the prompt text, scale included) differ. The built-in metrics' prompts change
-    only with ragmeter's version and are left alone; a custom metric's change is its author's edit."""
+    """Custom judge metrics both runs judged under another definition. Their definitions (summary.json
+    ``judge.definitions``: the prompt, the scoring function, the scale, the pass threshold and the reply schema)
+    differ, or, when either run records none (an older ragmeter), their prompt versions (``judge.prompts``, a hash
+    of the prompt text, scale included) do. The built-in metrics' prompts change only with ragmeter's version and
+    are left alone; a custom metric's change is its author's edit."""
     from ragmeter.judge.metrics import BUILTIN_METRICS
 
-    pb, pc = (s.get("judge", {}).get("prompts") if isinstance(s.get("judge"), dict) else None for s in (sb, sc))
-    if not isinstance(pb, dict) or not isinstance(pc, dict):
-        return []
-    return [f"judge metric {name!r}: its definition differs: baseline {pb[name]!r}, candidate {pc[name]!r} (another "
-            "prompt or scale); its deltas would be the metric's edit" for name in pb
-            if name in pc and name not in BUILTIN_METRICS and pb[name] != pc[name]]
+    pb, pc = (_judge_section(s, "prompts") for s in (sb, sc))
+    db, dc = (_judge_section(s, "definitions") for s in (sb, sc))
+    out = []
+    for name in pb:
+        if name not in pc or name in BUILTIN_METRICS:
+            continue
+        defs = (db.get(name), dc.get(name))
+        if all(isinstance(d, dict) and "version" in d for d in defs):
+            if defs[0]["version"] != defs[1]["version"]:  # type: ignore[index]
+                out.append(_redefined(name, defs[0]["version"], defs[1]["version"],  # type: ignore[index]
+                                      _changed_parts(defs[0], defs[1])))  # type: ignore[arg-type]
+        elif pb[name] != pc[name]:
+            out.append(_redefined(name, pb[name], pc[name], "another prompt or scale"))
+    return out
+
+
+#: the parts of a custom metric's definition (summary.json ``judge.definitions``) as compare names them
+_DEFINITION_PARTS = (("prompt", "its prompt"), ("scoring", "its scoring function"), ("scale", "its scale"),
+                     ("pass_threshold", "its pass_threshold"), ("schema", "its reply schema"))
+
+
+def _changed_parts(before: Dict[str, Any], after: Dict[str, Any]) -> str:
+    parts = [said for key, said in _DEFINITION_PARTS if before.get(key) != after.get(key)]
+    return " and ".join(parts) if parts else "another definition"
+
+
+def _redefined(name: str, before: Any, after: Any, what: str) -> str:
+    return (f"judge metric {name!r}: its definition differs ({what}): baseline {before!r}, candidate {after!r}; "
+            "its deltas would be the metric's edit")
+
+
+def _judge_section(summary: Dict[str, Any], key: str) -> Dict[str, Any]:
+    judge = summary.get("judge")
+    section = judge.get(key) if isinstance(judge, dict) else None
+    return section if isinstance(section, dict) else {}
 
 
 def _check(base: Any, cand: Any) -> Tuple[List[str], List[str]]:

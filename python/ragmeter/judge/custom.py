@@ -20,16 +20,27 @@ Before any paid call (and in a dry run), :meth:`Metric.check` rejects a metric w
 whose fields the data lacks, or whose scoring function raises on a sample reply, naming the metric and the
 field (:class:`ragmeter.errors.InputError`, exit status 2 on the command line).
 
-The prompt text is part of the cache key (the messages are), and its hash is part of the prompt version
-recorded in ``judge.parquet`` (``prompt_version``): edit a rubric and its cached verdicts are not reused.
+Two identities, kept apart:
+
+* the *request* (:func:`prompt_version`): the prompt text is part of the cache key (the messages are), and its
+  hash is part of the prompt version recorded in ``judge.parquet`` (``prompt_version``) and the summary
+  (``prompts``): edit a prompt or a rubric and its cached replies are not reused; edit anything else and they
+  are, since the judge would be asked exactly the same;
+* the *definition* (:func:`definition`): the request plus everything else that decides the metric's value
+  (the scoring function, the scale, the pass threshold, the schema a reply is parsed with), recorded in the
+  summary (``definitions``); ``compare`` refuses two runs whose definitions of a metric differ, naming the part.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
+import json
 import math
 import numbers
 import re
+import textwrap
+import types
 from dataclasses import dataclass, field
 from typing import (Any, Awaitable, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union,
                     runtime_checkable)
@@ -44,7 +55,7 @@ from .stop import Halt, JudgeStopped
 from .metrics import METRICS, Case, MetricResult, Skip
 
 __all__ = ["Metric", "RubricMetric", "FunctionMetric", "MetricError", "metric", "register", "resolve",
-           "CASE_FIELDS", "SCHEMA_TYPES"]
+           "CASE_FIELDS", "SCHEMA_TYPES", "prompt_version", "definition", "function_identity"]
 
 #: fields of a case a custom metric may put in its prompt; other fields come from the records (``Case.extra``)
 CASE_FIELDS = ("question", "answer", "reference_answer", "contexts", "category")
@@ -518,6 +529,103 @@ def metric(name: Optional[str] = None, *, prompt: Optional[str] = None, schema: 
         return FunctionMetric(metric_name, fn, steps, fields_t, (lo, hi), pass_threshold)
 
     return wrap
+
+
+# -- identities ------------------------------------------------------------------------------------------
+def prompt_version(m: Any) -> str:
+    """What the judge is asked (the request identity): the ids of the metric's prompts, each carrying a hash of its
+    text. Part of the cache key; ``judge.parquet``'s ``prompt_version`` and the summary's ``prompts``."""
+    return ",".join(p.id for p in getattr(m, "prompts", ())) or "custom"
+
+
+def definition(m: Any) -> Dict[str, Any]:
+    """What decides the metric's value: the request (``prompt``), the ``scoring`` function's identity, the
+    ``scale``, the ``pass_threshold`` and the ``schema`` replies are parsed with, and ``version``, a hash of them
+    all. Two runs whose versions differ measured two metrics under one name (the summary's ``definitions``)."""
+    parts: Dict[str, Any] = {"prompt": prompt_version(m), "scoring": _scoring_identity(m), "scale": _scale_of(m),
+                             "pass_threshold": getattr(m, "pass_threshold", None), "schema": _schemas_of(m)}
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=repr)
+    return {"version": "def-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], **parts}
+
+
+def _scoring_identity(m: Any) -> str:
+    if isinstance(m, RubricMetric):
+        return "rubric"  # ragmeter maps the rubric's score itself; the rubric's text is in its prompt
+    if isinstance(m, FunctionMetric):
+        return function_identity(m.fn)
+    if inspect.isfunction(m) or inspect.ismethod(m):
+        return function_identity(m)  # a bare coroutine registered in METRICS
+    return function_identity(type(m).__call__)  # an object of the Metric protocol: its class's __call__
+
+
+def _scale_of(m: Any) -> Any:
+    scale = getattr(m, "range", None) if isinstance(m, FunctionMetric) else getattr(m, "scale", None)
+    if isinstance(scale, (tuple, list)) and len(scale) == 2 and all(_finite_number(v) for v in scale):
+        return f"{scale[0]:g}-{scale[1]:g}"
+    return scale if isinstance(scale, str) else None
+
+
+def _schemas_of(m: Any) -> Any:
+    if isinstance(m, FunctionMetric):
+        if list(m.steps) == [""]:  # one prompt=: its schema; prompts=: one per step
+            return dict(m.steps[""][1])
+        return {step: dict(schema) for step, (_, schema) in m.steps.items()}
+    return None
+
+
+def function_identity(fn: Any) -> str:
+    """A short hash of what ``fn`` computes, the same in every process: its own source (``def`` or ``lambda``
+    to its end, decorators left out: they hold the prompt, which is the request's part) when Python can read
+    it, else its code object (a function typed in a REPL or built with exec): bytecode, constants and names."""
+    source = _own_source(fn)
+    text = "source:" + source if source is not None else "code:" + _code_text(fn)
+    return ("src-" if source is not None else "code-") + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _own_source(fn: Any) -> Optional[str]:
+    """The text of ``fn``'s definition alone, dedented, or None when it cannot be told apart."""
+    try:
+        text = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(text)
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None  # no source file, or a lambda's lines that are not a whole statement
+    name = getattr(fn, "__name__", None)
+    if name == "<lambda>":
+        nodes: List[Any] = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+        return ast.get_source_segment(text, nodes[0]) if len(nodes) == 1 else None
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+    if not nodes:
+        return None
+    node = nodes[0]  # the outermost of that name: getsource starts at fn's own lines
+    lines = text.splitlines()[node.lineno - 1:node.end_lineno]
+    return textwrap.dedent("\n".join(lines))
+
+
+def _code_text(fn: Any) -> str:
+    code = getattr(fn, "__code__", None)
+    if code is None:  # a callable object: its __call__; else only its name is known
+        call = getattr(type(fn), "__call__", None)
+        code = getattr(call, "__code__", None)
+        if code is None:
+            return f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
+    return _code_repr(code)
+
+
+def _code_repr(code: types.CodeType) -> str:
+    """Bytecode, constants (nested functions' code in turn) and names; no address, no line number, and sets
+    in sorted order (their iteration order follows the process's string hashing)."""
+    return repr((code.co_code.hex(), [_constant_repr(c) for c in code.co_consts], code.co_names,
+                 code.co_varnames, code.co_freevars, code.co_cellvars))
+
+
+def _constant_repr(value: Any) -> str:
+    if isinstance(value, types.CodeType):
+        return _code_repr(value)
+    if isinstance(value, frozenset):
+        return "frozenset(" + repr(sorted(_constant_repr(v) for v in value)) + ")"
+    if isinstance(value, tuple):
+        return "(" + ",".join(_constant_repr(v) for v in value) + ")"
+    return repr(value)
 
 
 # -- registry --------------------------------------------------------------------------------------------

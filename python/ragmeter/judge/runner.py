@@ -228,10 +228,20 @@ def _prompt_version(metric: str, cfg: "JudgeConfig") -> str:
     ps = _PROMPTS_OF.get(metric)
     embeddings = bool(cfg.embeddings_model)
     if ps is None:  # a custom metric: its own prompts (their versions carry a hash of the text)
-        return ",".join(p.id for p in getattr(cfg.implementation(metric), "prompts", ())) or "custom"
+        from .custom import prompt_version
+
+        return prompt_version(cfg.implementation(metric))
     if metric == "answer_relevancy" and embeddings:
         ps = ps[:1]
     return ",".join(p.id for p in ps)
+
+
+def _definitions(cfg: "JudgeConfig") -> Dict[str, Dict[str, Any]]:
+    """Each custom metric's definition (request, scoring function, scale, threshold, schema), which compare
+    checks; the built-in metrics' change only with ragmeter's version and their prompts say it."""
+    from .custom import definition
+
+    return {m: definition(cfg.implementation(m)) for m in cfg.metrics if m not in BUILTIN_METRICS}
 
 
 @dataclass
@@ -574,6 +584,7 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
         "cache_undecodable": 0 if cache is None else cache.undecodable,
         "elapsed_s": round(elapsed, 3),
         "prompts": {m: _prompt_version(m, cfg) for m in cfg.metrics},
+        "definitions": _definitions(cfg),
         "denominators": DENOMINATORS,
     }
 
