@@ -217,6 +217,21 @@ def _to_result(metric_name: str, value: Any, scale: Tuple[float, float]) -> Metr
     return result
 
 
+def _check_score_type(metric_name: str, value: Any, case_id: str) -> None:
+    """What a scoring function returned on a sample reply is a score: a number, (number, reason), a
+    :class:`MetricResult` or None. A bool or a text would fail every row on the judge's paid replies; its range
+    is not checked here, since a sample reply (1, "sample") is no real one."""
+    if isinstance(value, MetricResult):
+        score = value.score
+    else:
+        score = value[0] if isinstance(value, tuple) and len(value) == 2 else value
+    if score is None or (isinstance(score, numbers.Real) and not isinstance(score, bool)):
+        return
+    raise InputError(f"metric {metric_name!r}: the scoring function returned {score!r} on a sample reply for case "
+                     f"{case_id!r}, not a number: return a score on its scale (e.g. 1.0 if reply[...] else 0.0), "
+                     "(score, reason) or None (checked before any call)")
+
+
 def _drive(coro: Any) -> Any:
     """Run a coroutine that awaits nothing real (sample replies only) to its end, without an event loop."""
     try:
@@ -424,12 +439,13 @@ class FunctionMetric:
         if case is None:
             return
         try:
-            self._sample_run(case, "en")
+            value = self._sample_run(case, "en")
         except (ParseError, Skip):
-            pass  # the sample reply was rejected or the case skipped: what a real reply may do too
+            return  # the sample reply was rejected or the case skipped: what a real reply may do too
         except (Exception, SystemExit) as exc:
             raise InputError(f"metric {self.name!r}: the scoring function raised {type(exc).__name__}: {exc} "
                              f"on a sample reply for case {case.id!r} (checked before any call)") from None
+        _check_score_type(self.name, value, case.id)
 
     def planned_calls(self, case: Case, language: str) -> List[Tuple[P.Prompt, List[Dict[str, str]], int, bool]]:
         calls: List[Tuple[P.Prompt, List[Dict[str, str]]]] = []
