@@ -68,3 +68,21 @@ def test_the_dry_run_estimate_counts_a_cached_value_that_is_not_a_reply_as_a_cal
     with Cache(path) as cache:
         est = estimate(_cases(records, cfg), cfg, cache=cache)
     assert est["calls"] == 1 and est["cached_calls"] == 3, est  # calls: the ones to send
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"score": "high"}', "[5]"])
+def test_a_cached_reply_text_that_is_no_verdict_is_never_scored_without_asking(tmp_path, server, api_key, content):
+    # a reply text is cached as received (an unusable one too), so it cannot be told from a real unusable reply:
+    # it gets the repair turn, as it did when it came, and the row's verdict is the judge's repaired one
+    cases = write_cases(tmp_path / "cases.jsonl", 4)
+    code, _, err = finish(cli(tmp_path, server, "--cases", str(cases), "--metrics", "correctness", key=api_key))
+    assert code == 0, err
+    good = pl.read_parquet(tmp_path / "out" / "judge.parquet").sort("id")
+    _damage_one_entry(tmp_path / "cache.sqlite", json.dumps({"content": content, "finish_reason": "stop"}))
+    sent = server.requests
+    code, _, err = finish(cli(tmp_path, server, "--cases", str(cases), "--metrics", "correctness", key=api_key))
+    assert code == 0, err
+    assert server.requests == sent + 1  # the repair turn, answered by the judge
+    rows = pl.read_parquet(tmp_path / "out" / "judge.parquet").sort("id")
+    assert rows.select("id", "status", "score", "correct").equals(good.select("id", "status", "score", "correct"))
+    assert rows["cached"].to_list().count(False) == 1
