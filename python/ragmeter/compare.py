@@ -400,7 +400,7 @@ def _judge_differences(sb: Dict[str, Any], sc: Dict[str, Any]) -> List[str]:
 
 def _custom_metric_differences(sb: Dict[str, Any], sc: Dict[str, Any]) -> List[str]:
     """Custom judge metrics both runs judged under another definition. Their definitions (summary.json
-    ``judge.definitions``: the prompt, the scoring function, the scale, the pass threshold and the reply schema)
+    ``judge.definitions``: the prompt and the fields it sends, the scoring function, the scale, the pass threshold and the reply schema)
     differ, or, when either run records none (an older ragmeter), their prompt versions (``judge.prompts``, a hash
     of the prompt text, scale included) do. The built-in metrics' prompts change only with ragmeter's version and
     are left alone; a custom metric's change is its author's edit."""
@@ -423,8 +423,8 @@ def _custom_metric_differences(sb: Dict[str, Any], sc: Dict[str, Any]) -> List[s
 
 
 #: the parts of a custom metric's definition (summary.json ``judge.definitions``) as compare names them
-_DEFINITION_PARTS = (("prompt", "its prompt"), ("scoring", "its scoring function"), ("scale", "its scale"),
-                     ("pass_threshold", "its pass_threshold"), ("schema", "its reply schema"))
+_DEFINITION_PARTS = (("prompt", "its prompt"), ("fields", "the fields it judges"), ("scoring", "its scoring function"),
+                     ("scale", "its scale"), ("pass_threshold", "its pass_threshold"), ("schema", "its reply schema"))
 
 
 def _changed_parts(before: Dict[str, Any], after: Dict[str, Any]) -> str:

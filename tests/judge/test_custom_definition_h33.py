@@ -25,7 +25,8 @@ CASES = [{"id": f"c{i}", "question": f"What colour is item {i}?", "answer": f"It
 
 
 def scored_as_is(**kw):
-    @metric(prompt=PROMPT, schema=kw.pop("schema", SCHEMA), fields=("answer",), scale=kw.pop("scale", (0, 5)), **kw)
+    @metric(prompt=PROMPT, schema=kw.pop("schema", SCHEMA), fields=kw.pop("fields", ("answer",)),
+            scale=kw.pop("scale", (0, 5)), **kw)
     def blueness(reply, case):
         return reply["score"]
     return blueness
@@ -72,6 +73,16 @@ def test_editing_the_schema_or_the_threshold_changes_the_definition_not_the_requ
     b, a = before["definitions"]["blueness"], after["definitions"]["blueness"]
     assert a[part] != b[part] and a["version"] != b["version"]
     assert {k for k in a if a[k] != b[k]} == {part, "version"}
+
+
+def test_editing_the_fields_the_judge_sees_is_another_request_and_another_definition(server, tmp_path, fast_retry):
+    # the prompt text is the same, so its version is: only the definition tells the two apart
+    before = judged(server, tmp_path, fast_retry, scored_as_is())
+    sent = server.requests
+    after = judged(server, tmp_path, fast_retry, scored_as_is(fields=("question", "answer")))
+    assert server.requests == sent + len(CASES)  # another payload: asked again
+    b, a = before["definitions"]["blueness"], after["definitions"]["blueness"]
+    assert {k for k in a if a[k] != b[k]} == {"fields", "version"}
 
 
 def test_a_rubric_whose_pass_threshold_changed_is_another_definition_on_the_same_request(server, tmp_path,
@@ -206,3 +217,10 @@ def test_compare_with_a_run_that_records_no_definitions_checks_the_prompts_as_be
     new = summary("custom-blueness@v1-aaaa", {"version": "def-1", "prompt": "custom-blueness@v1-aaaa",
                                               "scoring": "src-1"})
     assert _custom_metric_differences(old_a, new) == []  # an older folder: its scoring function is not known
+
+
+def test_one_threshold_written_as_an_integer_or_a_float_is_one_definition():
+    from ragmeter.judge.custom import definition
+
+    assert definition(scored_as_is(pass_threshold=4)) == definition(scored_as_is(pass_threshold=4.0))
+    assert definition(scored_as_is(pass_threshold=4)) != definition(scored_as_is(pass_threshold=4.5))

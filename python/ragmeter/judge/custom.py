@@ -555,11 +555,18 @@ def prompt_version(m: Any) -> str:
 
 
 def definition(m: Any) -> Dict[str, Any]:
-    """What decides the metric's value: the request (``prompt``), the ``scoring`` function's identity, the
+    """What decides the metric's value: the request (``prompt``, and the case ``fields`` the judge is sent), the
+    ``scoring`` function's identity, the
     ``scale``, the ``pass_threshold`` and the ``schema`` replies are parsed with, and ``version``, a hash of them
     all. Two runs whose versions differ measured two metrics under one name (the summary's ``definitions``)."""
-    parts: Dict[str, Any] = {"prompt": prompt_version(m), "scoring": _scoring_identity(m), "scale": _scale_of(m),
-                             "pass_threshold": getattr(m, "pass_threshold", None), "schema": _schemas_of(m)}
+    threshold = getattr(m, "pass_threshold", None)
+    fields = getattr(m, "fields", None)
+    parts: Dict[str, Any] = {
+        "prompt": prompt_version(m), "fields": list(fields) if isinstance(fields, (list, tuple)) else None,
+        "scoring": _scoring_identity(m), "scale": _scale_of(m),
+        # 4 and 4.0 are one threshold (a TOML file writes 4, a script may write 4.0)
+        "pass_threshold": float(threshold) if _finite_number(threshold) else threshold,
+        "schema": _schemas_of(m)}
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=repr)
     return {"version": "def-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], **parts}
 
