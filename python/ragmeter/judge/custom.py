@@ -24,11 +24,12 @@ Two identities, kept apart:
 
 * the *request* (:func:`prompt_version`): the prompt text is part of the cache key (the messages are), and its
   hash is part of the prompt version recorded in ``judge.parquet`` (``prompt_version``) and the summary
-  (``prompts``): edit a prompt or a rubric and its cached replies are not reused; edit anything else and they
-  are, since the judge would be asked exactly the same;
-* the *definition* (:func:`definition`): the request plus everything else that decides the metric's value
-  (the scoring function, the scale, the pass threshold, the schema a reply is parsed with), recorded in the
-  summary (``definitions``); ``compare`` refuses two runs whose definitions of a metric differ, naming the part.
+  (``prompts``): edit a prompt, a rubric or the fields sent and the cached replies are not reused (the messages
+  differ); edit anything else and they are, since the judge would be asked exactly the same;
+* the *definition* (:func:`definition`): the request (with the fields sent) plus everything else that decides
+  the metric's value (the scoring function, the scale, the pass threshold, the schema a reply is parsed with),
+  recorded in the summary (``definitions``); ``compare`` refuses two runs whose definitions of a metric differ,
+  naming the part.
 """
 from __future__ import annotations
 
@@ -556,9 +557,9 @@ def prompt_version(m: Any) -> str:
 
 def definition(m: Any) -> Dict[str, Any]:
     """What decides the metric's value: the request (``prompt``, and the case ``fields`` the judge is sent), the
-    ``scoring`` function's identity, the
-    ``scale``, the ``pass_threshold`` and the ``schema`` replies are parsed with, and ``version``, a hash of them
-    all. Two runs whose versions differ measured two metrics under one name (the summary's ``definitions``)."""
+    ``scoring`` function's identity, the ``scale``, the ``pass_threshold`` and the ``schema`` replies are parsed
+    with, and ``version``, a hash of them all. Two runs whose versions differ measured two metrics under one name
+    (the summary's ``definitions``)."""
     threshold = getattr(m, "pass_threshold", None)
     fields = getattr(m, "fields", None)
     parts: Dict[str, Any] = {
@@ -610,8 +611,8 @@ def _own_source(fn: Any) -> Optional[str]:
     try:
         text = textwrap.dedent(inspect.getsource(fn))
         tree = ast.parse(text)
-    except (OSError, TypeError, SyntaxError, IndentationError):
-        return None  # no source file, or a lambda's lines that are not a whole statement
+    except (OSError, TypeError, SyntaxError, IndentationError, IndexError):
+        return None  # no source file (or a stale one), or a lambda's lines that are not a whole statement
     name = getattr(fn, "__name__", None)
     if name == "<lambda>":
         nodes: List[Any] = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
