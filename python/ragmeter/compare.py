@@ -412,11 +412,10 @@ def _custom_metric_differences(sb: Dict[str, Any], sc: Dict[str, Any]) -> List[s
     for name in pb:
         if name not in pc or name in BUILTIN_METRICS:
             continue
-        defs = (db.get(name), dc.get(name))
-        if all(isinstance(d, dict) and "version" in d for d in defs):
-            if defs[0]["version"] != defs[1]["version"]:  # type: ignore[index]
-                out.append(_redefined(name, defs[0]["version"], defs[1]["version"],  # type: ignore[index]
-                                      _changed_parts(defs[0], defs[1])))  # type: ignore[arg-type]
+        before, after = db.get(name), dc.get(name)
+        if isinstance(before, dict) and isinstance(after, dict) and "version" in before and "version" in after:
+            if before["version"] != after["version"]:
+                out.append(_redefined(name, before["version"], after["version"], _changed_parts(before, after)))
         elif pb[name] != pc[name]:
             out.append(_redefined(name, pb[name], pc[name], "another prompt or scale"))
     return out

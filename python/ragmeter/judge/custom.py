@@ -566,7 +566,8 @@ def definition(m: Any) -> Dict[str, Any]:
         "prompt": prompt_version(m), "fields": list(fields) if isinstance(fields, (list, tuple)) else None,
         "scoring": _scoring_identity(m), "scale": _scale_of(m),
         # 4 and 4.0 are one threshold (a TOML file writes 4, a script may write 4.0)
-        "pass_threshold": float(threshold) if _finite_number(threshold) else threshold,
+        "pass_threshold": float(threshold) if isinstance(threshold, (int, float)) and _finite_number(threshold)
+        else threshold,
         "schema": _schemas_of(m)}
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=repr)
     return {"version": "def-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], **parts}
