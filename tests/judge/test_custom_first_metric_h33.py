@@ -37,3 +37,21 @@ def test_a_scoring_function_returning_none_or_a_number_off_the_sample_scale_stil
     server.replies["custom-rated"] = lambda p: {"rating": 7}
     res = run_sync(CASES, config(server, rated))
     assert res.rows[0]["status"] == "ok" and res.rows[0]["score"] == 7.0
+
+
+def test_naming_one_custom_metric_in_metrics_judges_every_metric_of_the_module_and_no_built_in_one(tmp_path):
+    # docs/api.md, "From the command line": how a first custom metric is judged alone
+    import argparse
+
+    from ragmeter.cli.judge import with_custom_metrics
+
+    module = tmp_path / "my_metrics.py"
+    module.write_text("from ragmeter.judge import metric\n\n"
+                      "@metric(prompt='Is the field \"answer\" short?', schema={'short': bool}, fields=('answer',))\n"
+                      "def short(reply, case):\n    return 1.0 if reply['short'] else 0.0\n\n"
+                      "@metric(prompt='Is the field \"answer\" kind?', schema={'kind': bool}, fields=('answer',))\n"
+                      "def kind(reply, case):\n    return 1.0 if reply['kind'] else 0.0\n")
+    args = argparse.Namespace(metric_file=[], metric_module=[str(module)])
+    assert [m.name for m in with_custom_metrics(["short"], args)] == ["short", "kind"]
+    names = [getattr(m, "name", m) for m in with_custom_metrics(["faithfulness"], args)]
+    assert names == ["faithfulness", "short", "kind"]
