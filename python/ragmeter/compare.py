@@ -400,10 +400,10 @@ def _judge_differences(sb: Dict[str, Any], sc: Dict[str, Any]) -> List[str]:
 
 def _custom_metric_differences(sb: Dict[str, Any], sc: Dict[str, Any]) -> List[str]:
     """Custom judge metrics both runs judged under another definition. Their definitions (summary.json
-    ``judge.definitions``: the prompt and the fields it sends, the scoring function, the scale, the pass threshold and the reply schema)
-    differ, or, when either run records none (an older ragmeter), their prompt versions (``judge.prompts``, a hash
-    of the prompt text, scale included) do. The built-in metrics' prompts change only with ragmeter's version and
-    are left alone; a custom metric's change is its author's edit."""
+    ``judge.definitions``: the prompt and the fields it sends, the scoring function, the scale, the pass threshold
+    and the reply schema) differ, or, when either run records none (an older ragmeter), their prompt versions
+    (``judge.prompts``, a hash of the prompt text, scale included) do. The built-in metrics' prompts change only
+    with ragmeter's version and are left alone; a custom metric's change is its author's edit."""
     from ragmeter.judge.metrics import BUILTIN_METRICS
 
     pb, pc = (_judge_section(s, "prompts") for s in (sb, sc))

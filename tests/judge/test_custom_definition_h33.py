@@ -20,8 +20,8 @@ from ragmeter.judge.custom import function_identity
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = 'How blue is the field "answer"? Schema: {"score": <integer 0-5>, "reason": "<text>"}'
 SCHEMA = {"score": int, "reason": str}
-CASES = [{"id": f"c{i}", "question": f"What colour is item {i}?", "answer": f"Item {i} is {'blue' if i % 2 else 'red'}."}
-         for i in range(4)]
+CASES = [{"id": f"c{i}", "question": f"What colour is item {i}?",
+          "answer": f"Item {i} is {'blue' if i % 2 else 'red'}."} for i in range(4)]
 
 
 def scored_as_is(**kw):

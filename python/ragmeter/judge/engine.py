@@ -73,6 +73,7 @@ def not_a_reply(entry: Dict[str, Any]) -> Optional[str]:
         return "its finish reason is not a text"
     return None
 
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 _DECODER = json.JSONDecoder()
 #: positions tried when looking for the one JSON object in a reply with other text (bounds the work on a long one)

@@ -237,7 +237,7 @@ def _prompt_version(metric: str, cfg: "JudgeConfig") -> str:
 
 
 def _definitions(cfg: "JudgeConfig") -> Dict[str, Dict[str, Any]]:
-    """Each custom metric's definition (request, scoring function, scale, threshold, schema), which compare
+    """Each custom metric's definition (request, fields, scoring function, scale, threshold, schema), which compare
     checks; the built-in metrics' change only with ragmeter's version and their prompts say it."""
     from .custom import definition
 
