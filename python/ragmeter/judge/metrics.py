@@ -412,5 +412,17 @@ def metric_scale(name: str, implementation: Any = None) -> str:
     return label if isinstance(label, str) else "0-1"
 
 
+def rubric_scale(implementation: Any) -> Optional[Dict[str, int]]:
+    """``{"min", "max"}``: the integer scale a custom rubric (:class:`ragmeter.judge.RubricMetric`) is judged on
+    before its score is mapped onto 0-1, as summary.json states it (``rubric_scale``) so that no reader parses the
+    display text of ``scale``; None for any other metric."""
+    from ragmeter.judge.custom import RubricMetric
+
+    if not isinstance(implementation, RubricMetric):
+        return None
+    low, high = implementation._range()
+    return {"min": low, "max": high}
+
+
 def evidence_json(value: Any) -> Optional[str]:
     return None if value is None else json.dumps(value, ensure_ascii=False)

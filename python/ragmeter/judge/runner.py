@@ -35,7 +35,7 @@ from .engine import (UNFINISHED, Budget, BudgetExceeded, Engine, OutputError, Pa
 from .limits import Limits, check_rpm
 from .metrics import (BUILTIN_METRICS, DEFAULT_METRICS, METRICS, NO_ANSWER_CATEGORIES, Case, MetricOptions,
                       MetricResult, Skip, evidence_json, faithfulness_band, metric_scale, relevancy_questions,
-                      statements_of)
+                      rubric_scale, statements_of)
 from . import prompts as P
 from .retry import RetryPolicy
 from .custom import MetricError
@@ -521,6 +521,8 @@ def _metric_summary(metric: str, rs: List[Dict[str, Any]], cfg: "JudgeConfig") -
         "n_skipped_budget": sum(r.get("error_kind") == "budget" for r in skipped),
         "outcomes": {o: sum(r["outcome"] == o for r in rs) for o in sorted({r["outcome"] for r in rs})},
         "scale": metric_scale(metric, cfg.implementation(metric)),
+        # a custom rubric's own scale as numbers: "scale" is display text, not to be parsed back
+        **({"rubric_scale": rubric} if (rubric := rubric_scale(cfg.implementation(metric))) is not None else {}),
         "mean": _mean(scored),
         "failures": _grouped(failed), "skips": _grouped(skipped),
         "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),

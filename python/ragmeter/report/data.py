@@ -106,17 +106,33 @@ def register_custom_metrics(columns: Any, summary: Optional[Dict[str, Any]] = No
 
 
 def _register_rubric_scales(summary: Optional[Dict[str, Any]]) -> None:
-    """Record on each custom metric of :data:`METRICS` the rubric scale summary.json states for it
-    (``"scale": "0-1 (rubric 1-5)"``)."""
+    """Record on each custom metric of :data:`METRICS` the rubric scale summary.json states for it: its
+    ``rubric_scale`` (``{"min": 1, "max": 5}``), or in a folder written before that key, the display text of its
+    ``scale`` (``"0-1 (rubric 1-5)"``)."""
     import dataclasses
-    import re
 
     judge = summary.get("judge") if isinstance(summary, dict) else None
     metrics = judge.get("metrics") if isinstance(judge, dict) else None
     for name, entry in (metrics.items() if isinstance(metrics, dict) else ()):
-        found = re.fullmatch(r"0-1 \(rubric (-?\d+)-(-?\d+)\)", str((entry or {}).get("scale") or ""))
-        if found and name in METRICS and name not in BUILTIN_MEASURES:
-            METRICS[name] = dataclasses.replace(METRICS[name], rubric=(int(found.group(1)), int(found.group(2))))
+        scale = _stated_rubric_scale(entry)
+        if scale is not None and name in METRICS and name not in BUILTIN_MEASURES:
+            METRICS[name] = dataclasses.replace(METRICS[name], rubric=scale)
+
+
+def _stated_rubric_scale(entry: Any) -> Optional[Tuple[int, int]]:
+    """(low, high) of a summary.json judge metric entry's rubric: ``rubric_scale`` when it holds two integers
+    low < high, else parsed from ``scale`` (folders written before ``rubric_scale``); None for no rubric."""
+    import re
+
+    if not isinstance(entry, dict):
+        return None
+    stated = entry.get("rubric_scale")
+    if isinstance(stated, dict):
+        low, high = stated.get("min"), stated.get("max")
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) and low < high:
+            return low, high
+    found = re.fullmatch(r"0-1 \(rubric (-?\d+)-(-?\d+)\)", str(entry.get("scale") or ""))
+    return (int(found.group(1)), int(found.group(2))) if found else None
 
 
 def rubric_reading(name: str, number: float) -> Optional[Tuple[float, str]]:

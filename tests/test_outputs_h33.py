@@ -1,0 +1,106 @@
+"""Results folders that describe themselves (h33): a custom rubric's scale as numbers in summary.json, the
+coverage of ``mean_retrieved``, the question in a score-only cases.parquet, and docs/results.md naming every
+summary.json key and cases.parquet column a script reads."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import ragmeter
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "judge"))
+from fakeserver import FakeServer  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests"))
+from compare_runs import GOLDEN, golden_cases, write_jsonl  # noqa: E402
+
+RUN = golden_cases(GOLDEN.parent / "run.jsonl")
+SMALL_GOLDEN = [{"id": f"c{i}", "question": f"What colour is item {i}?", "expected_files": ["kb.md"],
+                 "reference_answer": f"Item {i} is blue"} for i in range(1, 5)]
+SMALL_RUN = [{"id": f"c{i}", "answer": f"Item {i} is {'blue' if i % 2 else 'red'}.",
+              "retrieved": [{"file": "kb.md", "text": f"item {i} is blue", "score": 0.9}]} for i in range(1, 5)]
+
+
+def ragmeter_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragmeter", *args], capture_output=True, text=True, cwd=cwd)
+
+
+# -- 1. a custom rubric's scale ------------------------------------------------------------------------------
+def _rubric_folder(tmp_path: Path) -> Path:
+    from ragmeter.judge import JudgeConfig, RubricMetric
+
+    tone = RubricMetric("tone_check", criteria="Is the answer polite?", scale=(1, 5), pass_threshold=4,
+                        fields=("question", "answer"))
+    with FakeServer() as server:
+        res = ragmeter.evaluate(SMALL_GOLDEN, SMALL_RUN, judge=JudgeConfig(
+            base_url=server.base_url, model="gpt-4o-mini", cache=None, metrics=[tone]))
+    out = tmp_path / "out"
+    res.write(out)
+    return out
+
+
+def _edit_tone_entry(folder: Path, edit) -> None:
+    path = folder / "summary.json"
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    edit(summary["judge"]["metrics"]["tone_check"])
+    path.write_text(json.dumps(summary), encoding="utf-8")
+
+
+def _rubric_hints(folder: Path) -> None:
+    """assert_scores and the gate read ``tone_check>=4`` on the rubric's 1-5 scale (0.75), each in a fresh
+    registry, as a new process would."""
+    from ragmeter.api import EvalResult
+    from ragmeter.errors import InputError
+    from ragmeter.gate import GateError
+    from ragmeter.report.data import METRICS
+    from ragmeter.testing import assert_no_regression, assert_scores
+
+    METRICS.pop("tone_check", None)
+    with pytest.raises(InputError, match=r"did you mean >=0\.75\? \(4 on the rubric's 1-5 scale"):
+        assert_scores(EvalResult.load(folder), {"tone_check": ">=4"})
+    METRICS.pop("tone_check", None)
+    with pytest.raises(GateError, match=r"did you mean tone_check>=0\.75\?"):
+        assert_no_regression(EvalResult.load(folder), EvalResult.load(folder), gate="tone_check>=4")
+    METRICS.pop("tone_check", None)
+
+
+def test_summary_gives_a_rubric_scale_as_numbers_and_readers_take_it_over_the_display_text(tmp_path):
+    # before, the rubric's scale was only in the display text "0-1 (rubric 1-5)", parsed back by a regex: a
+    # script had to parse it too, and the readers lost the scale as soon as the wording changed
+    out = _rubric_folder(tmp_path)
+    entry = json.loads((out / "summary.json").read_text(encoding="utf-8"))["judge"]["metrics"]["tone_check"]
+    assert entry["rubric_scale"] == {"min": 1, "max": 5}
+    assert entry["scale"] == "0-1 (rubric 1-5)"  # kept: scripts read it
+    # the readers take the numbers: with a display text they cannot parse, the hints still come
+    _edit_tone_entry(out, lambda e: e.update(scale="0-1, mapped from the rubric"))
+    _rubric_hints(out)
+
+
+def test_a_folder_written_before_rubric_scale_is_read_from_its_display_text(tmp_path):
+    out = _rubric_folder(tmp_path)
+    _edit_tone_entry(out, lambda e: e.pop("rubric_scale"))
+    _rubric_hints(out)
+
+
+def test_judge_summary_gives_the_rubric_scale_and_no_builtin_metric_has_one(tmp_path):
+    from ragmeter.judge import JudgeConfig, RubricMetric, run_sync
+
+    tone = RubricMetric("tone_check", criteria="Is the answer polite?", scale=(0, 10), fields=("question", "answer"))
+    cases = [{"id": g["id"], "question": g["question"], "answer": r["answer"], "reference_answer": g["reference_answer"],
+              "contexts": ["item is blue"]} for g, r in zip(SMALL_GOLDEN, SMALL_RUN)]
+    with FakeServer() as server:
+        res = run_sync(cases, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", cache=None,
+                                          metrics=["correctness", tone]))
+    assert res.summary["metrics"]["tone_check"]["rubric_scale"] == {"min": 0, "max": 10}
+    assert "rubric_scale" not in res.summary["metrics"]["correctness"]
+
+
