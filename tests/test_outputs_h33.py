@@ -104,3 +104,48 @@ def test_judge_summary_gives_the_rubric_scale_and_no_builtin_metric_has_one(tmp_
     assert "rubric_scale" not in res.summary["metrics"]["correctness"]
 
 
+# -- 3. mean_retrieved's coverage ----------------------------------------------------------------------------
+def _assert_mean_retrieved_counts(group, listed: bool) -> None:
+    assert isinstance(group["mean_retrieved"], float) if listed else group["mean_retrieved"] is None
+    assert group["mean_retrieved_n_total"] == group["n_cases"]
+    assert group["mean_retrieved_n_scored"] == (group["n_cases"] if listed else 0)
+
+
+@pytest.mark.parametrize("shape", ["lists", "some null", "all null"])
+def test_mean_retrieved_says_how_many_cases_it_covers(tmp_path, shape):
+    # before, mean_retrieved was the one aggregate without n_scored / n_total: a null (nothing measured) and a
+    # mean over every case read alike from the numbers around it
+    from ragmeter.batch import combine, partial_sums, reduce_batches, score_batch
+
+    rows = [dict(r, retrieved=None) if shape == "all null" or (shape == "some null" and i % 3 == 0) else r
+            for i, r in enumerate(RUN)]
+    listed = shape != "all null"
+    summaries = [ragmeter.score(GOLDEN, rows).summary,
+                 reduce_batches([score_batch(pa.Table.from_pylist(rows[:20]), GOLDEN),
+                                 score_batch(pa.Table.from_pylist(rows[20:]), GOLDEN)], GOLDEN)]
+    for summary in summaries:
+        _assert_mean_retrieved_counts(summary["overall"], listed)
+        assert summary["overall"]["mean_retrieved_n_total"] == 51
+        for group in summary["by_category"].values():
+            _assert_mean_retrieved_counts(group, listed)
+    for group in combine([partial_sums(score_batch(pa.Table.from_pylist(rows), GOLDEN))]).values():
+        _assert_mean_retrieved_counts(group, listed)
+
+
+def test_mean_retrieved_counts_of_many_categories_are_written_as_the_others(tmp_path):
+    # over EXPANDED_MEMBERS categories, by_category is written column-wise (retrieval._category_members)
+    from ragmeter._io import EXPANDED_MEMBERS
+
+    n = EXPANDED_MEMBERS + 5
+    golden = [{"id": f"cat{i}-q", "question": f"Where is item {i}?", "expected_evidence": [f"item {i} is here"],
+               "reference_answer": "here"} for i in range(n)]
+    run = write_jsonl(tmp_path / "run.jsonl", [{"id": f"cat{i}-q", "retrieved": [{"file": "kb.md", "text": f"item {i} is here"}]}
+                                               for i in range(n)])
+    done = ragmeter_cli("score", "--golden", str(write_jsonl(tmp_path / "g.jsonl", golden)), "--run", str(run),
+                        "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    for group in summary["by_category"].values():
+        _assert_mean_retrieved_counts(group, True)
+
+

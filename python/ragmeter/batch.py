@@ -217,7 +217,8 @@ def partial_sums(cases: Any, by: Optional[str] = "category") -> List[Dict[str, A
 
 def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> Dict[Any, Dict[str, Any]]:
     """Reduce the batches' :func:`partial_sums`: ``{group: {"n_cases", "n_labeled", "empty_retrievals",
-    "mean_retrieved", name: {"value", "n_scored", "n_total"}, "file_vs_chunk_hit": {"n", "file_hit_rate",
+    "mean_retrieved", "mean_retrieved_n_scored", "mean_retrieved_n_total", name: {"value", "n_scored", "n_total"},
+    "file_vs_chunk_hit": {"n", "file_hit_rate",
     "hit_rate", "n_file_only"}}}`` (group ``None``: all cases; ``file_vs_chunk_hit`` as in ``ragmeter score``'s
     summary). A mean is the
     exact sum over every batch divided by the count over every batch; null when nothing is scored.
@@ -279,7 +280,9 @@ def combine(partials: Iterable[List[Dict[str, Any]]], *, golden: Any = None) -> 
         entry: Dict[str, Any] = {"n_cases": a["n_cases"], "n_labeled": a["n_labeled"],
                                  "empty_retrievals": a["empty_retrievals"],
                                  "mean_retrieved": a["sum_retrieved"] / a["n_cases"] if a["n_cases"] and not unlisted
-                                 else None}
+                                 else None,
+                                 "mean_retrieved_n_scored": 0 if unlisted else a["n_cases"],
+                                 "mean_retrieved_n_total": a["n_cases"]}
         for name in AGGREGATE_COLUMNS:
             n = a[f"{name}_n_scored"]
             entry[name] = {"value": math.fsum(a[f"{name}_sum"]) / n if n else None, "n_scored": n,

@@ -480,8 +480,13 @@ def aggregate(cases: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
             total = pl.len()
         exprs += [values.mean().alias(name), values.count().alias(f"{name}_n_scored"), total.alias(f"{name}_n_total")]
     # a run of no chunk list (no_chunk_list_in_run) retrieved nothing anyone saw: its mean is not measured, not 0
-    retrieved = pl.lit(None, dtype=pl.Float64) if no_chunk_list_in_run(cases) else pl.col("n_retrieved").mean()
-    exprs += [pl.col("empty_retrieval").sum().alias("empty_retrievals"), retrieved.alias("mean_retrieved")]
+    unlisted = no_chunk_list_in_run(cases)
+    retrieved = pl.lit(None, dtype=pl.Float64) if unlisted else pl.col("n_retrieved").mean()
+    # the cases that mean is over, as every other aggregate says (a number itself, so the counts sit beside it):
+    # every case (a missing or null retrieval in a run that lists chunks is 0 chunks), none when it is null
+    covered = pl.lit(0, dtype=pl.UInt32) if unlisted else pl.len()
+    exprs += [pl.col("empty_retrieval").sum().alias("empty_retrievals"), retrieved.alias("mean_retrieved"),
+              covered.alias("mean_retrieved_n_scored"), pl.len().alias("mean_retrieved_n_total")]
     if by:
         return cases.group_by(list(by)).agg(exprs).sort(list(by))
     return cases.select(exprs)
@@ -645,13 +650,15 @@ def _nest(row: Dict[str, Any]) -> Dict[str, Any]:
     out: Dict[str, Any] = {
         "n_cases": row["n_cases"], "n_labeled": row["n_labeled"],
         "empty_retrievals": row["empty_retrievals"], "mean_retrieved": row["mean_retrieved"],
+        "mean_retrieved_n_scored": row["mean_retrieved_n_scored"], "mean_retrieved_n_total": row["mean_retrieved_n_total"],
     }
     for name in _AGGREGATES:
         out[name] = {"value": row[name], "n_scored": row[f"{name}_n_scored"], "n_total": row[f"{name}_n_total"]}
     return out
 
 
-_NEST_BASE = ("n_cases", "n_labeled", "empty_retrievals", "mean_retrieved")
+_NEST_BASE = ("n_cases", "n_labeled", "empty_retrievals", "mean_retrieved", "mean_retrieved_n_scored",
+              "mean_retrieved_n_total")
 _NEST_KEYS = [(name, f"{name}_n_scored", f"{name}_n_total") for name in _AGGREGATES]
 
 
