@@ -149,3 +149,31 @@ def test_mean_retrieved_counts_of_many_categories_are_written_as_the_others(tmp_
         _assert_mean_retrieved_counts(group, True)
 
 
+# -- 4. the question in a score-only cases.parquet -----------------------------------------------------------
+def test_a_score_only_cases_parquet_has_the_question_by_both_paths_with_one_schema(tmp_path):
+    # before, `ragmeter score --out` wrote cases.parquet without the question (eval's had it): a failing case
+    # was read by joining back to the golden set
+    jsonl = write_jsonl(tmp_path / "run.jsonl", RUN)
+    parquet = tmp_path / "run.parquet"
+    pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "usage"} for r in RUN]), parquet)
+    schemas = {}
+    questions = {g["id"]: g["question"] for g in golden_cases()}
+    for name, run in (("jsonl", jsonl), ("parquet", parquet)):  # loaded whole; streamed (_stream_score)
+        out = tmp_path / name
+        done = ragmeter_cli("score", "--golden", str(GOLDEN), "--run", str(run), "--out", str(out), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        cases = pl.read_parquet(out / "cases.parquet")
+        assert dict(zip(cases["id"], cases["question"])) == questions
+        schemas[name] = pq.read_schema(out / "cases.parquet").remove_metadata()
+    assert schemas["jsonl"] == schemas["parquet"]
+    assert "question" in ragmeter.score(GOLDEN, RUN).cases.columns
+
+
+def test_eval_cases_parquet_keeps_one_question_column_in_its_place(tmp_path):
+    res = ragmeter.evaluate(GOLDEN, RUN)
+    columns = res.cases.columns
+    assert columns.count("question") == 1
+    assert columns.index("question") == columns.index("expected_evidence") + 1
+    assert columns.index("reference_answer") == columns.index("question") + 1
+
+

@@ -184,7 +184,7 @@ def _scored_cases(prepared: Any, k: int) -> Any:
     result = _score_prepared(prepared, k)
     inputs = prepared.joined.select("id", "question", "reference_answer", "answer", "cost", "latency_ms",
                                     "prompt_tokens", "completion_tokens")
-    cases = (result.cases.join(inputs, on="id", how="left")
+    cases = (result.cases.drop("question", strict=False).join(inputs, on="id", how="left")
              .join(_chunks_per_case(result.chunks), on="id", how="left"))
     return result, cases
 

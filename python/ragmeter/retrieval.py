@@ -370,6 +370,8 @@ def _case_table(joined: pl.DataFrame, match: Any, k: int) -> pl.DataFrame:
         n_expected_files.alias("n_expected_files"),
         # the labels themselves: `compare` tells a changed label from a changed system by them
         joined["expected_files"], joined["expected_evidence"],
+        # and the question, so that a failing case reads without the golden set (eval's columns keep this order)
+        *([joined["question"]] if "question" in joined.columns else []),
     ])
 
 
