@@ -177,3 +177,61 @@ def test_eval_cases_parquet_keeps_one_question_column_in_its_place(tmp_path):
     assert columns.index("reference_answer") == columns.index("question") + 1
 
 
+# -- 2 and the rest: docs/results.md names what the files hold -----------------------------------------------
+def _documented() -> str:
+    return (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+
+
+def _keys(node, depth: int, prefix: str = ""):
+    if not isinstance(node, dict) or depth == 0:
+        return
+    for key, value in node.items():
+        yield key
+        yield from _keys(value, depth - 1)
+
+
+def test_docs_results_names_every_summary_key_and_cases_column_of_score_and_eval(tmp_path):
+    text = _documented()
+    named = set(re.findall(r"`([^`\s]+)`", text))
+    score = ragmeter.score(GOLDEN, RUN)
+    evaluated = ragmeter.evaluate(GOLDEN, RUN)
+    missing = set()
+    for summary in (score.summary, evaluated.summary):
+        missing |= {k for k in summary if k not in named}
+        missing |= {k for k in _keys(summary.get("retrieval", summary)["overall"], 1) if k not in named}
+    missing |= {c for c in (*score.cases.columns, *evaluated.cases.columns) if c not in named}
+    missing |= {k for k in ("rubric_scale", "mean_retrieved_n_scored", "mean_retrieved_n_total") if k not in named}
+    assert not missing, sorted(missing)
+
+
+def test_a_golden_set_without_categories_gives_golden_set_null_documented_and_read(tmp_path):
+    # golden_set is null when the golden set cannot be audited (ids without a prefix and no category): that was
+    # said nowhere a script author would look
+    golden = write_jsonl(tmp_path / "g.jsonl", [dict(g, id=f"case{i}") for i, g in enumerate(SMALL_GOLDEN)])
+    run = write_jsonl(tmp_path / "r.jsonl", [dict(r, id=f"case{i}") for i, r in enumerate(SMALL_RUN)])
+    out = tmp_path / "out"
+    done = ragmeter_cli("eval", "--golden", str(golden), "--run", str(run), "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["golden_set"] is None
+    again = ragmeter_cli("report", str(out), cwd=tmp_path)
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    section = _documented().split("`golden_set`", 1)[1][:600]
+    assert "null" in section and "categor" in section
+
+
+def test_docs_results_names_every_key_and_column_of_the_demo_folder(tmp_path):
+    # what a user scripting against `ragmeter demo`'s folder reads: summary.json's sections and the judge's
+    # metric entries, and the columns of every table (review.parquet is calibration.md's)
+    out = tmp_path / "demo"
+    done = ragmeter_cli("demo", "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = _documented()
+    named = set(re.findall(r"`([^`\s]+)`", text))
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    keys = set(summary) | set(summary["judge"]) | set(summary["cost"]) | set(summary["settings"])
+    keys |= {k for entry in summary["judge"]["metrics"].values() for k in entry}
+    keys |= set(summary["golden_set"]) | set(summary["retrieval"]["file_vs_chunk_hit"])
+    keys |= set(json.loads((out / "warnings.json").read_text(encoding="utf-8")))
+    for table in ("cases", "chunks", "judge", "sweep"):
+        keys |= set(pq.read_schema(out / f"{table}.parquet").names)
+    assert not sorted(k for k in keys if k not in named)
