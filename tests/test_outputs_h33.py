@@ -235,3 +235,16 @@ def test_docs_results_names_every_key_and_column_of_the_demo_folder(tmp_path):
     for table in ("cases", "chunks", "judge", "sweep"):
         keys |= set(pq.read_schema(out / f"{table}.parquet").names)
     assert not sorted(k for k in keys if k not in named)
+
+
+def test_chunks_relevant_of_an_undecided_case_is_false_as_docs_results_says(tmp_path):
+    # docs/results.md warns that `relevant` is false, not null, where the case's relevance was not decided: this
+    # keeps that sentence true (a change to null would have to change the docs too)
+    golden = [{"id": "a-1", "question": "q?", "reference_answer": "r"},
+              {"id": "a-2", "question": "q?", "expected_files": ["f.md"], "reference_answer": "r"}]
+    run = [{"id": "a-1", "retrieved": [{"file": "f.md", "text": "k"}]},
+           {"id": "a-2", "retrieved": [{"text": "k"}, {"file": "f.md", "text": "k"}]}]
+    res = ragmeter.score(golden, run)
+    assert res.cases["hit"].to_list() == [None, None] and res.cases["labeled"].to_list() == [False, True]
+    assert res.chunks["relevant"].to_list() == [False, False, False]
+    assert "`relevant` is false, not null, in a case whose relevance was not decided" in " ".join(_documented().split())
