@@ -248,3 +248,20 @@ def test_chunks_relevant_of_an_undecided_case_is_false_as_docs_results_says(tmp_
     assert res.cases["hit"].to_list() == [None, None] and res.cases["labeled"].to_list() == [False, True]
     assert res.chunks["relevant"].to_list() == [False, False, False]
     assert "`relevant` is false, not null, in a case whose relevance was not decided" in " ".join(_documented().split())
+
+
+def test_a_score_folder_says_which_version_wrote_it_by_both_paths(tmp_path):
+    # before, eval's summary.json said tool, version and results_format but score's said none of them: a script
+    # could not tell a score folder written before a column was added (question) from a newer one
+    jsonl = write_jsonl(tmp_path / "run.jsonl", RUN)
+    parquet = tmp_path / "run.parquet"
+    pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "usage"} for r in RUN]), parquet)
+    for name, run in (("jsonl", jsonl), ("parquet", parquet)):
+        out = tmp_path / name
+        done = ragmeter_cli("score", "--golden", str(GOLDEN), "--run", str(run), "--out", str(out), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        assert (summary["results_format"], summary["tool"], summary["version"]) == (1, "ragmeter", ragmeter.__version__)
+        assert list(summary)[:3] == ["k", "n_cases", "n_labeled"]  # the keys scripts read stay where they were
+    again = ragmeter_cli("report", str(tmp_path / "jsonl"), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
