@@ -85,9 +85,12 @@ def test_summary_gives_a_rubric_scale_as_numbers_and_readers_take_it_over_the_di
     _rubric_hints(out)
 
 
-def test_a_folder_written_before_rubric_scale_is_read_from_its_display_text(tmp_path):
+@pytest.mark.parametrize("edit", [lambda e: e.pop("rubric_scale"),  # a folder written before the key
+                                  lambda e: e.update(rubric_scale={"min": True, "max": "5"}),  # edited by hand
+                                  lambda e: e.update(rubric_scale={"min": 5, "max": 1})])
+def test_a_folder_without_a_usable_rubric_scale_is_read_from_its_display_text(tmp_path, edit):
     out = _rubric_folder(tmp_path)
-    _edit_tone_entry(out, lambda e: e.pop("rubric_scale"))
+    _edit_tone_entry(out, edit)
     _rubric_hints(out)
 
 

@@ -127,10 +127,10 @@ def _stated_rubric_scale(entry: Any) -> Optional[Tuple[int, int]]:
     if not isinstance(entry, dict):
         return None
     stated = entry.get("rubric_scale")
-    if isinstance(stated, dict):
-        low, high = stated.get("min"), stated.get("max")
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) and low < high:
-            return low, high
+    low, high = (stated.get("min"), stated.get("max")) if isinstance(stated, dict) else (None, None)
+    if isinstance(low, int) and isinstance(high, int) and not isinstance(low, bool) and not isinstance(high, bool) \
+            and low < high:
+        return low, high
     found = re.fullmatch(r"0-1 \(rubric (-?\d+)-(-?\d+)\)", str(entry.get("scale") or ""))
     return (int(found.group(1)), int(found.group(2))) if found else None
 
