@@ -224,7 +224,7 @@ def test_a_golden_set_without_categories_gives_golden_set_null_documented_and_re
 
 def test_docs_results_names_every_key_and_column_of_the_demo_folder(tmp_path):
     # what a user scripting against `ragmeter demo`'s folder reads: summary.json's sections and the judge's
-    # metric entries, and the columns of every table (review.parquet is calibration.md's)
+    # metric entries, the calibration section, and the columns of every table
     out = tmp_path / "demo"
     done = ragmeter_cli("demo", "--out", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -235,7 +235,8 @@ def test_docs_results_names_every_key_and_column_of_the_demo_folder(tmp_path):
     keys |= {k for entry in summary["judge"]["metrics"].values() for k in entry}
     keys |= set(summary["golden_set"]) | set(summary["retrieval"]["file_vs_chunk_hit"])
     keys |= set(json.loads((out / "warnings.json").read_text(encoding="utf-8")))
-    for table in ("cases", "chunks", "judge", "sweep"):
+    keys |= set(summary["calibration"]) | set(summary["calibration"]["kappa"])
+    for table in ("cases", "chunks", "judge", "sweep", "review"):
         keys |= set(pq.read_schema(out / f"{table}.parquet").names)
     assert not sorted(k for k in keys if k not in named)
 
