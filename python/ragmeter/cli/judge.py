@@ -343,26 +343,6 @@ def _every_run_case_failed(records: List[Dict[str, Any]], failed_in_run: List[Tu
     return bool(in_run) and len(failed_in_run) == len(in_run)
 
 
-def _refuse_nothing_judged(summary: Dict[str, Any], n_cases: int, n_metrics: int,
-                           every_run_case_failed: bool) -> None:
-    """An error (exit 2, nothing written) when every judge row was skipped for missing input: nothing was
-    measured, and no call was sent. Says why per metric. A run file whose every case failed when it was
-    collected keeps its documented outcome instead (results written, the failed_in_run warning, exit 3); a
-    few failed cases do not: the others' rows lacking their input (no reference) is still nothing to judge."""
-    from ragmeter.errors import InputError
-
-    inc = summary.get("incomplete") or {}
-    if not summary.get("n_rows") or inc.get("of") != 0 or every_run_case_failed:
-        return
-    why = []
-    for metric, m in summary["metrics"].items():
-        examples = [g.get("example") for g in (m.get("skips") or {}).values() if g.get("example")]
-        if examples:
-            why.append(f"{metric}: {examples[0]}")
-    raise InputError(f"nothing to judge: all {summary['n_rows']} judge rows ({n_cases} cases x {n_metrics} metrics) "
-                     f"lack their input ({'; '.join(why)}); nothing written")
-
-
 def _check_http_url(flag: str, url: Optional[str]) -> None:
     """An :class:`InputError` unless ``url`` is an http(s) URL with a host; the value is shown without its query
     string or ``user:password@`` (either may hold a key)."""
@@ -612,7 +592,9 @@ def run(args: argparse.Namespace) -> int:
             print_estimate(result.estimate or {}, len(metrics))
         return 0
     s = result.summary
-    _refuse_nothing_judged(s, len(records), len(metrics), _every_run_case_failed(records, failed_in_run))
+    from ragmeter.cli._inputs import refuse_nothing_judged
+
+    refuse_nothing_judged(s, len(records), len(metrics), _every_run_case_failed(records, failed_in_run))
     out = result.write(args.out)
     if args.json:
         print(strict_json(s))

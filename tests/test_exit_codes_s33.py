@@ -1,0 +1,75 @@
+"""The README's exit-status table and bad input files, checked the way a CI script meets them: each case runs
+``python -m ragmeter`` in a subprocess and checks the exit status, the one diagnosis line (naming the file), that
+no traceback is printed and that nothing is left in ``--out``."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Sequence
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EX = ROOT / "python" / "ragmeter" / "_example"
+#: a loopback port nothing listens on: a judge pointed there can make no call
+CLOSED = "http://127.0.0.1:9/v1"
+
+
+def ragmeter(cwd: Path, *args: Any) -> subprocess.CompletedProcess:
+    env = dict(os.environ, RAGMETER_API_KEY="sk-test-s33", PYTHONPATH=str(ROOT / "python"))
+    return subprocess.run([sys.executable, "-m", "ragmeter", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=300)
+
+
+def refused(proc: subprocess.CompletedProcess) -> str:
+    """The one error line of a refused command (exit 2, no traceback, nothing else on stderr but notes)."""
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("ragmeter: note:")]
+    assert len(errors) == 1, proc.stderr
+    prefix = "ragmeter: error: "
+    assert errors[0].startswith(prefix), proc.stderr
+    return errors[0][len(prefix):]
+
+
+def records(path: Path) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("{")]
+
+
+def write_jsonl(path: Path, rows: Sequence[Dict[str, Any]], encoding: str = "utf-8") -> Path:
+    path.write_bytes("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode(encoding))
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Exit status 2: `judge` input of which every row lacks what its metric needs
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["judge", "eval"])
+def test_a_judge_with_nothing_to_judge_exits_2_and_writes_nothing(tmp_path: Path, command: str) -> None:
+    """A run without a single answer, judged for correctness: nothing the user asked for can be measured. `judge`
+    refused it; `eval` printed `correctness mean n/a scored 0/51` and exited 0, the status of a run measured in
+    full, so a CI job whose collect target lost the answer field went on green."""
+    write_jsonl(tmp_path / "run.jsonl", [{k: v for k, v in r.items() if k != "answer"} for r in records(EX / "run.jsonl")])
+    said = refused(ragmeter(tmp_path, command, "--golden", EX / "golden.jsonl", "--run", "run.jsonl",
+                            "--base-url", CLOSED, "--model", "m", "--metrics", "correctness", "--out", "out"))
+    assert said.startswith("nothing to judge: all 51 judge rows (51 cases x 1 metrics) lack their input "
+                           "(correctness: the run has no answer for this case); nothing written"), said
+    assert not (tmp_path / "out").exists()
+
+
+def test_eval_with_a_judge_of_a_run_whose_every_case_failed_keeps_exit_3(tmp_path: Path) -> None:
+    """The exception the README names: a run whose cases all failed when collected is written, warned and 3."""
+    rows = [dict(r, retrieved=None, answer=None, error="timeout") for r in records(EX / "run.jsonl")]
+    write_jsonl(tmp_path / "run.jsonl", rows)
+    proc = ragmeter(tmp_path, "eval", "--golden", EX / "golden.jsonl", "--run", "run.jsonl",
+                    "--base-url", CLOSED, "--model", "m", "--metrics", "correctness", "--out", "out")
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "out" / "summary.json").is_file()
