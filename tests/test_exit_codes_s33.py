@@ -73,3 +73,33 @@ def test_eval_with_a_judge_of_a_run_whose_every_case_failed_keeps_exit_3(tmp_pat
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr
     assert (tmp_path / "out" / "summary.json").is_file()
+
+
+# ---------------------------------------------------------------------------
+# Bad input files: encodings
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("word", ["Méridian", "Zürich", "Ärger"])
+def test_latin1_text_is_told_to_convert_from_cp1252_not_gb18030(tmp_path: Path, word: str) -> None:
+    """An accented letter before an ASCII one (é r) also reads as one GBK character, so a Latin-1 golden set was
+    told "if it is Chinese text saved as GB18030 (GBK), convert it: iconv -f gb18030"."""
+    rows = [r for r in records(EX / "golden.jsonl") if json.dumps(r, ensure_ascii=False).isascii()]
+    rows[0]["question"] = f"Where is {word} office?"
+    write_jsonl(tmp_path / "golden.jsonl", rows, encoding="latin-1")
+    said = refused(ragmeter(tmp_path, "score", "--golden", "golden.jsonl", "--run", EX / "run.jsonl", "--out", "out"))
+    assert said.startswith("golden.jsonl:1: not valid UTF-8 (byte 0x"), said
+    assert said.endswith("if it is Latin-1 or Windows-1252 text, convert it: iconv -f cp1252 -t utf-8"), said
+    assert not (tmp_path / "out").exists()
+
+
+def test_utf16_without_a_byte_order_mark_is_read_when_its_chinese_has_a_nul_low_byte(tmp_path: Path) -> None:
+    """UTF-16-LE without a BOM is recognised by the NUL in every other byte; a CJK character whose low byte is 0
+    (一, U+4E00) put a NUL on the other side too, and the file was called "a binary file (a NUL byte at offset 1)"."""
+    text = (EX / "golden.jsonl").read_text(encoding="utf-8")
+    assert "一" in text  # the bundled golden set holds one (else this test proves nothing)
+    (tmp_path / "utf16.jsonl").write_bytes(text.encode("utf-16-le"))
+    expected = ragmeter(tmp_path, "score", "--golden", EX / "golden.jsonl", "--run", EX / "run.jsonl", "--json")
+    got = ragmeter(tmp_path, "score", "--golden", "utf16.jsonl", "--run", EX / "run.jsonl", "--json")
+    assert got.returncode == expected.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["overall"] == json.loads(expected.stdout)["overall"]

@@ -106,10 +106,12 @@ def utf16_encoding(raw: bytes) -> Optional[str]:
         return "utf-16"
     head = raw[:4096]
     if len(head) >= 4 and b"\x00" in head:
-        # ASCII in UTF-16 has a NUL in every other byte (odd positions little-endian).
-        if head[1::2].count(0) * 4 >= len(head) and head[0::2].count(0) == 0:
+        # ASCII in UTF-16 has a NUL in every other byte (odd positions little-endian). The other half may hold a
+        # few: the low byte of a CJK character such as 一 (U+4E00) is 0.
+        odd, even = head[1::2].count(0), head[0::2].count(0)
+        if odd * 4 >= len(head) and even * 10 <= odd:
             return "utf-16-le"
-        if head[0::2].count(0) * 4 >= len(head) and head[1::2].count(0) == 0:
+        if even * 4 >= len(head) and odd * 10 <= even:
             return "utf-16-be"
     return None
 
@@ -151,8 +153,19 @@ def legacy_encoding(raw: bytes) -> str:
     except UnicodeDecodeError:
         return "cp1252"
     wide = [c for c in text if ord(c) > 0x7F]
-    chinese = sum("\u3000" <= c <= "\u303f" or "\u4e00" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" for c in wide)
+    chinese = sum(_common_chinese(c) for c in wide)
     return "gb18030" if wide and chinese * 10 >= len(wide) * 9 else "cp1252"
+
+
+def _common_chinese(char: str) -> bool:
+    """Whether ``char`` is a Chinese character or punctuation of GB2312, the common set, whose two GBK bytes are
+    both 0xA1 or above. A Latin-1 accented letter before an ASCII letter (é r in "Méridian", ü r in "Zürich")
+    reads as a rarer GBK character whose second byte is that ASCII letter: not counted, so such text is told to
+    convert from cp1252."""
+    if not ("\u3000" <= char <= "\u303f" or "\u4e00" <= char <= "\u9fff" or "\uff00" <= char <= "\uffef"):
+        return False
+    encoded = char.encode("gb18030")
+    return len(encoded) == 2 and encoded[1] >= 0xA1
 
 
 def legacy_encoding_hint(raw: bytes) -> str:
