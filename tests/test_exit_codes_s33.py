@@ -103,3 +103,75 @@ def test_utf16_without_a_byte_order_mark_is_read_when_its_chinese_has_a_nul_low_
     got = ragmeter(tmp_path, "score", "--golden", "utf16.jsonl", "--run", EX / "run.jsonl", "--json")
     assert got.returncode == expected.returncode == 0, got.stderr
     assert json.loads(got.stdout)["overall"] == json.loads(expected.stdout)["overall"]
+
+
+# ---------------------------------------------------------------------------
+# Bad input files: a results folder's summary.json (report, compare)
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("s33") / "res"
+    proc = ragmeter(folder.parent, "score", "--golden", EX / "golden.jsonl", "--run", EX / "run.jsonl", "--out", folder)
+    assert proc.returncode == 0, proc.stderr
+    return folder
+
+
+def _with_summary(results: Path, tmp_path: Path, content: bytes) -> Path:
+    folder = tmp_path / "res"
+    shutil.copytree(results, folder)
+    (folder / "summary.json").write_bytes(content)
+    return folder
+
+
+@pytest.mark.parametrize("encode", [
+    pytest.param(lambda b: b"\xef\xbb\xbf" + b, id="utf8-bom"),
+    pytest.param(lambda b: b.decode("utf-8").encode("utf-16"), id="utf16"),
+    pytest.param(lambda b: b.replace(b"\n", b"\r\n"), id="crlf"),
+])
+def test_a_summary_re_saved_by_a_windows_editor_is_read(results: Path, tmp_path: Path, encode: Any) -> None:
+    """A summary.json opened and saved again in Notepad (a BOM) or by PowerShell (UTF-16) holds the same JSON:
+    `report` refused it with "invalid JSON (Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1
+    (char 0))" or "'utf-8' codec can't decode byte 0xff in position 0"."""
+    folder = _with_summary(results, tmp_path, encode((results / "summary.json").read_bytes()))
+    proc = ragmeter(tmp_path, "report", folder, "--out", "rep")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "rep" / "report.html").is_file()
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+@pytest.mark.parametrize("damage,said", [
+    pytest.param(lambda b: gzip.compress(b), "res/summary.json: is gzip-compressed; decompress it first "
+                 "(gunzip -k res/summary.json)", id="gzip"),
+    pytest.param(lambda b: b[: len(b) // 2], "res/summary.json:{line}: invalid JSON: ", id="truncated"),
+    pytest.param(lambda b: b.replace(b'"n_labeled"', '"n_labelled_à"'.encode("latin-1"), 1),
+                 "res/summary.json:{line}: not valid UTF-8 (byte 0xe0 at column ", id="latin1"),
+    pytest.param(lambda b: b"", "res/summary.json: is empty", id="empty"),
+])
+def test_a_damaged_summary_is_one_line_naming_the_file_and_line(results: Path, tmp_path: Path, command: str,
+                                                                damage: Any, said: str) -> None:
+    """Before: "res/summary.json: invalid JSON ('utf-8' codec can't decode byte 0x8b in position 1: invalid start
+    byte)" for a gzip file, Python's decoder words and a character offset for the others."""
+    raw = (results / "summary.json").read_bytes()
+    bad = damage(raw)
+    folder = _with_summary(results, tmp_path, bad)
+    args = ["report", "res", "--out", "rep"] if command == "report" else ["compare", "res", results, "--json", "c.json"]
+    line = _first_bad_line(bad)
+    got = refused(ragmeter(tmp_path, *args))
+    assert got.startswith(said.format(line=line)), got
+    assert not (tmp_path / "rep").exists() and not (tmp_path / "c.json").exists()
+    assert folder.is_dir()
+
+
+def _first_bad_line(raw: bytes) -> int:
+    """The line where JSON decoding of ``raw`` first fails (the last line of a file cut short)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return raw[: exc.start].count(b"\n") + 1
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.lineno
+    return 0

@@ -243,7 +243,7 @@ def test_missing_files_and_other_versions(tmp_path: Path) -> None:
         write_reports(d)
     d = write_results(tmp_path / "badjson", synth_cases(8))
     (d / "summary.json").write_text("{nope", encoding="utf-8")
-    with pytest.raises(InputError, match="summary.json: invalid JSON"):
+    with pytest.raises(InputError, match="summary.json:1: invalid JSON: "):
         write_reports(d)
 
 

@@ -121,6 +121,13 @@ def to_utf8(path: Path, raw: bytes, what: str) -> Tuple[bytes, str]:
     problem = binary_diagnosis(path, raw, what)
     if problem:
         raise InputError(problem)
+    return decoded(path, raw, f"{what} are JSON Lines (one object per line), {FORMATS_HINT}")
+
+
+def decoded(path: Path, raw: bytes, expected: str) -> Tuple[bytes, str]:
+    """``raw`` as UTF-8 bytes without a byte-order mark (UTF-16/32 transcoded) and as text; an InputError naming
+    the file (and the line of the first byte UTF-8 cannot read) otherwise. ``expected``: what the file should be,
+    said after a binary file's diagnosis."""
     codec = utf16_encoding(raw)
     if codec:
         try:
@@ -132,8 +139,7 @@ def to_utf8(path: Path, raw: bytes, what: str) -> Tuple[bytes, str]:
         raw = raw[3:]
     nul = raw.find(b"\x00", 0, 1 << 16)
     if nul >= 0:
-        raise InputError(f"{path}: is a binary file (a NUL byte at offset {nul}), not text; "
-                         f"{what} are JSON Lines (one object per line), {FORMATS_HINT}")
+        raise InputError(f"{path}: is a binary file (a NUL byte at offset {nul}), not text; {expected}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -142,6 +148,32 @@ def to_utf8(path: Path, raw: bytes, what: str) -> Tuple[bytes, str]:
         raise InputError(f"{path}:{line}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {column}); "
                          f"{legacy_encoding_hint(raw)}") from None
     return raw, text
+
+
+#: the first bytes of files given where a JSON document is read
+_MAGIC = {b"\x1f\x8b": "gzip-compressed", b"PK\x03\x04": "a ZIP archive", b"%PDF": "a PDF document",
+          b"PAR1": "a Parquet file"}
+
+
+def json_document(path: Path, raw: bytes, expected: str, **loads: Any) -> Any:
+    """The JSON value of a whole file (a ragmeter ``summary.json``), read as the input files are: a byte-order
+    mark or UTF-16 (a Windows editor saved it again) is read; anything else is one InputError naming the file and
+    line: empty, compressed or binary, not UTF-8, or not JSON (cut short, edited by hand). ``expected``: what to
+    do, said after the diagnosis. ``loads``: :func:`json.loads`'s keyword arguments."""
+    if not raw.strip():
+        raise InputError(f"{path}: is empty; {expected}")
+    kind = next((name for magic, name in _MAGIC.items() if raw.startswith(magic)), None)
+    if kind == "gzip-compressed":
+        raise InputError(f"{path}: is gzip-compressed; decompress it first (gunzip -k {path})")
+    if kind:
+        raise InputError(f"{path}: is {kind}, not JSON; {expected}")
+    _, text = decoded(path, raw, expected)
+    try:
+        return json.loads(text, **loads)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno}); {expected}") from None
+    except RecursionError:
+        raise InputError(f"{path}: {too_deep_message()}; {expected}") from None
 
 
 def legacy_encoding(raw: bytes) -> str:

@@ -319,6 +319,10 @@ def _finite(frame: pl.DataFrame, path: Path, warnings: List[Dict[str, Any]]) -> 
     return frame.with_columns([pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in counts])
 
 
+#: what to do about a summary.json that cannot be read: it is written by the command that made the folder
+_SUMMARY_REMEDY = "restore it, or write the folder again with `ragmeter eval` (or `ragmeter score`)"
+
+
 def _read_summary(path: Path, warnings: List[Dict[str, Any]]) -> Dict[str, Any]:
     """summary.json; a non-finite number (``NaN``, ``Infinity``: not JSON, but Python writes them) is missing."""
     from ragmeter._warnings import warning
@@ -329,10 +333,13 @@ def _read_summary(path: Path, warnings: List[Dict[str, Any]]) -> Dict[str, Any]:
         found.append(token)
         return None
 
+    from ragmeter._sniff import json_document
+
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"), parse_constant=constant)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: invalid JSON ({exc})") from None
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    summary = json_document(path, raw, _SUMMARY_REMEDY, parse_constant=constant)
     if not isinstance(summary, dict):
         raise InputError(f"{path}: expected a JSON object")
     if found:
