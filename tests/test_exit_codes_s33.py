@@ -175,3 +175,35 @@ def _first_bad_line(raw: bytes) -> int:
     except json.JSONDecodeError as exc:
         return exc.lineno
     return 0
+
+
+# ---------------------------------------------------------------------------
+# Bad input files: trec
+# ---------------------------------------------------------------------------
+
+
+def _parquet_of(path: Path, out: Path) -> Path:
+    import polars as pl
+
+    pl.read_csv(path, separator=" ", has_header=False).write_parquet(out)
+    return out
+
+
+@pytest.mark.parametrize("which", ["qrels", "run"])
+@pytest.mark.parametrize("shape,said", [
+    ("parquet", "is a Parquet file; qrels and runs are"),
+    ("utf16-no-bom", "is UTF-16 text (a PowerShell redirect?)"),
+])
+def test_a_trec_file_in_another_shape_gets_one_diagnosis_of_the_whole_file(tmp_path: Path, which: str, shape: str,
+                                                                          said: str) -> None:
+    """Before: "qrels.bad:1: not valid UTF-8 text" for Parquet, and 'relevance "\\00\\0" is not an integer' for
+    UTF-16 without a byte order mark."""
+    good = {"qrels": EX / "trec" / "qrels.txt", "run": EX / "trec" / "run.txt"}
+    bad = tmp_path / f"{which}.bad"
+    if shape == "parquet":
+        _parquet_of(good[which], bad)
+    else:
+        bad.write_bytes(good[which].read_text(encoding="utf-8").encode("utf-16-le"))
+    args = [bad.name, good["run"]] if which == "qrels" else [good["qrels"], bad.name]
+    got = refused(ragmeter(tmp_path, "trec", "-c", *args))
+    assert got.startswith(f"{bad.name}: {said}"), got

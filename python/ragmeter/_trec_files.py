@@ -7,23 +7,28 @@ import os
 
 #: the range of the engine's integer options (-l, -M, -N, and their keyword arguments): trec_eval's C ``long``
 INT64 = (-2**63, 2**63 - 1)
+#: how many first bytes :func:`check_head` looks at
+HEAD_BYTES = 4
+#: the first bytes of binary files given as a qrels or a run, and what they are
+_BINARY = {b"PAR1": "a Parquet file", b"PK\x03\x04": "a ZIP archive", b"%PDF": "a PDF document"}
 
 
 def check_file_head(path: "str | os.PathLike[str]") -> None:
     """:func:`check_head` of a file's first bytes. A file that cannot be opened is left to the engine's error."""
     try:
         with open(path, "rb") as f:
-            head = f.read(3)
+            head = f.read(HEAD_BYTES)
     except OSError:
         return
     check_head(head, os.fspath(path))
 
 
 def check_head(head: bytes, name: str) -> None:
-    """An ``InputError`` for a qrels or run (named ``name``) whose first bytes (``head``, at least 3 when it has
-    them) are a UTF-8 byte order mark: trec_eval (and the engine, which reads as it does) would take it for part
-    of the first query id, making that line a query of its own; and one diagnosis for a gzip-compressed or UTF-16
-    file (the engine would call its first line not UTF-8)."""
+    """An ``InputError`` for a qrels or run (named ``name``) whose first bytes (``head``, :data:`HEAD_BYTES` when
+    it has them) are a UTF-8 byte order mark: trec_eval (and the engine, which reads as it does) would take it for part
+    of the first query id, making that line a query of its own; and one diagnosis for a gzip-compressed, Parquet
+    or UTF-16 file, with or without a byte order mark (the engine would call its first line not UTF-8, or read
+    the NUL bytes of UTF-16 into its fields: 'relevance "\\00\\0" is not an integer')."""
     if head.startswith(b"\x1f\x8b"):
         from pathlib import Path
 
@@ -31,7 +36,14 @@ def check_head(head: bytes, name: str) -> None:
         from ragmeter._sniff import binary_diagnosis
 
         raise InputError(binary_diagnosis(Path(name), head, "qrels and runs"))
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # what a PowerShell redirect (`> run.txt`) writes
+    kind = next((what for magic, what in _BINARY.items() if head.startswith(magic)), None)
+    if kind:
+        from ragmeter._core import InputError
+
+        raise InputError(f"{name}: is {kind}; qrels and runs are whitespace-separated text, one judgement or "
+                         "result per line (qrels: query iteration document relevance; run: query Q0 document rank "
+                         "score tag)")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or _utf16_without_bom(head):  # a PowerShell redirect writes it
         from ragmeter._core import InputError
 
         raise InputError(f"{name}: is UTF-16 text (a PowerShell redirect?); trec_eval reads ASCII or "
@@ -41,3 +53,13 @@ def check_head(head: bytes, name: str) -> None:
 
         raise InputError(f"{name}:1: starts with a UTF-8 byte order mark (BOM), which trec_eval reads as part of the "
                          f"first query id; save the file without it: sed -i '1s/^\\xEF\\xBB\\xBF//' {name}")
+
+
+def _utf16_without_bom(head: bytes) -> bool:
+    """Whether ``head`` reads as two ASCII characters in UTF-16 (a NUL beside each): a text qrels or run never
+    holds a NUL."""
+    if len(head) < 4:
+        return False
+    little = head[1] == head[3] == 0 and head[0] != 0 and head[2] != 0
+    big = head[0] == head[2] == 0 and head[1] != 0 and head[3] != 0
+    return little or big

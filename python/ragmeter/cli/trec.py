@@ -202,7 +202,7 @@ def _pytrec_eval_spelling_hint(measures: Sequence[str]) -> Optional[str]:
 def run(args: Any) -> int:
     """Evaluate and print; ``args`` has the attributes ``configure`` defines."""
     from ragmeter import _core
-    from ragmeter._trec_files import check_file_head, check_head
+    from ragmeter._trec_files import HEAD_BYTES, check_file_head, check_head
 
     _check_formats(args)
     _check_ranges(args)
@@ -210,7 +210,7 @@ def run(args: Any) -> int:
     run_name, run_text = args.run, None
     if args.run == "-":  # trec_eval's results file '-': stdin
         run_name, run_text = STDIN_NAME, sys.stdin.buffer.read()
-        check_head(run_text[:3], run_name)
+        check_head(run_text[:HEAD_BYTES], run_name)
     else:
         check_file_head(args.run)
     try:
