@@ -207,3 +207,21 @@ def test_a_trec_file_in_another_shape_gets_one_diagnosis_of_the_whole_file(tmp_p
     args = [bad.name, good["run"]] if which == "qrels" else [good["qrels"], bad.name]
     got = refused(ragmeter(tmp_path, "trec", "-c", *args))
     assert got.startswith(f"{bad.name}: {said}"), got
+
+
+# ---------------------------------------------------------------------------
+# Bad input files: judge --cases
+# ---------------------------------------------------------------------------
+
+
+def test_a_judge_cases_file_cut_short_names_its_last_line_in_the_readers_words(tmp_path: Path) -> None:
+    """The golden and run readers say 'invalid JSON: Unterminated string starting at (column 80)'; --cases said
+    'Unterminated string starting at at column 80'."""
+    rows = [{"id": f"c{i}", "question": "q?", "reference_answer": "r", "answer": "a", "contexts": ["x"]}
+            for i in range(3)]
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    (tmp_path / "cases.jsonl").write_text(text[: text.rindex('"a"') + 2])  # the last line cut inside a string
+    got = refused(ragmeter(tmp_path, "judge", "--cases", "cases.jsonl", "--base-url", CLOSED, "--model", "m",
+                           "--out", "out"))
+    assert got.startswith("cases.jsonl:3: invalid JSON: Unterminated string starting at (column "), got
+    assert not (tmp_path / "out").exists()

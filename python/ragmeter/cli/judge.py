@@ -250,7 +250,7 @@ def _parse_lines(path: str, f: Any, records: List[Dict[str, Any]]) -> None:
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise input_error(path, n, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+            raise input_error(path, n, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
         if not isinstance(rec, dict):
             raise input_error(path, n, "expected a JSON object")
         if _SURROGATE_ESCAPE.search(line):  # only such an escape decodes to a lone surrogate
