@@ -225,3 +225,36 @@ def test_a_judge_cases_file_cut_short_names_its_last_line_in_the_readers_words(t
                            "--out", "out"))
     assert got.startswith("cases.jsonl:3: invalid JSON: Unterminated string starting at (column "), got
     assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------------
+# Bad input files: a --cache that is another program's SQLite database
+# ---------------------------------------------------------------------------
+
+
+def _someone_elses_database(path: Path) -> bytes:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.execute("INSERT INTO users VALUES ('ada')")
+    conn.commit()
+    conn.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("command", ["judge", "collect"])
+def test_a_cache_that_is_another_programs_sqlite_database_is_refused_and_left_alone(tmp_path: Path,
+                                                                                 command: str) -> None:
+    """`cache repair` refuses such a file ('no judge_cache table'); a run took it: it added its table to the
+    user's database, switched it to WAL journaling and exited 0."""
+    before = _someone_elses_database(tmp_path / "app.db")
+    (tmp_path / "target.py").write_text("def ask(case):\n    return {'answer': 'a', 'retrieved': []}\n")
+    args = (["judge", "--golden", EX / "golden.jsonl", "--run", EX / "run.jsonl", "--base-url", CLOSED,
+             "--model", "m", "--out", "out"] if command == "judge" else
+            ["collect", "--golden", EX / "golden.jsonl", "--target", "target:ask", "--out", "out/run.jsonl"])
+    got = refused(ragmeter(tmp_path, *args, "--cache", "app.db"))
+    assert got.startswith(f"app.db: not a {command} cache: an SQLite database with other tables (users)"), got
+    assert (tmp_path / "app.db").read_bytes() == before
+    assert not (tmp_path / "app.db-wal").exists()
+    assert not (tmp_path / "out" / ("judge.parquet" if command == "judge" else "run.jsonl")).exists()

@@ -129,6 +129,18 @@ def _check_header(path: Path) -> None:
         raise _damaged(path, f"truncated: {size} bytes, the header counts {pages} pages of {page_size}")
 
 
+def _refuse_other_database(path: Path, conn: sqlite3.Connection) -> None:
+    """A :class:`CacheError` when ``path`` is an SQLite database holding tables but no judge_cache (another
+    program's database given as ``--cache``), before anything is written to it: a run would add its table and
+    switch the file to WAL journaling. ``cache repair`` refuses the same file."""
+    tables = sorted(name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+    if not tables or "judge_cache" in tables:
+        return
+    shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+    raise CacheError(f"{path}: not a judge cache: an SQLite database with other tables ({shown}); pass another "
+                     f"--cache PATH or --no-cache")
+
+
 def _check_report(report: object) -> str:
     """SQLite's ``quick_check`` report on one line: it heads it ``*** in database main ***`` and puts each
     problem on a line of its own."""
@@ -211,6 +223,7 @@ def _open_once(path: Path, writable: bool) -> Optional[sqlite3.Connection]:
     try:
         if writable:
             conn = _connect(path)
+            _refuse_other_database(path, conn)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(
