@@ -258,3 +258,25 @@ def test_a_cache_that_is_another_programs_sqlite_database_is_refused_and_left_al
     assert (tmp_path / "app.db").read_bytes() == before
     assert not (tmp_path / "app.db-wal").exists()
     assert not (tmp_path / "out" / ("judge.parquet" if command == "judge" else "run.jsonl")).exists()
+
+
+# ---------------------------------------------------------------------------
+# Exit status 2: a run whose every case failed when it was collected (score, sweep, eval without a judge)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["score", "--out", "out"], ["sweep", "--out", "out.csv"],
+                                     ["eval", "--no-judge", "--out", "out"]])
+def test_a_run_whose_every_case_failed_says_so_not_write_an_empty_list(tmp_path: Path, command: List[str]) -> None:
+    """Nothing to measure (exit 2, as before), but the reason is the collection: the line said "'retrieved' is
+    null in every case of the run (no chunk list) ... write [] for a retriever that found nothing", advice for an
+    answer-only run, not for a collect run that failed on every case."""
+    rows = [dict(r, retrieved=None, answer=None, error="no reply in 30 s", error_kind="timeout")
+            for r in records(EX / "run.jsonl")]
+    rows[0].update(error="HTTP 500", error_kind="http_500")
+    write_jsonl(tmp_path / "run.jsonl", rows)
+    got = refused(ragmeter(tmp_path, command[0], "--golden", EX / "golden.jsonl", "--run", "run.jsonl", *command[1:]))
+    assert got == (f"run.jsonl: every case of the run failed when it was collected ({len(rows) - 1} timeout, "
+                   "1 http_500), so there is nothing to measure; rerun `ragmeter collect` (the run file keeps each "
+                   "case's error)"), got
+    assert not (tmp_path / command[-1]).exists()

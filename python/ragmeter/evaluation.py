@@ -491,7 +491,7 @@ def run_eval(
         from ragmeter.retrieval import no_chunk_list_error, no_chunk_list_in_run, source_name
 
         if no_chunk_list_in_run(result.cases):
-            raise no_chunk_list_error(source_name(run, "run"), refuse_unmeasured)
+            raise no_chunk_list_error(source_name(run, "run"), refuse_unmeasured, cases=result.cases)
     if refuse_unmeasured is not None and judge is not None:
         _refuse_nothing_judged(result)
     result.write(out_dir, reports=reports)
@@ -503,16 +503,14 @@ def _refuse_nothing_judged(result: Any) -> None:
     its input (a run without answers judged for correctness): the judge measured nothing it was asked for, and
     an exit status of 0 would tell a CI job that it had."""
     from ragmeter.cli._inputs import refuse_nothing_judged
+    from ragmeter.retrieval import failed_in_every_run_case
 
     judged = result.summary.get("judge")
     if not isinstance(judged, dict) or not isinstance(judged.get("metrics"), dict):
         return
-    cases = result.cases
-    in_run = cases.filter(~cases.get_column("missing_from_run")) if "missing_from_run" in cases.columns else cases
-    every_case_failed = ("run_error" in in_run.columns and in_run.height > 0
-                         and in_run.get_column("run_error").null_count() == 0)
-    refuse_nothing_judged(judged, int(judged.get("n_cases") or cases.height), len(judged["metrics"]),
-                          every_case_failed, remedy="pass --no-judge to score retrieval alone")
+    refuse_nothing_judged(judged, int(judged.get("n_cases") or result.cases.height), len(judged["metrics"]),
+                          bool(failed_in_every_run_case(result.cases)),
+                          remedy="pass --no-judge to score retrieval alone")
 
 
 def _run_files(judged: bool, swept: bool, reports: bool, repeats: bool = False) -> List[str]:

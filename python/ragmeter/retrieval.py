@@ -238,7 +238,7 @@ def score_into(golden: Any, run: Any, out_dir: Any, k: int = 5, *, refuse_no_chu
     with results_folder(out_dir) as tmp:
         result = _score(golden, run, k, chunks_to=tmp / "chunks.parquet")
         if refuse_no_chunk_list and no_chunk_list_in_run(result.cases):
-            raise no_chunk_list_error(name)
+            raise no_chunk_list_error(name, cases=result.cases)
         result._write_files(tmp)
     return result
 
@@ -417,11 +417,19 @@ def unscored_without_chunk_lists(cases: pl.DataFrame) -> pl.DataFrame:
                               + [pl.lit(False).alias("empty_retrieval")])
 
 
-def no_chunk_list_error(run_name: str, judge_remedy: str = "judge the answers alone with `ragmeter eval`") -> Exception:
+def no_chunk_list_error(run_name: str, judge_remedy: str = "judge the answers alone with `ragmeter eval`",
+                        cases: Optional[pl.DataFrame] = None) -> Exception:
     """The :class:`InputError` of ``score`` and ``sweep`` (and ``eval`` without a judge) for a run of which no
-    case gives a chunk list; ``judge_remedy``: how to measure the answers instead."""
+    case gives a chunk list; ``judge_remedy``: how to measure the answers instead. ``cases`` (scored or joined):
+    when every case of the run failed when it was collected, the error says that, and to collect again, rather
+    than how to write an answer-only run."""
     from ragmeter.errors import InputError
 
+    failed = failed_in_every_run_case(cases) if cases is not None else None
+    if failed:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in failed.items())
+        return InputError(f"{run_name}: every case of the run failed when it was collected ({kinds}), so there is "
+                          f"nothing to measure; rerun `ragmeter collect` (the run file keeps each case's error)")
     return InputError(f"{run_name}: 'retrieved' is null in every case of the run (no chunk list), so there is no "
                       f"retrieval to measure; write [] for a retriever that found nothing, or {judge_remedy}")
 
@@ -652,6 +660,18 @@ def failed_in_run_warning(ids: List[Any], kinds: List[Any],
                    [f"{i} ({kind})" for i, kind in zip(ids, kinds)])
 
 
+def failed_in_every_run_case(cases: pl.DataFrame) -> Optional[Dict[str, int]]:
+    """:func:`run_error_counts` when the run holds cases and every one of them (golden cases missing from it
+    aside) failed when it was collected, else None."""
+    if "run_error" not in cases.columns:
+        return None
+    if "missing_from_run" in cases.columns:
+        cases = cases.filter(~pl.col("missing_from_run").fill_null(False))
+    if not cases.height or cases["run_error"].null_count():
+        return None
+    return run_error_counts(cases)
+
+
 def run_error_counts(cases: pl.DataFrame) -> Dict[str, int]:
     """How many cases of each failure kind the run file recorded (``run_error``; see ``docs/collect.md``)."""
     counts = cases["run_error"].drop_nulls().value_counts(sort=True)
@@ -830,7 +850,7 @@ def _check_swept_scores(joined: pl.DataFrame, run: Any) -> None:
         from ragmeter.errors import InputError
 
         if no_chunk_list_in_run(joined):
-            raise no_chunk_list_error(name)
+            raise no_chunk_list_error(name, cases=joined)
         raise InputError(f"{name}: no case retrieved a chunk ('retrieved' is empty in every case), so every "
                          "threshold would keep nothing: nothing to sweep")
     n_unscored = scores.null_count()

@@ -52,7 +52,7 @@ def _score_and_print(args: argparse.Namespace) -> int:
     else:
         result = score(args.golden, args.run, k=args.k)
         if no_chunk_list_in_run(result.cases):
-            raise no_chunk_list_error(args.run)
+            raise no_chunk_list_error(args.run, cases=result.cases)
     from ragmeter.cli._tables import MAX_ROWS, make_console, print_audit_pointer, print_score
 
     if args.json:
