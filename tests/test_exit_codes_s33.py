@@ -280,3 +280,29 @@ def test_a_run_whose_every_case_failed_says_so_not_write_an_empty_list(tmp_path:
                    "1 http_500), so there is nothing to measure; rerun `ragmeter collect` (the run file keeps each "
                    "case's error)"), got
     assert not (tmp_path / command[-1]).exists()
+
+
+# ---------------------------------------------------------------------------
+# Bad input files: a results folder's cases.parquet (report, compare)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage,said", [
+    pytest.param(lambda b: b"", "is empty", id="empty"),
+    pytest.param(lambda b: (EX / "run.jsonl").read_bytes(), "is JSON text, not Parquet", id="jsonl"),
+    pytest.param(lambda b: gzip.compress(b), "is gzip-compressed, not Parquet", id="gzip"),
+    pytest.param(lambda b: b[: len(b) // 2], "is cut short (no Parquet footer)", id="truncated"),
+])
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_a_damaged_cases_table_is_one_line_saying_what_the_file_is(results: Path, tmp_path: Path, command: str,
+                                                                  damage: Any, said: str) -> None:
+    """Before: 'cannot read Parquet file (parquet: File out of specification: The file must end with PAR1 or PARE)'
+    whatever the file held."""
+    folder = tmp_path / "res"
+    shutil.copytree(results, folder)
+    (folder / "cases.parquet").write_bytes(damage((results / "cases.parquet").read_bytes()))
+    args = ["report", "res", "--out", "rep"] if command == "report" else ["compare", "res", results, "--json", "c.json"]
+    got = refused(ragmeter(tmp_path, *args))
+    assert got == (f"res/cases.parquet: {said}; restore it, or write the folder again with `ragmeter eval` "
+                   "(or `ragmeter score`)"), got
+    assert not (tmp_path / "rep").exists() and not (tmp_path / "c.json").exists()

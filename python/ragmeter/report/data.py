@@ -293,10 +293,40 @@ def check_column_types(frame: pl.DataFrame, path: Path, expected: Optional[Dict[
 
 
 def _read_parquet(path: Path) -> pl.DataFrame:
+    not_parquet = not_parquet_diagnosis(path)
+    if not_parquet:
+        raise InputError(not_parquet)
     try:
         return pl.read_parquet(path)
     except Exception as exc:  # polars raises several error types for corrupt files
         raise InputError(f"{path}: cannot read Parquet file ({exc})") from None
+
+
+def not_parquet_diagnosis(path: Path) -> Optional[str]:
+    """One line saying what a results folder's table is when it is not a whole Parquet file (empty, JSON text,
+    compressed, cut short), with what to do; None when it opens and closes as Parquet does. Polars said 'File out
+    of specification: The file must end with PAR1 or PARE' for all of them."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+            fh.seek(max(size - 4, 0))
+            tail = fh.read(4)
+    except OSError:
+        return None  # the reader's own error names it
+    if head == b"PAR1" and tail == b"PAR1" and size >= 12:
+        return None
+    if not head.strip():
+        what = "is empty"
+    elif head == b"PAR1":
+        what = "is cut short (no Parquet footer)"
+    elif head.startswith(b"\x1f\x8b"):
+        what = "is gzip-compressed, not Parquet"
+    elif head.lstrip()[:1] in (b"{", b"["):
+        what = "is JSON text, not Parquet"
+    else:
+        return None
+    return f"{path}: {what}; {_RESULTS_REMEDY}"
 
 
 def _finite(frame: pl.DataFrame, path: Path, warnings: List[Dict[str, Any]]) -> pl.DataFrame:
@@ -319,8 +349,8 @@ def _finite(frame: pl.DataFrame, path: Path, warnings: List[Dict[str, Any]]) -> 
     return frame.with_columns([pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in counts])
 
 
-#: what to do about a summary.json that cannot be read: it is written by the command that made the folder
-_SUMMARY_REMEDY = "restore it, or write the folder again with `ragmeter eval` (or `ragmeter score`)"
+#: what to do about a results folder's file that cannot be read: it is written by the command that made the folder
+_RESULTS_REMEDY = "restore it, or write the folder again with `ragmeter eval` (or `ragmeter score`)"
 
 
 def _read_summary(path: Path, warnings: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -339,7 +369,7 @@ def _read_summary(path: Path, warnings: List[Dict[str, Any]]) -> Dict[str, Any]:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    summary = json_document(path, raw, _SUMMARY_REMEDY, parse_constant=constant)
+    summary = json_document(path, raw, _RESULTS_REMEDY, parse_constant=constant)
     if not isinstance(summary, dict):
         raise InputError(f"{path}: expected a JSON object")
     if found:

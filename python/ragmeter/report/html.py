@@ -195,12 +195,15 @@ def cases_with_chunks(results: Results) -> pl.DataFrame:
     Only what the explorer can show is read (its first chunks per case, their texts cut); a column of another
     type is read where it can be (a value that cannot, as null)."""
     from ragmeter.errors import InputError
-    from ragmeter.report.data import _listed
+    from ragmeter.report.data import _listed, not_parquet_diagnosis
 
     cases = results.cases
     path = results.path / "chunks.parquet"
     if "retrieved" in cases.columns or not _listed(results.path, "chunks.parquet", results.summary):
         return cases
+    not_parquet = not_parquet_diagnosis(path)
+    if not_parquet:
+        raise InputError(not_parquet)
     limits = explorer_limits(cases.height)
     types = {"file": pl.Utf8, "chunk_id": pl.Utf8, "text": pl.Utf8, "score": pl.Float64, "relevant": pl.Boolean}
     try:
