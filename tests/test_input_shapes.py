@@ -197,7 +197,7 @@ def test_swapped_golden_and_run_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_run(EX / "golden.jsonl")
     assert str(info.value) == (f"{EX / 'golden.jsonl'}: no 'retrieved' field, and line 2 has 'question': this looks like "
-                               "a golden set (--golden and --run swapped?)")
+                               "a golden set (golden= and run= swapped?)")
 
 
 def test_repeated_problems_are_grouped_with_their_first_lines(tmp_path: Path) -> None:

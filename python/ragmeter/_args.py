@@ -127,7 +127,9 @@ def check_cache_path(cache: Any) -> None:
     folder, or failed later with a bare TypeError)."""
     import os
 
+    from ragmeter._front import arg, no_cache
     from ragmeter.errors import InputError
 
     if cache is not None and not isinstance(cache, (str, os.PathLike)):
-        raise InputError(f"--cache must be a path (or None for no cache), got {cache!r} ({type(cache).__name__})")
+        raise InputError(f"{arg('cache')} must be a path (or {no_cache()} for no cache), got {cache!r} "
+                         f"({type(cache).__name__})")

@@ -69,6 +69,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import polars as pl
 
+from ragmeter._front import option
 from ragmeter.errors import InputError
 from ragmeter.stats import interval_defined
 
@@ -512,7 +513,7 @@ def compare(
     if problems and not force:
         raise CompareRefused(
             f"refusing to compare {base.path} with {cand.path}: " + "; ".join(problems)
-            + " (use --force to compare the common cases anyway)"
+            + f" (use {option('force', 'True', flag='--force')} to compare the common cases anyway)"
         )
     from ragmeter._warnings import messages
 

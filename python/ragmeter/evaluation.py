@@ -259,9 +259,12 @@ def _collected_repeats(golden_in: Any, run_in: Any, repeat: int) -> Optional[Lis
         return None
     label = str(run_in) if isinstance(run_in, (str, Path)) else "run"
     if repeat > 1:
-        raise InputError(f"{label}: holds {len(collected)} collected repeats (collect --repeat), and --repeat "
-                         f"{repeat} would judge each of them {repeat} times: each collected repeat is judged once; "
-                         f"drop --repeat (or evaluate one repeat's records alone to repeat the judge)")
+        from ragmeter._front import option
+
+        raise InputError(f"{label}: holds {len(collected)} collected repeats (a 'repeat' field), and "
+                         f"{option('repeat', repeat)} would judge each of them {repeat} times: each collected repeat "
+                         f"is judged once; drop {option('repeat')} (or evaluate one repeat's records alone to repeat "
+                         f"the judge)")
     golden = load_golden(golden_in)
     golden_label = str(golden_in) if isinstance(golden_in, (str, Path)) else "golden"
     for rr in collected:  # ids not in the golden set: named with the file and line, before anything is judged

@@ -61,6 +61,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from ragmeter._front import arg
 from ragmeter.errors import InputError
 
 __all__ = ["GateError", "Rule", "RuleResult", "parse_rules", "evaluate", "known_names", "summary"]
@@ -266,9 +267,9 @@ def parse_rules(text: str) -> List[Rule]:
             continue
         rules.append(Rule(raw.strip(), name, op, value, mode, category))
     if errors:
-        raise GateError("--gate: " + "; ".join(errors) + (". " + _known_message() if syntax else ""))
+        raise GateError(f"{arg('gate')}: " + "; ".join(errors) + (". " + _known_message() if syntax else ""))
     if not rules:
-        raise GateError("--gate: no rules given. " + _known_message())
+        raise GateError(f"{arg('gate')}: no rules given. " + _known_message())
     return rules
 
 

@@ -570,7 +570,9 @@ def judge_dataset(data: Any, config: Any = None, *, workers: int = 2, batch_size
                          + (" (ray.data.from_pandas or df.to_dicts() / df.to_dict('records') make one)"
                             if hasattr(data, "columns") else ""))
     if cfg.budget is not None and cfg.price_table().lookup(cfg.model) is None:
-        raise InputError(f"--budget needs a price for model {cfg.model!r}: pass --price IN,OUT or --prices FILE")
+        from ragmeter.judge.runner import budget_without_price
+
+        raise budget_without_price(cfg.model)
     connect(address)
     started = time.monotonic()
     custom = {m: cfg.implementation(m) for m in cfg.metrics if m not in BUILTIN_METRICS}

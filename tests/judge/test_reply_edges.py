@@ -52,7 +52,7 @@ def test_an_empty_reply_cut_at_length_still_doubles_to_the_cap(server, fast_retr
     with pytest.raises(JudgeCallError) as ei:
         chat(server, policy=fast_retry, max_tokens=2000, cap=8000)
     assert [r["max_tokens"] for r in server.log] == [2000, 4000, 8000]
-    assert ei.value.kind == "empty" and "--max-retry-tokens" in str(ei.value)
+    assert ei.value.kind == "empty" and "max_retry_tokens=" in str(ei.value)
 
 
 # -- a 200 with no choices: a malformed reply, retried ----------------------------------------------------------

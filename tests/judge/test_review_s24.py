@@ -175,7 +175,7 @@ def test_a_400_naming_an_unknown_model_stops_the_run_after_one_request(server, f
         run_sync(cases, JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
                                     cache=tmp_path / "c.sqlite", retry=fast_retry, progress=False))
     # before: every row was sent and failed as 'client', exit 3 with results that measure nothing
-    assert ei.value.kind == "not_found" and message in str(ei.value) and "--model" in str(ei.value)
+    assert ei.value.kind == "not_found" and message in str(ei.value) and "model=" in str(ei.value)  # a Python call: its argument (session 33)
     assert server.requests == 1
 
 

@@ -156,7 +156,7 @@ def test_budget_stops_launching_and_marks_rest_skipped(server, tmp_path, fast_re
     statuses = [r["status"] for r in res.rows]
     assert "skipped" in statuses and "ok" in statuses and "failed" not in statuses
     skipped = [r for r in res.rows if r["status"] == "skipped"]
-    assert all(r["error_kind"] == "budget" and "--budget" in r["error"] for r in skipped)
+    assert all(r["error_kind"] == "budget" and "budget=" in r["error"] for r in skipped)
     assert server.requests == statuses.count("ok")
     assert res.summary["budget_reached"] and res.summary["judge_cost_usd"] <= 0.1
     assert res.summary["metrics"]["correctness"]["n_skipped_budget"] == len(skipped)

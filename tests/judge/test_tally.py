@@ -76,7 +76,7 @@ def test_runs_without_the_cache_are_accounted_for(server, tmp_path, fast_retry):
     assert bypass, message
     assert sent == server.requests == 8 and failed == 4 and int(bypass.group(1)) == 2
     assert cached == cached_rows(tmp_path / "c.sqlite") == sent - failed - int(bypass.group(1)) == 2
-    assert "a rerun with the same --cache resumes" in message
+    assert "a rerun with the same cache= resumes" in message
 
 
 def test_without_any_cache_the_message_says_so(server, tmp_path, fast_retry):
@@ -85,7 +85,7 @@ def test_without_any_cache_the_message_says_so(server, tmp_path, fast_retry):
     run_sync(cases(4), JudgeConfig(base_url=server.base_url, model="gpt-4o-mini", metrics=["correctness"],
                                    cache=None, retry=fast_retry, tally=tally))
     message = tally.message()
-    assert "4 calls came back this run (2 failed); no cache was used (--no-cache)" in message, message
+    assert "4 calls came back this run (2 failed); no cache was used (cache=None)" in message, message
     assert "replies are cached" not in message
 
 

@@ -281,11 +281,13 @@ def _guarded(call, catch_sigterm: bool = True) -> int:  # type: ignore[no-untype
     said), then gives status 143 instead of 130.
     """
     from ragmeter._core import RagmeterError
+    from ragmeter._front import command_line
 
     terminated: list = []
     previous = _on_sigterm(terminated) if catch_sigterm else None
     try:
-        return int(call() or 0)
+        with command_line():  # messages of the shared code name flags (--timeout), not keywords (timeout=)
+            return int(call() or 0)
     except RagmeterError as exc:
         print(f"ragmeter: error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 2)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ragmeter._aio import run_blocking
+from ragmeter._front import arg, no_cache, no_limit, option
 from ragmeter._secrets import Masker, mask_decoded
 from ragmeter.errors import InputError
 from ragmeter.judge.limits import check_rpm
@@ -138,7 +139,7 @@ def _limits(concurrency: int, rpm: Optional[float], control: str = "adaptive") -
     from ragmeter.judge.limits import RATE_CONTROLS, Limits
 
     if control not in RATE_CONTROLS:
-        raise InputError(f"--rate-control: choose {' or '.join(RATE_CONTROLS)}, not {control!r}")
+        raise InputError(f"{arg('rate_control')}: choose {' or '.join(RATE_CONTROLS)}, not {control!r}")
     return Limits(concurrency=concurrency, rpm=rpm, control=control)
 
 
@@ -352,7 +353,7 @@ def _blank(answer: Any) -> bool:
 
 def _where(run: _Run) -> str:
     target = run.target
-    return target.source if isinstance(target, HttpTarget) else f"--target {target.name}"
+    return target.source if isinstance(target, HttpTarget) else option("target", target.name)
 
 
 def _check_first(run: _Run, data: Any, case_id: str) -> None:
@@ -519,7 +520,7 @@ async def _call(run: _Run, case: Dict[str, Any], first: bool) -> Dict[str, Any]:
         if decision.kind in TRANSPORT_KINDS and isinstance(run.target, HttpTarget) and run.breaker.failed(call):
             run.stop.trip("unreachable", f"{_where(run)}: {run.breaker.failures} transport failures in a row "
                           f"across different cases, no answer in between (last: {decision.message}); check url and "
-                          f"that the system is up (raise --timeout if it is only slow)")
+                          f"that the system is up (raise {option('timeout')} if it is only slow)")
             raise Halt(run.stop.reason)
         if (not decision.retry and isinstance(run.target, HttpTarget) and run.server_errors.gave_up(decision.kind)):
             run.stop.trip("server_errors", f"{_where(run)}: {run.server_errors.count} cases in a row failed on server "
@@ -616,7 +617,7 @@ async def _job(run: _Run, case: Dict[str, Any], repeat: int, first: bool) -> Dic
                 await run.cache.commit(key, reply, prompt="collect", model=target.label)
             except CacheWriteError as exc:  # a full disk: stop, what was committed stays
                 run.stop.trip("cache_write", f"{exc.path}: cannot write the collect cache ({exc.reason}); free "
-                              f"space, pass another --cache PATH, or --no-cache")
+                              f"space, pass another {option('cache', 'PATH')}, or {no_cache()}")
                 raise Halt(run.stop.reason) from None
     run.done += 1
     return _final_record(run, case["id"], repeat, reply)
@@ -740,20 +741,20 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     from ragmeter._args import check_arg, check_cache_path, positive_number
 
     # bounded above: --repeat 100000000 built every (case, repeat) job first and ran the machine out of memory
-    concurrency = check_arg("--concurrency", concurrency, "int", low=1, high=MAX_CONCURRENCY)
-    repeat = check_arg("--repeat", repeat, "int", low=1, high=MAX_REPEAT)
+    concurrency = check_arg(arg("concurrency"), concurrency, "int", low=1, high=MAX_CONCURRENCY)
+    repeat = check_arg(arg("repeat"), repeat, "int", low=1, high=MAX_REPEAT)
     # NaN or infinity would not mean "no time-out" or "no limit" to the user, but did: --rpm -5, nan or inf hung
     # before the second case, --timeout inf failed every case ('float infinity to integer'), nan waited forever;
     # --rpm 0 meant no limit. Leaving the option out is how to say no limit (the judge's rule)
     # nor is a bool a number of seconds (positive_number), or "no" a flag (refresh="no" refreshed)
     if not positive_number(timeout):
-        raise InputError(f"--timeout: must be a number of seconds > 0, got {timeout!r}")
+        raise InputError(f"{arg('timeout')}: must be a number of seconds > 0, got {timeout!r}")
     if rpm is not None and not positive_number(rpm):
-        raise InputError(f"--rpm: must be a number > 0 (leave it out for no limit), got {rpm!r}")
+        raise InputError(f"{arg('rpm')}: must be a number > 0 ({no_limit('rpm')} for no limit), got {rpm!r}")
     if rpm is not None:
         check_rpm(rpm)
-    refresh = check_arg("--refresh", refresh, "bool")
-    check_arg("--expect-mode", expect_mode, "text", optional=True)
+    refresh = check_arg(arg("refresh"), refresh, "bool")
+    check_arg(arg("expect_mode"), expect_mode, "text", optional=True)
     check_cache_path(cache)
     resolved = resolve_target(target)
     cases, unlabelled = _golden_cases(golden)
@@ -864,12 +865,13 @@ def _check_not_an_input(out: Path, *, golden: Any, target: Any, cache: Any) -> N
     when the run ended (``--out golden.jsonl`` lost the golden set, ``--out`` on the cache every paid reply)."""
     from ragmeter._io import input_overwritten
 
-    inputs = [("the golden set (--golden)", golden), ("the collect cache (--cache)", cache)]
+    inputs = [(f"the golden set ({option('golden')})", golden), (f"the collect cache ({option('cache')})", cache)]
     if isinstance(target, HttpTarget):
-        inputs.insert(1, ("the target file (--target)", target.source))
+        inputs.insert(1, (f"the target file ({option('target')})", target.source))
     what = input_overwritten(out, inputs)
     if what is not None:
-        raise InputError(f"--out {out}: is {what}; writing the run there would replace it, choose another --out")
+        raise InputError(f"{option('out', out)}: is {what}; writing the run there would replace it, choose another "
+                         f"{option('out')}")
 
 
 def _check_writable(path: Path) -> None:

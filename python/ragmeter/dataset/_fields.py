@@ -102,8 +102,10 @@ def _check_not_swapped(records: List[Record], label: str, needed: Sequence[str],
     where, _line, first = records[0]
     found = next((n for n in other if n in first), None)
     if found is not None:
+        from ragmeter._front import option
+
         raise InputError(f"{label}: no {needed[0]!r} field, and {_place_words(where)} has {found!r}: this looks like "
-                         f"{looks_like} (--golden and --run swapped?)")
+                         f"{looks_like} ({option('golden')} and {option('run')} swapped?)")
 
 
 def _ids_from_lines(records: List[Record], label: str, note: bool = True) -> bool:
@@ -203,8 +205,12 @@ def refuse_collected_repeats(where: str, repeats: Iterable[Any]) -> None:
     repeat once per repeat, and a ``duplicate id`` per row would hide why. Called only when ids repeat."""
     numbers = {r for r in repeats if r is not None}
     if len(numbers) > 1:
+        from ragmeter._front import spelled
+
+        every = spelled(cli="`ragmeter eval --run`", python="ragmeter.evaluate(golden, run)")
+        here = spelled(cli="this command", python="this function")
         raise InputError(f"{where}: a run collected with repeats ('repeat' takes {len(numbers)} values), where one "
-                         f"run is read: `ragmeter eval --run` scores and judges every repeat; for this command keep "
-                         f"the records of one repeat")
+                         f"run is read: {every} scores and judges every repeat; for {here} keep the records of one "
+                         f"repeat")
 
 

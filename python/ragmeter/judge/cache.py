@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 from ragmeter.errors import InputError
+from ragmeter._front import no_cache, option
 
 from . import _json
 from .urls import public_endpoint, public_query
@@ -91,13 +92,13 @@ def _describe(exc: BaseException) -> str:
 
 
 def _damaged(path: Path, detail: str) -> CacheError:
-    return CacheError(f"{path}: the judge cache is damaged ({detail}); pass --no-cache, or run: "
+    return CacheError(f"{path}: the judge cache is damaged ({detail}); pass {no_cache()}, or run: "
                       f"ragmeter cache repair {path}")
 
 
 def _not_writable(path: Path, detail: str) -> CacheError:
     return CacheError(f"{path}: the judge cache cannot be written ({detail}); make it writable, pass another "
-                      f"--cache PATH, or --no-cache")
+                      f"{option('cache', 'PATH')}, or {no_cache()}")
 
 
 def _check_header(path: Path) -> None:
@@ -109,14 +110,14 @@ def _check_header(path: Path) -> None:
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise CacheError(f"{path}: cannot read the judge cache ({_describe(exc)}); pass --no-cache or another "
-                         f"--cache PATH") from None
+        raise CacheError(f"{path}: cannot read the judge cache ({_describe(exc)}); pass {no_cache()} or another "
+                         f"{option('cache', 'PATH')}") from None
     if not head:
         return  # an empty file is a new cache
     if head[:16] != SQLITE_MAGIC:
         # not _damaged: `cache repair` refuses a file SQLite cannot open (nothing in it can be salvaged)
         raise CacheError(f"{path}: not a judge cache (not an SQLite file, so nothing in it can be read); pass "
-                         f"--no-cache or another --cache PATH")
+                         f"{no_cache()} or another {option('cache', 'PATH')}")
     if len(head) < 100:
         raise _damaged(path, "truncated header")
     page_size = int.from_bytes(head[16:18], "big")
@@ -168,7 +169,8 @@ def _sqlite_error(path: Path, exc: sqlite3.Error) -> CacheError:
         return _damaged(path, detail)
     if name.startswith("SQLITE_FULL"):
         return _not_writable(path, detail)
-    return CacheError(f"{path}: cannot open the judge cache ({detail}); pass --no-cache or another --cache PATH")
+    return CacheError(f"{path}: cannot open the judge cache ({detail}); pass {no_cache()} or another "
+                      f"{option('cache', 'PATH')}")
 
 
 def _connect(path: Path) -> sqlite3.Connection:

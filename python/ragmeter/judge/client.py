@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 import aiohttp
 
 from .._secrets import Masker, mask_decoded
+from .._front import option
 from . import _json
 from .cost import estimate_tokens
 from .limits import Limits
@@ -378,14 +379,15 @@ class JudgeClient:
                 status = resp.status
                 body = _body_text(await resp.read(), resp.charset)
         except (asyncio.TimeoutError, TimeoutError):
-            self.stop.trip("unreachable", f"{where}: no answer to GET /models within --timeout "
-                                          f"{self.config.timeout:g}s: check --base-url and that the server is up "
-                                          f"(raise --timeout if it is only slow)")
+            self.stop.trip("unreachable", f"{where}: no answer to GET /models within "
+                                          f"{option('timeout', f'{self.config.timeout:g}')}s: check "
+                                          f"{option('base_url')} and that the server is up (raise "
+                                          f"{option('timeout')} if it is only slow)")
             return
         except (aiohttp.ClientError, OSError) as exc:
             detail = self.redact(str(exc) or type(exc).__name__) or ""
-            self.stop.trip("unreachable", f"{where}: cannot connect ({detail}); check --base-url and that the "
-                                          f"server is running")
+            self.stop.trip("unreachable", f"{where}: cannot connect ({detail}); check {option('base_url')} and "
+                                          f"that the server is running")
             return
         if status in (401, 403):
             decision = classify(attempt=1, policy=self.config.policy, status=status, body=self.redact(body))
@@ -505,8 +507,8 @@ class JudgeClient:
                 if exc is None and decision.kind == "client" and is_unknown_model(status, body):
                     # a server that says "no such model" with a 400 (DeepSeek, LiteLLM): no request can succeed
                     decision = type(decision)(False, 0.0, "not_found", decision.message.replace(
-                        "request rejected", "unknown model: check --model" if what == "chat" else
-                        "unknown model: check --embeddings-model"))
+                        "request rejected", f"unknown model: check {option('model')}" if what == "chat" else
+                        f"unknown model: check {option('embeddings_model')}"))
                 record["outcome"] = decision.kind
                 if decision.kind in FATAL_KINDS and not decision.retry:
                     self.stop.trip(decision.kind, self.redact(
@@ -514,8 +516,9 @@ class JudgeClient:
                 elif decision.kind in TRANSPORT_KINDS and self.breaker.failed(call):
                     self.stop.trip("unreachable", self.redact(
                         f"{public_endpoint(base)}: {self.breaker.failures} transport failures in a row across "
-                        f"different calls, no answer in between (last: {decision.message}); check --base-url and that "
-                        f"the server is up (raise --timeout if it is only slow)") or "")
+                        f"different calls, no answer in between (last: {decision.message}); check "
+                        f"{option('base_url')} and that the server is up (raise {option('timeout')} if it is only "
+                        f"slow)") or "")
                     decision = type(decision)(False, 0.0, decision.kind, decision.message, decision.retry_after)
                 if not decision.retry and self.server_errors.gave_up(decision.kind):
                     self.stop.trip("server_errors", self.redact(
@@ -664,7 +667,7 @@ class JudgeClient:
                 # for the same empty reply again
                 if thinking:
                     msg = (f"output empty: {thinking} (finish_reason {finish} at max_tokens={state['max_tokens']}); "
-                           f"turn the model's thinking off for judging, or raise --max-tokens if it stopped "
+                           f"turn the model's thinking off for judging, or raise {option('max_tokens')} if it stopped "
                            f"thinking short of an answer (the tokens billed are still counted)")
                 else:
                     msg = (f"output empty: the model returned no output with finish_reason {finish} at "
@@ -688,18 +691,18 @@ class JudgeClient:
                     limit = f"the server stopped at {ct} tokens, below the budget: the {pt}-token prompt and the " \
                             f"output fill its context window"
                 elif room is None or room > state["max_tokens"]:
-                    limit, by_cap = "the --max-retry-tokens cap", True
+                    limit, by_cap = f"the {option('max_retry_tokens')} cap", True
                 else:
                     limit = f"with the {pt}-token prompt it fills the {self.context_size}-token context window"
                 if thinking:  # a larger cap helps only when the cap is what stopped it
-                    raise_cap = "raise --max-retry-tokens, or " if by_cap else ""
+                    raise_cap = f"raise {option('max_retry_tokens')}, or " if by_cap else ""
                     limit += f": {thinking}; {raise_cap}turn the model's thinking off for judging"
                 msg = f"output {why} at max_tokens={state['max_tokens']} ({limit})"
                 raise JudgeCallError(msg, kind=why, attempts=[], raw=content or None,
                                      prompt_tokens=billed["prompt"], completion_tokens=billed["completion"])
             if afford is not None and not afford(billed["prompt"], billed["completion"], nxt):
                 raise JudgeCallError(f"output {record['outcome']} at max_tokens={state['max_tokens']}, and the "
-                                     f"attempt with max_tokens={nxt} would pass --budget (not sent)"
+                                     f"attempt with max_tokens={nxt} would pass {option('budget')} (not sent)"
                                      + (f": {thinking}" if thinking else ""), kind="budget",
                                      attempts=[], raw=content or None, prompt_tokens=billed["prompt"],
                                      completion_tokens=billed["completion"])

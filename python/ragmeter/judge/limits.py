@@ -37,11 +37,12 @@ MIN_RPM = 0.1
 
 
 def check_rpm(rpm: float) -> None:
-    """``--rpm`` (given, finite and > 0 already): at least :data:`MIN_RPM`, else an InputError naming the flag."""
+    """``rpm`` (given, finite and > 0 already): at least :data:`MIN_RPM`, else an InputError naming the option."""
+    from ragmeter._front import arg
     from ragmeter.errors import InputError
 
     if rpm < MIN_RPM:
-        raise InputError(f"--rpm: must be at least {MIN_RPM:g} (one request every {1 / MIN_RPM:g} minutes), "
+        raise InputError(f"{arg('rpm')}: must be at least {MIN_RPM:g} (one request every {1 / MIN_RPM:g} minutes), "
                          f"got {rpm!r}")
 
 

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Optional
 
+from ragmeter._front import option
+
 from .urls import scrub_urls
 
 __all__ = ["RetryPolicy", "Decision", "classify", "is_context_overflow", "is_unknown_model", "backoff_delay",
@@ -304,13 +306,13 @@ def classify(
             kind, retry, message = "auth", False, (
                 f"HTTP {code}, the endpoint refused the API key (set RAGMETER_API_KEY or OPENAI_API_KEY){suffix}")
         elif code == 404:
-            kind, retry, message = "not_found", False, f"HTTP 404, wrong --base-url or --model{suffix}"
+            kind, retry, message = "not_found", False, f"HTTP 404, wrong {option('base_url')} or {option('model')}{suffix}"
         elif code == 429:
             kind, retry, message = "rate_limit", True, f"HTTP 429 rate limited{suffix}"
         elif 500 <= code <= 599 and is_context_overflow(body):
             kind, retry, message = "context_overflow", False, (
-                f"HTTP {code}, prompt + max_tokens exceed the model's context window (lower --max-tokens and "
-                f"--max-retry-tokens, or give the server a larger context){suffix}")
+                f"HTTP {code}, prompt + max_tokens exceed the model's context window (lower {option('max_tokens')} "
+                f"and {option('max_retry_tokens')}, or give the server a larger context){suffix}")
         elif code in RETRYABLE_STATUS or (500 <= code <= 599 and code != 501):
             kind, retry, message = "server", True, f"HTTP {code}{suffix}"
         else:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Union
 
+from ragmeter._front import arg, no_cache, no_limit, option
+
 from .cache import Cache
 from .client import ClientConfig, JudgeCallError, JudgeClient
 from .cost import PriceTable, estimate_tokens
@@ -72,7 +74,7 @@ class Tally:
         done = f"{self.rows_done} of {self.rows_total} judge rows finished; {self.sent} calls came back this run"
         if not self.cache_path:
             failed = f" ({self.failed} failed)" if self.failed else ""
-            return f"{done}{failed}; no cache was used (--no-cache): a rerun sends every call again" + \
+            return f"{done}{failed}; no cache was used ({no_cache()}): a rerun sends every call again" + \
                 "".join(self.notes)
         apart = [f"{self.failed} failed, nothing to cache"] if self.failed else []
         if self.uncached:
@@ -81,7 +83,8 @@ class Tally:
             apart.append(f"{self.shared} identical request(s) share a cache entry with another")
         apart_text = f" ({'; '.join(apart)})" if apart else ""
         return (f"{done}{apart_text} and {self.cached} replies are cached in {self.cache_path} ({self.replayed} "
-                f"answered from the cache); a rerun with the same --cache resumes from them" + "".join(self.notes))
+                f"answered from the cache); a rerun with the same {option('cache')} resumes from them"
+                + "".join(self.notes))
 
 DEFAULT_CACHE = ".ragmeter/cache.sqlite"
 
@@ -150,37 +153,37 @@ class JudgeConfig:
         self._objects = {**self._objects, **given}
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
-            raise InputError(f"--metrics: unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
+            raise InputError(f"{arg('metrics')}: unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
         if not self.metrics:  # e.g. --metrics "" from an unset variable: a run measuring nothing is no success
-            raise InputError(f"--metrics: no metric given; choose from {', '.join(METRICS)}")
+            raise InputError(f"{arg('metrics')}: no metric given; choose from {', '.join(METRICS)}")
         # a metric named twice would be judged twice per case (paid twice) and counted twice in its mean
         twice = [m for i, m in enumerate(self.metrics) if m in self.metrics[:i]]
         if twice:
-            raise InputError(f"--metrics: {twice[0]!r} is listed twice; each metric is judged once per case")
+            raise InputError(f"{arg('metrics')}: {twice[0]!r} is listed twice; each metric is judged once per case")
         if self.relevancy_variant not in ("hard", "ragas", "soft"):
-            raise InputError("--relevancy-variant: choose hard, ragas or soft")
+            raise InputError(f"{arg('relevancy_variant')}: choose hard, ragas or soft")
         if self.precision_against not in ("auto", "reference", "answer"):
-            raise InputError("--precision-against: choose auto, reference or answer")
+            raise InputError(f"{arg('precision_against')}: choose auto, reference or answer")
         from ragmeter._args import check_arg, check_cache_path, positive_number
 
         # check_arg, not int(): concurrency=True was 1, "8" was 8 and max_tokens=2.5 was 2
         for name in ("concurrency", "max_tokens", "max_retry_tokens", "n_questions"):
-            setattr(self, name, check_arg(f"--{name.replace('_', '-')}", getattr(self, name), "int", low=1))
+            setattr(self, name, check_arg(arg(name), getattr(self, name), "int", low=1))
         check_cache_path(self.cache)
         if self.budget is not None and not self.budget >= 0:  # NaN too: a budget it never reaches
-            raise InputError("--budget: must be >= 0")
+            raise InputError(f"{arg('budget')}: must be >= 0")
         # 0 or NaN would not mean "no time-out" or "no limit" to the user, but did (NaN rpm: a run that never
         # sends); leaving the option out is how to say no limit (positive_number: a bool is none either)
         if not positive_number(self.timeout):
-            raise InputError(f"--timeout: must be a number of seconds > 0, got {self.timeout!r}")
+            raise InputError(f"{arg('timeout')}: must be a number of seconds > 0, got {self.timeout!r}")
         for name in ("rpm", "tpm"):
             value = getattr(self, name)
             if value is not None and not positive_number(value):
-                raise InputError(f"--{name}: must be a number > 0 (leave it out for no limit), got {value!r}")
+                raise InputError(f"{arg(name)}: must be a number > 0 ({no_limit(name)} for no limit), got {value!r}")
         if self.rpm is not None:
             check_rpm(self.rpm)
         if self.context_size is not None and int(self.context_size) < 1:
-            raise InputError("--context-size: must be at least 1")
+            raise InputError(f"{arg('context_size')}: must be at least 1")
         if self.rate_control not in ("adaptive", "fixed"):
             raise InputError("rate_control: choose adaptive or fixed")
 
@@ -454,7 +457,7 @@ async def _judge_one(engine: Engine, case: Case, metric: str, cfg: JudgeConfig, 
         except Skip as exc:
             status, error, kind = "skipped", str(exc), "missing_input"
         except BudgetExceeded as exc:
-            status, error, kind = "skipped", f"--budget ${cfg.budget:g} reached; {exc}", "budget"
+            status, error, kind = "skipped", f"{option('budget', f'${cfg.budget:g}')} reached; {exc}", "budget"
         except JudgeCallError as exc:
             if engine.client.stop.stopped:
                 raise Halt(exc.message) from None  # the run is stopping: this row is not a row failure
@@ -609,9 +612,7 @@ async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[
     check_metrics(case_list, cfg)
     prices = cfg.price_table()
     if cfg.budget is not None and prices.lookup(cfg.model) is None:
-        from ragmeter.errors import InputError
-
-        raise InputError(f"--budget needs a price for model {cfg.model!r}: pass --price IN,OUT or --prices FILE")
+        raise budget_without_price(cfg.model)
     cache = Cache(cfg.cache, writable=not cfg.dry_run)
     if not cfg.dry_run:
         _read_back_unsaved(cache, cfg)
@@ -628,8 +629,9 @@ async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[
             return await _run(case_list, cfg, cache, prices)
         except JudgeStopped as stopped:
             cache.close()
-            kept = ("; no cache (--no-cache): nothing of this run is kept" if cfg.cache is None else
-                    f"; {cache.written} replies of this run are in the cache, a rerun with the same --cache resumes")
+            kept = (f"; no cache ({no_cache()}): nothing of this run is kept" if cfg.cache is None else
+                    f"; {cache.written} replies of this run are in the cache, a rerun with the same "
+                    f"{option('cache')} resumes")
             raise JudgeStopped(f"{stopped}{kept}{_keep_unsaved(cache, cfg)}", stopped.kind) from None
     finally:
         cache.close()
@@ -642,6 +644,14 @@ async def run(cases: Iterable[Union[Mapping[str, Any], Case]], config: Optional[
                 tally.notes.append(note)
             else:
                 log.warning("%s", note.lstrip("; "))
+
+
+def budget_without_price(model: str) -> Exception:
+    """The error for a budget with no price for the judge model (its cost, and so the budget, unknowable)."""
+    from ragmeter.errors import InputError
+
+    how = option("prices", "{%r: [IN, OUT]} (USD per million tokens)" % model, flag="--price IN,OUT or --prices FILE")
+    return InputError(f"{arg('budget')} needs a price for model {model!r}: pass {how}")
 
 
 def check_metrics(case_list: List[Case], cfg: JudgeConfig) -> None:
@@ -698,7 +708,7 @@ def _read_back_unsaved(cache: Cache, cfg: Union[JudgeConfig, SpillPlaces]) -> No
                 n = cache.read_back(path)
             except CacheWriteError as exc:
                 raise CacheError(f"{exc}: the paid replies kept in {path} cannot be read back into it; free some "
-                                 f"space, or pass another --cache PATH") from None
+                                 f"space, or pass another {option('cache', 'PATH')}") from None
             if n:
                 log.warning("%d paid replies of an earlier run read back from %s into the cache", n, path)
 
@@ -710,7 +720,7 @@ def _keep_unsaved(cache: Cache, cfg: Union[JudgeConfig, SpillPlaces]) -> str:
     spilled = _spill(cache, cfg)
     if spilled is not None:
         return (f"; {spilled[1]} paid replies could not be cached and were written to {spilled[0]} (a rerun with "
-                f"the same --cache reads them back)")
+                f"the same {option('cache')} reads them back)")
     return f"; {len(cache.unsaved)} paid replies could not be kept (no place to write them)"
 
 

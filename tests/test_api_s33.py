@@ -1,0 +1,127 @@
+"""The Python API speaks Python (session 33): its messages name the Python argument (``timeout=``), never a flag
+the caller does not have (``--timeout``), while the command line keeps naming its flags; and it says what it could
+not do (``repeat`` without a judge, an interrupted repeat, a ScoreResult given to ``assert_scores``)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import ragmeter
+from ragmeter.errors import InputError, RagmeterError
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "judge"))
+
+from fakeserver import FakeServer  # noqa: E402
+
+PYTHON_DIR = HERE.parent / "python"
+EX = PYTHON_DIR / "ragmeter" / "_example"
+GOLDEN = [{"id": f"c{i}", "question": f"question {i}?", "expectedFileNames": ["a.md"], "referenceAnswer": "a"}
+          for i in range(4)]
+RUN = [{"id": f"c{i}", "answer": f"answer {i}", "retrieved": [{"file": "a.md" if i % 2 else "b.md", "text": "t"}]}
+       for i in range(4)]
+CLOSED = "http://127.0.0.1:9/v1"  # nothing listens on port 9: the connection is refused at once
+API_KEY = "sk-test-RAGMETER-SECRET-s33-0123456789"
+
+
+def _message(call) -> str:
+    with pytest.raises(RagmeterError) as info:
+        call()
+    return str(info.value)
+
+
+def _speaks_python(message: str, argument: str) -> None:
+    assert argument in message, message
+    assert " --" not in f" {message}" and "(--" not in message, message  # no flag a Python caller does not have
+
+
+# -- 1. messages name the Python argument --------------------------------------------------------------------------
+@pytest.mark.parametrize("option, argument", [
+    ({"timeout": 0}, "timeout"),
+    ({"timeout": True}, "timeout"),
+    ({"rpm": 0.001}, "rpm"),
+    ({"rpm": -1}, "rpm"),
+    ({"tpm": 0}, "tpm"),
+    ({"metrics": ["nope"]}, "metrics"),
+    ({"metrics": []}, "metrics"),
+    ({"metrics": ["faithfulness", "faithfulness"]}, "metrics"),
+    ({"max_tokens": 2.5}, "max_tokens"),
+    ({"max_retry_tokens": 0}, "max_retry_tokens"),
+    ({"n_questions": 0}, "n_questions"),
+    ({"concurrency": "8"}, "concurrency"),
+    ({"cache": 5}, "cache"),
+    ({"budget": -1}, "budget"),
+    ({"relevancy_variant": "x"}, "relevancy_variant"),
+    ({"precision_against": "x"}, "precision_against"),
+    ({"context_size": 0}, "context_size"),
+])
+def test_judge_config_names_its_own_argument(option, argument):
+    from ragmeter.judge import JudgeConfig
+
+    _speaks_python(_message(lambda: JudgeConfig(base_url=CLOSED, model="m", **option)), argument)
+
+
+@pytest.mark.parametrize("option, argument", [
+    ({"timeout": 0}, "timeout"),
+    ({"rpm": 0.001}, "rpm"),
+    ({"rpm": 0}, "rpm"),
+    ({"concurrency": 0}, "concurrency"),
+    ({"repeat": 0}, "repeat"),
+    ({"refresh": "no"}, "refresh"),
+    ({"expect_mode": 5}, "expect_mode"),
+    ({"cache": 5}, "cache"),
+    ({"rate_control": "x"}, "rate_control"),
+])
+def test_collect_names_its_own_argument(option, argument):
+    _speaks_python(_message(lambda: ragmeter.collect(GOLDEN, target=lambda case: {}, **option)), argument)
+
+
+def test_a_gate_in_python_is_named_gate():
+    result = ragmeter.evaluate(GOLDEN, RUN)
+    _speaks_python(_message(lambda: result.compare(result, gate="hit>=")), "gate")
+    _speaks_python(_message(lambda: result.compare(result, gate=" ")), "gate")
+    from ragmeter.testing import assert_no_regression
+
+    _speaks_python(_message(lambda: assert_no_regression(result, result, "nonsense>=1")), "gate")
+
+
+def test_an_unreachable_judge_is_named_by_base_url_and_no_cache_by_cache_none(monkeypatch):
+    from ragmeter.judge import JudgeConfig
+
+    monkeypatch.setenv("RAGMETER_API_KEY", API_KEY)
+
+    config = JudgeConfig(base_url=CLOSED, model="m", cache=None, metrics=["correctness"])
+    message = _message(lambda: ragmeter.evaluate(GOLDEN, RUN, judge=config))
+    _speaks_python(message, "base_url=")
+    assert "cache=None" in message, message
+
+
+def test_a_budget_without_a_price_is_named_by_prices():
+    from ragmeter.judge import JudgeConfig
+
+    config = JudgeConfig(base_url=CLOSED, model="no-such-model-priced", cache=None, budget=1.0)
+    _speaks_python(_message(lambda: ragmeter.evaluate(GOLDEN, RUN, judge=config)), "prices=")
+
+
+def test_the_command_line_still_names_its_flags_and_leaves_python_speaking_python(tmp_path, capsys):
+    from ragmeter.cli import main
+    from ragmeter.judge import JudgeConfig
+
+    common = ["eval", "--golden", str(EX / "golden.jsonl"), "--run", str(EX / "run.jsonl"), "--out",
+              str(tmp_path / "out"), "--base-url", CLOSED, "--model", "m", "--no-cache", "--no-progress"]
+    for extra, flag in ((["--timeout", "0"], "--timeout"), (["--metrics", "nope"], "--metrics"),
+                        (["--max-tokens", "0"], "--max-tokens"), (["--rpm", "0.001"], "--rpm")):
+        assert main(common + extra) == 2
+        err = capsys.readouterr().err
+        assert f"error: {flag}" in err, err
+    assert main(common + ["--metrics", "correctness"]) == 2  # the endpoint refuses the connection
+    err = capsys.readouterr().err
+    assert "check --base-url" in err and "(--no-cache)" in err, err
+    # the command line's front ends with the command: the Python functions speak Python again
+    _speaks_python(_message(lambda: JudgeConfig(base_url=CLOSED, model="m", timeout=0)), "timeout")
