@@ -125,3 +125,22 @@ def test_the_command_line_still_names_its_flags_and_leaves_python_speaking_pytho
     assert "check --base-url" in err and "(--no-cache)" in err, err
     # the command line's front ends with the command: the Python functions speak Python again
     _speaks_python(_message(lambda: JudgeConfig(base_url=CLOSED, model="m", timeout=0)), "timeout")
+
+
+# -- 2. repeat without a judge ---------------------------------------------------------------------------------------
+def test_evaluate_refuses_repeat_without_a_judge():
+    message = _message(lambda: ragmeter.evaluate(GOLDEN, RUN, repeat=3))
+    _speaks_python(message, "repeat=3")
+    assert "judge=" in message, message
+    assert ragmeter.evaluate(GOLDEN, RUN, repeat=1).summary["settings"]["repeat"] == 1  # the default still runs
+
+
+def test_eval_refuses_repeat_without_a_judge_before_writing_anything(tmp_path, capsys):
+    from ragmeter.cli import main
+
+    out = tmp_path / "out"
+    code = main(["eval", "--golden", str(EX / "golden.jsonl"), "--run", str(EX / "run.jsonl"), "--out", str(out),
+                 "--repeat", "3"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--repeat 3" in err and "--base-url" in err, err
+    assert not out.exists()

@@ -34,8 +34,13 @@ def test_eval_counts_the_diagnoses_in_its_summary_and_on_the_terminal(tmp_path, 
 
 def test_settings_record_no_repeat_when_nothing_was_judged():
     # settings.repeat said 2 for '--repeat 2' without a judge, though nothing was repeated ('--repeat applies to
-    # judging only'); compare and the reports read the settings as what was done
-    import ragmeter
+    # judging only'); compare and the reports read the settings as what was done. Since session 33 repeat=2
+    # without a judge is refused (tests/test_api_s33.py): no settings claim a repeat that was not run
+    import pytest
 
-    result = ragmeter.evaluate(EX / "golden.jsonl", EX / "run.jsonl", repeat=2)
-    assert result.summary["settings"]["repeat"] == 1
+    import ragmeter
+    from ragmeter.errors import InputError
+
+    with pytest.raises(InputError, match="repeat=2"):
+        ragmeter.evaluate(EX / "golden.jsonl", EX / "run.jsonl", repeat=2)
+    assert ragmeter.evaluate(EX / "golden.jsonl", EX / "run.jsonl").summary["settings"]["repeat"] == 1

@@ -136,6 +136,7 @@ def evaluate(
             raise InputError("thresholds: give at least one threshold, or None for no sweep")
     review_settings(review_rate, review_seed, names=("review_rate", "review_seed"))
     judge = _with_metrics(_check_judge(judge, optional=True), metrics)
+    check_repeat_judged(repeat, judge)
     if getattr(judge, "dry_run", False):
         from ragmeter.errors import InputError
 
@@ -565,6 +566,19 @@ def _check_repeat(repeat: Any) -> int:
     from ragmeter._args import check_arg
 
     return int(check_arg("repeat", repeat, "int", low=1))
+
+
+def check_repeat_judged(repeat: int, judge: Any) -> None:
+    """Refuse ``repeat`` > 1 without a judge: repeats re-run the judge alone, so nothing would be repeated, and a
+    run asking for a spread would get none without a word (``ragmeter eval`` printed a warning and went on,
+    ``evaluate`` said nothing)."""
+    if repeat > 1 and judge is None:
+        from ragmeter._front import option
+        from ragmeter.errors import InputError
+
+        judge_it = option("judge", "JudgeConfig(...)", flag="--base-url and --model")
+        raise InputError(f"{option('repeat', repeat)} judges every case {repeat} times, and nothing is judged: "
+                         f"nothing would be repeated; pass {judge_it}, or leave {option('repeat')} out")
 
 
 def _check_judge(judge: Any, *, optional: bool) -> Any:

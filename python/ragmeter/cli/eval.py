@@ -87,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         from ragmeter.cli.judge import build_config
 
         judge = build_config(args)
+    from ragmeter.evaluation import check_repeat_judged
+
+    check_repeat_judged(args.repeat, judge)  # before anything is collected
     if judge is None and not args.dry_run:  # retrieval is all there is to measure, before anything is collected
         from ragmeter.cli._inputs import refuse_unlabelled_golden
 
@@ -132,8 +135,6 @@ def run(args: argparse.Namespace) -> int:
             why = "--no-judge" if args.no_judge else "no judge endpoint given"
             print_prose([f"{why}: answers are not judged; judge metrics are reported as not measured"], console,
                         "yellow")
-        if judge is None and args.repeat > 1:
-            print_prose(["--repeat applies to judging only: nothing is repeated without a judge"], console, "yellow")
         summary = judged(lambda: run_eval(args.golden, run, args.out, k=args.k, judge=judge,
                                           thresholds=thresholds, repeat=args.repeat,
                                           review_rate=args.review_rate, review_seed=args.review_seed,
