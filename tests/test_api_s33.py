@@ -144,3 +144,82 @@ def test_eval_refuses_repeat_without_a_judge_before_writing_anything(tmp_path, c
     err = capsys.readouterr().err
     assert code == 2 and "--repeat 3" in err and "--base-url" in err, err
     assert not out.exists()
+
+
+# -- 3. an interrupted repeat says what was done over every repeat --------------------------------------------------
+REPEAT_SCRIPT = """
+import json, sys
+import ragmeter
+from ragmeter.judge import JudgeConfig
+
+golden = [json.loads(line) for line in open(sys.argv[3], encoding="utf-8") if line.startswith("{")][:6]
+run = [json.loads(line) for line in open(sys.argv[4], encoding="utf-8") if line.startswith("{")]
+config = JudgeConfig(base_url=sys.argv[1], model="gpt-4o-mini", metrics=["faithfulness"], cache=sys.argv[2],
+                     timeout=5)
+try:
+    result = ragmeter.evaluate(golden, [r for r in run if r["id"] in {g["id"] for g in golden}], judge=config,
+                               repeat=3)
+except KeyboardInterrupt as exc:
+    print("KeyboardInterrupt: " + str(exc))
+    sys.exit(130)
+print("calls", result.summary["repeats"]["runs"][0]["calls"])
+"""
+
+
+@pytest.fixture()
+def judge_server():
+    server = FakeServer(api_key=API_KEY).start()
+    yield server
+    server.stop()
+
+
+def test_evaluate_interrupted_in_repeat_two_says_what_every_repeat_did_and_kept(tmp_path, judge_server):
+    (tmp_path / "repeat_script.py").write_text(REPEAT_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR), "RAGMETER_API_KEY": API_KEY}
+    args = [sys.executable, "repeat_script.py", judge_server.base_url]
+    inputs = [str(EX / "golden.jsonl"), str(EX / "run.jsonl")]
+    probe = subprocess.run(args + ["probe.sqlite", *inputs], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    per_repeat = judge_server.requests // 3  # repeat 1 through the cache, 2 and 3 without: the same calls each
+    judge_server.requests = 0
+    answered = per_repeat + 1  # repeat 1 done, one call of repeat 2 answered, the rest held
+    judge_server.rules = [(lambda info: judge_server.requests > answered, "hang")]
+    proc = subprocess.Popen(args + ["c.sqlite", *inputs], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    while judge_server.requests <= answered:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    said = out.strip().splitlines()[-1]
+    # before: "... judge rows finished; ... no cache was used (--no-cache): a rerun sends every call again", about
+    # repeat 2 alone, though repeat 1's replies were in c.sqlite
+    assert "repeat 2 of 3" in said and "repeat 1 finished" in said, said
+    assert "c.sqlite" in said and "cache=" in said and "--" not in said, said
+    assert "repeats 2 to 3" in said and "again" in said, said
+
+
+def test_eval_interrupted_in_repeat_two_says_it_with_the_flags(tmp_path, judge_server):
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR), "RAGMETER_API_KEY": API_KEY}
+    args = [sys.executable, "-m", "ragmeter", "eval", "--golden", str(EX / "golden.jsonl"), "--run",
+            str(EX / "run.jsonl"), "--out", "out", "--cache", "c.sqlite", "--base-url", judge_server.base_url,
+            "--model", "gpt-4o-mini", "--metrics", "correctness", "--no-progress", "--timeout", "5", "--repeat", "2"]
+    probe = subprocess.run(args[:-1] + ["1"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    per_repeat, answered = judge_server.requests, judge_server.requests + 1
+    judge_server.requests = 0
+    (tmp_path / "c.sqlite").unlink()
+    judge_server.rules = [(lambda info: judge_server.requests > answered, "hang")]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while judge_server.requests <= answered:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    said = err.strip().splitlines()[-1]
+    assert "interrupted in repeat 2 of 2: repeat 1 finished" in said, said
+    assert f"{per_repeat} replies are cached in c.sqlite" in said and "the same --cache" in said, said
+    assert "repeat 2 bypass the cache" in said and "cache=" not in said, said

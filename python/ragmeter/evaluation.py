@@ -154,10 +154,9 @@ def evaluate(
     result, cases = _scored_cases(prepared, k)
     judge_frame = judge_summary = repeats = None
     if judge is not None:
-        from ragmeter.judge import run_sync
-
+        judge = _with_tally(judge)
         records = _with_extra_fields(_judge_records(prepared.joined), judge, golden_in, run_in)
-        jr = run_sync(records, judge)
+        jr = _judged_repeat(records, judge, 1, repeat, bypassed=True)
         first, judge_summary = jr.frame(), jr.summary
         frames = [first]
         if repeat > 1:
@@ -292,6 +291,7 @@ def _evaluate_collected(golden: Any, run: Any, golden_in: Any, collected: List[A
     runs: List[Dict[str, Any]] = []
     summaries: List[Dict[str, Any]] = []
     if judge is not None:
+        judge = _with_tally(judge)
         records = [_with_extra_fields(_judge_records(p.joined), judge, golden_in, rr.records)
                    for p, rr in zip(prepared, collected)]
         frames, summaries = _judge_each_repeat(records, judge)
@@ -325,15 +325,13 @@ def _judge_each_repeat(records: List[List[Dict[str, Any]]], judge: Any) -> Any:
     judge); one ``budget`` covers all repeats together."""
     from dataclasses import replace
 
-    from ragmeter.judge import run_sync
-
     frames, summaries = [], []
     spent = 0.0
-    for recs in records:
+    for r, recs in enumerate(records, start=1):
         cfg = judge
         if getattr(judge, "budget", None) is not None:
             cfg = replace(judge, budget=max(0.0, judge.budget - spent))
-        jr = run_sync(recs, cfg)
+        jr = _judged_repeat(recs, cfg, r, len(records), bypassed=False)
         frames.append(jr.frame())
         summaries.append(jr.summary)
         spent += jr.summary.get("judge_cost_usd") or 0.0
@@ -734,7 +732,6 @@ def _repeat_judge(records: List[Dict[str, Any]], judge: Any, repeat: int, first_
     """Judge repeats 2..``repeat`` without the cache; append their frames; return the ``repeats`` section."""
     from dataclasses import replace
 
-    from ragmeter.judge import run_sync
     from ragmeter.repeats import repeat_summary
 
     runs = [{"repeat": 1, **_run_info(first_summary)}]
@@ -744,7 +741,7 @@ def _repeat_judge(records: List[Dict[str, Any]], judge: Any, repeat: int, first_
         options: Dict[str, Any] = {"cache": None}  # bypass: neither read nor written
         if getattr(judge, "budget", None) is not None:
             options["budget"] = max(0.0, judge.budget - spent)  # one budget for all repeats
-        jr = run_sync(records, replace(judge, **options))
+        jr = _judged_repeat(records, replace(judge, **options), r, repeat, bypassed=True)
         frames.append(jr.frame())
         summaries.append(jr.summary)
         spent += jr.summary.get("judge_cost_usd") or 0.0
@@ -760,6 +757,57 @@ def _repeat_judge(records: List[Dict[str, Any]], judge: Any, repeat: int, first_
     for run_entry, s in zip(runs, summaries):
         run_entry["incomplete"] = s.get("incomplete")
     return section
+
+
+def _with_tally(judge: Any) -> Any:
+    """``judge`` counting into one :class:`ragmeter.judge.Tally` over all its repeats (the command line's own, else
+    a new one), so that an interrupt can say what every repeat did."""
+    from dataclasses import replace
+
+    from ragmeter.judge import Tally
+
+    return judge if judge.tally is not None else replace(judge, tally=Tally())
+
+
+def _judged_repeat(records: List[Dict[str, Any]], cfg: Any, r: int, n: int, *, bypassed: bool) -> Any:
+    """Judge repeat ``r`` of ``n``. Interrupted (Ctrl-C), the
+    KeyboardInterrupt says what every repeat did and what the cache kept: the judge's own message counted the
+    interrupted repeat alone, and in repeat 2 said 'no cache was used (--no-cache): a rerun sends every call
+    again', while repeat 1's replies were in the cache. ``bypassed``: repeats 2..n skip the cache (``repeat=N``),
+    else every repeat goes through it (collected repeats)."""
+    from ragmeter.judge import run_sync
+
+    tally = cfg.tally
+    rows_done, rows_total = tally.rows_done, tally.rows_total
+    try:
+        jr = run_sync(records, cfg)
+    except KeyboardInterrupt:
+        if n == 1:
+            raise  # one run: the judge's message says it all
+        done, of = tally.rows_done - rows_done, tally.rows_total - rows_total
+        raise KeyboardInterrupt(_interrupted_repeats(r, n, done, of, tally, bypassed)) from None
+    return jr
+
+
+def _repeats(first: int, last: int) -> str:
+    return f"repeat {first}" if first == last else f"repeats {first} to {last}"
+
+
+def _interrupted_repeats(r: int, n: int, done: int, of: int, tally: Any, bypassed: bool) -> str:
+    """One line for an evaluation stopped in repeat ``r`` of ``n``: the repeats finished, how far repeat ``r``
+    got, and what a rerun pays again."""
+    from ragmeter._front import no_cache, option
+
+    before = f"{_repeats(1, r - 1)} finished, " if r > 1 else ""
+    after = f"; {_repeats(r + 1, n)} did not start" if r < n else ""
+    said = f"interrupted in repeat {r} of {n}: {before}repeat {r} stopped after {done} of {of} judge rows{after}"
+    if not tally.cache_path:
+        return f"{said}; no cache was used ({no_cache()}): a rerun judges every repeat again" + "".join(tally.notes)
+    kept = (f"{tally.cached} replies are cached in {tally.cache_path} ({tally.replayed} answered from it): a rerun "
+            f"with the same {option('cache')} answers them without paying")
+    if bypassed and n > 1:  # repeats 2..n neither read nor write the cache
+        kept += f"; {_repeats(2, n)} bypass the cache, so a rerun judges them again"
+    return f"{said}; {kept}" + "".join(tally.notes)
 
 
 def _as_json_list(value: Any) -> Any:

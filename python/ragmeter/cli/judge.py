@@ -555,8 +555,10 @@ def judged(call: Any, cfg: Any) -> Any:
     """``call()``, turning Ctrl-C / SIGTERM into :class:`Interrupted` with what the run finished."""
     try:
         return call()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         tally = getattr(cfg, "tally", None)
+        if str(exc):  # said by the call (the judge's tally, or ragmeter.evaluate over all its repeats)
+            raise Interrupted(str(exc)) from None
         raise Interrupted(tally.message() if tally is not None and tally.rows_total else "") from None
 
 
