@@ -223,3 +223,32 @@ def test_eval_interrupted_in_repeat_two_says_it_with_the_flags(tmp_path, judge_s
     assert "interrupted in repeat 2 of 2: repeat 1 finished" in said, said
     assert f"{per_repeat} replies are cached in c.sqlite" in said and "the same --cache" in said, said
     assert "repeat 2 bypass the cache" in said and "cache=" not in said, said
+
+
+# -- 4. assert_scores takes a ScoreResult ----------------------------------------------------------------------------
+def test_assert_scores_takes_a_score_result_for_retrieval_rules():
+    from ragmeter.testing import assert_scores
+
+    scored = ragmeter.score(EX / "golden.jsonl", EX / "run.jsonl")
+    hit = scored.summary["overall"]["hit_rate"]["value"]
+    assert_scores(scored, {"hit": f">={hit - 0.01}", "mrr": ">0.1"})
+    with pytest.raises(AssertionError, match="hit"):
+        assert_scores(scored, {"hit": f">={hit + 0.01}"})
+
+
+def test_assert_no_regression_compares_the_retrieval_of_two_score_results():
+    from ragmeter.testing import assert_no_regression
+
+    base = ragmeter.score(EX / "golden.jsonl", EX / "run.jsonl", k=5)
+    assert assert_no_regression(base, base, "hit>=-2pp").passed
+    with pytest.raises(AssertionError, match="hit>=-2pp"):  # k=3 finds fewer: hit drops 4.4 points
+        assert_no_regression(ragmeter.score(EX / "golden.jsonl", EX / "run.jsonl", k=3), base, "hit>=-2pp",
+                             force=True)
+
+
+def test_assert_scores_on_a_score_result_refuses_a_judged_metric_clearly():
+    from ragmeter.testing import assert_scores
+
+    scored = ragmeter.score(EX / "golden.jsonl", EX / "run.jsonl")
+    message = _message(lambda: assert_scores(scored, {"hit": ">=0.5", "faithfulness": ">=0.8"}))
+    assert "faithfulness" in message and "ragmeter.score" in message and "evaluate" in message, message

@@ -97,12 +97,25 @@ def _check_folder(name: str, value: Any, expected: str) -> None:
 
 
 def _as_result(value: Any, name: str) -> "EvalResult":
-    """``value`` as an :class:`EvalResult`: itself, or the results folder it names, read with
-    :meth:`EvalResult.load`; anything else is an :class:`InputError` naming ``name``."""
+    """``value`` as an :class:`EvalResult`: itself, the retrieval of a :class:`ragmeter.retrieval.ScoreResult`
+    (what :func:`ragmeter.score` returns: a user checking retrieval only has that), or the results folder it
+    names, read with :meth:`EvalResult.load`; anything else is an :class:`InputError` naming ``name``."""
+    from ragmeter.retrieval import ScoreResult
+
     if isinstance(value, EvalResult):
         return value
-    _check_folder(name, value, "an EvalResult or a results folder (a path)")
+    if isinstance(value, ScoreResult):
+        return _retrieval_result(value)
+    _check_folder(name, value, "an EvalResult, a ScoreResult or a results folder (a path)")
     return EvalResult.load(value)
+
+
+def _retrieval_result(scored: Any) -> "EvalResult":
+    """A :class:`ragmeter.retrieval.ScoreResult` as the :class:`EvalResult` of an evaluation without a judge or
+    answers: its cases and chunks, its summary under ``"retrieval"`` (as :meth:`EvalResult.load` reads the folder
+    ``ragmeter score --out`` writes)."""
+    summary = _evaluate_layout(dict(scored.summary))
+    return EvalResult(cases=scored.cases, chunks=scored.chunks, judge=None, summary=summary)
 
 
 #: the members of a ``ragmeter score`` summary that stay at the top level in :func:`ragmeter.evaluate`'s layout

@@ -12,8 +12,8 @@
 Both raise :class:`AssertionError` whose message shows the table (every metric asked about, its value, how many
 cases it covers, the rule and whether it held). A metric no case was scored on fails, never passes: an
 unmeasured number is not a pass. Nor is a stand-in: a rule on ``correct`` fails when the answers were not
-judged. ``result`` / ``candidate`` / ``baseline`` are :class:`ragmeter.api.EvalResult` objects or results
-folders (``ragmeter eval --out DIR``).
+judged. ``result`` / ``candidate`` / ``baseline`` are :class:`ragmeter.api.EvalResult` objects, results
+folders (``ragmeter eval --out DIR``) or, for rules on retrieval metrics, what :func:`ragmeter.score` returns.
 """
 from __future__ import annotations
 
@@ -33,6 +33,29 @@ def _result(value: Any, name: str = "result") -> Any:
     from ragmeter.api import _as_result
 
     return _as_result(value, name)
+
+
+def _check_measured_by_score(result: Any, names: Sequence[str]) -> None:
+    """An :class:`InputError` for a rule on a metric a :class:`ragmeter.retrieval.ScoreResult` cannot hold: it
+    measures retrieval only, and a judged metric would otherwise fail as 'no case scored', reading as a broken run
+    rather than the wrong call."""
+    from ragmeter.report.data import METRICS
+    from ragmeter.retrieval import ScoreResult
+
+    if not isinstance(result, ScoreResult):
+        return
+    unmeasured = [n for n in names if n in METRICS and METRICS[n].column not in result.cases.columns]
+    if unmeasured:
+        raise InputError(f"assert_scores: {', '.join(unmeasured)}: measured on the answers, and the result of "
+                         f"ragmeter.score holds retrieval only ({', '.join(_retrieval_metrics(result))}); assert "
+                         f"{'them' if len(unmeasured) > 1 else 'it'} on the result of ragmeter.evaluate(golden, run, "
+                         f"judge=...)")
+
+
+def _retrieval_metrics(result: Any) -> List[str]:
+    from ragmeter.report.data import METRICS
+
+    return [n for n, m in METRICS.items() if m.column in result.cases.columns]
 
 
 def _parse(metric: str, rule: Union[str, float, int]) -> Tuple[str, float, str]:
@@ -97,6 +120,8 @@ def score_table(result: Any, metrics: Optional[Sequence[str]] = None) -> List[Tu
     ``all_files_hit``, those expecting two or more files), as summary.json does."""
     from ragmeter.report.data import METRICS, _covered, metric_frame, register_custom_metrics
 
+    if metrics is not None:
+        _check_measured_by_score(result, list(metrics))
     res = _result(result)
     register_custom_metrics(res.cases, res.summary)
     frame = metric_frame(res.cases)
@@ -140,6 +165,7 @@ def assert_scores(result: Any, rules: Mapping[str, Union[str, float, int]]) -> N
                          f"{{'hit': '>=0.8'}}; got {rules!r}")
     from ragmeter.report.data import register_custom_metrics
 
+    _check_measured_by_score(result, list(rules))
     res = _result(result)
     register_custom_metrics(res.cases, res.summary)  # a custom rubric's scale, for the rules' checks
     parsed = {name: _parse(name, rule) for name, rule in rules.items()}
