@@ -252,3 +252,11 @@ def test_assert_scores_on_a_score_result_refuses_a_judged_metric_clearly():
     scored = ragmeter.score(EX / "golden.jsonl", EX / "run.jsonl")
     message = _message(lambda: assert_scores(scored, {"hit": ">=0.5", "faithfulness": ">=0.8"}))
     assert "faithfulness" in message and "ragmeter.score" in message and "evaluate" in message, message
+
+
+# -- 5. ids of in-memory inputs that do not match --------------------------------------------------------------------
+@pytest.mark.parametrize("call", [ragmeter.score, ragmeter.evaluate])
+def test_run_ids_not_in_an_in_memory_golden_set_are_worded_once(call):
+    run = [{"id": f"x{i}", "answer": "a", "retrieved": [{"file": "a.md", "text": "t"}]} for i in range(3)]
+    message = _message(lambda: call(GOLDEN, run))
+    assert "golden set golden" not in message and "'x0'" in message and "4 cases" in message, message

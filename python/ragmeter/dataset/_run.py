@@ -759,7 +759,9 @@ def _not_in_golden(extra: pl.DataFrame, run_source: str, golden_source: str, n_g
     shown = ", ".join(f"{i!r}" + (f" (line {n})" if n is not None else "")
                       for i, n in zip(ids[:_GROUP_SHOWN], lines[:_GROUP_SHOWN]))
     more = f" and {len(ids) - _GROUP_SHOWN} more" if len(ids) > _GROUP_SHOWN else ""
-    return (f"{run_source}: {len(ids)} ids are not in the golden set {golden_source} ({n_golden} cases): "
+    # an in-memory golden set is named by its argument, "golden": "the golden set golden" said it twice
+    named = "" if golden_source == "golden" else f" {golden_source}"
+    return (f"{run_source}: {len(ids)} ids are not in the golden set{named} ({n_golden} cases): "
             f"{shown}{more}; is the run for another golden set?")
 
 
