@@ -135,7 +135,7 @@ def test_a_doubled_attempt_that_would_pass_the_budget_is_not_sent(server, tmp_pa
     assert server.requests == 1
     row = res.rows[0]
     assert (row["status"], row["error_kind"]) == ("skipped", "budget")
-    assert "max_tokens=200" in row["error"] and "--budget" in row["error"]
+    assert "max_tokens=200" in row["error"] and "budget=" in row["error"]  # a Python run: its argument
     assert row["cost_usd"] == pytest.approx(0.07)  # what the cut reply cost is still counted
     assert res.summary["budget_reached"] and res.summary["judge_cost_usd"] == pytest.approx(0.07)
     assert res.summary["incomplete"]["skipped_budget"] == 1
