@@ -260,3 +260,74 @@ def test_run_ids_not_in_an_in_memory_golden_set_are_worded_once(call):
     run = [{"id": f"x{i}", "answer": "a", "retrieved": [{"file": "a.md", "text": "t"}]} for i in range(3)]
     message = _message(lambda: call(GOLDEN, run))
     assert "golden set golden" not in message and "'x0'" in message and "4 cases" in message, message
+
+
+# -- 6. a platform's wrong inputs: one message naming the argument, never a traceback from deep inside ----------------
+@pytest.mark.parametrize("option, argument", [
+    ({"base_url": None}, "base_url"),          # was a TypeError from urllib ('a bytes-like object is required')
+    ({"base_url": ""}, "base_url"),            # was taken: every call failed later
+    ({"model": None}, "model"),                # was taken: requests for model None
+    ({"metrics": None}, "metrics"),            # was a TypeError ('NoneType' object is not iterable)
+    ({"budget": "5"}, "budget"),               # was a TypeError from '>='
+    ({"context_size": "8k"}, "context_size"),  # was a ValueError from int()
+    ({"json_mode": "nah"}, "json_mode"),       # was a ValueError once the run began
+    ({"retry": {"max_attempts": 3}}, "retry"),  # was an AttributeError once the run began
+])
+def test_judge_config_refuses_a_wrong_value_naming_it(option, argument):
+    from ragmeter.judge import JudgeConfig
+
+    config = {"base_url": CLOSED, "model": "m", **option}
+    message = _message(lambda: JudgeConfig(**config))
+    assert message.startswith(argument), message
+
+
+def test_judge_config_takes_metric_names_separated_by_commas_as_evaluate_does():
+    from ragmeter.judge import JudgeConfig
+
+    # was "metrics: unknown metric 'f'": the string was read letter by letter
+    assert JudgeConfig(base_url=CLOSED, model="m", metrics="faithfulness").metrics == ("faithfulness",)
+    assert JudgeConfig(base_url=CLOSED, model="m", metrics="faithfulness, correctness").metrics == (
+        "faithfulness", "correctness")
+
+
+@pytest.mark.parametrize("cases, config, argument", [
+    (None, "ok", "cases"),                                        # was a TypeError
+    ([{"id": "a", "question": "q", "answer": "a"}], {"model": "m"}, "config"),  # was an AttributeError (tally)
+])
+def test_run_sync_names_a_wrong_argument(cases, config, argument):
+    from ragmeter.judge import JudgeConfig, run_sync
+
+    config = JudgeConfig(base_url=CLOSED, model="m", cache=None) if config == "ok" else config
+    assert _message(lambda: run_sync(cases, config)).startswith(argument)
+
+
+def test_collect_of_an_empty_golden_set_is_refused_before_any_call():
+    calls = []
+    message = _message(lambda: ragmeter.collect([], target=lambda case: calls.append(case) or {}))
+    assert message.startswith("golden") and calls == [], message  # was an IndexError from inside the runner
+
+
+def test_collect_names_a_target_of_the_wrong_shape_as_the_argument():
+    message = _message(lambda: ragmeter.collect(GOLDEN, target=lambda case, extra: {}))
+    _speaks_python(message, "target=")
+    _speaks_python(_message(lambda: ragmeter.collect(GOLDEN, target="no_such_module_s33:ask")), "target=")
+
+
+def test_score_table_takes_one_metric_name_as_a_string():
+    from ragmeter.testing import score_table
+
+    scored = ragmeter.score(EX / "golden.jsonl", EX / "run.jsonl")
+    # was "unknown metric 'h'": the string was read letter by letter
+    assert [row[0] for row in score_table(scored, "hit")] == ["hit"]
+    assert [row[0] for row in score_table(scored, "hit,mrr")] == ["hit", "mrr"]
+
+
+@pytest.mark.parametrize("url", ["api.openai.com/v1", "localhost:8000/v1", "ftp://example.com/v1"])
+def test_judge_config_refuses_a_base_url_that_is_not_http_as_eval_does(url):
+    from ragmeter.judge import JudgeConfig
+
+    # was taken: every call failed later ('cannot connect'), while `--base-url api.openai.com/v1` was refused
+    for name in ("base_url", "embeddings_base_url"):
+        options = {"base_url": CLOSED, "model": "m", name: url}
+        message = _message(lambda: JudgeConfig(**options))
+        assert message.startswith(f"{name}: expected an http:// or https:// URL"), message

@@ -457,14 +457,9 @@ def _with_metrics(judge: Any, metrics: Optional[Sequence[Any]]) -> Any:
         raise InputError("metrics= are judge metrics: pass judge=ragmeter.judge.JudgeConfig(base_url=..., model=...)")
     from dataclasses import replace
 
-    if isinstance(metrics, str):  # one name, or names separated by commas as --metrics takes them (not letters)
-        metrics = [name.strip() for name in metrics.split(",") if name.strip()]
-    if isinstance(metrics, bytes) or not hasattr(metrics, "__iter__"):
-        from ragmeter._args import _shown
-        from ragmeter.errors import InputError
+    from ragmeter.judge.runner import metric_list
 
-        raise InputError(f"metrics must be a list of metric names or custom metric objects, got {_shown(metrics)}")
-    return replace(judge, metrics=tuple(metrics))
+    return replace(judge, metrics=metric_list(metrics))  # a string: names separated by commas
 
 
 def run_eval(

@@ -120,6 +120,8 @@ def score_table(result: Any, metrics: Optional[Sequence[str]] = None) -> List[Tu
     ``all_files_hit``, those expecting two or more files), as summary.json does."""
     from ragmeter.report.data import METRICS, _covered, metric_frame, register_custom_metrics
 
+    if isinstance(metrics, str):  # one name, or names separated by commas (read letter by letter: 'h', 'i', 't')
+        metrics = [name.strip() for name in metrics.split(",") if name.strip()]
     if metrics is not None:
         _check_measured_by_score(result, list(metrics))
     res = _result(result)

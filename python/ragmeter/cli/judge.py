@@ -344,26 +344,9 @@ def _every_run_case_failed(records: List[Dict[str, Any]], failed_in_run: List[Tu
 
 
 def _check_http_url(flag: str, url: Optional[str]) -> None:
-    """An :class:`InputError` unless ``url`` is an http(s) URL with a host; the value is shown without its query
-    string or ``user:password@`` (either may hold a key)."""
-    from urllib.parse import urlsplit
+    from ragmeter.judge.urls import check_http_url
 
-    from ragmeter.errors import InputError
-    from ragmeter.judge.urls import scrub_urls
-
-    if url is None:
-        return
-    try:
-        parts = urlsplit(url)
-        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
-    except ValueError:
-        ok = False
-    if not ok:
-        shown = scrub_urls(url.split("?", 1)[0].split("#", 1)[0])
-        if "@" in shown:
-            shown = shown.rsplit("@", 1)[1]
-        raise InputError(f"{flag}: expected an http:// or https:// URL such as https://api.openai.com/v1 or "
-                         f"http://localhost:8000/v1, got {shown!r}")
+    check_http_url(flag, url)  # before the cache is checked; JudgeConfig checks it again for the Python front
 
 
 def build_config(args: argparse.Namespace) -> Any:

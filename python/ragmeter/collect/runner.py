@@ -715,9 +715,10 @@ def _golden_cases(golden: Any) -> Tuple[List[Dict[str, Any]], frozenset]:
     """The cases as the target gets them, and the ids of those without expected files or evidence."""
     import polars as pl
 
+    from ragmeter.api import case_source
     from ragmeter.dataset import load_golden
 
-    frame = load_golden(golden)
+    frame = load_golden(case_source(golden, "golden"))  # none at all: refused here, was an IndexError in the run
     cases = [{"id": r["id"], "question": r["question"], "category": r["category"]}
              for r in frame.select("id", "question", "category").iter_rows(named=True)]
     return cases, frozenset(frame.filter(~pl.col("labeled"))["id"].to_list())

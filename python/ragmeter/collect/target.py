@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 from urllib.parse import urlsplit
 
+from ragmeter._front import option
 from ragmeter.errors import InputError
 from ragmeter.judge.urls import public_endpoint, public_query
 
@@ -275,9 +276,9 @@ def _import_callable(spec: str) -> CallableTarget:
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise InputError(f"--target {spec}: cannot import {module_name} ({exc})") from None
+        raise InputError(f"{option('target', spec)}: cannot import {module_name} ({exc})") from None
     except (Exception, SystemExit) as exc:  # the module's own error while it ran: was a traceback, exit 1
-        raise InputError(f"--target {spec}: cannot import {module_name} ({_raised_at(exc)})") from None
+        raise InputError(f"{option('target', spec)}: cannot import {module_name} ({_raised_at(exc)})") from None
     for part in attr.split("."):
         owner, obj = obj, getattr(obj, part, None)
         if obj is None:
@@ -285,9 +286,9 @@ def _import_callable(spec: str) -> CallableTarget:
 
             close = difflib.get_close_matches(part, [n for n in dir(owner) if not n.startswith("__")], n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            raise InputError(f"--target {spec}: {module_name} has no {attr}{hint}")
+            raise InputError(f"{option('target', spec)}: {module_name} has no {attr}{hint}")
     if not callable(obj):
-        raise InputError(f"--target {spec}: {attr} is not callable")
+        raise InputError(f"{option('target', spec)}: {attr} is not callable")
     return _callable_target(obj, spec)
 
 
@@ -303,7 +304,7 @@ def _callable_target(fn: Any, name: str) -> CallableTarget:
     try:
         signature.bind({})
     except TypeError:
-        raise InputError(f"--target {name}: takes {signature}, but collect calls it with one argument, the case "
+        raise InputError(f"{option('target', name)}: takes {signature}, but collect calls it with one argument, the case "
                          f"(a dict of id, question, category and repeat)") from None
     return CallableTarget(fn, name)
 

@@ -42,7 +42,7 @@ from . import prompts as P
 from .retry import RetryPolicy
 from .custom import MetricError
 from .stop import Halt, JudgeStopped, RunStop
-from .urls import public_endpoint, split_credentials
+from .urls import check_http_url, public_endpoint, split_credentials
 
 log = logging.getLogger("ragmeter.judge")
 
@@ -137,6 +137,7 @@ class JudgeConfig:
     def __post_init__(self) -> None:
         from ragmeter.errors import InputError
 
+        self._check_kinds()
         # credentials in the URL are the key: out of the URL (and of every summary, setting and message)
         self.base_url, url_key = split_credentials(self.base_url)
         if self.embeddings_base_url:
@@ -148,6 +149,7 @@ class JudgeConfig:
 
         from .custom import resolve
 
+        self.metrics = metric_list(self.metrics)
         given = {m.name: m for m in self.metrics if not isinstance(m, str) and isinstance(getattr(m, "name", None), str)}
         self.metrics = resolve(self.metrics)
         self._objects = {**self._objects, **given}
@@ -186,6 +188,34 @@ class JudgeConfig:
             raise InputError(f"{arg('context_size')}: must be at least 1")
         if self.rate_control not in ("adaptive", "fixed"):
             raise InputError("rate_control: choose adaptive or fixed")
+
+    def _check_kinds(self) -> None:
+        """Options of the wrong kind, named before they fail deep inside: base_url=None was a TypeError from urllib,
+        model=None and base_url="" were taken (every call failed), budget="5" was a TypeError from '>=',
+        context_size="8k" a ValueError from int(), json_mode="nah" a ValueError and retry={...} an
+        AttributeError once the run began."""
+        from numbers import Real
+
+        from ragmeter._args import _shown, check_arg
+        from ragmeter.errors import InputError
+
+        what = {"base_url": "the endpoint, e.g. 'https://api.openai.com/v1'", "model": "the judge model's name"}
+        for name, meaning in what.items():
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(f"{arg(name)} must be a non-empty string ({meaning}), got {_shown(value)}")
+        for name in ("embeddings_model", "embeddings_base_url"):
+            check_arg(arg(name), getattr(self, name), "text", optional=True)
+        for name in ("base_url", "embeddings_base_url"):  # "api.openai.com/v1" was taken: every call failed later
+            check_http_url(arg(name), getattr(self, name))
+        if self.budget is not None and (isinstance(self.budget, bool) or not isinstance(self.budget, Real)):
+            check_arg(arg("budget"), self.budget, "number", optional=True)  # a number's range: said below
+        check_arg(arg("context_size"), self.context_size, "int", optional=True)
+        check_arg(arg("temperature"), self.temperature, "number")
+        if self.json_mode not in ("auto", "on", "off"):
+            raise InputError(f"{arg('json_mode')}: choose auto, on or off, not {self.json_mode!r}")
+        if not isinstance(self.retry, RetryPolicy):
+            raise InputError(f"{arg('retry')} must be a ragmeter.judge.RetryPolicy, got {_shown(self.retry)}")
 
     def price_table(self) -> PriceTable:
         if isinstance(self.prices, PriceTable):
@@ -285,6 +315,12 @@ class JudgeResult:
 
 
 def _cases(records: Iterable[Union[Mapping[str, Any], Case]], cfg: JudgeConfig) -> List[Case]:
+    if isinstance(records, (str, bytes, Mapping)) or not hasattr(records, "__iter__"):  # None was a TypeError
+        from ragmeter._args import _shown
+        from ragmeter.errors import InputError
+
+        raise InputError(f"cases must be a list of records (dicts with id, question, answer, ...) or Case objects, "
+                         f"got {_shown(records)}")
     out = []
     seen: Dict[str, int] = {}
     for i, rec in enumerate(records, start=1):
@@ -594,7 +630,28 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
     }
 
 
+def metric_list(metrics: Any) -> Sequence[Any]:
+    """``metrics`` as a sequence of names and metric objects: a string is one name, or names separated by commas
+    as ``--metrics`` takes them (read letter by letter it was "unknown metric 'f'"); anything not a collection
+    is an InputError naming ``metrics``."""
+    if isinstance(metrics, str):
+        return tuple(name.strip() for name in metrics.split(",") if name.strip())
+    if isinstance(metrics, (bytes, Mapping)) or not hasattr(metrics, "__iter__"):
+        from ragmeter._args import _shown
+        from ragmeter.errors import InputError
+
+        raise InputError(f"{arg('metrics')} must be a list of metric names or custom metric objects, got "
+                         f"{_shown(metrics)}")
+    return tuple(metrics)
+
+
 def _make_config(config: Optional[JudgeConfig], options: Dict[str, Any]) -> JudgeConfig:
+    if config is not None and not isinstance(config, JudgeConfig):  # a dict was an AttributeError (tally)
+        from ragmeter._args import _shown
+        from ragmeter.errors import InputError
+
+        raise InputError(f"config must be a ragmeter.judge.JudgeConfig or None, got {_shown(config)}: e.g. "
+                         f"JudgeConfig(base_url='https://api.openai.com/v1', model='gpt-4o-mini')")
     if config is None:
         return JudgeConfig(**options)
     return replace(config, **options) if options else config

@@ -78,6 +78,26 @@ def split_credentials(url: str) -> Tuple[str, Optional[str]]:
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), password or None
 
 
+def check_http_url(name: str, url: Optional[str]) -> None:
+    """An :class:`InputError` naming ``name`` unless ``url`` is an http(s) URL with a host; the value is shown
+    without its query string or ``user:password@`` (either may hold a key)."""
+    from ragmeter.errors import InputError
+
+    if url is None:
+        return
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        shown = scrub_urls(url.split("?", 1)[0].split("#", 1)[0])
+        if "@" in shown:
+            shown = shown.rsplit("@", 1)[1]
+        raise InputError(f"{name}: expected an http:// or https:// URL such as https://api.openai.com/v1 or "
+                         f"http://localhost:8000/v1, got {shown!r}")
+
+
 def scrub_urls(text: str) -> str:
     """``text`` with the ``user:password@`` part of every URL in it removed."""
     return _USERINFO.sub(r"\1", text)
