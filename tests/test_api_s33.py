@@ -331,3 +331,16 @@ def test_judge_config_refuses_a_base_url_that_is_not_http_as_eval_does(url):
         options = {"base_url": CLOSED, "model": "m", name: url}
         message = _message(lambda: JudgeConfig(**options))
         assert message.startswith(f"{name}: expected an http:// or https:// URL"), message
+
+
+@pytest.mark.parametrize("options, argument", [
+    ({"by": "category"}, "by='category'"),
+    ({"by": "nope"}, "by='nope'"),
+    ({"target": 2}, "target=2"),
+    ({"hard": ["nope"]}, "hard"),
+    ({"hard": [" "]}, "hard"),
+    ({"targets": "category=term"}, "targets"),
+])
+def test_audit_names_its_own_arguments(options, argument):
+    golden = [{**case, "category": "term" if i % 2 else "multi"} for i, case in enumerate(GOLDEN)]
+    _speaks_python(_message(lambda: ragmeter.audit(golden, **options)), argument)

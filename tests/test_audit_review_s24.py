@@ -441,7 +441,7 @@ def test_a_by_field_left_empty_as_nan_is_no_value_not_a_value_named_nan() -> Non
 def test_hard_naming_no_category_of_the_set_is_refused_as_a_typo() -> None:
     import ragmeter
 
-    with pytest.raises(InputError, match=r"--hard: no category of the golden set is named 'mutli' \(it has multi, term\)"):
+    with pytest.raises(InputError, match=r"^hard: no category of the golden set is named 'mutli' \(it has multi, term\)"):
         ragmeter.audit(_golden(), hard=["mutli"])
     a = ragmeter.audit(_golden(), hard=["multi", "boundary"])  # one of them is enough: the other has no case yet
     assert a.hard["n"] == 4 and a.hard["categories"] == ["multi"]
@@ -568,7 +568,7 @@ def test_names_that_look_like_rich_markup_are_shown_as_written_on_a_terminal() -
 def test_a_target_below_the_sets_size_is_refused_not_planned(tmp_path: Path) -> None:
     import ragmeter
 
-    with pytest.raises(InputError, match=r"--target 6: the golden set already has 10 cases"):
+    with pytest.raises(InputError, match=r"^target=6: the golden set already has 10 cases"):
         ragmeter.audit(_golden(), target=6)
     d = ragmeter.audit(_golden(), target=10).to_dict()  # its own size, in even shares: one more multi case
     assert d["gap"]["category"] == {"multi": 1, "term": 0} and d["target"]["n"] == 10
@@ -614,7 +614,7 @@ def test_compare_says_how_many_cases_each_judge_gave_a_verdict_on(tmp_path: Path
 def test_by_a_field_that_cannot_be_a_second_dimension_is_refused(field: str) -> None:
     import ragmeter
 
-    with pytest.raises(InputError, match=f"--by {field}: "):
+    with pytest.raises(InputError, match=f"^by='{field}': "):
         ragmeter.audit(_golden(), by=field)
 
 

@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import polars as pl
 
 from ragmeter.audit import targets as _targets
+from ragmeter._front import arg, option
 from ragmeter.errors import InputError
 
 __all__ = ["audit", "Audit", "AuditWarning", "audit_warnings_count", "audit_pointer", "golden_panel", "DEFAULT_HARD", "NO_ANSWER", "DEFAULT_RATE"]
@@ -136,7 +137,7 @@ def audit(
     hard = check_arg("hard", hard, "texts", optional=True)
     by = check_arg("by", by, "text")
     if by in ("category", "id", "question"):  # the first dimension itself, or one value per case: no cross table
-        raise InputError(f"--by {by}: the second dimension must be another field than the category and one that "
+        raise InputError(f"{_by(by)}: the second dimension must be another field than the category and one that "
                          "cases share (source, platform, ...)")
     label = str(golden) if isinstance(golden, (str, Path)) else "golden"
     with reusing_golden_loads():  # the fields the frame does not keep come from the same parse
@@ -149,7 +150,7 @@ def audit(
 
     n = frame.height
     if target is not None and target < n:  # a size to grow to: a smaller one plans nothing and reads as a gap
-        raise InputError(f"--target {target}: the golden set already has {n} cases (the target is the size to grow "
+        raise InputError(f"{option('target', target)}: the golden set already has {n} cases (the target is the size to grow "
                          "it to)")
     cat_counts = _counts(frame["category"])
     src_counts = _counts(frame["_by"])
@@ -258,6 +259,11 @@ def _extra_fields(golden: Any, frame: pl.DataFrame, names: List[str]) -> Dict[st
     return golden_fields(golden, frame, names)
 
 
+def _by(by: str) -> str:
+    """The ``by`` option with its value: ``by='source'`` in Python, ``--by source`` on the command line."""
+    return option("by", repr(by), flag=f"--by {by}")
+
+
 def _second_dimension(frame: pl.DataFrame, extra: Dict[str, List[Any]], by: str, label: str) -> List[str]:
     if by in frame.columns and frame.schema[by] == pl.String:  # one expression instead of a loop over the cases
         from ragmeter.dataset import _PY_WHITESPACE
@@ -266,7 +272,7 @@ def _second_dimension(frame: pl.DataFrame, extra: Dict[str, List[Any]], by: str,
         out = frame.select(pl.when(column.is_null() | (column.str.strip_chars(_PY_WHITESPACE) == "")).then(pl.lit(MISSING))
                            .otherwise(column).alias(by))[by]
         if by != "source" and (out == MISSING).all():
-            raise InputError(f"{label}: --by {by}: no case has a {by!r} field")
+            raise InputError(f"{label}: {_by(by)}: no case has a {by!r} field")
         return out.to_list()
     if by in frame.columns:
         values = frame[by].to_list()
@@ -279,7 +285,7 @@ def _second_dimension(frame: pl.DataFrame, extra: Dict[str, List[Any]], by: str,
         blank = value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
         out.append(MISSING if blank else str(value))  # NaN: a cell a pandas export left empty
     if by != "source" and all(v == MISSING for v in out):
-        raise InputError(f"{label}: --by {by}: no case has a {by!r} field")
+        raise InputError(f"{label}: {_by(by)}: no case has a {by!r} field")
     return out
 
 
@@ -288,12 +294,12 @@ def _hard_flags(frame: pl.DataFrame, extra: Dict[str, List[Any]], hard: Optional
     if hard is not None:
         names = [h.strip() for h in hard if h.strip()]
         if not names:
-            raise InputError("--hard: name at least one category")
+            raise InputError(f"{arg('hard')}: name at least one category")
         wanted = {h.casefold() for h in names}
         flags = [c.casefold() in wanted for c in cats]
         if cats and not any(flags):  # a typo, not a plan: every case would count as easy
             seen = list(dict.fromkeys(cats))
-            raise InputError(f"--hard: no category of the golden set is named {', '.join(map(repr, names))} "
+            raise InputError(f"{arg('hard')}: no category of the golden set is named {', '.join(map(repr, names))} "
                              f"(it has {', '.join(seen[:8])}{', ...' if len(seen) > 8 else ''})")
         present = {c.casefold() for c in cats}
         return flags, {"rule": "--hard", "names": names,

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
 
+from ragmeter._front import arg
 from ragmeter.errors import InputError
 
 Counts = Dict[str, int]
@@ -40,22 +41,22 @@ def parse_targets(spec: str, dimensions: Sequence[str]) -> Spec:
         name, sep, body = part.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise InputError(f"--targets: {part.strip()!r} is not DIMENSION=VALUE:N,... (e.g. category=term:50,multi:15)")
+            raise InputError(f"{arg('targets')}: {part.strip()!r} is not DIMENSION=VALUE:N,... (e.g. category=term:50,multi:15)")
         if name in sections:
-            raise InputError(f"--targets: section {name!r} is given twice (name each of its values once, in one section)")
+            raise InputError(f"{arg('targets')}: section {name!r} is given twice (name each of its values once, in one section)")
         items: Counts = {}
         for item in filter(str.strip, body.split(",")):
             m = _ITEM.match(item)
             if m is None:
-                raise InputError(f"--targets: {item.strip()!r} in section {name!r} is not VALUE:N with N a whole number"
+                raise InputError(f"{arg('targets')}: {item.strip()!r} in section {name!r} is not VALUE:N with N a whole number"
                                  " (a name holding , ; : or = goes in a .toml or .json file)")
             if m.group(1) in items:
-                raise InputError(f"--targets: {m.group(1)!r} is given twice in section {name!r}")
+                raise InputError(f"{arg('targets')}: {m.group(1)!r} is given twice in section {name!r}")
             items[m.group(1)] = int(m.group(2))
         sections[name] = items
     if not sections:
-        raise InputError("--targets: empty spec (e.g. category=term:50,multi:15;source=a:40,b:40)")
-    return _check_sections(sections, dimensions, "--targets")
+        raise InputError(f"{arg('targets')}: empty spec (e.g. category=term:50,multi:15;source=a:40,b:40)")
+    return _check_sections(sections, dimensions, arg("targets"))
 
 
 def _read_spec_file(path: Path) -> Dict[str, object]:
@@ -117,8 +118,10 @@ def _check_sections(data: Mapping[str, object], dimensions: Sequence[str], where
     return out
 
 
-def check_known(spec: Spec, seen: Dict[str, Counts], where: str = "--targets") -> None:
-    """A section naming none of the values seen is a typo, not a plan: refuse it."""
+def check_known(spec: Spec, seen: Dict[str, Counts], where: Optional[str] = None) -> None:
+    """A section naming none of the values seen is a typo, not a plan: refuse it. ``where`` names the spec
+    (default: the ``targets`` option as the front spells it)."""
+    where = where or arg("targets")
     for name, section in spec.items():
         known = seen.get(name, {})
         if known and not any(key in known for key in section):
