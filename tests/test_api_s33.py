@@ -344,3 +344,35 @@ def test_judge_config_refuses_a_base_url_that_is_not_http_as_eval_does(url):
 def test_audit_names_its_own_arguments(options, argument):
     golden = [{**case, "category": "term" if i % 2 else "multi"} for i, case in enumerate(GOLDEN)]
     _speaks_python(_message(lambda: ragmeter.audit(golden, **options)), argument)
+
+
+@pytest.mark.parametrize("option, argument", [
+    ({"dry_run": "no"}, "dry_run"),                # each was read as true: "no" is a non-empty string
+    ({"refresh_failed": "no"}, "refresh_failed"),
+    ({"honest_no_answer": "no"}, "honest_no_answer"),
+    ({"preflight": "no"}, "preflight"),
+    ({"progress": "no"}, "progress"),
+    ({"no_answer_categories": "noanswer"}, "no_answer_categories"),  # was matched as a substring: 'answer' too
+    ({"prices": "prices.json"}, "prices"),         # was taken, and failed once a price was looked up
+    ({"rate_period": 0}, "rate_period"),
+])
+def test_judge_config_refuses_a_flag_or_a_table_of_the_wrong_kind(option, argument):
+    from ragmeter.judge import JudgeConfig
+
+    message = _message(lambda: JudgeConfig(base_url=CLOSED, model="m", **option))
+    assert message.startswith(argument), message
+
+
+def test_compare_and_write_refuse_a_flag_that_is_not_true_or_false(tmp_path):
+    result = ragmeter.evaluate(GOLDEN, RUN)
+    # force="no" forced the comparison, reports="no" wrote the reports: a non-empty string is true
+    assert _message(lambda: result.compare(result, force="no")).startswith("force")
+    assert _message(lambda: result.write(tmp_path / "out", reports="no")).startswith("reports")
+    assert not (tmp_path / "out").exists()
+
+
+def test_collect_refuses_a_policy_that_is_not_a_retry_policy():
+    calls = []
+    message = _message(lambda: ragmeter.collect(GOLDEN, target=lambda case: calls.append(case) or {},
+                                                policy={"max_attempts": 2}))
+    assert message.startswith("policy") and calls == [], message  # was taken; its first retry failed deep inside

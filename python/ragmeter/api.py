@@ -169,6 +169,9 @@ class EvalResult:
         from ragmeter._warnings import for_disk, full_list
         from ragmeter.evaluation import REPEATS_FILE, _run_files
 
+        from ragmeter._args import check_arg
+
+        reports = check_arg("reports", reports, "bool")  # "no" wrote them: a non-empty string is true
         out = check_out_folder(out_dir)
         summary = {k: v for k, v in self.summary.items() if k != "reports"}
         summary["files"] = _run_files(self.judge is not None, self.sweep is not None, reports, self.repeats is not None)
@@ -273,6 +276,7 @@ class EvalResult:
 
         n_resamples, seed = check_resampling(n_resamples, seed)  # before the baseline is read
         gate = check_arg("gate", gate, "text", optional=True)
+        force = check_arg("force", force, "bool")  # "no" forced the comparison: a non-empty string is true
         base = _as_result(baseline, "baseline")
         b, c = base._results("baseline"), self._results("candidate")
         rules = gates.parse_rules(gate) if gate is not None else None  # after the metrics are known

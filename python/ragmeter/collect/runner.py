@@ -757,6 +757,10 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
     refresh = check_arg(arg("refresh"), refresh, "bool")
     check_arg(arg("expect_mode"), expect_mode, "text", optional=True)
     check_cache_path(cache)
+    if policy is not None and not isinstance(policy, RetryPolicy):  # a dict was taken: its first retry failed
+        from ragmeter._args import _shown
+
+        raise InputError(f"{arg('policy')} must be a ragmeter.judge.RetryPolicy or None, got {_shown(policy)}")
     resolved = resolve_target(target)
     cases, unlabelled = _golden_cases(golden)
     if out is not None:

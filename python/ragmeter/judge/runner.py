@@ -216,6 +216,32 @@ class JudgeConfig:
             raise InputError(f"{arg('json_mode')}: choose auto, on or off, not {self.json_mode!r}")
         if not isinstance(self.retry, RetryPolicy):
             raise InputError(f"{arg('retry')} must be a ragmeter.judge.RetryPolicy, got {_shown(self.retry)}")
+        # "no" is a non-empty string: read as true, dry_run="no" sent nothing and preflight="no" probed
+        for name in ("refresh_failed", "dry_run", "honest_no_answer", "progress", "preflight"):
+            setattr(self, name, check_arg(arg(name), getattr(self, name), "bool"))
+        self._check_tables()
+        from ragmeter._args import positive_number
+
+        if not positive_number(self.rate_period):
+            raise InputError(f"{arg('rate_period')}: must be a number of seconds > 0, got {self.rate_period!r}")
+
+    def _check_tables(self) -> None:
+        """``no_answer_categories`` as a set of names (a string was matched as a substring: "noanswer" held
+        "answer" too) and ``prices`` a table (a path was taken, and failed once a price was looked up)."""
+        import os
+
+        from ragmeter._args import _shown
+        from ragmeter.errors import InputError
+
+        cats = self.no_answer_categories
+        if isinstance(cats, (str, bytes, Mapping)) or not hasattr(cats, "__iter__") or \
+                not all(isinstance(c, str) for c in cats):
+            raise InputError(f"{arg('no_answer_categories')} must be a set of category names, got {_shown(cats)}")
+        self.no_answer_categories = frozenset(cats)
+        if self.prices is not None and not isinstance(self.prices, (PriceTable, Mapping)):
+            hint = " (a price file: PriceTable.from_file(path))" if isinstance(self.prices, (str, os.PathLike)) else ""
+            raise InputError(f"{arg('prices')} must be a ragmeter.judge.PriceTable, a mapping of model to [input, "
+                             f"output] USD per million tokens, or None, got {_shown(self.prices)}{hint}")
 
     def price_table(self) -> PriceTable:
         if isinstance(self.prices, PriceTable):
