@@ -184,6 +184,16 @@ def results_folder(out_dir: Any) -> Iterator[Path]:
                 out.rmdir()  # only if empty: the run wrote nothing
 
 
+def written_by() -> dict:
+    """The keys that say which ragmeter wrote a folder (eval's and score's summary.json, judge_summary.json): a
+    script tells a folder written before a key or column was added by them, and the reports refuse another
+    results_format."""
+    from ragmeter import __version__
+    from ragmeter.report.data import RESULTS_FORMAT
+
+    return {"results_format": RESULTS_FORMAT, "tool": "ragmeter", "version": __version__}
+
+
 def _is_summary(name: str) -> bool:
     """Whether ``name`` is a summary (``summary.json``, ``judge_summary.json``): moved in last, so that a reader
     that sees the new summary sees the files it describes."""

@@ -142,7 +142,7 @@ class ScoreResult:
 
     def _write_files(self, folder: Path) -> None:
         """The four files of :meth:`write`, in ``folder`` (a results folder's temporary area)."""
-        from ragmeter._io import write_frame, write_json
+        from ragmeter._io import write_frame, write_json, written_by
         from ragmeter._warnings import for_disk, full_list
 
         files = ["cases.parquet", "chunks.parquet", "warnings.json", "summary.json"]
@@ -150,21 +150,12 @@ class ScoreResult:
         self._write_chunks(folder / "chunks.parquet")
         write_json(folder / "warnings.json", full_list(self._summary))
         write_json(folder / "summary.json", self._summary_to_write({**for_disk(self._summary), "files": files,
-                                                                     **_written_by()}))
+                                                                     **written_by()}))
 
     def _write_chunks(self, path: Path) -> None:
         from ragmeter._io import write_chunk_frame
 
         write_chunk_frame(self.chunks, path)
-
-
-def _written_by() -> Dict[str, Any]:
-    """The keys of eval's summary.json that say which ragmeter wrote a folder, for score's: a script tells a
-    folder written before a key or column was added by them, and the reports refuse another results_format."""
-    from ragmeter import __version__
-    from ragmeter.report.data import RESULTS_FORMAT
-
-    return {"results_format": RESULTS_FORMAT, "tool": "ragmeter", "version": __version__}
 
 
 def source_name(source: Any, what: str) -> str:

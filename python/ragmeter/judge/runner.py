@@ -323,7 +323,7 @@ class JudgeResult:
         scripts read (and concatenate) both alike."""
         import polars as pl
 
-        from ragmeter._io import atomic_outputs, strict_json
+        from ragmeter._io import atomic_outputs, strict_json, written_by
 
         out = Path(out_dir)
         frame = self.frame().with_columns(pl.lit(1, dtype=pl.Int64).alias("repeat"))
@@ -336,7 +336,10 @@ class JudgeResult:
                 raise OSError(f"cannot write {out / 'judge.parquet'}: {exc}") from None
             # strict: a NaN or an infinity (a custom metric's score, a ratio of nothing) is null, which every
             # JSON parser reads; json.dumps would write NaN
-            (tmp / "judge_summary.json").write_text(strict_json(self.summary) + "\n", encoding="utf-8")
+            # which ragmeter wrote it, first as in eval's summary.json (whose judge section lacks them: they are
+            # at its top)
+            summary = {**written_by(), **self.summary}
+            (tmp / "judge_summary.json").write_text(strict_json(summary) + "\n", encoding="utf-8")
         return out
 
 
