@@ -581,8 +581,8 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_nothing_judged(s, len(records), len(metrics), _every_run_case_failed(records, failed_in_run))
     out = result.write(args.out)
-    if args.json:
-        print(strict_json(s))
+    if args.json:  # the file's content, as eval's --json prints its summary.json
+        print(strict_json(result.file_summary()))
         return max(incomplete_exit(s, args.max_failed, out), _warn_failed_in_run(failed_in_run))
     print(f"wrote {out / 'judge.parquet'} and {out / 'judge_summary.json'}")
     for line in judge_lines(s):

@@ -317,13 +317,21 @@ class JudgeResult:
         schema = {k: types[v] for k, v in ROW_SCHEMA.items()}
         return pl.DataFrame([{k: r.get(k) for k in ROW_SCHEMA} for r in self.rows], schema=schema, orient="row")
 
+    def file_summary(self) -> Dict[str, Any]:
+        """What ``judge_summary.json`` holds (and ``ragmeter judge --json`` prints): the summary after the keys that
+        say which ragmeter wrote it, first as in eval's summary.json. The summary itself lacks them: eval nests
+        it under ``judge``, below its own."""
+        from ragmeter._io import written_by
+
+        return {**written_by(), **self.summary}
+
     def write(self, out_dir: Union[str, Path]) -> Path:
         """``judge.parquet`` and ``judge_summary.json`` in ``out_dir``, both or neither (nothing half-written).
         ``judge.parquet`` has the columns of the one ``ragmeter eval`` writes, ``repeat`` 1 among them, so that
         scripts read (and concatenate) both alike."""
         import polars as pl
 
-        from ragmeter._io import atomic_outputs, strict_json, written_by
+        from ragmeter._io import atomic_outputs, strict_json
 
         out = Path(out_dir)
         frame = self.frame().with_columns(pl.lit(1, dtype=pl.Int64).alias("repeat"))
@@ -336,10 +344,7 @@ class JudgeResult:
                 raise OSError(f"cannot write {out / 'judge.parquet'}: {exc}") from None
             # strict: a NaN or an infinity (a custom metric's score, a ratio of nothing) is null, which every
             # JSON parser reads; json.dumps would write NaN
-            # which ragmeter wrote it, first as in eval's summary.json (whose judge section lacks them: they are
-            # at its top)
-            summary = {**written_by(), **self.summary}
-            (tmp / "judge_summary.json").write_text(strict_json(summary) + "\n", encoding="utf-8")
+            (tmp / "judge_summary.json").write_text(strict_json(self.file_summary()) + "\n", encoding="utf-8")
         return out
 
 
