@@ -126,7 +126,9 @@ def _evaluate_layout(summary: Dict[str, Any]) -> Dict[str, Any]:
     """A results folder's summary in :func:`ragmeter.evaluate`'s layout. ``ragmeter score --out`` writes the
     retrieval summary at the top level (``overall``, ``k``, ...): it moves under ``"retrieval"``, its warnings
     and file list stay where evaluate keeps them. Any other summary is returned as it is."""
-    if "retrieval" in summary or "overall" not in summary:
+    from ragmeter.report.data import written_by_score
+
+    if not written_by_score(summary):
         return summary
     out: Dict[str, Any] = {"retrieval": {k: v for k, v in summary.items() if k not in _SUMMARY_TOP_LEVEL}}
     out.update({k: summary[k] for k in _SUMMARY_TOP_LEVEL if k in summary})

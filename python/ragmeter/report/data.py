@@ -283,13 +283,31 @@ def _typed_nulls(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(casts) if casts else frame
 
 
-def check_column_types(frame: pl.DataFrame, path: Path, expected: Optional[Dict[str, str]] = None) -> None:
+def check_column_types(frame: pl.DataFrame, path: Path, expected: Optional[Dict[str, str]] = None,
+                       rerun: str = "`ragmeter eval`") -> None:
     """Raise :class:`InputError` naming the file and each column of the wrong type (register custom judge metrics
-    first: their columns are checked too). ``expected``: column -> type (default: the cases table's)."""
+    first: their columns are checked too). ``expected``: column -> type (default: the cases table's); ``rerun``:
+    the command the message advises (:func:`writing_command` of the folder's summary)."""
     problems = _type_problems(frame, expected)
     if problems:
         raise InputError(f"{path}: column{'s' if len(problems) > 1 else ''} {'; '.join(problems)} (written by "
-                         "another tool or edited? re-run `ragmeter eval`)")
+                         f"another tool or edited? re-run {rerun})")
+
+
+def written_by_score(summary: Dict[str, Any]) -> bool:
+    """Whether a results folder's summary.json is one ``ragmeter score`` wrote: the retrieval summary at the top
+    level (``overall``), where ``ragmeter eval`` nests it under ``retrieval``."""
+    return "retrieval" not in summary and "overall" in summary
+
+
+def writing_command(summary: Dict[str, Any]) -> str:
+    """The command that wrote a results folder, as messages advise re-running it: a score folder told to re-run
+    eval would be sent to a command that needs the run's answers (and a judge) it never used."""
+    if written_by_score(summary):
+        return "`ragmeter score`"
+    if "retrieval" in summary:
+        return "`ragmeter eval`"
+    return "`ragmeter eval` or `ragmeter score`, whichever wrote the folder,"  # neither layout: name both
 
 
 def _read_parquet(path: Path) -> pl.DataFrame:
@@ -511,7 +529,7 @@ def load_results(directory: Any) -> Results:
         raise InputError(
             f"{root / 'summary.json'}: results_format {fmt!r} was written by another version of ragmeter "
             f"(version {summary.get('version', summary.get('ragmeter_version', '?'))}); this version reads "
-            f"results_format {RESULTS_FORMAT}: re-run `ragmeter eval` or use the matching version"
+            f"results_format {RESULTS_FORMAT}: re-run {writing_command(summary)} or use the matching version"
         )
     cases = _read_parquet(root / "cases.parquet")
     if cases.height == 0:
@@ -527,7 +545,7 @@ def load_results(directory: Any) -> Results:
     if cases.get_column("id").n_unique() != cases.height:
         raise InputError(f"{root / 'cases.parquet'}: duplicate ids")
     register_custom_metrics(cases)
-    check_column_types(cases, root / "cases.parquet")
+    check_column_types(cases, root / "cases.parquet", rerun=writing_command(summary))
     cases = _typed_nulls(_finite(cases, root / "cases.parquet", warnings))
     _check_listed_files(root, summary)
     judge = _read_parquet(root / "judge.parquet") if _listed(root, "judge.parquet", summary) else None
