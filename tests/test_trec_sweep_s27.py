@@ -96,7 +96,7 @@ def _damaged_cache(path) -> None:
 
     cache = Cache(path)
     for i in range(40):
-        cache.put(f"k{i}", {"verdict": i, "reason": "x" * 3000}, prompt="p", model="m")
+        cache.put(f"k{i}", {"content": f"{i} " + "x" * 3000, "finish_reason": "stop"}, prompt="p", model="m")
     cache.close()
     with open(path, "r+b") as fh:  # a page of the table's data overwritten
         fh.seek(4096 * 5)

@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
                 else f"a healthy cache ({result['salvaged']} entries)")
         print_prose([f"{result['path']} is {what}: nothing to repair, nothing changed"], console)
         return 0
-    dropped = f", {result['dropped']} unreadable entries dropped" if result["dropped"] else ""
+    dropped = f", {result['dropped']} unreadable entries dropped ({_reasons(result['dropped_reasons'])})" \
+        if result["dropped"] else ""
     lines = [f"repaired {result['path']}: {result['salvaged']} entries salvaged{dropped}; the damaged file is kept "
              f"as {result['damaged']}"]
     if result["errors"]:
@@ -49,3 +50,9 @@ def run(args: argparse.Namespace) -> int:
                                                                     if len(result["errors"]) > 1 else ""))
     print_prose(lines, console)
     return 0
+
+
+def _reasons(counts: dict) -> str:
+    """``{"value is not JSON": 2, ...}`` as ``2 value is not JSON, ...``: why each was dropped (a run would have
+    asked again for every one of them)."""
+    return ", ".join(f"{n} {why}" for why, n in counts.items())

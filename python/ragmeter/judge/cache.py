@@ -47,6 +47,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
+from collections import Counter
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
@@ -548,36 +549,57 @@ class Cache:
 _COLUMNS = "key, value, prompt, model, created"
 
 
-def _readable(row: Tuple[Any, ...]) -> bool:
-    key, value = row[0], row[1]
-    if not isinstance(key, str) or key == _PROBE_KEY or not isinstance(value, str):
-        return False
+#: the ``prompt`` column of the entries that are not judge chat replies: each kind stores a value of its own shape
+_EMBEDDINGS_PROMPT, _COLLECT_PROMPT = "embeddings", "collect"
+
+
+def _why_unreadable(row: Tuple[Any, ...]) -> Optional[str]:
+    """Why a run would not serve this entry (it would ask again), or None. The value's kind is told by the
+    ``prompt`` column: collect's replies must hold their ``response`` (whether it is a usable record depends on
+    the target, which a repair does not know); a judge chat reply needs its text (:func:`not_a_reply`);
+    embeddings are only required to be a JSON object (their count depends on the texts asked)."""
+    from ragmeter.judge.engine import not_a_reply
+
+    key, value, prompt = row[0], row[1], row[2]
+    if not isinstance(key, str) or not isinstance(value, str):
+        return "key or value is not text"
     try:
-        return isinstance(_json.loads(value), dict)
+        decoded = _json.loads(value)
     except (ValueError, TypeError):
-        return False
+        return "value is not JSON"
+    if not isinstance(decoded, dict):
+        return "value is not a JSON object"
+    if prompt == _COLLECT_PROMPT:
+        return None if "response" in decoded else "no response in it"
+    if prompt == _EMBEDDINGS_PROMPT:
+        return None
+    return not_a_reply(decoded)
 
 
-def _salvage(path: Path) -> Tuple[Dict[str, Tuple[Any, ...]], int, List[str]]:
+def _salvage(path: Path) -> Tuple[Dict[str, Tuple[Any, ...]], Dict[Any, str], List[str]]:
     """Every entry SQLite can still read from ``path``: in table order, then by rowid past a damaged page, then
-    through the key index. Returns (entries by key, entries dropped as unreadable, the errors met)."""
+    through the key index. Returns (entries by key, the reason each entry dropped as unreadable was dropped by
+    key, the errors met)."""
     found: Dict[str, Tuple[Any, ...]] = {}
-    dropped: set = set()
+    dropped: Dict[Any, str] = {}
     errors: List[str] = []
     try:
         conn = _read_only(path)
         # lets SQLite read a file shorter than its header says (a truncated cache) instead of refusing it whole
         conn.execute("PRAGMA writable_schema=ON")
     except sqlite3.Error as exc:
-        return found, 0, [str(exc)]
+        return found, {}, [str(exc)]
 
     def take(row: Tuple[Any, ...]) -> None:
         key = row[0]
-        if _readable(row):
+        if key == _PROBE_KEY:
+            return
+        why = _why_unreadable(row)
+        if why is None:
             found[key] = tuple(row)
-            dropped.discard(key)
-        elif key not in found and key != _PROBE_KEY:
-            dropped.add(key)
+            dropped.pop(key, None)
+        elif key not in found:
+            dropped[key] = why
 
     last = 0
     try:
@@ -615,13 +637,13 @@ def _salvage(path: Path) -> Tuple[Dict[str, Tuple[Any, ...]], int, List[str]]:
             try:
                 row = conn.execute(f"SELECT {_COLUMNS} FROM judge_cache WHERE key = ?", (key,)).fetchone()
             except sqlite3.Error:
-                dropped.add(key)
+                dropped[key] = "its row cannot be read"
                 continue
             if row is not None:
                 take(tuple(row))
     finally:
         conn.close()
-    return found, len(dropped), errors
+    return found, dropped, errors
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
@@ -706,8 +728,10 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     """Salvage every readable entry of the cache at ``path`` into a new file at ``path``.
 
     The damaged file (and its ``-wal``/``-shm`` companions) is renamed to ``PATH.damaged-<timestamp>`` and kept.
-    Returns ``{"path", "damaged", "salvaged", "dropped", "errors", "healthy"}``: entries copied, entries found
-    but unreadable (a value that is not a JSON object) and the errors SQLite reported while reading.
+    Returns ``{"path", "damaged", "salvaged", "dropped", "dropped_reasons", "errors", "healthy"}``: entries
+    copied, entries found but unreadable or that a run would not serve (a value that is not a JSON object, a judge
+    entry without its reply text, a collect entry without its response), how many were dropped for each reason,
+    and the errors SQLite reported while reading.
 
     A cache with nothing to repair (empty: an empty file, or an SQLite file without any table, as a run stopped
     before it made its table leaves it; or every entry readable and SQLite's checks passed) is left as it is:
@@ -724,7 +748,7 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     except OSError as exc:
         raise InputError(f"{path}: cannot read the cache ({_describe(exc)}); nothing changed") from None
     if not head:  # a run opens an empty file as a new, empty cache
-        return {"path": str(path), "damaged": None, "salvaged": 0, "dropped": 0, "errors": [], "healthy": True}
+        return _nothing_to_repair(path, 0)
     if head[:16] != SQLITE_MAGIC:  # SQLite cannot open such a file, so there would be nothing to salvage anyway
         raise InputError(f"{path} does not look like a ragmeter cache, judge or collect (not an SQLite file); "
                          "nothing changed")
@@ -734,12 +758,11 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
             raise InputError(f"{path} does not look like a ragmeter cache, judge or collect ({foreign}); "
                              "nothing changed")
         if new:  # nothing in it to salvage, nothing to repair: a run opens it as it opens an empty file
-            return {"path": str(path), "damaged": None, "salvaged": 0, "dropped": 0, "errors": [], "healthy": True}
+            return _nothing_to_repair(path, 0)
         # read before anything is moved: a healthy cache is then left exactly as it was
         found, dropped, errors = _salvage(path)
     if passes and not dropped and not errors:
-        return {"path": str(path), "damaged": None, "salvaged": len(found), "dropped": 0, "errors": [],
-                "healthy": True}
+        return _nothing_to_repair(path, len(found))
     if _open_elsewhere(path):  # its writes would go on into the file moved aside, lost to the new cache
         raise InputError(f"{path} is in use by another process (a running judge, eval or collect?); stop it, "
                          "then repair again; nothing changed")
@@ -781,5 +804,11 @@ def repair(path: Union[str, os.PathLike]) -> Dict[str, Any]:
         with suppress(OSError):
             new.unlink()
         raise InputError(f"{path}: cannot move the damaged cache aside ({_describe(exc)})") from None
-    return {"path": str(path), "damaged": str(damaged), "salvaged": len(found), "dropped": dropped,
-            "errors": errors, "healthy": False}
+    return {"path": str(path), "damaged": str(damaged), "salvaged": len(found), "dropped": len(dropped),
+            "dropped_reasons": dict(Counter(dropped.values()).most_common()), "errors": errors, "healthy": False}
+
+
+def _nothing_to_repair(path: Path, entries: int) -> Dict[str, Any]:
+    """:func:`repair`'s result for a cache left as it is."""
+    return {"path": str(path), "damaged": None, "salvaged": entries, "dropped": 0, "dropped_reasons": {},
+            "errors": [], "healthy": True}
