@@ -185,14 +185,7 @@ def test_evaluate_interrupted_in_repeat_two_says_what_every_repeat_did_and_kept(
     judge_server.requests = 0
     answered = per_repeat + 1  # repeat 1 done, one call of repeat 2 answered, the rest held
     judge_server.rules = [(lambda info: judge_server.requests > answered, "hang")]
-    proc = subprocess.Popen(args + ["c.sqlite", *inputs], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    while judge_server.requests <= answered:
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "Traceback" not in err, err
+    out, err = _interrupted_after(args + ["c.sqlite", *inputs], tmp_path, env, judge_server, answered)
     said = out.strip().splitlines()[-1]
     # before: "... judge rows finished; ... no cache was used (--no-cache): a rerun sends every call again", about
     # repeat 2 alone, though repeat 1's replies were in c.sqlite
@@ -212,13 +205,7 @@ def test_eval_interrupted_in_repeat_two_says_it_with_the_flags(tmp_path, judge_s
     judge_server.requests = 0
     (tmp_path / "c.sqlite").unlink()
     judge_server.rules = [(lambda info: judge_server.requests > answered, "hang")]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    while judge_server.requests <= answered:
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "Traceback" not in err, err
+    out, err = _interrupted_after(args, tmp_path, env, judge_server, answered)
     said = err.strip().splitlines()[-1]
     assert "interrupted in repeat 2 of 2: repeat 1 finished" in said, said
     assert f"{per_repeat} replies are cached in c.sqlite" in said and "the same --cache" in said, said
@@ -376,3 +363,16 @@ def test_collect_refuses_a_policy_that_is_not_a_retry_policy():
     message = _message(lambda: ragmeter.collect(GOLDEN, target=lambda case: calls.append(case) or {},
                                                 policy={"max_attempts": 2}))
     assert message.startswith("policy") and calls == [], message  # was taken; its first retry failed deep inside
+
+
+def _interrupted_after(args, cwd, env, judge_server, answered):
+    """Run ``args``, send SIGINT once the server has answered ``answered`` calls; (stdout, stderr) of a clean
+    exit 130."""
+    proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while judge_server.requests <= answered:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    return out, err
