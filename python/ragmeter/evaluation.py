@@ -60,12 +60,11 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 import polars as pl
 
-from ragmeter import __version__
+from ragmeter._io import written_by
 
 if TYPE_CHECKING:
     from ragmeter.api import EvalResult
 
-RESULTS_FORMAT = 1
 #: one row per (case, collected repeat), when the run holds collected repeats
 REPEATS_FILE = "repeats.parquet"
 
@@ -216,9 +215,7 @@ def _summary(golden: Any, run: Any, golden_in: Any, started: str, k: int, thresh
     settings: Dict[str, Any] = {"k": k, "thresholds": [json_threshold(t) for t in thresholds] if thresholds else None,
                                 "judge": _judge_settings(judge), "repeat": repeat, "review": review}
     return {
-        "results_format": RESULTS_FORMAT,
-        "tool": "ragmeter",
-        "version": __version__,
+        **written_by(),
         "started_at": started,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "inputs": {
