@@ -258,6 +258,8 @@ def test_a_cache_that_is_another_programs_sqlite_database_is_refused_and_left_al
     assert (tmp_path / "app.db").read_bytes() == before
     assert not (tmp_path / "app.db-wal").exists()
     assert not (tmp_path / "out" / ("judge.parquet" if command == "judge" else "run.jsonl")).exists()
+    if command == "collect":  # the folder made for --out dir/run.jsonl is not left behind, empty
+        assert not (tmp_path / "out").exists()
 
 
 # ---------------------------------------------------------------------------

@@ -763,10 +763,21 @@ def collect(golden: Any, target: Any, out: Union[str, Path, None] = None, *, con
         raise InputError(f"{arg('policy')} must be a ragmeter.judge.RetryPolicy or None, got {_shown(policy)}")
     resolved = resolve_target(target)
     cases, unlabelled = _golden_cases(golden)
+    made: List[Path] = []
     if out is not None:
         _check_not_an_input(Path(out), golden=golden, target=resolved, cache=cache)
-        _check_writable(Path(out))
-    opts = _Options(concurrency, rpm, float(timeout), refresh, policy or RetryPolicy(), rate_control)
+        made = _check_writable(Path(out))
+    try:
+        return _collect_into(out, cache, cases, unlabelled, resolved, repeat, expect_mode,
+                             _Options(concurrency, rpm, float(timeout), refresh, policy or RetryPolicy(), rate_control))
+    except BaseException:
+        _remove_if_empty(made)  # a run refused (a foreign cache) or stopped leaves no empty folder behind
+        raise
+
+
+def _collect_into(out: Any, cache: Any, cases: Any, unlabelled: frozenset, resolved: Any, repeat: int,
+                  expect_mode: Optional[str], opts: "_Options") -> "CollectResult":
+    """:func:`collect` once its arguments are checked: ask, summarise, write ``out``."""
     run = _Run(resolved, opts, open_cache(None if cache is None else str(cache)), repeat)
     run.spill = SpillPlaces(run.cache.path, Path(out).resolve().parent if out is not None else None)
     read_back_unsaved(run.cache, run.spill)
@@ -879,10 +890,10 @@ def _check_not_an_input(out: Path, *, golden: Any, target: Any, cache: Any) -> N
                          f"{option('out')}")
 
 
-def _check_writable(path: Path) -> None:
+def _check_writable(path: Path) -> List[Path]:
     """:class:`OSError` naming ``path`` when the run file could not be written there (a folder in its place, a
     file where a folder must be, no permission): said before the first call, not after the last, when without a
-    cache every reply would be lost. A missing folder is made."""
+    cache every reply would be lost. A missing folder is made; returns the folders made, innermost first."""
     import errno
 
     from ragmeter._io import _new_temporary_file, output_path_problem
@@ -892,11 +903,23 @@ def _check_writable(path: Path) -> None:
     problem = output_path_problem(path, folder=False)  # a file where a folder must be: 'File exists' said nothing
     if problem is not None:
         raise OSError(errno.ENOTDIR, problem, str(path))
+    made = [folder for folder in path.absolute().parents if not folder.exists()]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)  # as score, sweep and compare make their --out's folder
         _new_temporary_file(path).unlink()
     except OSError as exc:
+        _remove_if_empty(made)
         raise OSError(exc.errno, exc.strerror, str(path)) from None
+    return made
+
+
+def _remove_if_empty(folders: List[Path]) -> None:
+    """Remove the folders a refused or stopped run made for its run file (innermost first), those still empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return  # not empty (a spilled reply is kept there), or gone: leave it and its parents
 
 
 def write_run(records: List[Dict[str, Any]], path: Union[str, Path]) -> Path:
