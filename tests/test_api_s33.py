@@ -376,3 +376,19 @@ def _interrupted_after(args, cwd, env, judge_server, answered):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "Traceback" not in err, err
     return out, err
+
+
+def test_a_refused_key_says_how_to_give_it_in_each_front() -> None:
+    """A 401 told a Python caller to set environment variables only, though JudgeConfig takes api_key=."""
+    from ragmeter._front import command_line
+    from ragmeter.judge.retry import RetryPolicy, classify
+
+    def said() -> str:
+        return classify(attempt=1, policy=RetryPolicy(), status=401, body='{"error": "bad key"}').message
+
+    in_python = said()
+    assert "pass api_key= or set RAGMETER_API_KEY or OPENAI_API_KEY" in in_python, in_python
+    with command_line():
+        on_the_command_line = said()
+    assert "(set RAGMETER_API_KEY or OPENAI_API_KEY)" in on_the_command_line, on_the_command_line
+    assert "api_key=" not in on_the_command_line, on_the_command_line

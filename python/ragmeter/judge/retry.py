@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Optional
 
-from ragmeter._front import option
+from ragmeter._front import option, spelled
 
 from .urls import scrub_urls
 
@@ -240,6 +240,12 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
+def _where_the_key_comes_from() -> str:
+    """How to give the key: a Python caller may pass it (``api_key=``), the command line reads the environment."""
+    variables = "RAGMETER_API_KEY or OPENAI_API_KEY"
+    return spelled(cli=f"set {variables}", python=f"pass api_key= or set {variables}")
+
+
 def classify(
     *,
     attempt: int,
@@ -304,7 +310,7 @@ def classify(
             kind, retry, message = "quota", False, f"HTTP 402 payment required{suffix}"
         elif code in (401, 403):
             kind, retry, message = "auth", False, (
-                f"HTTP {code}, the endpoint refused the API key (set RAGMETER_API_KEY or OPENAI_API_KEY){suffix}")
+                f"HTTP {code}, the endpoint refused the API key ({_where_the_key_comes_from()}){suffix}")
         elif code == 404:
             kind, retry, message = "not_found", False, f"HTTP 404, wrong {option('base_url')} or {option('model')}{suffix}"
         elif code == 429:
