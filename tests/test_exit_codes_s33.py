@@ -308,3 +308,18 @@ def test_a_damaged_cases_table_is_one_line_saying_what_the_file_is(results: Path
     assert got == (f"res/cases.parquet: {said}; restore it, or write the folder again with `ragmeter eval` "
                    "(or `ragmeter score`)"), got
     assert not (tmp_path / "rep").exists() and not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_a_folder_in_place_of_the_cases_table_is_named_as_a_folder(results: Path, tmp_path: Path,
+                                                                   command: str) -> None:
+    """A partitioned write (Spark, polars' partitioned sink) leaves cases.parquet a folder. Before: 'missing
+    cases.parquet', though it is there."""
+    folder = tmp_path / "res"
+    shutil.copytree(results, folder)
+    (folder / "cases.parquet").unlink()
+    (folder / "cases.parquet").mkdir()
+    args = ["report", "res", "--out", "rep"] if command == "report" else ["compare", "res", results, "--json", "c.json"]
+    got = refused(ragmeter(tmp_path, *args))
+    assert got.startswith("res/cases.parquet: is a folder, not a file"), got
+    assert not (tmp_path / "rep").exists() and not (tmp_path / "c.json").exists()

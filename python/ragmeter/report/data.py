@@ -516,6 +516,10 @@ def load_results(directory: Any) -> Results:
         raise InputError(f"{root}: a file, not a results folder{hint}")
     if not root.is_dir():
         raise InputError(f"{root}: results directory not found")
+    folder = next((name for name in ("cases.parquet", "summary.json") if (root / name).is_dir()), None)
+    if folder is not None:  # a folder in a file's place (a Spark or partitioned write) is there, not missing
+        raise InputError(f"{root / folder}: is a folder, not a file; a results folder holds {folder} as one file "
+                         "(written by `ragmeter eval --out DIR` or `ragmeter score --out DIR`)")
     missing = [name for name in ("cases.parquet", "summary.json") if not (root / name).is_file()]
     if missing:
         raise InputError(
