@@ -269,3 +269,19 @@ def test_a_score_folder_says_which_version_wrote_it_by_both_paths(tmp_path):
         assert list(summary)[:3] == ["k", "n_cases", "n_labeled"]  # the keys scripts read stay where they were
     again = ragmeter_cli("report", str(tmp_path / "jsonl"), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
+
+
+def test_compare_reads_a_custom_rubric_from_a_summary_resaved_with_a_byte_order_mark(tmp_path):
+    # load_results reads such a summary.json; register_folder_metrics read it with json.loads, failed on the mark
+    # and registered nothing: the gate did not know tone_check, and its rubric-scale hint was lost
+    from ragmeter.report.data import METRICS, register_folder_metrics
+
+    out = _rubric_folder(tmp_path)
+    path = out / "summary.json"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    METRICS.pop("tone_check", None)
+    register_folder_metrics(out)
+    try:
+        assert METRICS["tone_check"].rubric == (1, 5)
+    finally:
+        METRICS.pop("tone_check", None)

@@ -148,12 +148,16 @@ def rubric_reading(name: str, number: float) -> Optional[Tuple[float, str]]:
 
 
 def register_folder_metrics(*folders: Any) -> None:
-    """:func:`register_custom_metrics` from the cases.parquet schema and summary.json of results folders (nothing else is read;
-    a folder that cannot be read is left for :func:`load_results` to report)."""
+    """:func:`register_custom_metrics` from the cases.parquet schema and summary.json of results folders (nothing
+    else is read; a folder that cannot be read is left for :func:`load_results` to report). summary.json is read
+    as :func:`load_results` reads it (a byte-order mark or UTF-16 included)."""
+    from ragmeter._sniff import json_document
+
     for folder in folders:
         try:
-            register_custom_metrics(list(pl.read_parquet_schema(Path(folder) / "cases.parquet")),
-                                    json.loads((Path(folder) / "summary.json").read_text(encoding="utf-8")))
+            summary_path = Path(folder) / "summary.json"
+            summary = json_document(summary_path, summary_path.read_bytes(), _RESULTS_REMEDY)
+            register_custom_metrics(list(pl.read_parquet_schema(Path(folder) / "cases.parquet")), summary)
         except Exception:  # noqa: BLE001 - load_results says what is wrong with the folder
             continue
 
