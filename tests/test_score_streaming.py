@@ -361,6 +361,33 @@ def test_score_does_not_import_pandas(tmp_path, shuffle):
     assert out[-2:] == ["0", "False"]
 
 
+_MODULES_WHEN_THE_EARLY_READER_STARTS = """
+import sys
+from ragmeter import _parquet_ahead
+from ragmeter.cli import main
+seen = []
+start = _parquet_ahead.start
+def recording_start(path):
+    seen.append("polars" in sys.modules)
+    return start(path)
+_parquet_ahead.start = recording_start
+code = main(["score", "--golden", sys.argv[1], "--run", sys.argv[2], "--k", "3"])
+print(code, seen[0])
+"""
+
+
+def test_score_starts_the_early_reader_before_importing_polars(tmp_path):
+    """The run's first slices are decoded while Polars is imported and the golden set loads: checking ``--k``
+    imported ragmeter.retrieval, and with it Polars (0.15-0.45 s), before the reader started."""
+    import subprocess
+    import sys
+
+    golden, run = make_case_files(tmp_path, 11)
+    out = subprocess.run([sys.executable, "-c", _MODULES_WHEN_THE_EARLY_READER_STARTS, str(golden), str(run)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out[-2:] == ["0", "False"]
+
+
 @pytest.fixture
 def tiny_early_slices(tiny_slices):
     """:func:`tiny_slices`, and no early reader left over."""

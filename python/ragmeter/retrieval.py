@@ -36,6 +36,7 @@ import numpy as np
 import polars as pl
 
 from ragmeter import _core
+from ragmeter._args import MAX_K, check_k as _check_k  # noqa: F401 - MAX_K: its home for callers of retrieval
 from ragmeter.dataset import check_run_against_golden, load_golden, load_run
 from ragmeter.evidence import EvidenceMatch, match_relevance, phrases_in_texts, retrieved_columns
 
@@ -242,24 +243,6 @@ def _score(golden: Any, run: Any, k: int, chunks_to: Optional[Path] = None) -> S
 
         return score_parquet(golden, Path(run), k, chunks_to=chunks_to)
     return _score_prepared(_prepared_match(golden, run, run_wide=True), k)
-
-
-#: the largest cut-off taken: far more chunks than any retriever returns for a question (a k beyond a case's
-#: chunks changes nothing), and within every integer type the engine counts ranks in
-MAX_K = 1_000_000
-
-
-def _check_k(k: Any, name: str = "k") -> int:
-    """``k`` as an int; an :class:`InputError` (naming ``name``: ``--k`` on the command line) for anything but an
-    integer from 1 to :data:`MAX_K` (a bool, a float, a string; 2**64 was an OverflowError in the sweep's engine)."""
-    from ragmeter._args import check_arg
-    from ragmeter.errors import InputError
-
-    value = int(check_arg(name, k, "int", low=1))
-    if value > MAX_K:
-        raise InputError(f"{name} must be at most {MAX_K:,}, got {value}; a cut-off beyond the chunks a case "
-                         "retrieved changes nothing")
-    return value
 
 
 def check_thresholds(thresholds: Sequence[float]) -> List[float]:

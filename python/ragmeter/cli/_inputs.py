@@ -48,11 +48,11 @@ def failed_in_run_exit(*run_errors: Optional[Dict[str, int]]) -> int:
 
 
 def check_k_flag(k: Any) -> int:
-    """``--k`` as the commands take it: an integer from 1 to ``retrieval.MAX_K``, else an :class:`InputError`
+    """``--k`` as the commands take it: an integer from 1 to ``MAX_K``, else an :class:`InputError`
     naming the flag (the engine's own messages named a metric ``hit@...``, or overflowed)."""
-    from ragmeter.retrieval import _check_k
+    from ragmeter._args import check_k
 
-    return _check_k(k, "--k")
+    return check_k(k, "--k")
 
 
 def failed_in_run_warned(warnings: List[Dict[str, Any]]) -> int:
