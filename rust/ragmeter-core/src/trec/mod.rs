@@ -24,7 +24,10 @@ use std::hash::Hasher as _;
 use crate::error::{Error, Result};
 pub use grouped::{consecutive_groups, evaluate_grouped, Grouped};
 pub use measures::{known_measures, Average, Kind, Measure, Print};
-pub use parse::{parse_qrels, parse_run, read_text, text_from_bytes, FileText, QrelsRow, RunRow};
+pub use parse::{
+    latin1_bytes, parse_qrels, parse_run, read_one, read_pair, read_text, text_from_bytes, FileText, NotUtf8, QrelsRow, RunRow,
+    Source, TrecTexts,
+};
 
 /// A ranking entry: document, score, location (a line number, or a byte offset in a file).
 pub type Ranked<'a> = (&'a str, f64, usize);

@@ -333,20 +333,164 @@ pub fn read_text(path: &str) -> Result<String> {
 
 /// `bytes` as UTF-8 text; an error names `name` and the line of the first byte that is not UTF-8.
 pub fn text_from_bytes(bytes: Vec<u8>, name: &str) -> Result<String> {
-    String::from_utf8(bytes).map_err(|e| {
-        let upto = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
-        Error::parse(name, line, "not valid UTF-8 text")
-    })
+    String::from_utf8(bytes).map_err(|e| not_utf8_error(name, line_of_byte(e.as_bytes(), e.utf8_error().valid_up_to())))
 }
 
-/// A file's text, memory-mapped (no copy, no zeroed buffer) and checked to be UTF-8.
+/// A TREC file's text: memory-mapped (no copy, no zeroed buffer) and checked to be
+/// UTF-8, or held in memory (read from stdin, or its bytes as Latin-1 characters).
 pub struct FileText {
-    map: Option<memmap2::Mmap>,
+    text: Text,
+}
+
+enum Text {
+    Empty,
+    /// Checked to be UTF-8 when it was opened.
+    Mapped(memmap2::Mmap),
+    Owned(String),
 }
 
 impl FileText {
+    /// A file that must be UTF-8 text (an error names the line of the first byte that is not).
     pub fn open(path: &str) -> Result<FileText> {
+        let raw = Raw::open(path)?;
+        utf8_or_line(raw).map_err(|(_, line)| not_utf8_error(path, line))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.text {
+            Text::Empty => "",
+            // SAFETY: validated as UTF-8 when it was opened (`utf8_or_line`); the map is read-only.
+            Text::Mapped(m) => unsafe { std::str::from_utf8_unchecked(m) },
+            Text::Owned(s) => s,
+        }
+    }
+
+    /// `bytes` with each byte read as the character of that code point (Latin-1: byte
+    /// 0xE9 is 'é'). Equal byte strings stay equal and `str` order is `strcmp`'s byte
+    /// order, since UTF-8 keeps code point order; [`latin1_bytes`] gives the bytes back.
+    fn latin1(bytes: &[u8]) -> FileText {
+        let high = bytes.iter().filter(|&&b| b >= 0x80).count();
+        let mut text = String::with_capacity(bytes.len() + high);
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let ascii = rest.iter().position(|&b| b >= 0x80).unwrap_or(rest.len());
+            let (run, tail) = rest.split_at(ascii);
+            // ASCII is UTF-8 as it is; the runs between high bytes go in whole.
+            text.push_str(std::str::from_utf8(run).unwrap_or_default());
+            match tail.split_first() {
+                Some((&b, after)) => {
+                    text.push(char::from(b));
+                    rest = after;
+                }
+                None => rest = tail,
+            }
+        }
+        FileText { text: Text::Owned(text) }
+    }
+}
+
+/// The bytes of text read by [`FileText::latin1`] (and of any text whose characters are
+/// all below U+0100, as trec_eval's output of such files is): one byte per character.
+pub fn latin1_bytes(text: &str) -> Vec<u8> {
+    // Every character is below U+0100 by construction; a larger one (none) would become '?', not a panic.
+    text.chars().map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?')).collect()
+}
+
+/// Where a TREC file's bytes come from.
+pub enum Source<'a> {
+    /// A file, mapped.
+    File(&'a str),
+    /// Bytes already read (trec_eval's results file `-`: stdin), with the name errors give them.
+    Bytes { name: &'a str, bytes: Vec<u8> },
+}
+
+impl<'a> Source<'a> {
+    fn name(&self) -> &'a str {
+        match self {
+            Source::File(path) => path,
+            Source::Bytes { name, .. } => name,
+        }
+    }
+
+    fn into_raw(self) -> Result<Raw> {
+        match self {
+            Source::File(path) => Raw::open(path),
+            Source::Bytes { bytes, .. } => Ok(Raw::Owned(bytes)),
+        }
+    }
+}
+
+/// Where a file is first not UTF-8: why a qrels and a run were read as bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotUtf8 {
+    pub path: String,
+    pub line: usize,
+}
+
+/// A qrels file and a run, read as trec_eval reads them.
+pub struct TrecTexts {
+    pub qrels: FileText,
+    pub run: FileText,
+    /// `None`: both are UTF-8 text. Otherwise where the first of them (the qrels, then
+    /// the run) is not, and both were read byte for byte as Latin-1 characters (see
+    /// [`FileText::latin1`]): ids compare as trec_eval's `strcmp` compares them, and
+    /// [`latin1_bytes`] of the output gives trec_eval's output bytes.
+    pub not_utf8: Option<NotUtf8>,
+}
+
+/// Read a qrels file and a run as trec_eval reads them. trec_eval compares query and
+/// document ids as C strings (`strcmp`): as UTF-8 text when both files are, else both
+/// byte for byte, so that the same bytes in the two files still match and ties are
+/// broken in trec_eval's order. A file that is not UTF-8 and holds a NUL byte is no
+/// text: refused as before ("not valid UTF-8 text").
+pub fn read_pair(qrels: Source<'_>, run: Source<'_>) -> Result<TrecTexts> {
+    let names = [qrels.name(), run.name()];
+    let (q, r) = rayon::join(move || qrels.into_raw(), move || run.into_raw());
+    let (q, r) = rayon::join(move || q.map(utf8_or_line), move || r.map(utf8_or_line));
+    let (q, r) = match (q?, r?) {
+        (Ok(qrels), Ok(run)) => return Ok(TrecTexts { qrels, run, not_utf8: None }),
+        other => other,
+    };
+    let not_utf8 = [&q, &r].into_iter().zip(names).find_map(|(read, name)| match read {
+        Err((_, line)) => Some(NotUtf8 { path: name.to_string(), line: *line }),
+        Ok(_) => None,
+    });
+    let (q, r) = rayon::join(|| as_latin1(q, names[0]), || as_latin1(r, names[1]));
+    Ok(TrecTexts { qrels: q?, run: r?, not_utf8 })
+}
+
+/// A file of a pair read as bytes: its UTF-8 text (`Ok`) or its bytes with the line
+/// where they are first not UTF-8, as Latin-1 characters; a NUL byte in a file that is
+/// not UTF-8 makes it binary, refused.
+fn as_latin1(read: std::result::Result<FileText, (Raw, usize)>, name: &str) -> Result<FileText> {
+    match read {
+        Ok(text) => Ok(FileText::latin1(text.as_str().as_bytes())),
+        Err((raw, line)) if memchr::memchr(0, raw.bytes()).is_some() => Err(not_utf8_error(name, line)),
+        Err((raw, _)) => Ok(FileText::latin1(raw.bytes())),
+    }
+}
+
+/// A file's text as [`read_pair`] reads it when it is read alone (beside an in-memory
+/// table): UTF-8, or byte for byte, with the line where it is first not UTF-8.
+pub fn read_one(path: &str) -> Result<(FileText, Option<usize>)> {
+    match utf8_or_line(Raw::open(path)?) {
+        Ok(text) => Ok((text, None)),
+        Err((raw, line)) => Ok((as_latin1(Err((raw, line)), path)?, Some(line))),
+    }
+}
+
+fn not_utf8_error(path: &str, line: usize) -> Error {
+    Error::parse(path, line, "not valid UTF-8 text")
+}
+
+/// A file's bytes before they are known to be UTF-8.
+enum Raw {
+    Mapped(Option<memmap2::Mmap>),
+    Owned(Vec<u8>),
+}
+
+impl Raw {
+    fn open(path: &str) -> Result<Raw> {
         let io = |e: std::io::Error| Error::Io { path: path.to_string(), message: io_message(&e) };
         let file = std::fs::File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
@@ -354,30 +498,52 @@ impl FileText {
             return Err(Error::Io { path: path.to_string(), message: "is a directory".to_string() });
         }
         if meta.len() == 0 {
-            return Ok(FileText { map: None });
+            return Ok(Raw::Mapped(None));
         }
         // SAFETY: the map is read-only and lives as long as the borrow of its text; a file
         // truncated by another process while we read it is outside what we guard against,
         // as with every tool that maps its inputs.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        // Pieces cut after a newline never split a character, so they validate in parallel.
-        let cuts = piece_bounds(&map, rayon::current_num_threads() * 4);
-        let invalid = |w: &[usize]| !map[w[0]..w[1]].is_ascii() && std::str::from_utf8(&map[w[0]..w[1]]).is_err();
-        if let Some(w) = cuts.par_windows(2).find_first(|w| invalid(w)) {
-            let valid = std::str::from_utf8(&map[w[0]..w[1]]).err().map_or(0, |e| e.valid_up_to());
-            let line = memchr::memchr_iter(b'\n', &map[..w[0] + valid]).count() + 1;
-            return Err(Error::parse(path, line, "not valid UTF-8 text"));
-        }
-        Ok(FileText { map: Some(map) })
+        Ok(Raw::Mapped(Some(map)))
     }
 
-    pub fn as_str(&self) -> &str {
-        match &self.map {
-            // SAFETY: validated as UTF-8 in `open`; the map is read-only.
-            Some(m) => unsafe { std::str::from_utf8_unchecked(m) },
-            None => "",
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Raw::Mapped(Some(m)) => m,
+            Raw::Mapped(None) => &[],
+            Raw::Owned(v) => v,
         }
     }
+}
+
+/// The text of `raw` when it is UTF-8, else `raw` back with the 1-based line of its
+/// first byte that is not.
+fn utf8_or_line(raw: Raw) -> std::result::Result<FileText, (Raw, usize)> {
+    match raw {
+        Raw::Mapped(None) => Ok(FileText { text: Text::Empty }),
+        Raw::Mapped(Some(map)) => match first_non_utf8_line(&map) {
+            None => Ok(FileText { text: Text::Mapped(map) }),
+            Some(line) => Err((Raw::Mapped(Some(map)), line)),
+        },
+        Raw::Owned(bytes) => String::from_utf8(bytes).map(|s| FileText { text: Text::Owned(s) }).map_err(|e| {
+            let line = line_of_byte(e.as_bytes(), e.utf8_error().valid_up_to());
+            (Raw::Owned(e.into_bytes()), line)
+        }),
+    }
+}
+
+/// The 1-based line of the first byte of `bytes` that is not UTF-8, or `None`.
+fn first_non_utf8_line(bytes: &[u8]) -> Option<usize> {
+    // Pieces cut after a newline never split a character, so they validate in parallel.
+    let cuts = piece_bounds(bytes, rayon::current_num_threads() * 4);
+    let invalid = |w: &[usize]| !bytes[w[0]..w[1]].is_ascii() && std::str::from_utf8(&bytes[w[0]..w[1]]).is_err();
+    let w = cuts.par_windows(2).find_first(|w| invalid(w))?;
+    let valid = std::str::from_utf8(&bytes[w[0]..w[1]]).err().map_or(0, |e| e.valid_up_to());
+    Some(line_of_byte(bytes, w[0] + valid))
+}
+
+fn line_of_byte(bytes: &[u8], offset: usize) -> usize {
+    memchr::memchr_iter(b'\n', &bytes[..offset]).count() + 1
 }
 
 /// Cut `bytes` into about `n` pieces after newlines: `[0, c1, ..., len]`.
@@ -484,6 +650,22 @@ mod tests {
             let got = split_fields(&line, 0, &mut fast);
             assert_eq!(got, split_fields_scalar(&line, 0, &mut slow), "{line:?}");
             assert_eq!(fast[..got.0.min(6)], slow[..got.0.min(6)], "{line:?}");
+        }
+    }
+
+    #[test]
+    fn bytes_read_as_latin1_keep_equality_and_strcmp_order_and_come_back_whole() {
+        let mut state = 11;
+        let alphabet = b"aZ09 \n\x7f\x80\xa0\xc3\xa9\xe9\xff";
+        let random = |state: &mut u64| -> Vec<u8> {
+            (0..next(state) % 12).map(|_| alphabet[(next(state) % alphabet.len() as u64) as usize]).collect()
+        };
+        for _ in 0..20_000 {
+            let (a, b) = (random(&mut state), random(&mut state));
+            let (ta, tb) = (FileText::latin1(&a), FileText::latin1(&b));
+            assert_eq!(ta.as_str().cmp(tb.as_str()), a.cmp(&b), "{a:?} {b:?}");
+            assert_eq!(ta.as_str().chars().count(), a.len());
+            assert_eq!(latin1_bytes(ta.as_str()), a);
         }
     }
 
