@@ -103,7 +103,23 @@ def trec_eval_text(
     per_query: bool = False,
     summary: bool = True,
     run_text: Optional[bytes] = None,
-) -> str: ...
+) -> str:
+    """trec_eval's output for QRELS and RUN (``run_text``: the run's bytes, from stdin). Files that are not UTF-8
+    are read as bytes, as by trec_eval_output."""
+    ...
+def trec_eval_output(
+    qrels_path: str,
+    run_path: str,
+    measures: list[str],
+    options: Optional[TrecOptions] = None,
+    per_query: bool = False,
+    summary: bool = True,
+    run_text: Optional[bytes] = None,
+) -> tuple[str, Optional[tuple[str, int]]]:
+    """trec_eval_text's output and where a file is first not UTF-8, (path, line), or None. When either file is
+    not UTF-8 both are read byte for byte, as trec_eval reads them: each byte is the character of that code
+    point (Latin-1), so the output's encode("latin-1") is trec_eval's output, ids as their bytes."""
+    ...
 def trec_evaluate_files(
     qrels_path: str,
     run_path: str,
@@ -112,7 +128,8 @@ def trec_evaluate_files(
 ) -> dict[str, Any]:
     """Keys: names, kinds, per_query_names, qids, missing, relstrings,
     values (float64[n_queries, n_values]), summary (float64[n_values]),
-    run_id, run_only_queries."""
+    run_id, run_only_queries, not_utf8 ((path, line) where a file is first not UTF-8:
+    both were read byte for byte, each byte a Latin-1 character of the ids; or None)."""
     ...
 def trec_evaluate_columns(
     qrels_qid: _StrColumn,
@@ -129,12 +146,14 @@ def trec_evaluate_columns(
 ) -> dict[str, Any]: ...
 def trec_read_qrels(
     path: str,
-) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.int64], npt.NDArray[np.int64], Optional[int]]:
     """A qrels file as (query ids, one per group of consecutive lines; documents;
-    relevance; group offsets), the inputs of trec_evaluate_columns."""
+    relevance; group offsets), the inputs of trec_evaluate_columns, and the line where
+    the file is first not UTF-8 (it was then read byte for byte, each byte a Latin-1
+    character), or None."""
 def trec_read_run(
     path: str,
-) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.float64], npt.NDArray[np.int64], Optional[int]]:
     """A run file as trec_read_qrels reads qrels (values: float64 scores)."""
 def rank_metrics(
     offsets: npt.NDArray[np.int64],

@@ -55,6 +55,19 @@ def check_head(head: bytes, name: str) -> None:
                          f"first query id; save the file without it: sed -i '1s/^\\xEF\\xBB\\xBF//' {name}")
 
 
+def bytes_note(path: str, line: int, files: "tuple[str, ...]", python: bool = False) -> str:
+    """The note saying that TREC files were read as bytes because ``path`` is not UTF-8 at ``line``: trec_eval
+    compares ids as C strings, byte for byte, and so does the engine when either file of a pair is not UTF-8 (both
+    are then read as bytes, so that the same bytes still match). ``files``: the files so read. ``python``: for a
+    caller of :func:`ragmeter.trec.evaluate`, who gets each id as text, one character per byte (Latin-1)."""
+    read = "read it" if len(files) == 1 else "read " + " and ".join(files)
+    said = f"{path} is not UTF-8 at line {line}: {read} as bytes, as trec_eval does"
+    if python:
+        return (f"{said}; ids are given one character per byte (Latin-1: query.encode('latin-1') is the id's bytes "
+                "in the file)")
+    return f"{said} (ids compared and printed byte for byte)"
+
+
 def _utf16_without_bom(head: bytes) -> bool:
     """Whether ``head`` reads as two ASCII characters in UTF-16 (a NUL beside each): a text qrels or run never
     holds a NUL."""

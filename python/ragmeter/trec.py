@@ -61,6 +61,13 @@ def evaluate(
     empty rankings: pass ``complete=True`` to count it.
     With ``per_query=False`` the result is one row, ``query == "all"``, with
     trec_eval's summary (means; sums for counts; geometric means for gm_*).
+
+    Ids in files are bytes, as trec_eval reads them. When a file is not UTF-8 (Latin-1 ids), both files are read
+    byte for byte (the UTF-8 one too, so the same bytes still match; ties go in ``strcmp`` order), and ids come
+    back as text with one character per byte (Latin-1): a query ``caf`` + byte 0xE9 is ``"caf\xe9"`` in the
+    ``query`` column, and ``query.encode("latin-1")`` gives its bytes. A note saying which file is not UTF-8 at
+    which line is logged at INFO on the ``ragmeter.notes`` logger. A file given beside a table or dict is read
+    the same way, its ids matched against the table's as those characters.
     """
     import polars as pl
 
@@ -89,6 +96,9 @@ def evaluate(
             check_file_head(qrels)
             check_file_head(run)
             result = _core.trec_evaluate_files(os.fspath(qrels), os.fspath(run), measures, opts)
+            if result["not_utf8"] is not None:
+                path, line = result["not_utf8"]
+                _note_bytes_read(path, line, (os.fspath(qrels), os.fspath(run)))
         else:
             *q, qrels_groups = _qrels_columns(qrels)
             *r, run_groups = _run_columns(run)
@@ -177,6 +187,17 @@ def _frame(pl: Any, result: Dict[str, Any], per_query: bool) -> Any:
     return pl.DataFrame(cols)
 
 
+def _note_bytes_read(path: str, line: int, files: Tuple[str, ...]) -> None:
+    """Log (on :data:`ragmeter.errors.NOTES_LOGGER`, as every note on how an input was read) that ``files`` were
+    read as bytes because ``path`` is not UTF-8 at ``line``."""
+    import logging
+
+    from ragmeter._trec_files import bytes_note
+    from ragmeter.errors import NOTES_LOGGER
+
+    logging.getLogger(NOTES_LOGGER).info("%s", bytes_note(path, line, files, python=True))
+
+
 def _is_path(x: Any) -> bool:
     return isinstance(x, (str, os.PathLike))
 
@@ -232,7 +253,10 @@ def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
 
         check_file_head(source)
         read = _core.trec_read_qrels if what == "qrels" else _core.trec_read_run
-        return read(os.fspath(source))
+        *columns, not_utf8_line = read(os.fspath(source))
+        if not_utf8_line is not None:
+            _note_bytes_read(os.fspath(source), not_utf8_line, (os.fspath(source),))
+        return tuple(columns)
     if isinstance(source, Mapping):
         return _dict_columns(source, what, dtype_name)
     df, found = _table(source, what, ("query", "doc", value))

@@ -19,7 +19,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and argparse cost milliseconds to import; the fast path needs neither
     import argparse
-    from typing import Any, Dict, List, Optional, Sequence
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 HELP = "trec_eval-compatible evaluation of a TREC run against qrels"
 EPILOG = ("trec_eval's long options (--query_eval_wanted, --measure, ...) are read too. Its -D (debug), "
@@ -214,7 +214,7 @@ def run(args: Any) -> int:
     else:
         check_file_head(args.run)
     try:
-        text = _core.trec_eval_text(
+        text, not_utf8 = _core.trec_eval_output(
             args.qrels,
             run_name,
             list(args.measures),
@@ -229,9 +229,29 @@ def run(args: Any) -> int:
         if hint is None:
             raise
         raise _core.MeasureError(hint) from None
-    sys.stdout.write(text)
+    if not_utf8 is None:
+        sys.stdout.write(text)
+    else:
+        _write_bytes_read(text, not_utf8, (args.qrels, run_name))
     sys.stdout.flush()
     return 0
+
+
+def _write_bytes_read(text: str, not_utf8: Tuple[str, int], files: Tuple[str, ...]) -> None:
+    """Print the output of files read as bytes (one character per byte: Latin-1) as the bytes themselves, ids
+    exactly as in the files and as trec_eval prints them, after one note on stderr saying why."""
+    from ragmeter._trec_files import bytes_note
+
+    path, line = not_utf8
+    sys.stderr.write(f"ragmeter: note: {bytes_note(path, line, files)}\n")
+    sys.stderr.flush()
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:  # a text-only stdout (io.StringIO in a test): the characters
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    out.write(text.encode("latin-1"))
+    out.flush()
 
 
 def main(argv: Sequence[str]) -> int:

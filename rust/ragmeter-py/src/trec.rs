@@ -36,14 +36,32 @@ fn options_or_default(options: Option<TrecOptions>) -> Options {
     options.unwrap_or_default().0
 }
 
-fn evaluate_files(qrels_path: &str, run_path: &str, measures: &[String], opts: &Options) -> Result<Evaluation> {
-    let (qtext, rtext) = rayon::join(|| trec::FileText::open(qrels_path), || trec::FileText::open(run_path));
-    let (qtext, rtext) = (qtext?, rtext?);
-    trec::evaluate_texts(qtext.as_str(), rtext.as_str(), measures, opts, qrels_path, run_path)
+/// Evaluate a qrels file and a run (a file, or `run_text`: its bytes, read from stdin by the caller) as
+/// trec_eval reads them: as UTF-8 text, or both byte for byte when either is not UTF-8 (then `NotUtf8` says where).
+fn evaluate_pair(
+    qrels_path: &str,
+    run_path: &str,
+    run_text: Option<Vec<u8>>,
+    measures: &[String],
+    opts: &Options,
+) -> Result<(Evaluation, Option<trec::NotUtf8>)> {
+    let run = match run_text {
+        None => trec::Source::File(run_path),
+        Some(bytes) => trec::Source::Bytes { name: run_path, bytes },
+    };
+    let texts = trec::read_pair(trec::Source::File(qrels_path), run)?;
+    let eval = trec::evaluate_texts(texts.qrels.as_str(), texts.run.as_str(), measures, opts, qrels_path, run_path)?;
+    Ok((eval, texts.not_utf8))
+}
+
+/// Where a file is first not UTF-8, for Python: (path, line).
+fn not_utf8_pair(not_utf8: Option<trec::NotUtf8>) -> Option<(String, usize)> {
+    not_utf8.map(|n| (n.path, n.line))
 }
 
 /// Evaluate TREC files and return trec_eval's text output. `run_text`: the run's bytes (trec_eval's results
-/// file `-`, read from stdin by the caller), `run_path` then only names it in errors.
+/// file `-`, read from stdin by the caller), `run_path` then only names it in errors. Files that are not UTF-8
+/// are read as bytes (see [`trec_eval_output`]), each byte a character of the text.
 #[pyfunction]
 #[pyo3(signature = (qrels_path, run_path, measures, options=None, per_query=false, summary=true, run_text=None))]
 #[allow(clippy::too_many_arguments)]
@@ -57,22 +75,34 @@ pub fn trec_eval_text(
     summary: bool,
     run_text: Option<Vec<u8>>,
 ) -> PyResult<String> {
+    trec_eval_output(py, qrels_path, run_path, measures, options, per_query, summary, run_text).map(|(text, _)| text)
+}
+
+/// [`trec_eval_text`] and where a file is first not UTF-8, `(path, line)`, or `None`. When either file is
+/// not UTF-8 both are read as trec_eval reads them, byte for byte: each byte is the character of that code
+/// point (Latin-1), so the text's `encode("latin-1")` is trec_eval's output, ids as their bytes.
+#[pyfunction]
+#[pyo3(signature = (qrels_path, run_path, measures, options=None, per_query=false, summary=true, run_text=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn trec_eval_output(
+    py: Python<'_>,
+    qrels_path: String,
+    run_path: String,
+    measures: Vec<String>,
+    options: Option<TrecOptions>,
+    per_query: bool,
+    summary: bool,
+    run_text: Option<Vec<u8>>,
+) -> PyResult<(String, Option<(String, usize)>)> {
     let opts = options_or_default(options);
     py.allow_threads(|| {
-        let eval = match run_text {
-            None => evaluate_files(&qrels_path, &run_path, &measures, &opts)?,
-            Some(bytes) => {
-                let qtext = trec::FileText::open(&qrels_path)?;
-                let rtext = trec::text_from_bytes(bytes, &run_path)?;
-                trec::evaluate_texts(qtext.as_str(), &rtext, &measures, &opts, &qrels_path, &run_path)?
-            }
-        };
-        Ok(trec::format_trec(&eval, per_query, summary))
+        let (eval, not_utf8) = evaluate_pair(&qrels_path, &run_path, run_text, &measures, &opts)?;
+        Ok((trec::format_trec(&eval, per_query, summary), not_utf8_pair(not_utf8)))
     })
     .map_err(to_py_err)
 }
 
-fn evaluation_to_dict<'py>(py: Python<'py>, eval: Evaluation) -> PyResult<Bound<'py, PyDict>> {
+fn evaluation_to_dict<'py>(py: Python<'py>, eval: Evaluation, not_utf8: Option<trec::NotUtf8>) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let names: Vec<String> = eval.value_names().iter().map(|s| s.to_string()).collect();
     let width = names.len();
@@ -114,6 +144,7 @@ fn evaluation_to_dict<'py>(py: Python<'py>, eval: Evaluation) -> PyResult<Bound<
     d.set_item("summary", eval.summary.into_pyarray(py))?;
     d.set_item("run_id", eval.run_id)?;
     d.set_item("run_only_queries", eval.run_only_queries)?;
+    d.set_item("not_utf8", not_utf8_pair(not_utf8))?;
     Ok(d)
 }
 
@@ -128,8 +159,9 @@ pub fn trec_evaluate_files<'py>(
     options: Option<TrecOptions>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let opts = options_or_default(options);
-    let eval = py.allow_threads(|| evaluate_files(&qrels_path, &run_path, &measures, &opts)).map_err(to_py_err)?;
-    evaluation_to_dict(py, eval)
+    let (eval, not_utf8) =
+        py.allow_threads(|| evaluate_pair(&qrels_path, &run_path, None, &measures, &opts)).map_err(to_py_err)?;
+    evaluation_to_dict(py, eval, not_utf8)
 }
 
 /// The query id of each group and the groups' offsets: as given, or the runs of
@@ -155,36 +187,40 @@ fn str_column<'py, 'a>(py: Python<'py>, items: impl Iterator<Item = &'a str>) ->
     (offsets.into_pyarray(py), data.into_pyarray(py))
 }
 
-/// The columns of one TREC file, as `trec_evaluate_columns` takes them.
-type FileColumns<'py, V> = (NumpyStrColumn<'py>, NumpyStrColumn<'py>, Bound<'py, PyArray1<V>>, Bound<'py, PyArray1<i64>>);
+/// The columns of one TREC file, as `trec_evaluate_columns` takes them, and the line where the file is
+/// first not UTF-8 (`None`: it is UTF-8; otherwise it was read byte for byte, each byte a Latin-1 character).
+type FileColumns<'py, V> =
+    (NumpyStrColumn<'py>, NumpyStrColumn<'py>, Bound<'py, PyArray1<V>>, Bound<'py, PyArray1<i64>>, Option<usize>);
 
 /// Read a qrels file into the columns `trec_evaluate_columns` takes: query ids
 /// (one per group of consecutive lines), documents, relevance, group offsets.
 /// Parsed in Rust, with the file's own `file:line` errors.
 #[pyfunction]
 pub fn trec_read_qrels<'py>(py: Python<'py>, path: String) -> PyResult<FileColumns<'py, i64>> {
-    let text = py.allow_threads(|| trec::FileText::open(&path)).map_err(to_py_err)?;
+    let (text, not_utf8) = py.allow_threads(|| trec::read_one(&path)).map_err(to_py_err)?;
     let rows = py.allow_threads(|| trec::parse_qrels(text.as_str(), &path)).map_err(to_py_err)?;
-    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.rel).collect()))
+    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.rel).collect(), not_utf8))
 }
 
 /// Read a run file as [`trec_read_qrels`] reads qrels (values: the scores).
 #[pyfunction]
 pub fn trec_read_run<'py>(py: Python<'py>, path: String) -> PyResult<FileColumns<'py, f64>> {
-    let text = py.allow_threads(|| trec::FileText::open(&path)).map_err(to_py_err)?;
+    let (text, not_utf8) = py.allow_threads(|| trec::read_one(&path)).map_err(to_py_err)?;
     let rows = py.allow_threads(|| trec::parse_run(text.as_str(), &path)).map_err(to_py_err)?;
-    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.score).collect()))
+    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.score).collect(), not_utf8))
 }
 
 fn file_columns<'py, 'a, V: numpy::Element>(
     py: Python<'py>,
     ids: impl Iterator<Item = (&'a str, &'a str)> + Clone,
     values: Vec<V>,
+    not_utf8: Option<usize>,
 ) -> FileColumns<'py, V> {
     let qids: Vec<&str> = ids.clone().map(|(q, _)| q).collect();
     let (group_qids, offsets) = trec::consecutive_groups(&qids[..]);
     let groups: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
-    (str_column(py, group_qids.into_iter()), str_column(py, ids.map(|(_, d)| d)), values.into_pyarray(py), groups.into_pyarray(py))
+    let (qid_column, doc_column) = (str_column(py, group_qids.into_iter()), str_column(py, ids.map(|(_, d)| d)));
+    (qid_column, doc_column, values.into_pyarray(py), groups.into_pyarray(py), not_utf8)
 }
 
 /// Evaluate in-memory columns (qrels: qid, docno, rel; run: qid, docno, score).
@@ -229,7 +265,7 @@ pub fn trec_evaluate_columns<'py>(
             trec::evaluate_grouped(&qrels, &run, &measures, &opts, &run_id)
         })
         .map_err(to_py_err)?;
-    evaluation_to_dict(py, eval)
+    evaluation_to_dict(py, eval, None)
 }
 
 /// Rank metrics over a batch: returns an (n_queries, n_metrics) matrix.
@@ -317,6 +353,7 @@ pub fn trec_known_measures() -> Vec<&'static str> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TrecOptions>()?;
     m.add_function(wrap_pyfunction!(trec_eval_text, m)?)?;
+    m.add_function(wrap_pyfunction!(trec_eval_output, m)?)?;
     m.add_function(wrap_pyfunction!(trec_evaluate_files, m)?)?;
     m.add_function(wrap_pyfunction!(trec_evaluate_columns, m)?)?;
     m.add_function(wrap_pyfunction!(trec_read_qrels, m)?)?;

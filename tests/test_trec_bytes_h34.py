@@ -1,0 +1,200 @@
+"""``ragmeter trec`` / ``ragmeter.trec.evaluate`` on qrels and runs that are not UTF-8 (Latin-1 ids): trec_eval reads
+them as bytes (a qid or docno is a C string compared with ``strcmp``), and so must ragmeter. Before, they were
+refused: 'FILE:LINE: not valid UTF-8 text'.
+
+Each Latin-1 case is checked against the same files with every non-ASCII byte replaced by an ASCII stand-in above
+every ASCII byte the files hold (``{``, ``|``, ``}``, ``~``, in the bytes' order): the stand-ins keep byte equality
+and ``strcmp`` order, so trec_eval gives identical numbers, and the ``-q`` output is the stand-ins' output with the
+original bytes put back."""
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Tuple
+
+import pytest
+
+from ragmeter.errors import NOTES_LOGGER, InputError
+from ragmeter.trec import evaluate
+
+#: the ASCII stand-ins, above every ASCII byte of the test files ('z' is 0x7a)
+STAND_INS = b"{|}~"
+
+# Query 'caf\xe9' ties four documents: strcmp descending ranks d\xff (unjudged) > d\xe9 (rel) > dz (rel) > de (0).
+LATIN1_QRELS = b"caf\xe9 0 d\xe9 1\ncaf\xe9 0 dz 1\ncaf\xe9 0 de 0\nq2 0 \xe0 1\nq2 0 b 0\n"
+LATIN1_RUN = (b"caf\xe9 Q0 de 1 0.5 r\xe9\ncaf\xe9 Q0 dz 2 0.5 r\xe9\ncaf\xe9 Q0 d\xff 3 0.5 r\xe9\n"
+              b"caf\xe9 Q0 d\xe9 4 0.5 r\xe9\nq2 Q0 b 1 0.9 r\xe9\nq2 Q0 \xe0 2 0.1 r\xe9\n")
+
+
+def stand_in_map(*texts: bytes) -> Dict[int, int]:
+    """Each non-ASCII byte of ``texts`` -> an ASCII stand-in, in the same order (at most 4 distinct bytes)."""
+    high = sorted({b for t in texts for b in t if b >= 0x80})
+    assert len(high) <= len(STAND_INS) and not any(b in STAND_INS for t in texts for b in t)
+    return dict(zip(high, STAND_INS))
+
+
+def swap(text: bytes, mapping: Dict[int, int]) -> bytes:
+    return bytes(mapping.get(b, b) for b in text)
+
+
+def trec(cwd: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragmeter", "trec", *args], capture_output=True, cwd=cwd,
+                          input=stdin)
+
+
+def write_pair(folder: Path, qrels: bytes, run: bytes) -> Tuple[Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "q").write_bytes(qrels)
+    (folder / "r").write_bytes(run)
+    return folder / "q", folder / "r"
+
+
+def test_latin1_ids_are_read_as_bytes_and_give_trec_eval_s_numbers_and_output_bytes(tmp_path: Path) -> None:
+    mapping = stand_in_map(LATIN1_QRELS, LATIN1_RUN)
+    write_pair(tmp_path / "latin1", LATIN1_QRELS, LATIN1_RUN)
+    write_pair(tmp_path / "ascii", swap(LATIN1_QRELS, mapping), swap(LATIN1_RUN, mapping))
+    got = trec(tmp_path / "latin1", "-q", "-m", "all_trec", "q", "r")
+    want = trec(tmp_path / "ascii", "-q", "-m", "all_trec", "q", "r")
+    assert want.returncode == 0 and want.stderr == b"", want.stderr
+    assert got.returncode == 0, got.stderr
+    back = {v: k for k, v in mapping.items()}
+    assert got.stdout == swap(want.stdout, back)  # byte for byte, the ids (and the run id) as in the files
+    assert b"map                   \tcaf\xe9\t" in got.stdout and b"runid                 \tall\tr\xe9\n" in got.stdout
+    # by hand: the tie ranks [unjudged, 1, 1, 0] for caf\xe9 (AP (1/2 + 2/3) / 2, RR 1/2); q2 ranks [0, 1]
+    lines = got.stdout.splitlines()
+    assert b"map                   \tcaf\xe9\t0.5833" in lines and b"recip_rank            \tcaf\xe9\t0.5000" in lines
+    assert b"map                   \tq2\t0.5000" in lines
+
+
+def test_the_command_says_once_on_stderr_why_it_read_bytes(tmp_path: Path) -> None:
+    qrels = b"1 0 d1 1\n1 0 d2 0\n"
+    run = b"1 Q0 d1 1 0.5 r\n1 Q0 d\xe92 2 0.4 r\n"
+    write_pair(tmp_path, qrels, run)
+    proc = trec(tmp_path, "-m", "map", "q", "r")
+    assert proc.returncode == 0 and proc.stdout == b"map                   \tall\t1.0000\n", proc.stderr
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1 and err.startswith("ragmeter: note: "), err
+    assert "r is not UTF-8 at line 2" in err and "as bytes" in err and "trec_eval" in err, err
+
+
+def test_a_utf8_file_and_a_latin1_partner_are_both_read_as_bytes(tmp_path: Path) -> None:
+    """The qrels' 'caf\\xc3\\xa9' (UTF-8) is the run's 'caf\\xc3\\xa9' byte for byte, not its Latin-1 'caf\\xe9'
+    (trec_eval compares bytes): the Latin-1 document is retrieved first and is not relevant."""
+    qrels = "1 0 café 1\n1 0 x 0\n".encode("utf-8")
+    qrels.decode("utf-8")  # valid UTF-8
+    run = b"1 Q0 caf\xc3\xa9 2 0.5 r\n1 Q0 caf\xe9 1 0.9 r\n1 Q0 x 3 0.1 r\n"
+    mapping = stand_in_map(qrels, run)
+    write_pair(tmp_path / "mixed", qrels, run)
+    write_pair(tmp_path / "ascii", swap(qrels, mapping), swap(run, mapping))
+    got = trec(tmp_path / "mixed", "-q", "-m", "recip_rank", "-m", "P.2", "q", "r")
+    want = trec(tmp_path / "ascii", "-q", "-m", "recip_rank", "-m", "P.2", "q", "r")
+    assert got.returncode == 0 and want.returncode == 0, got.stderr
+    assert got.stdout == swap(want.stdout, {v: k for k, v in mapping.items()})
+    assert b"recip_rank            \t1\t0.5000\n" in got.stdout  # ranks: caf\xe9 (0.9), caf\xc3\xa9, x
+    assert b"r is not UTF-8 at line 2" in got.stderr, got.stderr
+    result = evaluate(tmp_path / "mixed" / "q", tmp_path / "mixed" / "r", ["recip_rank"])
+    assert result["recip_rank"].to_list() == [0.5]
+
+
+def test_a_latin1_run_on_stdin_is_read_as_bytes_too(tmp_path: Path) -> None:
+    write_pair(tmp_path, LATIN1_QRELS, LATIN1_RUN)
+    from_file = trec(tmp_path, "-q", "-m", "all_trec", "q", "r")
+    piped = trec(tmp_path, "-q", "-m", "all_trec", "q", "-", stdin=LATIN1_RUN)
+    assert piped.returncode == 0 and piped.stdout == from_file.stdout and b"caf\xe9" in piped.stdout
+    assert b"q is not UTF-8 at line 1" in piped.stderr, piped.stderr  # the qrels: the first found
+    (tmp_path / "q").write_bytes(b"q2 0 b 1\n")  # UTF-8 qrels
+    piped = trec(tmp_path, "-m", "num_q", "q", "-", stdin=LATIN1_RUN)
+    assert piped.returncode == 0 and b"stdin is not UTF-8 at line 1" in piped.stderr, piped.stderr
+
+
+def test_python_api_returns_latin1_ids_one_character_per_byte_and_logs_a_note(tmp_path: Path,
+                                                                              caplog: pytest.LogCaptureFixture) -> None:
+    mapping = stand_in_map(LATIN1_QRELS, LATIN1_RUN)
+    q, r = write_pair(tmp_path / "latin1", LATIN1_QRELS, LATIN1_RUN)
+    aq, ar = write_pair(tmp_path / "ascii", swap(LATIN1_QRELS, mapping), swap(LATIN1_RUN, mapping))
+    measures = ["map", "recip_rank", "ndcg_cut.10", "P.5"]
+    with caplog.at_level(logging.INFO, logger=NOTES_LOGGER):
+        got = evaluate(q, r, measures)
+    want = evaluate(aq, ar, measures)
+    assert got["query"].to_list() == ["caf\xe9", "q2"]  # str, one character per byte
+    assert [x.encode("latin-1") for x in got["query"]] == [b"caf\xe9", b"q2"]
+    assert got.drop("query").equals(want.drop("query"))
+    notes = [rec.getMessage() for rec in caplog.records if rec.name == NOTES_LOGGER]
+    assert len(notes) == 1 and f"{q} is not UTF-8 at line 1" in notes[0] and "latin-1" in notes[0].lower(), notes
+    summary = evaluate(q, r, ["runid", "map"], per_query=False)
+    assert summary["runid"].to_list() == ["r\xe9"]
+
+
+def test_python_api_reads_one_latin1_file_beside_a_table_as_bytes(tmp_path: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """A file given with a dict: the file's bytes as Latin-1 characters, which the dict's ids match."""
+    q, _ = write_pair(tmp_path, LATIN1_QRELS, LATIN1_RUN)
+    run: Dict[str, Dict[str, float]] = {"caf\xe9": {"d\xe9": 0.9, "de": 0.5}, "q2": {"\xe0": 0.3}}
+    with caplog.at_level(logging.INFO, logger=NOTES_LOGGER):
+        got = evaluate(q, run, ["recip_rank", "num_rel_ret"])
+    assert got["query"].to_list() == ["caf\xe9", "q2"] and got["recip_rank"].to_list() == [1.0, 1.0]
+    assert got["num_rel_ret"].to_list() == [1, 1]
+    assert any(f"{q} is not UTF-8 at line 1" in rec.getMessage() for rec in caplog.records), caplog.records
+
+
+@pytest.mark.parametrize("which", ["q", "r"])
+def test_an_error_in_a_latin1_file_still_names_its_file_and_line(tmp_path: Path, which: str) -> None:
+    qrels, run = LATIN1_QRELS, LATIN1_RUN
+    if which == "q":
+        qrels += b"q3 0 d\xe9\n"
+    else:
+        run += b"q2 Q0 \xe9\xe9 3 high r\n"
+    write_pair(tmp_path, qrels, run)
+    proc = trec(tmp_path, "q", "r")
+    line = (qrels if which == "q" else run).count(b"\n")
+    assert proc.returncode == 2 and proc.stdout == b"" and b"Traceback" not in proc.stderr
+    err = proc.stderr.decode()
+    assert err.startswith(f"ragmeter: error: {which}:{line}: ") and err.count("\n") == 1, err
+    with pytest.raises(InputError, match=f":{line}: "):
+        evaluate(tmp_path / "q", tmp_path / "r", "map")
+
+
+def test_latin1_ids_in_error_messages_read_as_their_characters(tmp_path: Path) -> None:
+    write_pair(tmp_path, LATIN1_QRELS, LATIN1_RUN + b"q2 Q0 \xe0 3 0.2 r\xe9\n")
+    proc = trec(tmp_path, "q", "r")
+    assert proc.returncode == 2
+    assert "r:7: document à appears twice in the ranking of query q2 (first at line 6)" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("which", ["q", "r"])
+def test_a_binary_file_that_is_not_utf8_is_still_refused(tmp_path: Path, which: str) -> None:
+    """Bytes with a NUL are no text (trec_eval would read garbage): the refusal is unchanged."""
+    blob = b"1 0 d1 1\n\x89PNG\x00\x00\xff\n"
+    qrels, run = (blob, LATIN1_RUN) if which == "q" else (LATIN1_QRELS, blob)
+    write_pair(tmp_path, qrels, run)
+    proc = trec(tmp_path, "q", "r")
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr == f"ragmeter: error: {which}:2: not valid UTF-8 text\n".encode(), proc.stderr
+
+
+@pytest.mark.parametrize("which", ["q", "r"])
+@pytest.mark.parametrize("blob,said", [
+    (b"\x1f\x8b\x08\x00\xe9\xe9", "is gzip-compressed"),
+    ("1 0 d\xe9 1\n".encode("utf-16"), "is UTF-16 text"),
+    (b"PK\x03\x04\xe9\n", "is a ZIP archive"),
+    (b"%PDF-1.4\n\xe9\n", "is a PDF document"),
+    (b"PAR1\xe9\n", "is a Parquet file"),
+])
+def test_the_binary_and_utf16_diagnoses_are_unchanged_beside_a_latin1_partner(tmp_path: Path, which: str,
+                                                                               blob: bytes, said: str) -> None:
+    qrels, run = (blob, LATIN1_RUN) if which == "q" else (LATIN1_QRELS, blob)
+    write_pair(tmp_path, qrels, run)
+    proc = trec(tmp_path, "q", "r")
+    assert proc.returncode == 2 and proc.stdout == b"" and proc.stderr.count(b"\n") == 1
+    assert proc.stderr.decode().startswith(f"ragmeter: error: {which}: {said}"), proc.stderr
+
+
+def test_utf8_files_print_no_note(tmp_path: Path) -> None:
+    text = "é 0 dé 1\n".encode("utf-8"), "é Q0 dé 1 1 r\n".encode("utf-8")
+    write_pair(tmp_path, *text)
+    proc = trec(tmp_path, "-q", "-m", "map", "q", "r")
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    assert proc.stdout.decode("utf-8").startswith("map                   \té\t1.0000\n")
+
