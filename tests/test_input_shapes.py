@@ -295,7 +295,8 @@ def test_items_without_a_file_leave_file_metrics_unscored(tmp_path: Path) -> Non
     chunks = pl.read_parquet(tmp_path / "out" / "chunks.parquet")
     assert chunks["file"].to_list() == [None, None, None, "c.md", None, "x.md", None]
     assert chunks["file_match"].to_list() == [None, None, None, True, True, False, None]
-    assert chunks["relevant"].to_list() == [False, True, False, True, True, False, True]
+    # b-1's chunk is null, not false: its relevance could not be decided (its hit is null)
+    assert chunks["relevant"].to_list() == [False, True, None, True, True, False, True]
     # A run with no file anywhere (plain strings): no file-level result at all, empty retrievals included.
     write_jsonl(tmp_path / "texts.jsonl", [{"id": "a-1", "retrieved": ["alpha"]}, {"id": "c-1", "retrieved": []}])
     s = summary("g.jsonl", "texts.jsonl", tmp_path)

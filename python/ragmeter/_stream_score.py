@@ -40,7 +40,7 @@ from ragmeter._dictionary_texts import large_strings
 from ragmeter._io import release_slice_memory, write_chunk_frame, write_parquet_parts
 from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
 from ragmeter.evidence import EvidenceMatch, RunPhrases, mark_no_file_in_run, match_relevance, retrieved_columns
-from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tables, source_name
+from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tables, chunk_marks, source_name
 
 __all__ = ["score_parquet"]
 
@@ -272,16 +272,8 @@ def _chunk_table(ids: pl.Series, match: EvidenceMatch, fields: Optional[pl.DataF
     lengths = np.diff(match.chunk_offsets)
     case = np.repeat(np.arange(len(lengths)), lengths)
     rank = np.arange(len(case), dtype=np.int64) - np.repeat(match.chunk_offsets[:-1], lengths) + 1
-    rest = pl.DataFrame([ids.gather(case).alias("id"), pl.Series("rank", rank, dtype=pl.Int64), *_marks(match)])
+    rest = pl.DataFrame([ids.gather(case).alias("id"), pl.Series("rank", rank, dtype=pl.Int64), *chunk_marks(match)])
     return rest if fields is None else _with_fields(rest, fields)
-
-
-def _marks(match: EvidenceMatch) -> List[pl.Series]:
-    """The chunk table's ``relevant`` and ``file_match`` columns."""
-    file_match = pl.Series("file_match", match.file_match.astype(bool))
-    if match.file_placeholder is not None:  # a chunk without a file: unknown, not a match
-        file_match = file_match.set(pl.Series(match.file_placeholder), None)
-    return [pl.Series("relevant", match.relevant.astype(bool)), file_match]
 
 
 def _with_fields(rest: pl.DataFrame, fields: pl.DataFrame) -> pl.DataFrame:
@@ -380,7 +372,7 @@ class _ChunkSpool:
         read from the same slices)? If not, it is removed and the table is written again from the texts
         (:meth:`_ChunkSource.write`)."""
         if self._schema is not None and self.in_order and source.assembled.chunk_order is None:
-            marks = pl.DataFrame(_marks(source.assembled.match))
+            marks = pl.DataFrame(chunk_marks(source.assembled.match))
             if marks.height == self._rows and marks.equals(pl.concat(self._marks), null_equal=True):
                 return True
         self.path.unlink(missing_ok=True)
