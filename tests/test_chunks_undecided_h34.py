@@ -133,3 +133,25 @@ def test_streamed_and_whole_chunk_tables_agree_on_undecided_cases(tmp_path, tiny
     whole.write(tmp_path / "whole")
     assert_frame_equal(pl.read_parquet(tmp_path / "streamed" / "chunks.parquet"),
                        pl.read_parquet(tmp_path / "whole" / "chunks.parquet"))
+
+
+def test_the_report_explorer_tells_an_unlabelled_chunk_from_an_undecided_one(tmp_path, capsys):
+    # before: the chunks of u-1 and f-1 read '✗ not relevant', as a miss would
+    from test_report import _chromium
+    from test_report_html_s29 import _open, explore
+
+    if _chromium() is None:
+        pytest.skip("no chromium binary (Debian's `chromium` package)")
+    golden, jsonl, _ = _write_inputs(tmp_path, RUN)
+    out = tmp_path / "scored"
+    _score_folder(golden, jsonl, out)
+    assert main(["report", str(out)]) == 0
+    heads = {}
+    for case_id in ("a-1", "u-1", "f-1"):
+        (tmp_path / case_id).mkdir()
+        views, console = explore(out / "report.html", _open(out, case_id), tmp_path / case_id)
+        assert console == []
+        opened = next(v for v in views if v["detail"] == "Case " + case_id)
+        heads[case_id] = [c["head"].split(" #")[0] for c in opened["chunks"]]
+    assert heads == {"a-1": ["\u2713 relevant", "\u2717 not relevant", "\u2717 not relevant"],
+                     "u-1": ["? unlabelled", "? unlabelled"], "f-1": ["? not decided", "? not decided"]}

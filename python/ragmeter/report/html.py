@@ -468,7 +468,8 @@ function explorer(IDX, part, B, nBlocks){
     for(var k=0;k<texts.length;k++){
       var rel=rels?rels[k]:null;
       var box=el('div','chunk'+(rel?' rel':'')); var head=el('div','head');
-      head.appendChild(el('span', rel?'mark-rel':'mark-no', rel?'\u2713 relevant ':(rel===false?'\u2717 not relevant ':'? unlabelled ')));
+      // null: not decided (chunks.parquet), in an unlabelled case or a labelled one whose hit is null
+      head.appendChild(el('span', rel?'mark-rel':'mark-no', rel?'\u2713 relevant ':(rel===false?'\u2717 not relevant ':(val('labeled')===true?'? not decided ':'? unlabelled '))));
       head.appendChild(line('span',null,['#'+(k+1)+' \u00b7 ', fmt(files?files[k]:null), ' \u00b7 ', fmt(ids?ids[k]:null), ' \u00b7 score '+fmt(scores?scores[k]:null)]));
       box.appendChild(head); box.appendChild(el('div','pre',texts[k])); det.appendChild(box); }
     if(!texts.length) det.appendChild(el('div','muted',noChunks(C)));
