@@ -254,7 +254,11 @@ def test_top_k_helpers_and_frames():
     m = match_relevance(golden_files, evidence, chunk_files, chunk_texts)
     assert m.labeled.tolist() == [True, True, True, False]
     assert m.relevant.tolist() == [False, True, True, True, False, True, False]
-    assert m.relevance_lists().to_list() == [[False, True, True], [True], [False, True], [False]]
+    # the raw arrays hold Rust's false for the unlabelled case 3; the frames say null (not decided), as
+    # chunks.parquet does, and its file_match is null too (it expects nothing a file could match)
+    assert m.relevance_lists().to_list() == [[False, True, True], [True], [False, True], [None]]
+    assert m.chunks["relevant"].to_list() == [False, True, True, True, False, True, None]
+    assert m.chunks["file_match"].to_list() == [False, True, True, True, False, True, None]
     # "alpha" first in an expected file at rank 2, "beta" at 3; the blank phrase is ignored.
     assert m.phrase_first_rank.tolist() == [2, 3, 0, 1]
     assert m.phrase_any_rank.tolist() == [1, 1, 0, 1]

@@ -40,7 +40,7 @@ from ragmeter._dictionary_texts import large_strings
 from ragmeter._io import release_slice_memory, write_chunk_frame, write_parquet_parts
 from ragmeter.dataset import ParquetRun, arrow_chunk_texts, check_run_against_golden, load_golden
 from ragmeter.evidence import EvidenceMatch, RunPhrases, mark_no_file_in_run, match_relevance, retrieved_columns
-from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tables, chunk_marks, source_name
+from ragmeter.retrieval import ScoreResult, _check_k, _PreparedMatch, _score_tables, source_name
 
 __all__ = ["score_parquet"]
 
@@ -272,7 +272,7 @@ def _chunk_table(ids: pl.Series, match: EvidenceMatch, fields: Optional[pl.DataF
     lengths = np.diff(match.chunk_offsets)
     case = np.repeat(np.arange(len(lengths)), lengths)
     rank = np.arange(len(case), dtype=np.int64) - np.repeat(match.chunk_offsets[:-1], lengths) + 1
-    rest = pl.DataFrame([ids.gather(case).alias("id"), pl.Series("rank", rank, dtype=pl.Int64), *chunk_marks(match)])
+    rest = pl.DataFrame([ids.gather(case).alias("id"), pl.Series("rank", rank, dtype=pl.Int64), *match.chunk_marks()])
     return rest if fields is None else _with_fields(rest, fields)
 
 
@@ -372,7 +372,7 @@ class _ChunkSpool:
         read from the same slices)? If not, it is removed and the table is written again from the texts
         (:meth:`_ChunkSource.write`)."""
         if self._schema is not None and self.in_order and source.assembled.chunk_order is None:
-            marks = pl.DataFrame(chunk_marks(source.assembled.match))
+            marks = pl.DataFrame(source.assembled.match.chunk_marks())
             if marks.height == self._rows and marks.equals(pl.concat(self._marks), null_equal=True):
                 return True
         self.path.unlink(missing_ok=True)

@@ -209,16 +209,41 @@ class EvidenceMatch:
 
     @property
     def chunks(self) -> pl.DataFrame:
-        """Per retrieved chunk: ``case``, ``rank`` (1-based), ``file_match``, ``relevant``, ``phrases_found``."""
-        return pl.DataFrame(
-            {
-                "case": self._case_index(self.chunk_offsets),
-                "rank": self._rank_index(self.chunk_offsets) + 1,
-                "file_match": self.file_match,
-                "relevant": self.relevant,
-                "phrases_found": self.phrases_found,
-            }
-        )
+        """Per retrieved chunk: ``case``, ``rank`` (1-based), ``file_match``, ``relevant`` (both as in
+        :meth:`chunk_marks`: null where not decided), ``phrases_found``."""
+        relevant, file_match = self.chunk_marks()
+        return pl.DataFrame([
+            pl.Series("case", self._case_index(self.chunk_offsets)),
+            pl.Series("rank", self._rank_index(self.chunk_offsets) + 1),
+            file_match, relevant,
+            pl.Series("phrases_found", self.phrases_found),
+        ])
+
+    def chunk_marks(self) -> Tuple[pl.Series, pl.Series]:
+        """Per chunk, ``relevant`` and ``file_match`` as ``chunks.parquet`` has them (the arrays :attr:`relevant`
+        and :attr:`file_match` hold Rust's false and true where these are null).
+
+        Both are null where they were not decided, never false: ``relevant`` in every chunk of a case whose
+        relevance was not decided (not :attr:`labeled`: unlabelled, or expecting files alone with chunks that
+        give none, whose ``hit`` is null), so that counting the column never counts such a chunk as a miss;
+        ``file_match`` in a chunk without a file of a case expecting files (:attr:`file_placeholder`), and in
+        every chunk of an unlabelled case (it expects nothing a file could match). A labelled case expecting no
+        file keeps ``file_match`` true (any file passes). Masks over whole arrays, no loop over chunks: this
+        runs for every slice of a streamed run."""
+        relevant = pl.Series("relevant", self.relevant.astype(bool))
+        file_match = pl.Series("file_match", self.file_match.astype(bool))
+        file_unknown = self.file_placeholder  # a chunk without a file: unknown, not a match
+        undecided = ~self.labeled.astype(bool)
+        if undecided.any():
+            lengths = np.diff(self.chunk_offsets)
+            relevant = relevant.set(pl.Series(np.repeat(undecided, lengths)), None)
+            # a case undecided for want of a file is labelled: its chunks that give a file keep file_match
+            unlabelled = undecided if self.file_unknown is None else undecided & ~self.file_unknown.astype(bool)
+            per_chunk = np.repeat(unlabelled, lengths)
+            file_unknown = per_chunk if file_unknown is None else file_unknown | per_chunk
+        if file_unknown is not None:
+            file_match = file_match.set(pl.Series(file_unknown), None)
+        return relevant, file_match
 
     @property
     def phrases(self) -> pl.DataFrame:
@@ -243,8 +268,9 @@ class EvidenceMatch:
         return pl.DataFrame({"case": case, "file_index": self._rank_index(self.file_offsets), "first_rank": first_rank})
 
     def relevance_lists(self, name: str = "relevant") -> pl.Series:
-        """Per case, the relevance of its chunks in rank order (list[bool])."""
-        flat = pl.Series(name, self.relevant)
+        """Per case, the relevance of its chunks in rank order (list[bool]; null in a case whose relevance
+        was not decided, as in :meth:`chunk_marks`)."""
+        flat = self.chunk_marks()[0].alias(name)
         lengths = np.diff(self.chunk_offsets)
         return _regroup(flat, lengths, name)
 

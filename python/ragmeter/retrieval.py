@@ -420,31 +420,7 @@ def _chunk_table(joined: pl.DataFrame, match: Any) -> pl.DataFrame:
     ranks = np.arange(match.relevant.size) - np.repeat(match.chunk_offsets[:-1], lengths) + 1
     flat = _flat_chunks(joined)
     base = pl.DataFrame({"id": joined["id"].gather(case_ids), "rank": ranks.astype(np.int64)})
-    return pl.concat([base, flat, pl.DataFrame(chunk_marks(match))], how="horizontal")
-
-
-def chunk_marks(match: EvidenceMatch) -> List[pl.Series]:
-    """The chunk table's ``relevant`` and ``file_match`` columns, one value per chunk of ``match``.
-
-    Both are null where they were not decided, never false: ``relevant`` in every chunk of a case whose
-    relevance was not decided (unlabelled, or expecting files alone with chunks that give none: its ``hit``
-    is null), so that counting the column never counts such a chunk as a miss; ``file_match`` in a chunk
-    without a file of a case expecting files, and in every chunk of an unlabelled case (it expects nothing a
-    file could match). A labelled case expecting no file keeps ``file_match`` true (any file passes).
-    Built with masks over whole arrays: this runs for every slice of a streamed run."""
-    relevant = pl.Series("relevant", match.relevant.astype(bool))
-    file_match = pl.Series("file_match", match.file_match.astype(bool))
-    file_unknown = match.file_placeholder  # a chunk without a file: unknown, not a match
-    undecided = ~match.labeled.astype(bool)
-    if undecided.any():
-        lengths = np.diff(match.chunk_offsets)
-        relevant = relevant.set(pl.Series(np.repeat(undecided, lengths)), None)
-        # undecided for want of a file are labelled (their file_match stays where their chunks give files)
-        unlabelled = np.repeat(undecided & ~_file_unknown(match), lengths)
-        file_unknown = unlabelled if file_unknown is None else file_unknown | unlabelled
-    if file_unknown is not None:
-        file_match = file_match.set(pl.Series(file_unknown), None)
-    return [relevant, file_match]
+    return pl.concat([base, flat, pl.DataFrame(match.chunk_marks())], how="horizontal")
 
 
 def _flat_chunks(joined: pl.DataFrame) -> pl.DataFrame:
