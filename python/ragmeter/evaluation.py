@@ -495,8 +495,10 @@ def run_eval(
 def _refuse_nothing_judged(result: Any) -> None:
     """``ragmeter judge``'s refusal (exit 2, nothing written) for ``eval`` with a judge of which every row lacks
     its input (a run without answers judged for correctness): the judge measured nothing it was asked for, and
-    an exit status of 0 would tell a CI job that it had."""
-    from ragmeter.cli._inputs import refuse_nothing_judged
+    an exit status of 0 would tell a CI job that it had. The remedy names ``judge=None`` to a Python caller,
+    ``--no-judge`` on the command line."""
+    from ragmeter._front import option
+    from ragmeter.judge.runner import refuse_nothing_judged
     from ragmeter.retrieval import failed_in_every_run_case
 
     judged = result.summary.get("judge")
@@ -504,7 +506,7 @@ def _refuse_nothing_judged(result: Any) -> None:
         return
     refuse_nothing_judged(judged, int(judged.get("n_cases") or result.cases.height), len(judged["metrics"]),
                           bool(failed_in_every_run_case(result.cases)),
-                          remedy="pass --no-judge to score retrieval alone")
+                          remedy=f"pass {option('judge', 'None', flag='--no-judge')} to score retrieval alone")
 
 
 def _run_files(judged: bool, swept: bool, reports: bool, repeats: bool = False) -> List[str]:

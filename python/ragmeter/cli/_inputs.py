@@ -88,24 +88,3 @@ def check_out(path: Any, *, folder: bool = True, flag: str = "--out",
     in_the_way = next((name for name in files if os.path.isdir(os.path.join(path, name))), None)
     if in_the_way is not None:
         raise InputError(f"{os.path.join(path, in_the_way)}: is a folder, not a file")  # as when moving into place
-
-
-def refuse_nothing_judged(summary: Dict[str, Any], n_cases: int, n_metrics: int,
-                          every_run_case_failed: bool, remedy: str = "") -> None:
-    """An error (exit 2, nothing written) when every judge row was skipped for missing input: nothing was
-    measured, and no call was sent. Says why per metric. A run file whose every case failed when it was
-    collected keeps its documented outcome instead (results written, the failed_in_run warning, exit 3); a
-    few failed cases do not: the others' rows lacking their input (no reference) is still nothing to judge.
-    ``remedy`` (``eval``: how to get the rest measured) ends the message."""
-    from ragmeter.errors import InputError
-
-    inc = summary.get("incomplete") or {}
-    if not summary.get("n_rows") or inc.get("of") != 0 or every_run_case_failed:
-        return
-    why = []
-    for metric, m in summary["metrics"].items():
-        examples = [g.get("example") for g in (m.get("skips") or {}).values() if g.get("example")]
-        if examples:
-            why.append(f"{metric}: {examples[0]}")
-    raise InputError(f"nothing to judge: all {summary['n_rows']} judge rows ({n_cases} cases x {n_metrics} metrics) "
-                     f"lack their input ({'; '.join(why)}); nothing written" + (f"; {remedy}" if remedy else ""))

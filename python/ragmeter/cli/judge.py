@@ -577,7 +577,7 @@ def run(args: argparse.Namespace) -> int:
             print_estimate(result.estimate or {}, len(metrics))
         return 0
     s = result.summary
-    from ragmeter.cli._inputs import refuse_nothing_judged
+    from ragmeter.judge.runner import refuse_nothing_judged
 
     refuse_nothing_judged(s, len(records), len(metrics), _every_run_case_failed(records, failed_in_run))
     out = result.write(args.out)

@@ -664,6 +664,28 @@ def summarize(rows: List[Dict[str, Any]], cases: List[Case], cfg: JudgeConfig, e
     }
 
 
+def refuse_nothing_judged(summary: Dict[str, Any], n_cases: int, n_metrics: int,
+                          every_run_case_failed: bool, remedy: str = "") -> None:
+    """An :class:`InputError` (exit 2 on the command line, nothing written) when every judge row of ``summary``
+    (:func:`summarize`'s) was skipped for missing input: nothing was measured, and no call was sent. Says why per
+    metric. A run file whose every case failed when it was collected keeps its documented outcome instead
+    (results written, the failed_in_run warning, exit 3); a few failed cases do not: the others' rows lacking
+    their input (no reference) is still nothing to judge. ``remedy`` (``eval``: how to get the rest measured)
+    ends the message. Here rather than in ``ragmeter.cli``: :func:`ragmeter.evaluation.run_eval` refuses alike."""
+    from ragmeter.errors import InputError
+
+    inc = summary.get("incomplete") or {}
+    if not summary.get("n_rows") or inc.get("of") != 0 or every_run_case_failed:
+        return
+    why = []
+    for metric, m in summary["metrics"].items():
+        examples = [g.get("example") for g in (m.get("skips") or {}).values() if g.get("example")]
+        if examples:
+            why.append(f"{metric}: {examples[0]}")
+    raise InputError(f"nothing to judge: all {summary['n_rows']} judge rows ({n_cases} cases x {n_metrics} metrics) "
+                     f"lack their input ({'; '.join(why)}); nothing written" + (f"; {remedy}" if remedy else ""))
+
+
 def metric_list(metrics: Any) -> Sequence[Any]:
     """``metrics`` as a sequence of names and metric objects: a string is one name, or names separated by commas
     as ``--metrics`` takes them (read letter by letter it was "unknown metric 'f'"); anything not a collection
