@@ -305,8 +305,8 @@ def test_a_damaged_cases_table_is_one_line_saying_what_the_file_is(results: Path
     (folder / "cases.parquet").write_bytes(damage((results / "cases.parquet").read_bytes()))
     args = ["report", "res", "--out", "rep"] if command == "report" else ["compare", "res", results, "--json", "c.json"]
     got = refused(ragmeter(tmp_path, *args))
-    assert got == (f"res/cases.parquet: {said}; restore it, or write the folder again with `ragmeter eval` "
-                   "(or `ragmeter score`)"), got
+    # the fixture's folder is one `ragmeter score` wrote, and its summary.json says so
+    assert got == f"res/cases.parquet: {said}; restore it, or write the folder again with `ragmeter score --out DIR`", got
     assert not (tmp_path / "rep").exists() and not (tmp_path / "c.json").exists()
 
 

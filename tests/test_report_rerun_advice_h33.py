@@ -46,7 +46,8 @@ def test_another_results_format_names_the_command_that_wrote_the_folder(tmp_path
     assert done.returncode == 2 and "Traceback" not in done.stderr
     other = {"score": "eval", "eval": "score"}[command]
     assert "results_format 99" in done.stderr and "version 99.0" in done.stderr
-    assert f"re-run `ragmeter {command}`" in done.stderr and f"`ragmeter {other}`" not in done.stderr
+    assert f"write the folder again with `ragmeter {command} --out DIR`, or use the matching version" in done.stderr
+    assert f"`ragmeter {other}" not in done.stderr
 
 
 def test_a_summary_of_neither_layout_names_both_commands(tmp_path):
@@ -54,7 +55,8 @@ def test_a_summary_of_neither_layout_names_both_commands(tmp_path):
     (folder / "summary.json").write_text(json.dumps({"results_format": 99}), encoding="utf-8")
     with pytest.raises(InputError) as err:
         load_results(folder)
-    assert "`ragmeter eval`" in str(err.value) and "`ragmeter score`" in str(err.value)
+    assert str(err.value).endswith("write the folder again with the command that wrote it (`ragmeter eval --out DIR` "
+                                   "or `ragmeter score --out DIR`), or use the matching version"), err.value
 
 
 def test_a_wrong_column_type_in_a_score_folder_names_score(tmp_path):
@@ -65,4 +67,4 @@ def test_a_wrong_column_type_in_a_score_folder_names_score(tmp_path):
     done = _cli("report", str(folder), cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "cases.parquet" in done.stderr and "hit" in done.stderr
-    assert "re-run `ragmeter score`" in done.stderr and "`ragmeter eval`" not in done.stderr
+    assert "write the folder again with `ragmeter score --out DIR`" in done.stderr and "`ragmeter eval" not in done.stderr

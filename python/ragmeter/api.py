@@ -210,7 +210,8 @@ class EvalResult:
         _check_folder("EvalResult.load", directory, "a results folder (a path)")
         res = load_results(directory)
         chunks_path = Path(directory) / "chunks.parquet"
-        chunks = _read_parquet(chunks_path) if chunks_path.is_file() else pl.DataFrame({"id": []}, schema={"id": pl.Utf8})
+        chunks = _read_parquet(chunks_path, res.summary) if chunks_path.is_file() else \
+            pl.DataFrame({"id": []}, schema={"id": pl.Utf8})
         summary = _evaluate_layout(res.summary)
         if all(Path(p).is_file() for p in _report_paths(Path(directory)).values()):
             summary["reports"] = _report_paths(Path(directory))  # as write() left it: the summary round-trips

@@ -553,20 +553,21 @@ REPEATS_FILE = "repeats.parquet"
 def load_repeats(results: Any) -> Optional[pl.DataFrame]:
     """A results folder's ``repeats.parquet`` when its summary.json lists it (a stale file of an earlier run
     is not read), else None."""
-    from ragmeter.report.data import _read_parquet, check_column_types, register_custom_metrics
+    from ragmeter.report.data import (_read_parquet, check_column_types, listed_but_missing, register_custom_metrics,
+                                      rewrite_advice)
 
     files = results.summary.get("files")
     path = Path(results.path) / REPEATS_FILE
     if not (isinstance(files, list) and REPEATS_FILE in files):
         return None
     if not path.is_file():
-        raise InputError(f"{path}: listed in summary.json but missing (copy the whole results folder)")
-    frame = _read_parquet(path)
+        raise listed_but_missing(Path(results.path), REPEATS_FILE, results.summary)
+    frame = _read_parquet(path, results.summary)
     absent = [c for c in ("id", "repeat", "category") if c not in frame.columns]
     if absent:
-        raise InputError(f"{path}: missing column(s) {', '.join(absent)}")
+        raise InputError(f"{path}: missing column(s) {', '.join(absent)}; {rewrite_advice(results.summary)}")
     register_custom_metrics(frame)
-    check_column_types(frame, path)
+    check_column_types(frame, path, summary=results.summary)
     if frame.select(pl.struct("id", "repeat").is_duplicated().any()).item():
         raise InputError(f"{path}: a (id, repeat) pair occurs twice")
     return frame.with_columns(pl.col("category").cast(pl.Utf8).fill_null("(none)"))

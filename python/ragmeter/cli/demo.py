@@ -17,7 +17,6 @@ HELP = "score, sweep, judge (scripted example verdicts, offline) and calibrate t
 
 OUTPUTS = ("cases.parquet", "chunks.parquet", "judge.parquet", "sweep.parquet", "summary.json", "warnings.json",
            "review.parquet", "report.html", "report.md", "review/")
-REPLAY_MODEL = "example-replay"
 
 
 def example_dir() -> Path:
@@ -57,6 +56,8 @@ class ReplayJudge:
 
     def _app(self) -> Any:
         from aiohttp import web
+
+        from ragmeter.report.data import DEMO_JUDGE_MODEL as REPLAY_MODEL  # tells readers the demo wrote a folder
 
         async def models(request: web.Request) -> web.Response:
             return web.json_response({"object": "list", "data": [{"id": REPLAY_MODEL, "object": "model"}]})
@@ -115,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from ragmeter.cli._tables import make_console, print_diagnosis, print_prose, print_score, print_sweep
     from ragmeter.evaluation import run_eval
     from ragmeter.judge import JudgeConfig
+    from ragmeter.report.data import DEMO_JUDGE_MODEL as REPLAY_MODEL
     from ragmeter.review import export_sheet, import_sheet
     from ragmeter.review.export import refuse_filled_sheet
     from ragmeter.review.render import text_lines

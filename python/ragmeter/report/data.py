@@ -156,7 +156,7 @@ def register_folder_metrics(*folders: Any) -> None:
     for folder in folders:
         try:
             summary_path = Path(folder) / "summary.json"
-            summary = json_document(summary_path, summary_path.read_bytes(), _RESULTS_REMEDY)
+            summary = json_document(summary_path, summary_path.read_bytes(), rewrite_advice(restore=True))
             register_custom_metrics(list(pl.read_parquet_schema(Path(folder) / "cases.parquet")), summary)
         except Exception:  # noqa: BLE001 - load_results says what is wrong with the folder
             continue
@@ -288,14 +288,14 @@ def _typed_nulls(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def check_column_types(frame: pl.DataFrame, path: Path, expected: Optional[Dict[str, str]] = None,
-                       rerun: str = "`ragmeter eval`") -> None:
+                       summary: Optional[Dict[str, Any]] = None) -> None:
     """Raise :class:`InputError` naming the file and each column of the wrong type (register custom judge metrics
-    first: their columns are checked too). ``expected``: column -> type (default: the cases table's); ``rerun``:
-    the command the message advises (:func:`writing_command` of the folder's summary)."""
+    first: their columns are checked too). ``expected``: column -> type (default: the cases table's); ``summary``:
+    the folder's summary.json, for the command the message advises (:func:`rewrite_advice`)."""
     problems = _type_problems(frame, expected)
     if problems:
         raise InputError(f"{path}: column{'s' if len(problems) > 1 else ''} {'; '.join(problems)} (written by "
-                         f"another tool or edited? re-run {rerun})")
+                         f"another tool or edited?); {rewrite_advice(summary)}")
 
 
 def written_by_score(summary: Dict[str, Any]) -> bool:
@@ -304,30 +304,55 @@ def written_by_score(summary: Dict[str, Any]) -> bool:
     return "retrieval" not in summary and "overall" in summary
 
 
-def writing_command(summary: Dict[str, Any]) -> str:
-    """The command that wrote a results folder, as messages advise re-running it: a score folder told to re-run
-    eval would be sent to a command that needs the run's answers (and a judge) it never used."""
+#: the judge model ``ragmeter demo`` records: its verdicts are example data replayed offline (ragmeter.cli.demo)
+DEMO_JUDGE_MODEL = "example-replay"
+
+
+def _folder_writer(summary: Optional[Dict[str, Any]]) -> Optional[str]:
+    """The command that wrote a results folder, as its ``summary`` (summary.json) tells; None when it does not."""
+    if not isinstance(summary, dict):
+        return None
+    judge = summary.get("judge")
     if written_by_score(summary):
-        return "`ragmeter score`"
-    if "retrieval" in summary:
-        return "`ragmeter eval`"
-    return "`ragmeter eval` or `ragmeter score`, whichever wrote the folder,"  # neither layout: name both
+        return "`ragmeter score --out DIR`"
+    if "retrieval" in summary and isinstance(judge, dict) and judge.get("model") == DEMO_JUDGE_MODEL:
+        return "`ragmeter demo --out DIR`"
+    return "`ragmeter eval --out DIR`" if "retrieval" in summary else None
 
 
-def _read_parquet(path: Path) -> pl.DataFrame:
-    not_parquet = not_parquet_diagnosis(path)
+def writing_command(summary: Optional[Dict[str, Any]] = None) -> str:
+    """The command that wrote a results folder, as its ``summary`` tells (a score folder told to re-run eval would
+    be sent to a command that needs the run's answers, and a judge, it never used); else the two that write one."""
+    return _folder_writer(summary) or "`ragmeter eval --out DIR` or `ragmeter score --out DIR`"
+
+
+def rewrite_advice(summary: Optional[Dict[str, Any]] = None, *, restore: bool = False) -> str:
+    """What to do about a results folder that is damaged, incomplete or of another version: the one wording every
+    such message ends with. Write it again with the command that wrote it (:func:`writing_command`), named when
+    its ``summary`` tells. ``restore``: a file of the folder cannot be read or is gone, and a copy would do too."""
+    command = _folder_writer(summary)
+    again = f"write the folder again with {command}" if command else \
+        f"write the folder again with the command that wrote it ({writing_command()})"
+    return ("restore it, or " if restore else "") + again
+
+
+def _read_parquet(path: Path, summary: Optional[Dict[str, Any]] = None) -> pl.DataFrame:
+    """A results folder's table; ``summary``: the folder's summary.json, for what its messages advise."""
+    not_parquet = not_parquet_diagnosis(path, summary)
     if not_parquet:
         raise InputError(not_parquet)
     try:
         return pl.read_parquet(path)
     except Exception as exc:  # polars raises several error types for corrupt files
-        raise InputError(f"{path}: cannot read Parquet file ({exc})") from None
+        raise InputError(f"{path}: cannot read Parquet file ({exc}); {rewrite_advice(summary, restore=True)}") \
+            from None
 
 
-def not_parquet_diagnosis(path: Path) -> Optional[str]:
+def not_parquet_diagnosis(path: Path, summary: Optional[Dict[str, Any]] = None) -> Optional[str]:
     """One line saying what a results folder's table is when it is not a whole Parquet file (empty, JSON text,
-    compressed, cut short), with what to do; None when it opens and closes as Parquet does. Polars said 'File out
-    of specification: The file must end with PAR1 or PARE' for all of them."""
+    compressed, cut short), with what to do (:func:`rewrite_advice` of the folder's ``summary``); None when it
+    opens and closes as Parquet does. Polars said 'File out of specification: The file must end with PAR1 or
+    PARE' for all of them."""
     try:
         size = path.stat().st_size
         with open(path, "rb") as fh:
@@ -348,7 +373,7 @@ def not_parquet_diagnosis(path: Path) -> Optional[str]:
         what = "is JSON text, not Parquet"
     else:
         return None
-    return f"{path}: {what}; {_RESULTS_REMEDY}"
+    return f"{path}: {what}; {rewrite_advice(summary, restore=True)}"
 
 
 def _finite(frame: pl.DataFrame, path: Path, warnings: List[Dict[str, Any]]) -> pl.DataFrame:
@@ -371,10 +396,6 @@ def _finite(frame: pl.DataFrame, path: Path, warnings: List[Dict[str, Any]]) -> 
     return frame.with_columns([pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in counts])
 
 
-#: what to do about a results folder's file that cannot be read: it is written by the command that made the folder
-_RESULTS_REMEDY = "restore it, or write the folder again with `ragmeter eval` (or `ragmeter score`)"
-
-
 def _read_summary(path: Path, warnings: List[Dict[str, Any]]) -> Dict[str, Any]:
     """summary.json; a non-finite number (``NaN``, ``Infinity``: not JSON, but Python writes them) is missing."""
     from ragmeter._warnings import warning
@@ -391,7 +412,7 @@ def _read_summary(path: Path, warnings: List[Dict[str, Any]]) -> Dict[str, Any]:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    summary = json_document(path, raw, _RESULTS_REMEDY, parse_constant=constant)
+    summary = json_document(path, raw, rewrite_advice(restore=True), parse_constant=constant)
     if not isinstance(summary, dict):
         raise InputError(f"{path}: expected a JSON object")
     if found:
@@ -485,8 +506,8 @@ def check_summary_shape(summary: Dict[str, Any], path: Path) -> None:
                 if (value is not None or shape[-1] in ("*", "[]")) and not _JSON_TYPES[kind](value)]
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-        raise InputError(f"{path}: {'; '.join(problems[:3])}{more} (written by another tool or edited? re-run "
-                         "`ragmeter eval`)")
+        raise InputError(f"{path}: {'; '.join(problems[:3])}{more} (written by another tool or edited?); "
+                         f"{rewrite_advice(summary)}")
 
 
 def _listed(root: Path, name: str, summary: Dict[str, Any]) -> bool:
@@ -504,8 +525,25 @@ def _check_listed_files(root: Path, summary: Dict[str, Any]) -> None:
         return
     for name in ("judge.parquet", "sweep.parquet"):
         if name in files and not (root / name).is_file():
-            raise InputError(f"{root / name}: missing, though {root / 'summary.json'} lists it among the run's "
-                             "files (deleted or not copied?): restore it, or re-run `ragmeter eval`")
+            raise listed_but_missing(root, name, summary)
+
+
+def listed_but_missing(root: Path, name: str, summary: Dict[str, Any]) -> InputError:
+    """The error for a file that summary.json lists among the run's files but the folder ``root`` lacks."""
+    return InputError(f"{root / name}: missing, though {root / 'summary.json'} lists it among the run's files "
+                      f"(deleted or not copied?); {rewrite_advice(summary, restore=True)}")
+
+
+def _summary_if_readable(root: Path) -> Optional[Dict[str, Any]]:
+    """The summary.json of a folder that is incomplete otherwise, for the command that wrote it; None when it
+    cannot be read (the folder's other problem is the one said)."""
+    from ragmeter._sniff import json_document
+
+    try:
+        summary = json_document(root / "summary.json", (root / "summary.json").read_bytes(), "")
+    except (OSError, InputError):
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
 def load_results(directory: Any) -> Results:
@@ -516,20 +554,18 @@ def load_results(directory: Any) -> Results:
     if root.exists() and not root.is_dir():
         parent = root.parent if (root.parent / "summary.json").is_file() else None
         hint = f": pass its folder, {parent}" if parent is not None else \
-            " (pass the folder written by `ragmeter eval --out DIR` or `ragmeter score --out DIR`)"
+            f" (pass the folder written by {writing_command()})"
         raise InputError(f"{root}: a file, not a results folder{hint}")
     if not root.is_dir():
         raise InputError(f"{root}: results directory not found")
     folder = next((name for name in ("cases.parquet", "summary.json") if (root / name).is_dir()), None)
     if folder is not None:  # a folder in a file's place (a Spark or partitioned write) is there, not missing
-        raise InputError(f"{root / folder}: is a folder, not a file; a results folder holds {folder} as one file "
-                         "(written by `ragmeter eval --out DIR` or `ragmeter score --out DIR`)")
+        raise InputError(f"{root / folder}: is a folder, not a file; a results folder holds {folder} as one file; "
+                         f"{rewrite_advice(_summary_if_readable(root))}")
     missing = [name for name in ("cases.parquet", "summary.json") if not (root / name).is_file()]
     if missing:
-        raise InputError(
-            f"{root}: not a complete ragmeter results folder: missing {', '.join(missing)} "
-            "(written by `ragmeter eval --out DIR` or `ragmeter score --out DIR`)"
-        )
+        raise InputError(f"{root}: not a complete ragmeter results folder: missing {', '.join(missing)}; "
+                         f"{rewrite_advice(_summary_if_readable(root))}")
     warnings: List[Dict[str, Any]] = []
     summary = _read_summary(root / "summary.json", warnings)
     fmt = summary.get("results_format")
@@ -537,37 +573,38 @@ def load_results(directory: Any) -> Results:
         raise InputError(
             f"{root / 'summary.json'}: results_format {fmt!r} was written by another version of ragmeter "
             f"(version {summary.get('version', summary.get('ragmeter_version', '?'))}); this version reads "
-            f"results_format {RESULTS_FORMAT}: re-run {writing_command(summary)} or use the matching version"
+            f"results_format {RESULTS_FORMAT}; {rewrite_advice(summary)}, or use the matching version"
         )
-    cases = _read_parquet(root / "cases.parquet")
+    cases = _read_parquet(root / "cases.parquet", summary)
     if cases.height == 0:
         raise InputError(f"{root / 'cases.parquet'}: no cases (the file has 0 rows): nothing to report")
     absent = [c for c in REQUIRED_CASE_COLUMNS if c not in cases.columns]
     if absent:
         raise InputError(
             f"{root / 'cases.parquet'}: missing column(s) {', '.join(absent)} "
-            "(written by another version of ragmeter, or not a cases table)"
+            f"(written by another version of ragmeter, or not a cases table); {rewrite_advice(summary)}"
         )
     if cases.get_column("id").null_count():
         raise InputError(f"{root / 'cases.parquet'}: column id has nulls")
     if cases.get_column("id").n_unique() != cases.height:
         raise InputError(f"{root / 'cases.parquet'}: duplicate ids")
     register_custom_metrics(cases)
-    check_column_types(cases, root / "cases.parquet", rerun=writing_command(summary))
+    check_column_types(cases, root / "cases.parquet", summary=summary)
     cases = _typed_nulls(_finite(cases, root / "cases.parquet", warnings))
     _check_listed_files(root, summary)
-    judge = _read_parquet(root / "judge.parquet") if _listed(root, "judge.parquet", summary) else None
+    judge = _read_parquet(root / "judge.parquet", summary) if _listed(root, "judge.parquet", summary) else None
     if judge is not None:
         absent = [c for c in ("id", "metric", "status") if c not in judge.columns]
         if absent:
-            raise InputError(f"{root / 'judge.parquet'}: missing column(s) {', '.join(absent)}")
-        check_column_types(judge, root / "judge.parquet", JUDGE_COLUMN_TYPES)
+            raise InputError(f"{root / 'judge.parquet'}: missing column(s) {', '.join(absent)}; "
+                             f"{rewrite_advice(summary)}")
+        check_column_types(judge, root / "judge.parquet", JUDGE_COLUMN_TYPES, summary)
         judge = _finite(judge, root / "judge.parquet", warnings)
-    sweep = _read_parquet(root / "sweep.parquet") if _listed(root, "sweep.parquet", summary) else None
+    sweep = _read_parquet(root / "sweep.parquet", summary) if _listed(root, "sweep.parquet", summary) else None
     if sweep is not None and "threshold" not in sweep.columns:
-        raise InputError(f"{root / 'sweep.parquet'}: missing column threshold")
+        raise InputError(f"{root / 'sweep.parquet'}: missing column threshold; {rewrite_advice(summary)}")
     if sweep is not None:
-        check_column_types(sweep, root / "sweep.parquet", SWEEP_COLUMN_TYPES)
+        check_column_types(sweep, root / "sweep.parquet", SWEEP_COLUMN_TYPES, summary)
     if sweep is not None:  # an infinite threshold (-inf keeps every scored chunk) is a threshold, not missing
         sweep = _finite(sweep.drop("threshold"), root / "sweep.parquet", warnings).with_columns(
             sweep["threshold"]).select(sweep.columns)

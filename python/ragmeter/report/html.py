@@ -195,13 +195,13 @@ def cases_with_chunks(results: Results) -> pl.DataFrame:
     Only what the explorer can show is read (its first chunks per case, their texts cut); a column of another
     type is read where it can be (a value that cannot, as null)."""
     from ragmeter.errors import InputError
-    from ragmeter.report.data import _listed, not_parquet_diagnosis
+    from ragmeter.report.data import _listed, not_parquet_diagnosis, rewrite_advice
 
     cases = results.cases
     path = results.path / "chunks.parquet"
     if "retrieved" in cases.columns or not _listed(results.path, "chunks.parquet", results.summary):
         return cases
-    not_parquet = not_parquet_diagnosis(path)
+    not_parquet = not_parquet_diagnosis(path, results.summary)
     if not_parquet:
         raise InputError(not_parquet)
     limits = explorer_limits(cases.height)
@@ -219,7 +219,8 @@ def cases_with_chunks(results: Results) -> pl.DataFrame:
                                     *(pl.col(f).cast(types[f], strict=False) for f in fields)) \
             .with_columns(*([pl.col("text").str.slice(0, limits.chunk_chars)] if "text" in fields else [])).collect()
     except Exception as exc:  # polars raises several error types for corrupt files
-        raise InputError(f"{path}: cannot read Parquet file ({exc})") from None
+        raise InputError(f"{path}: cannot read Parquet file ({exc}); "
+                         f"{rewrite_advice(results.summary, restore=True)}") from None
     lists = chunks.group_by("_case", maintain_order=True).agg(pl.struct(fields).head(limits.chunks).alias("retrieved"))
     return cases.with_columns(pl.col("id").cast(pl.Utf8).alias("_case")) \
         .join(lists, on="_case", how="left", maintain_order="left").drop("_case")
