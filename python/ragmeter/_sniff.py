@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from ragmeter._magic import binary_kind, compressed_diagnosis
 from ragmeter.errors import InputError
 
 #: Deepest JSON nesting accepted in an input line (golden records need 3).
@@ -79,14 +80,14 @@ def too_deep_message(limit: int = MAX_DEPTH) -> str:
 
 def binary_diagnosis(path: Path, raw: bytes, what: str) -> Optional[str]:
     """One line naming what a non-text file is, or None when it may be text."""
-    if raw.startswith(b"\x1f\x8b"):
-        return f"{path}: is gzip-compressed; decompress it first (gunzip -k {path})"
-    if raw.startswith(b"PK\x03\x04"):
+    compressed = compressed_diagnosis(path, raw)
+    if compressed:
+        return compressed
+    kind = binary_kind(raw)
+    if kind == "a ZIP archive":
         return f"{path}: is a ZIP archive (an .xlsx workbook?); {what} are JSON Lines (one object per line), {FORMATS_HINT}"
-    if raw.startswith(b"%PDF"):
-        return f"{path}: is a PDF document; {what} are JSON Lines (one object per line), {FORMATS_HINT}"
-    if raw.startswith(b"PAR1"):  # reached only where Parquet is not read (a reader that takes it looks first)
-        return f"{path}: is a Parquet file; {what} are JSON Lines (one object per line), {FORMATS_HINT}"
+    if kind:  # Parquet: reached only where it is not read (a reader that takes it looks first)
+        return f"{path}: is {kind}; {what} are JSON Lines (one object per line), {FORMATS_HINT}"
     return None
 
 
@@ -150,11 +151,6 @@ def decoded(path: Path, raw: bytes, expected: str) -> Tuple[bytes, str]:
     return raw, text
 
 
-#: the first bytes of files given where a JSON document is read
-_MAGIC = {b"\x1f\x8b": "gzip-compressed", b"PK\x03\x04": "a ZIP archive", b"%PDF": "a PDF document",
-          b"PAR1": "a Parquet file"}
-
-
 def json_document(path: Path, raw: bytes, expected: str, **loads: Any) -> Any:
     """The JSON value of a whole file (a ragmeter ``summary.json``), read as the input files are: a byte-order
     mark or UTF-16 (a Windows editor saved it again) is read; anything else is one InputError naming the file and
@@ -162,9 +158,10 @@ def json_document(path: Path, raw: bytes, expected: str, **loads: Any) -> Any:
     do, said after the diagnosis. ``loads``: :func:`json.loads`'s keyword arguments."""
     if not raw.strip():
         raise InputError(f"{path}: is empty; {expected}")
-    kind = next((name for magic, name in _MAGIC.items() if raw.startswith(magic)), None)
-    if kind == "gzip-compressed":
-        raise InputError(f"{path}: is gzip-compressed; decompress it first (gunzip -k {path})")
+    compressed = compressed_diagnosis(path, raw)
+    if compressed:
+        raise InputError(compressed)
+    kind = binary_kind(raw)
     if kind:
         raise InputError(f"{path}: is {kind}, not JSON; {expected}")
     _, text = decoded(path, raw, expected)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 
+from ragmeter import _magic
+
 #: the range of the engine's integer options (-l, -M, -N, and their keyword arguments): trec_eval's C ``long``
 INT64 = (-2**63, 2**63 - 1)
 #: how many first bytes :func:`check_head` looks at
-HEAD_BYTES = 4
-#: the first bytes of binary files given as a qrels or a run, and what they are
-_BINARY = {b"PAR1": "a Parquet file", b"PK\x03\x04": "a ZIP archive", b"%PDF": "a PDF document"}
+HEAD_BYTES = _magic.HEAD_BYTES
 
 
 def check_file_head(path: "str | os.PathLike[str]") -> None:
@@ -29,14 +29,12 @@ def check_head(head: bytes, name: str) -> None:
     of the first query id, making that line a query of its own; and one diagnosis for a gzip-compressed, Parquet
     or UTF-16 file, with or without a byte order mark (the engine would call its first line not UTF-8, or read
     the NUL bytes of UTF-16 into its fields: 'relevance "\\00\\0" is not an integer')."""
-    if head.startswith(b"\x1f\x8b"):
-        from pathlib import Path
-
+    compressed = _magic.compressed_diagnosis(name, head)
+    if compressed:
         from ragmeter._core import InputError
-        from ragmeter._sniff import binary_diagnosis
 
-        raise InputError(binary_diagnosis(Path(name), head, "qrels and runs"))
-    kind = next((what for magic, what in _BINARY.items() if head.startswith(magic)), None)
+        raise InputError(compressed)
+    kind = _magic.binary_kind(head)
     if kind:
         from ragmeter._core import InputError
 

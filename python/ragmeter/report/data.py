@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 import polars as pl
 
+from ragmeter._magic import HEAD_BYTES, binary_kind
 from ragmeter.errors import InputError
 
 __all__ = [
@@ -356,7 +357,8 @@ def not_parquet_diagnosis(path: Path, summary: Optional[Dict[str, Any]] = None) 
     try:
         size = path.stat().st_size
         with open(path, "rb") as fh:
-            head = fh.read(4)
+            opening = fh.read(HEAD_BYTES)
+            head = opening[:4]
             fh.seek(max(size - 4, 0))
             tail = fh.read(4)
     except OSError:
@@ -367,8 +369,8 @@ def not_parquet_diagnosis(path: Path, summary: Optional[Dict[str, Any]] = None) 
         what = "is empty"
     elif head == b"PAR1":
         what = "is cut short (no Parquet footer)"
-    elif head.startswith(b"\x1f\x8b"):
-        what = "is gzip-compressed, not Parquet"
+    elif binary_kind(opening) and binary_kind(opening) != "a Parquet file":
+        what = f"is {binary_kind(opening)}, not Parquet"
     elif head.lstrip()[:1] in (b"{", b"["):
         what = "is JSON text, not Parquet"
     else:

@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import polars as pl
 
+from ragmeter._magic import binary_kind
 from ragmeter._sniff import utf16_encoding
 from ragmeter.errors import InputError
 from ragmeter.review.sheet import from_sheet_cell
@@ -98,8 +99,7 @@ def _sheet_text(path: Path, raw: bytes) -> str:
     workbook, UTF-16, binary) or is not UTF-8 (naming the line and column of the first undecodable byte)."""
     if raw.startswith(b"PK\x03\x04"):
         raise _not_a_sheet(path, f"an Excel workbook (.xlsx) or another ZIP archive; {_SAVE_AS_UTF8}")
-    binary = {b"PAR1": "Parquet", b"\x1f\x8b": "gzip", b"%PDF": "PDF"}
-    kind = next((name for magic, name in binary.items() if raw.startswith(magic)), None)
+    kind = binary_kind(raw)
     if kind:
         raise _not_a_sheet(path, f"a binary file ({kind}), not text")
     codec = utf16_encoding(raw)
