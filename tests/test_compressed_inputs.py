@@ -104,3 +104,32 @@ def test_a_compressed_review_sheet_is_named(tmp_path: Path, kind: str) -> None:
     compress, _ = COMPRESSORS[kind]
     with pytest.raises(InputError, match=f"a binary file \\({kind}-compressed\\), not text"):
         _sheet_text(tmp_path / "sheet.csv", compress(b"id,verdict\nq1,correct\n"))
+
+
+@pytest.mark.parametrize("kind", sorted(COMPRESSORS))
+@pytest.mark.parametrize("which", ["golden", "run"])
+def test_a_compressed_parquet_file_is_named(tmp_path: Path, kind: str, which: str) -> None:
+    """A `.parquet` file that was compressed whole (`gzip run.parquet`, renamed back) was 'cannot read as Parquet:
+    Parquet magic bytes not found in footer...'."""
+    import polars as pl
+
+    compress, command = COMPRESSORS[kind]
+    pl.DataFrame([{"id": "q1", "question": "Q?", "expectedFiles": ["a.md"], "expectedEvidence": ["x"],
+                   "category": "c"}]).write_parquet(tmp_path / "golden.parquet")
+    pl.DataFrame([{"id": "q1", "retrieved": [{"file": "a.md", "text": "x"}]}]).write_parquet(tmp_path / "run.parquet")
+    target = tmp_path / f"{which}.parquet"
+    target.write_bytes(compress(target.read_bytes()))
+    proc = _ragmeter(tmp_path, "score", "--golden", "golden.parquet", "--run", "run.parquet")
+    assert proc.returncode == 2, proc.stdout
+    name = f"{which}.parquet"
+    assert proc.stderr == f"ragmeter: error: {name}: is {kind}-compressed; decompress it first ({command} {name})\n"
+
+
+def test_a_zip_archive_named_parquet_is_named(tmp_path: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "run.parquet", "w") as archive:
+        archive.writestr("run.jsonl", "{}")
+    (tmp_path / "g.jsonl").write_text(json.dumps({"id": "q1", "question": "Q?", "expectedEvidence": ["x"]}) + "\n")
+    proc = _ragmeter(tmp_path, "score", "--golden", "g.jsonl", "--run", "run.parquet")
+    assert (proc.returncode, proc.stderr) == (2, "ragmeter: error: run.parquet: is a ZIP archive, not Parquet\n")

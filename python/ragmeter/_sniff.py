@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ragmeter._magic import binary_kind, compressed_diagnosis
+from ragmeter._magic import HEAD_BYTES, binary_kind, compressed_diagnosis
 from ragmeter.errors import InputError
 
 #: Deepest JSON nesting accepted in an input line (golden records need 3).
@@ -89,6 +89,24 @@ def binary_diagnosis(path: Path, raw: bytes, what: str) -> Optional[str]:
     if kind:  # Parquet: reached only where it is not read (a reader that takes it looks first)
         return f"{path}: is {kind}; {what} are JSON Lines (one object per line), {FORMATS_HINT}"
     return None
+
+
+def parquet_read_error(path: Path, exc: BaseException) -> InputError:
+    """The error for a file a Parquet reader refused (``exc``): one line naming what the file is when its first
+    bytes tell (``run.parquet: is gzip-compressed; decompress it first (gunzip -k run.parquet)``, a ZIP archive,
+    a PDF), else the reader's own words after the file's name."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError:
+        head = b""
+    compressed = compressed_diagnosis(path, head)
+    if compressed:
+        return InputError(compressed)
+    kind = binary_kind(head)
+    if kind and kind != "a Parquet file":
+        return InputError(f"{path}: is {kind}, not Parquet")
+    return InputError(f"{path}: cannot read as Parquet: {exc}")
 
 
 def json_array_diagnosis(path: Path, text: str, what: str) -> Optional[str]:

@@ -22,6 +22,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 import numpy as np
 import polars as pl
 
+from ragmeter import _sniff
 from ragmeter.errors import InputError
 
 #: Files of a corpus folder read as documents (one chunk each).
@@ -64,7 +65,7 @@ def load_corpus(source: Any) -> pl.DataFrame:
             try:
                 frame = pl.read_parquet(path)
             except Exception as exc:  # polars raises several types for unreadable files
-                raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
+                raise _sniff.parquet_read_error(path, exc) from None
             return _chunk_frame(frame, str(path), None)
         fast = _jsonl_columnar(path)
         if fast is not None:

@@ -180,7 +180,7 @@ def _parquet_records(path: Path, problems: _Problems) -> List[Record]:
     try:
         df = pl.read_parquet(path)
     except Exception as exc:  # polars raises several types for unreadable files
-        raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
+        raise _sniff.parquet_read_error(path, exc) from None
     if df.height == 0:
         raise InputError(f"{path}: has no rows")
     return [(f"{path}: row {i}", i, rec) for i, rec in enumerate(df.iter_rows(named=True), start=1)]

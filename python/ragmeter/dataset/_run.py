@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import polars as pl
 
-from ragmeter import _dictionary_texts, _parquet_ahead
+from ragmeter import _dictionary_texts, _parquet_ahead, _sniff
 from ragmeter._parquet_ahead import is_parquet as _is_parquet
 from ragmeter.dataset._fields import (
     _check_duplicates,
@@ -285,7 +285,7 @@ def _run_from_parquet(path: Path, problems: _Problems) -> pl.DataFrame:
     try:
         df = _read_parquet(path)
     except Exception as exc:  # polars raises several types for unreadable files
-        raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
+        raise _sniff.parquet_read_error(path, exc) from None
     if not df.height:  # as ParquetRun refuses it
         raise InputError(f"{path}: {NO_ROWS}")
     return _run_from_columns(df, str(path), problems)
@@ -526,7 +526,7 @@ class ParquetRun:
         try:
             self._file = _parquet_ahead.open_run(path)
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for unreadable files
-            raise InputError(f"{path}: cannot read as Parquet: {exc}") from None
+            raise _sniff.parquet_read_error(path, exc) from None
         self.n_rows = self._file.metadata.num_rows
         if not self.n_rows:  # a run of no case measures nothing: refused, as an empty JSON Lines run is
             raise InputError(f"{path}: {NO_ROWS}")
@@ -567,7 +567,7 @@ class ParquetRun:
             for first, batch, made in reader:
                 yield first, batch if made is not None else _texts_with_lists(batch), made
         except (OSError, ValueError, TypeError, ArithmeticError) as exc:  # pyarrow's errors for corrupt pages
-            raise InputError(f"{self.path}: cannot read as Parquet: {exc}") from None
+            raise _sniff.parquet_read_error(self.path, exc) from None
 
     @staticmethod
     def _prepared(batch: Any, first_row: int, prepare: Callable[[Any, int], Any]) -> Tuple[Any, Any]:
