@@ -198,3 +198,42 @@ def test_utf8_files_print_no_note(tmp_path: Path) -> None:
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
     assert proc.stdout.decode("utf-8").startswith("map                   \té\t1.0000\n")
 
+
+
+# Shift-JIS: '東京' is the bytes 93 8c 8b 9e, read as bytes they are the characters '\x93\x8c\x8b\x9e', never '東京'
+SJIS_RUN = "東京 Q0 文書1 1 2 r\nq2 Q0 x1 1 1 r\n".encode("shift_jis")
+
+
+@pytest.mark.parametrize("which", ["qrels", "run"])
+def test_a_query_missing_beside_a_file_read_as_bytes_says_which_file_and_why(tmp_path: Path, which: str) -> None:
+    """A Shift-JIS file beside a dict holding the same ids as text: the file's ids are its bytes as Latin-1
+    characters, so no query matches. Before, the error said only 'run: query 東京 has judgements in qrels but no
+    ranking in the run' (the file holds it, in Shift-JIS), or showed the file's query as invisible control
+    characters, and the note saying why was an INFO record nobody sees by default."""
+    path = tmp_path / "sjis"
+    path.write_bytes(SJIS_RUN if which == "run" else "東京 0 文書1 1\nq2 0 x1 1\n".encode("shift_jis"))
+    as_dict = ({"東京": {"文書1": 1}, "q2": {"x1": 1}} if which == "run"
+               else {"東京": {"文書1": 2.0}, "q2": {"x1": 1.0}})
+    with pytest.raises(InputError) as err:
+        evaluate(as_dict, path, "P.1") if which == "run" else evaluate(path, as_dict, "P.1")
+    text = str(err.value)
+    assert "has judgements in qrels but no ranking in the run" in text, text
+    assert f"{path} is not UTF-8 at line 1" in text and "one character per byte" in text, text
+    assert "utf-8" in text.lower().split("not utf-8", 1)[1], text  # says what to do: convert it to UTF-8
+
+
+def test_a_missing_query_beside_a_utf8_file_gets_no_bytes_hint(tmp_path: Path) -> None:
+    path = tmp_path / "utf8"
+    path.write_bytes("東京 Q0 文書1 1 2 r\n".encode())
+    with pytest.raises(InputError) as err:
+        evaluate({"東京": {"文書1": 1}, "q2": {"x1": 1}}, path, "P.1")
+    assert "q2 has judgements" in str(err.value) and "UTF-8" not in str(err.value), str(err.value)
+
+
+def test_an_ascii_query_missing_beside_a_file_read_as_bytes_gets_no_bytes_hint(tmp_path: Path) -> None:
+    """Only a non-ASCII query can be missing because of how the file was read: q3 is missing whatever it is."""
+    path = tmp_path / "sjis"
+    path.write_bytes(SJIS_RUN)
+    with pytest.raises(InputError) as err:
+        evaluate({"q2": {"x1": 1}, "q3": {"x1": 1}}, path, "P.1")
+    assert "q3 has judgements" in str(err.value) and "UTF-8" not in str(err.value), str(err.value)

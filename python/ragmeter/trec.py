@@ -67,7 +67,9 @@ def evaluate(
     back as text with one character per byte (Latin-1): a query ``caf`` + byte 0xE9 is ``"caf\xe9"`` in the
     ``query`` column, and ``query.encode("latin-1")`` gives its bytes. A note saying which file is not UTF-8 at
     which line is logged at INFO on the ``ragmeter.notes`` logger. A file given beside a table or dict is read
-    the same way, its ids matched against the table's as those characters.
+    the same way, its ids matched against the table's as those characters (a Shift-JIS file's ``東京`` is not a
+    dict's ``"東京"``; a judged non-ASCII query then missing from the run is an error naming that file and saying
+    to convert it to UTF-8).
     """
     import polars as pl
 
@@ -91,6 +93,7 @@ def evaluate(
     qrels, run = _ranx_as_dict(qrels), _ranx_as_dict(run)
     opts = _core.TrecOptions(relevance_level=relevance_level, max_docs=max_docs, complete=complete,
                              judged_only=judged_only, num_docs_in_coll=num_docs_in_coll)
+    read_as_bytes: List[Tuple[str, int]] = []  # (path, first line not UTF-8) of a file given beside a table or dict
     try:
         if _is_path(qrels) and _is_path(run):
             check_file_head(qrels)
@@ -100,12 +103,12 @@ def evaluate(
                 path, line = result["not_utf8"]
                 _note_bytes_read(path, line, (os.fspath(qrels), os.fspath(run)))
         else:
-            *q, qrels_groups = _qrels_columns(qrels)
-            *r, run_groups = _run_columns(run)
+            *q, qrels_groups = _qrels_columns(qrels, read_as_bytes)
+            *r, run_groups = _run_columns(run, read_as_bytes)
             result = _core.trec_evaluate_columns(*q, *r, run_id, measures, opts,
                                                  qrels_groups=qrels_groups, run_groups=run_groups)
     except InputError as exc:
-        raise _in_python_terms(exc, {"qrels": qrels, "run": run}) from None
+        raise _in_python_terms(exc, {"qrels": qrels, "run": run}, read_as_bytes) from None
     return _frame(pl, result, per_query)
 
 
@@ -129,10 +132,14 @@ def pytrec_eval_spelling(name: str, known: Iterable[str]) -> Optional[str]:
     return None
 
 
-def _in_python_terms(exc: InputError, inputs: Optional[Mapping[str, Any]] = None) -> InputError:
+def _in_python_terms(exc: InputError, inputs: Optional[Mapping[str, Any]] = None,
+                     read_as_bytes: Sequence[Tuple[str, int]] = ()) -> InputError:
     """The engine's messages name the command line's flags; from Python, name the keyword argument. Its ``run:3:``
     and ``(first at line 2)`` count the entries of a ``{query: {doc: value}}`` dict across its queries: there, name
-    the query and document instead (a table's are its 1-based rows)."""
+    the query and document instead (a table's are its 1-based rows). A judged query missing from the run, when a
+    file beside a table or dict was read as bytes (``read_as_bytes``: its path and first line not UTF-8), says so:
+    the file's non-ASCII ids then match the table's only as one character per byte (a missing ASCII query is
+    missing whatever the encoding), and the note saying why is an INFO record a caller does not see by default."""
     import re
 
     text = str(exc)
@@ -144,6 +151,9 @@ def _in_python_terms(exc: InputError, inputs: Optional[Mapping[str, Any]] = None
                       text)
     if _CLI_COMPLETE_HINT in text:
         text = text.replace(_CLI_COMPLETE_HINT, "pass complete=True to")
+        missing = re.search(r"query (.*) has judgements in ", text)
+        if missing and not missing.group(1).isascii():  # an ASCII id reads the same either way
+            text += _bytes_read_hint(read_as_bytes)
     return exc if text == str(exc) else InputError(text)
 
 
@@ -158,6 +168,13 @@ def _dict_entry(x: Mapping, i: int) -> str:
 
 
 _CLI_COMPLETE_HINT = "pass -c to"  # the engine's advice for a judged query the run lacks
+
+
+def _bytes_read_hint(read_as_bytes: Sequence[Tuple[str, int]]) -> str:
+    """The end of a missing-query message when files beside a table or dict were read as bytes, else ''."""
+    return "".join(f"; {path} is not UTF-8 at line {line}, so its ids were read one character per byte (Latin-1) and "
+                   "match the other input's only as those characters: convert the file to UTF-8 (iconv -f ENCODING "
+                   "-t utf-8) to match its ids as text" for path, line in read_as_bytes)
 
 
 def _frame(pl: Any, result: Dict[str, Any], per_query: bool) -> Any:
@@ -242,8 +259,10 @@ def _items(docs: Any, what: str, q: Any) -> Iterable:
     return docs.items()
 
 
-def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
-    """(query column, document column, value array) of qrels or a run, for the Rust boundary."""
+def _columns(source: Any, what: str, value: str, dtype_name: str,
+             read_as_bytes: Optional[List[Tuple[str, int]]] = None) -> tuple:
+    """(query column, document column, value array) of qrels or a run, for the Rust boundary. A file that is not
+    UTF-8 is read as bytes, its path and first line not UTF-8 added to ``read_as_bytes``."""
     import polars as pl
 
     from ragmeter._columns import string_column
@@ -256,6 +275,8 @@ def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
         *columns, not_utf8_line = read(os.fspath(source))
         if not_utf8_line is not None:
             _note_bytes_read(os.fspath(source), not_utf8_line, (os.fspath(source),))
+            if read_as_bytes is not None:
+                read_as_bytes.append((os.fspath(source), not_utf8_line))
         return tuple(columns)
     if isinstance(source, Mapping):
         return _dict_columns(source, what, dtype_name)
@@ -352,9 +373,9 @@ def _text_column(items: List[Any]) -> tuple:
         return string_column(pa.array([str(d) for d in items], pa.large_string()))
 
 
-def _qrels_columns(qrels: Any) -> tuple:
-    return _columns(qrels, "qrels", "relevance", "integers")
+def _qrels_columns(qrels: Any, read_as_bytes: Optional[List[Tuple[str, int]]] = None) -> tuple:
+    return _columns(qrels, "qrels", "relevance", "integers", read_as_bytes)
 
 
-def _run_columns(run: Any) -> tuple:
-    return _columns(run, "run", "score", "numbers")
+def _run_columns(run: Any, read_as_bytes: Optional[List[Tuple[str, int]]] = None) -> tuple:
+    return _columns(run, "run", "score", "numbers", read_as_bytes)
