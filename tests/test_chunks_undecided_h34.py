@@ -135,8 +135,21 @@ def test_streamed_and_whole_chunk_tables_agree_on_undecided_cases(tmp_path, tiny
                        pl.read_parquet(tmp_path / "whole" / "chunks.parquet"))
 
 
-def test_the_report_explorer_tells_an_unlabelled_chunk_from_an_undecided_one(tmp_path, capsys):
-    # before: the chunks of u-1 and f-1 read '✗ not relevant', as a miss would
+def _as_written_by_earlier_builds(folder: Path) -> None:
+    """``folder``'s chunks.parquet as builds before h34 wrote it: relevant false where it is now null, and
+    file_match true in every chunk of an unlabelled case."""
+    path = folder / "chunks.parquet"
+    unlabelled = pl.read_parquet(folder / "cases.parquet").filter(~pl.col("labeled"))["id"].implode()
+    pl.read_parquet(path).with_columns(
+        pl.col("relevant").fill_null(False),
+        pl.when(pl.col("id").is_in(unlabelled)).then(True).otherwise(pl.col("file_match")).alias("file_match"),
+    ).write_parquet(path)
+
+
+@pytest.mark.parametrize("earlier_build", [False, True])
+def test_the_report_explorer_tells_an_unlabelled_chunk_from_an_undecided_one(tmp_path, capsys, earlier_build):
+    # before: the chunks of u-1 and f-1 read '✗ not relevant', as a miss would; and still did for a folder an
+    # earlier build wrote (relevant false there), though the case's labeled and hit say it was not decided
     from test_report import _chromium
     from test_report_html_s29 import _open, explore
 
@@ -145,6 +158,8 @@ def test_the_report_explorer_tells_an_unlabelled_chunk_from_an_undecided_one(tmp
     golden, jsonl, _ = _write_inputs(tmp_path, RUN)
     out = tmp_path / "scored"
     _score_folder(golden, jsonl, out)
+    if earlier_build:
+        _as_written_by_earlier_builds(out)
     assert main(["report", str(out)]) == 0
     heads = {}
     for case_id in ("a-1", "u-1", "f-1"):

@@ -466,8 +466,11 @@ function explorer(IDX, part, B, nBlocks){
     det.appendChild(el('h4',null,'Judge verdicts')); det.appendChild(verdicts.length ? tbl : el('div','muted','not judged'));
     det.appendChild(el('h4',null,'Retrieved chunks'));
     var texts=val('chunk_text')||[], rels=val('chunk_relevant'), files=val('chunk_file'), ids=val('chunk_chunk_id'), scores=val('chunk_score');
+    // a case whose relevance was not decided (labeled false, or hit null) marks none of its chunks, whatever they
+    // hold: builds before h34 wrote relevant false there (docs/results.md "chunks.parquet"), now null
+    var undecided=val('labeled')===false||(C.has('hit')&&val('hit')===null);
     for(var k=0;k<texts.length;k++){
-      var rel=rels?rels[k]:null;
+      var rel=(rels&&!undecided)?rels[k]:null;
       var box=el('div','chunk'+(rel?' rel':'')); var head=el('div','head');
       // null: not decided (chunks.parquet), in an unlabelled case or a labelled one whose hit is null
       head.appendChild(el('span', rel?'mark-rel':'mark-no', rel?'\u2713 relevant ':(rel===false?'\u2717 not relevant ':(val('labeled')===true?'? not decided ':'? unlabelled '))));
