@@ -467,7 +467,7 @@ function explorer(IDX, part, B, nBlocks){
     det.appendChild(el('h4',null,'Retrieved chunks'));
     var texts=val('chunk_text')||[], rels=val('chunk_relevant'), files=val('chunk_file'), ids=val('chunk_chunk_id'), scores=val('chunk_score');
     // a case whose relevance was not decided (labeled false, or hit null) marks none of its chunks, whatever they
-    // hold: builds before h34 wrote relevant false there (docs/results.md "chunks.parquet"), now null
+    // hold: builds before 2026-12-07 wrote relevant false there (docs/results.md "chunks.parquet"), now null
     var undecided=val('labeled')===false||(C.has('hit')&&val('hit')===null);
     for(var k=0;k<texts.length;k++){
       var rel=(rels&&!undecided)?rels[k]:null;
