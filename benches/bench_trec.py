@@ -226,7 +226,7 @@ def worker_rust_phase(qrels_path: str, run_path: str, reps: int) -> Dict[str, An
     times = []
     for _ in range(reps):
         t = time.perf_counter()
-        _core.trec_eval_text(qrels_path, run_path, MEASURES)
+        _core.trec_eval_output(qrels_path, run_path, MEASURES)
         times.append(time.perf_counter() - t)
     return {"import": imp, "times": times}
 
@@ -442,7 +442,7 @@ def bench_size(n: int, a: argparse.Namespace, tiny: Tuple[Path, Path], log) -> D
     ph, _, _, perr = run_worker(["rust_phase", str(qrels), str(run), str(a.repeat)])
     if ph:
         res["rust_phase"] = ph
-        log(f"    in-process: import {ph['import'] * 1e3:.0f} ms, _core.trec_eval_text best {best(ph['times']):.3f} s")
+        log(f"    in-process: import {ph['import'] * 1e3:.0f} ms, _core.trec_eval_output best {best(ph['times']):.3f} s")
     else:
         log(f"    in-process phase worker failed: {perr}")
 
@@ -596,7 +596,7 @@ def render(mach: Dict[str, str], cmdline: str, results: List[Dict[str, Any]], st
     L.append(f"Start-up: `ragmeter trec -m map` on the 200-query files takes {r0['tiny_wall'] * 1e3:.0f} ms "
              f"(a bare `python -c pass` {r0['python_wall'] * 1e3:.0f} ms in the same environment: see "
              "**python environment** above). The `ragmeter` console script is called directly (not through a pyenv shim). "
-             "For ragmeter, `parse + evaluate` shows the best in-process `_core.trec_eval_text` call (Rust: read, parse, "
+             "For ragmeter, `parse + evaluate` shows the best in-process `_core.trec_eval_output` call (Rust: read, parse, "
              "evaluate, format; measured separately, so it can come out close to or even above the CLI's best wall "
              "time when the machine is noisy).")
     L.append("")

@@ -194,8 +194,8 @@ def test_trec_cli_flushes_everything_before_its_quick_exit(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr
     from ragmeter import _core
 
-    whole = _core.trec_eval_text(str(tmp_path / "q"), str(tmp_path / "r"), ["all_trec"], _core.TrecOptions(),
-                                 per_query=True, summary=True)
+    whole, _ = _core.trec_eval_output(str(tmp_path / "q"), str(tmp_path / "r"), ["all_trec"], _core.TrecOptions(),
+                                      per_query=True, summary=True)
     assert len(whole) > 1 << 20 and proc.stdout == whole
 
 

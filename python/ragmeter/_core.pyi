@@ -95,18 +95,6 @@ class TrecOptions:
         num_docs_in_coll: int = 0,
     ) -> TrecOptions: ...
 
-def trec_eval_text(
-    qrels_path: str,
-    run_path: str,
-    measures: list[str],
-    options: Optional[TrecOptions] = None,
-    per_query: bool = False,
-    summary: bool = True,
-    run_text: Optional[bytes] = None,
-) -> str:
-    """trec_eval's output for QRELS and RUN (``run_text``: the run's bytes, from stdin). Files that are not UTF-8
-    are read as bytes, as by trec_eval_output."""
-    ...
 def trec_eval_output(
     qrels_path: str,
     run_path: str,
@@ -116,8 +104,8 @@ def trec_eval_output(
     summary: bool = True,
     run_text: Optional[bytes] = None,
 ) -> tuple[str, Optional[tuple[str, int]]]:
-    """trec_eval_text's output and where a file is first not UTF-8, (path, line), or None. When either file is
-    not UTF-8 both are read byte for byte, as trec_eval reads them: each byte is the character of that code
+    """trec_eval's output for QRELS and RUN (``run_text``: the run's bytes, from stdin) and where a file is first
+    not UTF-8, (path, line), or None. When either file is not UTF-8 both are read byte for byte, as trec_eval reads them: each byte is the character of that code
     point (Latin-1), so the output's encode("latin-1") is trec_eval's output, ids as their bytes."""
     ...
 def trec_evaluate_files(

@@ -59,27 +59,9 @@ fn not_utf8_pair(not_utf8: Option<trec::NotUtf8>) -> Option<(String, usize)> {
     not_utf8.map(|n| (n.path, n.line))
 }
 
-/// Evaluate TREC files and return trec_eval's text output. `run_text`: the run's bytes (trec_eval's results
-/// file `-`, read from stdin by the caller), `run_path` then only names it in errors. Files that are not UTF-8
-/// are read as bytes (see [`trec_eval_output`]), each byte a character of the text.
-#[pyfunction]
-#[pyo3(signature = (qrels_path, run_path, measures, options=None, per_query=false, summary=true, run_text=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn trec_eval_text(
-    py: Python<'_>,
-    qrels_path: String,
-    run_path: String,
-    measures: Vec<String>,
-    options: Option<TrecOptions>,
-    per_query: bool,
-    summary: bool,
-    run_text: Option<Vec<u8>>,
-) -> PyResult<String> {
-    trec_eval_output(py, qrels_path, run_path, measures, options, per_query, summary, run_text).map(|(text, _)| text)
-}
-
-/// [`trec_eval_text`] and where a file is first not UTF-8, `(path, line)`, or `None`. When either file is
-/// not UTF-8 both are read as trec_eval reads them, byte for byte: each byte is the character of that code
+/// trec_eval's text output for TREC files, and where a file is first not UTF-8, `(path, line)`, or `None`.
+/// `run_text`: the run's bytes (trec_eval's results file `-`, read from stdin by the caller), `run_path` then
+/// only names it in errors. When either file is not UTF-8 both are read as trec_eval reads them, byte for byte: each byte is the character of that code
 /// point (Latin-1), so the text's `encode("latin-1")` is trec_eval's output, ids as their bytes.
 #[pyfunction]
 #[pyo3(signature = (qrels_path, run_path, measures, options=None, per_query=false, summary=true, run_text=None))]
@@ -352,7 +334,6 @@ pub fn trec_known_measures() -> Vec<&'static str> {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TrecOptions>()?;
-    m.add_function(wrap_pyfunction!(trec_eval_text, m)?)?;
     m.add_function(wrap_pyfunction!(trec_eval_output, m)?)?;
     m.add_function(wrap_pyfunction!(trec_evaluate_files, m)?)?;
     m.add_function(wrap_pyfunction!(trec_evaluate_columns, m)?)?;
