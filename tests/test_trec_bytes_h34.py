@@ -156,11 +156,12 @@ def test_an_error_in_a_latin1_file_still_names_its_file_and_line(tmp_path: Path,
         evaluate(tmp_path / "q", tmp_path / "r", "map")
 
 
-def test_latin1_ids_in_error_messages_read_as_their_characters(tmp_path: Path) -> None:
+def test_latin1_ids_in_error_messages_are_shown_as_their_bytes(tmp_path: Path) -> None:
+    """The file's byte 0xE0 is shown as the byte it is (h35), not as the Latin-1 'à' it was read as."""
     write_pair(tmp_path, LATIN1_QRELS, LATIN1_RUN + b"q2 Q0 \xe0 3 0.2 r\xe9\n")
     proc = trec(tmp_path, "q", "r")
     assert proc.returncode == 2
-    assert "r:7: document à appears twice in the ranking of query q2 (first at line 6)" in proc.stderr.decode()
+    assert "r:7: document \\xe0 appears twice in the ranking of query q2 (first at line 6)" in proc.stderr.decode()
 
 
 @pytest.mark.parametrize("which", ["q", "r"])
@@ -237,3 +238,60 @@ def test_an_ascii_query_missing_beside_a_file_read_as_bytes_gets_no_bytes_hint(t
     with pytest.raises(InputError) as err:
         evaluate({"q2": {"x1": 1}, "q3": {"x1": 1}}, path, "P.1")
     assert "q3 has judgements" in str(err.value) and "UTF-8" not in str(err.value), str(err.value)
+
+
+# h35: a message quoting a field of files read as bytes shows the bytes (printable ASCII as is, any other byte as
+# \xNN, Python's backslashreplace). Before, each byte was shown as its Latin-1 character, which Rust's {:?} wrote
+# as '\u{8e}' for 0x80-0x9F: a Shift-JIS '質問' (8e bf 96 e2) read '"\u{8e}¿\u{96}â"', and unquoted ids printed
+# invisible C1 control characters.
+SJIS_QUERY = "質問".encode("shift_jis")  # 8e bf 96 e2
+SJIS_PAIR = ("質問 0 文書 1\nq2 0 d 1\n".encode("shift_jis"), "質問 Q0 文書 1 0.5 r\nq2 Q0 d 1 0.5 r\n".encode("shift_jis"))
+C1_CONTROLS = {chr(c) for c in range(0x80, 0xA0)}
+
+
+@pytest.mark.parametrize("case,qrels,run,said", [
+    ("relevance", SJIS_PAIR[0] + "q2 0 e 高\n".encode("shift_jis"), SJIS_PAIR[1],
+     'q:3: relevance "\\x8d\\x82" is not an integer'),
+    ("score", SJIS_PAIR[0], SJIS_PAIR[1] + "q2 Q0 e 2 質 r\n".encode("shift_jis"),
+     'r:3: score "\\x8e\\xbf" is not a number'),
+    ("missing", SJIS_PAIR[0], b"q2 Q0 d 1 0.5 r\n",
+     "r: query \\x8e\\xbf\\x96\\xe2 has judgements in q but no ranking in the run; pass "),
+], ids=["relevance", "score", "missing"])
+def test_errors_about_files_read_as_bytes_show_the_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         case: str, qrels: bytes, run: bytes, said: str) -> None:
+    write_pair(tmp_path, qrels, run)
+    proc = trec(tmp_path, "q", "r")
+    assert proc.returncode == 2 and proc.stdout == b"" and b"Traceback" not in proc.stderr, proc.stderr
+    err = proc.stderr.decode()  # UTF-8, as every message of the command
+    assert err.startswith("ragmeter: error: " + said) and err.count("\n") == 1, err
+    assert not C1_CONTROLS & set(err) and "\\u{" not in err and err.isascii(), err
+    monkeypatch.chdir(tmp_path)  # the files named as the command names them
+    with pytest.raises(InputError) as raised:
+        evaluate("q", "r", "map")
+    assert str(raised.value) == err[len("ragmeter: error: "):].rstrip("\n").replace("pass -c to", "pass complete=True to")
+
+
+@pytest.mark.parametrize("which", ["qrels", "run"])
+def test_a_file_read_as_bytes_beside_a_dict_shows_its_bad_field_as_bytes(tmp_path: Path, which: str) -> None:
+    path = tmp_path / which
+    if which == "qrels":
+        path.write_bytes(SJIS_PAIR[0] + "q2 0 e 高\n".encode("shift_jis"))
+        with pytest.raises(InputError) as raised:
+            evaluate(path, {"q2": {"d": 1.0}}, "map")
+        assert str(raised.value) == f'{path}:3: relevance "\\x8d\\x82" is not an integer'
+    else:
+        path.write_bytes(SJIS_PAIR[1] + "q2 Q0 e 2 質 r\n".encode("shift_jis"))
+        with pytest.raises(InputError) as raised:
+            evaluate({"q2": {"d": 1}}, path, "map")
+        assert str(raised.value) == f'{path}:3: score "\\x8e\\xbf" is not a number'
+
+
+def test_errors_about_utf8_files_quote_their_text_as_before(tmp_path: Path) -> None:
+    write_pair(tmp_path, "q 0 d é\n".encode("utf-8"), "q Q0 d 1 1 r\n".encode("utf-8"))
+    proc = trec(tmp_path, "q", "r")
+    assert proc.returncode == 2 and proc.stderr.decode("utf-8") == 'ragmeter: error: q:1: relevance "é" is not an integer\n'
+    write_pair(tmp_path, "é 0 d 1\n".encode("utf-8"), "q Q0 d 1 1 r\n".encode("utf-8"))
+    proc = trec(tmp_path, "q", "r")
+    assert proc.returncode == 2 and "r: query é has judgements in q" in proc.stderr.decode("utf-8"), proc.stderr
+    with pytest.raises(InputError, match=f"query é has judgements in {tmp_path / 'q'}"):
+        evaluate(tmp_path / "q", tmp_path / "r", "map")

@@ -50,7 +50,7 @@ fn evaluate_pair(
         Some(bytes) => trec::Source::Bytes { name: run_path, bytes },
     };
     let texts = trec::read_pair(trec::Source::File(qrels_path), run)?;
-    let eval = trec::evaluate_texts(texts.qrels.as_str(), texts.run.as_str(), measures, opts, qrels_path, run_path)?;
+    let eval = texts.evaluate(measures, opts, qrels_path, run_path)?;
     Ok((eval, texts.not_utf8))
 }
 
@@ -180,7 +180,7 @@ type FileColumns<'py, V> =
 #[pyfunction]
 pub fn trec_read_qrels<'py>(py: Python<'py>, path: String) -> PyResult<FileColumns<'py, i64>> {
     let (text, not_utf8) = py.allow_threads(|| trec::read_one(&path)).map_err(to_py_err)?;
-    let rows = py.allow_threads(|| trec::parse_qrels(text.as_str(), &path)).map_err(to_py_err)?;
+    let rows = py.allow_threads(|| text.qrels_rows(&path)).map_err(to_py_err)?;
     Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.rel).collect(), not_utf8))
 }
 
@@ -188,7 +188,7 @@ pub fn trec_read_qrels<'py>(py: Python<'py>, path: String) -> PyResult<FileColum
 #[pyfunction]
 pub fn trec_read_run<'py>(py: Python<'py>, path: String) -> PyResult<FileColumns<'py, f64>> {
     let (text, not_utf8) = py.allow_threads(|| trec::read_one(&path)).map_err(to_py_err)?;
-    let rows = py.allow_threads(|| trec::parse_run(text.as_str(), &path)).map_err(to_py_err)?;
+    let rows = py.allow_threads(|| text.run_rows(&path)).map_err(to_py_err)?;
     Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.score).collect(), not_utf8))
 }
 

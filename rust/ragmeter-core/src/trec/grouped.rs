@@ -5,7 +5,9 @@
 
 use rayon::prelude::*;
 
-use super::{evaluate_judged, measures, missing_query_error, positive, summarize, Evaluation, Judged, JudgedDoc, Options, Origin};
+use super::{
+    evaluate_judged, measures, missing_query_error, positive, summarize, Evaluation, Judged, JudgedDoc, Options, Origin, Shown,
+};
 use crate::error::{Error, Result};
 use crate::evidence::Strings;
 
@@ -114,11 +116,11 @@ pub fn evaluate_grouped<S: Strings + ?Sized>(
     }
     if !opts.complete {
         if let Some(j) = groups_of.iter().position(|g| g.is_empty()) {
-            return Err(missing_query_error("run", judged[j].qid, "qrels"));
+            return Err(missing_query_error("run", judged[j].qid, "qrels", Shown::Text));
         }
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
-    let origins = (Origin { path: "qrels", text: None }, Origin { path: "run", text: None });
+    let origins = (Origin { path: "qrels", text: None, shown: Shown::Text }, Origin { path: "run", text: None, shown: Shown::Text });
     let queries = evaluate_judged(&judged, &measures, width, opts, origins, |j, ranking| {
         ranking.extend(run.rows(groups_of[j]).map(|i| (run.docs.get(i), run.values[i], i + 1)));
         !groups_of[j].is_empty()

@@ -13,6 +13,7 @@
 mod grouped;
 pub mod measures;
 pub mod parse;
+mod shown;
 mod stream;
 
 use std::fmt::Write as _;
@@ -28,6 +29,7 @@ pub use parse::{
     latin1_bytes, parse_qrels, parse_run, read_one, read_pair, read_text, text_from_bytes, FileText, NotUtf8, QrelsRow, RunRow,
     Source, TrecTexts,
 };
+pub use shown::Shown;
 
 /// A ranking entry: document, score, location (a line number, or a byte offset in a file).
 pub type Ranked<'a> = (&'a str, f64, usize);
@@ -132,6 +134,8 @@ struct Judged<'s, 'a> {
 struct Origin<'t> {
     path: &'t str,
     text: Option<&'t str>,
+    /// How the messages show its ids.
+    shown: Shown,
 }
 
 impl Origin<'_> {
@@ -310,7 +314,8 @@ fn judge_and_rank<'a>(judged: &Judged<'_, 'a>, scratch: &mut Scratch<'a>, qrels:
         let slot = table.find_or_insert(d.doc, if d.rel < 0 { RELVALUE_UNJUDGED } else { d.rel });
         if slot.judged_at != usize::MAX {
             let first = qrels.line(slot.judged_at);
-            let msg = format!("document {} is judged twice for query {} (first at line {first})", d.doc, judged.qid);
+            let (doc, qid) = (qrels.shown.id(d.doc), qrels.shown.id(judged.qid));
+            let msg = format!("document {doc} is judged twice for query {qid} (first at line {first})");
             return Err(Error::parse(qrels.path, qrels.line(d.loc), msg));
         }
         slot.judged_at = d.loc;
@@ -321,10 +326,11 @@ fn judge_and_rank<'a>(judged: &Judged<'_, 'a>, scratch: &mut Scratch<'a>, qrels:
         let first = slot.ranked_at;
         if first != usize::MAX {
             let (first, second) = (first.min(loc), first.max(loc));
+            let (doc, qid) = (run.shown.id(doc), qrels.shown.id(judged.qid));
             return Err(Error::parse(
                 run.path,
                 run.line(second),
-                format!("document {doc} appears twice in the ranking of query {} (first at line {})", judged.qid, run.line(first)),
+                format!("document {doc} appears twice in the ranking of query {qid} (first at line {})", run.line(first)),
             ));
         }
         slot.ranked_at = loc;
@@ -432,11 +438,12 @@ pub fn evaluate(
     run_only_queries.sort_unstable();
     if !opts.complete {
         if let Some(j) = judged.iter().find(|j| !rankings.contains_key(j.qid)) {
-            return Err(missing_query_error(run_path, j.qid, qrels_path));
+            return Err(missing_query_error(run_path, j.qid, qrels_path, Shown::Text));
         }
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
-    let origins = (Origin { path: qrels_path, text: None }, Origin { path: run_path, text: None });
+    let origins =
+        (Origin { path: qrels_path, text: None, shown: Shown::Text }, Origin { path: run_path, text: None, shown: Shown::Text });
     let queries = evaluate_judged(&judged, &measures, width, opts, origins, |j, ranking| {
         let blocks = rankings.get(judged[j].qid);
         for &(a, b) in blocks.into_iter().flatten() {
@@ -477,7 +484,8 @@ fn evaluate_judged<'a>(
         .collect()
 }
 
-/// Evaluate the texts of a qrels file and a run file (the fast path of `ragmeter trec`).
+/// Evaluate the texts of a qrels file and a run file (the fast path of `ragmeter trec`). Errors quote
+/// their fields as text; [`TrecTexts::evaluate`] evaluates files as [`read_pair`] read them.
 pub fn evaluate_texts(
     qrels_text: &str,
     run_text: &str,
@@ -486,12 +494,30 @@ pub fn evaluate_texts(
     qrels_path: &str,
     run_path: &str,
 ) -> Result<Evaluation> {
-    let measures = measures::resolve(measure_args)?;
-    let judgements = stream::read_qrels(qrels_text, qrels_path)?;
-    stream::evaluate_run_text(measures, &judgements, run_text, run_path, opts)
+    let qrels = stream::Input { text: qrels_text, path: qrels_path, shown: Shown::Text };
+    let run = stream::Input { text: run_text, path: run_path, shown: Shown::Text };
+    evaluate_inputs(qrels, run, measure_args, opts)
 }
 
-fn missing_query_error(run_path: &str, qid: &str, qrels_path: &str) -> Error {
+impl TrecTexts {
+    /// Evaluate the pair as [`evaluate_texts`] does; errors show the fields they quote as the files
+    /// were read: as bytes when they were read byte for byte (see [`Shown`]).
+    pub fn evaluate(&self, measure_args: &[String], opts: &Options, qrels_path: &str, run_path: &str) -> Result<Evaluation> {
+        let qrels = stream::Input { text: self.qrels.as_str(), path: qrels_path, shown: self.qrels.shown() };
+        let run = stream::Input { text: self.run.as_str(), path: run_path, shown: self.run.shown() };
+        evaluate_inputs(qrels, run, measure_args, opts)
+    }
+}
+
+fn evaluate_inputs(qrels: stream::Input<'_>, run: stream::Input<'_>, measure_args: &[String], opts: &Options) -> Result<Evaluation> {
+    let measures = measures::resolve(measure_args)?;
+    let judgements = stream::read_qrels(qrels)?;
+    stream::evaluate_run_text(measures, &judgements, run, opts)
+}
+
+/// `qid`, judged in `qrels_path` (its ids shown as `shown` says), has no line in the run.
+fn missing_query_error(run_path: &str, qid: &str, qrels_path: &str, shown: Shown) -> Error {
+    let qid = shown.id(qid);
     Error::input(format!(
         "{run_path}: query {qid} has judgements in {qrels_path} but no ranking in the run; \
          pass -c to count such queries as empty rankings"
@@ -500,23 +526,23 @@ fn missing_query_error(run_path: &str, qid: &str, qrels_path: &str) -> Error {
 
 /// The document and score of a run line split into `count` fields at `pos`.
 #[inline(always)]
-fn parse_run_fields<'a>(text: &'a str, pos: usize, f: &[(usize, usize); 6], count: usize, path: &str) -> Result<(&'a str, f64)> {
+fn parse_run_fields<'a>(text: &'a str, pos: usize, f: &[(usize, usize); 6], count: usize, run: &Origin<'_>) -> Result<(&'a str, f64)> {
     if count >= 6 {
         if let Some(value) = parse::parse_score(parse::field(text, f[4])) {
             return Ok((parse::field(text, f[2]), value));
         }
     }
-    Err(bad_run_line(text, pos, f, count, path))
+    Err(bad_run_line(text, pos, f, count, run))
 }
 
 #[cold]
 #[inline(never)]
-fn bad_run_line(text: &str, pos: usize, f: &[(usize, usize); 6], count: usize, path: &str) -> Error {
+fn bad_run_line(text: &str, pos: usize, f: &[(usize, usize); 6], count: usize, run: &Origin<'_>) -> Error {
     let line = stream::line_of(text, pos);
     if count < 6 {
-        Error::parse(path, line, format!("expected 6 columns (query Q0 document rank score run), found {count}"))
+        Error::parse(run.path, line, format!("expected 6 columns (query Q0 document rank score run), found {count}"))
     } else {
-        Error::parse(path, line, format!("score {:?} is not a number", parse::field(text, f[4])))
+        Error::parse(run.path, line, format!("score {} is not a number", run.shown.quoted(parse::field(text, f[4]))))
     }
 }
 

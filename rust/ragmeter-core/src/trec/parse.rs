@@ -7,6 +7,7 @@
 
 use rayon::prelude::*;
 
+use super::shown::Shown;
 use crate::error::{Error, Result};
 
 /// One judgement: `qid iter docno rel`.
@@ -170,13 +171,18 @@ mod sse2 {
 
 /// Parse a qrels file's text. `path` only labels error messages.
 pub fn parse_qrels<'a>(text: &'a str, path: &str) -> Result<Vec<QrelsRow<'a>>> {
+    qrels_rows(text, path, Shown::Text)
+}
+
+/// [`parse_qrels`], error messages showing fields as `shown` says.
+fn qrels_rows<'a>(text: &'a str, path: &str, shown: Shown) -> Result<Vec<QrelsRow<'a>>> {
     let mut rows = Vec::with_capacity(text.len() / 24);
     for (line_no, line) in data_lines(text) {
         let [qid, _iter, docno, rel] = fields::<4>(line, false).map_err(|n| {
             Error::parse(path, line_no, format!("expected 4 columns (query iteration document relevance), found {n}"))
         })?;
         let rel = parse_grade(rel).ok_or_else(|| {
-            Error::parse(path, line_no, format!("relevance {rel:?} is not an integer"))
+            Error::parse(path, line_no, format!("relevance {} is not an integer", shown.quoted(rel)))
         })?;
         rows.push(QrelsRow { qid, docno, rel, line: line_no });
     }
@@ -188,9 +194,14 @@ pub fn parse_qrels<'a>(text: &'a str, path: &str) -> Result<Vec<QrelsRow<'a>>> {
 
 /// Parse a run file's text. `path` only labels error messages.
 pub fn parse_run<'a>(text: &'a str, path: &str) -> Result<Vec<RunRow<'a>>> {
+    run_rows(text, path, Shown::Text)
+}
+
+/// [`parse_run`], error messages showing fields as `shown` says.
+fn run_rows<'a>(text: &'a str, path: &str, shown: Shown) -> Result<Vec<RunRow<'a>>> {
     let mut rows = Vec::with_capacity(text.len() / 30);
     for (line_no, line) in data_lines(text) {
-        let mut row = parse_run_line(line, path, || line_no)?;
+        let mut row = run_line(line, path, shown, || line_no)?;
         row.line = line_no;
         rows.push(row);
     }
@@ -202,6 +213,10 @@ pub fn parse_run<'a>(text: &'a str, path: &str) -> Result<Vec<RunRow<'a>>> {
 
 /// Parse one data line of a run; `line_no` is called only to report an error.
 pub fn parse_run_line<'a>(line: &'a str, path: &str, line_no: impl FnOnce() -> usize) -> Result<RunRow<'a>> {
+    run_line(line, path, Shown::Text, line_no)
+}
+
+fn run_line<'a>(line: &'a str, path: &str, shown: Shown, line_no: impl FnOnce() -> usize) -> Result<RunRow<'a>> {
     let line = line.strip_suffix('\n').unwrap_or(line);
     let line = line.strip_suffix('\r').unwrap_or(line);
     let [qid, _q0, docno, _rank, score, run_id] = match fields::<6>(line, true) {
@@ -211,7 +226,7 @@ pub fn parse_run_line<'a>(line: &'a str, path: &str, line_no: impl FnOnce() -> u
         }
     };
     let Some(score_value) = parse_score(score) else {
-        return Err(Error::parse(path, line_no(), format!("score {score:?} is not a number")));
+        return Err(Error::parse(path, line_no(), format!("score {} is not a number", shown.quoted(score))));
     };
     Ok(RunRow { qid, docno, score: score_value, run_id, line: 0 })
 }
@@ -340,6 +355,8 @@ pub fn text_from_bytes(bytes: Vec<u8>, name: &str) -> Result<String> {
 /// UTF-8, or held in memory (read from stdin, or its bytes as Latin-1 characters).
 pub struct FileText {
     text: Text,
+    /// [`Shown::Bytes`] when read byte for byte ([`FileText::latin1`]).
+    shown: Shown,
 }
 
 enum Text {
@@ -354,6 +371,21 @@ impl FileText {
     pub fn open(path: &str) -> Result<FileText> {
         let raw = Raw::open(path)?;
         utf8_or_line(raw).map_err(|(_, line)| not_utf8_error(path, line))
+    }
+
+    /// How error messages show this text's fields: as text, or as bytes when it was read byte for byte.
+    pub fn shown(&self) -> Shown {
+        self.shown
+    }
+
+    /// The judgements of a qrels file's text, as [`parse_qrels`] reads them; errors show its fields as [`Self::shown`].
+    pub fn qrels_rows(&self, path: &str) -> Result<Vec<QrelsRow<'_>>> {
+        qrels_rows(self.as_str(), path, self.shown)
+    }
+
+    /// The rows of a run file's text, as [`parse_run`] reads them; errors show its fields as [`Self::shown`].
+    pub fn run_rows(&self, path: &str) -> Result<Vec<RunRow<'_>>> {
+        run_rows(self.as_str(), path, self.shown)
     }
 
     pub fn as_str(&self) -> &str {
@@ -385,7 +417,7 @@ impl FileText {
                 None => rest = tail,
             }
         }
-        FileText { text: Text::Owned(text) }
+        FileText { text: Text::Owned(text), shown: Shown::Bytes }
     }
 }
 
@@ -520,12 +552,12 @@ impl Raw {
 /// first byte that is not.
 fn utf8_or_line(raw: Raw) -> std::result::Result<FileText, (Raw, usize)> {
     match raw {
-        Raw::Mapped(None) => Ok(FileText { text: Text::Empty }),
+        Raw::Mapped(None) => Ok(FileText { text: Text::Empty, shown: Shown::Text }),
         Raw::Mapped(Some(map)) => match first_non_utf8_line(&map) {
-            None => Ok(FileText { text: Text::Mapped(map) }),
+            None => Ok(FileText { text: Text::Mapped(map), shown: Shown::Text }),
             Some(line) => Err((Raw::Mapped(Some(map)), line)),
         },
-        Raw::Owned(bytes) => String::from_utf8(bytes).map(|s| FileText { text: Text::Owned(s) }).map_err(|e| {
+        Raw::Owned(bytes) => String::from_utf8(bytes).map(|s| FileText { text: Text::Owned(s), shown: Shown::Text }).map_err(|e| {
             let line = line_of_byte(e.as_bytes(), e.utf8_error().valid_up_to());
             (Raw::Owned(e.into_bytes()), line)
         }),

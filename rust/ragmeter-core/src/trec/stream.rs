@@ -15,9 +15,17 @@ use rustc_hash::FxHashSet;
 use super::parse::{field, parse_grade, piece_bounds, split_fields};
 use super::{
     evaluate_query, judge_and_rank, missing_query_error, parse_run_fields, same_bytes, summarize, Evaluation, Judged,
-    JudgedDoc, Measure, Options, Origin, QueryResult, Ranked, Scratch, MISSING_STAND_IN,
+    JudgedDoc, Measure, Options, Origin, QueryResult, Ranked, Scratch, Shown, MISSING_STAND_IN,
 };
 use crate::error::{Error, Result};
+
+/// A file's text, the path its errors name and how they show its fields.
+#[derive(Clone, Copy)]
+pub(super) struct Input<'t> {
+    pub text: &'t str,
+    pub path: &'t str,
+    pub shown: Shown,
+}
 
 /// 1-based line number of a byte offset (only computed for error messages).
 pub(super) fn line_of(text: &str, offset: usize) -> usize {
@@ -58,6 +66,7 @@ fn for_each_line<const N: usize>(
 pub(super) struct Qrels<'t> {
     text: &'t str,
     path: &'t str,
+    shown: Shown,
     merged: Vec<Vec<JudgedDoc<'t>>>,
     /// Per query, sorted by query id: where its judgements are.
     queries: Vec<(&'t str, Place)>,
@@ -87,7 +96,7 @@ impl<'t> Qrels<'t> {
 
     /// The qrels file, as error messages name it.
     fn origin(&self) -> Origin<'t> {
-        Origin { path: self.path, text: Some(self.text) }
+        Origin { path: self.path, text: Some(self.text), shown: self.shown }
     }
 
     /// The judgements of query `j`: read into `buf` from its lines, or gathered already.
@@ -95,7 +104,7 @@ impl<'t> Qrels<'t> {
         match self.queries[j].1 {
             Place::Lines(from, to) => {
                 buf.clear();
-                read_judgements(self.text, from, to, self.path, buf)?;
+                read_judgements(self.text, from, to, (self.path, self.shown), buf)?;
                 Ok(buf)
             }
             Place::Merged(m) => Ok(&self.merged[m]),
@@ -103,9 +112,12 @@ impl<'t> Qrels<'t> {
     }
 }
 
+/// Where an error in a qrels text is: its path, and how its fields are shown.
+type Named<'p> = (&'p str, Shown);
+
 /// The judgement on a qrels line split into `count` fields.
 #[inline(always)]
-fn judgement<'t>(text: &'t str, pos: usize, f: &[(usize, usize); 4], count: usize, path: &str) -> Result<JudgedDoc<'t>> {
+fn judgement<'t>(text: &'t str, pos: usize, f: &[(usize, usize); 4], count: usize, (path, shown): Named<'_>) -> Result<JudgedDoc<'t>> {
     if count != 4 {
         let msg = format!("expected 4 columns (query iteration document relevance), found {count}");
         return Err(Error::parse(path, line_of(text, pos), msg));
@@ -113,23 +125,24 @@ fn judgement<'t>(text: &'t str, pos: usize, f: &[(usize, usize); 4], count: usiz
     let rel = field(text, f[3]);
     match parse_grade(rel) {
         Some(value) => Ok(JudgedDoc { doc: field(text, f[2]), rel: value, loc: pos }),
-        None => Err(Error::parse(path, line_of(text, pos), format!("relevance {rel:?} is not an integer"))),
+        None => Err(Error::parse(path, line_of(text, pos), format!("relevance {} is not an integer", shown.quoted(rel)))),
     }
 }
 
 /// Append the judgements of the lines `text[from..to]`.
-fn read_judgements<'t>(text: &'t str, from: usize, to: usize, path: &str, docs: &mut Vec<JudgedDoc<'t>>) -> Result<()> {
+fn read_judgements<'t>(text: &'t str, from: usize, to: usize, named: Named<'_>, docs: &mut Vec<JudgedDoc<'t>>) -> Result<()> {
     for_each_line::<4>(text, from, to, |pos, f, count| {
-        docs.push(judgement(text, pos, f, count, path)?);
+        docs.push(judgement(text, pos, f, count, named)?);
         Ok(())
     })
 }
 
 /// Read a qrels file's text: check every line and find the lines of each query.
-pub(super) fn read_qrels<'t>(text: &'t str, path: &'t str) -> Result<Qrels<'t>> {
+pub(super) fn read_qrels(qrels: Input<'_>) -> Result<Qrels<'_>> {
+    let Input { text, path, shown } = qrels;
     let cuts = pieces(text);
-    let read: Vec<Result<QrelsPiece<'t>>> = cuts.par_windows(2).map(|w| read_qrels_piece(text, w[0], w[1], path)).collect();
-    let mut blocks: Vec<(QidKey<'t>, (usize, usize))> = Vec::new();
+    let read: Vec<Result<QrelsPiece<'_>>> = cuts.par_windows(2).map(|w| read_qrels_piece(text, w[0], w[1], (path, shown))).collect();
+    let mut blocks: Vec<(QidKey<'_>, (usize, usize))> = Vec::new();
     let mut positive = 0;
     for (piece, w) in read.into_iter().zip(cuts.windows(2)) {
         let (starts, n_positive) = piece?;
@@ -142,7 +155,7 @@ pub(super) fn read_qrels<'t>(text: &'t str, path: &'t str) -> Result<Qrels<'t>> 
     }
     // By query, then file order (what a stable sort by query gives, without its buffer).
     blocks.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1 .0.cmp(&b.1 .0)));
-    let mut qrels = Qrels { text, path, merged: Vec::new(), queries: Vec::with_capacity(blocks.len()), positive };
+    let mut qrels = Qrels { text, path, shown, merged: Vec::new(), queries: Vec::with_capacity(blocks.len()), positive };
     let mut i = 0;
     while i < blocks.len() {
         let key = blocks[i].0;
@@ -154,7 +167,7 @@ pub(super) fn read_qrels<'t>(text: &'t str, path: &'t str) -> Result<Qrels<'t>> 
         } else {
             let mut docs = Vec::new();
             for &(_, (from, to)) in &blocks[i..i + n] {
-                read_judgements(text, from, to, path, &mut docs)?;
+                read_judgements(text, from, to, (path, shown), &mut docs)?;
             }
             qrels.queries.push((key.qid, Place::Merged(qrels.merged.len())));
             qrels.merged.push(docs);
@@ -207,10 +220,10 @@ impl Ord for QidKey<'_> {
     }
 }
 
-fn read_qrels_piece<'t>(text: &'t str, from: usize, to: usize, path: &str) -> Result<QrelsPiece<'t>> {
+fn read_qrels_piece<'t>(text: &'t str, from: usize, to: usize, named: Named<'_>) -> Result<QrelsPiece<'t>> {
     let (mut blocks, mut positive): QrelsPiece<'t> = (Vec::new(), 0);
     for_each_line::<4>(text, from, to, |pos, f, count| {
-        positive += usize::from(judgement(text, pos, f, count, path)?.rel > 0);
+        positive += usize::from(judgement(text, pos, f, count, named)?.rel > 0);
         let qid = field(text, f[0]);
         if !blocks.last().is_some_and(|(q, _)| same_bytes(q.qid.as_bytes(), qid.as_bytes())) {
             blocks.push((QidKey::new(qid), pos));
@@ -257,6 +270,7 @@ impl Piece<'_> {
 struct RunContext<'a, 'm> {
     text: &'a str,
     path: &'m str,
+    shown: Shown,
     judgements: &'m Qrels<'a>,
     /// `QidKey` prefixes of the judged query ids (sorted, as the ids are).
     prefixes: Vec<u64>,
@@ -266,6 +280,11 @@ struct RunContext<'a, 'm> {
 }
 
 impl<'a> RunContext<'a, '_> {
+    /// The run file, as error messages name it.
+    fn origin(&self) -> Origin<'_> {
+        Origin { path: self.path, text: Some(self.text), shown: self.shown }
+    }
+
     /// Index in the judgements of a query id: a binary search on the numeric prefixes,
     /// then on the ids among equal prefixes (no hash table to build first).
     fn find(&self, qid: &str) -> Option<usize> {
@@ -279,7 +298,7 @@ impl<'a> RunContext<'a, '_> {
     fn read_block(&self, from: usize, to: usize, ranking: &mut Vec<Ranked<'a>>) -> Result<()> {
         let text = self.text;
         for_each_line::<6>(text, from, to, |pos, f, count| {
-            let (doc, score) = parse_run_fields(text, pos, f, count, self.path)?;
+            let (doc, score) = parse_run_fields(text, pos, f, count, &self.origin())?;
             ranking.push((doc, score, pos));
             Ok(())
         })
@@ -290,7 +309,7 @@ impl<'a> RunContext<'a, '_> {
         let mut buf = std::mem::take(&mut scratch.judgements);
         let result = self.judgements.docs(j, &mut buf).and_then(|docs| {
             let judged = Judged { qid: self.judgements.qid(j), docs };
-            judge_and_rank(&judged, scratch, self.judgements.origin(), Origin { path: self.path, text: Some(self.text) })?;
+            judge_and_rank(&judged, scratch, self.judgements.origin(), self.origin())?;
             Ok(evaluate_query(&mut scratch.res_rels, &judged, &scratch.entries, missing, self.measures, self.width, self.opts))
         });
         scratch.judgements = buf;
@@ -306,7 +325,7 @@ impl<'a> RunContext<'a, '_> {
         let mut open: Option<((usize, usize), usize)> = None;
         let mut lines = 0usize;
         for_each_line::<6>(text, from, to, |pos, f, count| {
-            let (doc, score) = parse_run_fields(text, pos, f, count, self.path)?;
+            let (doc, score) = parse_run_fields(text, pos, f, count, &self.origin())?;
             lines += 1;
             match open {
                 Some((q, _)) if same_bytes(&bytes[q.0..q.1], &bytes[f[0].0..f[0].1]) => {}
@@ -355,20 +374,15 @@ impl<'a> RunContext<'a, '_> {
 }
 
 /// Evaluate a run file's text against judgements (see the module documentation).
-pub(super) fn evaluate_run_text<'a>(
-    measures: Vec<Measure>,
-    judgements: &Qrels<'a>,
-    text: &'a str,
-    path: &str,
-    opts: &Options,
-) -> Result<Evaluation> {
+pub(super) fn evaluate_run_text<'a>(measures: Vec<Measure>, judgements: &Qrels<'a>, run: Input<'a>, opts: &Options) -> Result<Evaluation> {
+    let Input { text, path, shown } = run;
     if judgements.len() >= NONE as usize {
         return Err(Error::input(format!("{}: more than {} judged queries", judgements.path, NONE - 1)));
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
     super::check_values(judgements.len(), width)?;
     let prefixes = judgements.queries.par_iter().map(|j| QidKey::new(j.0).prefix).collect();
-    let ctx = RunContext { text, path, judgements, prefixes, measures: &measures, width, opts };
+    let ctx = RunContext { text, path, shown, judgements, prefixes, measures: &measures, width, opts };
 
     let cuts = pieces(text);
     let pieces: Vec<Result<Piece<'a>>> = cuts.par_windows(2).map(|w| ctx.read_piece(w[0], w[1])).collect();
@@ -385,7 +399,7 @@ pub(super) fn evaluate_run_text<'a>(
     let run_only: FxHashSet<&str> = pieces.iter().flat_map(|p| p.run_only.iter().copied()).collect();
     if !opts.complete {
         if let Some(j) = n_blocks.iter().position(|&n| n == 0) {
-            return Err(missing_query_error(path, judgements.qid(j), judgements.path));
+            return Err(missing_query_error(path, judgements.qid(j), judgements.path, judgements.shown));
         }
     }
     let queries = ctx.results(pieces, &n_blocks)?;
