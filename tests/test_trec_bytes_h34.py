@@ -295,3 +295,34 @@ def test_errors_about_utf8_files_quote_their_text_as_before(tmp_path: Path) -> N
     assert proc.returncode == 2 and "r: query é has judgements in q" in proc.stderr.decode("utf-8"), proc.stderr
     with pytest.raises(InputError, match=f"query é has judgements in {tmp_path / 'q'}"):
         evaluate(tmp_path / "q", tmp_path / "r", "map")
+
+
+@pytest.mark.parametrize("which", ["qrels", "run"])
+def test_ids_of_a_file_read_as_bytes_beside_a_dict_are_shown_as_bytes(tmp_path: Path, which: str) -> None:
+    """Checks made once both inputs are columns (a document judged or ranked twice, a judged query missing) quote
+    the file's ids as its bytes too; the dict's ids stay text."""
+    path = tmp_path / which
+    if which == "qrels":
+        first = SJIS_PAIR[0].splitlines(keepends=True)[0]
+        path.write_bytes(first + first)
+        with pytest.raises(InputError) as raised:
+            evaluate(path, {"q2": {"d": 1.0}}, "map", complete=True)
+        want = "qrels:2: document \\x95\\xb6\\x8f\\x91 is judged twice for query \\x8e\\xbf\\x96\\xe2 (first at line 1)"
+    else:
+        first = SJIS_PAIR[1].splitlines(keepends=True)[0]
+        path.write_bytes(first + first)
+        with pytest.raises(InputError) as raised:  # the dict's ids as the file's were read, to match them
+            evaluate({"\x8e\xbf\x96\xe2": {"\x95\xb6\x8f\x91": 1}}, path, "map")
+        want = ("run:2: document \\x95\\xb6\\x8f\\x91 appears twice in the ranking of query \\x8e\\xbf\\x96\\xe2 "
+                "(first at line 1)")
+    assert str(raised.value).startswith(want) and not C1_CONTROLS & set(str(raised.value)), str(raised.value)
+
+
+def test_a_judged_query_of_a_file_read_as_bytes_missing_beside_a_dict_is_shown_as_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "sjis"
+    path.write_bytes(SJIS_PAIR[0])
+    with pytest.raises(InputError) as raised:
+        evaluate(path, {"q2": {"d": 1.0}}, "map")
+    text = str(raised.value)
+    assert text.startswith("run: query \\x8e\\xbf\\x96\\xe2 has judgements in qrels but no ranking in the run"), text
+    assert f"{path} is not UTF-8 at line 1" in text, text  # still says why and what to do

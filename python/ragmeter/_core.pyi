@@ -131,7 +131,11 @@ def trec_evaluate_columns(
     options: Optional[TrecOptions] = None,
     qrels_groups: Optional[npt.NDArray[np.int64]] = None,
     run_groups: Optional[npt.NDArray[np.int64]] = None,
-) -> dict[str, Any]: ...
+    qrels_bytes: bool = False,
+    run_bytes: bool = False,
+) -> dict[str, Any]:
+    """qrels_bytes / run_bytes: the columns are a file's read byte for byte (trec_read_qrels / trec_read_run gave
+    a line where it is not UTF-8); errors show their ids as bytes (\\xNN beyond ASCII)."""
 def trec_read_qrels(
     path: str,
 ) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.int64], npt.NDArray[np.int64], Optional[int]]:

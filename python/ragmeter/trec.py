@@ -105,8 +105,11 @@ def evaluate(
         else:
             *q, qrels_groups = _qrels_columns(qrels, read_as_bytes)
             *r, run_groups = _run_columns(run, read_as_bytes)
+            bytes_read = {path for path, _ in read_as_bytes}
             result = _core.trec_evaluate_columns(*q, *r, run_id, measures, opts,
-                                                 qrels_groups=qrels_groups, run_groups=run_groups)
+                                                 qrels_groups=qrels_groups, run_groups=run_groups,
+                                                 qrels_bytes=_is_path(qrels) and os.fspath(qrels) in bytes_read,
+                                                 run_bytes=_is_path(run) and os.fspath(run) in bytes_read)
     except InputError as exc:
         raise _in_python_terms(exc, {"qrels": qrels, "run": run}, read_as_bytes) from None
     return _frame(pl, result, per_query)
@@ -152,7 +155,8 @@ def _in_python_terms(exc: InputError, inputs: Optional[Mapping[str, Any]] = None
     if _CLI_COMPLETE_HINT in text:
         text = text.replace(_CLI_COMPLETE_HINT, "pass complete=True to")
         missing = re.search(r"query (.*) has judgements in ", text)
-        if missing and not missing.group(1).isascii():  # an ASCII id reads the same either way
+        # an ASCII id reads the same either way; one of a file read as bytes shows its other bytes as \xNN
+        if missing and (not missing.group(1).isascii() or re.search(r"\\x[0-9a-f]{2}", missing.group(1))):
             text += _bytes_read_hint(read_as_bytes)
     return exc if text == str(exc) else InputError(text)
 

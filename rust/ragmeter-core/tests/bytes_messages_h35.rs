@@ -20,7 +20,7 @@ fn error(qrels: &[u8], run: &[u8], complete: bool) -> String {
     let texts = read_pair(Source::Bytes { name: "q", bytes: qrels.to_vec() }, Source::Bytes { name: "r", bytes: run.to_vec() })
         .expect("read");
     let opts = Options { complete, ..Options::default() };
-    texts.evaluate(&["map".to_string()], &opts, "q", "r").err().expect("refused").to_string()
+    texts.evaluate(&["map".to_string()], &opts, "q", "r").expect_err("refused").to_string()
 }
 
 fn sjis_qrels() -> Vec<u8> {
@@ -93,4 +93,20 @@ fn a_file_read_alone_as_bytes_shows_its_fields_as_bytes() {
     let (text, _) = read_one(rp).unwrap();
     assert_eq!(text.run_rows(rp).unwrap_err().to_string(), format!("{rp}:3: score \"\\x8e\\xbf\" is not a number"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn columns_of_a_file_read_as_bytes_show_their_ids_as_bytes() {
+    use ragmeter_core::trec::{evaluate_grouped, Grouped, Shown};
+    let (query, doc) = ("\u{8e}\u{bf}\u{96}\u{e2}", "\u{95}\u{b6}\u{8f}\u{91}"); // 質問, 文書 read one character per byte
+    let docs = [doc, doc];
+    let qrels = Grouped { qids: vec![query], offsets: &[0, 2], docs: &docs[..], values: &[1i64, 0][..], shown: Shown::Bytes };
+    let run = Grouped { qids: vec!["q2"], offsets: &[0, 1], docs: &docs[..1], values: &[0.5][..], shown: Shown::Text };
+    let err = |opts: Options| evaluate_grouped(&qrels, &run, &["map".to_string()], &opts, "r").expect_err("refused").to_string();
+    let missing = err(Options::default());
+    assert!(missing.starts_with("run: query \\x8e\\xbf\\x96\\xe2 has judgements in qrels"), "{missing}");
+    assert_eq!(
+        err(Options { complete: true, ..Options::default() }),
+        "qrels:2: document \\x95\\xb6\\x8f\\x91 is judged twice for query \\x8e\\xbf\\x96\\xe2 (first at line 1)"
+    );
 }

@@ -208,9 +208,10 @@ fn file_columns<'py, 'a, V: numpy::Element>(
 /// Evaluate in-memory columns (qrels: qid, docno, rel; run: qid, docno, score).
 /// With `qrels_groups` / `run_groups` (offsets of consecutive rows), the query
 /// column has one id per group instead of one per row. Either way each query's
-/// rows are read straight from the columns (no row table).
+/// rows are read straight from the columns (no row table). `qrels_bytes` / `run_bytes`: the columns are those of
+/// a file read byte for byte (`trec_read_qrels` / `trec_read_run` gave a line), whose ids errors show as bytes.
 #[pyfunction]
-#[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, options=None, qrels_groups=None, run_groups=None))]
+#[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, options=None, qrels_groups=None, run_groups=None, qrels_bytes=false, run_bytes=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn trec_evaluate_columns<'py>(
     py: Python<'py>,
@@ -225,6 +226,8 @@ pub fn trec_evaluate_columns<'py>(
     options: Option<TrecOptions>,
     qrels_groups: Option<PyReadonlyArray1<'py, i64>>,
     run_groups: Option<PyReadonlyArray1<'py, i64>>,
+    qrels_bytes: bool,
+    run_bytes: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let qq = StrColumn::extract(qrels_qid.0, qrels_qid.1, "qrels query")?;
     let qd = StrColumn::extract(qrels_doc.0, qrels_doc.1, "qrels document")?;
@@ -242,12 +245,20 @@ pub fn trec_evaluate_columns<'py>(
         .allow_threads(|| {
             let (qrels_qids, qrels_offsets) = query_groups(&qq, qrels_groups, qr.len(), "qrels")?;
             let (run_qids, run_offsets) = query_groups(&rq, run_groups, rs.len(), "run")?;
-            let qrels = Grouped { qids: qrels_qids, offsets: &qrels_offsets, docs: &qd, values: &qr };
-            let run = Grouped { qids: run_qids, offsets: &run_offsets, docs: &rd, values: &rs };
+            let qrels = Grouped { qids: qrels_qids, offsets: &qrels_offsets, docs: &qd, values: &qr, shown: shown(qrels_bytes) };
+            let run = Grouped { qids: run_qids, offsets: &run_offsets, docs: &rd, values: &rs, shown: shown(run_bytes) };
             trec::evaluate_grouped(&qrels, &run, &measures, &opts, &run_id)
         })
         .map_err(to_py_err)?;
     evaluation_to_dict(py, eval, None)
+}
+
+fn shown(read_as_bytes: bool) -> trec::Shown {
+    if read_as_bytes {
+        trec::Shown::Bytes
+    } else {
+        trec::Shown::Text
+    }
 }
 
 /// Rank metrics over a batch: returns an (n_queries, n_metrics) matrix.

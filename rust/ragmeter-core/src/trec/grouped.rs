@@ -20,6 +20,8 @@ pub struct Grouped<'a, S: Strings + ?Sized, V> {
     pub offsets: &'a [usize],
     pub docs: &'a S,
     pub values: &'a [V],
+    /// How messages show the ids: [`Shown::Bytes`] for the columns of a file read byte for byte.
+    pub shown: Shown,
 }
 
 impl<'a, S: Strings + ?Sized, V: Sync> Grouped<'a, S, V> {
@@ -116,11 +118,11 @@ pub fn evaluate_grouped<S: Strings + ?Sized>(
     }
     if !opts.complete {
         if let Some(j) = groups_of.iter().position(|g| g.is_empty()) {
-            return Err(missing_query_error("run", judged[j].qid, "qrels", Shown::Text));
+            return Err(missing_query_error("run", judged[j].qid, "qrels", qrels.shown));
         }
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
-    let origins = (Origin { path: "qrels", text: None, shown: Shown::Text }, Origin { path: "run", text: None, shown: Shown::Text });
+    let origins = (Origin { path: "qrels", text: None, shown: qrels.shown }, Origin { path: "run", text: None, shown: run.shown });
     let queries = evaluate_judged(&judged, &measures, width, opts, origins, |j, ranking| {
         ranking.extend(run.rows(groups_of[j]).map(|i| (run.docs.get(i), run.values[i], i + 1)));
         !groups_of[j].is_empty()

@@ -326,7 +326,8 @@ fn judge_and_rank<'a>(judged: &Judged<'_, 'a>, scratch: &mut Scratch<'a>, qrels:
         let first = slot.ranked_at;
         if first != usize::MAX {
             let (first, second) = (first.min(loc), first.max(loc));
-            let (doc, qid) = (run.shown.id(doc), qrels.shown.id(judged.qid));
+            // The query as the run, which this line is in, shows its ids (it has the qrels' characters).
+            let (doc, qid) = (run.shown.id(doc), run.shown.id(judged.qid));
             return Err(Error::parse(
                 run.path,
                 run.line(second),
