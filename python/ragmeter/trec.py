@@ -69,7 +69,8 @@ def evaluate(
     which line is logged at INFO on the ``ragmeter.notes`` logger. A file given beside a table or dict is read
     the same way, its ids matched against the table's as those characters (a Shift-JIS file's ``東京`` is not a
     dict's ``"東京"``; a judged non-ASCII query then missing from the run is an error naming that file and saying
-    to convert it to UTF-8).
+    to convert it to UTF-8). Errors quote the ids and fields of files read as bytes as those bytes: printable ASCII
+    as it is, any other byte as ``\\xNN`` (a Shift-JIS query ``質問`` is ``\\x8e\\xbf\\x96\\xe2``).
     """
     import polars as pl
 
