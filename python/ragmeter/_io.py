@@ -184,14 +184,16 @@ def results_folder(out_dir: Any) -> Iterator[Path]:
                 out.rmdir()  # only if empty: the run wrote nothing
 
 
-def written_by() -> dict:
-    """The keys that say which ragmeter wrote a folder (eval's and score's summary.json, judge_summary.json): a
-    script tells a folder written before a key or column was added by them, and the reports refuse another
-    results_format."""
+def written_by(command: str) -> dict:
+    """The keys that say which ragmeter wrote a folder (eval's and score's summary.json, judge_summary.json), and
+    with which ``command`` (``"score"``, ``"eval"``, ``"demo"``, ``"judge"``; the Python API records the command it
+    is the library form of): a script tells a folder written before a key or column was added by them, the
+    reports refuse another results_format, and the advice on a damaged folder names the command that writes it
+    again (:func:`ragmeter.report.data.rewrite_advice`) instead of guessing it from the folder's contents."""
     from ragmeter import __version__
     from ragmeter.report.data import RESULTS_FORMAT
 
-    return {"results_format": RESULTS_FORMAT, "tool": "ragmeter", "version": __version__}
+    return {"results_format": RESULTS_FORMAT, "tool": "ragmeter", "version": __version__, "command": command}
 
 
 def _is_summary(name: str) -> bool:

@@ -215,7 +215,7 @@ def _summary(golden: Any, run: Any, golden_in: Any, started: str, k: int, thresh
     settings: Dict[str, Any] = {"k": k, "thresholds": [json_threshold(t) for t in thresholds] if thresholds else None,
                                 "judge": _judge_settings(judge), "repeat": repeat, "review": review}
     return {
-        **written_by(),
+        **written_by("eval"),  # the demo, which evaluates too, records itself over it (ragmeter.cli.demo)
         "started_at": started,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "inputs": {

@@ -151,7 +151,7 @@ class ScoreResult:
         self._write_chunks(folder / "chunks.parquet")
         write_json(folder / "warnings.json", full_list(self._summary))
         write_json(folder / "summary.json", self._summary_to_write({**for_disk(self._summary), "files": files,
-                                                                     **written_by()}))
+                                                                     **written_by("score")}))
 
     def _write_chunks(self, path: Path) -> None:
         from ragmeter._io import write_chunk_frame

@@ -300,8 +300,9 @@ def test_case_missing_from_one_repeat_warns_and_is_unscored_there(tmp_path, gold
     assert per_repeat.filter(pl.col("absent_from_repeat")).select("id", "repeat").rows() == [("fact-2", 2)]
 
 
-#: summary.json's sections before collected repeats existed; a plain run must not gain any
-PLAIN_SUMMARY_KEYS = {"results_format", "tool", "version", "started_at", "finished_at", "inputs", "settings",
+#: summary.json's sections before collected repeats existed (and ``command``, h35: every run's writer); a plain run
+#: must not gain any
+PLAIN_SUMMARY_KEYS = {"results_format", "tool", "version", "command", "started_at", "finished_at", "inputs", "settings",
                       "retrieval", "judge", "cost", "diagnosis", "golden_set", "warnings", "files"}
 
 

@@ -57,7 +57,8 @@ class ReplayJudge:
     def _app(self) -> Any:
         from aiohttp import web
 
-        from ragmeter.report.data import DEMO_JUDGE_MODEL as REPLAY_MODEL  # tells readers the demo wrote a folder
+        # kept: a reader that finds no command in summary.json (an earlier version) tells the demo's folder by it
+        from ragmeter.report.data import DEMO_JUDGE_MODEL as REPLAY_MODEL
 
         async def models(request: web.Request) -> web.Response:
             return web.json_response({"object": "list", "data": [{"id": REPLAY_MODEL, "object": "model"}]})
@@ -114,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from ragmeter.cli._tables import make_console, print_diagnosis, print_prose, print_score, print_sweep
-    from ragmeter.evaluation import run_eval
+    from ragmeter._io import written_by
+    from ragmeter.evaluation import evaluate
     from ragmeter.judge import JudgeConfig
     from ragmeter.report.data import DEMO_JUDGE_MODEL as REPLAY_MODEL
     from ragmeter.review import export_sheet, import_sheet
@@ -136,7 +138,11 @@ def run(args: argparse.Namespace) -> int:
     with ReplayJudge(ex) as replay:
         judge = JudgeConfig(base_url=replay.base_url, model=REPLAY_MODEL, metrics=["correctness"], cache=None,
                             progress=False, api_key="example-replay")
-        summary = run_eval(golden, run_file, args.out, k=args.k, judge=judge, thresholds=[0.0, 0.1, 0.2])
+        result = evaluate(golden, run_file, k=args.k, judge=judge, thresholds=[0.0, 0.1, 0.2])
+    # the folder names the demo as its writer: advice on a damaged copy says to run the demo again, not eval
+    result.summary.update(written_by("demo"))
+    result.write(args.out)
+    summary = result.summary
     print_score(summary["retrieval"], out_dir=None, console=console)
     print_sweep(pl.read_parquet(Path(args.out) / "sweep.parquet"), args.k, console=console)
     correctness = ((summary.get("judge") or {}).get("metrics") or {}).get("correctness") or {}

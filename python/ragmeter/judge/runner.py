@@ -323,7 +323,7 @@ class JudgeResult:
         it under ``judge``, below its own."""
         from ragmeter._io import written_by
 
-        return {**written_by(), **self.summary}
+        return {**written_by("judge"), **self.summary}
 
     def write(self, out_dir: Union[str, Path]) -> Path:
         """``judge.parquet`` and ``judge_summary.json`` in ``out_dir``, both or neither (nothing half-written).

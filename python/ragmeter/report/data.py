@@ -305,14 +305,29 @@ def written_by_score(summary: Dict[str, Any]) -> bool:
     return "retrieval" not in summary and "overall" in summary
 
 
-#: the judge model ``ragmeter demo`` records: its verdicts are example data replayed offline (ragmeter.cli.demo)
+#: the judge model ``ragmeter demo`` records: its verdicts are example data replayed offline (ragmeter.cli.demo).
+#: Only folders written before summary.json's ``command`` are told to be the demo's by it (:func:`_guessed_writer`)
 DEMO_JUDGE_MODEL = "example-replay"
+
+#: the commands that write a results folder, as summary.json's ``command`` names them (ragmeter._io.written_by)
+FOLDER_COMMANDS = ("score", "eval", "demo")
 
 
 def _folder_writer(summary: Optional[Dict[str, Any]]) -> Optional[str]:
     """The command that wrote a results folder, as its ``summary`` (summary.json) tells; None when it does not."""
     if not isinstance(summary, dict):
         return None
+    command = summary.get("command")
+    if isinstance(command, str) and command in FOLDER_COMMANDS:
+        return f"`ragmeter {command} --out DIR`"
+    return _guessed_writer(summary)
+
+
+def _guessed_writer(summary: Dict[str, Any]) -> Optional[str]:
+    """The command that wrote a folder whose summary.json does not name one (written before ``command`` was
+    recorded, or by a later version naming one this version does not know), from its shape: a score folder by
+    its layout, the demo by its judge model's name (an eval judged by a model of that name is taken for the
+    demo's, which is why the command is recorded now), else eval."""
     judge = summary.get("judge")
     if written_by_score(summary):
         return "`ragmeter score --out DIR`"
