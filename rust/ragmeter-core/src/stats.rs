@@ -351,7 +351,7 @@ pub fn bootstrap_means(
         )));
     }
     let slots = n_groups.saturating_add(1);
-    let per_resample = slots.checked_mul(k).unwrap_or(usize::MAX);
+    let per_resample = slots.saturating_mul(k);
     check_size(n_resamples, per_resample, &format!("{per_resample} means"))?;
     let mut result = vec![f64::NAN; n_resamples * slots * k];
     if n == 0 || k == 0 || n_resamples == 0 {
