@@ -137,3 +137,19 @@ def test_a_command_no_results_folder_is_written_by_falls_back_to_the_guess(writt
     folder = Path(shutil.copytree(written["ragmeter score"], tmp_path / "f"))
     _edit(folder, lambda s: s.update(command=value))
     assert _damaged_advice(folder).endswith("write the folder again with `ragmeter score --out DIR`")
+
+
+def test_a_score_folder_loaded_and_written_again_keeps_the_keys_naming_its_writer(written, tmp_path):
+    """EvalResult.load reads a score folder in evaluate's layout (the retrieval summary under "retrieval"); the
+    keys naming the writer stay at the top level, so the folder it writes still says its format and command.
+    Before, they moved under "retrieval" and the written summary.json had no results_format at all."""
+    source = _summary(written["ragmeter score"])
+    loaded = ragmeter.EvalResult.load(written["ragmeter score"])
+    stamp = {key: source[key] for key in ("results_format", "tool", "version", "command")}
+    assert {key: loaded.summary.get(key) for key in stamp} == stamp
+    assert not set(stamp) & set(loaded.summary["retrieval"])
+    out = loaded.write(tmp_path / "again")
+    again = _summary(out)
+    assert {key: again.get(key) for key in stamp} == stamp
+    assert list(again)[:4] == list(stamp)  # first, as every writer puts them
+    assert _damaged_advice(out).endswith("write the folder again with `ragmeter score --out DIR`")

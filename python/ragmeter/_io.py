@@ -193,7 +193,11 @@ def written_by(command: str) -> dict:
     from ragmeter import __version__
     from ragmeter.report.data import RESULTS_FORMAT
 
-    return {"results_format": RESULTS_FORMAT, "tool": "ragmeter", "version": __version__, "command": command}
+    return dict(zip(WRITER_KEYS, (RESULTS_FORMAT, "ragmeter", __version__, command)))
+
+
+#: the keys :func:`written_by` puts first in a summary
+WRITER_KEYS = ("results_format", "tool", "version", "command")
 
 
 def _is_summary(name: str) -> bool:

@@ -125,12 +125,17 @@ _SUMMARY_TOP_LEVEL = ("warnings", "files")
 def _evaluate_layout(summary: Dict[str, Any]) -> Dict[str, Any]:
     """A results folder's summary in :func:`ragmeter.evaluate`'s layout. ``ragmeter score --out`` writes the
     retrieval summary at the top level (``overall``, ``k``, ...): it moves under ``"retrieval"``, its warnings
-    and file list stay where evaluate keeps them. Any other summary is returned as it is."""
+    and file list stay where evaluate keeps them, and so do the keys naming its writer (first: a folder
+    :meth:`EvalResult.write` makes of it still says its format and command). Any other summary is returned as it
+    is."""
+    from ragmeter._io import WRITER_KEYS
     from ragmeter.report.data import written_by_score
 
     if not written_by_score(summary):
         return summary
-    out: Dict[str, Any] = {"retrieval": {k: v for k, v in summary.items() if k not in _SUMMARY_TOP_LEVEL}}
+    top = WRITER_KEYS + _SUMMARY_TOP_LEVEL
+    out: Dict[str, Any] = {k: summary[k] for k in WRITER_KEYS if k in summary}
+    out["retrieval"] = {k: v for k, v in summary.items() if k not in top}
     out.update({k: summary[k] for k in _SUMMARY_TOP_LEVEL if k in summary})
     return out
 
