@@ -218,7 +218,8 @@ def test_a_query_missing_beside_a_file_read_as_bytes_says_which_file_and_why(tmp
     with pytest.raises(InputError) as err:
         evaluate(as_dict, path, "P.1") if which == "run" else evaluate(path, as_dict, "P.1")
     text = str(err.value)
-    assert "has judgements in qrels but no ranking in the run" in text, text
+    qrels_named = path if which == "qrels" else "qrels"  # a file is named by its path (h35)
+    assert f"has judgements in {qrels_named} but no ranking in the run" in text, text
     assert f"{path} is not UTF-8 at line 1" in text and "one character per byte" in text, text
     assert "utf-8" in text.lower().split("not utf-8", 1)[1], text  # says what to do: convert it to UTF-8
 
@@ -307,13 +308,14 @@ def test_ids_of_a_file_read_as_bytes_beside_a_dict_are_shown_as_bytes(tmp_path: 
         path.write_bytes(first + first)
         with pytest.raises(InputError) as raised:
             evaluate(path, {"q2": {"d": 1.0}}, "map", complete=True)
-        want = "qrels:2: document \\x95\\xb6\\x8f\\x91 is judged twice for query \\x8e\\xbf\\x96\\xe2 (first at line 1)"
+        want = (f"{path}:2: document \\x95\\xb6\\x8f\\x91 is judged twice for query \\x8e\\xbf\\x96\\xe2 "
+                "(first at line 1)")
     else:
         first = SJIS_PAIR[1].splitlines(keepends=True)[0]
         path.write_bytes(first + first)
         with pytest.raises(InputError) as raised:  # the dict's ids as the file's were read, to match them
             evaluate({"\x8e\xbf\x96\xe2": {"\x95\xb6\x8f\x91": 1}}, path, "map")
-        want = ("run:2: document \\x95\\xb6\\x8f\\x91 appears twice in the ranking of query \\x8e\\xbf\\x96\\xe2 "
+        want = (f"{path}:2: document \\x95\\xb6\\x8f\\x91 appears twice in the ranking of query \\x8e\\xbf\\x96\\xe2 "
                 "(first at line 1)")
     assert str(raised.value).startswith(want) and not C1_CONTROLS & set(str(raised.value)), str(raised.value)
 
@@ -324,5 +326,5 @@ def test_a_judged_query_of_a_file_read_as_bytes_missing_beside_a_dict_is_shown_a
     with pytest.raises(InputError) as raised:
         evaluate(path, {"q2": {"d": 1.0}}, "map")
     text = str(raised.value)
-    assert text.startswith("run: query \\x8e\\xbf\\x96\\xe2 has judgements in qrels but no ranking in the run"), text
+    assert text.startswith(f"run: query \\x8e\\xbf\\x96\\xe2 has judgements in {path} but no ranking in the run"), text
     assert f"{path} is not UTF-8 at line 1" in text, text  # still says why and what to do

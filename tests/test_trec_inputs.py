@@ -137,3 +137,48 @@ def test_a_run_on_stdin_is_read_as_trec_eval_reads_results_file_dash(tmp_path: P
     bom = subprocess.run([sys.executable, "-m", "ragmeter", "trec", "q", "-"], input=BOM + RUN.encode(),
                          capture_output=True, cwd=tmp_path)
     assert bom.returncode == 2 and b"stdin:1: starts with a UTF-8 byte order mark" in bom.stderr, bom.stderr
+
+
+def test_a_qrels_file_beside_a_dict_run_is_named_with_its_own_line_numbers(tmp_path: Path) -> None:
+    """A qrels file read into columns (the other input a dict) named its errors 'qrels:N' with N a row: the blank
+    line and comment-free padding the parser skips made N differ from the file's line."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\n\n   \nq1 0 d2 0\n\nq1 0 d1 1\n")
+    (tmp_path / "run.txt").write_text("q1 Q0 d1 1 0.5 r\n")
+    with pytest.raises(InputError) as both_files:
+        evaluate(qrels, tmp_path / "run.txt", "map")
+    with pytest.raises(InputError) as mixed:
+        evaluate(qrels, {"q1": {"d1": 0.5}}, "map")
+    assert str(mixed.value) == str(both_files.value)
+    assert str(mixed.value) == f"{qrels}:6: document d1 is judged twice for query q1 (first at line 1)"
+
+
+def test_a_run_file_beside_dict_qrels_is_named_with_its_own_line_numbers(tmp_path: Path) -> None:
+    run = tmp_path / "run.txt"
+    run.write_text("\nq1 Q0 d1 1 0.5 r\n\nq1 Q0 d2 2 0.4 r\n \t\nq1 Q0 d1 3 0.3 r\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
+    with pytest.raises(InputError) as both_files:
+        evaluate(tmp_path / "qrels.txt", run, "map")
+    with pytest.raises(InputError) as mixed:
+        evaluate({"q1": {"d1": 1}}, run, "map")
+    assert str(mixed.value) == str(both_files.value)
+    assert str(mixed.value) == f"{run}:6: document d1 appears twice in the ranking of query q1 (first at line 2)"
+
+
+def test_a_judged_query_missing_from_a_run_file_beside_dict_qrels_names_the_run_file(tmp_path: Path) -> None:
+    run = tmp_path / "run.txt"
+    run.write_text("q1 Q0 d1 1 0.5 r\n")
+    with pytest.raises(InputError) as mixed:
+        evaluate({"q1": {"d1": 1}, "q2": {"d2": 1}}, run, "map")
+    assert str(mixed.value).startswith(f"{run}: query q2 has judgements in qrels but no ranking in the run; "
+                                       "pass complete=True"), str(mixed.value)
+
+
+def test_a_judged_query_of_a_qrels_file_missing_from_a_dict_run_names_the_qrels_file(tmp_path: Path) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    with pytest.raises(InputError) as mixed:
+        evaluate(qrels, {"q1": {"d1": 0.5}}, "map")
+    assert str(mixed.value).startswith(f"run: query q2 has judgements in {qrels} but no ranking in the run; "
+                                       "pass complete=True"), str(mixed.value)
+

@@ -133,19 +133,27 @@ def trec_evaluate_columns(
     run_groups: Optional[npt.NDArray[np.int64]] = None,
     qrels_bytes: bool = False,
     run_bytes: bool = False,
+    qrels_name: Optional[str] = None,
+    run_name: Optional[str] = None,
+    qrels_lines: Optional[npt.NDArray[np.int64]] = None,
+    run_lines: Optional[npt.NDArray[np.int64]] = None,
 ) -> dict[str, Any]:
     """qrels_bytes / run_bytes: the columns are a file's read byte for byte (trec_read_qrels / trec_read_run gave
-    a line where it is not UTF-8); errors show their ids as bytes (\\xNN beyond ASCII)."""
+    a line where it is not UTF-8); errors show their ids as bytes (\\xNN beyond ASCII). qrels_name / run_name:
+    what errors call the input (default "qrels" / "run"; a file's path); qrels_lines / run_lines: the file line
+    of each row (trec_read_qrels / trec_read_run give them), which errors name instead of the row."""
 def trec_read_qrels(
     path: str,
-) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.int64], npt.NDArray[np.int64], Optional[int]]:
+) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.int64], npt.NDArray[np.int64], Optional[int],
+           npt.NDArray[np.int64]]:
     """A qrels file as (query ids, one per group of consecutive lines; documents;
-    relevance; group offsets), the inputs of trec_evaluate_columns, and the line where
+    relevance; group offsets), the inputs of trec_evaluate_columns, the line where
     the file is first not UTF-8 (it was then read byte for byte, each byte a Latin-1
-    character), or None."""
+    character) or None, and the file line of each row (trec_evaluate_columns's qrels_lines)."""
 def trec_read_run(
     path: str,
-) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.float64], npt.NDArray[np.int64], Optional[int]]:
+) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.float64], npt.NDArray[np.int64], Optional[int],
+           npt.NDArray[np.int64]]:
     """A run file as trec_read_qrels reads qrels (values: float64 scores)."""
 def rank_metrics(
     offsets: npt.NDArray[np.int64],

@@ -47,9 +47,9 @@ def evaluate(
     ``doc_id``/``docno`` and similar names are accepted, and ranx's frames: ``q_id``, ``doc_id``,
     ``score``, the grade in a qrels frame), the dict of dicts ``{query: {doc: value}}`` that pytrec_eval
     and ranx take, or ranx's ``Qrels`` and ``Run`` (read as their ``to_dict()``). A path and a table
-    may be mixed; files are parsed in Rust. Errors name the file and line, or the
-    input (``qrels``, ``run``) and the 1-based row. Relevance grades are integers: in a table or a dict a
-    whole-number float (``1.0``, as pandas and JSON give) is its integer and ``0.5`` is refused naming the row,
+    may be mixed; files are parsed in Rust. Errors name the file and line (a file beside a table or dict too: the
+    line in the file, as when both are files), or the input (``qrels``, ``run``) and the 1-based row. Relevance
+    grades are integers: in a table or a dict a whole-number float (``1.0``, as pandas and JSON give) is its integer and ``0.5`` is refused naming the row,
     never truncated; so in a qrels file (``1.0`` is read as 1, as trec_eval reads it; ``0.5`` stops naming the
     line). A grade above 1,000,000 is refused (measures count the judgements at each grade up to the highest).
 
@@ -104,13 +104,16 @@ def evaluate(
                 path, line = result["not_utf8"]
                 _note_bytes_read(path, line, (os.fspath(qrels), os.fspath(run)))
         else:
-            *q, qrels_groups = _qrels_columns(qrels, read_as_bytes)
-            *r, run_groups = _run_columns(run, read_as_bytes)
+            *q, qrels_groups, qrels_lines = _qrels_columns(qrels, read_as_bytes)
+            *r, run_groups, run_lines = _run_columns(run, read_as_bytes)
             bytes_read = {path for path, _ in read_as_bytes}
+            # a file's errors name it and its lines, as when both inputs are files
             result = _core.trec_evaluate_columns(*q, *r, run_id, measures, opts,
                                                  qrels_groups=qrels_groups, run_groups=run_groups,
                                                  qrels_bytes=_is_path(qrels) and os.fspath(qrels) in bytes_read,
-                                                 run_bytes=_is_path(run) and os.fspath(run) in bytes_read)
+                                                 run_bytes=_is_path(run) and os.fspath(run) in bytes_read,
+                                                 qrels_name=_path_or_none(qrels), run_name=_path_or_none(run),
+                                                 qrels_lines=qrels_lines, run_lines=run_lines)
     except InputError as exc:
         raise _in_python_terms(exc, {"qrels": qrels, "run": run}, read_as_bytes) from None
     return _frame(pl, result, per_query)
@@ -224,6 +227,10 @@ def _is_path(x: Any) -> bool:
     return isinstance(x, (str, os.PathLike))
 
 
+def _path_or_none(x: Any) -> Optional[str]:
+    return os.fspath(x) if _is_path(x) else None
+
+
 def _table(x: Any, what: str, columns: Sequence[str]) -> Tuple[Any, str]:
     """A Polars DataFrame from a Polars/pandas/pyarrow table or a dict of dicts, with the name of the column its
     values (``columns[2]``) came from, for messages."""
@@ -266,8 +273,9 @@ def _items(docs: Any, what: str, q: Any) -> Iterable:
 
 def _columns(source: Any, what: str, value: str, dtype_name: str,
              read_as_bytes: Optional[List[Tuple[str, int]]] = None) -> tuple:
-    """(query column, document column, value array) of qrels or a run, for the Rust boundary. A file that is not
-    UTF-8 is read as bytes, its path and first line not UTF-8 added to ``read_as_bytes``."""
+    """(query column, document column, value array, group offsets or None, file line of each row or None) of qrels
+    or a run, for the Rust boundary. A file that is not UTF-8 is read as bytes, its path and first line not UTF-8
+    added to ``read_as_bytes``."""
     import polars as pl
 
     from ragmeter._columns import string_column
@@ -277,12 +285,12 @@ def _columns(source: Any, what: str, value: str, dtype_name: str,
 
         check_file_head(source)
         read = _core.trec_read_qrels if what == "qrels" else _core.trec_read_run
-        *columns, not_utf8_line = read(os.fspath(source))
+        *columns, not_utf8_line, lines = read(os.fspath(source))
         if not_utf8_line is not None:
             _note_bytes_read(os.fspath(source), not_utf8_line, (os.fspath(source),))
             if read_as_bytes is not None:
                 read_as_bytes.append((os.fspath(source), not_utf8_line))
-        return tuple(columns)
+        return (*columns, lines)
     if isinstance(source, Mapping):
         return _dict_columns(source, what, dtype_name)
     df, found = _table(source, what, ("query", "doc", value))
@@ -290,13 +298,13 @@ def _columns(source: Any, what: str, value: str, dtype_name: str,
     value = value if found == value else f"{value} (column {found!r})"  # 'score' read as the grade: say so
     if dtype_name == "integers" and column.dtype.is_float():  # a cast would truncate 0.5 to 0
         values = _whole_numbers(column.to_numpy(), f"{what}: {value} must be integers", lambda i: f"row {i + 1}")
-        return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values, None)
+        return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values, None, None)
     dtype = pl.Int64 if dtype_name == "integers" else pl.Float64
     try:
         values = column.cast(dtype, strict=True).to_numpy()
     except Exception as exc:
         raise InputError(f"{what}: {value} must be {dtype_name} ({exc.__class__.__name__})") from None
-    return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values, None)
+    return (string_column(df["query"].cast(pl.Utf8)), string_column(df["doc"].cast(pl.Utf8)), values, None, None)
 
 
 def _ranx_as_dict(source: Any) -> Any:
@@ -360,7 +368,7 @@ def _dict_columns(x: Mapping, what: str, dtype_name: str) -> tuple:
             _in_int64(arr, f"{what}: values must be integers", where)
         arr = (_whole_numbers(arr, f"{what}: values must be integers", where)
                if arr.dtype.kind == "f" else arr.astype(np.int64))
-    return (_text_column([str(q) for q in x]), _text_column(docs), arr, groups)
+    return (_text_column([str(q) for q in x]), _text_column(docs), arr, groups, None)
 
 
 def _text_column(items: List[Any]) -> tuple:

@@ -65,6 +65,15 @@ pub fn extract_offsets(offsets: PyReadonlyArray1<'_, i64>, total: usize, name: &
     Ok(raw.iter().map(|&o| o as usize).collect())
 }
 
+/// File line numbers (1-based), one per row of columns read from a file.
+pub fn extract_lines(lines: PyReadonlyArray1<'_, i64>, name: &str) -> PyResult<Vec<usize>> {
+    let raw = lines.as_slice()?;
+    raw.iter()
+        .map(|&line| usize::try_from(line).ok().filter(|&l| l > 0))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| crate::to_py_err(Error::input(format!("{name}: line numbers must be positive"))))
+}
+
 /// A numpy array's values, borrowed when the array is read-only (nothing in Python can write to it while the
 /// GIL is released), copied otherwise.
 pub fn borrow_or_copy<'a, T: Element + Copy>(a: &'a PyReadonlyArray1<'_, T>) -> PyResult<Cow<'a, [T]>> {

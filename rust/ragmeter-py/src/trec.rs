@@ -8,7 +8,7 @@ use ragmeter_core::batch::{self, Batch, Metric};
 use ragmeter_core::trec::{self, Evaluation, Grouped, Options};
 use ragmeter_core::{Error, Result};
 
-use crate::columns::{borrow_or_copy, extract_offsets, StrColumn};
+use crate::columns::{borrow_or_copy, extract_lines, extract_offsets, StrColumn};
 use crate::to_py_err;
 
 /// trec_eval's options that change the numbers (`-l`, `-M`, `-c`, `-J`, `-N`),
@@ -169,19 +169,27 @@ fn str_column<'py, 'a>(py: Python<'py>, items: impl Iterator<Item = &'a str>) ->
     (offsets.into_pyarray(py), data.into_pyarray(py))
 }
 
-/// The columns of one TREC file, as `trec_evaluate_columns` takes them, and the line where the file is
-/// first not UTF-8 (`None`: it is UTF-8; otherwise it was read byte for byte, each byte a Latin-1 character).
-type FileColumns<'py, V> =
-    (NumpyStrColumn<'py>, NumpyStrColumn<'py>, Bound<'py, PyArray1<V>>, Bound<'py, PyArray1<i64>>, Option<usize>);
+/// The columns of one TREC file, as `trec_evaluate_columns` takes them, the line where the file is
+/// first not UTF-8 (`None`: it is UTF-8; otherwise it was read byte for byte, each byte a Latin-1 character),
+/// and the file line of each row (for `qrels_lines` / `run_lines`: errors then name lines, not rows).
+type FileColumns<'py, V> = (
+    NumpyStrColumn<'py>,
+    NumpyStrColumn<'py>,
+    Bound<'py, PyArray1<V>>,
+    Bound<'py, PyArray1<i64>>,
+    Option<usize>,
+    Bound<'py, PyArray1<i64>>,
+);
 
 /// Read a qrels file into the columns `trec_evaluate_columns` takes: query ids
-/// (one per group of consecutive lines), documents, relevance, group offsets.
+/// (one per group of consecutive lines), documents, relevance, group offsets; and each row's line.
 /// Parsed in Rust, with the file's own `file:line` errors.
 #[pyfunction]
 pub fn trec_read_qrels<'py>(py: Python<'py>, path: String) -> PyResult<FileColumns<'py, i64>> {
     let (text, not_utf8) = py.allow_threads(|| trec::read_one(&path)).map_err(to_py_err)?;
     let rows = py.allow_threads(|| text.qrels_rows(&path)).map_err(to_py_err)?;
-    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.rel).collect(), not_utf8))
+    let lines = rows.iter().map(|r| r.line).collect();
+    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.rel).collect(), not_utf8, lines))
 }
 
 /// Read a run file as [`trec_read_qrels`] reads qrels (values: the scores).
@@ -189,7 +197,8 @@ pub fn trec_read_qrels<'py>(py: Python<'py>, path: String) -> PyResult<FileColum
 pub fn trec_read_run<'py>(py: Python<'py>, path: String) -> PyResult<FileColumns<'py, f64>> {
     let (text, not_utf8) = py.allow_threads(|| trec::read_one(&path)).map_err(to_py_err)?;
     let rows = py.allow_threads(|| text.run_rows(&path)).map_err(to_py_err)?;
-    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.score).collect(), not_utf8))
+    let lines = rows.iter().map(|r| r.line).collect();
+    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.score).collect(), not_utf8, lines))
 }
 
 fn file_columns<'py, 'a, V: numpy::Element>(
@@ -197,12 +206,14 @@ fn file_columns<'py, 'a, V: numpy::Element>(
     ids: impl Iterator<Item = (&'a str, &'a str)> + Clone,
     values: Vec<V>,
     not_utf8: Option<usize>,
+    lines: Vec<usize>,
 ) -> FileColumns<'py, V> {
     let qids: Vec<&str> = ids.clone().map(|(q, _)| q).collect();
     let (group_qids, offsets) = trec::consecutive_groups(&qids[..]);
     let groups: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
     let (qid_column, doc_column) = (str_column(py, group_qids.into_iter()), str_column(py, ids.map(|(_, d)| d)));
-    (qid_column, doc_column, values.into_pyarray(py), groups.into_pyarray(py), not_utf8)
+    let lines: Vec<i64> = lines.into_iter().map(|l| l as i64).collect();
+    (qid_column, doc_column, values.into_pyarray(py), groups.into_pyarray(py), not_utf8, lines.into_pyarray(py))
 }
 
 /// Evaluate in-memory columns (qrels: qid, docno, rel; run: qid, docno, score).
@@ -210,8 +221,10 @@ fn file_columns<'py, 'a, V: numpy::Element>(
 /// column has one id per group instead of one per row. Either way each query's
 /// rows are read straight from the columns (no row table). `qrels_bytes` / `run_bytes`: the columns are those of
 /// a file read byte for byte (`trec_read_qrels` / `trec_read_run` gave a line), whose ids errors show as bytes.
+/// `qrels_name` / `run_name`: what errors call the input (the path of the file the columns came from; default
+/// `qrels` / `run`); `qrels_lines` / `run_lines`: the file line of each row, which errors then name instead of rows.
 #[pyfunction]
-#[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, options=None, qrels_groups=None, run_groups=None, qrels_bytes=false, run_bytes=false))]
+#[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, options=None, qrels_groups=None, run_groups=None, qrels_bytes=false, run_bytes=false, qrels_name=None, run_name=None, qrels_lines=None, run_lines=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn trec_evaluate_columns<'py>(
     py: Python<'py>,
@@ -228,6 +241,10 @@ pub fn trec_evaluate_columns<'py>(
     run_groups: Option<PyReadonlyArray1<'py, i64>>,
     qrels_bytes: bool,
     run_bytes: bool,
+    qrels_name: Option<String>,
+    run_name: Option<String>,
+    qrels_lines: Option<PyReadonlyArray1<'py, i64>>,
+    run_lines: Option<PyReadonlyArray1<'py, i64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let qq = StrColumn::extract(qrels_qid.0, qrels_qid.1, "qrels query")?;
     let qd = StrColumn::extract(qrels_doc.0, qrels_doc.1, "qrels document")?;
@@ -240,13 +257,32 @@ pub fn trec_evaluate_columns<'py>(
     }
     let qrels_groups = qrels_groups.map(|g| extract_offsets(g, qr.len(), "qrels_groups")).transpose()?;
     let run_groups = run_groups.map(|g| extract_offsets(g, rs.len(), "run_groups")).transpose()?;
+    let qrels_lines = qrels_lines.map(|l| extract_lines(l, "qrels_lines")).transpose()?;
+    let run_lines = run_lines.map(|l| extract_lines(l, "run_lines")).transpose()?;
+    let (qrels_name, run_name) = (qrels_name.as_deref().unwrap_or("qrels"), run_name.as_deref().unwrap_or("run"));
     let opts = options_or_default(options);
     let eval = py
         .allow_threads(|| {
             let (qrels_qids, qrels_offsets) = query_groups(&qq, qrels_groups, qr.len(), "qrels")?;
             let (run_qids, run_offsets) = query_groups(&rq, run_groups, rs.len(), "run")?;
-            let qrels = Grouped { qids: qrels_qids, offsets: &qrels_offsets, docs: &qd, values: &qr, shown: shown(qrels_bytes) };
-            let run = Grouped { qids: run_qids, offsets: &run_offsets, docs: &rd, values: &rs, shown: shown(run_bytes) };
+            let qrels = Grouped {
+                qids: qrels_qids,
+                offsets: &qrels_offsets,
+                docs: &qd,
+                values: &qr,
+                shown: shown(qrels_bytes),
+                name: qrels_name,
+                lines: qrels_lines.as_deref(),
+            };
+            let run = Grouped {
+                qids: run_qids,
+                offsets: &run_offsets,
+                docs: &rd,
+                values: &rs,
+                shown: shown(run_bytes),
+                name: run_name,
+                lines: run_lines.as_deref(),
+            };
             trec::evaluate_grouped(&qrels, &run, &measures, &opts, &run_id)
         })
         .map_err(to_py_err)?;

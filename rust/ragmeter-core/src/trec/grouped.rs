@@ -1,7 +1,8 @@
 //! In-memory columns grouped by query: the dict-of-dicts shape pytrec_eval and
 //! ranx users have (one group per query), or a table whose rows come in runs of
 //! one query. Each query's ranking is read straight from the columns; no table of
-//! rows is built. Errors name the input (`qrels`, `run`) and the 1-based row.
+//! rows is built. Errors name the input (`qrels`, `run`) and the 1-based row, or,
+//! for the columns of a file, the file and its line.
 
 use rayon::prelude::*;
 
@@ -22,6 +23,10 @@ pub struct Grouped<'a, S: Strings + ?Sized, V> {
     pub values: &'a [V],
     /// How messages show the ids: [`Shown::Bytes`] for the columns of a file read byte for byte.
     pub shown: Shown,
+    /// What messages call the input: `qrels` or `run`, or the path of the file the columns were read from.
+    pub name: &'a str,
+    /// For the columns of a file, the file line of each row: messages then name lines, not rows.
+    pub lines: Option<&'a [usize]>,
 }
 
 impl<'a, S: Strings + ?Sized, V: Sync> Grouped<'a, S, V> {
@@ -29,6 +34,9 @@ impl<'a, S: Strings + ?Sized, V: Sync> Grouped<'a, S, V> {
         let n = self.values.len();
         if self.docs.len() != n {
             return Err(Error::input(format!("{what}: {} documents but {n} values", self.docs.len())));
+        }
+        if let Some(lines) = self.lines.filter(|lines| lines.len() != n) {
+            return Err(Error::input(format!("{what}: {} line numbers but {n} values", lines.len())));
         }
         let o = self.offsets;
         if o.len() != self.qids.len() + 1 || o[0] != 0 || o[o.len() - 1] != n || o.windows(2).any(|w| w[0] > w[1]) {
@@ -54,6 +62,10 @@ impl<'a, S: Strings + ?Sized, V: Sync> Grouped<'a, S, V> {
         out
     }
 
+    fn origin(&self) -> Origin<'a> {
+        Origin { path: self.name, text: None, lines: self.lines, shown: self.shown }
+    }
+
     fn rows<'g>(&self, groups: &'g [usize]) -> impl Iterator<Item = usize> + 'g
     where
         'a: 'g,
@@ -76,7 +88,7 @@ pub fn evaluate_grouped<S: Strings + ?Sized>(
     qrels.check("qrels")?;
     run.check("run")?;
     if let Some(i) = run.values.iter().position(|s| s.is_nan()) {
-        return Err(Error::parse("run", i + 1, "score is NaN"));
+        return Err(Error::parse(run.name, run.origin().line(i + 1), "score is NaN"));
     }
     if qrels.values.is_empty() {
         return Err(Error::input("qrels: no judgements"));
@@ -118,11 +130,11 @@ pub fn evaluate_grouped<S: Strings + ?Sized>(
     }
     if !opts.complete {
         if let Some(j) = groups_of.iter().position(|g| g.is_empty()) {
-            return Err(missing_query_error("run", judged[j].qid, "qrels", qrels.shown));
+            return Err(missing_query_error(run.name, judged[j].qid, qrels.name, qrels.shown));
         }
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
-    let origins = (Origin { path: "qrels", text: None, shown: qrels.shown }, Origin { path: "run", text: None, shown: run.shown });
+    let origins = (qrels.origin(), run.origin());
     let queries = evaluate_judged(&judged, &measures, width, opts, origins, |j, ranking| {
         ranking.extend(run.rows(groups_of[j]).map(|i| (run.docs.get(i), run.values[i], i + 1)));
         !groups_of[j].is_empty()
@@ -149,4 +161,45 @@ pub fn consecutive_groups<S: Strings + ?Sized>(qids: &S) -> (Vec<&str>, Vec<usiz
         offsets.push(qids.len());
     }
     (ids, offsets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(qrels: &Grouped<'_, [&str], i64>, run: &Grouped<'_, [&str], f64>, complete: bool) -> String {
+        let opts = Options { complete, ..Options::default() };
+        evaluate_grouped(qrels, run, &["map".to_string()], &opts, "r").expect_err("refused").to_string()
+    }
+
+    fn grouped<'a, V>(name: &'a str, docs: &'a [&'a str], values: &'a [V], lines: Option<&'a [usize]>) -> Grouped<'a, [&'a str], V> {
+        let offsets: &'static [usize] = match docs.len() {
+            1 => &[0, 1],
+            2 => &[0, 2],
+            _ => &[0, 3],
+        };
+        Grouped { qids: vec!["q1"], offsets, docs, values, shown: Shown::Text, name, lines }
+    }
+
+    #[test]
+    fn the_columns_of_a_file_are_named_by_its_path_and_lines() {
+        let docs = ["d1", "d2", "d1"];
+        let lines = [2, 5, 9];
+        let qrels = grouped("q.txt", &docs, &[1i64, 0, 1], Some(&lines));
+        let run = grouped("run", &docs[..1], &[0.5], None);
+        assert_eq!(err(&qrels, &run, false), "q.txt:9: document d1 is judged twice for query q1 (first at line 2)");
+        let qrels = grouped("q.txt", &docs[..1], &[1i64], Some(&lines[..1]));
+        let run = grouped("r.txt", &docs, &[0.5, 0.4, 0.3], Some(&lines));
+        assert_eq!(err(&qrels, &run, false), "r.txt:9: document d1 appears twice in the ranking of query q1 (first at line 2)");
+        let run = Grouped { qids: vec!["q2"], ..run };
+        assert!(err(&qrels, &run, false).starts_with("r.txt: query q1 has judgements in q.txt but no ranking"));
+    }
+
+    #[test]
+    fn line_numbers_not_one_per_row_are_refused_not_indexed() {
+        let docs = ["d1", "d2"];
+        let qrels = grouped("q.txt", &docs, &[1i64, 1], Some(&[1]));
+        let run = grouped("run", &docs, &[0.5, 0.5], None);
+        assert_eq!(err(&qrels, &run, true), "qrels: 1 line numbers but 2 values");
+    }
 }

@@ -129,18 +129,26 @@ struct Judged<'s, 'a> {
     docs: &'s [JudgedDoc<'a>],
 }
 
-/// An input named in error messages; locations are line numbers, or byte offsets into `text`.
+/// An input named in error messages; locations are line numbers, byte offsets into `text`, or 1-based rows
+/// of columns whose file lines are `lines`.
 #[derive(Clone, Copy)]
 struct Origin<'t> {
     path: &'t str,
     text: Option<&'t str>,
+    /// The file line of each row, for columns read from a file (their locations are rows).
+    lines: Option<&'t [usize]>,
     /// How the messages show its ids.
     shown: Shown,
 }
 
 impl Origin<'_> {
     fn line(&self, loc: usize) -> usize {
-        self.text.map_or(loc, |t| stream::line_of(t, loc))
+        match (self.text, self.lines) {
+            (Some(t), _) => stream::line_of(t, loc),
+            // Lengths are checked before evaluating; a row beyond them (never expected) keeps its row number.
+            (None, Some(lines)) => loc.checked_sub(1).and_then(|row| lines.get(row)).copied().unwrap_or(loc),
+            (None, None) => loc,
+        }
     }
 }
 
@@ -443,8 +451,10 @@ pub fn evaluate(
         }
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
-    let origins =
-        (Origin { path: qrels_path, text: None, shown: Shown::Text }, Origin { path: run_path, text: None, shown: Shown::Text });
+    let origins = (
+        Origin { path: qrels_path, text: None, lines: None, shown: Shown::Text },
+        Origin { path: run_path, text: None, lines: None, shown: Shown::Text },
+    );
     let queries = evaluate_judged(&judged, &measures, width, opts, origins, |j, ranking| {
         let blocks = rankings.get(judged[j].qid);
         for &(a, b) in blocks.into_iter().flatten() {

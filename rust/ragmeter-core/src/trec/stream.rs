@@ -96,7 +96,7 @@ impl<'t> Qrels<'t> {
 
     /// The qrels file, as error messages name it.
     fn origin(&self) -> Origin<'t> {
-        Origin { path: self.path, text: Some(self.text), shown: self.shown }
+        Origin { path: self.path, text: Some(self.text), lines: None, shown: self.shown }
     }
 
     /// The judgements of query `j`: read into `buf` from its lines, or gathered already.
@@ -282,7 +282,7 @@ struct RunContext<'a, 'm> {
 impl<'a> RunContext<'a, '_> {
     /// The run file, as error messages name it.
     fn origin(&self) -> Origin<'_> {
-        Origin { path: self.path, text: Some(self.text), shown: self.shown }
+        Origin { path: self.path, text: Some(self.text), lines: None, shown: self.shown }
     }
 
     /// Index in the judgements of a query id: a binary search on the numeric prefixes,
