@@ -408,5 +408,6 @@ def test_judge_summary_json_is_strict_json(tmp_path):
     out = JudgeResult(rows=[], summary=summary).write(tmp_path / "out")
     text = (out / "judge_summary.json").read_text(encoding="utf-8")
     written = json.loads(text, parse_constant=refuse)
-    assert [written.pop(k) for k in ("results_format", "tool")] == [1, "ragmeter"] and written.pop("version")
+    assert [written.pop(k) for k in ("results_format", "tool", "command")] == [1, "ragmeter", "judge"]
+    assert written.pop("version")
     assert written == {"n_rows": 0, "metrics": {"custom": {"mean": None, "max": None}}, "note": "ok"}
