@@ -182,3 +182,29 @@ def test_a_judged_query_of_a_qrels_file_missing_from_a_dict_run_names_the_qrels_
     assert str(mixed.value).startswith(f"run: query q2 has judgements in {qrels} but no ranking in the run; "
                                        "pass complete=True"), str(mixed.value)
 
+
+
+@pytest.mark.parametrize("lines,said", [([1], "qrels: 1 line numbers but 2 values"),
+                                        ([1, 0], "qrels_file lines: line numbers must be positive")])
+def test_file_facts_that_do_not_fit_the_columns_are_an_input_error_not_a_panic(lines: list, said: str) -> None:
+    """The binding takes a file's facts (path, line of each row, first line not UTF-8) beside its columns; facts a
+    caller got wrong are refused in words."""
+    import numpy as np
+
+    from ragmeter import _core
+    from ragmeter.trec import _qrels_columns, _run_columns
+
+    *q, q_groups, _ = _qrels_columns({"q1": {"d1": 1, "d2": 0}})
+    *r, r_groups, _ = _run_columns({"q1": {"d1": 0.5}})
+    facts = ("q.txt", np.array(lines, dtype=np.int64), None)
+    with pytest.raises(InputError, match=re.escape(said)):
+        _core.trec_evaluate_columns(*q, *r, "r", ["map"], None, qrels_groups=q_groups, run_groups=r_groups,
+                                    qrels_file=facts)
+
+
+def test_a_file_read_by_trec_read_run_carries_its_facts(tmp_path: Path) -> None:
+    from ragmeter import _core
+
+    (tmp_path / "r").write_bytes(b"\n1 Q0 d1 1 0.5 r\n1 Q0 d\xe9 2 0.4 r\n")
+    *_, (path, lines, not_utf8_line) = _core.trec_read_run(str(tmp_path / "r"))
+    assert (path, list(lines), not_utf8_line) == (str(tmp_path / "r"), [2, 3], 3)

@@ -10,6 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 _StrColumn = Tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]
+# A TREC file's facts for its messages: (path, file line of each row, first line not UTF-8 or None)
+_TrecFileFacts = Tuple[str, npt.NDArray[np.int64], Optional[int]]
 
 class RagmeterError(ValueError): ...
 class InputError(RagmeterError): ...
@@ -131,29 +133,24 @@ def trec_evaluate_columns(
     options: Optional[TrecOptions] = None,
     qrels_groups: Optional[npt.NDArray[np.int64]] = None,
     run_groups: Optional[npt.NDArray[np.int64]] = None,
-    qrels_bytes: bool = False,
-    run_bytes: bool = False,
-    qrels_name: Optional[str] = None,
-    run_name: Optional[str] = None,
-    qrels_lines: Optional[npt.NDArray[np.int64]] = None,
-    run_lines: Optional[npt.NDArray[np.int64]] = None,
+    qrels_file: Optional[_TrecFileFacts] = None,
+    run_file: Optional[_TrecFileFacts] = None,
 ) -> dict[str, Any]:
-    """qrels_bytes / run_bytes: the columns are a file's read byte for byte (trec_read_qrels / trec_read_run gave
-    a line where it is not UTF-8); errors show their ids as bytes (\\xNN beyond ASCII). qrels_name / run_name:
-    what errors call the input (default "qrels" / "run"; a file's path); qrels_lines / run_lines: the file line
-    of each row (trec_read_qrels / trec_read_run give them), which errors name instead of the row."""
+    """qrels_file / run_file: for the columns of a file (trec_read_qrels / trec_read_run give them), its path,
+    the file line of each row and its first line not UTF-8 (or None). Errors then name the file and its lines
+    instead of "qrels" / "run" and rows; the ids of a file read byte for byte are shown as bytes (\\xNN beyond
+    ASCII), and a judged non-ASCII query missing beside such a file says why and how to convert it."""
 def trec_read_qrels(
     path: str,
-) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.int64], npt.NDArray[np.int64], Optional[int],
-           npt.NDArray[np.int64]]:
+) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.int64], npt.NDArray[np.int64], _TrecFileFacts]:
     """A qrels file as (query ids, one per group of consecutive lines; documents;
-    relevance; group offsets), the inputs of trec_evaluate_columns, the line where
-    the file is first not UTF-8 (it was then read byte for byte, each byte a Latin-1
-    character) or None, and the file line of each row (trec_evaluate_columns's qrels_lines)."""
+    relevance; group offsets), the inputs of trec_evaluate_columns, and the file's facts
+    (trec_evaluate_columns's qrels_file): its path, the line of each row, and the line
+    where it is first not UTF-8 (it was then read byte for byte, each byte a Latin-1
+    character) or None."""
 def trec_read_run(
     path: str,
-) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.float64], npt.NDArray[np.int64], Optional[int],
-           npt.NDArray[np.int64]]:
+) -> tuple[_StrColumn, _StrColumn, npt.NDArray[np.float64], npt.NDArray[np.int64], _TrecFileFacts]:
     """A run file as trec_read_qrels reads qrels (values: float64 scores)."""
 def rank_metrics(
     offsets: npt.NDArray[np.int64],

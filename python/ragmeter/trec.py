@@ -94,7 +94,6 @@ def evaluate(
     qrels, run = _ranx_as_dict(qrels), _ranx_as_dict(run)
     opts = _core.TrecOptions(relevance_level=relevance_level, max_docs=max_docs, complete=complete,
                              judged_only=judged_only, num_docs_in_coll=num_docs_in_coll)
-    read_as_bytes: List[Tuple[str, int]] = []  # (path, first line not UTF-8) of a file given beside a table or dict
     try:
         if _is_path(qrels) and _is_path(run):
             check_file_head(qrels)
@@ -104,18 +103,14 @@ def evaluate(
                 path, line = result["not_utf8"]
                 _note_bytes_read(path, line, (os.fspath(qrels), os.fspath(run)))
         else:
-            *q, qrels_groups, qrels_lines = _qrels_columns(qrels, read_as_bytes)
-            *r, run_groups, run_lines = _run_columns(run, read_as_bytes)
-            bytes_read = {path for path, _ in read_as_bytes}
+            *q, qrels_groups, qrels_file = _qrels_columns(qrels)
+            *r, run_groups, run_file = _run_columns(run)
             # a file's errors name it and its lines, as when both inputs are files
             result = _core.trec_evaluate_columns(*q, *r, run_id, measures, opts,
                                                  qrels_groups=qrels_groups, run_groups=run_groups,
-                                                 qrels_bytes=_is_path(qrels) and os.fspath(qrels) in bytes_read,
-                                                 run_bytes=_is_path(run) and os.fspath(run) in bytes_read,
-                                                 qrels_name=_path_or_none(qrels), run_name=_path_or_none(run),
-                                                 qrels_lines=qrels_lines, run_lines=run_lines)
+                                                 qrels_file=qrels_file, run_file=run_file)
     except InputError as exc:
-        raise _in_python_terms(exc, {"qrels": qrels, "run": run}, read_as_bytes) from None
+        raise _in_python_terms(exc, {"qrels": qrels, "run": run}) from None
     return _frame(pl, result, per_query)
 
 
@@ -139,14 +134,10 @@ def pytrec_eval_spelling(name: str, known: Iterable[str]) -> Optional[str]:
     return None
 
 
-def _in_python_terms(exc: InputError, inputs: Optional[Mapping[str, Any]] = None,
-                     read_as_bytes: Sequence[Tuple[str, int]] = ()) -> InputError:
+def _in_python_terms(exc: InputError, inputs: Optional[Mapping[str, Any]] = None) -> InputError:
     """The engine's messages name the command line's flags; from Python, name the keyword argument. Its ``run:3:``
     and ``(first at line 2)`` count the entries of a ``{query: {doc: value}}`` dict across its queries: there, name
-    the query and document instead (a table's are its 1-based rows). A judged query missing from the run, when a
-    file beside a table or dict was read as bytes (``read_as_bytes``: its path and first line not UTF-8), says so:
-    the file's non-ASCII ids then match the table's only as one character per byte (a missing ASCII query is
-    missing whatever the encoding), and the note saying why is an INFO record a caller does not see by default."""
+    the query and document instead (a table's are its 1-based rows)."""
     import re
 
     text = str(exc)
@@ -156,12 +147,7 @@ def _in_python_terms(exc: InputError, inputs: Optional[Mapping[str, Any]] = None
         text = f"{where.group(1)}: {_dict_entry(source, int(where.group(2)) - 1)}: {text[where.end():]}"
         text = re.sub(r"\(first at line (\d+)\)$", lambda m: f"(first at {_dict_entry(source, int(m.group(1)) - 1)})",
                       text)
-    if _CLI_COMPLETE_HINT in text:
-        text = text.replace(_CLI_COMPLETE_HINT, "pass complete=True to")
-        missing = re.search(r"query (.*) has judgements in ", text)
-        # an ASCII id reads the same either way; one of a file read as bytes shows its other bytes as \xNN
-        if missing and (not missing.group(1).isascii() or re.search(r"\\x[0-9a-f]{2}", missing.group(1))):
-            text += _bytes_read_hint(read_as_bytes)
+    text = text.replace(_CLI_COMPLETE_HINT, "pass complete=True to")
     return exc if text == str(exc) else InputError(text)
 
 
@@ -176,13 +162,6 @@ def _dict_entry(x: Mapping, i: int) -> str:
 
 
 _CLI_COMPLETE_HINT = "pass -c to"  # the engine's advice for a judged query the run lacks
-
-
-def _bytes_read_hint(read_as_bytes: Sequence[Tuple[str, int]]) -> str:
-    """The end of a missing-query message when files beside a table or dict were read as bytes, else ''."""
-    return "".join(f"; {path} is not UTF-8 at line {line}, so its ids were read one character per byte (Latin-1) and "
-                   "match the other input's only as those characters: convert the file to UTF-8 (iconv -f ENCODING "
-                   "-t utf-8) to match its ids as text" for path, line in read_as_bytes)
 
 
 def _frame(pl: Any, result: Dict[str, Any], per_query: bool) -> Any:
@@ -227,10 +206,6 @@ def _is_path(x: Any) -> bool:
     return isinstance(x, (str, os.PathLike))
 
 
-def _path_or_none(x: Any) -> Optional[str]:
-    return os.fspath(x) if _is_path(x) else None
-
-
 def _table(x: Any, what: str, columns: Sequence[str]) -> Tuple[Any, str]:
     """A Polars DataFrame from a Polars/pandas/pyarrow table or a dict of dicts, with the name of the column its
     values (``columns[2]``) came from, for messages."""
@@ -271,11 +246,10 @@ def _items(docs: Any, what: str, q: Any) -> Iterable:
     return docs.items()
 
 
-def _columns(source: Any, what: str, value: str, dtype_name: str,
-             read_as_bytes: Optional[List[Tuple[str, int]]] = None) -> tuple:
-    """(query column, document column, value array, group offsets or None, file line of each row or None) of qrels
-    or a run, for the Rust boundary. A file that is not UTF-8 is read as bytes, its path and first line not UTF-8
-    added to ``read_as_bytes``."""
+def _columns(source: Any, what: str, value: str, dtype_name: str) -> tuple:
+    """(query column, document column, value array, group offsets or None, file facts or None) of qrels or a run,
+    for the Rust boundary. The facts of a file (its path, the line of each row, its first line not UTF-8 or None:
+    a file that is not UTF-8 is read as bytes) are what its errors name."""
     import polars as pl
 
     from ragmeter._columns import string_column
@@ -285,12 +259,11 @@ def _columns(source: Any, what: str, value: str, dtype_name: str,
 
         check_file_head(source)
         read = _core.trec_read_qrels if what == "qrels" else _core.trec_read_run
-        *columns, not_utf8_line, lines = read(os.fspath(source))
+        *columns, facts = read(os.fspath(source))
+        not_utf8_line = facts[2]
         if not_utf8_line is not None:
             _note_bytes_read(os.fspath(source), not_utf8_line, (os.fspath(source),))
-            if read_as_bytes is not None:
-                read_as_bytes.append((os.fspath(source), not_utf8_line))
-        return (*columns, lines)
+        return (*columns, facts)
     if isinstance(source, Mapping):
         return _dict_columns(source, what, dtype_name)
     df, found = _table(source, what, ("query", "doc", value))
@@ -386,9 +359,9 @@ def _text_column(items: List[Any]) -> tuple:
         return string_column(pa.array([str(d) for d in items], pa.large_string()))
 
 
-def _qrels_columns(qrels: Any, read_as_bytes: Optional[List[Tuple[str, int]]] = None) -> tuple:
-    return _columns(qrels, "qrels", "relevance", "integers", read_as_bytes)
+def _qrels_columns(qrels: Any) -> tuple:
+    return _columns(qrels, "qrels", "relevance", "integers")
 
 
-def _run_columns(run: Any, read_as_bytes: Optional[List[Tuple[str, int]]] = None) -> tuple:
-    return _columns(run, "run", "score", "numbers", read_as_bytes)
+def _run_columns(run: Any) -> tuple:
+    return _columns(run, "run", "score", "numbers")

@@ -97,11 +97,11 @@ fn a_file_read_alone_as_bytes_shows_its_fields_as_bytes() {
 
 #[test]
 fn columns_of_a_file_read_as_bytes_show_their_ids_as_bytes() {
-    use ragmeter_core::trec::{evaluate_grouped, Grouped, Shown};
+    use ragmeter_core::trec::{evaluate_grouped, Grouped};
     let (query, doc) = ("\u{8e}\u{bf}\u{96}\u{e2}", "\u{95}\u{b6}\u{8f}\u{91}"); // 質問, 文書 read one character per byte
     let docs = [doc, doc];
-    let qrels = Grouped { qids: vec![query], offsets: &[0, 2], docs: &docs[..], values: &[1i64, 0][..], shown: Shown::Bytes, name: "qrels", lines: None };
-    let run = Grouped { qids: vec!["q2"], offsets: &[0, 1], docs: &docs[..1], values: &[0.5][..], shown: Shown::Text, name: "run", lines: None };
+    let qrels = Grouped { qids: vec![query], offsets: &[0, 2], docs: &docs[..], values: &[1i64, 0][..], name: "qrels", lines: None, not_utf8_line: Some(1) };
+    let run = Grouped { qids: vec!["q2"], offsets: &[0, 1], docs: &docs[..1], values: &[0.5][..], name: "run", lines: None, not_utf8_line: None };
     let err = |opts: Options| evaluate_grouped(&qrels, &run, &["map".to_string()], &opts, "r").expect_err("refused").to_string();
     let missing = err(Options::default());
     assert!(missing.starts_with("run: query \\x8e\\xbf\\x96\\xe2 has judgements in qrels"), "{missing}");

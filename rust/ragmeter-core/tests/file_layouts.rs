@@ -5,7 +5,7 @@
 
 use ragmeter_core::trec::{
     consecutive_groups, evaluate, evaluate_grouped, evaluate_texts, format_trec, parse_qrels, parse_run, Evaluation, Grouped,
-    Options, QrelsRow, RunRow, Shown,
+    Options, QrelsRow, RunRow,
 };
 
 /// xorshift64: reproducible pseudo-random numbers.
@@ -125,8 +125,8 @@ fn grouped(qrels: &[QrelsRow<'_>], run: &[RunRow<'_>], measures: &[String], opts
     let (q_docs, r_docs): (Vec<&str>, Vec<&str>) = (qrels.iter().map(|r| r.docno).collect(), run.iter().map(|r| r.docno).collect());
     let (rels, scores): (Vec<i64>, Vec<f64>) = (qrels.iter().map(|r| r.rel).collect(), run.iter().map(|r| r.score).collect());
     let ((q_qids, q_offsets), (r_qids, r_offsets)) = (consecutive_groups(&q_ids[..]), consecutive_groups(&r_ids[..]));
-    let q = Grouped { qids: q_qids, offsets: &q_offsets, docs: &q_docs[..], values: &rels[..], shown: Shown::Text, name: "qrels", lines: None };
-    let r = Grouped { qids: r_qids, offsets: &r_offsets, docs: &r_docs[..], values: &scores[..], shown: Shown::Text, name: "run", lines: None };
+    let q = Grouped { qids: q_qids, offsets: &q_offsets, docs: &q_docs[..], values: &rels[..], name: "qrels", lines: None, not_utf8_line: None };
+    let r = Grouped { qids: r_qids, offsets: &r_offsets, docs: &r_docs[..], values: &scores[..], name: "run", lines: None, not_utf8_line: None };
     evaluate_grouped(&q, &r, measures, opts, run.last().map_or("", |r| r.run_id))
 }
 

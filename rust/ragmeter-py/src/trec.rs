@@ -169,27 +169,27 @@ fn str_column<'py, 'a>(py: Python<'py>, items: impl Iterator<Item = &'a str>) ->
     (offsets.into_pyarray(py), data.into_pyarray(py))
 }
 
-/// The columns of one TREC file, as `trec_evaluate_columns` takes them, the line where the file is
-/// first not UTF-8 (`None`: it is UTF-8; otherwise it was read byte for byte, each byte a Latin-1 character),
-/// and the file line of each row (for `qrels_lines` / `run_lines`: errors then name lines, not rows).
-type FileColumns<'py, V> = (
-    NumpyStrColumn<'py>,
-    NumpyStrColumn<'py>,
-    Bound<'py, PyArray1<V>>,
-    Bound<'py, PyArray1<i64>>,
-    Option<usize>,
-    Bound<'py, PyArray1<i64>>,
-);
+/// Where the columns of a TREC file came from, for its messages: (path, the file line of each row, the line
+/// where the file is first not UTF-8 or `None`). A file that is not UTF-8 was read byte for byte, each byte
+/// a Latin-1 character; its errors show ids as bytes.
+type FileFacts<'py> = (String, Bound<'py, PyArray1<i64>>, Option<usize>);
 
-/// Read a qrels file into the columns `trec_evaluate_columns` takes: query ids
-/// (one per group of consecutive lines), documents, relevance, group offsets; and each row's line.
+/// `trec_evaluate_columns`'s `qrels_file` / `run_file`, as the Rust side reads it.
+type FileFactsIn<'py> = (String, PyReadonlyArray1<'py, i64>, Option<usize>);
+
+/// The columns of one TREC file, as `trec_evaluate_columns` takes them: query ids (one per group of
+/// consecutive lines), documents, values, group offsets, and the file's facts (for `qrels_file` / `run_file`).
+type FileColumns<'py, V> = (NumpyStrColumn<'py>, NumpyStrColumn<'py>, Bound<'py, PyArray1<V>>, Bound<'py, PyArray1<i64>>, FileFacts<'py>);
+
+/// Read a qrels file into the columns `trec_evaluate_columns` takes (values: relevance).
 /// Parsed in Rust, with the file's own `file:line` errors.
 #[pyfunction]
 pub fn trec_read_qrels<'py>(py: Python<'py>, path: String) -> PyResult<FileColumns<'py, i64>> {
     let (text, not_utf8) = py.allow_threads(|| trec::read_one(&path)).map_err(to_py_err)?;
     let rows = py.allow_threads(|| text.qrels_rows(&path)).map_err(to_py_err)?;
     let lines = rows.iter().map(|r| r.line).collect();
-    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.rel).collect(), not_utf8, lines))
+    let values = rows.iter().map(|r| r.rel).collect();
+    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), values, (path.clone(), lines, not_utf8)))
 }
 
 /// Read a run file as [`trec_read_qrels`] reads qrels (values: the scores).
@@ -198,33 +198,52 @@ pub fn trec_read_run<'py>(py: Python<'py>, path: String) -> PyResult<FileColumns
     let (text, not_utf8) = py.allow_threads(|| trec::read_one(&path)).map_err(to_py_err)?;
     let rows = py.allow_threads(|| text.run_rows(&path)).map_err(to_py_err)?;
     let lines = rows.iter().map(|r| r.line).collect();
-    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), rows.iter().map(|r| r.score).collect(), not_utf8, lines))
+    let values = rows.iter().map(|r| r.score).collect();
+    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), values, (path.clone(), lines, not_utf8)))
 }
 
 fn file_columns<'py, 'a, V: numpy::Element>(
     py: Python<'py>,
     ids: impl Iterator<Item = (&'a str, &'a str)> + Clone,
     values: Vec<V>,
-    not_utf8: Option<usize>,
-    lines: Vec<usize>,
+    (path, lines, not_utf8): (String, Vec<usize>, Option<usize>),
 ) -> FileColumns<'py, V> {
     let qids: Vec<&str> = ids.clone().map(|(q, _)| q).collect();
     let (group_qids, offsets) = trec::consecutive_groups(&qids[..]);
     let groups: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
     let (qid_column, doc_column) = (str_column(py, group_qids.into_iter()), str_column(py, ids.map(|(_, d)| d)));
     let lines: Vec<i64> = lines.into_iter().map(|l| l as i64).collect();
-    (qid_column, doc_column, values.into_pyarray(py), groups.into_pyarray(py), not_utf8, lines.into_pyarray(py))
+    let facts = (path, lines.into_pyarray(py), not_utf8);
+    (qid_column, doc_column, values.into_pyarray(py), groups.into_pyarray(py), facts)
+}
+
+/// A file's facts as the engine takes them: its name, the line of each row, its first line not UTF-8.
+struct FileOrigin {
+    name: String,
+    lines: Vec<usize>,
+    not_utf8_line: Option<usize>,
+}
+
+impl FileOrigin {
+    fn extract(facts: Option<FileFactsIn<'_>>, what: &str) -> PyResult<Option<FileOrigin>> {
+        facts
+            .map(|(name, lines, not_utf8_line)| {
+                let lines = extract_lines(lines, &format!("{what}_file lines"))?;
+                Ok(FileOrigin { name, lines, not_utf8_line })
+            })
+            .transpose()
+    }
 }
 
 /// Evaluate in-memory columns (qrels: qid, docno, rel; run: qid, docno, score).
 /// With `qrels_groups` / `run_groups` (offsets of consecutive rows), the query
 /// column has one id per group instead of one per row. Either way each query's
-/// rows are read straight from the columns (no row table). `qrels_bytes` / `run_bytes`: the columns are those of
-/// a file read byte for byte (`trec_read_qrels` / `trec_read_run` gave a line), whose ids errors show as bytes.
-/// `qrels_name` / `run_name`: what errors call the input (the path of the file the columns came from; default
-/// `qrels` / `run`); `qrels_lines` / `run_lines`: the file line of each row, which errors then name instead of rows.
+/// rows are read straight from the columns (no row table). `qrels_file` / `run_file`: for the columns of a
+/// file (as `trec_read_qrels` / `trec_read_run` give them), its path, the line of each row and its first line
+/// not UTF-8; errors then name the file and its lines instead of `qrels` / `run` and rows, show the ids of a
+/// file read byte for byte as bytes, and say why a non-ASCII query of such a file may be missing.
 #[pyfunction]
-#[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, options=None, qrels_groups=None, run_groups=None, qrels_bytes=false, run_bytes=false, qrels_name=None, run_name=None, qrels_lines=None, run_lines=None))]
+#[pyo3(signature = (qrels_qid, qrels_doc, qrels_rel, run_qid, run_doc, run_score, run_id, measures, options=None, qrels_groups=None, run_groups=None, qrels_file=None, run_file=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn trec_evaluate_columns<'py>(
     py: Python<'py>,
@@ -239,12 +258,8 @@ pub fn trec_evaluate_columns<'py>(
     options: Option<TrecOptions>,
     qrels_groups: Option<PyReadonlyArray1<'py, i64>>,
     run_groups: Option<PyReadonlyArray1<'py, i64>>,
-    qrels_bytes: bool,
-    run_bytes: bool,
-    qrels_name: Option<String>,
-    run_name: Option<String>,
-    qrels_lines: Option<PyReadonlyArray1<'py, i64>>,
-    run_lines: Option<PyReadonlyArray1<'py, i64>>,
+    qrels_file: Option<FileFactsIn<'py>>,
+    run_file: Option<FileFactsIn<'py>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let qq = StrColumn::extract(qrels_qid.0, qrels_qid.1, "qrels query")?;
     let qd = StrColumn::extract(qrels_doc.0, qrels_doc.1, "qrels document")?;
@@ -257,43 +272,38 @@ pub fn trec_evaluate_columns<'py>(
     }
     let qrels_groups = qrels_groups.map(|g| extract_offsets(g, qr.len(), "qrels_groups")).transpose()?;
     let run_groups = run_groups.map(|g| extract_offsets(g, rs.len(), "run_groups")).transpose()?;
-    let qrels_lines = qrels_lines.map(|l| extract_lines(l, "qrels_lines")).transpose()?;
-    let run_lines = run_lines.map(|l| extract_lines(l, "run_lines")).transpose()?;
-    let (qrels_name, run_name) = (qrels_name.as_deref().unwrap_or("qrels"), run_name.as_deref().unwrap_or("run"));
+    let qrels_file = FileOrigin::extract(qrels_file, "qrels")?;
+    let run_file = FileOrigin::extract(run_file, "run")?;
     let opts = options_or_default(options);
     let eval = py
         .allow_threads(|| {
             let (qrels_qids, qrels_offsets) = query_groups(&qq, qrels_groups, qr.len(), "qrels")?;
             let (run_qids, run_offsets) = query_groups(&rq, run_groups, rs.len(), "run")?;
-            let qrels = Grouped {
-                qids: qrels_qids,
-                offsets: &qrels_offsets,
-                docs: &qd,
-                values: &qr,
-                shown: shown(qrels_bytes),
-                name: qrels_name,
-                lines: qrels_lines.as_deref(),
-            };
-            let run = Grouped {
-                qids: run_qids,
-                offsets: &run_offsets,
-                docs: &rd,
-                values: &rs,
-                shown: shown(run_bytes),
-                name: run_name,
-                lines: run_lines.as_deref(),
-            };
+            let qrels = grouped(qrels_qids, &qrels_offsets, &qd, &qr, qrels_file.as_ref(), "qrels");
+            let run = grouped(run_qids, &run_offsets, &rd, &rs, run_file.as_ref(), "run");
             trec::evaluate_grouped(&qrels, &run, &measures, &opts, &run_id)
         })
         .map_err(to_py_err)?;
     evaluation_to_dict(py, eval, None)
 }
 
-fn shown(read_as_bytes: bool) -> trec::Shown {
-    if read_as_bytes {
-        trec::Shown::Bytes
-    } else {
-        trec::Shown::Text
+/// Grouped columns named `what` (`qrels`, `run`), or after the file they were read from.
+fn grouped<'a, V>(
+    qids: Vec<&'a str>,
+    offsets: &'a [usize],
+    docs: &'a StrColumn,
+    values: &'a [V],
+    file: Option<&'a FileOrigin>,
+    what: &'a str,
+) -> Grouped<'a, StrColumn, V> {
+    Grouped {
+        qids,
+        offsets,
+        docs,
+        values,
+        name: file.map_or(what, |f| f.name.as_str()),
+        lines: file.map(|f| &f.lines[..]),
+        not_utf8_line: file.and_then(|f| f.not_utf8_line),
     }
 }
 

@@ -21,15 +21,26 @@ pub struct Grouped<'a, S: Strings + ?Sized, V> {
     pub offsets: &'a [usize],
     pub docs: &'a S,
     pub values: &'a [V],
-    /// How messages show the ids: [`Shown::Bytes`] for the columns of a file read byte for byte.
-    pub shown: Shown,
     /// What messages call the input: `qrels` or `run`, or the path of the file the columns were read from.
     pub name: &'a str,
     /// For the columns of a file, the file line of each row: messages then name lines, not rows.
     pub lines: Option<&'a [usize]>,
+    /// For the columns of a file that is not UTF-8, read byte for byte (one Latin-1 character per byte), the
+    /// first line that is not UTF-8: messages show its ids as bytes, and a judged query missing because its
+    /// id is not ASCII says the file was read so and how to convert it.
+    pub not_utf8_line: Option<usize>,
 }
 
 impl<'a, S: Strings + ?Sized, V: Sync> Grouped<'a, S, V> {
+    /// How messages show the ids: as bytes for the columns of a file read byte for byte.
+    pub fn shown(&self) -> Shown {
+        if self.not_utf8_line.is_some() {
+            Shown::Bytes
+        } else {
+            Shown::Text
+        }
+    }
+
     fn check(&self, what: &str) -> Result<()> {
         let n = self.values.len();
         if self.docs.len() != n {
@@ -63,7 +74,7 @@ impl<'a, S: Strings + ?Sized, V: Sync> Grouped<'a, S, V> {
     }
 
     fn origin(&self) -> Origin<'a> {
-        Origin { path: self.name, text: None, lines: self.lines, shown: self.shown }
+        Origin { path: self.name, text: None, lines: self.lines, shown: self.shown() }
     }
 
     fn rows<'g>(&self, groups: &'g [usize]) -> impl Iterator<Item = usize> + 'g
@@ -130,7 +141,9 @@ pub fn evaluate_grouped<S: Strings + ?Sized>(
     }
     if !opts.complete {
         if let Some(j) = groups_of.iter().position(|g| g.is_empty()) {
-            return Err(missing_query_error(run.name, judged[j].qid, qrels.name, qrels.shown));
+            let qid = judged[j].qid;
+            let why = read_as_bytes_hint(qid, [(qrels.name, qrels.not_utf8_line), (run.name, run.not_utf8_line)]);
+            return Err(missing_query_error(run.name, qid, qrels.name, qrels.shown(), &why));
         }
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
@@ -141,6 +154,26 @@ pub fn evaluate_grouped<S: Strings + ?Sized>(
     })?;
     let summary = summarize(&measures, &queries, positive(&judged), opts, width);
     Ok(Evaluation { measures, queries, summary, run_id: run_id.to_string(), run_only_queries })
+}
+
+/// Why a judged query may be missing when an input is a file read byte for byte beside a table or dict: its
+/// ids then match the other input's only as one Latin-1 character per byte, so a query that is not ASCII is
+/// missing unless the table holds it so too (an ASCII one reads the same either way: no hint). `inputs`: the
+/// name of each input and its first line that is not UTF-8, when it was read byte for byte.
+fn read_as_bytes_hint(qid: &str, inputs: [(&str, Option<usize>); 2]) -> String {
+    if qid.is_ascii() {
+        return String::new();
+    }
+    let hint = |(name, line): (&str, Option<usize>)| {
+        line.map(|line| {
+            format!(
+                "; {name} is not UTF-8 at line {line}, so its ids were read one character per byte (Latin-1) and \
+                 match the other input's only as those characters: convert the file to UTF-8 \
+                 (iconv -f ENCODING -t utf-8) to match its ids as text"
+            )
+        })
+    };
+    inputs.into_iter().filter_map(hint).collect()
 }
 
 /// Groups of consecutive rows with the same query id, for a query column with one
@@ -178,7 +211,7 @@ mod tests {
             2 => &[0, 2],
             _ => &[0, 3],
         };
-        Grouped { qids: vec!["q1"], offsets, docs, values, shown: Shown::Text, name, lines }
+        Grouped { qids: vec!["q1"], offsets, docs, values, name, lines, not_utf8_line: None }
     }
 
     #[test]
@@ -193,6 +226,33 @@ mod tests {
         assert_eq!(err(&qrels, &run, false), "r.txt:9: document d1 appears twice in the ranking of query q1 (first at line 2)");
         let run = Grouped { qids: vec!["q2"], ..run };
         assert!(err(&qrels, &run, false).starts_with("r.txt: query q1 has judgements in q.txt but no ranking"));
+    }
+
+    #[test]
+    fn a_query_missing_beside_a_file_read_as_bytes_says_why_when_its_id_is_not_ascii() {
+        let docs = ["d1"];
+        let lines = [4];
+        let qrels = Grouped { qids: vec!["\u{8e}\u{bf}"], not_utf8_line: Some(4), ..grouped("q.txt", &docs, &[1i64], Some(&lines)) };
+        let run = Grouped { qids: vec!["q2"], ..grouped("run", &docs, &[0.5], None) };
+        assert_eq!(
+            err(&qrels, &run, false),
+            "run: query \\x8e\\xbf has judgements in q.txt but no ranking in the run; pass -c to count such queries as \
+             empty rankings; q.txt is not UTF-8 at line 4, so its ids were read one character per byte (Latin-1) and \
+             match the other input's only as those characters: convert the file to UTF-8 (iconv -f ENCODING -t utf-8) \
+             to match its ids as text"
+        );
+        // a dict's non-ASCII query missing from a run file read as bytes: the hint names the run file
+        let qrels = Grouped { qids: vec!["東"], ..grouped("qrels", &docs, &[1i64], None) };
+        let run = Grouped { not_utf8_line: Some(7), ..run };
+        assert!(err(&qrels, &run, false).ends_with("; run is not UTF-8 at line 7, so its ids were read one character per \
+             byte (Latin-1) and match the other input's only as those characters: convert the file to UTF-8 (iconv -f \
+             ENCODING -t utf-8) to match its ids as text"));
+        // an ASCII query is missing whatever the encoding, and nothing read as bytes gives no hint
+        let qrels = Grouped { qids: vec!["q1"], not_utf8_line: Some(4), ..grouped("q.txt", &docs, &[1i64], None) };
+        assert!(err(&qrels, &run, false).ends_with("pass -c to count such queries as empty rankings"));
+        let qrels = Grouped { qids: vec!["東"], ..grouped("qrels", &docs, &[1i64], None) };
+        let run = Grouped { not_utf8_line: None, ..run };
+        assert!(err(&qrels, &run, false).ends_with("pass -c to count such queries as empty rankings"));
     }
 
     #[test]

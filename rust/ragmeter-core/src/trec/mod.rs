@@ -447,7 +447,7 @@ pub fn evaluate(
     run_only_queries.sort_unstable();
     if !opts.complete {
         if let Some(j) = judged.iter().find(|j| !rankings.contains_key(j.qid)) {
-            return Err(missing_query_error(run_path, j.qid, qrels_path, Shown::Text));
+            return Err(missing_query_error(run_path, j.qid, qrels_path, Shown::Text, ""));
         }
     }
     let width: usize = measures.iter().map(|m| m.names.len()).sum();
@@ -526,12 +526,13 @@ fn evaluate_inputs(qrels: stream::Input<'_>, run: stream::Input<'_>, measure_arg
     stream::evaluate_run_text(measures, &judgements, run, opts)
 }
 
-/// `qid`, judged in `qrels_path` (its ids shown as `shown` says), has no line in the run.
-fn missing_query_error(run_path: &str, qid: &str, qrels_path: &str, shown: Shown) -> Error {
+/// `qid`, judged in `qrels_path` (its ids shown as `shown` says), has no line in the run; `why` ends the
+/// message when there is more to say.
+fn missing_query_error(run_path: &str, qid: &str, qrels_path: &str, shown: Shown, why: &str) -> Error {
     let qid = shown.id(qid);
     Error::input(format!(
         "{run_path}: query {qid} has judgements in {qrels_path} but no ranking in the run; \
-         pass -c to count such queries as empty rankings"
+         pass -c to count such queries as empty rankings{why}"
     ))
 }
 

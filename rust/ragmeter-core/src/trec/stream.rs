@@ -399,7 +399,7 @@ pub(super) fn evaluate_run_text<'a>(measures: Vec<Measure>, judgements: &Qrels<'
     let run_only: FxHashSet<&str> = pieces.iter().flat_map(|p| p.run_only.iter().copied()).collect();
     if !opts.complete {
         if let Some(j) = n_blocks.iter().position(|&n| n == 0) {
-            return Err(missing_query_error(path, judgements.qid(j), judgements.path, judgements.shown));
+            return Err(missing_query_error(path, judgements.qid(j), judgements.path, judgements.shown, ""));
         }
     }
     let queries = ctx.results(pieces, &n_blocks)?;
