@@ -153,3 +153,15 @@ def test_a_score_folder_loaded_and_written_again_keeps_the_keys_naming_its_write
     assert {key: again.get(key) for key in stamp} == stamp
     assert list(again)[:4] == list(stamp)  # first, as every writer puts them
     assert _damaged_advice(out).endswith("write the folder again with `ragmeter score --out DIR`")
+
+
+def test_a_loaded_folder_written_again_keeps_the_version_and_command_that_computed_it(tmp_path: Path) -> None:
+    """docs/results.md: `version` and `command` say who computed the numbers; writing a loaded folder again does
+    not restamp them with the writing ragmeter's."""
+    ragmeter.evaluate(GOLDEN, RUN).write(tmp_path / "a")
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    summary.update(version="0.0.1", command="demo")
+    (tmp_path / "a" / "summary.json").write_text(json.dumps(summary))
+    ragmeter.EvalResult.load(tmp_path / "a").write(tmp_path / "b")
+    again = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert (again["version"], again["command"], again["tool"]) == ("0.0.1", "demo", "ragmeter"), again
