@@ -401,24 +401,56 @@ impl FileText {
     /// 0xE9 is 'é'). Equal byte strings stay equal and `str` order is `strcmp`'s byte
     /// order, since UTF-8 keeps code point order; [`latin1_bytes`] gives the bytes back.
     fn latin1(bytes: &[u8]) -> FileText {
-        let high = bytes.iter().filter(|&&b| b >= 0x80).count();
-        let mut text = String::with_capacity(bytes.len() + high);
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            let ascii = rest.iter().position(|&b| b >= 0x80).unwrap_or(rest.len());
-            let (run, tail) = rest.split_at(ascii);
-            // ASCII is UTF-8 as it is; the runs between high bytes go in whole.
-            text.push_str(std::str::from_utf8(run).unwrap_or_default());
-            match tail.split_first() {
-                Some((&b, after)) => {
-                    text.push(char::from(b));
-                    rest = after;
-                }
-                None => rest = tail,
+        FileText { text: Text::Owned(latin1_text(bytes, LATIN1_PIECE)), shown: Shown::Bytes }
+    }
+}
+
+/// Bytes per piece of [`latin1_text`]: pieces are converted on all threads, each large
+/// enough that the split costs nothing next to the copy.
+const LATIN1_PIECE: usize = 1 << 20;
+
+/// `bytes` as text with each byte the character of that code point: ASCII as it is,
+/// 0x80-0xFF as two UTF-8 bytes. Each byte maps on its own, so the input is cut into
+/// pieces of `piece` bytes anywhere and the pieces converted in parallel, each into its
+/// own place of the output (no second copy).
+fn latin1_text(bytes: &[u8], piece: usize) -> String {
+    let high: Vec<usize> = bytes.par_chunks(piece).map(|p| p.iter().filter(|&&b| b >= 0x80).count()).collect();
+    let mut out = vec![0u8; bytes.len() + high.iter().sum::<usize>()];
+    let mut rest = &mut out[..];
+    let mut places = Vec::with_capacity(high.len());
+    for (p, h) in bytes.chunks(piece).zip(&high) {
+        let (place, after) = rest.split_at_mut(p.len() + h);
+        places.push(place);
+        rest = after;
+    }
+    bytes.par_chunks(piece).zip(places.into_par_iter()).for_each(|(p, place)| latin1_piece(p, place));
+    // SAFETY: every byte below 0x80 was copied as it is (one-byte UTF-8) and every other byte b
+    // written as 0xC0 | b >> 6 (0xC2 or 0xC3), 0x80 | b & 0x3F: a two-byte sequence for U+0080-U+00FF.
+    // The places tile `out` exactly (each one the piece's length plus its high bytes).
+    unsafe { String::from_utf8_unchecked(out) }
+}
+
+/// One piece of [`latin1_text`] into `place` (exactly its converted length): blocks of ASCII copied whole.
+fn latin1_piece(piece: &[u8], place: &mut [u8]) {
+    let mut at = 0;
+    for block in piece.chunks(64) {
+        if block.is_ascii() {
+            place[at..at + block.len()].copy_from_slice(block);
+            at += block.len();
+            continue;
+        }
+        for &b in block {
+            if b < 0x80 {
+                place[at] = b;
+                at += 1;
+            } else {
+                place[at] = 0xC0 | (b >> 6);
+                place[at + 1] = 0x80 | (b & 0x3F);
+                at += 2;
             }
         }
-        FileText { text: Text::Owned(text), shown: Shown::Bytes }
     }
+    debug_assert_eq!(at, place.len());
 }
 
 /// The bytes of text read by [`FileText::latin1`] (and of any text whose characters are
@@ -496,6 +528,8 @@ pub fn read_pair(qrels: Source<'_>, run: Source<'_>) -> Result<TrecTexts> {
 /// not UTF-8 makes it binary, refused.
 fn as_latin1(read: std::result::Result<FileText, (Raw, usize)>, name: &str) -> Result<FileText> {
     match read {
+        // ASCII text is its own Latin-1 reading: kept as it is (mapped, not copied)
+        Ok(FileText { text, .. }) if text_is_ascii(&text) => Ok(FileText { text, shown: Shown::Bytes }),
         Ok(text) => Ok(FileText::latin1(text.as_str().as_bytes())),
         Err((raw, line)) if memchr::memchr(0, raw.bytes()).is_some() => Err(not_utf8_error(name, line)),
         Err((raw, _)) => Ok(FileText::latin1(raw.bytes())),
@@ -509,6 +543,15 @@ pub fn read_one(path: &str) -> Result<(FileText, Option<usize>)> {
         Ok(text) => Ok((text, None)),
         Err((raw, line)) => Ok((as_latin1(Err((raw, line)), path)?, Some(line))),
     }
+}
+
+fn text_is_ascii(text: &Text) -> bool {
+    let bytes = match text {
+        Text::Empty => return true,
+        Text::Mapped(m) => &m[..],
+        Text::Owned(s) => s.as_bytes(),
+    };
+    bytes.par_chunks(LATIN1_PIECE).all(|p| p.is_ascii())
 }
 
 fn not_utf8_error(path: &str, line: usize) -> Error {
@@ -698,6 +741,24 @@ mod tests {
             assert_eq!(ta.as_str().cmp(tb.as_str()), a.cmp(&b), "{a:?} {b:?}");
             assert_eq!(ta.as_str().chars().count(), a.len());
             assert_eq!(latin1_bytes(ta.as_str()), a);
+        }
+    }
+
+    #[test]
+    fn latin1_pieces_converted_in_parallel_equal_one_character_per_byte() {
+        let mut state = 5;
+        let alphabet = b"ab \n\x7f\x80\xbf\xc0\xe9\xff";
+        for _ in 0..300 {
+            let len = (next(&mut state) % 700) as usize;
+            // long ASCII runs too, so that whole 64-byte blocks are copied
+            let ascii_only = next(&mut state).is_multiple_of(3);
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| if ascii_only { b'x' } else { alphabet[(next(&mut state) % alphabet.len() as u64) as usize] })
+                .collect();
+            let want: String = bytes.iter().map(|&b| char::from(b)).collect();
+            for piece in [1, 3, 64, 65, 1 << 20] {
+                assert_eq!(latin1_text(&bytes, piece), want, "piece {piece}: {bytes:?}");
+            }
         }
     }
 
