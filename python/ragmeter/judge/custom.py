@@ -34,6 +34,7 @@ Two identities, kept apart:
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import inspect
 import json
@@ -601,10 +602,99 @@ def _schemas_of(m: Any) -> Any:
 def function_identity(fn: Any) -> str:
     """A short hash of what ``fn`` computes, the same in every process: its own source (``def`` or ``lambda``
     to its end, decorators left out: they hold the prompt, which is the request's part) when Python can read
-    it, else its code object (a function typed in a REPL or built with exec): bytecode, constants and names."""
+    it, else its code object (a function typed in a REPL or built with exec): bytecode, constants and names.
+    With it, what ``fn`` reads by global name from the user's code (:func:`_reads`): the functions it calls,
+    in turn, and the constants it reads, so that editing a helper or a threshold is an edit of the function.
+    A function that reads neither keeps the identity of its own text alone."""
+    own = _own_text(fn)
+    reads = _reads(fn)
+    text = own + ("\nreads:" + json.dumps(sorted(reads.items()), ensure_ascii=False) if reads else "")
+    return ("src-" if own.startswith("source:") else "code-") + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _own_text(fn: Any) -> str:
     source = _own_source(fn)
-    text = "source:" + source if source is not None else "code:" + _code_text(fn)
-    return ("src-" if source is not None else "code-") + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return "source:" + source if source is not None else "code:" + _code_text(fn)
+
+
+def _reads(fn: Any) -> Dict[str, str]:
+    """``{qualified name: text}`` of what ``fn`` reads by global name, followed through the functions it calls:
+    each function of the user's code (not the standard library's or an installed package's) as its own text,
+    each constant (numbers, text, bytes, None, and tuples or frozensets of them) as its ``repr``. Other globals
+    (modules, classes, objects) are left out: attributes (``mod.helper``) are not followed."""
+    found: Dict[str, str] = {}
+    seen = {id(fn)}
+    todo = [fn]
+    while todo:
+        current = todo.pop()
+        namespace = getattr(current, "__globals__", None)
+        code = getattr(current, "__code__", None)
+        if not isinstance(namespace, dict) or code is None:
+            continue
+        for name in sorted(_global_names(code)):
+            if name not in namespace:
+                continue  # a builtin, or not defined (yet)
+            value = _unwrapped(namespace[name])
+            key = f"{namespace.get('__name__', '')}.{name}"
+            if isinstance(value, types.FunctionType) and _is_user_code(value):
+                if id(value) not in seen:
+                    seen.add(id(value))
+                    found[key] = _own_text(value)
+                    todo.append(value)
+            elif _is_constant(value):
+                found[key] = _constant_repr(value)
+    return found
+
+
+def _global_names(code: types.CodeType) -> set:
+    """The names ``code`` (and the functions and comprehensions nested in it) may read as globals."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _unwrapped(value: Any) -> Any:
+    """A decorated helper (``functools.lru_cache``, ``functools.wraps``) as the function it wraps."""
+    if not hasattr(value, "__wrapped__"):
+        return value
+    try:
+        return inspect.unwrap(value)
+    except ValueError:  # a cycle of __wrapped__
+        return value
+
+
+def _is_user_code(fn: types.FunctionType) -> bool:
+    """Written by the user: not ragmeter's, the standard library's or an installed package's (a function typed
+    in a REPL or built with exec is)."""
+    import os
+
+    filename = fn.__code__.co_filename
+    if filename.startswith("<frozen"):
+        return False
+    if filename.startswith("<"):
+        return True
+    path = os.path.realpath(filename)
+    return not any(path == root or path.startswith(root + os.sep) for root in _installed_roots())
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_roots() -> Tuple[str, ...]:
+    """The folders of code the user did not write: the standard library, installed packages, ragmeter."""
+    import os
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    roots = {os.path.realpath(p) for key in ("stdlib", "platstdlib", "purelib", "platlib") if (p := paths.get(key))}
+    roots.add(os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # ragmeter
+    return tuple(sorted(roots))
+
+
+def _is_constant(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return True
+    return isinstance(value, (tuple, frozenset)) and len(value) <= 10_000 and all(map(_is_constant, value))
 
 
 def _own_source(fn: Any) -> Optional[str]:
