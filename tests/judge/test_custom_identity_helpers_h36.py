@@ -105,3 +105,17 @@ def test_a_decorated_helper_is_followed_to_the_function_it_wraps() -> None:
                      "\ndef score(reply, case):\n    return weight(reply['n'])\n", "<typed>", "exec"), namespace)
         return namespace["score"]
     assert function_identity(built("n / 2")) != function_identity(built("n / 3"))
+
+
+def test_compare_refuses_runs_whose_metric_reads_another_threshold(server, tmp_path: Path) -> None:
+    """End to end: ``ragmeter eval --metric-module`` twice, the module's constant edited in between; the paid
+    replies are reused and compare names the scoring function as changed."""
+    from test_custom_definition_h33 import evaluated, ragmeter
+
+    base = evaluated(server, tmp_path, "base", body='reply["score"] >= CUT and 5 or 0\nCUT = 2')
+    sent = server.requests
+    cand = evaluated(server, tmp_path, "cand", body='reply["score"] >= CUT and 5 or 0\nCUT = 3')
+    assert server.requests == sent
+    proc = ragmeter("compare", base, cand)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "judge metric 'blueness': its definition differs (its scoring function)" in said, said
