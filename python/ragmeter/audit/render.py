@@ -203,7 +203,7 @@ def markdown(d: Dict[str, Any]) -> str:
         cells = lambda r: "| " + " | ".join(c.replace("|", "\\|") for c in r) + " |"
         return [cells(header), "|" + "|".join("---" for _ in header) + "|"] + [cells(r) for r in rows] + [""]
 
-    lines = [f"# Golden-set audit", "", _header(d), ""]
+    lines = ["# Golden-set audit", "", _header(d), ""]
     for key, label in (("by_category", "category"), ("by_source", d["by"])):
         head = [label, "n", "share"] + (["target", "needed"] if d["gap"] else [])
         lines += [f"## By {label}", ""] + table(head, [r if d["gap"] else r[:3] for r in share_rows(d, key)])

@@ -44,7 +44,7 @@ import re
 import textwrap
 import types
 from dataclasses import dataclass, field
-from typing import (Any, Awaitable, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union,
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union,
                     runtime_checkable)
 
 from ragmeter._text import whole_number

@@ -13,7 +13,6 @@ A results directory (written by ``ragmeter eval`` / ``ragmeter score --out``) ho
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -5,7 +5,7 @@ Every text that reaches the SVG goes through :func:`esc`.
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from ragmeter._text import markup
 
