@@ -683,12 +683,15 @@ def _is_user_code(fn: types.FunctionType) -> bool:
 def _installed_roots() -> Tuple[str, ...]:
     """The folders of code the user did not write: the standard library, installed packages, ragmeter."""
     import os
+    import site
     import sysconfig
 
     paths = sysconfig.get_paths()
-    roots = {os.path.realpath(p) for key in ("stdlib", "platstdlib", "purelib", "platlib") if (p := paths.get(key))}
-    roots.add(os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # ragmeter
-    return tuple(sorted(roots))
+    found = [paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")]
+    # a distribution's own package folders too (Debian's /usr/lib/python3/dist-packages), and the user's
+    found += getattr(site, "getsitepackages", lambda: [])() + [getattr(site, "getusersitepackages", lambda: None)()]
+    found.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # ragmeter
+    return tuple(sorted({os.path.realpath(p) for p in found if p}))
 
 
 def _is_constant(value: Any) -> bool:
