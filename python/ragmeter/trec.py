@@ -49,9 +49,9 @@ def evaluate(
     and ranx take, or ranx's ``Qrels`` and ``Run`` (read as their ``to_dict()``). A path and a table
     may be mixed; files are parsed in Rust. Errors name the file and line (a file beside a table or dict too: the
     line in the file, as when both are files), or the input (``qrels``, ``run``) and the 1-based row. Relevance
-    grades are integers: in a table or a dict a whole-number float (``1.0``, as pandas and JSON give) is its integer and ``0.5`` is refused naming the row,
-    never truncated; so in a qrels file (``1.0`` is read as 1, as trec_eval reads it; ``0.5`` stops naming the
-    line). A grade above 1,000,000 is refused (measures count the judgements at each grade up to the highest).
+    grades are integers: in a table or a dict a whole-number float (``1.0``, as pandas and JSON give) is its
+    integer and ``0.5`` is refused naming the row, never truncated; so in a qrels file (``1.0`` is read as 1, as
+    trec_eval reads it; ``0.5`` stops naming the line). A grade above 1,000,000 is refused (measures count the judgements at each grade up to the highest).
 
     ``measures`` takes trec_eval's ``-m`` syntax (``"all_trec"``, ``"P.5,10"``,
     ``"ndcg.1=3,2=9"``), and pytrec_eval's names of a measure at a cut-off (``"P_5"``

@@ -44,7 +44,7 @@ import re
 import textwrap
 import types
 from dataclasses import dataclass, field
-from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union,
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple, Union,
                     runtime_checkable)
 
 from ragmeter._text import whole_number
@@ -646,7 +646,7 @@ def _reads(fn: Any) -> Dict[str, str]:
     return found
 
 
-def _global_names(code: types.CodeType) -> set:
+def _global_names(code: types.CodeType) -> Set[str]:
     """The names ``code`` (and the functions and comprehensions nested in it) may read as globals."""
     names = set(code.co_names)
     for const in code.co_consts:

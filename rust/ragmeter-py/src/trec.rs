@@ -189,7 +189,7 @@ pub fn trec_read_qrels<'py>(py: Python<'py>, path: String) -> PyResult<FileColum
     let rows = py.allow_threads(|| text.qrels_rows(&path)).map_err(to_py_err)?;
     let lines = rows.iter().map(|r| r.line).collect();
     let values = rows.iter().map(|r| r.rel).collect();
-    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), values, (path.clone(), lines, not_utf8)))
+    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), values, (path, lines, not_utf8)))
 }
 
 /// Read a run file as [`trec_read_qrels`] reads qrels (values: the scores).
@@ -199,7 +199,7 @@ pub fn trec_read_run<'py>(py: Python<'py>, path: String) -> PyResult<FileColumns
     let rows = py.allow_threads(|| text.run_rows(&path)).map_err(to_py_err)?;
     let lines = rows.iter().map(|r| r.line).collect();
     let values = rows.iter().map(|r| r.score).collect();
-    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), values, (path.clone(), lines, not_utf8)))
+    Ok(file_columns(py, rows.iter().map(|r| (r.qid, r.docno)), values, (path, lines, not_utf8)))
 }
 
 fn file_columns<'py, 'a, V: numpy::Element>(

@@ -654,6 +654,11 @@ mod tests {
         *state
     }
 
+    /// A byte of `alphabet` at random.
+    fn pick(state: &mut u64, alphabet: &[u8]) -> u8 {
+        alphabet[(next(state) % alphabet.len() as u64) as usize]
+    }
+
     #[test]
     fn scores_read_exactly_as_str_parse_reads_them() {
         let mut state = 0x2545_F491_4F6C_DD1D;
@@ -718,7 +723,7 @@ mod tests {
         let alphabet = b"ab1. \t\x0b\x0c\r\x00\x1f#";
         for _ in 0..50_000 {
             let len = (next(&mut state) % 150) as usize;
-            let mut line: Vec<u8> = (0..len).map(|_| alphabet[(next(&mut state) % alphabet.len() as u64) as usize]).collect();
+            let mut line: Vec<u8> = (0..len).map(|_| pick(&mut state, alphabet)).collect();
             line.push(b'\n');
             line.extend_from_slice(&[b'x'; 70]);
             let (mut fast, mut slow) = ([(0, 0); 6], [(0, 0); 6]);
@@ -733,7 +738,7 @@ mod tests {
         let mut state = 11;
         let alphabet = b"aZ09 \n\x7f\x80\xa0\xc3\xa9\xe9\xff";
         let random = |state: &mut u64| -> Vec<u8> {
-            (0..next(state) % 12).map(|_| alphabet[(next(state) % alphabet.len() as u64) as usize]).collect()
+            (0..next(state) % 12).map(|_| pick(state, alphabet)).collect()
         };
         for _ in 0..20_000 {
             let (a, b) = (random(&mut state), random(&mut state));
@@ -752,9 +757,7 @@ mod tests {
             let len = (next(&mut state) % 700) as usize;
             // long ASCII runs too, so that whole 64-byte blocks are copied
             let ascii_only = next(&mut state).is_multiple_of(3);
-            let bytes: Vec<u8> = (0..len)
-                .map(|_| if ascii_only { b'x' } else { alphabet[(next(&mut state) % alphabet.len() as u64) as usize] })
-                .collect();
+            let bytes: Vec<u8> = (0..len).map(|_| if ascii_only { b'x' } else { pick(&mut state, alphabet) }).collect();
             let want: String = bytes.iter().map(|&b| char::from(b)).collect();
             for piece in [1, 3, 64, 65, 1 << 20] {
                 assert_eq!(latin1_text(&bytes, piece), want, "piece {piece}: {bytes:?}");
